@@ -1,0 +1,77 @@
+"""Plain data every adapter returns: normalised search hits, fetch results, chat replies, retries."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from store.events import FetchStatus, SearchStatus, ToolCall, Usage
+
+
+class RetryInfo(msgspec.Struct, kw_only=True):
+    """One retry an adapter made; the engine records it as `call.retried`."""
+
+    what: str  # "search:brave", "fetch:jina", "chat:<model>"
+    attempt: int  # 1 for the first retry
+    reason: str  # "429", "5xx", "timeout", "transport"
+    wait_s: float
+
+
+class SearchHit(msgspec.Struct, kw_only=True):
+    """One result in rank order, already normalised to SPEC §2 (doc_id is assigned by the engine)."""
+
+    rank: int
+    title: str
+    url: str
+    domain: str
+    snippet: str
+    metadata: dict[str, Any] = {}
+
+
+class SearchResponse(msgspec.Struct, kw_only=True):
+    status: SearchStatus
+    hits: list[SearchHit] = []
+    raw: bytes | None = None  # the provider's body, for a blob (never request headers)
+    latency_ms: float = 0.0
+    http_status: int | None = None
+    error: str | None = None  # the provider's own error message
+    retries: list[RetryInfo] = []
+
+
+class FetchResponse(msgspec.Struct, kw_only=True):
+    status: FetchStatus
+    content: str | None = None  # markdown
+    n_bytes: int = 0
+    n_tokens: int = 0
+    cache_hit: bool = False
+    latency_ms: float = 0.0
+    http_status: int | None = None
+    error: str | None = None
+    retries: list[RetryInfo] = []
+
+
+class ChatResponse(msgspec.Struct, kw_only=True):
+    text: str | None
+    tool_calls: list[ToolCall] = []
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    raw: bytes | None = None
+    retries: list[RetryInfo] = []
+
+
+class Endpoint(msgspec.Struct, kw_only=True):
+    """Where and how fast one API may be called; keys are read from `key_env`, never stored here."""
+
+    base_url: str
+    key_env: str | None = None
+    rps: float = 5.0
+    burst: int = 0  # 0: rps/10 per 0.1 s window (no first-second burst)
+    concurrency: int = 8
+    timeout_s: float = 30.0
+    max_retries: int = 4
+    max_wait_s: float = 60.0
+
+
+ChatStatus = Literal["ok", "http_error", "timeout", "bad_response"]

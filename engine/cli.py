@@ -1,0 +1,83 @@
+"""The `searchtrace` command: a click group whose subcommands load lazily from their own modules."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from engine.logs import configure_logging
+from store.errors import BadInput, StoreError
+
+# name -> "module:attribute"; each module owns one area of the command line.
+COMMANDS: dict[str, str] = {
+    "demo": "engine.commands.demo:demo",
+    "record": "engine.commands.record:record",
+    "search": "engine.commands.probe:search",
+    "fetch": "engine.commands.probe:fetch",
+    "judge": "engine.commands.judge:judge",
+    "replay": "engine.commands.replay:replay",
+    "import": "engine.commands.interchange:import_cmd",
+    "export": "engine.commands.interchange:export_cmd",
+    "report": "engine.commands.report:report",
+    "sql": "engine.commands.sql:sql",
+    "verify": "engine.commands.verify:verify",
+    "sample": "engine.commands.sample:sample",
+    "audit": "engine.commands.audit:audit",
+    "sandbox": "engine.commands.sandbox:sandbox",
+    "bench": "engine.commands.bench:bench",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a subcommand only when it is run, so `--help` and unrelated commands stay fast."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        present = {n for n, target in self.lazy.items() if importlib.util.find_spec(target.split(":")[0])}
+        return sorted(set(super().list_commands(ctx)) | present)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and importlib.util.find_spec(self.lazy[cmd_name].split(":")[0]):
+            module, attr = self.lazy[cmd_name].split(":")
+            cmd = getattr(importlib.import_module(module), attr)
+            assert isinstance(cmd, click.Command)
+            return cmd
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-json", is_flag=True, envvar="SEARCHTRACE_LOG_JSON", help="Structured logs as JSON lines on stderr.")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def cli(log_json: bool, verbose: int) -> None:
+    """Record search agents as immutable events and measure their evidence."""
+    configure_logging(json=log_json, verbosity=verbose)
+
+
+def fail(message: str) -> None:
+    """One clear line on stderr and exit 2 (bad usage or bad input)."""
+    click.echo(f"searchtrace: error: {message}", err=True)
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="searchtrace", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("searchtrace: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        fail(exc.format_message())
+    except (BadInput, StoreError) as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("searchtrace: interrupted; what was committed is kept, run the same command again to resume", err=True)
+        sys.exit(130)

@@ -1,0 +1,279 @@
+"""Event bodies of SPEC §3: one tagged union, the tag is the `type` column."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+
+class _Body(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=False):
+    """Base of every payload; the tag (`type`) is written into the JSON payload too."""
+
+
+JSON = dict[str, Any]
+
+
+class Usage(msgspec.Struct, kw_only=True):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class ToolCall(msgspec.Struct, kw_only=True):
+    call_id: str
+    name: str
+    arguments: str  # the raw JSON string the model sent (may be invalid JSON)
+
+
+class Labels(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    supports_gold: bool
+    contradicts_gold: bool
+    relevant: bool
+
+
+class Verdict(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Judge reply, schema version 1 (SPEC §4)."""
+
+    snippet: Labels
+    page: Labels | None
+    supports_final_answer: bool
+    rationale: str
+
+
+class JudgeItemRef(msgspec.Struct, kw_only=True):
+    trajectory_id: str
+    url_normalized: str
+
+
+class RunStarted(_Body, tag="run.started"):
+    run_id: str
+    config: JSON
+    code_version: str
+
+
+class DatasetQuestion(_Body, tag="dataset.question"):
+    qid: str
+    question: str
+    gold_answer: str
+    strata: dict[str, str] = {}
+
+
+class TrajectoryStarted(_Body, tag="trajectory.started"):
+    trajectory_id: str
+    qid: str
+    provider: str
+    question: str = ""
+    gold_answer: str = ""
+
+
+class ModelResponded(_Body, tag="model.responded"):
+    iteration: int
+    text: str | None
+    tool_calls: list[ToolCall] = []
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    raw_digest: str | None = None
+
+
+class SearchCalled(_Body, tag="search.called"):
+    call_id: str
+    iteration: int
+    query: str
+    provider: str = ""
+    params: JSON = {}
+
+
+class SearchResult(_Body, tag="search.result"):
+    call_id: str
+    doc_id: str
+    rank: int
+    title: str
+    url: str
+    url_normalized: str
+    domain: str
+    snippet: str
+    metadata: JSON = {}
+
+
+SearchStatus = Literal["ok", "http_error", "timeout", "bad_response"]
+FetchStatus = Literal["ok", "timeout", "http_error", "too_large", "bad_response"]
+
+
+class SearchCompleted(_Body, tag="search.completed"):
+    call_id: str
+    status: SearchStatus
+    n_results: int
+    latency_ms: float
+    raw_digest: str | None = None
+    http_status: int | None = None
+    error: str | None = None
+
+
+class FetchCalled(_Body, tag="fetch.called"):
+    call_id: str
+    iteration: int
+    doc_id: str
+    url: str
+
+
+class FetchCompleted(_Body, tag="fetch.completed"):
+    call_id: str
+    doc_id: str
+    status: FetchStatus
+    content_digest: str | None
+    n_bytes: int
+    n_tokens: int
+    cache_hit: bool
+    latency_ms: float
+    http_status: int | None = None
+    error: str | None = None
+
+
+class ToolRefused(_Body, tag="tool.refused"):
+    """A tool call the harness refused (unknown doc_id, bad arguments); the model sees the error text."""
+
+    call_id: str
+    iteration: int
+    name: str
+    arguments: str
+    reason: str
+
+
+class CallRetried(_Body, tag="call.retried"):
+    what: str  # e.g. "search:brave", "fetch:jina", "chat:agent", "chat:judge"
+    call_id: str | None
+    attempt: int
+    reason: str  # "429", "5xx", "timeout", ...
+    wait_s: float
+
+
+class AnswerFinal(_Body, tag="answer.final"):
+    iteration: int
+    text: str
+
+
+TrajectoryReason = Literal["answered", "max_iterations", "error"]
+
+
+class TrajectoryFinished(_Body, tag="trajectory.finished"):
+    reason: TrajectoryReason
+    iterations: int
+    usage: Usage = msgspec.field(default_factory=Usage)
+    error: str | None = None
+
+
+class JudgeStarted(_Body, tag="judge.started"):
+    judge_run_id: str
+    model: str
+    prompt_version: str
+    prompt_sha256: str
+    schema_version: int = 1
+    params: JSON = {}
+
+
+class JudgeVerdict(_Body, tag="judge.verdict"):
+    judge_run_id: str
+    item: JudgeItemRef
+    surface: Literal["snippet", "page"]
+    valid: bool
+    labels: Verdict | None
+    invalid_reason: str | None = None
+    raw_digest: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: float = 0.0
+
+
+class AuditAnswer(_Body, tag="audit.answer"):
+    trajectory_id: str | None
+    provider: str | None
+    qid: str | None
+    semantic_match: bool
+    source: str
+
+
+class AuditLabel(_Body, tag="audit.label"):
+    judge_run_id: str
+    item: JudgeItemRef
+    surface: Literal["snippet", "page"]
+    label: Literal["supports_gold", "contradicts_gold", "relevant"]
+    judge_value: bool
+    human_value: bool | Literal["unclear"]
+
+
+class RunFinished(_Body, tag="run.finished"):
+    counts: dict[str, int] = {}
+
+
+Payload = (
+    RunStarted
+    | DatasetQuestion
+    | TrajectoryStarted
+    | ModelResponded
+    | SearchCalled
+    | SearchResult
+    | SearchCompleted
+    | FetchCalled
+    | FetchCompleted
+    | ToolRefused
+    | CallRetried
+    | AnswerFinal
+    | TrajectoryFinished
+    | JudgeStarted
+    | JudgeVerdict
+    | AuditAnswer
+    | AuditLabel
+    | RunFinished
+)
+
+PAYLOAD_TYPES: tuple[type[_Body], ...] = Payload.__args__  # type: ignore[attr-defined]
+TYPE_NAMES: tuple[str, ...] = tuple(t.__struct_config__.tag for t in PAYLOAD_TYPES)  # type: ignore[misc]
+
+
+class NewEvent(msgspec.Struct, kw_only=True):
+    """What a producer appends; the store assigns position, stream_seq, recorded_at and hash."""
+
+    stream_id: str
+    run_id: str
+    payload: Payload
+    event_id: uuid.UUID = msgspec.field(default_factory=uuid.uuid4)
+
+
+class StoredEvent(msgspec.Struct, kw_only=True):
+    """One row of the events table, decoded."""
+
+    position: int
+    event_id: uuid.UUID
+    stream_id: str
+    stream_seq: int
+    type: str
+    run_id: str
+    recorded_at: datetime
+    payload: Payload
+    hash: str
+
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[Payload] = msgspec.json.Decoder(Payload)
+
+
+def encode_payload(payload: Payload) -> bytes:
+    """The exact bytes stored in the payload column."""
+    return _encoder.encode(payload)
+
+
+def decode_payload(data: bytes | str) -> Payload:
+    return _decoder.decode(data)
+
+
+def type_of(payload: Payload) -> str:
+    return payload.__struct_config__.tag  # type: ignore[return-value]
+
+
+def stable_event_id(*parts: str) -> uuid.UUID:
+    """Content-derived id, so re-importing or re-recording the same fact is a no-op."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, "searchtrace:" + "\x1f".join(parts))

@@ -1,0 +1,114 @@
+"""Group commit for many anyio producers: one writer task, one transaction per flush, ack after commit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from store.blobs import digest
+from store.errors import ConcurrencyError
+from store.events import NewEvent
+from store.log import EventLog
+
+
+@dataclass
+class _Request:
+    events: Sequence[NewEvent]
+    expected: Mapping[str, int] | None
+    blobs: Sequence[bytes]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: list[int] | BaseException | None = None
+
+
+class Writer:
+    """Producers await `append`; the writer drains the queue into one transaction per flush."""
+
+    def __init__(self, log: EventLog, max_events: int, max_delay: float) -> None:
+        self.log = log
+        self.max_events = max_events
+        self.max_delay = max_delay
+        send, recv = anyio.create_memory_object_stream[_Request](math.inf)
+        self._send: ObjectSendStream[_Request] = send
+        self._recv: ObjectReceiveStream[_Request] = recv
+        self.commits = 0
+
+    async def append(
+        self,
+        events: Sequence[NewEvent],
+        *,
+        expected: Mapping[str, int] | None = None,
+        blobs: Sequence[bytes] = (),
+    ) -> list[int]:
+        """Returns once the events (and blobs) are committed; raises ConcurrencyError on a stale expectation."""
+        req = _Request(events, expected, blobs)
+        await self._send.send(req)
+        await req.done.wait()
+        if isinstance(req.result, BaseException):
+            raise req.result
+        assert req.result is not None
+        return req.result
+
+    async def put_blob(self, data: bytes) -> str:
+        """Stores the blob (once per content) and returns its sha256 after commit."""
+        await self.append((), blobs=(data,))
+        return digest(data)
+
+    async def _run(self) -> None:
+        async with self._recv:
+            async for first in self._recv:
+                batch = [first]
+                n = self._drain(batch, len(first.events))
+                if n < self.max_events and self.max_delay > 0:
+                    await anyio.sleep(self.max_delay)  # let concurrent producers join this commit
+                    n = self._drain(batch, n)
+                await self._flush(batch)
+
+    def _drain(self, batch: list[_Request], n: int) -> int:
+        while n < self.max_events:
+            try:
+                req = self._recv.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+            batch.append(req)
+            n += len(req.events)
+        return n
+
+    async def _flush(self, batch: list[_Request]) -> None:
+        groups = [(r.events, r.expected) for r in batch]
+        blobs = [b for r in batch for b in r.blobs]
+        try:
+            results = await anyio.to_thread.run_sync(lambda: self.log.append_groups(groups, blobs=blobs))
+        except BaseException as exc:  # the whole transaction rolled back: every producer learns it
+            for r in batch:
+                r.result = exc
+                r.done.set()
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self.commits += 1
+        for r, res in zip(batch, results, strict=True):
+            r.result = res
+            r.done.set()
+
+    async def aclose(self) -> None:
+        await self._send.aclose()
+
+
+@asynccontextmanager
+async def open_writer(log: EventLog, *, max_events: int = 10_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
+    """Run the writer task for the duration of the block; pending appends are flushed on exit."""
+    writer = Writer(log, max_events, max_delay)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer._run)
+        try:
+            yield writer
+        finally:
+            await writer.aclose()
+
+
+__all__ = ["ConcurrencyError", "Writer", "open_writer"]
