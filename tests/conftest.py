@@ -1,0 +1,8 @@
+"""Shared fixtures: anyio runs on asyncio (aiolimiter needs it)."""
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
