@@ -78,6 +78,11 @@ class ModelResponded(_Body, tag="model.responded"):
     latency_ms: float = 0.0
     finish_reason: str | None = None
     raw_digest: str | None = None
+    # sha256 (hex) of the request this reply answered, so `replay` can tell when a re-run asks something else:
+    # hashlib.sha256(msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")).hexdigest()
+    # over exactly the `messages`/`tools` passed to `complete(...)`. Storing the same bytes as a blob (its digest is
+    # this value) lets replay print a message-level diff. None: recorded without it (replay then cannot see prompt changes).
+    request_sha256: str | None = None
 
 
 class SearchCalled(_Body, tag="search.called"):
