@@ -1,0 +1,311 @@
+"""A judge run: one call per judge item, rate-limited fan-out, verdicts appended as they come, resumable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+from aiolimiter import AsyncLimiter
+
+from adapters.types import ChatResponse
+from analytics.items import JudgeItem, judge_items
+from engine.documents import document_block
+from replay.judge_prompt import JudgePrompt, get_judge_prompt
+from replay.verdicts import SCHEMA_VERSION, parse_verdict
+from store.blobs import digest
+from store.errors import BadInput
+from store.events import (
+    CallRetried,
+    JudgeItemRef,
+    JudgeStarted,
+    JudgeVerdict,
+    NewEvent,
+    Usage,
+    stable_event_id,
+)
+from store.log import EventLog
+from store.writer import Writer, open_writer
+
+JSON_MODE = {"type": "json_object"}
+# A judge call refused for good (content filter, bad request): recorded as an invalid verdict, not retried on resume.
+_REFUSED = frozenset({400, 404, 413, 422})
+# The endpoint refuses the key: no point in calling anything else.
+_FATAL = frozenset({401, 403})
+
+
+class ChatModel(Protocol):
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        trace_id: str | None = None,
+    ) -> ChatResponse: ...
+
+
+class JudgeStats(msgspec.Struct, kw_only=True):
+    """Live counters of a judge run (what the progress display shows)."""
+
+    judge_run_id: str
+    items: int = 0
+    already: int = 0  # verdicts this judge run had before this invocation
+    pending: int = 0
+    done: int = 0
+    valid: int = 0
+    invalid: int = 0
+    failed: int = 0  # calls that finally failed on a transient error: no verdict, the next resume retries them
+    retried: int = 0
+    usage: Usage = msgspec.field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    errors: list[str] = []
+
+
+def stream_of(judge_run_id: str) -> str:
+    return f"judge:{judge_run_id}"
+
+
+def trace_id_of(judge_run_id: str, item: JudgeItem) -> str:
+    """The trace header value the sandbox counts requests by."""
+    return f"{judge_run_id}|{item.trajectory_id}|{item.url_normalized}"
+
+
+def verdict_event_id(judge_run_id: str, trajectory_id: str, url_normalized: str) -> str:
+    return str(stable_event_id("judge.verdict", judge_run_id, trajectory_id, url_normalized))
+
+
+def default_judge_run_id(model: str, prompt_version: str) -> str:
+    """Same model and prompt version -> same judge run, so re-running the command resumes it."""
+    return f"{model}@{prompt_version}"
+
+
+def _started(log: EventLog, judge_run_id: str) -> JudgeStarted | None:
+    for ev in log.read(types=["judge.started"], stream_id=stream_of(judge_run_id)):
+        assert isinstance(ev.payload, JudgeStarted)
+        return ev.payload
+    return None
+
+
+def _judged(log: EventLog, judge_run_id: str) -> set[tuple[str, str]]:
+    cur = log.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized' FROM events "
+            "WHERE stream_id = ? AND type = 'judge.verdict'",
+            [stream_of(judge_run_id)],
+        ).fetchall()
+    finally:
+        cur.close()
+    return {(str(t), str(u)) for t, u in rows}
+
+
+def _load_items(log: EventLog) -> list[JudgeItem]:
+    cur = log.cursor()
+    try:
+        return judge_items(cur)
+    finally:
+        cur.close()
+
+
+def _check_same_run(prev: JudgeStarted, model: str, prompt: JudgePrompt) -> None:
+    if (prev.model, prev.prompt_version, prev.prompt_sha256) != (model, prompt.version, prompt.sha256):
+        raise BadInput(
+            f"judge run {prev.judge_run_id!r} was started with model {prev.model!r} and prompt {prev.prompt_version!r}; "
+            "resume it with the same ones or choose another --judge-run-id"
+        )
+
+
+class _Run:
+    """State shared by the workers of one invocation."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        writer: Writer,
+        chat: ChatModel,
+        prompt: JudgePrompt,
+        stats: JudgeStats,
+        limiter: AsyncLimiter | None,
+        progress: Callable[[JudgeStats], None] | None,
+    ) -> None:
+        self.log, self.writer, self.chat, self.prompt = log, writer, chat, prompt
+        self.stats, self.limiter, self.progress = stats, limiter, progress
+        self.jrid = stats.judge_run_id
+
+    def _messages(self, item: JudgeItem) -> list[dict[str, str]]:
+        page = self.log.get_blob(item.page_digest).decode("utf-8", "replace") if item.page_digest else None
+        block = document_block(
+            doc_id=item.doc_id,
+            rank=item.rank,
+            domain=item.domain,
+            title=item.title,
+            url=item.url,
+            snippet=item.snippet,
+            metadata=item.metadata,
+            page=page if item.page_visible else None,
+        )
+        return self.prompt.messages(
+            question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block
+        )
+
+    async def worker(self, items: Iterator[JudgeItem]) -> None:
+        for item in items:  # workers share one iterator: at most `concurrency` items in flight
+            await self.judge_one(item)
+
+    async def judge_one(self, item: JudgeItem) -> None:
+        from adapters.errors import ChatError
+
+        messages = await anyio.to_thread.run_sync(self._messages, item)
+        if self.limiter is not None:
+            await self.limiter.acquire()
+        trace = trace_id_of(self.jrid, item)
+        started = time.perf_counter()
+        try:
+            reply = await self.chat.complete(messages, response_format=JSON_MODE, trace_id=trace)
+        except ChatError as exc:
+            http_status = exc.http_status
+            if exc.auth or http_status in _FATAL:
+                raise BadInput(f"judge endpoint refused the request: {_line(exc.message)}") from None
+            if http_status in _REFUSED:
+                latency = (time.perf_counter() - started) * 1000
+                reason = f"judge call refused: HTTP {http_status}: {_line(exc.message)}"
+                await self._record(item, trace, None, reason, None, Usage(), latency, exc.retries)
+                return
+            self.stats.failed += 1
+            self.stats.retried += len(exc.retries)
+            await self._append_retries(trace, exc.retries)
+            if len(self.stats.errors) < 5:
+                self.stats.errors.append(f"{trace}: {exc.status}: {_line(exc.message)}")
+            self._tick()
+            return
+        parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
+        raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
+        await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries)
+
+    async def _append_retries(self, trace: str, retries: Sequence[Any]) -> None:
+        if retries:
+            await self.writer.append([self._retry_event(trace, r) for r in retries])
+
+    def _retry_event(self, trace: str, r: Any) -> NewEvent:
+        body = CallRetried(what=r.what, call_id=trace, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
+        return NewEvent(stream_id=stream_of(self.jrid), run_id=self.jrid, payload=body)
+
+    async def _record(
+        self,
+        item: JudgeItem,
+        trace: str,
+        labels: Any,
+        reason: str | None,
+        raw: bytes | None,
+        usage: Usage,
+        latency_ms: float,
+        retries: Sequence[Any],
+    ) -> None:
+        valid = labels is not None
+        verdict = JudgeVerdict(
+            judge_run_id=self.jrid,
+            item=JudgeItemRef(trajectory_id=item.trajectory_id, url_normalized=item.url_normalized),
+            surface="page" if item.page_visible else "snippet",
+            valid=valid,
+            labels=labels,
+            invalid_reason=None if valid else reason,
+            raw_digest=digest(raw) if raw is not None else None,
+            usage=usage,
+            latency_ms=latency_ms,
+        )
+        events = [self._retry_event(trace, r) for r in retries]
+        events.append(
+            NewEvent(
+                stream_id=stream_of(self.jrid),
+                run_id=self.jrid,
+                payload=verdict,
+                event_id=stable_event_id("judge.verdict", self.jrid, item.trajectory_id, item.url_normalized),
+            )
+        )
+        await self.writer.append(events, blobs=[raw] if raw is not None else [])
+        s = self.stats
+        s.done += 1
+        s.valid += valid
+        s.invalid += not valid
+        s.retried += len(retries)
+        for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens"):
+            setattr(s.usage, name, getattr(s.usage, name) + getattr(usage, name))
+        self._tick()
+
+    def _tick(self) -> None:
+        if self.progress is not None:
+            self.progress(self.stats)
+
+
+def _line(text: str, limit: int = 200) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+def rate_limiter(rps: float) -> AsyncLimiter:
+    """Bucket of rps/10 per 0.1 s (no first-second burst); below 10/s one call per 1/rps."""
+    return AsyncLimiter(rps / 10, 0.1) if rps >= 10 else AsyncLimiter(1, 1 / rps)
+
+
+async def run_judge(
+    log: EventLog,
+    *,
+    model: str,
+    chat: ChatModel,
+    judge_run_id: str | None = None,
+    prompt_version: str | None = None,
+    rps: float | None = None,
+    concurrency: int = 8,
+    params: dict[str, Any] | None = None,
+    progress: Callable[[JudgeStats], None] | None = None,
+    inputs: Sequence[JudgeItem] | None = None,
+) -> JudgeStats:
+    """Judge every item of the store that this judge run has no verdict for yet; returns the counters.
+
+    `rps` limits call starts in this process (AsyncLimiter(rps/10, 0.1)); None leaves pacing to the chat adapter.
+    """
+    if concurrency < 1:
+        raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
+    if rps is not None and rps <= 0:
+        raise BadInput(f"--rps must be positive, got {rps}")
+    prompt = get_judge_prompt(prompt_version) if prompt_version else get_judge_prompt()
+    jrid = judge_run_id or default_judge_run_id(model, prompt.version)
+    t0 = time.perf_counter()
+
+    def load() -> tuple[JudgeStarted | None, set[tuple[str, str]], Sequence[JudgeItem]]:
+        prev = _started(log, jrid)
+        done = _judged(log, jrid)
+        return prev, done, inputs if inputs is not None else _load_items(log)
+
+    prev, done, all_items = await anyio.to_thread.run_sync(load)
+    if prev is not None:
+        _check_same_run(prev, model, prompt)
+    pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
+    stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
+    limiter = rate_limiter(rps) if rps is not None else None
+    async with open_writer(log) as writer:
+        if prev is None:
+            started = JudgeStarted(
+                judge_run_id=jrid,
+                model=model,
+                prompt_version=prompt.version,
+                prompt_sha256=prompt.sha256,
+                schema_version=SCHEMA_VERSION,
+                params={"rps": rps, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
+            )
+            await writer.append(
+                [NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=started, event_id=stable_event_id("judge.started", jrid))]
+            )
+        run = _Run(log, writer, chat, prompt, stats, limiter, progress)
+        run._tick()
+        shared = iter(pending)
+        async with anyio.create_task_group() as tg:
+            for _ in range(min(concurrency, max(len(pending), 1))):
+                tg.start_soon(run.worker, shared)
+    stats.elapsed_s = time.perf_counter() - t0
+    return stats
+
+
+__all__ = ["JSON_MODE", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]
