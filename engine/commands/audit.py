@@ -1,0 +1,95 @@
+"""`searchtrace audit sample|import|agreement`: SPEC §7 oracle validation by humans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analytics.audit import agreement as compute_agreement
+from analytics.audit import audit_sample, prepare_import, to_tsv
+from store.errors import BadInput
+from store.log import EventLog
+
+_db = click.option(
+    "--db",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("searchtrace.duckdb"),
+    show_default=True,
+    help="The searchtrace store.",
+)
+_judge_run = click.option("--judge-run-id", default=None, help="Judge run to audit (default: the latest).")
+
+
+@click.group("audit")
+def audit() -> None:
+    """Check the judge against humans: balanced sample, label import, agreement."""
+
+
+@audit.command("sample")
+@_db
+@_judge_run
+@click.option(
+    "--k", "k", default=5, show_default=True, type=int, help="Cases per leaf (all of a leaf when fewer)."
+)
+@click.option("--seed", default="0", show_default=True, help="Seed string; order is sha256(seed + case key).")
+@click.option("--out", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TSV to write.")
+def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> None:
+    """Write k cases per provider × surface × label × judge value as a TSV for human labels."""
+    with EventLog(db, read_only=True) as log:
+        jr, rows = audit_sample(log, judge_run_id, k, seed)
+    try:
+        out.write_text(to_tsv(rows), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
+    leaves = len({(r["provider"], r["surface"], r["label"], r["judge_value"]) for r in rows})
+    click.echo(f"judge run {jr}: {len(rows)} cases in {leaves} leaves -> {out} (fill the human_value column)")
+
+
+@audit.command("import")
+@_db
+@click.argument("tsv", type=click.Path(path_type=Path, dir_okay=False))
+def import_cmd(db: Path, tsv: Path) -> None:
+    """Import human labels (true / false / unclear) as audit.label events; re-importing adds nothing."""
+    with EventLog(db) as log:
+        events, counts = prepare_import(log, tsv)
+        positions = log.append(events) if events else []
+    new = sum(1 for p in positions if p)
+    click.echo(
+        f"{tsv}: {counts['rows']} rows, {new} new labels, {counts['unchanged'] + len(events) - new} already stored, "
+        f"{counts['unlabelled']} without a human value"
+    )
+
+
+@audit.command("agreement")
+@_db
+@_judge_run
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
+    """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
+    with EventLog(db, read_only=True) as log:
+        result = compute_agreement(log, judge_run_id)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    click.echo(_table(result))
+
+
+def _fmt(t: dict[str, Any]) -> str:
+    share = "-" if t["agreement"] is None else f"{t['agreement']:.1%}"
+    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9}"
+
+
+def _table(result: dict[str, Any]) -> str:
+    names = list(result["leaves"])
+    head = "leaf (provider|surface|label|judge)"
+    width = max([len(head), *(len(n) for n in names)])
+    lines = [
+        f"judge run {result['judge_run_id']}" + ("" if names else ": no audit labels imported yet"),
+        f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9}",
+    ]
+    lines += [f"{n:<{width}} {_fmt(result['leaves'][n])}" for n in names]
+    lines.append(f"{'overall':<{width}} {_fmt(result['overall'])}")
+    return "\n".join(lines)
