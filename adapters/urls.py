@@ -8,43 +8,62 @@ _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _DROP = {"gclid", "fbclid"}
 
 
-def normalize_url(url: str) -> str:
-    """Apply SPEC §2's steps in their order; idempotent."""
-    s = url.strip()
-    parts = urlsplit(s)
-    scheme = parts.scheme.lower()
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = netloc.rsplit("@", 1)[1]
-    host, port = netloc, ""
-    if netloc.startswith("["):  # IPv6 literal
+def _split_host_port(netloc: str) -> tuple[str, str]:
+    """Host and port of a netloc without user information; IPv6 literals keep their brackets."""
+    if netloc.startswith("["):
         end = netloc.find("]")
-        host, rest = netloc[: end + 1], netloc[end + 1 :]
-        port = rest[1:] if rest.startswith(":") else ""
-    elif ":" in netloc:
+        if end < 0:
+            return netloc, ""
+        rest = netloc[end + 1 :]
+        return netloc[: end + 1], rest[1:] if rest.startswith(":") else ""
+    if ":" in netloc:
         host, port = netloc.rsplit(":", 1)
+        return host, port
+    return netloc, ""
+
+
+def _query(query: str) -> str:
+    """Split on `&`, each at its first `=`; drop utm_* / gclid / fbclid by name; sort by (name, value) as strings."""
+    if not query:
+        return ""
+    kept: list[tuple[str, str, str]] = []
+    for p in query.split("&"):
+        name, _, value = p.partition("=")  # a parameter without "=" has the value "" and stays as written
+        if name.startswith("utm_") or name in _DROP:
+            continue
+        kept.append((name, value, p))
+    kept.sort()  # (name, value), then the raw text, so "a" and "a=" order the same whatever came first
+    return "&".join(p for _, _, p in kept)
+
+
+def normalize_url(url: str) -> str:
+    """Apply SPEC §2's steps in their order; idempotent. An unparseable URL comes back only stripped."""
+    s = url.strip()
+    try:
+        parts = urlsplit(s)
+    except ValueError:
+        return s
+    scheme = parts.scheme.lower()
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    host, port = _split_host_port(netloc)
     host = host.lower()
     if port and _DEFAULT_PORTS.get(scheme) == port:
         port = ""
     netloc = f"{host}:{port}" if port else host
     path = parts.path or "/"
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    params = []
-    if parts.query:
-        for p in parts.query.split("&"):
-            name, value = (p.split("=", 1) + [None])[:2] if "=" in p else (p, None)
-            if name.startswith("utm_") or name in _DROP:
-                continue
-            params.append((name, value, p))
-    params.sort(key=lambda t: (t[0], t[1] if t[1] is not None else ""))
-    query = "&".join(p for _, _, p in params)
-    return urlunsplit((scheme, netloc, path, query, ""))
+    # SPEC: strip one trailing "/" from a path longer than "/". Stripping every trailing "/" gives the same
+    # result for the usual single slash and keeps the function idempotent for "/a//".
+    if len(path) > 1:
+        path = path.rstrip("/") or "/"
+    if not netloc and path.startswith("//"):
+        return s  # no authority but a path that would read as one: leave it alone rather than invent a host
+    return urlunsplit((scheme, netloc, path, _query(parts.query), ""))
 
 
 def domain_of(url: str) -> str:
     """Host of a URL, lowercase, without port or user information."""
-    netloc = urlsplit(url.strip()).netloc.rsplit("@", 1)[-1]
-    if netloc.startswith("["):
-        return netloc[: netloc.find("]") + 1].lower()
-    return netloc.split(":", 1)[0].lower()
+    try:
+        netloc = urlsplit(url.strip()).netloc.rsplit("@", 1)[-1]
+    except ValueError:
+        return ""
+    return _split_host_port(netloc)[0].lower()

@@ -1,0 +1,185 @@
+"""OpenAI-compatible chat completions with tool calling (OpenAI, Moonshot Kimi, the sandbox)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import msgspec
+import structlog
+
+from adapters.errors import ChatError, key_rejected
+from adapters.http import EndpointClient, Reply
+from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
+from adapters.search_base import shorten
+from adapters.types import ChatResponse, Endpoint
+from store.events import ToolCall, Usage
+
+log = structlog.get_logger("searchtrace.adapters")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class _Function(msgspec.Struct):
+    name: str = ""
+    arguments: Any = ""  # a JSON string; some servers send an object
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function
+    id: str | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None  # Moonshot v1 models report it at the top level
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+
+class _Body(msgspec.Struct):
+    choices: list[_Choice] = []
+    usage: _Usage | None = None
+
+
+def usage_of(u: _Usage | None) -> Usage:
+    """Token counts with every missing detail as 0; cached from prompt_tokens_details or the top level."""
+    if u is None:
+        return Usage()
+    cached = (u.prompt_tokens_details.cached_tokens if u.prompt_tokens_details else None) or u.cached_tokens or 0
+    reasoning = (u.completion_tokens_details.reasoning_tokens if u.completion_tokens_details else None) or 0
+    return Usage(input_tokens=u.prompt_tokens or 0, output_tokens=u.completion_tokens or 0,
+                 reasoning_tokens=reasoning, cached_tokens=cached)
+
+
+def parse_completion(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str | None]:
+    """Text, tool calls (from message.tool_calls, whatever finish_reason says), usage, finish_reason."""
+    parsed = msgspec.json.decode(body, type=_Body)
+    if not parsed.choices:
+        raise ValueError("no choices in the completion")
+    choice = parsed.choices[0]
+    calls = []
+    for i, tc in enumerate(choice.message.tool_calls or []):
+        args = tc.function.arguments
+        arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        calls.append(ToolCall(call_id=tc.id or f"call_{i}", name=tc.function.name, arguments=arguments))
+    return choice.message.content, calls, usage_of(parsed.usage), choice.finish_reason
+
+
+def error_message(body: Any, text: str) -> str:
+    """`{"error": {"message", "type", "code"}}` (OpenAI, Kimi), else the text."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        msg = str(err.get("message") or text)
+        kind = err.get("code") or err.get("type")
+        return f"{kind}: {msg}" if kind else msg
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"]
+    return text
+
+
+class OpenAIChat:
+    """Chat completions for one model at one endpoint; raises ChatError once retries are exhausted."""
+
+    label = "OpenAI-compatible chat"
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        model: str,
+        *,
+        params: dict[str, Any] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        key: Secret | None = None,
+        key_fallback: str | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.model = model
+        self.name = model
+        self.params: dict[str, Any] = dict(params or {})
+        self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)
+        self._http = EndpointClient(endpoint, transport)
+
+    async def __aenter__(self) -> OpenAIChat:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(model={self.model!r}, base_url={self.endpoint.base_url!r})"
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        trace_id: str | None = None,
+    ) -> ChatResponse:
+        """One completion; tool calls are read from message.tool_calls (finish_reason may say "stop")."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
+        if tools:
+            body["tools"] = tools
+        if response_format is not None:
+            body["response_format"] = response_format
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        reply = await self._http.call("POST", "chat/completions", what=f"chat:{self.model}", headers=headers,
+                                      json=body, trace_id=trace_id)
+        if reply.outcome != "ok":
+            raise self._error(reply)
+        try:
+            text, calls, usage, finish = parse_completion(reply.body)
+        except (ValueError, TypeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ChatError("bad_response", scrub_text(f"{self.model}: unusable body: {exc}", self._key),
+                            reply.retries, http_status=reply.http_status) from None
+        log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,
+                 latency_ms=round(reply.latency_ms, 1), retries=len(reply.retries))
+        return ChatResponse(text=text, tool_calls=calls, usage=usage, latency_ms=reply.latency_ms,
+                            finish_reason=finish, raw=scrub_bytes(reply.body, self._key), retries=reply.retries)
+
+    def _error(self, reply: Reply) -> ChatError:
+        status = "bad_response" if reply.outcome == "too_large" else reply.outcome
+        if reply.outcome != "http_error" or reply.http_status is None:
+            msg = f"{self.model}: {reply.error or reply.outcome}"
+            return ChatError(status, scrub_text(msg, self._key), reply.retries, http_status=reply.http_status)
+        text = reply.body.decode("utf-8", "replace")
+        try:
+            parsed = msgspec.json.decode(reply.body)
+        except msgspec.DecodeError:
+            parsed = None
+        message = shorten(error_message(parsed, text)) or f"HTTP {reply.http_status}"
+        auth = reply.http_status in (401, 403)
+        if auth:
+            message = key_rejected(self.label, self.endpoint.key_env, reply.http_status, message)
+        else:
+            message = f"{self.model}: HTTP {reply.http_status}: {message}"
+        if reply.retries:
+            message += f" (after {len(reply.retries)} retries)"
+        return ChatError("http_error", scrub_text(message, self._key), reply.retries,
+                         http_status=reply.http_status, auth=auth)

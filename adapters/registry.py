@@ -1,0 +1,150 @@
+"""Build a search provider, the fetch backend or a chat model by name, with endpoints from config and env."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from adapters import brave, firecrawl, jina, openai_chat, tavily
+from adapters.brave import BraveSearch
+from adapters.firecrawl import FirecrawlSearch
+from adapters.jina import JinaFetcher
+from adapters.keys import DEFAULT_KEY_ENV
+from adapters.openai_chat import OpenAIChat
+from adapters.search_base import SearchAdapter
+from adapters.tavily import TavilySearch
+from adapters.types import ChatResponse, Endpoint, FetchResponse, SearchResponse
+from store.errors import BadInput
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    name: str
+    params: dict[str, Any]
+
+    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Fetcher(Protocol):
+    async def fetch(self, url: str, *, trace_id: str | None = None) -> FetchResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    name: str
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        trace_id: str | None = None,
+    ) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {
+    "brave": BraveSearch,
+    "tavily": TavilySearch,
+    "firecrawl": FirecrawlSearch,
+}
+FETCHERS = ("jina",)
+
+# name -> (default base URL, env var overriding it, sandbox sub-path)
+BASE_URLS: dict[str, tuple[str, str, str]] = {
+    "brave": (brave.DEFAULT_BASE_URL, "SEARCHTRACE_BRAVE_BASE_URL", "brave"),
+    "tavily": (tavily.DEFAULT_BASE_URL, "SEARCHTRACE_TAVILY_BASE_URL", "tavily"),
+    "firecrawl": (firecrawl.DEFAULT_BASE_URL, "SEARCHTRACE_FIRECRAWL_BASE_URL", "firecrawl"),
+    "jina": (jina.DEFAULT_BASE_URL, "SEARCHTRACE_JINA_BASE_URL", "jina"),
+    "openai": (openai_chat.DEFAULT_BASE_URL, "OPENAI_BASE_URL", "openai/v1"),
+}
+# Conservative real-world defaults (free / entry plans, providers.md); config raises them.
+_LIMITS: dict[str, dict[str, Any]] = {
+    "brave": {"rps": 1.0, "concurrency": 2, "timeout_s": 30.0},
+    "tavily": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
+    "firecrawl": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
+    "jina": {"rps": 3.0, "concurrency": jina.CONCURRENCY, "timeout_s": jina.TIMEOUT_S},
+    "openai": {"rps": 5.0, "concurrency": 8, "timeout_s": 120.0},
+}
+SANDBOX_KEY = "sandbox-key"  # what the sandbox accepts when no key variable is set
+
+
+def _known(kind: str, names: Any) -> str:
+    return f"known {kind}: {', '.join(sorted(names))}"
+
+
+def default_endpoint(name: str, *, base_url: str | None = None, key_env: str | None = None, **limits: Any) -> Endpoint:
+    """An Endpoint for `name`: base URL from the argument (config), else its env variable, else the real default."""
+    if name not in BASE_URLS:
+        raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', BASE_URLS)})")
+    default, env, _ = BASE_URLS[name]
+    url = base_url or os.environ.get(env, "").strip() or default
+    fields = {**_LIMITS[name], **limits}
+    return Endpoint(base_url=url, key_env=key_env or DEFAULT_KEY_ENV.get(name), **fields)
+
+
+def sandbox_endpoint(name: str, root: str, **limits: Any) -> Endpoint:
+    """An Endpoint for `name` inside the sandbox app at `root` (e.g. http://sandbox or http://127.0.0.1:PORT)."""
+    if name not in BASE_URLS:
+        raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', BASE_URLS)})")
+    fields: dict[str, Any] = {"rps": 0.0, "concurrency": 16, "timeout_s": 10.0, "max_wait_s": 2.0}
+    if name == "jina":
+        fields["concurrency"] = jina.CONCURRENCY
+    fields.update(limits)
+    return Endpoint(base_url=f"{root.rstrip('/')}/{BASE_URLS[name][2]}", key_env=DEFAULT_KEY_ENV.get(name), **fields)
+
+
+def build_search(
+    name: str,
+    endpoint: Endpoint | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    key_fallback: str | None = None,
+) -> SearchAdapter:
+    """A search provider by name; unknown names are BadInput listing the known ones."""
+    cls = SEARCH_PROVIDERS.get(name)
+    if cls is None:
+        raise BadInput(f"unknown search provider {name!r} ({_known('providers', SEARCH_PROVIDERS)})")
+    return cls(endpoint or default_endpoint(name), params=params, transport=transport, key_fallback=key_fallback)
+
+
+def build_fetcher(
+    name: str = "jina",
+    endpoint: Endpoint | None = None,
+    *,
+    cache_dir: Path | None = None,
+    read_cap: int = jina.READ_CAP,
+    transport: httpx.AsyncBaseTransport | None = None,
+    key_fallback: str | None = None,
+) -> JinaFetcher:
+    """The fetch backend by name (only "jina" so far); `cache_dir=None` disables the cache."""
+    if name not in FETCHERS:
+        raise BadInput(f"unknown fetch backend {name!r} ({_known('fetch backends', FETCHERS)})")
+    return JinaFetcher(endpoint or default_endpoint(name), cache_dir=cache_dir, read_cap=read_cap,
+                       transport=transport, key_fallback=key_fallback)
+
+
+def build_chat(
+    model: str,
+    endpoint: Endpoint | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    key_fallback: str | None = None,
+) -> OpenAIChat:
+    """A chat model at an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY unless configured)."""
+    if not model:
+        raise BadInput("chat model: empty model name")
+    return OpenAIChat(endpoint or default_endpoint("openai"), model, params=params, transport=transport,
+                      key_fallback=key_fallback)

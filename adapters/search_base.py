@@ -1,0 +1,135 @@
+"""What the three search adapters share: key, client, the call, and mapping a Reply to a SearchResponse."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any, ClassVar
+
+import httpx
+import msgspec
+import structlog
+
+from adapters.errors import key_rejected
+from adapters.http import EndpointClient, Reply
+from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
+from adapters.types import Endpoint, SearchHit, SearchResponse
+from adapters.urls import domain_of
+
+log = structlog.get_logger("searchtrace.adapters")
+
+_TAG = re.compile(r"<[^>]*>")
+_MAX_ERROR = 500  # characters of a provider message kept
+
+
+def clean_text(text: str | None) -> str:
+    """Strip HTML tags (Brave's <strong> decorations) and unescape entities; collapse whitespace."""
+    if not text:
+        return ""
+    return " ".join(html.unescape(_TAG.sub("", text)).split())
+
+
+def domain_or_url(domain: str | None, url: str) -> str:
+    """The provider's domain when it gave one, else the URL's host."""
+    return (domain or "").strip().lower() or domain_of(url)
+
+
+def shorten(message: str) -> str:
+    message = " ".join(message.split())
+    return message if len(message) <= _MAX_ERROR else message[: _MAX_ERROR - 1] + "…"
+
+
+class SearchAdapter:
+    """Base of a search provider: subclasses build the request, parse hits and read error bodies."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]  # how messages name the provider ("Brave")
+    auth_statuses: ClassVar[tuple[int, ...]] = (401, 403)
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        params: dict[str, Any] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        key: Secret | None = None,
+        key_fallback: str | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.params: dict[str, Any] = {**self.default_params(), **(params or {})}
+        self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)
+        self._http = EndpointClient(endpoint, transport)
+
+    @classmethod
+    def default_params(cls) -> dict[str, Any]:
+        return {}
+
+    async def __aenter__(self) -> SearchAdapter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.endpoint.base_url!r}, params={self.params!r})"
+
+    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse:
+        """One search call, normalised; every remote fault becomes a status, never an exception."""
+        reply = await self._send(query, trace_id)
+        response = self._to_response(reply)
+        log.info("search", provider=self.name, status=response.status, n=len(response.hits),
+                 http_status=response.http_status, latency_ms=round(response.latency_ms, 1),
+                 retries=len(response.retries))
+        return response
+
+    async def _send(self, query: str, trace_id: str | None) -> Reply:
+        raise NotImplementedError
+
+    def parse_hits(self, body: bytes) -> list[SearchHit]:
+        """Hits in rank order from a 2xx body; raise (ValueError / msgspec errors) when the body is not usable."""
+        raise NotImplementedError
+
+    def error_message(self, body: Any, text: str) -> str:
+        """The provider's own message from an error body (decoded JSON or None, and its text)."""
+        return text
+
+    def is_auth_failure(self, http_status: int, body: Any) -> bool:
+        return http_status in self.auth_statuses
+
+    def _to_response(self, reply: Reply) -> SearchResponse:
+        raw = scrub_bytes(reply.body, self._key) if reply.body else None
+        common: dict[str, Any] = dict(raw=raw, latency_ms=reply.latency_ms, http_status=reply.http_status,
+                                      retries=reply.retries)
+        if reply.outcome == "timeout":
+            return SearchResponse(status="timeout", error=reply.error, **common)
+        if reply.outcome == "too_large":
+            return SearchResponse(status="bad_response", error=reply.error, **common)
+        if reply.outcome == "bad_response":
+            return SearchResponse(status="bad_response", error=reply.error, **common)
+        if reply.outcome == "http_error":
+            return SearchResponse(status="http_error", error=scrub_text(self._http_error(reply), self._key), **common)
+        try:
+            hits = self.parse_hits(reply.body)
+        except (ValueError, TypeError, KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return SearchResponse(status="bad_response", error=scrub_text(f"unusable body: {exc}", self._key),
+                                  **common)
+        return SearchResponse(status="ok", hits=hits, **common)
+
+    def _http_error(self, reply: Reply) -> str:
+        if reply.http_status is None:
+            return reply.error or "transport error"
+        text = reply.body.decode("utf-8", "replace")
+        try:
+            body = msgspec.json.decode(reply.body)
+        except msgspec.DecodeError:
+            body = None
+        try:
+            message = shorten(self.error_message(body, text) or text) or f"HTTP {reply.http_status}"
+        except (AttributeError, TypeError, KeyError, IndexError):
+            message = shorten(text) or f"HTTP {reply.http_status}"
+        if self.is_auth_failure(reply.http_status, body):
+            return key_rejected(self.label, self.endpoint.key_env, reply.http_status, message)
+        return f"HTTP {reply.http_status}: {message}"
