@@ -1,0 +1,414 @@
+"""One trajectory of SPEC §1: the agent loop over search_web / fetch_page, buffered into one atomic append.
+
+Crash safety (decided here): a trajectory's events are kept in memory while it runs and written in ONE
+`append` (events and blobs in the same transaction, `expected={stream: -1}`) when it ends. A crash or Ctrl-C
+therefore never leaves half a trajectory in the store: a stream either holds a whole trajectory ending in
+`trajectory.finished`, or nothing. Resume is then "run every (question, provider) whose stream is empty";
+the cost is redoing the calls of the trajectories that were in flight at the crash (at most
+`max_concurrent` of them), and memory for the buffered events of running trajectories (a few hundred KB each).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+
+from adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
+from engine.prompts import FINAL_PREFIX, Prompt, user_message
+from engine.tools import (
+    TOOL_SCHEMAS,
+    DocRegistry,
+    FetchPlan,
+    Plan,
+    Refusal,
+    SearchPlan,
+    fetch_content,
+    refusal_content,
+    search_content,
+)
+from store.blobs import digest
+from store.errors import BadInput
+from store.events import (
+    AnswerFinal,
+    CallRetried,
+    FetchCalled,
+    FetchCompleted,
+    ModelResponded,
+    NewEvent,
+    Payload,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    ToolCall,
+    ToolRefused,
+    TrajectoryFinished,
+    TrajectoryStarted,
+    Usage,
+    stable_event_id,
+)
+
+NUDGE = f"Continue: call a tool, or reply with `{FINAL_PREFIX}` followed by your answer."
+_FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
+
+
+class SearchProvider(Protocol):
+    name: str
+    params: dict[str, Any]
+
+    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse: ...
+
+
+class FetchBackend(Protocol):
+    async def fetch(self, url: str, *, trace_id: str | None = None) -> FetchResponse: ...
+
+
+class ChatModel(Protocol):
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        trace_id: str | None = None,
+    ) -> ChatResponse: ...
+
+
+class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
+    """One (question, provider) cell of a run."""
+
+    run_id: str
+    provider: str
+    qid: str
+    question: str
+    gold_answer: str = ""
+
+    @property
+    def trajectory_id(self) -> str:
+        return trajectory_id(self.run_id, self.provider, self.qid)
+
+    @property
+    def stream_id(self) -> str:
+        return stream_of(self.trajectory_id)
+
+
+def trajectory_id(run_id: str, provider: str, qid: str) -> str:
+    """Deterministic, so a resumed run finds the trajectories it already holds."""
+    return f"{run_id}:{provider}:{qid}"
+
+
+def stream_of(tid: str) -> str:
+    return f"traj:{tid}"
+
+
+@dataclass
+class Stats:
+    """Live counters for the progress display (one per run, shared by every trajectory task)."""
+
+    total: int = 0
+    skipped: int = 0
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+    model_calls: int = 0
+    search_calls: int = 0
+    fetch_calls: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+class Recorder:
+    """The in-memory buffer of one trajectory: payloads in order, blobs by digest."""
+
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj = traj
+        self.payloads: list[Payload] = []
+        self.blobs: dict[str, bytes] = {}
+        self.usage = Usage()
+        self.iterations = 0
+
+    def add(self, payload: Payload) -> None:
+        self.payloads.append(payload)
+
+    def blob(self, data: bytes | None) -> str | None:
+        if data is None:
+            return None
+        d = digest(data)
+        self.blobs.setdefault(d, data)
+        return d
+
+    def retries(self, infos: list[RetryInfo], call_id: str | None, stats: Stats) -> None:
+        for r in infos:
+            self.add(CallRetried(what=r.what, call_id=call_id, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s))
+        stats.retries += len(infos)
+
+    def finish(self, reason: Any, error: str | None = None) -> TrajectoryFinished:
+        done = TrajectoryFinished(reason=reason, iterations=self.iterations, usage=self.usage, error=error)
+        self.add(done)
+        return done
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.payloads) and isinstance(self.payloads[-1], TrajectoryFinished)
+
+    def events(self) -> list[NewEvent]:
+        tid, stream = self.traj.trajectory_id, self.traj.stream_id
+        return [
+            NewEvent(stream_id=stream, run_id=self.traj.run_id, payload=p, event_id=stable_event_id("traj", tid, str(i)))
+            for i, p in enumerate(self.payloads)
+        ]
+
+
+def final_answer(text: str | None) -> str | None:
+    """Text after `FINAL ANSWER:` when a line of the reply starts with it (the first such line), else None."""
+    if not text:
+        return None
+    m = _FINAL_RE.search(text)
+    return m.group(1).strip() if m else None
+
+
+def _add_usage(total: Usage, u: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens + u.input_tokens,
+        output_tokens=total.output_tokens + u.output_tokens,
+        reasoning_tokens=total.reasoning_tokens + u.reasoning_tokens,
+        cached_tokens=total.cached_tokens + u.cached_tokens,
+    )
+
+
+def assistant_message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        msg["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return msg
+
+
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+class Agent:
+    """Everything a trajectory needs besides its question; one per provider, shared by its trajectories."""
+
+    def __init__(
+        self,
+        *,
+        chat: ChatModel,
+        search: SearchProvider,
+        fetch: FetchBackend,
+        prompt: Prompt,
+        max_iterations: int = 10,
+        stats: Stats | None = None,
+    ) -> None:
+        self.chat = chat
+        self.search = search
+        self.fetch = fetch
+        self.prompt = prompt
+        self.max_iterations = max_iterations
+        self.stats = stats or Stats()
+
+    async def run(self, traj: Trajectory, rec: Recorder) -> TrajectoryFinished:
+        """Runs the loop, filling `rec`; a ChatError ends it with reason `error`, other exceptions propagate."""
+        from adapters.errors import ChatError
+
+        tid = traj.trajectory_id
+        rec.add(
+            TrajectoryStarted(
+                trajectory_id=tid, qid=traj.qid, provider=traj.provider, question=traj.question, gold_answer=traj.gold_answer
+            )
+        )
+        docs = DocRegistry()
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.prompt.text},
+            {"role": "user", "content": user_message(traj.question)},
+        ]
+        for iteration in range(1, self.max_iterations + 1):
+            rec.iterations = iteration
+            try:
+                reply = await self.chat.complete(messages, tools=TOOL_SCHEMAS, trace_id=tid)
+            except ChatError as exc:
+                if exc.auth:  # a rejected key fails every trajectory alike: stop the run, record nothing
+                    raise BadInput(f"agent model endpoint rejected its API key: {exc.message}") from None
+                rec.retries(list(getattr(exc, "retries", []) or []), None, self.stats)
+                status = getattr(exc, "status", None)
+                return rec.finish("error", f"chat failed ({status}): {getattr(exc, 'message', str(exc))}")
+            self._account(reply)
+            rec.retries(reply.retries, None, self.stats)
+            rec.usage = _add_usage(rec.usage, reply.usage)
+            rec.add(
+                ModelResponded(
+                    iteration=iteration,
+                    text=reply.text,
+                    tool_calls=list(reply.tool_calls),
+                    usage=reply.usage,
+                    latency_ms=reply.latency_ms,
+                    finish_reason=reply.finish_reason,
+                    raw_digest=rec.blob(reply.raw),
+                )
+            )
+            answer = final_answer(reply.text)
+            if answer is not None:
+                rec.add(AnswerFinal(iteration=iteration, text=answer))
+                return rec.finish("answered")
+            if iteration == self.max_iterations:
+                break  # tool calls of the last turn are recorded in model.responded but not executed
+            messages.append(assistant_message(reply.text, reply.tool_calls))
+            if not reply.tool_calls:
+                messages.append({"role": "user", "content": NUDGE})
+                continue
+            for call_id, content in await self._tools(traj, iteration, reply.tool_calls, docs, rec):
+                messages.append(tool_message(call_id, content))
+        return rec.finish("max_iterations")
+
+    def _account(self, reply: ChatResponse) -> None:
+        s = self.stats
+        s.model_calls += 1
+        s.input_tokens += reply.usage.input_tokens
+        s.output_tokens += reply.usage.output_tokens
+
+    async def _tools(
+        self, traj: Trajectory, iteration: int, calls: list[ToolCall], docs: DocRegistry, rec: Recorder
+    ) -> list[tuple[str, str]]:
+        """Runs one turn's tool calls concurrently; records them in call order; returns (call_id, content) in order."""
+        plans: list[Plan] = [docs.plan(c.call_id, c.name, c.arguments) for c in calls]
+        results: list[SearchResponse | FetchResponse | None] = [None] * len(plans)
+        tid = traj.trajectory_id
+
+        async def one(i: int, plan: Plan) -> None:
+            if isinstance(plan, SearchPlan):
+                self.stats.search_calls += 1
+                results[i] = await self.search.search(plan.query, trace_id=tid)
+            elif isinstance(plan, FetchPlan):
+                self.stats.fetch_calls += 1
+                results[i] = await self.fetch.fetch(plan.doc.url, trace_id=tid)
+
+        async with anyio.create_task_group() as tg:
+            for i, plan in enumerate(plans):
+                if not isinstance(plan, Refusal):
+                    tg.start_soon(one, i, plan)
+
+        for res in results:
+            if res is not None and res.http_status in (401, 403):
+                what = "fetch backend" if isinstance(res, FetchResponse) else f"search provider {self.search.name}"
+                raise BadInput(f"{what} rejected its API key (HTTP {res.http_status}): {res.error or 'unauthorized'}")
+        out: list[tuple[str, str]] = []
+        for plan, res in zip(plans, results, strict=True):
+            if isinstance(plan, Refusal):
+                rec.add(
+                    ToolRefused(
+                        call_id=plan.call_id, iteration=iteration, name=plan.name, arguments=plan.arguments, reason=plan.reason
+                    )
+                )
+                out.append((plan.call_id, refusal_content(plan.reason)))
+            elif isinstance(plan, SearchPlan):
+                assert isinstance(res, SearchResponse)
+                out.append((plan.call_id, self._record_search(plan, iteration, res, docs, rec)))
+            else:
+                assert isinstance(res, FetchResponse)
+                out.append((plan.call_id, self._record_fetch(plan, iteration, res, rec)))
+        return out
+
+    def _record_search(
+        self, plan: SearchPlan, iteration: int, res: SearchResponse, docs: DocRegistry, rec: Recorder
+    ) -> str:
+        rec.add(
+            SearchCalled(
+                call_id=plan.call_id,
+                iteration=iteration,
+                query=plan.query,
+                provider=self.search.name,
+                params=dict(self.search.params),
+            )
+        )
+        rec.retries(res.retries, plan.call_id, self.stats)
+        found: list[SearchResult] = docs.add(plan.call_id, list(res.hits)) if res.status == "ok" else []
+        for r in found:
+            rec.add(r)
+        done = SearchCompleted(
+            call_id=plan.call_id,
+            status=res.status,
+            n_results=len(found),
+            latency_ms=res.latency_ms,
+            raw_digest=rec.blob(res.raw),
+            http_status=res.http_status,
+            error=res.error,
+        )
+        rec.add(done)
+        return search_content(done, found)
+
+    def _record_fetch(self, plan: FetchPlan, iteration: int, res: FetchResponse, rec: Recorder) -> str:
+        doc = plan.doc
+        rec.add(FetchCalled(call_id=plan.call_id, iteration=iteration, doc_id=doc.doc_id, url=doc.url))
+        rec.retries(res.retries, plan.call_id, self.stats)
+        content = res.content if res.status == "ok" else None
+        done = FetchCompleted(
+            call_id=plan.call_id,
+            doc_id=doc.doc_id,
+            status=res.status,
+            content_digest=rec.blob(content.encode() if content is not None else None),
+            n_bytes=res.n_bytes,
+            n_tokens=res.n_tokens,
+            cache_hit=res.cache_hit,
+            latency_ms=res.latency_ms,
+            http_status=res.http_status,
+            error=res.error,
+        )
+        rec.add(done)
+        return fetch_content(done, doc, content)
+
+
+def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes]) -> list[list[dict[str, Any]]]:
+    """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
+    docs = DocRegistry()
+    messages: list[dict[str, Any]] = []
+    sent: list[list[dict[str, Any]]] = []
+    pending: dict[str, list[SearchResult]] = {}
+    contents: dict[str, str] = {}
+    order: list[str] = []
+    last: ModelResponded | None = None
+
+    def flush() -> None:
+        nonlocal last, order
+        if last is None:
+            return
+        messages.append(assistant_message(last.text, last.tool_calls))
+        if not last.tool_calls:
+            messages.append({"role": "user", "content": NUDGE})
+        for call_id in order:
+            messages.append(tool_message(call_id, contents[call_id]))
+        last, order = None, []
+        contents.clear()
+
+    for p in payloads:
+        if isinstance(p, TrajectoryStarted):
+            messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(p.question)}]
+        elif isinstance(p, ModelResponded):
+            flush()
+            sent.append([dict(m) for m in messages])
+            last = p
+        elif isinstance(p, SearchCalled):
+            order.append(p.call_id)
+            pending[p.call_id] = []
+        elif isinstance(p, SearchResult):
+            docs.remember(p)
+            pending[p.call_id].append(p)
+        elif isinstance(p, SearchCompleted):
+            contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
+        elif isinstance(p, FetchCalled):
+            order.append(p.call_id)
+        elif isinstance(p, FetchCompleted):
+            page = get_blob(p.content_digest).decode() if p.content_digest else None
+            contents[p.call_id] = fetch_content(p, docs.docs[p.doc_id], page)
+        elif isinstance(p, ToolRefused):
+            order.append(p.call_id)
+            contents[p.call_id] = refusal_content(p.reason)
+    return sent

@@ -1,0 +1,101 @@
+"""`searchtrace record --config run.toml [--sandbox | --sandbox-url URL] [--db PATH]`: a resumable live run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+import msgspec
+
+from engine.agent import Stats
+from engine.config import load_config, point_at_sandbox
+from engine.progress import progress_display
+from engine.record import RunSummary, endpoint_factory, record_run
+from store.errors import BadInput
+from store.log import EventLog
+
+SANDBOX_ROOT = "http://sandbox"
+
+
+def first_bad_input(exc: BaseException) -> BaseException:
+    """The BadInput inside an exception group (a task group re-raises its tasks' errors grouped), else exc."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_bad_input(inner)
+            if isinstance(found, BadInput):
+                return found
+    return exc
+
+
+def in_process_transport() -> Any:
+    """httpx's ASGI transport over a fresh sandbox app (no socket, no network)."""
+    import httpx
+
+    from adapters.sandbox import create_app
+
+    return httpx.ASGITransport(app=create_app())
+
+
+def summary_text(s: RunSummary) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reasons.items())) or "none"
+    return (
+        f"run {s.run_id}: {s.trajectories} trajectories ({s.already} already recorded, {s.recorded} recorded now: "
+        f"{reasons}); {s.model_calls} model / {s.search_calls} search / {s.fetch_calls} fetch calls, "
+        f"{s.retries} retries, {s.input_tokens:,} input / {s.output_tokens:,} output tokens in {s.elapsed_s:.1f} s"
+        + ("" if s.finished else "; unfinished: run the same command again to resume")
+    )
+
+
+async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | None = None) -> RunSummary:
+    """Opens the store, records, closes; BadInput from inside the fan-out comes out as itself."""
+    log = await anyio.to_thread.run_sync(lambda: EventLog(db))
+    try:
+        stats = Stats()
+        ticker: list[Any] = []
+
+        def tick() -> None:
+            if ticker:
+                ticker[0]()
+
+        def on_plan(s: Stats) -> None:
+            pass
+
+        with progress_display(stats, enabled=progress) as t:
+            ticker.append(t)
+            try:
+                return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick, on_plan=on_plan)
+            except BaseExceptionGroup as eg:
+                raise first_bad_input(eg) from None
+    finally:
+        await anyio.to_thread.run_sync(log.close)
+
+
+@click.command("record")
+@click.option("--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TOML run config.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.option("--sandbox", is_flag=True, help="Point every endpoint at the in-process sandbox world (no key, no network).")
+@click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+def record(config_path: Path, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool) -> None:
+    """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
+    cfg = load_config(config_path)
+    if sandbox and sandbox_url:
+        raise click.UsageError("use either --sandbox or --sandbox-url, not both")
+    transport = None
+    if sandbox:
+        point_at_sandbox(cfg, SANDBOX_ROOT)
+        transport = in_process_transport()
+    elif sandbox_url:
+        if not sandbox_url.startswith(("http://", "https://")):
+            raise BadInput(f"--sandbox-url: {sandbox_url!r} is not an http(s) URL")
+        point_at_sandbox(cfg, sandbox_url)
+    summary = anyio.run(
+        lambda: run_recording(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+    )
+    if as_json:
+        click.echo(msgspec.json.encode(summary).decode())
+    else:
+        click.echo(summary_text(summary))

@@ -1,0 +1,56 @@
+"""The agent's versioned system prompt: one frozen text per version, its sha256 recorded in `run.started`."""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+FINAL_PREFIX = "FINAL ANSWER:"
+
+_PROMPTS: dict[str, str] = {
+    "agent/1": (
+        "You are a careful research assistant answering a hard factual question with a web search tool.\n"
+        "\n"
+        "Tools:\n"
+        "- search_web(query): returns up to 10 ranked results, each as a <document> block with a doc_id, "
+        "rank, domain, title, url, snippet and metadata.\n"
+        "- fetch_page(doc_id): returns the full page of an earlier search result as markdown inside <page>. "
+        "Only doc_ids returned by search_web earlier in this conversation are accepted.\n"
+        "\n"
+        "You may call several tools in one turn. Search again with better queries when the results do not "
+        "settle the question; fetch a page when its snippet is not enough.\n"
+        "Base your answer only on evidence you retrieved. When you are done, reply with one message that "
+        f"starts with the exact prefix `{FINAL_PREFIX}` followed by the short answer and nothing else.\n"
+    ),
+}
+
+DEFAULT_VERSION = "agent/1"
+
+
+class Prompt(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt text with the version and digest that identify it in events."""
+
+    version: str
+    text: str
+    sha256: str
+
+
+def get_prompt(version: str = DEFAULT_VERSION) -> Prompt:
+    """The frozen prompt of a version; unknown versions are a usage error naming the known ones."""
+    from store.errors import BadInput
+
+    try:
+        text = _PROMPTS[version]
+    except KeyError:
+        raise BadInput(f"unknown agent prompt version {version!r} (known: {', '.join(sorted(_PROMPTS))})") from None
+    return Prompt(version=version, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
+def versions() -> list[str]:
+    return sorted(_PROMPTS)
+
+
+def user_message(question: str) -> str:
+    """The first user turn: the question itself, verbatim (the sandbox agent reads it from here)."""
+    return question

@@ -1,0 +1,313 @@
+"""A recorded run: `run.started` (config, never keys), `dataset.question`s, the fan-out, `run.finished`; resumable.
+
+Resume: the run id is the config's `run_id` or derived from its identity hash, trajectory ids derive from
+(run_id, provider, qid), and each trajectory is one atomic append. Running the same config against the same
+store again therefore records exactly the (question, provider) cells whose stream is still empty; finished
+trajectories (whatever their reason) cause no call at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+
+from engine.agent import (
+    Agent,
+    ChatModel,
+    FetchBackend,
+    SearchProvider,
+    Stats,
+    Trajectory,
+    stream_of,
+    trajectory_id,
+)
+from engine.config import SANDBOX_DATASET, RunConfig
+from engine.fanout import fan_out
+from engine.prompts import get_prompt
+from store.errors import BadInput
+from store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
+from store.log import EventLog
+from store.writer import open_writer
+
+log = structlog.get_logger("searchtrace.record")
+
+STRATA = ("freshness", "search_results", "topic")
+
+
+class Question(msgspec.Struct, frozen=True, kw_only=True):
+    qid: str
+    question: str
+    answer: str
+    strata: dict[str, str] = {}
+
+
+class Endpoints(msgspec.Struct, kw_only=True):
+    """The live adapters of a run: one chat model, one fetch backend, one search adapter per provider name."""
+
+    chat: Any
+    fetch: Any
+    search: dict[str, Any]
+
+
+class RunSummary(msgspec.Struct, kw_only=True):
+    run_id: str
+    trajectories: int
+    already: int
+    recorded: int
+    reasons: dict[str, int]
+    failed: int
+    model_calls: int
+    search_calls: int
+    fetch_calls: int
+    retries: int
+    input_tokens: int
+    output_tokens: int
+    elapsed_s: float
+    finished: bool
+
+
+def code_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("searchtrace")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def run_stream(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def load_questions(cfg: RunConfig) -> list[Question]:
+    """The run's questions: the file (or the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
+    from analytics.sample import prepare, read_questions, sample
+
+    if cfg.dataset.path == SANDBOX_DATASET:
+        from adapters.sandbox.corpus import question_rows
+        from adapters.sandbox.world import default_world
+
+        rows: list[dict[str, Any]] = list(question_rows(default_world().questions))
+    else:
+        rows = read_questions(cfg.dataset.path)
+    source = cfg.dataset.path
+    have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
+    strata = STRATA if have_strata else ()
+    if cfg.sample.n is not None:
+        chosen = sample(rows, cfg.sample.n, cfg.sample.seed, source=source, strata=strata)
+    else:
+        chosen = [row for _, _, row in prepare(rows, source, strata)]
+    out = []
+    for i, row in enumerate(chosen, start=1):
+        answer = row.get("answer", row.get("gold_answer"))
+        if not isinstance(answer, str):
+            raise BadInput(f"{source}: question {row.get('qid')!r} (row {i}): column 'answer' must be a string")
+        out.append(
+            Question(
+                qid=str(row["qid"]),
+                question=str(row["question"]),
+                answer=answer,
+                strata={c: str(row[c]) for c in STRATA if isinstance(row.get(c), str)},
+            )
+        )
+    return out
+
+
+def _run_state(log_: EventLog, run_id: str) -> tuple[RunStarted | None, set[str], bool]:
+    """(run.started of this run or None, streams holding a finished trajectory, has run.finished)."""
+    prev: RunStarted | None = None
+    for ev in log_.read(stream_id=run_stream(run_id), types=["run.started"]):
+        assert isinstance(ev.payload, RunStarted)
+        prev = ev.payload
+        break
+    cur = log_.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT stream_id, type FROM events WHERE run_id = ? AND type IN ('trajectory.finished', 'run.finished')",
+            [run_id],
+        ).fetchall()
+    finally:
+        cur.close()
+    done = {sid for sid, t in rows if t == "trajectory.finished"}
+    return prev, done, any(t == "run.finished" for _, t in rows)
+
+
+def _finish_counts(log_: EventLog, run_id: str) -> dict[str, int]:
+    cur = log_.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT payload->>'reason', count(*) FROM events WHERE run_id = ? AND type = 'trajectory.finished' GROUP BY 1",
+            [run_id],
+        ).fetchall()
+    finally:
+        cur.close()
+    counts = {str(r): int(n) for r, n in rows}
+    counts["trajectories"] = sum(counts.values())
+    return counts
+
+
+AdapterFactory = Callable[[RunConfig, AsyncExitStack], Awaitable[Endpoints]]
+
+
+async def record_run(
+    cfg: RunConfig,
+    log_: EventLog,
+    make_endpoints: AdapterFactory,
+    *,
+    stats: Stats | None = None,
+    on_progress: Callable[[], None] | None = None,
+    on_plan: Callable[[Stats], None] | None = None,
+) -> RunSummary:
+    """Records every trajectory of the run that the store does not hold yet; returns the counters."""
+    t0 = time.perf_counter()
+    run_id = cfg.effective_run_id()
+    prompt = get_prompt(cfg.agent.prompt_version)
+    questions = await anyio.to_thread.run_sync(load_questions, cfg)
+    prev, done, has_finished = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+    if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
+        raise BadInput(
+            f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
+            "dataset or sample); set another run_id to record a new run"
+        )
+    names = sorted(cfg.providers)
+    jobs = [
+        Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question, gold_answer=q.answer)
+        for q in questions
+        for p in names
+        if stream_of(trajectory_id(run_id, p, q.qid)) not in done
+    ]
+    stats = stats or Stats()
+    stats.total = len(questions) * len(names)
+    already = stats.total - len(jobs)
+    stats.done = 0
+    log.info("run planned", run_id=run_id, trajectories=stats.total, already=already, to_record=len(jobs))
+    if on_plan is not None:
+        on_plan(stats)
+    stats.total = len(jobs)
+    async with AsyncExitStack() as stack:
+        writer = await stack.enter_async_context(open_writer(log_))
+        if prev is None:
+            await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
+        if jobs:
+            eps = await make_endpoints(cfg, stack)
+            agents = {p: _agent(cfg, eps.chat, eps.search[p], eps.fetch, prompt, stats) for p in names}
+            await fan_out(jobs, agents, writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
+        counts = await anyio.to_thread.run_sync(_finish_counts, log_, run_id)
+        complete = counts["trajectories"] == len(questions) * len(names)
+        if complete and not has_finished:
+            ev = NewEvent(
+                stream_id=run_stream(run_id),
+                run_id=run_id,
+                payload=RunFinished(counts=counts),
+                event_id=stable_event_id("run.finished", run_id),
+            )
+            await writer.append([ev])
+    return RunSummary(
+        run_id=run_id,
+        trajectories=len(questions) * len(names),
+        already=already,
+        recorded=stats.done,
+        reasons=dict(stats.reasons),
+        failed=stats.failed,
+        model_calls=stats.model_calls,
+        search_calls=stats.search_calls,
+        fetch_calls=stats.fetch_calls,
+        retries=stats.retries,
+        input_tokens=stats.input_tokens,
+        output_tokens=stats.output_tokens,
+        elapsed_s=time.perf_counter() - t0,
+        finished=complete,
+    )
+
+
+def _agent(cfg: RunConfig, chat: ChatModel, search: SearchProvider, fetch: FetchBackend, prompt: Any, stats: Stats) -> Agent:
+    return Agent(chat=chat, search=search, fetch=fetch, prompt=prompt, max_iterations=cfg.limits.max_iterations, stats=stats)
+
+
+def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[NewEvent]:
+    stream = run_stream(run_id)
+    events = [
+        NewEvent(
+            stream_id=stream,
+            run_id=run_id,
+            payload=RunStarted(run_id=run_id, config=cfg.to_event(), code_version=code_version()),
+            event_id=stable_event_id("run.started", run_id),
+        )
+    ]
+    for q in questions:
+        events.append(
+            NewEvent(
+                stream_id=stream,
+                run_id=run_id,
+                payload=DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.answer, strata=dict(q.strata)),
+                event_id=stable_event_id("dataset.question", run_id, q.qid),
+            )
+        )
+    return events
+
+
+def summary_dict(s: RunSummary) -> Mapping[str, Any]:
+    out: Mapping[str, Any] = msgspec.to_builtins(s)
+    return out
+
+
+SANDBOX_KEY = "sandbox-key"  # any non-empty key works against the sandbox; never a real key
+
+
+def endpoint_factory(transport: Any = None) -> AdapterFactory:
+    """Builds the production adapters of a config (real HTTP through aiohttp, or `transport`, e.g. ASGI)."""
+
+    async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
+        from pathlib import Path
+
+        from adapters.brave import BraveSearch
+        from adapters.firecrawl import FirecrawlSearch
+        from adapters.jina import JinaFetcher
+        from adapters.openai_chat import OpenAIChat
+        from adapters.tavily import TavilySearch
+        from adapters.types import Endpoint
+
+        kinds: dict[str, Any] = {"brave": BraveSearch, "tavily": TavilySearch, "firecrawl": FirecrawlSearch}
+        fallback = SANDBOX_KEY if cfg.sandbox else None
+        a = cfg.agent
+        chat = OpenAIChat(
+            Endpoint(base_url=a.base_url, key_env=a.key_env, rps=a.rps, burst=a.burst, concurrency=a.concurrency,
+                     timeout_s=a.timeout_s, max_retries=a.max_retries),
+            a.model,
+            params=dict(a.params),
+            transport=transport,
+            key_fallback=fallback,
+        )
+        stack.push_async_callback(chat.aclose)
+        f = cfg.fetch
+        cache = Path(f.cache_dir) / "sandbox" if cfg.sandbox else Path(f.cache_dir)
+        fetch = JinaFetcher(
+            Endpoint(base_url=f.base_url, key_env=f.key_env, rps=f.rps, burst=f.burst, concurrency=f.concurrency,
+                     timeout_s=f.timeout_s, max_retries=f.max_retries),
+            cache_dir=cache if f.cache_dir else None,
+            read_cap=f.max_bytes,
+            transport=transport,
+            key_fallback=fallback,
+        )
+        stack.push_async_callback(fetch.aclose)
+        search: dict[str, Any] = {}
+        for name, p in cfg.providers.items():
+            adapter = kinds[p.kind](
+                Endpoint(base_url=p.base_url, key_env=p.key_env, rps=p.rps, burst=p.burst, concurrency=p.concurrency,
+                         timeout_s=p.timeout_s, max_retries=p.max_retries),
+                params=dict(p.params),
+                transport=transport,
+                key_fallback=fallback,
+            )
+            adapter.name = name  # the provider name of this run (a kind may appear under several names)
+            stack.push_async_callback(adapter.aclose)
+            search[name] = adapter
+        return Endpoints(chat=chat, fetch=fetch, search=search)
+
+    return make
