@@ -1,0 +1,222 @@
+"""Typed relations extracted from the events table: one row per event of one type, the basis of every metric.
+
+Each relation is a SELECT over `events` with the JSON payload parsed once per row into typed columns.
+The same SQL defines the raw views (`ev_<name>`, always current, slow JSON) and the projection tables
+(`proj_<name>`, the same columns materialised and caught up incrementally, fast typed columns).
+Every relation row depends on its own event only, so appending the rows of new events is exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload`)."""
+
+    name: str
+    event_type: str
+    columns: tuple[tuple[str, str, str], ...]
+
+    def select_sql(self, where: str = "") -> str:
+        """SELECT position, stream_id, typed columns FROM events of this type (plus an optional extra filter)."""
+        paths = [c[2] for c in self.columns if c[2].startswith("$")]
+        exprs = []
+        idx = 0
+        for col, typ, path in self.columns:
+            if path.startswith("$"):
+                idx += 1
+                if typ == "PRESENT":  # a JSON value that is there and not null (e.g. labels.page)
+                    exprs.append(f"(j[{idx}] IS NOT NULL) AS {col}")
+                else:
+                    exprs.append(f"CAST(j[{idx}] AS {typ}) AS {col}")
+            else:
+                exprs.append(f"CAST({path} AS {typ}) AS {col}")
+        plist = ", ".join(f"'{p}'" for p in paths)
+        extra = f" AND ({where})" if where else ""
+        return (
+            f"SELECT position, stream_id, {', '.join(exprs)} FROM ("
+            f"SELECT position, stream_id, payload, json_extract_string(payload, [{plist}]) AS j "
+            f"FROM events WHERE type = '{self.event_type}'{extra})"
+        )
+
+    @property
+    def column_names(self) -> list[str]:
+        return ["position", "stream_id", *(c[0] for c in self.columns)]
+
+
+RELATIONS: tuple[Relation, ...] = (
+    Relation(
+        "trajectories",
+        "trajectory.started",
+        (
+            ("trajectory_id", "VARCHAR", "$.trajectory_id"),
+            ("qid", "VARCHAR", "$.qid"),
+            ("provider", "VARCHAR", "$.provider"),
+            ("question", "VARCHAR", "$.question"),
+            ("gold_answer", "VARCHAR", "$.gold_answer"),
+        ),
+    ),
+    Relation(
+        "questions",
+        "dataset.question",
+        (
+            ("qid", "VARCHAR", "$.qid"),
+            ("question", "VARCHAR", "$.question"),
+            ("gold_answer", "VARCHAR", "$.gold_answer"),
+        ),
+    ),
+    Relation(
+        "model_responses",
+        "model.responded",
+        (
+            ("iteration", "INTEGER", "$.iteration"),
+            ("input_tokens", "BIGINT", "$.usage.input_tokens"),
+            ("output_tokens", "BIGINT", "$.usage.output_tokens"),
+            ("reasoning_tokens", "BIGINT", "$.usage.reasoning_tokens"),
+            ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),
+            ("latency_ms", "DOUBLE", "$.latency_ms"),
+            ("finish_reason", "VARCHAR", "$.finish_reason"),
+        ),
+    ),
+    Relation(
+        "search_calls",
+        "search.called",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("iteration", "INTEGER", "$.iteration"),
+            ("query", "VARCHAR", "$.query"),
+            ("provider", "VARCHAR", "$.provider"),
+        ),
+    ),
+    Relation(
+        "search_completions",
+        "search.completed",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("status", "VARCHAR", "$.status"),
+            ("n_results", "INTEGER", "$.n_results"),
+            ("latency_ms", "DOUBLE", "$.latency_ms"),
+        ),
+    ),
+    Relation(
+        "search_results",
+        "search.result",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("doc_id", "VARCHAR", "$.doc_id"),
+            ("rank", "INTEGER", "$.rank"),
+            ("title", "VARCHAR", "$.title"),
+            ("url", "VARCHAR", "$.url"),
+            ("url_normalized", "VARCHAR", "$.url_normalized"),
+            ("domain", "VARCHAR", "$.domain"),
+            ("snippet", "VARCHAR", "$.snippet"),
+            ("metadata", "VARCHAR", "$.metadata"),
+        ),
+    ),
+    Relation(
+        "fetch_calls",
+        "fetch.called",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("iteration", "INTEGER", "$.iteration"),
+            ("doc_id", "VARCHAR", "$.doc_id"),
+            ("url", "VARCHAR", "$.url"),
+        ),
+    ),
+    Relation(
+        "fetch_completions",
+        "fetch.completed",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("doc_id", "VARCHAR", "$.doc_id"),
+            ("status", "VARCHAR", "$.status"),
+            ("content_digest", "VARCHAR", "$.content_digest"),
+            ("n_bytes", "BIGINT", "$.n_bytes"),
+            ("n_tokens", "BIGINT", "$.n_tokens"),
+            ("cache_hit", "BOOLEAN", "$.cache_hit"),
+            ("latency_ms", "DOUBLE", "$.latency_ms"),
+        ),
+    ),
+    Relation(
+        "tool_refusals",
+        "tool.refused",
+        (
+            ("call_id", "VARCHAR", "$.call_id"),
+            ("iteration", "INTEGER", "$.iteration"),
+            ("name", "VARCHAR", "$.name"),
+            ("reason", "VARCHAR", "$.reason"),
+        ),
+    ),
+    Relation(
+        "answers",
+        "answer.final",
+        (
+            ("iteration", "INTEGER", "$.iteration"),
+            ("text", "VARCHAR", "$.text"),
+        ),
+    ),
+    Relation(
+        "finishes",
+        "trajectory.finished",
+        (
+            ("reason", "VARCHAR", "$.reason"),
+            ("iterations", "INTEGER", "$.iterations"),
+        ),
+    ),
+    Relation(
+        "judge_runs",
+        "judge.started",
+        (
+            ("judge_run_id", "VARCHAR", "$.judge_run_id"),
+            ("model", "VARCHAR", "$.model"),
+            ("prompt_version", "VARCHAR", "$.prompt_version"),
+            ("prompt_sha256", "VARCHAR", "$.prompt_sha256"),
+            ("schema_version", "INTEGER", "$.schema_version"),
+        ),
+    ),
+    Relation(
+        "verdicts",
+        "judge.verdict",
+        (
+            ("judge_run_id", "VARCHAR", "$.judge_run_id"),
+            ("trajectory_id", "VARCHAR", "$.item.trajectory_id"),
+            ("url_normalized", "VARCHAR", "$.item.url_normalized"),
+            ("surface", "VARCHAR", "$.surface"),
+            ("valid", "BOOLEAN", "$.valid"),
+            ("snippet_supports_gold", "BOOLEAN", "$.labels.snippet.supports_gold"),
+            ("snippet_contradicts_gold", "BOOLEAN", "$.labels.snippet.contradicts_gold"),
+            ("snippet_relevant", "BOOLEAN", "$.labels.snippet.relevant"),
+            ("has_page", "PRESENT", "$.labels.page"),
+            ("page_supports_gold", "BOOLEAN", "$.labels.page.supports_gold"),
+            ("page_contradicts_gold", "BOOLEAN", "$.labels.page.contradicts_gold"),
+            ("page_relevant", "BOOLEAN", "$.labels.page.relevant"),
+            ("supports_final_answer", "BOOLEAN", "$.labels.supports_final_answer"),
+            ("invalid_reason", "VARCHAR", "$.invalid_reason"),
+            ("input_tokens", "BIGINT", "$.usage.input_tokens"),
+            ("output_tokens", "BIGINT", "$.usage.output_tokens"),
+            ("latency_ms", "DOUBLE", "$.latency_ms"),
+        ),
+    ),
+    Relation(
+        "audits",
+        "audit.answer",
+        (
+            ("trajectory_id", "VARCHAR", "$.trajectory_id"),
+            ("provider", "VARCHAR", "$.provider"),
+            ("qid", "VARCHAR", "$.qid"),
+            ("semantic_match", "BOOLEAN", "$.semantic_match"),
+            ("source", "VARCHAR", "$.source"),
+        ),
+    ),
+)
+
+BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
+
+
+def version() -> str:
+    """Digest of every relation's SQL: a projection built by another version is rebuilt from position 0."""
+    text = "\n".join(r.select_sql() for r in RELATIONS)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

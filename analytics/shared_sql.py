@@ -1,0 +1,42 @@
+"""SQL fragments shared by the metrics and the user views: one trajectory per stream, its audit, its answer."""
+
+from __future__ import annotations
+
+# An audit whose source starts with 'llm' is a grader's proposal; any other source (an imported or human audit)
+# always wins over it. Within the same rank the latest audit (highest position) wins.
+AUDIT_RANK = "(CASE WHEN a.source LIKE 'llm%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
+
+
+def trajectories_cte(p: str) -> str:
+    """`tr`: one row per trajectory stream (its first trajectory.started), gold answer falling back to the dataset."""
+    return f"""
+tr AS (
+  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.position,
+         coalesce(nullif(t.question, ''), q.question, '') AS question,
+         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
+  FROM (SELECT * FROM {p}trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
+  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
+             FROM {p}questions GROUP BY qid) q ON q.qid = t.qid
+)"""
+
+
+def audit_cte(p: str) -> str:
+    """`aud`: the deciding audit.answer of each trajectory (by trajectory_id, else by provider and qid). Needs `tr`."""
+    return f"""
+aud_match AS (
+  SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
+  FROM tr t JOIN {p}audits a ON a.trajectory_id = t.trajectory_id
+  UNION ALL
+  SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
+  FROM tr t JOIN {p}audits a ON a.trajectory_id IS NULL AND a.provider = t.provider AND a.qid = t.qid
+),
+aud AS (
+  SELECT stream_id, arg_max(semantic_match, k) AS semantic_match, arg_max(source, k) AS audit_source
+  FROM aud_match GROUP BY stream_id
+)"""
+
+
+def answers_cte(p: str) -> str:
+    """`fa`: the last answer.final text of each stream (no row when the trajectory gave none)."""
+    return f"""
+fa AS (SELECT stream_id, arg_max(text, position) AS final_answer FROM {p}answers GROUP BY stream_id)"""

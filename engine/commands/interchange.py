@@ -1,0 +1,50 @@
+"""`searchtrace import` / `searchtrace export`: the interchange formats of SPEC §9."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from store.log import EventLog
+
+_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.command("import")
+@click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
+@click.argument("traces", nargs=-1, type=_file)
+@click.option("--judgments", "judgments", multiple=True, type=_file, help="Judgments JSONL (repeatable).")
+@click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
+def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
+    """Import traces, judgments and audits; strict: a bad line stops it (exit 2) and nothing of that file is written."""
+    from analytics import projections, views
+    from replay.importer import import_files
+
+    if not (traces or judgments or audits):
+        raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
+    with EventLog(db) as log:
+        res = import_files(log, list(traces), list(judgments), list(audits))
+        cur = log.cursor()
+        try:
+            views.ensure_views(cur)
+            projections.catch_up(cur)
+        finally:
+            cur.close()
+    click.echo(
+        f"imported {res.trajectories} new trajectories, {res.verdicts} verdicts, {res.audits} audit rows "
+        f"({res.events_written} new events) into {db}"
+    )
+
+
+@click.command("export")
+@click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+def export_cmd(db: Path, out: Path) -> None:
+    """Write traces.jsonl, judgments.jsonl, audit.tsv (SPEC §9) and events.parquet into a folder."""
+    from replay.export import export_all
+
+    with EventLog(db, read_only=True) as log:
+        written = export_all(log, out)
+    for name, count in written.items():
+        click.echo(f"{out / name}: {count}")
