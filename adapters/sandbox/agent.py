@@ -1,0 +1,149 @@
+"""Model `sandbox-agent`: a scripted, deterministic search policy that reads only the messages it is sent.
+
+Turn 1 searches the question (for some questions two searches in one turn). After each tool result it collects
+the answers stated for the question's subject: a fetched page that states one wins; snippets that all agree are
+answered directly; snippets that disagree are resolved by fetching the pages behind them. With no stated answer
+it fetches the most promising unfetched results (one or two per turn), then searches again with a new query,
+forever, so a question whose answer is nowhere ends at the harness' iteration limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+
+from adapters.sandbox.reading import (
+    Doc,
+    Subject,
+    documents,
+    mentions,
+    same_answer,
+    stated_answers,
+    subject_of,
+)
+
+SEARCH, FETCH = "search_web", "fetch_page"
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    """What the agent says: text, or tool calls as (name, arguments) pairs."""
+
+    text: str | None = None
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _h(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+class _State:
+    """What the conversation so far tells the agent."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+        self.question = users[0].strip() if users else ""
+        self.subject: Subject | None = subject_of(self.question)
+        self.turns = sum(1 for m in messages if m.get("role") == "assistant")
+        self.queries: list[str] = []
+        self.docs: dict[str, Doc] = {}
+        self.fetched: list[str] = []
+        self.pages: list[tuple[str, str]] = []  # (doc_id, page text) in fetch order
+        calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        for m in messages:
+            for tc in m.get("tool_calls") or []:
+                fn = tc.get("function", {})
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    args = {}
+                args = args if isinstance(args, dict) else {}
+                calls[tc.get("id", "")] = (fn.get("name", ""), args)
+                if fn.get("name") == SEARCH:
+                    self.queries.append(str(args.get("query", "")))
+                elif fn.get("name") == FETCH:
+                    self.fetched.append(str(args.get("doc_id", "")))
+            if m.get("role") == "tool":
+                name, args = calls.get(m.get("tool_call_id", ""), ("", {}))
+                text = _text(m.get("content"))
+                if name == FETCH:
+                    blocks = documents(text)
+                    page = blocks[0].page if blocks and blocks[0].page is not None else None
+                    if page is None and not text.startswith("Error"):
+                        page = text
+                    if page is not None:
+                        self.pages.append((str(args.get("doc_id", "")), page))
+                else:
+                    for d in documents(text):
+                        if d.page is None:
+                            self.docs.setdefault(d.doc_id, d)
+
+
+def _queries(s: _State) -> list[str]:
+    if s.subject is None:
+        return [s.question]
+    a, e = s.subject.attribute, s.subject.entity
+    return [s.question, f"{e} {a}", f"{a} of {e}", f'"{e}" {a} official record', f"{e} history {a}"]
+
+
+def _next_query(s: _State) -> str:
+    done = set(s.queries)
+    for q in _queries(s):
+        if q not in done:
+            return q
+    base = _queries(s)[1] if s.subject else s.question
+    return f"{base} page {len(s.queries) + 1}"
+
+
+def _promising(s: _State) -> list[Doc]:
+    """Unfetched results about the subject: those whose surface names the attribute first, then by rank."""
+    fetched = set(s.fetched)
+    order = {d: i for i, d in enumerate(s.docs)}
+    docs = [d for d in s.docs.values() if d.doc_id not in fetched]
+    if s.subject is None:
+        return sorted(docs, key=lambda d: (d.rank, order[d.doc_id]))
+    subject = s.subject
+    about = [d for d in docs if mentions(d.title + " " + d.snippet, subject)]
+    attr = subject.attribute.lower()
+    return sorted(about, key=lambda d: (attr not in (d.title + d.snippet).lower(), d.rank, order[d.doc_id]))
+
+
+def decide(messages: list[dict[str, Any]]) -> Turn:
+    """The agent's next turn, a pure function of the conversation."""
+    s = _State(messages)
+    if not s.queries:
+        calls = [(SEARCH, {"query": s.question})]
+        if s.subject is not None and _h(s.question) % 3 == 0:  # sometimes two searches in parallel
+            calls.append((SEARCH, {"query": f"{s.subject.entity} {s.subject.attribute}"}))
+        return Turn(calls=calls)
+    if s.subject is not None:
+        for _, page in s.pages:  # a page that states the answer settles it
+            answers = stated_answers(page, s.subject)
+            if answers:
+                return Turn(text=f"FINAL ANSWER: {answers[0]}")
+        stated = [(d, a) for d in sorted(s.docs.values(), key=lambda d: (d.rank, d.doc_id))
+                  for a in stated_answers(d.title + "\n" + d.snippet, s.subject)[:1]]
+        if stated:
+            first = stated[0][1]
+            if all(same_answer(a, first) for _, a in stated):
+                return Turn(text=f"FINAL ANSWER: {first}")
+            fetched = set(s.fetched)
+            to_check = [d for d, _ in stated if d.doc_id not in fetched][:2]
+            if to_check:
+                return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in to_check])
+            return Turn(text=f"FINAL ANSWER: {first}")
+    promising = _promising(s)
+    if promising and len(s.fetched) < 8:
+        k = 2 if (_h(s.question) + s.turns) % 2 == 0 else 1
+        return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in promising[:k]])
+    return Turn(calls=[(SEARCH, {"query": _next_query(s)})])

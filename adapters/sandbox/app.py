@@ -1,0 +1,106 @@
+"""The sandbox ASGI app: Brave, Tavily, Firecrawl, Jina Reader and chat-completions routes over one World.
+
+Routes (root R): GET R/brave/res/v1/web/search, POST R/tavily/search, POST R/firecrawl/v2/search and
+R/firecrawl/v1/search, GET R/jina/{url}, POST R/openai/v1/chat/completions, GET R/ (an index).
+`app.state.counters[(route, trace_id)]` counts requests per `X-Searchtrace-Trace` header (None when absent),
+`app.state.totals[route]` per route.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters.sandbox.faults import Attempts, FaultPlan, choose
+from adapters.sandbox.responses import Hang, fault_reply, json_response, mangle
+from adapters.sandbox.world import World, default_world
+
+TRACE_HEADER = "x-searchtrace-trace"
+SLOW_S = 0.25
+
+
+class Sandbox:
+    """Shared state of one app: the world, fault plan, attempt and request counters."""
+
+    def __init__(self, world: World, faults: FaultPlan | None, hang_s: float) -> None:
+        self.world = world
+        self.faults = faults
+        self.hang_s = hang_s
+        self.attempts = Attempts()
+        self.counters: Counter[tuple[str, str | None]] = Counter()
+        self.totals: Counter[str] = Counter()
+
+    def count(self, route: str, request: Request) -> None:
+        self.counters[(route, request.headers.get(TRACE_HEADER))] += 1
+        self.totals[route] += 1
+
+    def fault(self, route: str, key: str, marker_text: str) -> str | None:
+        """The fault for this request (the attempt number is counted here)."""
+        attempt = self.attempts.next(route, key)
+        return choose(route, key, attempt, marker_text, self.faults)
+
+    async def run(self, route: str, kind: str | None, key: str, produce: Callable[[], Awaitable[Response]]) -> Response:
+        """Applies a fault kind around `produce()` (an async callable returning a Response)."""
+        if kind in ("429", "500", "503", "401"):
+            return fault_reply(route, kind, key)
+        if kind == "timeout":
+            return Hang(self.hang_s)
+        if kind == "slow":
+            await anyio.sleep(SLOW_S)
+        response = await produce()
+        if kind in ("malformed", "truncated") and response.status_code == 200 and hasattr(response, "body"):
+            return mangle(response, kind)
+        return response
+
+
+def request_key(*parts: str | bytes) -> str:
+    """A stable key for 'the same request' (attempt counting, fault draws, ids)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:32]
+
+
+def sandbox_of(request: Request) -> Sandbox:
+    sb = request.app.state.sandbox
+    assert isinstance(sb, Sandbox)
+    return sb
+
+
+async def index(request: Request) -> Response:
+    root = str(request.base_url).rstrip("/")
+    from adapters.sandbox.serve import base_urls
+
+    return json_response({"sandbox": "searchtrace", "base_urls": base_urls(root),
+                          "questions": len(sandbox_of(request).world.questions),
+                          "pages": len(sandbox_of(request).world.pages)})
+
+
+def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0) -> Starlette:
+    """One ASGI app serving every sandbox route; `hang_s` is how long a `timeout` fault sleeps."""
+    from adapters.sandbox.chat_route import chat_completions
+    from adapters.sandbox.fetch_route import jina_read
+    from adapters.sandbox.search_routes import brave_search, firecrawl_v1, firecrawl_v2, tavily_search
+
+    app = Starlette(routes=[
+        Route("/", index),
+        Route("/brave/res/v1/web/search", brave_search, methods=["GET", "POST"]),
+        Route("/tavily/search", tavily_search, methods=["POST"]),
+        Route("/firecrawl/v2/search", firecrawl_v2, methods=["POST"]),
+        Route("/firecrawl/v1/search", firecrawl_v1, methods=["POST"]),
+        Route("/jina/{url:path}", jina_read, methods=["GET"]),
+        Route("/openai/v1/chat/completions", chat_completions, methods=["POST"]),
+    ])
+    sb = Sandbox(world or default_world(), faults, hang_s)
+    app.state.sandbox = sb
+    app.state.counters = sb.counters
+    app.state.totals = sb.totals
+    return app

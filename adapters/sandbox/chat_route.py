@@ -1,0 +1,108 @@
+"""Chat route: POST R/openai/v1/chat/completions in OpenAI's wire format, dispatching on `model`.
+
+`sandbox-agent` is the scripted agent (agent.py), `sandbox-judge` the deterministic judge (judge.py),
+`sandbox-judge-sloppy` the same judge with a bad reply for ~2% of documents. Token usage is derived from
+message lengths (about 4 characters per token), so it is plausible and deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from adapters.sandbox import agent, judge, wire
+from adapters.sandbox.app import request_key, sandbox_of
+from adapters.sandbox.faults import JUDGE_KINDS
+from adapters.sandbox.responses import json_response
+
+AGENT_MODELS = ("sandbox-agent",)
+JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
+_canon = msgspec.json.Encoder(order="sorted")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _tokens(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+def _prompt_chars(messages: list[dict[str, Any]]) -> int:
+    n = 0
+    for m in messages:
+        n += 16 + len(_text(m.get("content")))
+        for tc in m.get("tool_calls") or []:
+            n += 24 + len(str(tc.get("function", {}).get("arguments", "")))
+    return n
+
+
+def _usage(key: str, messages: list[dict[str, Any]], tools: Any, output: str, reasoning: bool) -> dict[str, int]:
+    prompt = _tokens(_prompt_chars(messages) + (len(json.dumps(tools)) if tools else 0))
+    last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    cached = (_tokens(_prompt_chars(messages[: last_assistant + 1])) // 64) * 64 if last_assistant >= 0 else 0
+    think = 24 + int(wire.digest(key, n=4), 16) % 200 if reasoning else 0
+    return {"prompt_tokens": prompt, "completion_tokens": _tokens(len(output)) + 4 + think,
+            "reasoning_tokens": think, "cached_tokens": min(cached, prompt)}
+
+
+def _error(status: int, message: str, code: str | None, param: str | None = None) -> Response:
+    return json_response(wire.openai_error(message, "invalid_request_error", code, param), status)
+
+
+async def chat_completions(request: Request) -> Response:
+    sb = sandbox_of(request)
+    sb.count("chat", request)
+    auth = request.headers.get("authorization", "")
+    token = auth.partition(" ")[2].strip() if auth.lower().startswith("bearer") else ""
+    if not token:
+        return _error(401, "You didn't provide an API key. You need to provide your API key in an Authorization header "
+                      "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", None)
+    if token.startswith("bad"):
+        return _error(401, "Incorrect API key provided: ********. You can find your API key at "
+                      "https://platform.openai.com/account/api-keys.", "invalid_api_key")
+    try:
+        body = msgspec.json.decode(await request.body())
+    except msgspec.DecodeError:
+        body = None
+    if not isinstance(body, dict):
+        return _error(400, "We could not parse the JSON body of your request.", None)
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        return _error(400, "you must provide a model parameter", None)
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        return _error(400, "[] is too short - 'messages'", None, "messages")
+    if model not in AGENT_MODELS + JUDGE_MODELS:
+        return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
+                                               "invalid_request_error", "model_not_found"), 404)
+    key = request_key("chat", _canon.encode(body))
+    last = _text(messages[-1].get("content"))
+    kind = sb.fault("chat", key, last)
+    tools = body.get("tools")
+
+    async def produce() -> Response:
+        if model in AGENT_MODELS:
+            turn = agent.decide(messages)
+            calls = [{"id": f"call_{wire.digest(key, str(i), n=24)}", "type": "function",
+                      "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+                     for i, (name, args) in enumerate(turn.calls)]
+            output = turn.text or json.dumps(calls)
+            u = _usage(key, messages, tools, output, reasoning=True)
+            return json_response(wire.chat_completion(key=key, model=model, content=turn.text, tool_calls=calls or None, **u))
+        prompt = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
+        bad = kind if kind in JUDGE_KINDS else None
+        if bad is None and model == "sandbox-judge-sloppy":
+            bad = judge.sloppy_kind(prompt)
+        text = judge.reply(prompt, bad)
+        u = _usage(key, messages, None, text, reasoning=False)
+        return json_response(wire.chat_completion(key=key, model=model, content=text, tool_calls=None, **u))
+
+    return await sb.run("chat", None if kind in JUDGE_KINDS else kind, key, produce)

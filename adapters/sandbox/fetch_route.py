@@ -1,0 +1,82 @@
+"""Jina Reader route: GET R/jina/{url} returns the page as Reader text (or the JSON envelope on Accept: json)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from adapters.sandbox import wire
+from adapters.sandbox.app import request_key, sandbox_of
+from adapters.sandbox.corpus import Page
+from adapters.sandbox.faults import strip_markers
+from adapters.sandbox.responses import json_response, oversized
+
+FAULT_HOST = "faults.sandbox.test"
+PREFIX = "/jina/"
+
+
+def target_url(request: Request) -> str:
+    """The URL to read: everything after /jina/, with the request's own query string (it belongs to the URL)."""
+    raw = request.scope.get("raw_path") or request.scope["path"].encode()
+    path = raw.decode("latin-1")
+    root = request.scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    url = path[len(PREFIX) :] if path.startswith(PREFIX) else path.lstrip("/")
+    for scheme in ("https:/", "http:/"):  # some clients squash '//' in a path
+        if url.startswith(scheme) and not url.startswith(scheme + "/"):
+            url = scheme + "/" + url[len(scheme) :]
+    if "://" not in url:
+        url = "https://" + url
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    return f"{url}?{query}" if query else url
+
+
+def _fault_page(url: str) -> Page:
+    clean = strip_markers(url)
+    body = (f"# Fault test page\n\nThis page stands at {clean} and exists so that faults can be injected by URL.\n\n"
+            "It has two short paragraphs of ordinary markdown.\n")
+    return Page(url=url, title="Fault test page", site="Sandbox", description="A page for fault injection.",
+                body=body, published="2026-01-01", authority=0.0, kind="filler")
+
+
+def _not_found(url: str) -> Page:
+    return Page(url=url, title="404 Not Found", site="", description="", body="# 404 Not Found\n\nThe requested URL was not found on this server.\n",
+                published="2026-01-01", authority=0.0, kind="filler")
+
+
+async def jina_read(request: Request) -> Response:
+    sb = sandbox_of(request)
+    sb.count("jina", request)
+    as_json = "application/json" in request.headers.get("accept", "")
+    auth = request.headers.get("authorization")
+    if auth is not None:
+        token = auth.partition(" ")[2].strip()
+        if not token or token.startswith("bad"):
+            return json_response(wire.jina_error(401, "AuthenticationFailedError", 40103,
+                                                 "Invalid API key, please get a new one from https://jina.ai"), 401)
+    url = target_url(request)
+    host = (urlsplit(url).hostname or "").lower()
+    key = request_key("jina", url, str(as_json))
+    kind = sb.fault("jina", key, url)
+    if kind == "oversized":
+        return oversized(url, as_json)
+
+    async def produce() -> Response:
+        page, warning = sb.world.page(url), None
+        if page is None and host == FAULT_HOST:
+            page = _fault_page(url)
+        elif page is None and host in sb.world.hosts:
+            page, warning = _not_found(url), "Target URL returned error 404: Not Found"
+        if page is None:
+            return json_response(wire.jina_error(422, "AssertionFailureError", 42206,
+                                                 f"Failed to access {url}: getaddrinfo ENOTFOUND {host}"), 422)
+        tokens = wire.jina_tokens(page.body)
+        if as_json:
+            return json_response(wire.jina_json(page, url, warning), 200, {"X-Usage-Tokens": str(tokens)})
+        return Response(wire.jina_text(page, url, warning).encode(), 200, {"X-Usage-Tokens": str(tokens)},
+                        media_type="text/plain; charset=utf-8")
+
+    return await sb.run("jina", kind, key, produce)
