@@ -1,0 +1,158 @@
+"""`searchtrace judge`: a resumable judge run over every recorded judge item (SPEC §4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+import msgspec
+
+from replay.judge import JudgeStats, default_judge_run_id
+from replay.judge_prompt import DEFAULT_VERSION, versions
+from store.errors import BadInput
+
+SANDBOX_ROOT = "http://sandbox"
+SANDBOX_JUDGE = "sandbox-judge"
+
+
+def summary_text(s: JudgeStats) -> str:
+    text = (
+        f"judge run {s.judge_run_id}: {s.items} items ({s.already} already judged, {s.done} judged now: "
+        f"{s.valid} valid, {s.invalid} invalid); {s.retried} retries; "
+        f"{s.usage.input_tokens:,} input / {s.usage.output_tokens:,} output tokens in {s.elapsed_s:.1f} s"
+    )
+    if s.failed:
+        text += f"; {s.failed} calls failed: run the same command again to judge them"
+    return text
+
+
+def progress_line(s: JudgeStats) -> str:
+    return f"done {s.done}/{s.pending} · invalid {s.invalid} · retried {s.retried} · failed {s.failed}"
+
+
+@contextmanager
+def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None]]:
+    """A rich progress bar on an interactive stderr (done / invalid / retried / failed); silent otherwise."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not (console.is_terminal if enabled is None else enabled):
+        yield lambda s: None
+        return
+    bar = Progress(
+        TextColumn("[bold]judge"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+        console=console, refresh_per_second=4,
+    )
+    task = bar.add_task("", total=None)
+
+    def tick(s: JudgeStats) -> None:
+        bar.update(task, total=s.pending, completed=s.done + s.failed, description=progress_line(s))
+
+    with bar:
+        yield tick
+
+
+def build_chat(
+    *, model: str, base_url: str | None, key_env: str | None, rps: float, concurrency: int, timeout_s: float,
+    max_retries: int, sandbox: bool, sandbox_url: str | None,
+) -> Any:
+    """The judge's chat adapter: the production OpenAI-compatible one, over ASGI for `--sandbox`."""
+    from adapters.registry import SANDBOX_KEY, default_endpoint, sandbox_endpoint
+    from adapters.registry import build_chat as make
+
+    limits: dict[str, Any] = {"rps": rps, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries}
+    if sandbox or sandbox_url:
+        import httpx
+
+        transport = None
+        if sandbox:
+            from adapters.sandbox import create_app
+
+            transport = httpx.ASGITransport(app=create_app())
+        endpoint = sandbox_endpoint("openai", sandbox_url or SANDBOX_ROOT, **limits)
+        return make(model, endpoint, transport=transport, key_fallback=SANDBOX_KEY)
+    return make(model, default_endpoint("openai", base_url=base_url, key_env=key_env, **limits))
+
+
+async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None) -> JudgeStats:
+    from replay.judge import run_judge
+    from store.log import EventLog
+
+    log = await anyio.to_thread.run_sync(lambda: EventLog(db))
+    try:
+        with judge_progress(progress) as tick:
+            return await run_judge(log, chat=chat, progress=tick, **opts)
+    except BaseExceptionGroup as eg:
+        raise _first_bad_input(eg) from None
+    finally:
+        await chat.aclose()
+        await anyio.to_thread.run_sync(log.close)
+
+
+def _first_bad_input(exc: BaseException) -> BaseException:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_bad_input(inner)
+            if isinstance(found, BadInput):
+                return found
+    return exc
+
+
+@click.command("judge")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
+@click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY).")
+@click.option("--prompt-version", default=DEFAULT_VERSION, show_default=True, type=click.Choice(versions()))
+@click.option("--judge-run-id", default=None, help="Default: <model>@<prompt version>, so the same command resumes.")
+@click.option("--rps", default=5.0, show_default=True, type=float, help="Judge requests per second (0: unlimited).")
+@click.option("--concurrency", default=8, show_default=True, type=int, help="Judge calls in flight.")
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=float, help="Seconds per attempt.")
+@click.option("--max-retries", default=4, show_default=True, type=int, help="Retries on 429 / 5xx / timeouts.")
+@click.option("--sandbox", is_flag=True, help="Use the in-process sandbox judge (no key, no network).")
+@click.option("--sandbox-url", default=None, help="Use a running `searchtrace sandbox serve` (http://127.0.0.1:PORT).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+def judge(
+    db: Path, model: str | None, base_url: str | None, key_env: str | None, prompt_version: str,
+    judge_run_id: str | None, rps: float, concurrency: int, timeout_s: float, max_retries: int,
+    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
+) -> None:
+    """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it."""
+    if sandbox and sandbox_url:
+        raise click.UsageError("use either --sandbox or --sandbox-url, not both")
+    if sandbox_url and not sandbox_url.startswith(("http://", "https://")):
+        raise BadInput(f"--sandbox-url: {sandbox_url!r} is not an http(s) URL")
+    if model is None:
+        if not (sandbox or sandbox_url):
+            raise click.UsageError("--model is required (or use --sandbox)")
+        model = SANDBOX_JUDGE
+    if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
+        raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
+    if not db.exists():
+        raise BadInput(f"{db}: no such database; record or import something first")
+    chat = build_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,
+                      timeout_s=timeout_s, max_retries=max_retries, sandbox=sandbox, sandbox_url=sandbox_url)
+    opts: dict[str, Any] = {
+        "model": model,
+        "judge_run_id": judge_run_id or default_judge_run_id(model, prompt_version),
+        "prompt_version": prompt_version,
+        "concurrency": concurrency,
+        "rps": None,  # the adapter's endpoint limiter paces calls (rps/10 per 0.1 s)
+        "params": {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
+                   "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")},
+    }
+    stats = anyio.run(lambda: _run(db, chat, opts, False if no_progress or as_json else None), backend="asyncio")
+    if as_json:
+        click.echo(msgspec.json.encode(stats).decode())
+    else:
+        click.echo(summary_text(stats))
+    if stats.failed:
+        for err in stats.errors:
+            click.echo(f"searchtrace: judge call failed: {err}", err=True)
+        raise SystemExit(1)
