@@ -10,6 +10,7 @@ the cost is redoing the calls of the trajectories that were in flight at the cra
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -165,6 +166,11 @@ class Recorder:
         ]
 
 
+def request_sha256(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """Fingerprint of one chat request (store.events ModelResponded.request_sha256), for replay divergence checks."""
+    return hashlib.sha256(msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")).hexdigest()
+
+
 def final_answer(text: str | None) -> str | None:
     """Text after `FINAL ANSWER:` when a line of the reply starts with it (the first such line), else None."""
     if not text:
@@ -233,6 +239,7 @@ class Agent:
         ]
         for iteration in range(1, self.max_iterations + 1):
             rec.iterations = iteration
+            request_digest = request_sha256(messages, TOOL_SCHEMAS)
             try:
                 reply = await self.chat.complete(messages, tools=TOOL_SCHEMAS, trace_id=tid)
             except ChatError as exc:
@@ -253,6 +260,7 @@ class Agent:
                     latency_ms=reply.latency_ms,
                     finish_reason=reply.finish_reason,
                     raw_digest=rec.blob(reply.raw),
+                    request_sha256=request_digest,
                 )
             )
             answer = final_answer(reply.text)

@@ -6,7 +6,7 @@ run_id = "my-run"                 # optional; default: derived from the config's
 model = "gpt-5.4"
 base_url = "https://api.openai.com/v1"
 key_env = "OPENAI_API_KEY"
-rps = 5.0                         # requests per second (burst: rps/10 per 0.1 s unless `burst` is set)
+rps = 5.0                         # requests/s; burst rps/10 per 0.1 s unless `burst` is set
 concurrency = 8
 params = { temperature = 0 }      # extra chat-completions body fields
 [limits]
@@ -26,8 +26,9 @@ n = 100
 seed = "searchtrace"
 ```
 
-Environment overrides of base URLs: `SEARCHTRACE_AGENT_BASE_URL`, `SEARCHTRACE_FETCH_BASE_URL`,
-`SEARCHTRACE_<PROVIDER>_BASE_URL` (provider table name upper-cased, `-` as `_`).
+Environment overrides of base URLs (they win over the file): `SEARCHTRACE_AGENT_BASE_URL` (or `OPENAI_BASE_URL`),
+`SEARCHTRACE_FETCH_BASE_URL` (or `SEARCHTRACE_JINA_BASE_URL`), `SEARCHTRACE_<PROVIDER>_BASE_URL` (provider table
+name upper-cased, `-` as `_`). Rates, concurrency and timeouts left out (or 0) take adapters.registry's defaults.
 """
 
 from __future__ import annotations
@@ -67,42 +68,33 @@ class _Cfg(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pass
 
 
-class AgentCfg(_Cfg):
-    model: str
-    base_url: str = DEFAULT_BASE_URLS["openai"]
-    key_env: str = DEFAULT_KEY_ENVS["openai"]
-    prompt_version: str = "agent/1"
-    rps: float = 5.0
-    burst: int = 0
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    params: dict[str, Any] = {}
+class _EndpointCfg(_Cfg):
+    """Where and how fast; a missing value takes the endpoint kind's default from adapters.registry."""
 
-
-class ProviderCfg(_Cfg):
-    kind: str = ""  # defaults to the table name
-    base_url: str = ""  # defaults to the kind's real endpoint
+    base_url: str = ""
     key_env: str = ""
-    rps: float = 5.0
-    burst: int = 0
-    concurrency: int = 8
-    timeout_s: float = 30.0
+    rps: float = 0.0  # 0: the kind's default (conservative free-plan limits for real providers)
+    burst: int = 0  # 0: rps/10 per 0.1 s, no first-second burst
+    concurrency: int = 0  # 0: the kind's default
+    timeout_s: float = 0.0  # 0: the kind's default
     max_retries: int = 4
+
+
+class AgentCfg(_EndpointCfg):
+    model: str = ""  # required (checked in _check)
+    prompt_version: str = "agent/1"
     params: dict[str, Any] = {}
 
 
-class FetchCfg(_Cfg):
+class ProviderCfg(_EndpointCfg):
+    kind: str = ""  # defaults to the table name
+    params: dict[str, Any] = {}
+
+
+class FetchCfg(_EndpointCfg):
     backend: str = "jina"
-    base_url: str = DEFAULT_BASE_URLS["jina"]
-    key_env: str = DEFAULT_KEY_ENVS["jina"]
-    timeout_s: float = 15.0
-    max_bytes: int = 2_000_000
-    concurrency: int = 4
-    rps: float = 20.0
-    burst: int = 0
-    max_retries: int = 3
-    cache_dir: str = ".searchtrace-cache/fetch"
+    max_bytes: int = 2 * 1024 * 1024
+    cache_dir: str = ".searchtrace-cache/fetch"  # "" disables the cache
 
 
 class LimitsCfg(_Cfg):
@@ -182,28 +174,26 @@ def _check(cfg: RunConfig, src: str) -> None:
 
     if cfg.run_id and not _ID_RE.match(cfg.run_id):
         raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
-    for key, value in (
-        ("agent.rps", cfg.agent.rps),
-        ("fetch.rps", cfg.fetch.rps),
-        ("fetch.timeout_s", cfg.fetch.timeout_s),
-        ("agent.timeout_s", cfg.agent.timeout_s),
-    ):
-        if not value > 0:
-            raise bad(key, f"must be > 0, got {value}")
+    if cfg.fetch.backend != "jina":
+        raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
+    endpoints: list[tuple[str, _EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
+    endpoints += [(f"providers.{n}", p) for n, p in cfg.providers.items()]
+    for where, e in endpoints:
+        for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s)):
+            if not v > 0:
+                raise bad(f"{where}.{name}", f"must be > 0, got {v}")
+        for name, n in (("concurrency", e.concurrency - 1), ("burst", e.burst), ("max_retries", e.max_retries)):
+            if n < 0:
+                raise bad(f"{where}.{name}", f"must be >= {1 if name == 'concurrency' else 0}, got {getattr(e, name)}")
     for key, ivalue in (
-        ("agent.concurrency", cfg.agent.concurrency),
-        ("fetch.concurrency", cfg.fetch.concurrency),
         ("fetch.max_bytes", cfg.fetch.max_bytes),
         ("limits.max_iterations", cfg.limits.max_iterations),
         ("limits.max_trajectories", cfg.limits.max_trajectories),
     ):
         if ivalue < 1:
             raise bad(key, f"must be >= 1, got {ivalue}")
-    for key, nvalue in (("agent.burst", cfg.agent.burst), ("fetch.burst", cfg.fetch.burst), ("agent.max_retries", cfg.agent.max_retries)):
-        if nvalue < 0:
-            raise bad(key, f"must be >= 0, got {nvalue}")
     if not cfg.agent.model.strip():
-        raise bad("agent.model", "must not be empty")
+        raise bad("agent.model", "required (the chat model name)")
     if not cfg.providers:
         raise bad("providers", "at least one [providers.<name>] table is required")
     for name, p in cfg.providers.items():
@@ -211,10 +201,6 @@ def _check(cfg: RunConfig, src: str) -> None:
             raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
         if p.kind not in PROVIDER_KINDS:
             raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
-        if not p.rps > 0 or not p.timeout_s > 0:
-            raise bad(f"providers.{name}.rps", "rps and timeout_s must be > 0")
-        if p.concurrency < 1 or p.burst < 0 or p.max_retries < 0:
-            raise bad(f"providers.{name}.concurrency", "concurrency must be >= 1, burst and max_retries >= 0")
     for key, url in [("agent.base_url", cfg.agent.base_url), ("fetch.base_url", cfg.fetch.base_url)] + [
         (f"providers.{n}.base_url", p.base_url) for n, p in cfg.providers.items()
     ]:
@@ -226,11 +212,25 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("dataset.path", f"no such file {cfg.dataset.path!r}")
 
 
+def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
+    from adapters.registry import BASE_URLS, default_endpoint
+
+    if kind not in BASE_URLS:
+        return
+    d = default_endpoint(kind)
+    e.base_url = e.base_url or DEFAULT_BASE_URLS.get(kind, d.base_url)
+    e.key_env = e.key_env or DEFAULT_KEY_ENVS.get(kind, d.key_env or "")
+    e.rps = e.rps or d.rps
+    e.concurrency = e.concurrency or d.concurrency
+    e.timeout_s = e.timeout_s or d.timeout_s
+
+
 def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
     for name, p in cfg.providers.items():
         p.kind = p.kind or name
-        p.base_url = p.base_url or DEFAULT_BASE_URLS.get(p.kind, "")
-        p.key_env = p.key_env or DEFAULT_KEY_ENVS.get(p.kind, "")
+        _fill_endpoint(p, p.kind)
+    _fill_endpoint(cfg.agent, "openai")
+    _fill_endpoint(cfg.fetch, cfg.fetch.backend)
     if base_dir is not None and cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_absolute():
         cfg.dataset.path = str(base_dir / cfg.dataset.path)
     if not cfg.dataset.id:
@@ -244,9 +244,9 @@ def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
 def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
     """Base URL overrides from the environment (SPEC §10)."""
     env = dict(os.environ) if env is None else env
-    if v := env.get("SEARCHTRACE_AGENT_BASE_URL"):
+    if v := env.get("SEARCHTRACE_AGENT_BASE_URL") or env.get("OPENAI_BASE_URL"):
         cfg.agent.base_url = v
-    if v := env.get("SEARCHTRACE_FETCH_BASE_URL"):
+    if v := env.get("SEARCHTRACE_FETCH_BASE_URL") or env.get("SEARCHTRACE_JINA_BASE_URL"):
         cfg.fetch.base_url = v
     for name, p in cfg.providers.items():
         if v := env.get(f"SEARCHTRACE_{name.upper().replace('-', '_')}_BASE_URL"):
@@ -315,13 +315,13 @@ def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunCo
     return cfg
 
 
-def sandbox_config(*, n: int | None = None, max_iterations: int = 10, run_id: str = "") -> RunConfig:
+def sandbox_config(*, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "") -> RunConfig:
     """The demo's config: the three personas, the scripted agent and the sandbox's own questions."""
     data: dict[str, Any] = {
         "run_id": run_id,
-        "agent": {"model": SANDBOX_AGENT, "rps": 1000.0, "concurrency": 64},
-        "providers": {k: {"rps": 1000.0, "concurrency": 64} for k in PROVIDER_KINDS},
-        "fetch": {"rps": 1000.0, "concurrency": 16},
+        "agent": {"model": SANDBOX_AGENT, "rps": 10_000.0, "concurrency": 64, "timeout_s": 10.0},
+        "providers": {k: {"rps": 10_000.0, "concurrency": 32, "timeout_s": 10.0} for k in PROVIDER_KINDS},
+        "fetch": {"rps": 10_000.0, "concurrency": 16, "timeout_s": 10.0, "cache_dir": cache_dir},
         "limits": {"max_iterations": max_iterations, "max_trajectories": 64},
         "dataset": {"path": SANDBOX_DATASET},
         "sample": {"n": n},

@@ -257,7 +257,11 @@ def summary_dict(s: RunSummary) -> Mapping[str, Any]:
     return out
 
 
-SANDBOX_KEY = "sandbox-key"  # any non-empty key works against the sandbox; never a real key
+def _endpoint(e: Any) -> Any:
+    from adapters.types import Endpoint
+
+    return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
+                    concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries)
 
 
 def endpoint_factory(transport: Any = None) -> AdapterFactory:
@@ -266,46 +270,21 @@ def endpoint_factory(transport: Any = None) -> AdapterFactory:
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
         from pathlib import Path
 
-        from adapters.brave import BraveSearch
-        from adapters.firecrawl import FirecrawlSearch
-        from adapters.jina import JinaFetcher
-        from adapters.openai_chat import OpenAIChat
-        from adapters.tavily import TavilySearch
-        from adapters.types import Endpoint
+        from adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
 
-        kinds: dict[str, Any] = {"brave": BraveSearch, "tavily": TavilySearch, "firecrawl": FirecrawlSearch}
         fallback = SANDBOX_KEY if cfg.sandbox else None
-        a = cfg.agent
-        chat = OpenAIChat(
-            Endpoint(base_url=a.base_url, key_env=a.key_env, rps=a.rps, burst=a.burst, concurrency=a.concurrency,
-                     timeout_s=a.timeout_s, max_retries=a.max_retries),
-            a.model,
-            params=dict(a.params),
-            transport=transport,
-            key_fallback=fallback,
-        )
+        chat = build_chat(cfg.agent.model, _endpoint(cfg.agent), params=dict(cfg.agent.params), transport=transport,
+                          key_fallback=fallback)
         stack.push_async_callback(chat.aclose)
         f = cfg.fetch
-        cache = Path(f.cache_dir) / "sandbox" if cfg.sandbox else Path(f.cache_dir)
-        fetch = JinaFetcher(
-            Endpoint(base_url=f.base_url, key_env=f.key_env, rps=f.rps, burst=f.burst, concurrency=f.concurrency,
-                     timeout_s=f.timeout_s, max_retries=f.max_retries),
-            cache_dir=cache if f.cache_dir else None,
-            read_cap=f.max_bytes,
-            transport=transport,
-            key_fallback=fallback,
-        )
+        cache = (Path(f.cache_dir) / "sandbox" if cfg.sandbox else Path(f.cache_dir)) if f.cache_dir else None
+        fetch = build_fetcher(f.backend, _endpoint(f), cache_dir=cache, read_cap=f.max_bytes, transport=transport,
+                              key_fallback=fallback)
         stack.push_async_callback(fetch.aclose)
         search: dict[str, Any] = {}
         for name, p in cfg.providers.items():
-            adapter = kinds[p.kind](
-                Endpoint(base_url=p.base_url, key_env=p.key_env, rps=p.rps, burst=p.burst, concurrency=p.concurrency,
-                         timeout_s=p.timeout_s, max_retries=p.max_retries),
-                params=dict(p.params),
-                transport=transport,
-                key_fallback=fallback,
-            )
-            adapter.name = name  # the provider name of this run (a kind may appear under several names)
+            adapter = build_search(p.kind, _endpoint(p), params=dict(p.params), transport=transport, key_fallback=fallback)
+            adapter.name = name  # type: ignore[misc]  # the provider name of this run (a kind may appear under several names)
             stack.push_async_callback(adapter.aclose)
             search[name] = adapter
         return Endpoints(chat=chat, fetch=fetch, search=search)

@@ -33,7 +33,7 @@ def in_process_transport() -> Any:
     """httpx's ASGI transport over a fresh sandbox app (no socket, no network)."""
     import httpx
 
-    from adapters.sandbox import create_app
+    from adapters.sandbox.app import create_app
 
     return httpx.ASGITransport(app=create_app())
 
@@ -59,13 +59,10 @@ async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | 
             if ticker:
                 ticker[0]()
 
-        def on_plan(s: Stats) -> None:
-            pass
-
         with progress_display(stats, enabled=progress) as t:
             ticker.append(t)
             try:
-                return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick, on_plan=on_plan)
+                return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick)
             except BaseExceptionGroup as eg:
                 raise first_bad_input(eg) from None
     finally:

@@ -1,0 +1,170 @@
+"""`searchtrace bench http`: requests/s of the project's HTTP path next to a plain aiohttp client, same run.
+
+A real sandbox server (uvicorn, its own process) listens on 127.0.0.1; for each level of concurrency
+(8, 32, 128 in flight) each client keeps that many requests going for a fixed time against the same Jina
+Reader route. Clients: `httpx` = an httpx.AsyncClient built by adapters.http.make_client (the production
+transport, aiohttp underneath); `adapter` = adapters.http.EndpointClient.call (the whole adapter path:
+limits, timeouts, streamed read); `aiohttp` = a bare aiohttp.ClientSession. Target: httpx >= 70% of aiohttp at 128.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import click
+import msgspec
+
+_SERVER = (
+    "import sys, uvicorn\n"
+    "from adapters.sandbox.app import create_app\n"
+    "uvicorn.run(create_app(), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning', access_log=False)\n"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def sandbox_server(port: int | None = None, timeout_s: float = 20.0) -> Iterator[str]:
+    """A sandbox server in a child process on 127.0.0.1; yields its root URL; stops it (by its pid) on exit."""
+    port = port or free_port()
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"sandbox server did not start on 127.0.0.1:{port}") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def drive(call: Callable[[], Awaitable[bool]], concurrency: int, seconds: float) -> tuple[float, int, float]:
+    """Keeps `concurrency` calls in flight for `seconds`; returns (requests/s, errors, CPU ms per request)."""
+    done = errors = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done, errors
+        while time.perf_counter() < stop:
+            if await call():
+                done += 1
+            else:
+                errors += 1
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return done / wall, errors, cpu * 1000 / max(done, 1)
+
+
+async def measure(root: str, concurrency: int, seconds: float, path: str) -> dict[str, Any]:
+    import aiohttp
+
+    from adapters.http import EndpointClient, make_client
+    from adapters.types import Endpoint
+
+    endpoint = Endpoint(base_url=root, rps=0.0, concurrency=concurrency, timeout_s=30.0, max_retries=0)
+    out: dict[str, Any] = {"concurrency": concurrency}
+
+    client = make_client(endpoint)
+    try:
+        async def httpx_call() -> bool:
+            r = await client.get(path)
+            return r.status_code == 200
+
+        await drive(httpx_call, concurrency, 0.3)  # warm the pool
+        out["httpx"] = await drive(httpx_call, concurrency, seconds)
+    finally:
+        await client.aclose()
+
+    ec = EndpointClient(endpoint)
+    try:
+        async def adapter_call() -> bool:
+            return (await ec.call("GET", path, what="bench")).outcome == "ok"
+
+        await drive(adapter_call, concurrency, 0.3)
+        out["adapter"] = await drive(adapter_call, concurrency, seconds)
+    finally:
+        await ec.aclose()
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(base_url=root, connector=connector) as session:
+        async def aiohttp_call() -> bool:
+            async with session.get(path) as r:
+                await r.read()
+                return r.status == 200
+
+        await drive(aiohttp_call, concurrency, 0.3)
+        out["aiohttp"] = await drive(aiohttp_call, concurrency, seconds)
+    return out
+
+
+async def run_all(levels: list[int], seconds: float, root: str | None) -> dict[str, Any]:
+    from adapters.sandbox.world import default_world
+
+    page = default_world().pages[0].url
+    path = "/jina/" + page
+    rows = []
+    with contextlib.ExitStack() as stack:
+        base = root or stack.enter_context(sandbox_server())
+        for c in levels:
+            m = await measure(base, c, seconds, path)
+            row: dict[str, Any] = {"concurrency": c}
+            for k in ("httpx", "adapter", "aiohttp"):
+                rps, errors, cpu_ms = m[k]
+                row[k] = {"rps": round(rps, 1), "errors": errors, "cpu_ms_per_request": round(cpu_ms, 3)}
+            base_rps = row["aiohttp"]["rps"] or 1.0
+            row["httpx_share"] = round(row["httpx"]["rps"] / base_rps, 3)
+            row["adapter_share"] = round(row["adapter"]["rps"] / base_rps, 3)
+            rows.append(row)
+    last = rows[-1]
+    return {"bench": "http", "route": "GET /jina/<page>", "seconds": seconds, "levels": rows,
+            "target": "httpx >= 70% of aiohttp at the highest concurrency", "ok": last["httpx_share"] >= 0.7}
+
+
+@click.command("http")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--seconds", default=3.0, show_default=True, help="Measured time per client and level.")
+@click.option("--levels", default="8,32,128", show_default=True, help="Requests in flight, comma-separated.")
+@click.option("--url", default=None, help="Use a running `searchtrace sandbox serve` instead of starting one.")
+def command(as_json: bool, seconds: float, levels: str, url: str | None) -> None:
+    """Requests/s of the production httpx transport vs plain aiohttp against the sandbox on 127.0.0.1."""
+    try:
+        lv = [int(x) for x in levels.split(",") if x.strip()]
+    except ValueError:
+        raise click.UsageError(f"--levels: {levels!r} is not a comma-separated list of integers") from None
+    result = anyio.run(run_all, lv, seconds, url, backend="asyncio")
+    if as_json:
+        click.echo(msgspec.json.encode(result).decode())
+        return
+    click.echo(f"GET /jina/<page> on a sandbox server at 127.0.0.1, {seconds:g} s per client and level")
+    click.echo(f"{'in flight':>9}  {'httpx req/s':>11}  {'adapter req/s':>13}  {'aiohttp req/s':>13}  {'httpx/aiohttp':>13}  CPU ms/req (httpx, aiohttp)")
+    for r in result["levels"]:
+        click.echo(f"{r['concurrency']:>9}  {r['httpx']['rps']:>11}  {r['adapter']['rps']:>13}  {r['aiohttp']['rps']:>13}  "
+                   f"{r['httpx_share']:>13.0%}  {r['httpx']['cpu_ms_per_request']}, {r['aiohttp']['cpu_ms_per_request']}")
+    click.echo("target met" if result["ok"] else "TARGET MISSED: httpx below 70% of aiohttp at the highest level")
