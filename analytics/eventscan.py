@@ -101,12 +101,13 @@ _TYPES = [
 
 
 def latest_judge_run(source: HasCursor) -> str:
-    """The judge run of the last judge event (started or verdict); BadInput when there is none."""
+    """The judge run of the last judge.started (as the report picks it), else of the last verdict; BadInput when none."""
     row = (
         source.cursor()
         .execute(
             "SELECT json_extract_string(payload, '$.judge_run_id') FROM events "
-            "WHERE type IN ('judge.started', 'judge.verdict') ORDER BY position DESC LIMIT 1"
+            "WHERE type IN ('judge.started', 'judge.verdict') "
+            "ORDER BY (type = 'judge.started') DESC, position DESC LIMIT 1"
         )
         .fetchone()
     )

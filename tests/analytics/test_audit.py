@@ -59,10 +59,11 @@ def build_store(path: Path) -> Expected:
         log.append(
             [
                 NewEvent(
-                    stream_id="judge:j2",
-                    run_id="j2",
-                    payload=JudgeStarted(judge_run_id="j2", model="m", prompt_version="1", prompt_sha256="x"),
+                    stream_id=f"judge:{jr}",
+                    run_id=jr,
+                    payload=JudgeStarted(judge_run_id=jr, model="m", prompt_version="1", prompt_sha256="x"),
                 )
+                for jr in ("j2", "j1")  # j1 started last: the default judge run
             ]
         )
         for pi, prov in enumerate(("alpha", "beta")):
