@@ -184,7 +184,7 @@ def _gold_page(r: random.Random, q: Question, spec: _Spec, side: str, mode: str,
     lines += ["## See also", ""] + [f"- [{t}]({u})" for t, u in _link_pairs(links)]
     path = f"/wiki/{_slug(q.entity, '_')}" if site_key == "wiki" else f"/entries/{_slug(q.entity).lower()}"
     return Page(url=f"https://{host}{path}", title=f"{q.entity} - {site}", site=site,
-                description=f"{intro} {side}" if r.random() < 0.3 else intro,
+                description=f"{intro} {fact}" if mode == "lead" and r.random() < 0.35 else intro,
                 body="\n".join(lines) + "\n", published=_date(r), authority=auth, kind="gold", qid=q.qid)
 
 
@@ -217,7 +217,7 @@ def _outdated(r: random.Random, q: Question, spec: _Spec, wrong: str) -> Page:
              *_paragraphs(r, q.entity, r.randint(1, 3))]
     body = f"# {q.entity} ({year} edition)\n\n" + "\n\n".join(paras) + "\n"
     return Page(url=f"https://{host}/{year}/{_slug(q.entity).lower()}.html", title=f"{q.entity} ({year}) - {site}",
-                site=site, description=f"Archived {year} article. {fact}", body=body, published=f"{year}-06-01",
+                site=site, description=f"Archived {year} article about {q.entity}.", body=body, published=f"{year}-06-01",
                 authority=auth, kind="outdated", qid=q.qid)
 
 

@@ -1,0 +1,56 @@
+"""`searchtrace sandbox`: the offline sandbox world as a real HTTP server on 127.0.0.1, and its question set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from store.errors import BadInput
+
+
+@click.group()
+def sandbox() -> None:
+    """The sandbox world: an offline stand-in for the search, reader and chat APIs."""
+
+
+@sandbox.command()
+@click.option("--port", type=int, default=8765, show_default=True, help="TCP port on 127.0.0.1 (0: any free port).")
+@click.option("--fault-rate", "fault_rates", multiple=True, metavar="KIND=P[,KIND=P]",
+              help="Chaos faults, e.g. '429=0.05,timeout=0.01' (a bare number spreads over 429/500/503).")
+@click.option("--fault-seed", type=int, default=0, show_default=True, help="Seed of the fault draws.")
+@click.option("--fault-route", "fault_routes", multiple=True,
+              type=click.Choice(["brave", "tavily", "firecrawl", "jina", "chat"]), help="Limit chaos faults to these routes.")
+@click.option("--hang-seconds", type=float, default=3600.0, show_default=True, help="How long a `timeout` fault hangs.")
+def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float) -> None:
+    """Serve the sandbox until interrupted; prints the base URLs and the environment to point adapters at it."""
+    from adapters.sandbox import FaultPlan, create_app, env_exports, free_port, parse_rates
+    from adapters.sandbox import serve as run_server
+
+    try:
+        rates = parse_rates(list(fault_rates))
+        plan = FaultPlan(seed=fault_seed, rates=rates, routes=frozenset(fault_routes) if fault_routes else None) if rates else None
+    except ValueError as exc:
+        raise BadInput(f"--fault-rate: {exc}") from None
+    if port < 0 or port > 65535:
+        raise BadInput(f"--port: {port} is not a TCP port")
+    port = port or free_port()
+    root = f"http://127.0.0.1:{port}"
+    click.echo(f"sandbox listening on {root}  (Ctrl-C to stop)")
+    for name, value in env_exports(root).items():
+        click.echo(f"export {name}={value}")
+    if plan is not None:
+        click.echo(f"# faults: seed={plan.seed} rates={plan.rates} routes={sorted(plan.routes) if plan.routes else 'all'}")
+    run_server(port, create_app(faults=plan, hang_s=hang_seconds))
+
+
+@sandbox.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def questions(path: Path) -> None:
+    """Write the sandbox question set (qid, question, answer, strata) as JSONL to PATH."""
+    from adapters.sandbox import write_questions_jsonl
+
+    if path.parent and not path.parent.exists():
+        raise BadInput(f"{path}: folder {path.parent} does not exist")
+    write_questions_jsonl(path)
+    click.echo(f"wrote {sum(1 for _ in path.open())} questions to {path}")
