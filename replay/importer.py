@@ -152,10 +152,6 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
     return items, None
 
 
-def _trace_hash(t: TraceLine) -> str:
-    return _digest(t)
-
-
 def _decode_trace(path: Path, n: int, raw: bytes) -> TraceLine:
     try:
         return trace_decoder.decode(raw)
@@ -185,7 +181,7 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             step = t.steps[bad]
             assert isinstance(step, FetchStep)
             raise _fail(path, n, f"steps[{bad}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
-        started = str(_event_id(t, _trace_hash(t), 0))
+        started = str(_event_id(t, _trace_hash(trace_payloads(t)[0]), 0))
         have = known.traj_ids.get(t.trajectory_id)
         if have is not None and have != started:
             raise _fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
@@ -205,10 +201,8 @@ def _event_id(t: TraceLine, h: str, k: int) -> Any:
     return stable_event_id("import", "trajectory", t.trajectory_id, h, str(k))
 
 
-def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
-    """The SPEC §3 events of one trajectory, in order, with the fetched pages as blobs."""
-    h = _trace_hash(t)
-    stream = f"traj:{t.trajectory_id}"
+def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
+    """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs."""
     payloads: list[Payload] = [
         TrajectoryStarted(
             trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer
@@ -271,6 +265,19 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
     if t.final_answer is not None:
         payloads.append(AnswerFinal(iteration=last_iter, text=t.final_answer))
     payloads.append(TrajectoryFinished(reason=t.stop_reason, iterations=last_iter, usage=total))
+    return payloads, blobs
+
+
+def _trace_hash(payloads: list[Payload]) -> str:
+    """Digest of what is stored (not of the line's spelling), so an exported trajectory re-imports as a no-op."""
+    return _digest(payloads)
+
+
+def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
+    """The events of one trajectory (its question first), ids derived from the stored content."""
+    payloads, blobs = trace_payloads(t)
+    h = _trace_hash(payloads)
+    stream = f"traj:{t.trajectory_id}"
     events = [
         NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=_event_id(t, h, k)) for k, p in enumerate(payloads)
     ]
@@ -353,7 +360,7 @@ def _verdict_event(j: JudgmentLine, url: str, visible: bool) -> NewEvent:
         labels=labels,
         invalid_reason=j.invalid_reason,
     )
-    eid = stable_event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, _digest(j))
+    eid = stable_event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, _digest(payload))
     return NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=payload, event_id=eid)
 
 

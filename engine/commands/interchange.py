@@ -32,8 +32,8 @@ def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], 
         finally:
             cur.close()
     click.echo(
-        f"imported {res.trajectories} new trajectories, {res.verdicts} verdicts, {res.audits} audit rows "
-        f"({res.events_written} new events) into {db}"
+        f"{db}: {res.trajectories} new trajectories; {res.verdicts} verdicts and {res.audits} audit rows read; "
+        f"{res.events_written} new events"
     )
 
 

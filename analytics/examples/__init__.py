@@ -1,0 +1,1 @@
+"""Example custom metrics for `searchtrace report --metric FILE` (copy one and edit it)."""

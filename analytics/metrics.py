@@ -1,0 +1,238 @@
+"""Every metric of SPEC §5 as a deterministic function of events: SQL over typed relations, exact integer sums.
+
+Heavy work (items, verdict join, per-trajectory counts, URL overlaps) runs in DuckDB and returns integers
+only (latencies are summed as integer microseconds), so no floating-point aggregate depends on thread
+scheduling; Python then forms each ratio with one division of exact integers or Fractions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+
+import duckdb
+import msgspec
+
+from analytics.items import items_sql
+from analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
+from analytics.textnorm import exact_match, token_f1
+
+
+class TrajectoryStats(msgspec.Struct, kw_only=True):
+    """One trajectory's integer facts for one judge run (the unit every per-trajectory mean averages over)."""
+
+    stream_id: str
+    trajectory_id: str
+    provider: str
+    qid: str
+    gold_answer: str
+    final_answer: str | None
+    semantic_match: bool | None
+    searches: int
+    fetches: int
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    page_tokens: int
+    latency_us: int
+    domains: int
+    items: int
+    valid: int
+    invalid: int
+    snippet_only: int
+    page_visible: int
+    smart: int
+    missed: int
+    blind: int
+    noop: int
+    discovered: int
+    supported: int  # valid items with S
+    contradicted: int  # valid items with snippet.contradicts_gold
+    supported_appearances: int
+    supported_rank1: int
+
+
+def _lat(col: str) -> str:
+    return f"sum(CAST(round(coalesce({col}, 0) * 1000) AS BIGINT))"
+
+
+def trajectory_sql(p: str) -> str:
+    """Per trajectory stream: counts, token sums, audit, answer and the item partition for judge run `?`."""
+    return f"""
+WITH {trajectories_cte(p)}, {audit_cte(p)}, {answers_cte(p)},
+sc AS (SELECT stream_id, count(*) AS n FROM {p}search_calls GROUP BY stream_id),
+sl AS (SELECT stream_id, {_lat("latency_ms")} AS lat FROM {p}search_completions GROUP BY stream_id),
+fc AS (SELECT stream_id, count(*) AS n FROM {p}fetch_calls GROUP BY stream_id),
+fl AS (SELECT stream_id, sum(coalesce(n_tokens, 0)) AS page_tokens, {_lat("latency_ms")} AS lat
+       FROM {p}fetch_completions GROUP BY stream_id),
+mu AS (SELECT stream_id, sum(coalesce(input_tokens, 0)) AS i, sum(coalesce(output_tokens, 0)) AS o,
+              sum(coalesce(reasoning_tokens, 0)) AS r, {_lat("latency_ms")} AS lat
+       FROM {p}model_responses GROUP BY stream_id),
+dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM {p}search_results GROUP BY stream_id),
+it AS ({items_sql(p)}),
+v AS (SELECT * FROM {p}verdicts WHERE judge_run_id = $run
+      QUALIFY row_number() OVER (PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1),
+iv AS (
+  SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
+         coalesce(v.valid, false) AS ok,
+         coalesce(v.snippet_supports_gold, false) AS s,
+         coalesce(v.snippet_contradicts_gold, false) AS c,
+         coalesce(v.has_page, false) AS pg,
+         coalesce(v.page_supports_gold, false) AS ps
+  FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
+),
+ist AS (
+  SELECT stream_id, count(*) AS items,
+    count(*) FILTER (WHERE ok) AS valid,
+    count(*) FILTER (WHERE valid = false) AS invalid,
+    count(*) FILTER (WHERE ok AND NOT pg) AS snippet_only,
+    count(*) FILTER (WHERE ok AND pg) AS page_visible,
+    count(*) FILTER (WHERE ok AND s AND fetched) AS smart,
+    count(*) FILTER (WHERE ok AND s AND NOT fetched) AS missed,
+    count(*) FILTER (WHERE ok AND NOT s AND fetched) AS blind,
+    count(*) FILTER (WHERE ok AND NOT s AND NOT fetched) AS noop,
+    count(*) FILTER (WHERE ok AND fetched AND NOT s AND ps) AS discovered,
+    count(*) FILTER (WHERE ok AND s) AS supported,
+    count(*) FILTER (WHERE ok AND c) AS contradicted,
+    coalesce(sum(n_appearances) FILTER (WHERE ok AND s), 0) AS supported_appearances,
+    coalesce(sum(n_rank1) FILTER (WHERE ok AND s), 0) AS supported_rank1
+  FROM iv GROUP BY stream_id
+)
+SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.gold_answer, fa.final_answer, aud.semantic_match,
+  coalesce(sc.n, 0) AS searches, coalesce(fc.n, 0) AS fetches,
+  coalesce(mu.i, 0) AS input_tokens, coalesce(mu.o, 0) AS output_tokens, coalesce(mu.r, 0) AS reasoning_tokens,
+  coalesce(fl.page_tokens, 0) AS page_tokens,
+  coalesce(mu.lat, 0) + coalesce(sl.lat, 0) + coalesce(fl.lat, 0) AS latency_us,
+  coalesce(dm.n, 0) AS domains,
+  coalesce(ist.items, 0) AS items, coalesce(ist.valid, 0) AS valid, coalesce(ist.invalid, 0) AS invalid,
+  coalesce(ist.snippet_only, 0) AS snippet_only, coalesce(ist.page_visible, 0) AS page_visible,
+  coalesce(ist.smart, 0) AS smart, coalesce(ist.missed, 0) AS missed, coalesce(ist.blind, 0) AS blind,
+  coalesce(ist.noop, 0) AS noop, coalesce(ist.discovered, 0) AS discovered,
+  coalesce(ist.supported, 0) AS supported, coalesce(ist.contradicted, 0) AS contradicted,
+  coalesce(ist.supported_appearances, 0) AS supported_appearances,
+  coalesce(ist.supported_rank1, 0) AS supported_rank1
+FROM tr
+LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) LEFT JOIN sc USING (stream_id)
+LEFT JOIN sl USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN fl USING (stream_id)
+LEFT JOIN mu USING (stream_id) LEFT JOIN dm USING (stream_id) LEFT JOIN ist USING (stream_id)
+ORDER BY tr.position
+"""
+
+
+def overlap_sql(p: str) -> str:
+    """Per (provider, qid): distinct result URLs; per provider pair and qid: shared URLs."""
+    return f"""
+WITH {trajectories_cte(p)},
+u AS (SELECT DISTINCT tr.provider, tr.qid, r.url_normalized FROM {p}search_results r JOIN tr USING (stream_id)),
+x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, count(*) AS n
+      FROM u a JOIN u b ON a.qid = b.qid AND a.url_normalized = b.url_normalized AND a.provider < b.provider
+      GROUP BY a.provider, b.provider, a.qid)
+SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, count(*) AS n FROM u GROUP BY provider, qid
+UNION ALL SELECT 'x', pa, pb, qid, n FROM x
+"""
+
+
+def trajectory_stats(con: duckdb.DuckDBPyConnection, p: str, judge_run_id: str | None) -> list[TrajectoryStats]:
+    cur = con.execute(trajectory_sql(p), {"run": judge_run_id})
+    names = [d[0] for d in cur.description]
+    out: list[TrajectoryStats] = []
+    for row in cur.fetchall():
+        rec: dict[str, Any] = {
+            k: (int(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in zip(names, row, strict=True)
+        }
+        out.append(TrajectoryStats(**rec))
+    return out
+
+
+def _ratio(num: int | Fraction, den: int) -> float | None:
+    return None if den == 0 else float(Fraction(num) / den)
+
+
+def provider_metrics(rows: list[TrajectoryStats]) -> dict[str, Any]:
+    """The §8 provider block (plus a few extra keys) from one provider's trajectories."""
+    n = len(rows)
+
+    def total(attr: str) -> int:
+        return sum(getattr(r, attr) for r in rows)
+
+    audited = sum(1 for r in rows if r.semantic_match is not None)
+    correct = sum(1 for r in rows if r.semantic_match)
+    em = sum(exact_match(r.final_answer, r.gold_answer) for r in rows)
+    f1 = sum((token_f1(r.final_answer, r.gold_answer) for r in rows), Fraction(0))
+    valid, supported = total("valid"), total("supported")
+    outcome: dict[str, dict[str, int]] = {
+        k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")
+    }
+    for r in rows:
+        side = "answerable" if r.supported else "not_answerable"
+        verdict = "unaudited" if r.semantic_match is None else ("correct" if r.semantic_match else "incorrect")
+        outcome[side][verdict] += 1
+    return {
+        "trajectories": n,
+        "audited": audited,
+        "correct": correct,
+        "accuracy": _ratio(correct, audited),
+        "exact_match": _ratio(em, n) or 0.0,
+        "token_f1": _ratio(f1, n) or 0.0,
+        "searches_per_trajectory": _ratio(total("searches"), n) or 0.0,
+        "fetches_per_trajectory": _ratio(total("fetches"), n) or 0.0,
+        "input_tokens_per_trajectory": _ratio(total("input_tokens"), n) or 0.0,
+        "output_tokens_per_trajectory": _ratio(total("output_tokens"), n) or 0.0,
+        "reasoning_tokens_per_trajectory": _ratio(total("reasoning_tokens"), n) or 0.0,
+        "page_tokens_per_trajectory": _ratio(total("page_tokens"), n) or 0.0,
+        "latency_ms_per_trajectory": _ratio(Fraction(total("latency_us"), 1000), n) or 0.0,
+        "distinct_domains_per_trajectory": _ratio(total("domains"), n) or 0.0,
+        "tokens_per_correct": _ratio(total("input_tokens") + total("output_tokens"), correct),
+        "items": total("items"),
+        "valid_items": valid,
+        "invalid_items": total("invalid"),
+        "snippet_only_items": total("snippet_only"),
+        "page_visible_items": total("page_visible"),
+        "partition": {
+            "SMART": total("smart"),
+            "MISSED": total("missed"),
+            "BLIND": total("blind"),
+            "NO-OP": total("noop"),
+        },
+        "discovered_support": total("discovered"),
+        "surface_supported_items": supported,
+        "surface_contradicted_items": total("contradicted"),
+        "surface_support_rate": _ratio(supported, valid),
+        "surface_answerable_queries": sum(1 for r in rows if r.supported),
+        "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
+        "contradiction_gold_ratio": _ratio(total("contradicted"), supported),
+        "query_outcome": outcome,
+    }
+
+
+def complementarity(
+    con: duckdb.DuckDBPyConnection, p: str, rows: Iterable[TrajectoryStats]
+) -> dict[str, dict[str, Any]]:
+    """SPEC §5 complementarity for every provider pair (names in code-point order)."""
+    answerable: dict[str, dict[str, bool]] = defaultdict(dict)
+    for r in rows:
+        answerable[r.provider][r.qid] = answerable[r.provider].get(r.qid, False) or r.supported > 0
+    sizes: dict[tuple[str, str], int] = {}
+    shared: dict[tuple[str, str, str], int] = {}
+    for kind, pa, pb, qid, n in con.execute(overlap_sql(p)).fetchall():
+        if kind == "n":
+            sizes[(pa, qid)] = int(n)
+        else:
+            a, b = sorted((pa, pb))
+            shared[(a, b, qid)] = int(n)
+    out: dict[str, dict[str, Any]] = {}
+    for a, b in combinations(sorted(answerable), 2):
+        common = sorted(set(answerable[a]) & set(answerable[b]))
+        counts = {"a_only": 0, "b_only": 0, "both": 0, "neither": 0}
+        jac = Fraction(0)
+        for qid in common:
+            sa, sb = answerable[a][qid], answerable[b][qid]
+            counts["both" if sa and sb else "a_only" if sa else "b_only" if sb else "neither"] += 1
+            inter = shared.get((a, b, qid), 0)
+            union = sizes.get((a, qid), 0) + sizes.get((b, qid), 0) - inter
+            jac += Fraction(inter, union) if union else 0
+        out[f"{a}|{b}"] = {**counts, "url_jaccard": float(jac / len(common)) if common else None}
+    return out
