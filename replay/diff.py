@@ -114,11 +114,16 @@ def first_divergence(
     a, b = steps(recorded), steps(replayed)
     ids_a: dict[str, str] = {}
     ids_b: dict[str, str] = {}
+    iteration: int | None = None  # the turn a step belongs to (results and completions carry no iteration)
     for i in range(max(len(a), len(b))):
         pa = a[i] if i < len(a) else None
         pb = b[i] if i < len(b) else None
+        iteration = getattr(pa if pa is not None else pb, "iteration", iteration)
         ca = _canon(msgspec.to_builtins(pa), ids_a) if pa is not None else _ABSENT
         cb = _canon(msgspec.to_builtins(pb), ids_b) if pb is not None else _ABSENT
+        if isinstance(ca, dict) and isinstance(cb, dict) and None in (ca.get("request_sha256"), cb.get("request_sha256")):
+            ca.pop("request_sha256", None)  # recorded without a fingerprint: nothing to compare
+            cb.pop("request_sha256", None)
         if ca == cb:
             continue
         ref = pa if pa is not None else pb
@@ -139,7 +144,7 @@ def first_divergence(
             trajectory_id=trajectory_id,
             step=i + 1,
             type=type_of(ref),
-            iteration=getattr(ref, "iteration", None),
+            iteration=iteration,
             fields=fields,
             detail=detail,
         )

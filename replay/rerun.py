@@ -181,7 +181,11 @@ def _request_divergence(
             if request_sha256(msgs, tools) == reply.request_sha256:
                 continue
             expected = get_blob(reply.request_sha256) if _has(get_blob, reply.request_sha256) else None
+            if expected is None and rebuilt is not None and n < len(rebuilt):
+                expected = _messages_blob(rebuilt[n])
             detail = request_diff(expected, _messages_blob(msgs)) if expected else ""
+            if not detail and prompt_text is None:
+                detail = "the system prompt text of this version changed since recording"
             why = f"request_sha256 recorded {reply.request_sha256[:16]}…, replayed {request_sha256(msgs, tools)[:16]}…"
         elif rebuilt is not None:
             if n < len(rebuilt) and rebuilt[n] == msgs:
@@ -291,8 +295,14 @@ def _judge(rec: Recorded, out: Any, chat: CapturingChat, config: dict[str, Any],
     def get_blob(d: str) -> bytes:
         return out.blobs[d] if d in out.blobs else log.get_blob(d)
 
+    def get_request(d: str) -> bytes | None:
+        try:
+            return get_blob(d)
+        except KeyError:
+            return None
+
     sent = chat.requests.get(rec.trajectory_id, [])
-    events = first_divergence(rec.trajectory_id, rec.payloads, out.payloads, get_blob)
+    events = first_divergence(rec.trajectory_id, rec.payloads, out.payloads, get_request)
     request = _request_divergence(rec, sent, config, get_blob)
     first = min((d for d in (request, events) if d is not None), key=lambda d: d.step, default=None)
     text = first.render() if first is not None else None
