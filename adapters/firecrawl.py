@@ -70,7 +70,8 @@ class FirecrawlSearch(SearchAdapter):
         """`{"success": false, "error": msg, "code"?, "details"?}`."""
         if not isinstance(body, dict):
             return text
-        msg = str(body.get("error") or text)
+        err = body.get("error")
+        msg = str((err.get("message") if isinstance(err, dict) else err) or text)
         if body.get("code"):
             msg = f"{body['code']}: {msg}"
         details = body.get("details")

@@ -37,7 +37,21 @@ def _query(query: str) -> str:
 
 
 def normalize_url(url: str) -> str:
-    """Apply SPEC §2's steps in their order; idempotent. An unparseable URL comes back only stripped."""
+    """Apply SPEC §2's steps in their order, repeated until nothing changes, so the result is idempotent.
+
+    One pass suffices for any real URL; a second only matters for pathological input (e.g. whitespace that
+    ends up at the end once a dropped parameter is gone). An unparseable URL comes back only stripped.
+    """
+    out = _normalize_once(url)
+    for _ in range(8):
+        again = _normalize_once(out)
+        if again == out:
+            break
+        out = again
+    return out
+
+
+def _normalize_once(url: str) -> str:
     s = url.strip()
     try:
         parts = urlsplit(s)

@@ -36,8 +36,11 @@ def sandbox_transport() -> httpx.AsyncBaseTransport:
     return httpx.ASGITransport(app=app)
 
 
-def _endpoint(name: str, sandbox: bool, base_url: str | None, timeout_s: float | None) -> Endpoint:
+def _endpoint(name: str, sandbox: bool, base_url: str | None, timeout_s: float | None,
+              max_retries: int | None) -> Endpoint:
     limits: dict[str, Any] = {"timeout_s": timeout_s} if timeout_s else {}
+    if max_retries is not None:
+        limits["max_retries"] = max_retries
     if sandbox:
         return sandbox_endpoint(name, SANDBOX_ROOT, **limits)
     return default_endpoint(name, base_url=base_url, **limits)
@@ -60,16 +63,17 @@ def _finish(status: str, error: str | None) -> None:
 @click.option("--sandbox", is_flag=True, help="Call the in-process sandbox world instead of the real API.")
 @click.option("--base-url", default=None, help="Override the provider's base URL (else its SEARCHTRACE_*_BASE_URL).")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per attempt.")
+@click.option("--max-retries", type=click.IntRange(0, 20), default=None, help="Retries on 429 / 5xx / timeouts.")
 @click.option("--trace-id", default=None, help="Value of the X-Searchtrace-Trace header.")
 @click.argument("query")
-def search(provider: str, sandbox: bool, base_url: str | None, timeout_s: float | None, trace_id: str | None,
-           query: str) -> None:
+def search(provider: str, sandbox: bool, base_url: str | None, timeout_s: float | None, max_retries: int | None,
+           trace_id: str | None, query: str) -> None:
     """Run one search and print the normalised results as JSON (the key comes from the environment)."""
     if provider not in SEARCH_PROVIDERS:
         raise BadInput(f"--provider: unknown search provider {provider!r} (known: {', '.join(sorted(SEARCH_PROVIDERS))})")
     if not query.strip():
         raise BadInput("QUERY: empty search query")
-    endpoint = _endpoint(provider, sandbox, base_url, timeout_s)
+    endpoint = _endpoint(provider, sandbox, base_url, timeout_s, max_retries)
     transport = sandbox_transport() if sandbox else None
 
     async def run() -> tuple[dict[str, Any], SearchResponse]:
@@ -96,14 +100,15 @@ def search(provider: str, sandbox: bool, base_url: str | None, timeout_s: float 
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fetch cache folder (default $SEARCHTRACE_CACHE_DIR or ~/.cache/searchtrace/fetch).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the fetch cache.")
+@click.option("--max-retries", type=click.IntRange(0, 20), default=None, help="Retries on 429 / 5xx / timeouts.")
 @click.option("--trace-id", default=None, help="Value of the X-Searchtrace-Trace header.")
 @click.argument("url")
 def fetch(sandbox: bool, base_url: str | None, timeout_s: float | None, cache_dir: Path | None, no_cache: bool,
-          trace_id: str | None, url: str) -> None:
+          max_retries: int | None, trace_id: str | None, url: str) -> None:
     """Fetch one page through the fetch backend and print it as JSON (markdown in `content`)."""
     if not url.strip().lower().startswith(("http://", "https://")):
         raise BadInput(f"URL: not an http(s) URL: {url!r}")
-    endpoint = _endpoint("jina", sandbox, base_url, timeout_s)
+    endpoint = _endpoint("jina", sandbox, base_url, timeout_s, max_retries)
     transport = sandbox_transport() if sandbox else None
     cache: Path | None = None
     if not no_cache:

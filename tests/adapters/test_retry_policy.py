@@ -1,0 +1,123 @@
+"""Retry decisions and waits: stated waits (headers, body) honoured and capped; only 429 / 5xx / timeouts retried."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import anyio
+import httpx
+import pytest
+
+from adapters import ChatError, JinaFetcher, OpenAIChat, TavilySearch
+from adapters.retry import backoff, retry_reason, stated_wait
+from tests.adapters.support import Recorder, fast_endpoint
+
+
+def test_stated_wait_sources() -> None:
+    assert stated_wait(httpx.Headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert stated_wait(httpx.Headers({"Retry-After": "3"})) == 3.0
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= (stated_wait(httpx.Headers({"retry-after": when})) or 0) <= 31
+    assert stated_wait(None, None, "Please try again in 644ms. Visit") == 0.644
+    assert stated_wait(None, None, "or please retry after 1s, resets at Sat") == 1.0
+    assert stated_wait(None, {"error": {"retry_after_seconds": 7}}) == 7.0
+    assert stated_wait(httpx.Headers({}), {}, "nothing here") is None
+
+
+def test_retry_reasons() -> None:
+    assert retry_reason(429, "Rate limit reached") == "429"
+    assert retry_reason(429, '{"error": {"code": "insufficient_quota"}}') is None
+    assert retry_reason(429, '"code": "QUOTA_LIMITED"') is None
+    assert retry_reason(500) == retry_reason(503) == "5xx"
+    assert [retry_reason(s) for s in (400, 401, 402, 404, 408, 422, 432)] == [None] * 7
+
+
+def test_backoff_is_capped_and_grows() -> None:
+    assert backoff(1, cap_s=5, stated_s=2.0) == 2.0
+    assert backoff(1, cap_s=0.5, stated_s=60.0) == 0.5
+    waits = [backoff(a, cap_s=100.0) for a in (1, 2, 3, 4)]
+    assert 0.25 <= waits[0] <= 0.5 and 2.0 <= waits[3] <= 4.0
+    assert backoff(30, cap_s=3.0) <= 3.0
+
+
+def _script(*statuses: int) -> Recorder:
+    def answer(_req: httpx.Request, n: int) -> httpx.Response:
+        status = statuses[min(n, len(statuses)) - 1]
+        body = {"results": []} if status == 200 else {"detail": {"error": f"status {status}"}}
+        return httpx.Response(status, json=body)
+    return Recorder(answer)
+
+
+@pytest.mark.anyio
+async def test_5xx_then_success() -> None:
+    rec = _script(500, 503, 200)
+    async with TavilySearch(fast_endpoint("http://t", None), transport=rec.transport, key_fallback="k") as t:
+        resp = await t.search("q")
+    assert resp.status == "ok" and len(rec.requests) == 3
+    assert [(r.what, r.attempt, r.reason) for r in resp.retries] == [("search:tavily", 1, "5xx"),
+                                                                       ("search:tavily", 2, "5xx")]
+
+
+@pytest.mark.anyio
+async def test_retries_are_bounded_by_max_retries() -> None:
+    rec = _script(502)
+    async with TavilySearch(fast_endpoint("http://t", None, max_retries=3), transport=rec.transport,
+                            key_fallback="k") as t:
+        resp = await t.search("q")
+    assert (resp.status, resp.http_status, len(rec.requests), len(resp.retries)) == ("http_error", 502, 4, 3)
+    assert resp.error == "HTTP 502: status 502"
+
+
+@pytest.mark.anyio
+async def test_timeouts_are_retried_and_reported() -> None:
+    calls = 0
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        await anyio.sleep(10)
+        return httpx.Response(200, json={"results": []})
+
+    ep = fast_endpoint("http://t", None, timeout_s=0.1, max_retries=1)
+    started = time.perf_counter()
+    async with TavilySearch(ep, transport=httpx.MockTransport(slow), key_fallback="k") as t:
+        resp = await t.search("q")
+    assert resp.status == "timeout" and calls == 2 and [r.reason for r in resp.retries] == ["timeout"]
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.anyio
+async def test_connection_errors_retry_then_http_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    async with JinaFetcher(fast_endpoint("http://j", None), transport=httpx.MockTransport(refuse)) as j:
+        resp = await j.fetch("https://example.org/")
+    assert resp.status == "http_error" and resp.http_status is None
+    assert [r.reason for r in resp.retries] == ["transport", "transport"]
+    assert resp.error is not None and "ConnectError" in resp.error
+
+
+@pytest.mark.anyio
+async def test_chat_error_after_retries_carries_them() -> None:
+    rec = _script(500)
+    async with OpenAIChat(fast_endpoint("http://o/v1", None), "m", transport=rec.transport, key_fallback="k") as c:
+        with pytest.raises(ChatError) as info:
+            await c.complete([{"role": "user", "content": "x"}])
+    assert info.value.status == "http_error" and info.value.http_status == 500 and len(info.value.retries) == 2
+    assert "after 2 retries" in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_malformed_and_truncated_bodies_are_bad_response_without_retry() -> None:
+    for body in (b"{not json", b'{"results": [{"url": "https://a.b/", "tit'):
+        rec = Recorder(lambda _r, _n, b=body: httpx.Response(200, content=b))
+        async with TavilySearch(fast_endpoint("http://t", None), transport=rec.transport, key_fallback="k") as t:
+            resp = await t.search("q")
+        assert (resp.status, len(rec.requests), resp.raw) == ("bad_response", 1, body)
+    rec = Recorder(lambda _r, _n: httpx.Response(200, content=b"<html>"))
+    async with OpenAIChat(fast_endpoint("http://o/v1", None), "m", transport=rec.transport, key_fallback="k") as c:
+        with pytest.raises(ChatError) as info:
+            await c.complete([{"role": "user", "content": "x"}])
+    assert info.value.status == "bad_response" and len(rec.requests) == 1
