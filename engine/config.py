@@ -78,6 +78,7 @@ class _EndpointCfg(_Cfg):
     concurrency: int = 0  # 0: the kind's default
     timeout_s: float = 0.0  # 0: the kind's default
     max_retries: int = 4
+    max_wait_s: float = 60.0  # cap of one backoff wait (a stated Retry-After is honoured up to this)
 
 
 class AgentCfg(_EndpointCfg):
@@ -179,7 +180,7 @@ def _check(cfg: RunConfig, src: str) -> None:
     endpoints: list[tuple[str, _EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
     endpoints += [(f"providers.{n}", p) for n, p in cfg.providers.items()]
     for where, e in endpoints:
-        for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s)):
+        for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s), ("max_wait_s", e.max_wait_s)):
             if not v > 0:
                 raise bad(f"{where}.{name}", f"must be > 0, got {v}")
         for name, n in (("concurrency", e.concurrency - 1), ("burst", e.burst), ("max_retries", e.max_retries)):

@@ -261,7 +261,8 @@ def _endpoint(e: Any) -> Any:
     from adapters.types import Endpoint
 
     return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
-                    concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries)
+                    concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries,
+                    max_wait_s=e.max_wait_s)
 
 
 def endpoint_factory(transport: Any = None) -> AdapterFactory:

@@ -103,14 +103,15 @@ async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None 
 
 def print_report(report: dict[str, Any]) -> None:
     """The report as a terminal table (H4's renderer when present, else a compact rich table)."""
-    try:
-        from analytics.table import render_table  # type: ignore[import-not-found]
+    from rich.console import Console
 
-        click.echo(render_table(report))
-        return
+    try:
+        from analytics.table import render_table
     except ImportError:
         pass
-    from rich.console import Console
+    else:
+        render_table(report, Console())
+        return
     from rich.table import Table
 
     cols = [
