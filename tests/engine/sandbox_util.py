@@ -98,7 +98,8 @@ def check_chain(db: Path) -> None:
         ).fetchall()
     finally:
         con.close()
-    prev, seqs = GENESIS, defaultdict(lambda: -1)
+    prev = GENESIS
+    seqs: defaultdict[str, int] = defaultdict(lambda: -1)
     for i, (pos, eid, sid, seq, type_, run_id, ts, payload, h) in enumerate(rows, start=1):
         assert pos == i
         assert seq == seqs[sid] + 1

@@ -132,7 +132,8 @@ class ForgingChat:
     """The real chat adapter, except that the model's first fetch_page asks for a doc_id it never saw."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.forged = inner, set()
+        self.inner = inner
+        self.forged: set[str | None] = set()
 
     async def complete(self, messages: list[dict[str, Any]], **kw: Any) -> Any:
         reply = await self.inner.complete(messages, **kw)
