@@ -9,6 +9,7 @@ trajectory, verdict or audit value for a key already stored is refused like a du
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +75,14 @@ def _fail(path: Path, line: int, field_: str, message: str) -> BadInput:
 def _msgspec_field(exc: msgspec.ValidationError) -> tuple[str, str]:
     """Split msgspec's 'message - at `$.a.b`' into (field path, message)."""
     text = str(exc)
+    msg, where = text, ""
     if " - at `$" in text:
-        msg, _, where = text.rpartition(" - at `")
-        return where.rstrip("`").removeprefix("$").lstrip(".") or "(line)", msg
-    return "(line)", text
+        msg, _, at = text.rpartition(" - at `")
+        where = at.rstrip("`").removeprefix("$").lstrip(".")
+    missing = re.fullmatch(r"Object missing required field `(.+)`", msg)
+    if missing:
+        where = f"{where}.{missing.group(1)}" if where else missing.group(1)
+    return where or "(line)", msg
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:

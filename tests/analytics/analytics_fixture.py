@@ -1,0 +1,144 @@
+"""A small hand-computed dataset in the SPEC §9 formats, and helpers to import it and run the CLI in-process.
+
+Providers: alpha (q1, q2), beta (q1 only), gamma (q1, q2). Judge runs j1 (full) then j2 (one verdict).
+The expected numbers in the tests are worked out by hand from the comments below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+
+
+def r(doc_id: str, rank: int, url: str, snippet: str = "") -> dict[str, Any]:
+    return {"doc_id": doc_id, "rank": rank, "title": f"T {doc_id}", "url": url, "domain": "", "snippet": snippet,
+            "metadata": {"age": "1d"}}
+
+
+def model(it: int, i: int, o: int, reasoning: int = 0, latency: float = 1000.0) -> dict[str, Any]:
+    return {"kind": "model", "iteration": it, "usage": {"input_tokens": i, "output_tokens": o,
+            "reasoning_tokens": reasoning}, "latency_ms": latency}
+
+
+def search(it: int, call_id: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": "search", "iteration": it, "call_id": call_id, "query": f"q {call_id}", "latency_ms": 500,
+            "results": results}
+
+
+def fetch(it: int, call_id: str, doc_id: str, url: str, status: str, content: str | None) -> dict[str, Any]:
+    return {"kind": "fetch", "iteration": it, "call_id": call_id, "doc_id": doc_id, "url": url, "status": status,
+            "content": content, "n_tokens": 40 if status == "ok" else 0, "latency_ms": 250}
+
+
+def traj(tid: str, provider: str, qid: str, gold: str, final: str | None, steps: list[dict[str, Any]],
+         stop: str = "answered") -> dict[str, Any]:
+    return {"trajectory_id": tid, "provider": provider, "qid": qid, "question": f"What is {qid}?",
+            "gold_answer": gold, "final_answer": final, "stop_reason": stop, "steps": steps}
+
+
+TRACES: list[dict[str, Any]] = [
+    # alpha q1: 4 items. example.com/a appears twice (utm + case variant), both rank 1.
+    # other.org/b fetched twice, ok -> page-visible; fourth.io/d fetched, timeout -> fetched, not page-visible.
+    traj("t-a1", "alpha", "q1", "Paris", "paris.", [
+        model(1, 100, 10, 5),
+        search(1, "s1", [r("d1", 1, "https://Example.com/a?utm_source=x"), r("d2", 2, "https://other.org/b/"),
+                         r("d3", 3, "https://third.net/c#frag")]),
+        search(2, "s2", [r("d4", 1, "https://example.com/a"), r("d5", 2, "https://fourth.io/d")]),
+        fetch(2, "f1", "d2", "https://other.org/b/", "ok", "page b says Paris"),
+        fetch(2, "f2", "d5", "https://fourth.io/d", "timeout", None),
+        fetch(3, "f3", "d2", "https://other.org/b/", "ok", "page b says Paris"),
+        model(2, 200, 20),
+    ]),
+    # alpha q2: no final answer (max_iterations); 2 items, y.org unjudged.
+    traj("t-a2", "alpha", "q2", "3 cats", None, [
+        model(1, 50, 5),
+        search(1, "s1", [r("d1", 1, "https://x.org/"), r("d2", 2, "https://y.org/p")]),
+    ], stop="max_iterations"),
+    # beta q1 only: example.com/a again (default port, trailing slash, host case), beta-only.com/z.
+    traj("t-b1", "beta", "q1", "Paris", "The city is Paris", [
+        model(1, 300, 30),
+        search(1, "s1", [r("d1", 1, "https://EXAMPLE.com:443/a/"), r("d2", 2, "https://beta-only.com/z")]),
+    ]),
+    # gamma q1: no item with S; other.org/b unjudged.
+    traj("t-g1", "gamma", "q1", "Paris", "London", [
+        model(1, 10, 1),
+        search(1, "s1", [r("d1", 1, "https://gamma.com/p"), r("d2", 2, "https://other.org/b")]),
+    ]),
+    # gamma q2: a search with no result; number words in the answer.
+    traj("t-g2", "gamma", "q2", "3 cats", "Three cats!", [
+        model(1, 20, 2),
+        search(1, "s1", []),
+    ]),
+]
+
+
+def labels(s: bool, c: bool, page: bool | None = None) -> dict[str, Any]:
+    return {
+        "snippet": {"supports_gold": s, "contradicts_gold": c, "relevant": True},
+        "page": None if page is None else {"supports_gold": page, "contradicts_gold": False, "relevant": True},
+        "supports_final_answer": s,
+        "rationale": "fixture",
+    }
+
+
+def verdict(run: str, tid: str, url: str, lab: dict[str, Any] | None, valid: bool = True) -> dict[str, Any]:
+    return {"judge_run_id": run, "trajectory_id": tid, "url": url, "valid": valid, "labels": lab,
+            "invalid_reason": None if valid else "not json"}
+
+
+JUDGMENTS: list[dict[str, Any]] = [
+    verdict("j1", "t-a1", "https://EXAMPLE.COM/a/#x", labels(True, False)),  # MISSED
+    verdict("j1", "t-a1", "https://other.org/b", labels(False, False, page=True)),  # BLIND + discovered
+    verdict("j1", "t-a1", "https://third.net/c", None, valid=False),  # invalid, excluded, counted
+    verdict("j1", "t-a1", "https://fourth.io/d", labels(True, True)),  # SMART (fetched, not page-visible)
+    verdict("j1", "t-a2", "https://x.org", labels(False, True)),  # NO-OP, contradicts
+    verdict("j1", "t-b1", "https://example.com/a", labels(True, False)),  # MISSED
+    verdict("j1", "t-b1", "https://beta-only.com/z", labels(False, False)),  # NO-OP
+    verdict("j1", "t-g1", "https://gamma.com/p", labels(False, False)),  # NO-OP
+    verdict("j2", "t-a1", "https://example.com/a", labels(True, False)),
+]
+
+AUDIT = "provider\tqid\tsemantic_match\nalpha\tq1\t TRUE \nalpha\tq2\t0\ngamma\tq1\tfalse\ngamma\tq2\t1\n"
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    return path
+
+
+def write_fixture(folder: Path) -> tuple[Path, Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    t = write_jsonl(folder / "traces.jsonl", TRACES)
+    j = write_jsonl(folder / "judgments.jsonl", JUDGMENTS)
+    a = folder / "audit.tsv"
+    a.write_text(AUDIT, encoding="utf-8")
+    return t, j, a
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run `searchtrace ARGV` in this process; returns (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    code = 0
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def import_fixture(capsys: pytest.CaptureFixture[str], db: Path, folder: Path) -> None:
+    t, j, a = write_fixture(folder)
+    code, _, err = run_cli(capsys, "import", "--db", str(db), str(t), "--judgments", str(j), "--audit", str(a))
+    assert code == 0, err
+
+
+def report_json(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> tuple[str, dict[str, Any]]:
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "--json", *extra)
+    assert code == 0, err
+    return out, json.loads(out)
