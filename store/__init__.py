@@ -1,7 +1,15 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain."""
 
 from store.errors import BadInput, ConcurrencyError, NotAStore, ReadOnlyViolation, StoreError, StoreLocked
-from store.events import NewEvent, Payload, StoredEvent, decode_payload, encode_payload, stable_event_id, type_of
+from store.events import (
+    NewEvent,
+    Payload,
+    StoredEvent,
+    decode_payload,
+    encode_payload,
+    stable_event_id,
+    type_of,
+)
 from store.log import EventLog
 from store.writer import Writer, open_writer
 

@@ -2,102 +2,33 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
+from store import append as _append
 from store import blobs as _blobs
-from store.errors import ConcurrencyError, NotAStore, StoreLocked
-from store.events import NewEvent, StoredEvent, decode_payload, encode_payload, type_of
-
-SCHEMA_VERSION = "1"
-GENESIS = "0" * 64
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS events(
-  position    BIGINT      NOT NULL,
-  event_id    UUID        NOT NULL,
-  stream_id   VARCHAR     NOT NULL,
-  stream_seq  INTEGER     NOT NULL,
-  type        VARCHAR     NOT NULL,
-  run_id      VARCHAR     NOT NULL,
-  recorded_at TIMESTAMPTZ NOT NULL,
-  payload     JSON        NOT NULL,
-  hash        VARCHAR     NOT NULL
-);
-CREATE TABLE IF NOT EXISTS blobs(
-  sha256  VARCHAR NOT NULL,
-  bytes   BLOB    NOT NULL,
-  codec   VARCHAR NOT NULL,
-  n_bytes BIGINT  NOT NULL
-);
-CREATE TABLE IF NOT EXISTS searchtrace_meta(key VARCHAR NOT NULL, value VARCHAR NOT NULL);
-"""
-
-_ARROW_SCHEMA = pa.schema(
-    [
-        ("position", pa.int64()),
-        ("event_id", pa.string()),
-        ("stream_id", pa.string()),
-        ("stream_seq", pa.int32()),
-        ("type", pa.string()),
-        ("run_id", pa.string()),
-        ("recorded_at", pa.timestamp("us", tz="UTC")),
-        ("payload", pa.string()),
-        ("hash", pa.string()),
-    ]
-)
-_INSERT = (
-    "INSERT INTO events SELECT position, CAST(event_id AS UUID), stream_id, stream_seq, type, run_id, "
-    "recorded_at, CAST(payload AS JSON), hash FROM __batch"
+from store.append import Group, Head, stale_message
+from store.errors import ConcurrencyError, NotAStore
+from store.events import NewEvent, StoredEvent, decode_payload
+from store.schema import (
+    GENESIS,
+    SCHEMA_VERSION,
+    check_schema,
+    connect,
+    create_schema,
+    epoch_us,
+    row_hash,
 )
 
+__all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
 
-def epoch_us(ts: datetime) -> int:
-    return (ts - _EPOCH) // timedelta(microseconds=1)
-
-
-def row_hash(
-    prev: str,
-    position: int,
-    event_id: str,
-    stream_id: str,
-    stream_seq: int,
-    type_: str,
-    run_id: str,
-    recorded_at_us: int,
-    payload: str,
-) -> str:
-    """sha256 over the previous row's hash and every other column of this row (SPEC §3)."""
-    h = hashlib.sha256()
-    sep = b"\x1f"
-    for part in (prev, str(position), event_id, stream_id, str(stream_seq), type_, run_id, str(recorded_at_us)):
-        h.update(part.encode())
-        h.update(sep)
-    h.update(payload.encode())
-    return h.hexdigest()
-
-
-def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        msg = str(exc)
-        if "lock" in msg.lower():
-            raise StoreLocked(
-                f"{path}: the database is held by another searchtrace process; wait for it to finish or use another --db"
-            ) from None
-        raise NotAStore(f"{path}: cannot open as a DuckDB database ({msg.splitlines()[0]})") from None
-    except duckdb.Error as exc:
-        raise NotAStore(f"{path}: not a searchtrace store ({str(exc).splitlines()[0]})") from None
-
+_CHECKPOINT_THRESHOLD = "1GB"  # the default 16 MB checkpoints every ~25k rows and rewrites row groups (5x slower)
 
 class EventLog:
     """Holds the one DuckDB connection of this process; every append is one transaction."""
@@ -107,34 +38,21 @@ class EventLog:
         self.read_only = read_only
         if read_only and not self.path.exists():
             raise NotAStore(f"{self.path}: no such database; record or import something first")
-        self._con = _connect(self.path, read_only)
+        self._con = connect(self.path, read_only=read_only)
         self._lock = threading.Lock()
+        self._ids: set[int] | None = None  # every stored event_id (as int), loaded on the first append
+        self._executor: ThreadPoolExecutor | None = None
         try:
-            self._open_schema()
+            if not check_schema(self._con, self.path):
+                if read_only:
+                    raise NotAStore(f"{self.path}: empty database, not a searchtrace store")
+                create_schema(self._con)
+            if not read_only:
+                self._con.execute(f"SET checkpoint_threshold = '{_CHECKPOINT_THRESHOLD}'")
+            self._load_heads()
         except BaseException:
             self._con.close()
             raise
-        self._load_heads()
-
-    # -- opening ---------------------------------------------------------
-    def _open_schema(self) -> None:
-        tables = {r[0] for r in self._con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if "searchtrace_meta" in tables:
-            row = self._con.execute("SELECT value FROM searchtrace_meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != SCHEMA_VERSION:
-                raise NotAStore(f"{self.path}: unsupported searchtrace store schema {row[0] if row else None!r}")
-            if not self.read_only:
-                self._con.execute("SET checkpoint_threshold = '256MB'")
-            return
-        if tables:
-            raise NotAStore(f"{self.path}: a DuckDB database but not a searchtrace store (it has other tables)")
-        if self.read_only:
-            raise NotAStore(f"{self.path}: empty database, not a searchtrace store")
-        self._con.execute("BEGIN")
-        self._con.execute(_DDL)
-        self._con.execute("INSERT INTO searchtrace_meta VALUES ('schema', ?)", [SCHEMA_VERSION])
-        self._con.execute("COMMIT")
-        self._con.execute("SET checkpoint_threshold = '256MB'")
 
     def _load_heads(self) -> None:
         row = self._con.execute("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1").fetchone()
@@ -143,11 +61,29 @@ class EventLog:
             self._con.execute("SELECT stream_id, max(stream_seq) FROM events GROUP BY stream_id").fetchall()
         )
 
+    def _stored_ids(self) -> set[int]:
+        if self._ids is None:
+            ids: set[int] = set()
+            cur = self._con.cursor()
+            try:
+                reader = cur.sql("SELECT replace(CAST(event_id AS VARCHAR), '-', '') FROM events").to_arrow_reader(100_000)
+                for batch in reader:
+                    ids.update(int(h, 16) for h in batch.column(0).to_pylist())
+            finally:
+                cur.close()
+            self._ids = ids
+        return self._ids
+
     # -- writing ---------------------------------------------------------
     @property
     def head(self) -> int:
         """Position of the last committed event (0 when empty)."""
         return self._position
+
+    @property
+    def head_hash(self) -> str:
+        """Hash of the last committed event (GENESIS when empty)."""
+        return self._hash
 
     def stream_head(self, stream_id: str) -> int:
         """Last stream_seq of a stream, -1 when it has none."""
@@ -157,9 +93,7 @@ class EventLog:
         for stream_id, seq in (expected or {}).items():
             have = self._heads.get(stream_id, -1)
             if have != seq:
-                raise ConcurrencyError(
-                    f"stream {stream_id!r}: expected last stream_seq {seq}, found {have}; nothing of this batch was written"
-                )
+                raise ConcurrencyError(stale_message(stream_id, seq, have))
 
     def append(
         self,
@@ -170,110 +104,30 @@ class EventLog:
     ) -> list[int]:
         """Append atomically; returns the position of each event (0 for an event_id already stored)."""
         result = self.append_groups([(events, expected)], blobs=blobs)[0]
-        if isinstance(result, ConcurrencyError):
+        if isinstance(result, Exception):
             raise result
         return result
 
-    def append_groups(
-        self,
-        groups: Sequence[tuple[Sequence[NewEvent], Mapping[str, int] | None]],
-        *,
-        blobs: Sequence[bytes] = (),
-    ) -> list[list[int] | ConcurrencyError]:
-        """One transaction for several producers' batches (group commit); each group's expectation is checked alone.
+    def append_groups(self, groups: Sequence[Group], *, blobs: Sequence[bytes] = ()) -> list[list[int] | Exception]:
+        """One transaction for several producers' batches (group commit); each group stands or falls alone.
 
-        A group whose expectation fails is skipped and its ConcurrencyError returned in its place.
+        A group whose expectation fails (ConcurrencyError) or whose payload cannot be encoded is left out and
+        its exception returned in its place; the other groups commit. A database error rolls back everything.
         """
         if self.read_only:
             raise PermissionError(f"{self.path}: opened read-only")
         with self._lock:
             return self._append_locked(groups, blobs)
 
-    def _append_locked(
-        self,
-        groups: Sequence[tuple[Sequence[NewEvent], Mapping[str, int] | None]],
-        blobs: Sequence[bytes],
-    ) -> list[list[int] | ConcurrencyError]:
-        all_ids = [str(e.event_id) for events, _ in groups for e in events]
-        existing = self._existing_ids(all_ids) if all_ids else set()
-        heads = dict(self._heads)
-        position, prev = self._position, self._hash
-        now = datetime.now(UTC)
-        now_us = epoch_us(now)
-        cols: dict[str, list[object]] = {name: [] for name in _ARROW_SCHEMA.names}
-        results: list[list[int] | ConcurrencyError] = []
-        seen_now: set[str] = set()
-        for events, expected in groups:
-            bad = next(
-                ((s, q) for s, q in (expected or {}).items() if heads.get(s, -1) != q),
-                None,
-            )
-            if bad is not None:
-                results.append(
-                    ConcurrencyError(
-                        f"stream {bad[0]!r}: expected last stream_seq {bad[1]}, found {heads.get(bad[0], -1)}; "
-                        "nothing of this batch was written"
-                    )
-                )
-                continue
-            positions: list[int] = []
-            for ev in events:
-                eid = str(ev.event_id)
-                if eid in existing or eid in seen_now:
-                    positions.append(0)
-                    continue
-                seen_now.add(eid)
-                position += 1
-                seq = heads.get(ev.stream_id, -1) + 1
-                heads[ev.stream_id] = seq
-                payload = encode_payload(ev.payload).decode()
-                type_ = type_of(ev.payload)
-                prev = row_hash(prev, position, eid, ev.stream_id, seq, type_, ev.run_id, now_us, payload)
-                for name, value in (
-                    ("position", position),
-                    ("event_id", eid),
-                    ("stream_id", ev.stream_id),
-                    ("stream_seq", seq),
-                    ("type", type_),
-                    ("run_id", ev.run_id),
-                    ("recorded_at", now),
-                    ("payload", payload),
-                    ("hash", prev),
-                ):
-                    cols[name].append(value)
-                positions.append(position)
-            results.append(positions)
-        con = self._con
-        con.execute("BEGIN")
-        try:
-            if blobs:
-                _blobs.insert(con, blobs)
-            if cols["position"]:
-                table = pa.Table.from_pydict(cols, schema=_ARROW_SCHEMA)
-                con.register("__batch", table)
-                try:
-                    con.execute(_INSERT)
-                finally:
-                    con.unregister("__batch")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        self._position, self._hash, self._heads = position, prev, heads
+    def _append_locked(self, groups: Sequence[Group], blobs: Sequence[bytes]) -> list[list[int] | Exception]:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-insert")
+        head = Head(self._position, self._hash, self._heads, self._stored_ids())
+        results, head = _append.append_groups(
+            self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC))
+        )
+        self._position, self._hash, self._heads = head.position, head.hash, head.streams
         return results
-
-    def _existing_ids(self, ids: list[str]) -> set[str]:
-        if self._position == 0:
-            return set()
-        table = pa.table({"event_id": pa.array(ids, pa.string())})
-        self._con.register("__ids", table)
-        try:
-            rows = self._con.execute(
-                "SELECT CAST(event_id AS VARCHAR) FROM events WHERE event_id IN (SELECT CAST(event_id AS UUID) FROM __ids)"
-            ).fetchall()
-        finally:
-            self._con.unregister("__ids")
-        return {r[0] for r in rows}
 
     def put_blob(self, data: bytes) -> str:
         """Store content once (by sha256), compressed; returns the digest."""
@@ -298,10 +152,18 @@ class EventLog:
         return self._con.cursor()
 
     def get_blob(self, digest: str) -> bytes:
-        return _blobs.get(self.cursor(), digest)
+        cur = self.cursor()
+        try:
+            return _blobs.get(cur, digest)
+        finally:
+            cur.close()
 
     def has_blob(self, digest: str) -> bool:
-        return _blobs.exists(self.cursor(), digest)
+        cur = self.cursor()
+        try:
+            return _blobs.exists(cur, digest)
+        finally:
+            cur.close()
 
     def read(
         self,
@@ -313,7 +175,6 @@ class EventLog:
         batch_size: int = 5_000,
     ) -> Iterator[StoredEvent]:
         """Events in position order, streamed in batches (never the whole log in memory)."""
-        cur = self.cursor()
         where = ["position >= ?"]
         params: list[object] = [start]
         if stop is not None:
@@ -325,28 +186,31 @@ class EventLog:
         if stream_id is not None:
             where.append("stream_id = ?")
             params.append(stream_id)
-        cur.execute(
-            "SELECT position, event_id, stream_id, stream_seq, type, run_id, recorded_at, payload, hash "
-            f"FROM events WHERE {' AND '.join(where)} ORDER BY position",
-            params,
-        )
-        while True:
-            rows = cur.fetchmany(batch_size)
-            if not rows:
-                break
-            for pos, eid, sid, seq, type_, run_id, ts, payload, h in rows:
-                yield StoredEvent(
-                    position=pos,
-                    event_id=eid if isinstance(eid, uuid.UUID) else uuid.UUID(str(eid)),
-                    stream_id=sid,
-                    stream_seq=seq,
-                    type=type_,
-                    run_id=run_id,
-                    recorded_at=ts,
-                    payload=decode_payload(payload),
-                    hash=h,
-                )
-        cur.close()
+        cur = self.cursor()
+        try:
+            cur.execute(
+                "SELECT position, event_id, stream_id, stream_seq, type, run_id, recorded_at, payload, hash "
+                f"FROM events WHERE {' AND '.join(where)} ORDER BY position",
+                params,
+            )
+            while True:
+                rows = cur.fetchmany(batch_size)
+                if not rows:
+                    break
+                for pos, eid, sid, seq, type_, run_id, ts, payload, h in rows:
+                    yield StoredEvent(
+                        position=pos,
+                        event_id=eid if isinstance(eid, uuid.UUID) else uuid.UUID(str(eid)),
+                        stream_id=sid,
+                        stream_seq=seq,
+                        type=type_,
+                        run_id=run_id,
+                        recorded_at=ts,
+                        payload=decode_payload(payload),
+                        hash=h,
+                    )
+        finally:
+            cur.close()
 
     def close(self) -> None:
         try:
@@ -354,6 +218,8 @@ class EventLog:
                 with self._lock:
                     self._con.execute("CHECKPOINT")
         finally:
+            if self._executor is not None:
+                self._executor.shutdown()
             self._con.close()
 
     def __enter__(self) -> EventLog:
@@ -361,3 +227,4 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from store.blobs import digest
 from store.errors import ConcurrencyError
@@ -33,8 +33,8 @@ class Writer:
         self.max_events = max_events
         self.max_delay = max_delay
         send, recv = anyio.create_memory_object_stream[_Request](math.inf)
-        self._send: ObjectSendStream[_Request] = send
-        self._recv: ObjectReceiveStream[_Request] = recv
+        self._send: MemoryObjectSendStream[_Request] = send
+        self._recv: MemoryObjectReceiveStream[_Request] = recv
         self.commits = 0
 
     async def append(

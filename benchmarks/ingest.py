@@ -1,0 +1,191 @@
+"""`searchtrace bench ingest`: the store's public append path against raw DuckDB bulk and naive inserts, same rows."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+import duckdb
+import pyarrow as pa
+
+from benchmarks.synthetic import batches
+from store.log import EventLog
+from store.schema import DDL
+from store.writer import open_writer
+
+RAW_BATCHES = (50_000, 122_880)  # rows per INSERT tried for the raw bulk path; the fastest is reported
+
+
+def _fresh(path: Path) -> Path:
+    for p in (path, path.with_name(path.name + ".wal")):
+        p.unlink(missing_ok=True)
+    return path
+
+
+def bench_store(path: Path, n: int, batch: int) -> dict[str, float]:
+    """EventLog.append in batches of `batch`; the clock runs only inside append (generation is excluded)."""
+    log = EventLog(_fresh(path))
+    spent = 0.0
+    try:
+        for events in batches(n, batch):
+            t0 = time.perf_counter()
+            log.append(events)
+            spent += time.perf_counter() - t0
+    finally:
+        t0 = time.perf_counter()
+        log.close()  # final CHECKPOINT
+        closing = time.perf_counter() - t0
+    return {"append_s": spent, "checkpoint_s": closing}
+
+
+def bench_writer(path: Path, n: int, producers: int, per_call: int) -> dict[str, float]:
+    """`producers` anyio tasks each awaiting Writer.append of `per_call` events; group commit does the batching."""
+    log = EventLog(_fresh(path))
+    work = list(batches(n, per_call, seed=7))
+    commits = 0
+
+    async def main() -> float:
+        nonlocal commits
+        async with open_writer(log) as writer:
+            async def producer(k: int) -> None:
+                for events in work[k::producers]:
+                    await writer.append(events)
+
+            t0 = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for k in range(producers):
+                    tg.start_soon(producer, k)
+            spent = time.perf_counter() - t0
+            commits = writer.commits
+        return spent
+
+    try:
+        spent = anyio.run(main)
+    finally:
+        log.close()
+    return {"append_s": spent, "commits": commits}
+
+
+def _rows(store_path: Path, size: int) -> Iterator[pa.Table]:
+    con = duckdb.connect(str(store_path), read_only=True)
+    try:
+        reader = con.sql("SELECT * FROM events ORDER BY position").to_arrow_reader(size)
+        for rb in reader:
+            yield pa.Table.from_batches([rb])
+    finally:
+        con.close()
+
+
+def bench_raw(store_path: Path, path: Path, batch: int) -> dict[str, float]:
+    """Arrow table -> `INSERT INTO events SELECT * FROM t`, one transaction per batch, checkpoint threshold 1 GB."""
+    tables = list(_rows(store_path, batch))  # the store's own rows, read before the clock starts
+    con = duckdb.connect(str(_fresh(path)))
+    try:
+        con.execute(DDL)
+        con.execute("SET checkpoint_threshold = '1GB'")
+        spent = 0.0
+        for table in tables:
+            t0 = time.perf_counter()
+            con.execute("BEGIN")
+            con.register("__t", table)
+            con.execute("INSERT INTO events SELECT * FROM __t")
+            con.unregister("__t")
+            con.execute("COMMIT")
+            spent += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        con.execute("CHECKPOINT")
+        closing = time.perf_counter() - t0
+    finally:
+        con.close()
+    return {"append_s": spent, "checkpoint_s": closing}
+
+
+def bench_naive(store_path: Path, path: Path, n: int) -> dict[str, float]:
+    """One `INSERT … VALUES` statement (and so one transaction) per row, on the first n stored rows."""
+    rows = next(_rows(store_path, n)).to_pylist()
+    con = duckdb.connect(str(_fresh(path)))
+    try:
+        con.execute(DDL)
+        sql = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        t0 = time.perf_counter()
+        for r in rows:
+            con.execute(sql, list(r.values()))
+        spent = time.perf_counter() - t0
+    finally:
+        con.close()
+    return {"append_s": spent, "rows": len(rows)}
+
+
+def run(n: int, *, batch: int, naive_n: int, writer_n: int, folder: Path) -> dict[str, Any]:
+    store_db = folder / "store.duckdb"
+    store = bench_store(store_db, n, batch)
+    raw = {size: bench_raw(store_db, folder / "raw.duckdb", size) for size in RAW_BATCHES}
+    best = min(raw, key=lambda size: raw[size]["append_s"])
+    naive = bench_naive(store_db, folder / "naive.duckdb", naive_n)
+    writer = bench_writer(folder / "writer.duckdb", writer_n, 50, 100) if writer_n else None
+    store_eps = n / store["append_s"]
+    raw_eps = n / raw[best]["append_s"]
+    out: dict[str, Any] = {
+        "events": n,
+        "store_events_per_s": round(store_eps),
+        "raw_bulk_events_per_s": round(raw_eps),
+        "naive_events_per_s": round(naive["rows"] / naive["append_s"]),
+        "store_vs_raw": round(store_eps / raw_eps, 3),
+        "store_batch": batch,
+        "raw_bulk_method": f"Arrow table INSERT, {best} rows per transaction, checkpoint_threshold 1GB",
+        "raw_bulk_by_batch": {str(s): round(n / r["append_s"]) for s, r in raw.items()},
+        "store_with_checkpoint_events_per_s": round(n / (store["append_s"] + store["checkpoint_s"])),
+        "raw_bulk_with_checkpoint_events_per_s": round(n / (raw[best]["append_s"] + raw[best]["checkpoint_s"])),
+        "naive_measured_rows": naive["rows"],
+        "naive_note": f"one INSERT per row (autocommit) on the first {naive['rows']} rows; rate extrapolated",
+    }
+    if writer is not None:
+        out["writer_events"] = writer_n
+        out["writer_events_per_s"] = round(writer_n / writer["append_s"])
+        out["writer_commits"] = writer["commits"]
+        out["writer_note"] = "50 anyio producers x Writer.append of 100 events each, group commit"
+    return out
+
+
+def _print_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ingest of {result['events']:,} search-result events (~600 B payload)")
+    table.add_column("path")
+    table.add_column("events/s", justify="right")
+    table.add_column("note")
+    table.add_row("store: EventLog.append", f"{result['store_events_per_s']:,}", f"{result['store_batch']:,} per append")
+    if "writer_events_per_s" in result:
+        table.add_row("store: async Writer", f"{result['writer_events_per_s']:,}", result["writer_note"])
+    table.add_row("raw DuckDB bulk", f"{result['raw_bulk_events_per_s']:,}", result["raw_bulk_method"])
+    table.add_row("naive one row per statement", f"{result['naive_events_per_s']:,}", result["naive_note"])
+    table.add_row("store incl. final checkpoint", f"{result['store_with_checkpoint_events_per_s']:,}", "")
+    table.add_row("raw incl. final checkpoint", f"{result['raw_bulk_with_checkpoint_events_per_s']:,}", "")
+    Console().print(table)
+    Console().print(f"store / raw bulk = {result['store_vs_raw']:.0%}")
+
+
+@click.command("ingest")
+@click.option("--events", "n", type=click.IntRange(1), default=500_000, show_default=True)
+@click.option("--batch", type=click.IntRange(1), default=50_000, show_default=True, help="Events per EventLog.append.")
+@click.option("--naive-events", type=click.IntRange(1), default=1_000, show_default=True)
+@click.option(
+    "--writer-events", type=click.IntRange(0), default=100_000, show_default=True, help="0 skips the Writer path."
+)
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), help="Where the scratch databases go.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def command(n: int, batch: int, naive_events: int, writer_events: int, folder: Path | None, as_json: bool) -> None:
+    """Append N synthetic events through the store and compare with raw DuckDB bulk and naive inserts."""
+    with tempfile.TemporaryDirectory(prefix="searchtrace-bench-", dir=folder) as tmp:
+        result = run(n, batch=batch, naive_n=min(naive_events, n), writer_n=min(writer_events, n), folder=Path(tmp))
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        _print_table(result)

@@ -1,0 +1,83 @@
+"""`searchtrace sql "SELECT …"`: any read query over the store, through a read-only connection."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import duckdb
+import msgspec
+
+from store.errors import BadInput
+from store.readonly import open_read_only, read_statements
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    raise NotImplementedError(type(value))
+
+
+def _json_columns(description: list[tuple[Any, ...]]) -> set[int]:
+    return {i for i, d in enumerate(description) if str(d[1]).upper() == "JSON"}
+
+
+def _print_json(names: list[str], json_cols: set[int], rows: list[tuple[Any, ...]]) -> None:
+    out = []
+    for row in rows:
+        item = {}
+        for i, (name, value) in enumerate(zip(names, row, strict=True)):
+            if i in json_cols and isinstance(value, str):
+                value = msgspec.json.decode(value)
+            item[name] = value
+        out.append(item)
+    sys.stdout.buffer.write(msgspec.json.encode(out, enc_hook=_jsonable) + b"\n")
+
+
+def _print_csv(names: list[str], rows: list[tuple[Any, ...]]) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(names)
+    writer.writerows(rows)
+
+
+def _print_table(names: list[str], rows: list[tuple[Any, ...]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*names, show_lines=False, caption=f"{len(rows)} row{'s' if len(rows) != 1 else ''}")
+    for row in rows:
+        table.add_row(*("NULL" if v is None else str(v) for v in row))
+    Console(soft_wrap=False).print(table)
+
+
+@click.command("sql")
+@click.argument("query")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("searchtrace.duckdb"),
+              show_default=True, help="The store to query.")
+@click.option("--json", "fmt", flag_value="json", help="Rows as one JSON array of objects (JSON columns parsed).")
+@click.option("--csv", "fmt", flag_value="csv", help="Rows as CSV with a header line.")
+def sql(query: str, db: Path, fmt: str | None) -> None:
+    """Run read-only SQL (SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN) over the events and blobs tables."""
+    statements = read_statements(query)  # refuses writes before the file is even opened
+    con = open_read_only(db)
+    try:
+        cur = con.cursor()
+        for text in statements:
+            try:
+                cur.execute(text)
+            except duckdb.Error as exc:
+                raise BadInput(f"sql: {str(exc).strip().splitlines()[0]}") from None
+        names = [d[0] for d in cur.description or []]
+        json_cols = _json_columns(list(cur.description or []))
+        rows = cur.fetchall() if cur.description else []
+    finally:
+        con.close()
+    if fmt == "json":
+        _print_json(names, json_cols, rows)
+    elif fmt == "csv":
+        _print_csv(names, rows)
+    else:
+        _print_table(names, rows)

@@ -1,0 +1,245 @@
+"""One append transaction: assign positions and stream sequences, chain hashes, insert through Arrow in chunks.
+
+Big transactions are cut into chunks; each chunk's INSERT runs on a worker thread (DuckDB releases the GIL)
+while this thread encodes and hashes the next chunk, so Python work and DuckDB work overlap on two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from store import blobs as _blobs
+from store.errors import ConcurrencyError
+from store.events import PAYLOAD_TYPES, NewEvent, _encoder
+
+Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
+Result = list[int] | Exception
+
+CHUNK_ROWS = 16_384
+_INSERT = "INSERT INTO events SELECT * FROM __batch"
+_TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
+_TS = pa.timestamp("us", tz="UTC")
+_JSON = pa.json_()
+
+
+def _pool() -> pa.MemoryPool:
+    """jemalloc keeps freed pages for reuse; mimalloc hands them back between batches and re-faults them."""
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowException):
+        return pa.default_memory_pool()
+
+
+_POOL = _pool()
+
+
+def stale_message(stream_id: str, expected: int, have: int) -> str:
+    return f"stream {stream_id!r}: expected last stream_seq {expected}, found {have}; nothing of this batch was written"
+
+
+@dataclass
+class Head:
+    """What the log knows after its last commit; replaced (never mutated half-way) when a transaction commits."""
+
+    position: int
+    hash: str
+    streams: dict[str, int]
+    ids: set[int]
+
+
+@dataclass
+class _Delta:
+    position: int
+    hash: str
+    streams: dict[str, int] = field(default_factory=dict)
+    ids: set[int] = field(default_factory=set)
+
+
+class _Columns:
+    """Column lists of the rows of one chunk."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.ids: list[int] = []
+        self.streams: list[str] = []
+        self.seqs: list[int] = []
+        self.types: list[str] = []
+        self.runs: list[str] = []
+        self.payloads: list[bytes] = []
+        self.hashes: list[str] = []
+
+    def appenders(self) -> tuple[Callable[[Any], None], ...]:
+        return (
+            self.ids.append,
+            self.streams.append,
+            self.seqs.append,
+            self.types.append,
+            self.runs.append,
+            self.payloads.append,
+            self.hashes.append,
+        )
+
+    def table(self, recorded_at_us: int) -> pa.Table:
+        n, pool = len(self.ids), _POOL
+        # msgspec output is valid UTF-8 JSON by construction: stored as-is, not re-validated on the way in
+        payload = pa.array(self.payloads, pa.binary(), memory_pool=pool).view(pa.string())
+        return pa.table(
+            {
+                "position": pa.array(range(self.first, self.first + n), pa.int64(), memory_pool=pool),
+                "event_id": pa.array([i.to_bytes(16) for i in self.ids], pa.uuid(), memory_pool=pool),
+                "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
+                "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
+                "type": pa.array(self.types, pa.string(), memory_pool=pool),
+                "run_id": pa.array(self.runs, pa.string(), memory_pool=pool),
+                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n),
+                "payload": pa.ExtensionArray.from_storage(_JSON, payload),
+                "hash": pa.array(self.hashes, pa.string(), memory_pool=pool),
+            }
+        )
+
+
+class _Inserter:
+    """Inserts chunks in order; all but the last run on the worker thread while the caller builds the next."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, executor: ThreadPoolExecutor, recorded_at_us: int) -> None:
+        self.con = con
+        self.executor = executor
+        self.ts = recorded_at_us
+        self.pending: Future[None] | None = None
+
+    def _insert(self, table: pa.Table) -> None:
+        self.con.register("__batch", table)
+        try:
+            self.con.execute(_INSERT)
+        finally:
+            self.con.unregister("__batch")
+
+    def submit(self, cols: _Columns) -> None:
+        table = cols.table(self.ts)
+        self.wait()
+        self.pending = self.executor.submit(self._insert, table)
+
+    def finish(self, cols: _Columns) -> None:
+        self.wait()
+        if cols.ids:
+            self._insert(cols.table(self.ts))
+
+    def wait(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.result()
+
+
+class _GroupFailed(Exception):
+    def __init__(self, index: int, error: Exception) -> None:
+        self.index, self.error = index, error
+
+
+def append_groups(
+    con: duckdb.DuckDBPyConnection,
+    executor: ThreadPoolExecutor,
+    head: Head,
+    groups: Sequence[Group],
+    blobs: Sequence[bytes],
+    recorded_at_us: int,
+) -> tuple[list[Result], Head]:
+    """Commit the groups in one transaction; returns each group's positions (or its error) and the new head."""
+    failed: dict[int, Exception] = {}
+    while True:
+        con.execute("BEGIN")
+        inserter = _Inserter(con, executor, recorded_at_us)
+        try:
+            if blobs:
+                _blobs.insert(con, blobs)
+            results, delta, last = _build(inserter, head, groups, failed)
+            inserter.finish(last)
+            con.execute("COMMIT")
+        except _GroupFailed as exc:  # a payload msgspec cannot encode: run again without that group
+            _abort(con, inserter)
+            failed[exc.index] = exc.error
+            continue
+        except BaseException:
+            _abort(con, inserter)
+            raise
+        streams = head.streams
+        streams.update(delta.streams)
+        head.ids.update(delta.ids)
+        return results, Head(delta.position, delta.hash, streams, head.ids)
+
+
+def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
+    try:
+        inserter.wait()
+    except BaseException:
+        pass
+    con.execute("ROLLBACK")
+
+
+def _build(
+    inserter: _Inserter, head: Head, groups: Sequence[Group], failed: Mapping[int, Exception]
+) -> tuple[list[Result], _Delta, _Columns]:
+    stored, base = head.ids, head.streams
+    delta = _Delta(head.position, head.hash)
+    heads, seen = delta.streams, delta.ids
+    position, prev = head.position, head.hash
+    now_us = inserter.ts
+    cols = _Columns(position + 1)
+    results: list[Result] = []
+    encode, sha256, tags = _encoder.encode, hashlib.sha256, _TAGS
+    now_s = str(now_us)
+    add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
+    for gi, (events, expected) in enumerate(groups):
+        if gi in failed:
+            results.append(failed[gi])
+            continue
+        bad = next(((s, q) for s, q in (expected or {}).items() if heads.get(s, base.get(s, -1)) != q), None)
+        if bad is not None:
+            results.append(ConcurrencyError(stale_message(bad[0], bad[1], heads.get(bad[0], base.get(bad[0], -1)))))
+            continue
+        start, dups = position, list[int]()
+        try:
+            for ev in events:
+                uid = ev.event_id
+                ui = uid.int
+                if ui in stored or ui in seen:
+                    dups.append(position - start + len(dups))
+                    continue
+                seen.add(ui)
+                position += 1
+                sid = ev.stream_id
+                seq = heads.get(sid)
+                seq = (base.get(sid, -1) if seq is None else seq) + 1
+                heads[sid] = seq
+                body = ev.payload
+                payload = encode(body)
+                tag = tags[type(body)]
+                run = ev.run_id
+                h = sha256(f"{prev}\x1f{position}\x1f{ui:032x}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{now_s}\x1f".encode())
+                h.update(payload)
+                prev = h.hexdigest()
+                add_id(ui)
+                add_stream(sid)
+                add_seq(seq)
+                add_type(tag)
+                add_run(run)
+                add_payload(payload)
+                add_hash(prev)
+                if len(cols.ids) >= CHUNK_ROWS:
+                    inserter.submit(cols)
+                    cols = _Columns(position + 1)
+                    add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
+        except Exception as exc:
+            raise _GroupFailed(gi, exc) from exc
+        positions = list(range(start + 1, position + 1))
+        for i in dups:  # an event_id already stored (or repeated in this transaction) is a no-op: position 0
+            positions.insert(i, 0)
+        results.append(positions)
+    delta.position, delta.hash = position, prev
+    return results, delta, cols

@@ -1,0 +1,117 @@
+"""Table layout, the hash-chain definition, and opening a DuckDB file with one-line errors."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from store.errors import NotAStore, StoreLocked
+
+SCHEMA_VERSION = "1"
+GENESIS = "0" * 64
+SEP = "\x1f"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+DDL = """
+CREATE TABLE IF NOT EXISTS events(
+  position    BIGINT      NOT NULL,
+  event_id    UUID        NOT NULL,
+  stream_id   VARCHAR     NOT NULL,
+  stream_seq  INTEGER     NOT NULL,
+  type        VARCHAR     NOT NULL,
+  run_id      VARCHAR     NOT NULL,
+  recorded_at TIMESTAMPTZ NOT NULL,
+  payload     JSON        NOT NULL,
+  hash        VARCHAR     NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blobs(
+  sha256  VARCHAR NOT NULL,
+  bytes   BLOB    NOT NULL,
+  codec   VARCHAR NOT NULL,
+  n_bytes BIGINT  NOT NULL
+);
+CREATE TABLE IF NOT EXISTS searchtrace_meta(key VARCHAR NOT NULL, value VARCHAR NOT NULL);
+"""
+
+# The same bytes as `row_hash`, computed by DuckDB from a stored row and the previous row's stored hash.
+SQL_HASH_INPUT = (
+    "concat_ws(chr(31), {prev}, CAST(position AS VARCHAR), replace(CAST(event_id AS VARCHAR), '-', ''), "
+    "stream_id, CAST(stream_seq AS VARCHAR), type, run_id, CAST(epoch_us(recorded_at) AS VARCHAR), "
+    "CAST(payload AS VARCHAR))"
+)
+
+
+def epoch_us(ts: datetime) -> int:
+    return (ts - _EPOCH) // timedelta(microseconds=1)
+
+
+def row_hash(
+    prev: str,
+    position: int,
+    event_id: uuid.UUID,
+    stream_id: str,
+    stream_seq: int,
+    type_: str,
+    run_id: str,
+    recorded_at_us: int,
+    payload: bytes,
+) -> str:
+    """sha256 over the previous row's hash and every other column of this row (SPEC §3), fields joined by 0x1f.
+
+    The event id is its 32 lowercase hex digits, recorded_at its microseconds since the epoch, the payload the
+    stored JSON bytes. `EventLog` inlines this same formula in its hot loop; `verify` recomputes it in SQL.
+    """
+    head = f"{prev}{SEP}{position}{SEP}{event_id.int:032x}{SEP}{stream_id}{SEP}{stream_seq}{SEP}{type_}{SEP}{run_id}{SEP}{recorded_at_us}{SEP}"
+    return hashlib.sha256(head.encode() + payload).hexdigest()
+
+
+def lock_message(path: Path, detail: str = "") -> str:
+    pid = re.search(r"PID (\d+)", detail)
+    who = f"another searchtrace process (PID {pid.group(1)})" if pid else "another searchtrace process"
+    return f"{path}: the database is held by {who}; wait for it to finish or use another --db"
+
+
+def connect(path: Path, *, read_only: bool, config: dict[str, str | bool | int | float | list[str]] | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the file, turning DuckDB's lock and format errors into one-line store errors."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config or {})
+    except duckdb.IOException as exc:
+        msg = str(exc)
+        if "lock" in msg.lower():
+            raise StoreLocked(lock_message(path, msg)) from None
+        raise NotAStore(f"{path}: cannot open as a DuckDB database ({_first_line(msg)})") from None
+    except duckdb.Error as exc:
+        if "different configuration" in str(exc):
+            raise StoreLocked(
+                f"{path}: this process already has the database open in another mode; close it first"
+            ) from None
+        raise NotAStore(f"{path}: not a searchtrace store ({_first_line(str(exc))})") from None
+
+
+def _first_line(msg: str) -> str:
+    return msg.strip().splitlines()[0] if msg.strip() else "unknown error"
+
+
+def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """True when the file already is a searchtrace store; False when it is empty; NotAStore otherwise."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "searchtrace_meta" in tables:
+        row = con.execute("SELECT value FROM searchtrace_meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != SCHEMA_VERSION or not {"events", "blobs"} <= tables:
+            raise NotAStore(f"{path}: unsupported searchtrace store schema {row[0] if row else None!r}")
+        return True
+    if tables:
+        raise NotAStore(f"{path}: a DuckDB database but not a searchtrace store (it has other tables)")
+    return False
+
+
+def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("BEGIN")
+    con.execute(DDL)
+    con.execute("INSERT INTO searchtrace_meta VALUES ('schema', ?)", [SCHEMA_VERSION])
+    con.execute("COMMIT")
