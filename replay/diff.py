@@ -60,6 +60,8 @@ def _canon(value: Any, ids: dict[str, str]) -> Any:
                 continue
             if k in MINTED and isinstance(v, str):
                 v = ids.setdefault(v, f"<{k}#{len(ids) + 1}>")
+            if k == "error" and isinstance(v, str):
+                v = "<error>"  # whether a call failed counts; its text carries retry counts a replay cannot repeat
             out[k] = _canon(v, ids)
         return out
     if isinstance(value, list):

@@ -46,12 +46,14 @@ class Outcome(msgspec.Struct, kw_only=True):
     steps: int
     divergence: str | None = None  # rendered, readable
     miss: str | None = None
+    skipped: str | None = None  # why it could not be replayed (not a divergence)
 
 
 class ReplayReport(msgspec.Struct, kw_only=True):
     trajectories: int
     matched: int
     diverged: int
+    skipped: int
     outcomes: list[Outcome]
     requests_served: int
 
@@ -100,11 +102,12 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
     return out
 
 
-def run_config(log: EventLog, run_id: str) -> dict[str, Any]:
+def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
+    """The recorded config of a run, or None (imported traces have no agent config to re-run)."""
     for ev in log.read(types=["run.started"], stream_id=f"run:{run_id}"):
         assert isinstance(ev.payload, RunStarted)
         return dict(ev.payload.config)
-    raise BadInput(f"run {run_id!r}: no run.started event in {log.path}; cannot rebuild its agent (imported traces cannot be replayed)")
+    return None
 
 
 def replay_config(config: dict[str, Any], prompt_version: str | None) -> Any:
@@ -237,6 +240,8 @@ async def replay_trajectories(
     async with AsyncExitStack() as stack:
         agents: dict[tuple[str, str], tuple[Any, CapturingChat]] = {}
         for run_id, config in configs.items():
+            if config is None:
+                continue
             cfg = replay_config(config, prompt_version)
             eps = await endpoint_factory(transport)(cfg, stack)
             chat = CapturingChat(eps.chat)
@@ -247,6 +252,11 @@ async def replay_trajectories(
 
         async def one(rec: Recorded) -> None:
             key = (rec.run_id, rec.provider)
+            config = configs[rec.run_id]
+            if config is None:
+                why = f"run {rec.run_id!r} has no run.started (imported traces carry no agent config to re-run)"
+                outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=True, steps=0, skipped=why))
+                return
             if key not in agents:
                 outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=False, steps=0,
                                         divergence=f"trajectory {rec.trajectory_id}: provider {rec.provider!r} is not in its run's config"))
@@ -259,7 +269,7 @@ async def replay_trajectories(
                 await agent.run(traj, out)
             except Exception as exc:  # a replay that crashes is a divergence to report, not a crash of the command
                 miss = _failure_text(exc)
-            outcomes.append(_judge(rec, out, chat, configs[rec.run_id], log, miss))
+            outcomes.append(_judge(rec, out, chat, config, log, miss))
 
         pending = iter(recorded)
 
@@ -273,8 +283,9 @@ async def replay_trajectories(
     order = {r.trajectory_id: i for i, r in enumerate(recorded)}
     outcomes.sort(key=lambda o: order[o.trajectory_id])
     bad = sum(not o.ok for o in outcomes)
+    skipped = sum(o.skipped is not None for o in outcomes)
     return ReplayReport(
-        trajectories=len(outcomes), matched=len(outcomes) - bad, diverged=bad, outcomes=outcomes,
+        trajectories=len(outcomes), matched=len(outcomes) - bad - skipped, diverged=bad, skipped=skipped, outcomes=outcomes,
         requests_served=transport.requests,
     )
 

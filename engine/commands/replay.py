@@ -39,12 +39,17 @@ def replay(db: Path, trajectories: tuple[str, ...], prompt_version: str | None, 
     if not db.exists():
         raise BadInput(f"{db}: no such database; record something first")
     report = anyio.run(lambda: _run(db, trajectories, prompt_version, concurrency), backend="asyncio")
+    if report.skipped == report.trajectories:
+        raise BadInput(f"{db}: nothing to replay: {report.outcomes[0].skipped}")
     if as_json:
         click.echo(msgspec.json.encode(report).decode())
     else:
         for o in report.outcomes:
             if not o.ok and o.divergence:
                 click.echo(o.divergence)
+        if report.skipped:
+            first = next(o for o in report.outcomes if o.skipped)
+            click.echo(f"skipped {report.skipped} trajectories: {first.skipped}")
         click.echo(
             f"replay: {report.trajectories} trajectories, {report.matched} match, {report.diverged} diverge "
             f"({report.requests_served} requests answered from events, none live)"

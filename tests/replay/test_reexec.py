@@ -192,3 +192,21 @@ async def test_transport_never_answers_what_was_not_recorded() -> None:
             with pytest.raises(ReplayMiss):
                 await call()
     assert len(transport.misses) == 5 and transport.requests == 6
+
+
+def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
+    from replay.importer import import_files
+
+    line = {
+        "trajectory_id": "x1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A",
+        "final_answer": "A", "stop_reason": "answered",
+        "steps": [{"kind": "model", "iteration": 1, "usage": {"input_tokens": 1, "output_tokens": 1, "reasoning_tokens": 0},
+                   "latency_ms": 1}],
+    }
+    traces = tmp_path / "traces.jsonl"
+    traces.write_bytes(msgspec.json.encode(line) + b"\n")
+    db = tmp_path / "imported.duckdb"
+    with EventLog(db) as log:
+        import_files(log, [traces], [], [])
+    res = run_cli("--db", str(db))
+    assert res.exit_code == 2 and "nothing to replay" in res.output and "run.started" in res.output
