@@ -54,7 +54,7 @@ def _finish(status: str, error: str | None) -> None:
     """Exit 1 with one stderr line when the call did not succeed (the JSON above says the rest)."""
     if status != "ok":
         click.echo(f"searchtrace: {status}: {error or 'call failed'}", err=True)
-        raise click.exceptions.Exit(1)
+        raise SystemExit(1)  # not click's Exit: with standalone_mode=False its code would be dropped
 
 
 @click.command("search")

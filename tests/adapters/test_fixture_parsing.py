@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from adapters import BraveSearch, ChatError, FirecrawlSearch, JinaFetcher, OpenAIChat, TavilySearch
+from adapters.search_base import SearchAdapter
 from adapters.types import SearchResponse
 from tests.adapters.support import FIXTURES, fast_endpoint, fixture, serve_fixture
 
@@ -20,7 +21,7 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(var, "test-key-123")
 
 
-async def _search(cls: type, name: str, status: int = 200, headers: dict[str, str] | None = None,
+async def _search(cls: type[SearchAdapter], name: str, status: int = 200, headers: dict[str, str] | None = None,
                   base: str = "http://provider") -> tuple[SearchResponse, int]:
     COVERED.add(name)
     rec = serve_fixture(name, status, headers)

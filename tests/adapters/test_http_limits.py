@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import anyio
 import httpx
@@ -69,7 +70,7 @@ async def test_concurrency_limit_and_trace_header() -> None:
     client = EndpointClient(Endpoint(base_url="http://x", rps=0.0, concurrency=3), httpx.MockTransport(handler))
     async with anyio.create_task_group() as tg:
         for i in range(9):
-            tg.start_soon(lambda i=i: client.call("GET", "a", what="t", trace_id=f"tr{i}"))
+            tg.start_soon(partial(client.call, "GET", "a", what="t", trace_id=f"tr{i}"))
         tg.start_soon(lambda: client.call("GET", "a", what="t"))
     await client.aclose()
     assert peak == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import anyio
@@ -73,7 +74,7 @@ def _drive_all(root: str, transport_root: str | None = None) -> list[Any]:
     seen: list[Any] = []
 
     async def run() -> None:
-        limits = {"rps": 0.0, "max_retries": 1, "max_wait_s": 0.01, "timeout_s": 5.0}
+        limits: dict[str, Any] = {"rps": 0.0, "max_retries": 1, "max_wait_s": 0.01, "timeout_s": 5.0}
         for name in ("brave", "tavily", "firecrawl"):
             async with build_search(name, default_endpoint(name, base_url=f"{root}/{name}", **limits)) as s:
                 seen.append(s)
@@ -152,3 +153,33 @@ async def test_echoed_key_is_scrubbed_in_process(monkeypatch: pytest.MonkeyPatch
     assert resp.status == "http_error" and resp.http_status == 401
     assert resp.raw is not None and BAD.encode() not in resp.raw and b"***" in resp.raw
     assert resp.error is not None and BAD not in resp.error and "FIRECRAWL_API_KEY" in resp.error
+
+
+def test_no_key_anywhere_against_the_sandbox(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """The same search through the real sandbox over 127.0.0.1: success, faults, and its own 401 replies."""
+    sandbox = pytest.importorskip("adapters.sandbox")
+    from tests.adapters.sandbox_support import TARGETS, call
+
+    caplog.set_level(logging.DEBUG)
+    configure_logging(json=True, verbosity=2)
+    seen: list[Any] = []
+    with sandbox.running(sandbox.create_app(hang_s=2.0)) as root:
+        for secret in (GOOD, BAD):
+            for var in KEY_VARS:
+                monkeypatch.setenv(var, secret)
+            for target in TARGETS:
+                for marker in ("", "!fault:500", "!fault:429x1", "!fault:timeout", "!fault:401"):
+                    run = partial(call, target, root, None, marker, timeout_s=0.1, max_retries=1)
+                    seen.append(anyio.run(run, backend="asyncio"))
+            for argv in (["search", "-p", "brave", "--sandbox", "q"], ["fetch", "--sandbox", "--no-cache", "https://x.example/"]):
+                try:
+                    main(["-vv", "--log-json", *argv])
+                except SystemExit as exc:
+                    assert exc.code in (0, 1)
+    assert {o.status for o in seen} == {"ok", "http_error", "timeout"}
+    assert sum(1 for o in seen if o.error and "rejected the key in" in o.error) >= 10
+    out = capsys.readouterr()
+    everything = "\n".join(repr(o) for o in seen) + out.out + out.err + caplog.text
+    assert '"event": "retrying"' in out.err
+    assert GOOD not in everything and BAD not in everything

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from typing import Any
 
 import anyio
 import httpx
@@ -44,7 +45,7 @@ def test_backoff_is_capped_and_grows() -> None:
 def _script(*statuses: int) -> Recorder:
     def answer(_req: httpx.Request, n: int) -> httpx.Response:
         status = statuses[min(n, len(statuses)) - 1]
-        body = {"results": []} if status == 200 else {"detail": {"error": f"status {status}"}}
+        body: dict[str, Any] = {"results": []} if status == 200 else {"detail": {"error": f"status {status}"}}
         return httpx.Response(status, json=body)
     return Recorder(answer)
 
@@ -112,7 +113,7 @@ async def test_chat_error_after_retries_carries_them() -> None:
 @pytest.mark.anyio
 async def test_malformed_and_truncated_bodies_are_bad_response_without_retry() -> None:
     for body in (b"{not json", b'{"results": [{"url": "https://a.b/", "tit'):
-        rec = Recorder(lambda _r, _n, b=body: httpx.Response(200, content=b))
+        rec = Recorder(lambda _r, _n, b=body: httpx.Response(200, content=b))  # type: ignore[misc]
         async with TavilySearch(fast_endpoint("http://t", None), transport=rec.transport, key_fallback="k") as t:
             resp = await t.search("q")
         assert (resp.status, len(rec.requests), resp.raw) == ("bad_response", 1, body)
