@@ -135,8 +135,10 @@ class _Run:
         self.stats, self.limiter, self.progress = stats, limiter, progress
         self.jrid = stats.judge_run_id
 
-    def _messages(self, item: JudgeItem) -> list[dict[str, str]]:
-        page = self.log.get_blob(item.page_digest).decode("utf-8", "replace") if item.page_digest else None
+    def _page(self, digest: str) -> str:
+        return self.log.get_blob(digest).decode("utf-8", "replace")
+
+    def _messages(self, item: JudgeItem, page: str | None) -> list[dict[str, str]]:
         block = document_block(
             doc_id=item.doc_id,
             rank=item.rank,
@@ -158,7 +160,10 @@ class _Run:
     async def judge_one(self, item: JudgeItem) -> None:
         from adapters.errors import ChatError
 
-        messages = await anyio.to_thread.run_sync(self._messages, item)
+        page = None
+        if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
+            page = await anyio.to_thread.run_sync(self._page, item.page_digest)
+        messages = self._messages(item, page)
         if self.limiter is not None:
             await self.limiter.acquire()
         trace = trace_id_of(self.jrid, item)
