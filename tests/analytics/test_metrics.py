@@ -6,9 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analytics_fixture import import_fixture, report_json, run_cli, write_fixture, write_jsonl
-
-from analytics_fixture import JUDGMENTS, TRACES  # noqa: I001
+from analytics_fixture import (  # noqa: I001
+    JUDGMENTS,
+    TRACES,
+    import_fixture,
+    report_json,
+    run_cli,
+    write_fixture,
+    write_jsonl,
+)
 
 
 @pytest.fixture

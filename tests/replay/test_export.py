@@ -1,0 +1,48 @@
+"""`searchtrace export`: the §9 files and Parquet; import -> export -> import into a fresh DB gives the same report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
+from analytics_fixture import import_fixture, report_json, run_cli  # noqa: E402
+
+
+def test_round_trip_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = tmp_path / "a.duckdb"
+    import_fixture(capsys, first, tmp_path / "in")
+    out = tmp_path / "out"
+    code, text, err = run_cli(capsys, "export", "--db", str(first), "--out", str(out))
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judgments.jsonl", "traces.jsonl"]
+    traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
+    assert [t["trajectory_id"] for t in traces] == ["t-a1", "t-a2", "t-b1", "t-g1", "t-g2"]
+    fetches = [s for s in traces[0]["steps"] if s["kind"] == "fetch"]
+    assert [(f["status"], f["content"]) for f in fetches] == [
+        ("ok", "page b says Paris"), ("timeout", None), ("ok", "page b says Paris")
+    ]
+    assert traces[1]["final_answer"] is None and traces[1]["stop_reason"] == "max_iterations"
+    audit = (out / "audit.tsv").read_text().splitlines()
+    assert audit == ["provider\tqid\tsemantic_match", "alpha\tq1\ttrue", "alpha\tq2\tfalse", "gamma\tq1\tfalse",
+                     "gamma\tq2\ttrue"]
+    con = duckdb.connect()
+    n = con.execute(f"SELECT count(*), min(position), max(position) FROM '{out / 'events.parquet'}'").fetchone()
+    src = duckdb.connect(str(first), read_only=True)
+    assert n == src.execute("SELECT count(*), min(position), max(position) FROM events").fetchone()
+    src.close()
+
+    second = tmp_path / "b.duckdb"
+    code, _, err = run_cli(capsys, "import", "--db", str(second), str(out / "traces.jsonl"),
+                           "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
+    assert code == 0, err
+    for run in ("j1", "j2"):
+        assert report_json(capsys, first, "--judge-run-id", run)[0] == report_json(capsys, second, "--judge-run-id", run)[0]
+    # the export re-imported into the original database is a no-op
+    code, text, err = run_cli(capsys, "import", "--db", str(first), str(out / "traces.jsonl"),
+                              "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
+    assert code == 0 and " 0 new events" in text, err
