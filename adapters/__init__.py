@@ -2,10 +2,12 @@
 
 from adapters.brave import BraveSearch
 from adapters.errors import AdapterError, ChatError, MissingKey
+from adapters.fetch_cache import FetchCache, default_cache_dir
 from adapters.firecrawl import FirecrawlSearch
 from adapters.jina import JinaFetcher
 from adapters.openai_chat import OpenAIChat
 from adapters.registry import (
+    SANDBOX_KEY,
     SEARCH_PROVIDERS,
     ChatModel,
     Fetcher,
@@ -21,6 +23,7 @@ from adapters.types import ChatResponse, Endpoint, FetchResponse, RetryInfo, Sea
 from adapters.urls import domain_of, normalize_url
 
 __all__ = [
+    "SANDBOX_KEY",
     "SEARCH_PROVIDERS",
     "AdapterError",
     "BraveSearch",
@@ -28,6 +31,7 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "Endpoint",
+    "FetchCache",
     "FetchResponse",
     "Fetcher",
     "FirecrawlSearch",
@@ -42,6 +46,7 @@ __all__ = [
     "build_chat",
     "build_fetcher",
     "build_search",
+    "default_cache_dir",
     "default_endpoint",
     "domain_of",
     "normalize_url",

@@ -37,6 +37,7 @@ class Reply:
     n_read: int = 0  # body bytes read from the wire (decoded)
     latency_ms: float = 0.0
     retries: list[RetryInfo] = field(default_factory=list)
+    final: bool = False  # a local fault (e.g. an invalid URL): retrying cannot help
 
     def json(self) -> Any:
         """The body decoded as JSON (raises msgspec.DecodeError on a malformed body)."""
@@ -115,6 +116,8 @@ class EndpointClient:
         return reply
 
     def _retry_decision(self, reply: Reply) -> tuple[str | None, float | None]:
+        if reply.final:
+            return None, None
         if reply.outcome == "timeout":
             return "timeout", None
         if reply.outcome in ("http_error", "bad_response") and reply.http_status is None:
@@ -141,8 +144,11 @@ class EndpointClient:
             status: int | None = None
             got = 0
             try:
+                request = self.client.build_request(method, path, headers=headers, params=params, json=json)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+                return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
+            try:
                 with anyio.fail_after(self.endpoint.timeout_s):
-                    request = self.client.build_request(method, path, headers=headers, params=params, json=json)
                     response = await self.client.send(request, stream=True)
                     try:
                         status = response.status_code

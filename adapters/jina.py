@@ -100,7 +100,7 @@ class JinaFetcher:
                 return FetchResponse(status="ok", content=cached.content, n_bytes=cached.n_bytes,
                                      n_tokens=estimate_tokens(cached.content), cache_hit=True,
                                      http_status=cached.http_status)
-        headers = {"Accept": "application/json", "X-Return-Format": "markdown"}
+        headers = {"Accept": "application/json"}  # the JSON envelope; Reader's default format is markdown
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
         reply = await self._http.call("GET", "/" + url.strip(), what=f"fetch:{self.name}", headers=headers,

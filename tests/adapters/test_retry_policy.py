@@ -122,3 +122,12 @@ async def test_malformed_and_truncated_bodies_are_bad_response_without_retry() -
         with pytest.raises(ChatError) as info:
             await c.complete([{"role": "user", "content": "x"}])
     assert info.value.status == "bad_response" and len(rec.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_an_unusable_url_is_an_error_not_an_exception() -> None:
+    rec = Recorder(lambda _r, _n: httpx.Response(200, json={}))
+    async with JinaFetcher(fast_endpoint("http://j", None), transport=rec.transport) as j:
+        resp = await j.fetch("https://exa\x00mple.org/\x7f")
+    assert (resp.status, resp.retries, rec.requests) == ("http_error", [], [])
+    assert resp.error is not None and resp.error.startswith("invalid request")
