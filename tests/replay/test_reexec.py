@@ -88,7 +88,15 @@ def run_cli(*args: str) -> Ran:
 
 
 @pytest.mark.anyio
-async def test_unchanged_recording_replays_exactly(recorded: Path) -> None:
+async def test_unchanged_recording_replays_exactly(recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def no_network(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"replay tried to open a connection: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
     with EventLog(recorded, read_only=True) as log:
         recs = load_recorded(log)
         report = await replay_trajectories(log, recs)
