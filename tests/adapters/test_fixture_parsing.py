@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -11,8 +12,6 @@ from adapters import BraveSearch, ChatError, FirecrawlSearch, JinaFetcher, OpenA
 from adapters.search_base import SearchAdapter
 from adapters.types import SearchResponse
 from tests.adapters.support import FIXTURES, fast_endpoint, fixture, serve_fixture
-
-COVERED: set[str] = set()
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +22,6 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def _search(cls: type[SearchAdapter], name: str, status: int = 200, headers: dict[str, str] | None = None,
                   base: str = "http://provider") -> tuple[SearchResponse, int]:
-    COVERED.add(name)
     rec = serve_fixture(name, status, headers)
     key_env = {BraveSearch: "BRAVE_API_KEY", TavilySearch: "TAVILY_API_KEY", FirecrawlSearch: "FIRECRAWL_API_KEY"}[cls]
     async with cls(fast_endpoint(base, key_env), transport=rec.transport) as adapter:
@@ -63,7 +61,6 @@ async def test_brave_sends_the_paper_params() -> None:
 
 @pytest.mark.anyio
 async def test_brave_rate_limit_headers_on_a_success() -> None:
-    COVERED.add("brave_rate_limit_headers.json")
     headers = {k: v for k, v in json.loads(fixture("brave_rate_limit_headers.json")).items() if not k.startswith("_")}
     resp, _ = await _search(BraveSearch, "brave_web_search_ok.json", headers=headers)
     assert resp.status == "ok" and len(resp.hits) == 2
@@ -209,7 +206,6 @@ async def test_firecrawl_errors(name: str, status: int, retried: bool, auth: boo
 # ------------------------------------------------------------------ Jina Reader
 
 async def _fetch(name: str, status: int = 200, content_type: str = "application/json") -> tuple:
-    COVERED.add(name)
     rec = serve_fixture(name, status, content_type=content_type)
     async with JinaFetcher(fast_endpoint("http://jina", "JINA_API_KEY"), transport=rec.transport) as j:
         resp = await j.fetch("https://example.com/", trace_id="t-9")
@@ -246,7 +242,6 @@ async def test_jina_errors(name: str, status: int, retried: bool) -> None:
 # ------------------------------------------------------------------ chat (OpenAI, Kimi)
 
 async def _chat(name: str, status: int = 200, headers: dict[str, str] | None = None, **kw: object):
-    COVERED.add(name)
     rec = serve_fixture(name, status, headers)
     async with OpenAIChat(fast_endpoint("http://oa/v1", "OPENAI_API_KEY"), "gpt-x", transport=rec.transport) as c:
         try:
@@ -301,7 +296,6 @@ async def test_tool_calls_detected_even_when_finish_reason_is_stop() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", ["openai_chat_request_tool_call.json", "openai_chat_request_json_schema.json"])
 async def test_request_bodies_have_the_documented_shape(name: str) -> None:
-    COVERED.add(name)
     req_doc = json.loads(fixture(name))
     rec = serve_fixture("openai_chat_tool_call.json")
     params = {k: v for k, v in req_doc.items() if k not in ("model", "messages", "tools", "response_format")}
@@ -333,7 +327,6 @@ async def test_chat_errors_raise_chat_error(name: str, status: int, retried: boo
 
 @pytest.mark.anyio
 async def test_openai_429_headers_set_the_wait() -> None:
-    COVERED.add("openai_429_headers.json")
     headers = {k: v for k, v in json.loads(fixture("openai_429_headers.json")).items() if not k.startswith("_")}
     rec = serve_fixture("openai_429.json", 429, headers)
     ep = fast_endpoint("http://oa/v1", "OPENAI_API_KEY", max_retries=1, max_wait_s=0.3)
@@ -344,6 +337,65 @@ async def test_openai_429_headers_set_the_wait() -> None:
     assert [r.wait_s for r in info.value.retries] == [0.3]
 
 
-def test_every_fixture_is_covered() -> None:
-    """Runs last in this module: every file in research/fixtures was driven through an adapter above."""
-    assert COVERED == {p.name for p in FIXTURES.iterdir()}
+def _provider_message(name: str) -> str:
+    """The provider's own message in an error fixture, wherever that provider puts it."""
+    body = json.loads(fixture(name))
+    if name.startswith("brave"):
+        return str(body["error"]["detail"])
+    if name.startswith("tavily"):
+        return str(body["detail"]["error"])
+    if name.startswith("firecrawl"):
+        return str(body["error"])
+    if name.startswith("jina"):
+        return str(body["readableMessage"])
+    return str(body["error"]["message"])
+
+
+_STATUS = re.compile(r"_(\d{3})(?:_|\.)")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir()))
+async def test_every_fixture_parses_or_maps_to_its_error(name: str) -> None:
+    """Each file in research/fixtures through its adapter: success bodies parse, error bodies keep their message."""
+    m = _STATUS.search(name)
+    status = int(m.group(1)) if m else 200
+    headers: dict[str, str] = {}
+    body_name = name
+    if "headers" in name or "request" in name:  # header sets and request bodies: served with a success body
+        doc = json.loads(fixture(name))
+        headers = {k: v for k, v in doc.items() if not k.startswith("_") and isinstance(v, str)} if "headers" in name else {}
+        body_name = {"brave": "brave_web_search_ok.json"}.get(name.split("_")[0], "openai_chat_tool_call.json")
+        status = 200
+    ctype = "text/plain" if name.endswith(".txt") else "application/json"
+    rec = serve_fixture(body_name, status, headers, content_type=ctype)
+    ep = fast_endpoint("http://p/v1", None, max_retries=1)
+    prefix = name.split("_")[0]
+    if prefix in ("openai", "kimi"):
+        async with OpenAIChat(ep, "m", transport=rec.transport, key_fallback="k") as c:
+            if status == 200:
+                reply = await c.complete([{"role": "user", "content": "x"}])
+                assert reply.tool_calls or reply.text
+                return
+            with pytest.raises(ChatError) as info:
+                await c.complete([{"role": "user", "content": "x"}])
+        assert info.value.http_status == status and _provider_message(name) in info.value.message
+        return
+    if prefix == "jina":
+        async with JinaFetcher(ep, transport=rec.transport) as j:
+            fetched = await j.fetch("https://example.com/")
+        if status == 200:
+            assert fetched.status == "ok" and fetched.content and "illustrative examples" in fetched.content
+        else:
+            assert (fetched.status, fetched.http_status) == ("http_error", status)
+            assert fetched.error is not None and _provider_message(name) in fetched.error
+        return
+    cls = {"brave": BraveSearch, "tavily": TavilySearch, "firecrawl": FirecrawlSearch}[prefix]
+    async with cls(ep, transport=rec.transport, key_fallback="k") as s:
+        resp = await s.search("q")
+    if status == 200:
+        assert resp.status == "ok" and resp.raw == fixture(body_name)
+        assert all(h.url and h.domain and h.rank == i for i, h in enumerate(resp.hits, start=1))
+    else:
+        assert (resp.status, resp.http_status) == ("http_error", status)
+        assert resp.error is not None and _provider_message(name) in resp.error
