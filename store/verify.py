@@ -14,16 +14,17 @@ WITH ordered AS (
   SELECT *,
     row_number() OVER (ORDER BY position, hash) AS rn,
     lag(hash, 1, '{GENESIS}') OVER (ORDER BY position, hash) AS prev_hash,
-    row_number() OVER (PARTITION BY stream_id ORDER BY position, hash) - 1 AS want_seq
+    row_number() OVER (PARTITION BY stream_id ORDER BY position, hash) - 1 AS want_seq,
+    count(*) OVER (PARTITION BY position) AS copies
   FROM events
 ), checked AS (
-  SELECT rn, position, stream_id, stream_seq, want_seq, hash,
+  SELECT rn, position, stream_id, stream_seq, want_seq, copies, hash,
     sha256({SQL_HASH_INPUT.format(prev="prev_hash")}) AS want_hash
   FROM ordered
 )
-SELECT rn, position, stream_id, stream_seq, want_seq, hash = want_hash AS hash_ok
+SELECT rn, position, stream_id, stream_seq, want_seq, copies, hash = want_hash AS hash_ok
 FROM checked
-WHERE position <> rn OR stream_seq <> want_seq OR hash <> want_hash
+WHERE position <> rn OR copies > 1 OR stream_seq <> want_seq OR hash <> want_hash
 ORDER BY rn
 LIMIT 1
 """
@@ -57,8 +58,10 @@ def verify(con: duckdb.DuckDBPyConnection) -> Report:
     row = con.execute(_CHECK).fetchone()
     if row is None:
         return Report(events=int(n), streams=int(streams), head_hash=head or GENESIS)
-    rn, position, stream_id, seq, want_seq, hash_ok = row
-    if position > rn:
+    rn, position, stream_id, seq, want_seq, copies, hash_ok = row
+    if copies > 1:
+        at, problem = position, f"position {position} appears {copies} times"
+    elif position > rn:
         at, problem = rn, f"position {rn} is missing (the row after position {rn - 1} has position {position})"
     elif position < rn:
         at, problem = position, f"position {position} appears twice or out of order (row {rn} of the log)"

@@ -1,0 +1,219 @@
+"""Contract tests of EventLog on real DuckDB files: round trip, idempotency, atomicity, concurrency, blobs, reads."""
+
+from __future__ import annotations
+
+import tracemalloc
+import uuid
+import zlib
+from pathlib import Path
+
+import duckdb
+import msgspec
+import pytest
+from store_support import covered_types, ev, every_payload
+
+from store import ConcurrencyError, EventLog, NewEvent, encode_payload
+from store import append as append_mod
+from store.events import TYPE_NAMES, RunStarted, type_of
+from store.readonly import open_read_only
+from store.verify import verify
+
+
+def count(path: Path) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM events").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def intact(log: EventLog) -> None:
+    report = verify(log.cursor())
+    assert report.ok, report.line()
+
+
+def test_every_event_type_round_trips(tmp_path: Path) -> None:
+    payloads = every_payload()
+    assert {type(p) for p in payloads} == covered_types(), "add an example for the new event type"
+    events = [NewEvent(stream_id=f"s{i % 3}", run_id="r", payload=p) for i, p in enumerate(payloads)]
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        assert log.append(events) == list(range(1, len(events) + 1))
+    with EventLog(path, read_only=True) as log:
+        stored = list(log.read())
+    assert [s.payload for s in stored] == payloads
+    assert [s.type for s in stored] == [type_of(p) for p in payloads]
+    assert {s.type for s in stored} == set(TYPE_NAMES)
+    assert [s.event_id for s in stored] == [e.event_id for e in events]
+    assert [(s.stream_id, s.stream_seq) for s in stored] == [
+        ("s0", 0), ("s1", 0), ("s2", 0), ("s0", 1), ("s1", 1), ("s2", 1), ("s0", 2), ("s1", 2), ("s2", 2),
+        ("s0", 3), ("s1", 3), ("s2", 3), ("s0", 4), ("s1", 4), ("s2", 4), ("s0", 5), ("s1", 5), ("s2", 5),
+    ][: len(stored)]
+    # the payload column holds exactly the msgspec bytes, and the `type` column is the union tag
+    con = duckdb.connect(str(path), read_only=True)
+    rows = con.execute("SELECT type, CAST(payload AS VARCHAR), payload->>'$.type' FROM events ORDER BY position").fetchall()
+    con.close()
+    for (type_, raw, tag), p in zip(rows, payloads, strict=True):
+        assert raw.encode() == encode_payload(p)
+        assert type_ == tag == type_of(p)
+
+
+def test_reappending_an_event_id_is_a_no_op_also_after_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    first = [ev("a", i) for i in range(5)]
+    with EventLog(path) as log:
+        assert log.append(first) == [1, 2, 3, 4, 5]
+        assert log.append(first) == [0, 0, 0, 0, 0]
+        head_hash = log.head_hash
+        assert (log.head, log.stream_head("a"), log.head_hash) == (5, 4, head_hash)
+    new = ev("a", 5)
+    with EventLog(path) as log:  # the set of stored ids is rebuilt from the file
+        assert log.append([first[2], new, new, first[0]]) == [0, 6, 0, 0]
+        assert (log.head, log.stream_head("a")) == (6, 5)
+        intact(log)
+    assert count(path) == 6
+
+
+def test_a_failing_batch_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("a", 0)])
+        bad = NewEvent(stream_id="a", run_id="r", payload=RunStarted(run_id="r", config={"x": object()}, code_version="v"))
+        with pytest.raises(TypeError):
+            log.append([ev("a", 1), ev("b", 0), bad])
+        assert (log.head, log.stream_head("a"), log.stream_head("b")) == (1, 0, -1)
+        assert log.append([ev("a", 1)]) == [2]
+        intact(log)
+    assert count(path) == 2
+
+
+def test_a_database_error_mid_transaction_rolls_back_every_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.duckdb"
+    monkeypatch.setattr(append_mod, "CHUNK_ROWS", 100)
+    real = append_mod._Inserter._insert
+    calls = 0
+
+    def flaky(self: append_mod._Inserter, table: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise duckdb.IOException("disk went away")
+        real(self, table)  # type: ignore[arg-type]
+
+    with EventLog(path) as log:
+        log.append([ev("a", 0)])
+        calls = 100
+        monkeypatch.setattr(append_mod._Inserter, "_insert", flaky)
+        calls = 0
+        batch = [ev(f"s{i % 7}", i) for i in range(450)]
+        with pytest.raises(duckdb.IOException):
+            log.append(batch)
+        assert calls == 3  # two chunks went in before the failure, and were rolled back
+        assert log.head == 1 and log.stream_head("s0") == -1
+        monkeypatch.setattr(append_mod._Inserter, "_insert", real)
+        assert log.append(batch) == list(range(2, 452))  # the same ids are not mistaken for stored ones
+        intact(log)
+    assert count(path) == 451
+
+
+def test_expected_stream_seq_that_no_longer_holds_fails_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        assert log.append([ev("a", 0), ev("a", 1)], expected={"a": -1}) == [1, 2]
+        with pytest.raises(ConcurrencyError, match="'a': expected last stream_seq 0, found 1"):
+            log.append([ev("a", 2), ev("b", 0)], expected={"a": 0})
+        assert (log.head, log.stream_head("b")) == (2, -1)
+        assert log.append([ev("a", 2)], expected={"a": 1, "new": -1}) == [3]
+    assert count(path) == 3
+
+
+def test_group_commit_isolates_a_stale_group(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("x", 0)])
+        winner = [ev("x", 1), ev("x", 2)]
+        loser = [ev("x", 99), ev("y", 0)]  # raced on the same head as winner
+        other = [ev("z", 0)]
+        results = log.append_groups([(winner, {"x": 0}), (loser, {"x": 0}), (other, None)])
+        assert results[0] == [2, 3]
+        assert isinstance(results[1], ConcurrencyError)
+        assert results[2] == [4]
+        assert (log.stream_head("x"), log.stream_head("y"), log.stream_head("z")) == (2, -1, 0)
+        texts = [e.payload.text for e in log.read(stream_id="x")]  # type: ignore[union-attr]
+        assert texts == ["x:0", "x:1", "x:2"]
+        intact(log)
+
+
+def test_blobs_are_content_addressed_compressed_and_stored_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    page = ("<p>the same page</p>" * 500).encode()
+    with EventLog(path) as log:
+        d1 = log.put_blob(page)
+        d2 = log.put_blob(page)
+        log.append([ev("a", 0)], blobs=[page, b"other", b"other"])
+        assert d1 == d2 and log.has_blob(d1) and log.get_blob(d1) == page
+        assert not log.has_blob("0" * 64)
+        with pytest.raises(KeyError):
+            log.get_blob("0" * 64)
+    con = duckdb.connect(str(path), read_only=True)
+    rows = con.execute("SELECT sha256, octet_length(bytes), n_bytes, codec, bytes FROM blobs ORDER BY n_bytes").fetchall()
+    con.close()
+    assert [r[0] for r in rows].count(d1) == 1 and len(rows) == 2
+    big = rows[1]
+    assert big[2] == len(page) and big[1] < len(page) // 10
+    assert zlib.decompress(big[4]) == page
+
+
+def test_reads_by_range_stream_and_type_stream_in_batches(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    n = 6_000
+    text = "x" * 300
+    with EventLog(path) as log:
+        log.append([ev(f"s{i % 10}", i, text=text) for i in range(n)])
+        log.append([NewEvent(stream_id="s0", run_id="r", payload=RunStarted(run_id="r", config={}, code_version="v"))])
+        assert [e.position for e in log.read(100, 105)] == [100, 101, 102, 103, 104]
+        s3 = list(log.read(stream_id="s3"))
+        assert [e.stream_seq for e in s3] == list(range(n // 10))
+        assert all(e.position % 10 == 4 for e in s3)
+        started = list(log.read(types=["run.started"]))
+        assert [(e.position, e.stream_seq) for e in started] == [(n + 1, n // 10)]
+        assert [e.position for e in log.read(n - 1, types=["answer.final", "run.started"])] == [n - 1, n, n + 1]
+
+        def peak(consume: bool) -> int:
+            tracemalloc.start()
+            try:
+                if consume:
+                    for _ in log.read(batch_size=500):
+                        pass
+                else:
+                    _ = list(log.read(batch_size=500))
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+        streamed, loaded = peak(True), peak(False)
+        assert streamed * 5 < loaded, (streamed, loaded)
+
+
+def test_read_only_log_refuses_appends_and_sees_the_data(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("a", 0)])
+    with EventLog(path, read_only=True) as log:
+        assert log.head == 1
+        with pytest.raises(PermissionError):
+            log.append([ev("a", 1)])
+    con = open_read_only(path)
+    assert verify(con).ok
+    con.close()
+
+
+def test_event_ids_stored_as_uuid(tmp_path: Path) -> None:
+    path = tmp_path / "t.duckdb"
+    eid = uuid.uuid4()
+    with EventLog(path) as log:
+        log.append([ev("a", 0, event_id=eid)])
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT event_id, typeof(event_id), typeof(payload) FROM events").fetchone() == (eid, "UUID", "JSON")
+    con.close()
+    assert msgspec.json.decode(encode_payload(every_payload()[0]))["type"] == "run.started"
