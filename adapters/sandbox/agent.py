@@ -2,9 +2,10 @@
 
 Turn 1 searches the question (for some questions two searches in one turn). After each tool result it collects
 the answers stated for the question's subject: a fetched page that states one wins; snippets that all agree are
-answered directly; snippets that disagree are resolved by fetching the pages behind them. With no stated answer
-it fetches the most promising unfetched results (one or two per turn), then searches again with a new query,
-forever, so a question whose answer is nowhere ends at the harness' iteration limit.
+answered directly; snippets that disagree are resolved by fetching the page behind the top-ranked claim. With
+no stated answer it fetches the most promising unfetched results (one or two per turn, at most two per search),
+then searches again with a new query, forever, so a question whose answer is nowhere ends at the harness'
+iteration limit.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from adapters.sandbox.reading import (
 )
 
 SEARCH, FETCH = "search_web", "fetch_page"
+FETCHES_PER_SEARCH = 2
 
 
 class Turn(msgspec.Struct, kw_only=True):
@@ -58,6 +60,7 @@ class _State:
         self.queries: list[str] = []
         self.docs: dict[str, Doc] = {}
         self.fetched: list[str] = []
+        self.fetched_since_search = 0
         self.pages: list[tuple[str, str]] = []  # (doc_id, page text) in fetch order
         calls: dict[str, tuple[str, dict[str, Any]]] = {}
         for m in messages:
@@ -71,8 +74,10 @@ class _State:
                 calls[tc.get("id", "")] = (fn.get("name", ""), args)
                 if fn.get("name") == SEARCH:
                     self.queries.append(str(args.get("query", "")))
+                    self.fetched_since_search = 0
                 elif fn.get("name") == FETCH:
                     self.fetched.append(str(args.get("doc_id", "")))
+                    self.fetched_since_search += 1
             if m.get("role") == "tool":
                 name, args = calls.get(m.get("tool_call_id", ""), ("", {}))
                 text = _text(m.get("content"))
@@ -138,12 +143,13 @@ def decide(messages: list[dict[str, Any]]) -> Turn:
             if all(same_answer(a, first) for _, a in stated):
                 return Turn(text=f"FINAL ANSWER: {first}")
             fetched = set(s.fetched)
-            to_check = [d for d, _ in stated if d.doc_id not in fetched][:2]
+            to_check = [d for d, _ in stated if d.doc_id not in fetched][:1]  # verify the top claim
             if to_check:
                 return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in to_check])
             return Turn(text=f"FINAL ANSWER: {first}")
     promising = _promising(s)
-    if promising and len(s.fetched) < 8:
-        k = 2 if (_h(s.question) + s.turns) % 2 == 0 else 1
+    budget = FETCHES_PER_SEARCH - s.fetched_since_search  # then a new query beats reading further down the list
+    if promising and budget > 0:
+        k = min(budget, 2 if (_h(s.question) + s.turns) % 2 == 0 else 1)
         return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in promising[:k]])
     return Turn(calls=[(SEARCH, {"query": _next_query(s)})])

@@ -50,6 +50,15 @@ def _variant(url: str, persona: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
+def covered(persona: str, page: Page) -> bool:
+    """Each provider indexes a different (deterministic) part of the web; answer pages are rarely missing."""
+    return _h("cover", persona, page.url) % 100 < (97 if page.kind == "gold" else 85)
+
+
+def _ranked(world: World, persona: str, query: str, field: str = "full") -> list[tuple[float, int]]:
+    return [(s, i) for s, i in world.bm25(query, field) if covered(persona, world.pages[i])]
+
+
 def _decorate(text: str, query: str) -> str:
     """Brave's text decorations: query terms wrapped in <strong>."""
     q = set(tokens(query))
@@ -65,7 +74,7 @@ def _clip(text: str, limit: int) -> str:
 
 def _brave(world: World, query: str, n: int, decorate: bool, extra: bool) -> list[Hit]:
     out = []
-    for rank, (_, i) in enumerate(world.bm25(query)[:n], start=1):
+    for rank, (_, i) in enumerate(_ranked(world, "brave", query)[:n], start=1):
         page = world.pages[i]
         sents = sentences(page.body)
         scored = sorted(((world.passage_score(query, s), j, s) for j, s in enumerate(sents)), key=lambda x: (-x[0], x[1]))
@@ -81,7 +90,7 @@ def _brave(world: World, query: str, n: int, decorate: bool, extra: bool) -> lis
 
 def _tavily(world: World, query: str, n: int) -> list[Hit]:
     scored = []
-    for s, i in world.bm25(query):
+    for s, i in _ranked(world, "tavily", query):
         page = world.pages[i]
         best = max((world.passage_score(query, x) for x in sentences(page.body)), default=0.0)
         scored.append(((0.5 + page.authority) * (s + best), i))
@@ -97,10 +106,20 @@ def _tavily(world: World, query: str, n: int) -> list[Hit]:
 
 
 def _firecrawl(world: World, query: str, n: int) -> list[Hit]:
+    """Ranks by a shallow index (title and description) first, the page body only as a weak tie-breaker."""
+    full = dict((i, s) for s, i in _ranked(world, "firecrawl", query))
+
+    def fresh(i: int) -> float:  # newer pages first among equally matching heads
+        return 1.0 + (int(world.pages[i].published[:4]) - 2010) / 16
+
+    scored = sorted(((s * fresh(i) + 0.1 * full.get(i, 0.0), i) for s, i in _ranked(world, "firecrawl", query, "head")),
+                    key=lambda x: (-x[0], x[1]))
+    seen = {i for _, i in scored}
+    scored += [(0.1 * s, i) for i, s in full.items() if i not in seen]
     return [
         Hit(page=world.pages[i], url=_variant(world.pages[i].url, "firecrawl"), title=world.pages[i].title,
             rank=rank, description=_clip(world.pages[i].description, 160))
-        for rank, (_, i) in enumerate(world.bm25(query)[:n], start=1)
+        for rank, (_, i) in enumerate(scored[:n], start=1)
     ]
 
 

@@ -74,7 +74,7 @@ async def brave_search(request: Request) -> Response:
         page = hits[count * offset :]
         for i, h in enumerate(page, start=1):
             h.rank = i
-        more = len(sb.world.bm25(q)) > count * (offset + 1)
+        more = len(hits) == count * (offset + 1)
         return json_response(wire.brave_ok(q, page, country=country.lower(), more=more), 200, wire.BRAVE_RATE_HEADERS)
 
     return await sb.run("brave", sb.fault("brave", key, q), key, produce)

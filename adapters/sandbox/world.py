@@ -48,16 +48,19 @@ class World:
         self.questions: list[Question] = list(corpus.questions)
         self.by_url: dict[str, Page] = {normalize_url(p.url): p for p in self.pages}
         self.hosts: frozenset[str] = frozenset(domain_of(p.url) for p in self.pages)
-        self._tf: list[Counter[str]] = []
+        self._tf: dict[str, list[Counter[str]]] = {"full": [], "head": []}
         for p in self.pages:
-            tf: Counter[str] = Counter(tokens(p.body))
+            full: Counter[str] = Counter(tokens(p.body))
+            head: Counter[str] = Counter(tokens(p.description))
             for t in tokens(p.title):
-                tf[t] += 3  # titles weigh more
-            self._tf.append(tf)
-        self._len = [sum(tf.values()) for tf in self._tf]
-        self._avg = sum(self._len) / max(len(self._len), 1)
+                full[t] += 3  # titles weigh more
+                head[t] += 1
+            self._tf["full"].append(full)
+            self._tf["head"].append(head)
+        self._len = {f: [sum(tf.values()) for tf in tfs] for f, tfs in self._tf.items()}
+        self._avg = {f: sum(lens) / max(len(lens), 1) for f, lens in self._len.items()}
         df: Counter[str] = Counter()
-        for tf in self._tf:
+        for tf in self._tf["full"]:
             df.update(tf.keys())
         n = len(self.pages)
         self.idf: dict[str, float] = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
@@ -69,16 +72,19 @@ class World:
     def question(self, qid: str) -> Question | None:
         return next((q for q in self.questions if q.qid == qid), None)
 
-    def bm25(self, query: str) -> list[tuple[float, int]]:
-        """(score, page index) for every page matching any query token, best first; ties by index."""
+    def bm25(self, query: str, field: str = "full") -> list[tuple[float, int]]:
+        """(score, page index) for every page matching any query token, best first; ties by index.
+
+        field "full" scores title and body, "head" only title and meta description (a shallow index)."""
         q = set(tokens(query))
         out = []
-        for i, tf in enumerate(self._tf):
+        lens, avg = self._len[field], self._avg[field]
+        for i, tf in enumerate(self._tf[field]):
             s = 0.0
             for t in q:
                 f = tf.get(t, 0)
                 if f:
-                    s += self.idf[t] * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * self._len[i] / self._avg))
+                    s += self.idf.get(t, 0.0) * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * lens[i] / avg))
             if s > 0:
                 out.append((s, i))
         out.sort(key=lambda x: (-x[0], x[1]))

@@ -66,7 +66,7 @@ def test_agent_reads_only_what_it_is_shown() -> None:
     other_entity = decide(_msgs(q, ["The launch year of Zorbex-5 is 2011."]))
     assert other_entity.text is None  # a fact about another subject is not an answer
     conflict = decide(_msgs(q, ["The launch year of Zorbex-4 is 2011.", "Zorbex-4 ...", "The launch year of Zorbex-4 is 2013."]))
-    assert conflict.calls == [("fetch_page", {"doc_id": "d1"}), ("fetch_page", {"doc_id": "d3"})]
+    assert conflict.calls == [("fetch_page", {"doc_id": "d1"})]  # verify the top-ranked claim
     nothing = decide(_msgs(q, ["Zorbex-4 is a probe.", "Unrelated text."]))
     assert nothing.calls and all(name == "fetch_page" for name, _ in nothing.calls)
     assert nothing.calls[0] == ("fetch_page", {"doc_id": "d1"})
