@@ -39,7 +39,7 @@ class _Body(msgspec.Struct):
 class BraveSearch(SearchAdapter):
     """Brave with the paper's settings: US / English, safesearch moderate, 10 results, extra snippets."""
 
-    name = "brave"
+    kind = "brave"
     label = "Brave"
     auth_statuses = (401, 403)
 

@@ -34,7 +34,7 @@ class _Body(msgspec.Struct):
 class FirecrawlSearch(SearchAdapter):
     """Firecrawl with the paper's settings: web search, provider-side scrape off, 10 results."""
 
-    name = "firecrawl"
+    kind = "firecrawl"
     label = "Firecrawl"
     auth_statuses = (401, 403)
 

@@ -111,12 +111,14 @@ def build_search(
     params: dict[str, Any] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     key_fallback: str | None = None,
+    run_name: str | None = None,
 ) -> SearchAdapter:
-    """A search provider by name; unknown names are BadInput listing the known ones."""
+    """A search provider by kind (`run_name`: what this run calls it); unknown kinds are BadInput listing the known."""
     cls = SEARCH_PROVIDERS.get(name)
     if cls is None:
         raise BadInput(f"unknown search provider {name!r} ({_known('providers', SEARCH_PROVIDERS)})")
-    return cls(endpoint or default_endpoint(name), params=params, transport=transport, key_fallback=key_fallback)
+    return cls(endpoint or default_endpoint(name), params=params, transport=transport, key_fallback=key_fallback,
+               name=run_name)
 
 
 def build_fetcher(

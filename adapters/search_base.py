@@ -42,7 +42,8 @@ def shorten(message: str) -> str:
 class SearchAdapter:
     """Base of a search provider: subclasses build the request, parse hits and read error bodies."""
 
-    name: ClassVar[str]
+    kind: ClassVar[str]  # the provider ("brave"); `name` defaults to it and may be renamed per run
+    name: str
     label: ClassVar[str]  # how messages name the provider ("Brave")
     auth_statuses: ClassVar[tuple[int, ...]] = (401, 403)
 
@@ -54,7 +55,9 @@ class SearchAdapter:
         transport: httpx.AsyncBaseTransport | None = None,
         key: Secret | None = None,
         key_fallback: str | None = None,
+        name: str | None = None,
     ) -> None:
+        self.name = name or self.kind
         self.endpoint = endpoint
         self.params: dict[str, Any] = {**self.default_params(), **(params or {})}
         self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)

@@ -28,7 +28,7 @@ class _Body(msgspec.Struct):
 class TavilySearch(SearchAdapter):
     """Tavily with the paper's settings: basic / general, raw content off, 10 results."""
 
-    name = "tavily"
+    kind = "tavily"
     label = "Tavily"
     auth_statuses = (401,)
 

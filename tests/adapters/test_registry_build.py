@@ -85,3 +85,13 @@ def test_public_surface() -> None:
     for name in adapters.__all__:
         assert getattr(adapters, name) is not None
     assert {"normalize_url", "build_search", "ChatError", "SearchHit", "JinaFetcher"} <= set(adapters.__all__)
+
+
+@pytest.mark.anyio
+async def test_a_kind_can_run_under_another_name() -> None:
+    a = build_search("brave", run_name="brave-eu")
+    b = build_search("brave")
+    assert (a.name, a.kind, b.name) == ("brave-eu", "brave", "brave")
+    a.name = "renamed"  # the engine may also set it after building
+    await a.aclose()
+    await b.aclose()
