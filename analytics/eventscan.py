@@ -191,3 +191,94 @@ def _apply(t: Trajectory, p: Any) -> None:
         t.output_tokens += p.usage.output_tokens
     elif isinstance(p, TrajectoryFinished):
         t.finished_usage = (p.usage.input_tokens, p.usage.output_tokens)
+
+
+# -- set-based aggregates for the HTML page (SQL, so they stay fast at millions of events) -----------------
+_TRAJ = """
+SELECT stream_id, arg_min(j[1], position) AS trajectory_id, arg_min(j[2], position) AS provider
+FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider']) AS j
+      FROM events WHERE type = 'trajectory.started')
+GROUP BY stream_id
+"""
+
+
+def gold_rank_hist(source: HasCursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
+    """{provider: {rank: appearances}} over search.result appearances whose item's snippet supports gold."""
+    cur = source.cursor()
+    providers = [r[0] for r in cur.execute(f"SELECT DISTINCT provider FROM ({_TRAJ})").fetchall()]
+    out: dict[str, dict[int, int]] = {p: {} for p in sorted(providers)}
+    if judge_run_id is None:
+        cur.close()
+        return out
+    rows = cur.execute(
+        f"""
+WITH tr AS ({_TRAJ}),
+v AS (
+  SELECT j[1] AS trajectory_id, j[2] AS url_normalized,
+         arg_min(coalesce(j[3] = 'true' AND j[4] = 'true', false), position) AS s
+  FROM (SELECT position, json_extract_string(payload,
+          ['$.item.trajectory_id', '$.item.url_normalized', '$.valid', '$.labels.snippet.supports_gold']) AS j
+        FROM events WHERE type = 'judge.verdict' AND json_extract_string(payload, '$.judge_run_id') = ?)
+  GROUP BY 1, 2
+),
+res AS (
+  SELECT stream_id, j[1] AS url_normalized, CAST(j[2] AS INTEGER) AS rank
+  FROM (SELECT stream_id, json_extract_string(payload, ['$.url_normalized', '$.rank']) AS j
+        FROM events WHERE type = 'search.result')
+)
+SELECT tr.provider, res.rank, count(*) FROM res
+JOIN tr USING (stream_id)
+JOIN v ON v.trajectory_id = tr.trajectory_id AND v.url_normalized = res.url_normalized
+WHERE v.s GROUP BY 1, 2 ORDER BY 1, 2
+""",
+        [judge_run_id],
+    ).fetchall()
+    cur.close()
+    for provider, rank, n in rows:
+        out.setdefault(provider, {})[int(rank)] = int(n)
+    return out
+
+
+def per_trajectory(source: HasCursor) -> dict[str, list[dict[str, Any]]]:
+    """{provider: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id.
+
+    Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
+    """
+    cur = source.cursor()
+    rows = cur.execute(
+        f"""
+WITH tr AS ({_TRAJ}),
+ev AS (
+  SELECT stream_id, type, j[1] AS i, j[2] AS o
+  FROM (SELECT stream_id, type, json_extract_string(payload, ['$.usage.input_tokens', '$.usage.output_tokens']) AS j
+        FROM events WHERE type IN ('search.called', 'fetch.called', 'model.responded', 'trajectory.finished'))
+),
+agg AS (
+  SELECT stream_id,
+         count(*) FILTER (WHERE type = 'search.called') AS searches,
+         count(*) FILTER (WHERE type = 'fetch.called') AS fetches,
+         coalesce(sum(CAST(i AS BIGINT)) FILTER (WHERE type = 'model.responded'), 0) AS mi,
+         coalesce(sum(CAST(o AS BIGINT)) FILTER (WHERE type = 'model.responded'), 0) AS mo,
+         max(CAST(i AS BIGINT)) FILTER (WHERE type = 'trajectory.finished') AS fi,
+         max(CAST(o AS BIGINT)) FILTER (WHERE type = 'trajectory.finished') AS fo
+  FROM ev GROUP BY stream_id
+)
+SELECT tr.provider, tr.trajectory_id, coalesce(searches, 0), coalesce(fetches, 0),
+       CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mi, 0) ELSE fi END,
+       CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mo, 0) ELSE fo END
+FROM tr LEFT JOIN agg USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
+"""
+    ).fetchall()
+    cur.close()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for provider, tid, searches, fetches, inp, outp in rows:
+        out.setdefault(provider, []).append(
+            {
+                "trajectory_id": tid,
+                "searches": int(searches),
+                "fetches": int(fetches),
+                "input_tokens": int(inp),
+                "output_tokens": int(outp),
+            }  # fmt: skip
+        )
+    return out

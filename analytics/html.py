@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from analytics.eventscan import HasCursor, latest_judge_run, scan
+from analytics.eventscan import HasCursor, gold_rank_hist, latest_judge_run, per_trajectory
 from store.errors import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -404,25 +404,4 @@ def extras_from_db(source: HasCursor, judge_run_id: str | None) -> dict[str, Any
         jr = judge_run_id or latest_judge_run(source)
     except BadInput:
         jr = None
-    s = scan(source, jr)
-    hist: dict[str, dict[int, int]] = {}
-    per: dict[str, list[dict[str, Any]]] = {}
-    for tid in sorted(s.trajectories):
-        t = s.trajectories[tid]
-        hist.setdefault(t.provider, {})
-        inp, out = t.tokens
-        per.setdefault(t.provider, []).append(
-            {
-                "trajectory_id": tid,
-                "searches": t.searches,
-                "fetches": t.fetches,
-                "input_tokens": inp,
-                "output_tokens": out,
-            }
-        )
-        for url_n, item in t.items.items():
-            v = s.verdicts.get((tid, url_n))
-            if v is not None and v.valid and v.labels is not None and v.labels.snippet.supports_gold:
-                for r in item.ranks:
-                    hist[t.provider][r] = hist[t.provider].get(r, 0) + 1
-    return {"gold_rank_hist": hist, "per_trajectory": per}
+    return {"gold_rank_hist": gold_rank_hist(source, jr), "per_trajectory": per_trajectory(source)}
