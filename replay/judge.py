@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -73,8 +74,9 @@ def trace_id_of(judge_run_id: str, item: JudgeItem) -> str:
     return f"{judge_run_id}|{item.trajectory_id}|{item.url_normalized}"
 
 
-def verdict_event_id(judge_run_id: str, trajectory_id: str, url_normalized: str) -> str:
-    return str(stable_event_id("judge.verdict", judge_run_id, trajectory_id, url_normalized))
+def verdict_event_id(judge_run_id: str, trajectory_id: str, url_normalized: str) -> uuid.UUID:
+    """Content-derived: a second verdict for the same item in the same judge run is a no-op append."""
+    return stable_event_id("judge.verdict", judge_run_id, trajectory_id, url_normalized)
 
 
 def default_judge_run_id(model: str, prompt_version: str) -> str:
@@ -227,7 +229,7 @@ class _Run:
                 stream_id=stream_of(self.jrid),
                 run_id=self.jrid,
                 payload=verdict,
-                event_id=stable_event_id("judge.verdict", self.jrid, item.trajectory_id, item.url_normalized),
+                event_id=verdict_event_id(self.jrid, item.trajectory_id, item.url_normalized),
             )
         )
         await self.writer.append(events, blobs=[raw] if raw is not None else [])
@@ -243,6 +245,17 @@ class _Run:
     def _tick(self) -> None:
         if self.progress is not None:
             self.progress(self.stats)
+
+
+def _bad_input(exc: BaseException) -> BadInput | None:
+    if isinstance(exc, BadInput):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _bad_input(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _line(text: str, limit: int = 200) -> str:
@@ -290,27 +303,53 @@ async def run_judge(
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
     limiter = rate_limiter(rps) if rps is not None else None
+    try:
+        await _judge_pending(log, chat, prompt, stats, limiter, progress, pending, concurrency,
+                             None if prev is not None else _started_event(jrid, model, prompt, rps, concurrency, params))
+    except BaseExceptionGroup as eg:
+        bad = _bad_input(eg)
+        if bad is not None:
+            raise bad from None  # a rejected key stops the run with its one line, not an exception group
+        raise
+    stats.elapsed_s = time.perf_counter() - t0
+    return stats
+
+
+def _started_event(
+    jrid: str, model: str, prompt: JudgePrompt, rps: float | None, concurrency: int, params: dict[str, Any] | None
+) -> NewEvent:
+    started = JudgeStarted(
+        judge_run_id=jrid,
+        model=model,
+        prompt_version=prompt.version,
+        prompt_sha256=prompt.sha256,
+        schema_version=SCHEMA_VERSION,
+        params={"rps": rps, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
+    )
+    return NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=started, event_id=stable_event_id("judge.started", jrid))
+
+
+async def _judge_pending(
+    log: EventLog,
+    chat: ChatModel,
+    prompt: JudgePrompt,
+    stats: JudgeStats,
+    limiter: AsyncLimiter | None,
+    progress: Callable[[JudgeStats], None] | None,
+    pending: Sequence[JudgeItem],
+    concurrency: int,
+    started: NewEvent | None,
+) -> None:
+    """The fan-out: `concurrency` workers over one shared iterator, every verdict through one group-commit writer."""
     async with open_writer(log) as writer:
-        if prev is None:
-            started = JudgeStarted(
-                judge_run_id=jrid,
-                model=model,
-                prompt_version=prompt.version,
-                prompt_sha256=prompt.sha256,
-                schema_version=SCHEMA_VERSION,
-                params={"rps": rps, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
-            )
-            await writer.append(
-                [NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=started, event_id=stable_event_id("judge.started", jrid))]
-            )
+        if started is not None:
+            await writer.append([started])
         run = _Run(log, writer, chat, prompt, stats, limiter, progress)
         run._tick()
         shared = iter(pending)
         async with anyio.create_task_group() as tg:
             for _ in range(min(concurrency, max(len(pending), 1))):
                 tg.start_soon(run.worker, shared)
-    stats.elapsed_s = time.perf_counter() - t0
-    return stats
 
 
 __all__ = ["JSON_MODE", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]
