@@ -87,20 +87,9 @@ async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None)
     try:
         with judge_progress(progress) as tick:
             return await run_judge(log, chat=chat, progress=tick, **opts)
-    except BaseExceptionGroup as eg:
-        raise _first_bad_input(eg) from None
     finally:
         await chat.aclose()
         await anyio.to_thread.run_sync(log.close)
-
-
-def _first_bad_input(exc: BaseException) -> BaseException:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _first_bad_input(inner)
-            if isinstance(found, BadInput):
-                return found
-    return exc
 
 
 @click.command("judge")
