@@ -7,13 +7,17 @@ payloads, so for heavy work prefer the typed `proj_*` tables the report keeps (s
 
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 
 from analytics.items import items_sql
+from analytics.projections import STATE_DDL
 from analytics.relations import RELATIONS
 from analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
 
 EV = "ev_"
+VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed
 
 
 def _user_views() -> dict[str, str]:
@@ -76,12 +80,43 @@ def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(row and row[0])
 
 
+def views_version() -> str:
+    """Digest of every view's SQL: views of another version are replaced."""
+    text = "\n".join([rel.select_sql() for rel in RELATIONS] + [f"{k}:{v}" for k, v in _user_views().items()])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _current(con: duckdb.DuckDBPyConnection) -> bool:
+    if not _exists(con, "projection_state") or not all(_exists(con, v) for v in USER_VIEWS):
+        return False
+    row = con.execute(
+        "SELECT arg_max(version, n) FROM projection_state WHERE name = ?", [VIEWS_STATE]
+    ).fetchone()
+    return bool(row and row[0] == views_version())
+
+
 def ensure_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> None:
     """Create (or refresh) the `ev_*` and `v_*` views; `temp=True` on a read-only connection."""
     if temp and all(_exists(con, v) for v in USER_VIEWS):
         return
+    if not temp and _current(con):
+        return
     kind = "TEMP VIEW" if temp else "VIEW"
-    for rel in RELATIONS:
-        con.execute(f"CREATE OR REPLACE {kind} {EV}{rel.name} AS {rel.select_sql()}")
-    for name, sql in _user_views().items():
-        con.execute(f"CREATE OR REPLACE {kind} {name} AS {sql}")
+    if not temp:
+        con.execute("BEGIN")
+    try:
+        for rel in RELATIONS:
+            con.execute(f"CREATE OR REPLACE {kind} {EV}{rel.name} AS {rel.select_sql()}")
+        for name, sql in _user_views().items():
+            con.execute(f"CREATE OR REPLACE {kind} {name} AS {sql}")
+        if not temp:
+            con.execute(STATE_DDL)
+            n = con.execute("SELECT coalesce(max(n), 0) + 1 FROM projection_state").fetchone()
+            con.execute(
+                "INSERT INTO projection_state VALUES (?, ?, 0, ?)", [VIEWS_STATE, views_version(), n[0] if n else 1]
+            )
+            con.execute("COMMIT")
+    except BaseException:
+        if not temp:
+            con.execute("ROLLBACK")
+        raise

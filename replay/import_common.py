@@ -1,0 +1,129 @@
+"""What every importer shares: error text naming file/line/field, line reading, ids, and the keys already stored."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from store.errors import BadInput
+from store.log import EventLog
+
+RUN_ID = "import"
+DATASET_STREAM = "dataset:imported"
+AUDIT_STREAM = "audit:imported"
+AUDIT_SOURCE = "imported"
+CHUNK = 20_000  # events per append transaction for big files (the file is fully validated before the first)
+_sorted = msgspec.json.Encoder(order="sorted")
+
+
+def digest(obj: Any) -> str:
+    """Content digest of a msgspec-encodable value (keys sorted, so spelling order does not matter)."""
+    return hashlib.sha256(_sorted.encode(obj)).hexdigest()[:32]
+
+
+def key_digest(*parts: str) -> bytes:
+    """16-byte digest of a composite key (small in memory for hundreds of thousands of verdicts)."""
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=16).digest()
+
+
+def fail(path: Path, line: int, field_: str, message: str) -> BadInput:
+    return BadInput(f"{path}: line {line}: field {field_}: {message}")
+
+
+def msgspec_field(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """Split msgspec's 'message - at `$.a.b`' into (field path, message)."""
+    text = str(exc)
+    msg, where = text, ""
+    if " - at `$" in text:
+        msg, _, at = text.rpartition(" - at `")
+        where = at.rstrip("`").removeprefix("$").lstrip(".")
+    missing = re.fullmatch(r"Object missing required field `(.+)`", msg)
+    if missing:
+        where = f"{where}.{missing.group(1)}" if where else missing.group(1)
+    return where or "(line)", msg
+
+
+def decode_line(decoder: Any, path: Path, n: int, raw: bytes) -> Any:
+    """Decode one JSONL line, or raise BadInput naming the file, the line and the field."""
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        f, msg = msgspec_field(exc)
+        raise fail(path, n, f, msg) from None
+    except msgspec.DecodeError as exc:
+        raise fail(path, n, "(line)", f"not valid JSON ({exc})") from None
+
+
+def lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) of every non-blank line."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if raw.strip():
+                yield n, raw
+
+
+@dataclass
+class Known:
+    """Keys already in the database (or in an earlier file of the same call) that a file must agree with."""
+
+    traj_ids: dict[str, str] = field(default_factory=dict)  # trajectory_id -> event_id of its trajectory.started
+    traj_keys: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> trajectory_id
+    judge_runs: set[str] = field(default_factory=set)
+    verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes
+    verdict_runs_loaded: set[str] = field(default_factory=set)
+    audits: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> event_id
+
+    @classmethod
+    def load(cls, log: EventLog) -> Known:
+        k = cls()
+        if log.head == 0:
+            return k
+        cur = log.cursor()
+        try:
+            for eid, tid, prov, qid in cur.execute(
+                "SELECT CAST(event_id AS VARCHAR), payload->>'$.trajectory_id', payload->>'$.provider', "
+                "payload->>'$.qid' FROM events WHERE type = 'trajectory.started' ORDER BY position"
+            ).fetchall():
+                k.traj_ids.setdefault(tid, eid)
+                k.traj_keys.setdefault((prov, qid), tid)
+            sql = "SELECT payload->>'$.judge_run_id' FROM events WHERE type = 'judge.started'"
+            k.judge_runs = {r[0] for r in cur.execute(sql).fetchall()}
+            for eid, prov, qid in cur.execute(
+                "SELECT CAST(event_id AS VARCHAR), payload->>'$.provider', payload->>'$.qid' FROM events "
+                "WHERE type = 'audit.answer' AND payload->>'$.source' = ? ORDER BY position",
+                [AUDIT_SOURCE],
+            ).fetchall():
+                k.audits.setdefault((prov, qid), eid)
+        finally:
+            cur.close()
+        return k
+
+    def load_verdicts(self, log: EventLog, runs: Iterable[str]) -> None:
+        """Stored verdict keys of these judge runs (loaded once per run, only when a file names the run)."""
+        todo = sorted(set(runs) - self.verdict_runs_loaded)
+        self.verdict_runs_loaded.update(todo)
+        if not todo or log.head == 0:
+            return
+        cur = log.cursor()
+        try:
+            cur.execute(
+                "SELECT event_id, payload->>'$.judge_run_id', payload->>'$.item.trajectory_id', "
+                "payload->>'$.item.url_normalized' FROM events WHERE type = 'judge.verdict' "
+                "AND payload->>'$.judge_run_id' IN (SELECT unnest(?::VARCHAR[])) ORDER BY position",
+                [todo],
+            )
+            while rows := cur.fetchmany(50_000):
+                for eid, run, tid, url in rows:
+                    self.verdicts.setdefault(key_digest(run, tid, url), eid.bytes)
+        finally:
+            cur.close()

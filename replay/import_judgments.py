@@ -1,0 +1,165 @@
+"""Judgments JSONL (SPEC §9) -> `judge.started` (model "imported") and `judge.verdict` events in `judge:<run>`.
+
+Read three times, never held whole in memory: a quick pass for the trajectory ids and judge runs it names
+(to load what the database knows about them), a validating pass, and after every file of the call has
+validated, the pass that appends. A verdict's id derives from what is stored (run, item, labels), so the
+same verdict in another spelling of the URL, or exported and re-imported, is a no-op.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import msgspec
+
+from adapters.urls import normalize_url
+from analytics import projections
+from analytics.items import items_sql
+from replay.import_common import (
+    CHUNK,
+    RUN_ID,
+    Known,
+    decode_line,
+    digest,
+    fail,
+    key_digest,
+    lines,
+    msgspec_field,
+)
+from replay.interchange import JudgmentLine, judgment_decoder
+from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, stable_event_id
+from store.log import EventLog
+
+Items = dict[str, dict[str, bool]]  # trajectory_id -> {url_normalized: page_visible}
+
+
+class _Names(msgspec.Struct):
+    judge_run_id: str = ""
+    trajectory_id: str = ""
+
+
+_names = msgspec.json.Decoder(_Names)
+
+
+def db_items(log: EventLog, trajectory_ids: list[str]) -> Items:
+    """Judge items (with page visibility) of trajectories already stored."""
+    if not trajectory_ids or log.head == 0:
+        return {}
+    cur = log.cursor()
+    try:
+        p = projections.sources(cur, writable=not log.read_only)
+        rows = cur.execute(
+            f"SELECT trajectory_id, url_normalized, page_visible FROM ({items_sql(p)}) "
+            "WHERE trajectory_id IN (SELECT unnest(?::VARCHAR[]))",
+            [trajectory_ids],
+        ).fetchall()
+    finally:
+        cur.close()
+    out: Items = {}
+    for tid, url, visible in rows:
+        out.setdefault(tid, {})[url] = bool(visible)
+    return out
+
+
+def _labels(j: JudgmentLine) -> tuple[Verdict | None, str, str]:
+    """(labels, '', '') when they are of the §4 schema, else (None, field, message)."""
+    if j.labels is None:
+        return None, "labels", "missing (null) on a valid verdict"
+    try:
+        return msgspec.convert(j.labels, Verdict), "", ""
+    except msgspec.ValidationError as exc:
+        f, msg = msgspec_field(exc)
+        return None, "labels" + ("." + f if f != "(line)" else ""), msg
+
+
+def verdict_event(j: JudgmentLine, url: str, visible: bool) -> NewEvent:
+    payload = JudgeVerdict(
+        judge_run_id=j.judge_run_id,
+        item=JudgeItemRef(trajectory_id=j.trajectory_id, url_normalized=url),
+        surface="page" if visible else "snippet",
+        valid=j.valid,
+        labels=_labels(j)[0],
+        invalid_reason=j.invalid_reason,
+    )
+    eid = stable_event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, digest(payload))
+    return NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=payload, event_id=eid)
+
+
+def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
+    """Quick pass: load the stored items and verdict keys of the trajectories and runs the file names."""
+    tids: set[str] = set()
+    runs: set[str] = set()
+    for _, raw in lines(path):
+        try:
+            names = _names.decode(raw)
+        except msgspec.MsgspecError:
+            continue  # the validating pass reports it with its line and field
+        runs.add(names.judge_run_id)
+        if names.trajectory_id not in items:
+            tids.add(names.trajectory_id)
+    items.update(db_items(log, sorted(tids)))
+    known.load_verdicts(log, runs)
+
+
+def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool]:
+    t_items = items.get(j.trajectory_id)
+    if t_items is None:
+        raise fail(path, n, "trajectory_id", f"unknown trajectory {j.trajectory_id!r}")
+    url = normalize_url(j.url)
+    if url not in t_items:
+        raise fail(path, n, "url", f"{j.url!r} is not one of trajectory {j.trajectory_id!r}'s judge items")
+    visible = t_items[url]
+    if j.valid:
+        labels, bad_field, msg = _labels(j)
+        if labels is None:
+            raise fail(path, n, bad_field, msg)
+        if (labels.page is not None) != visible:
+            want = "non-null (the item is page-visible)" if visible else "null (the item is not page-visible)"
+            raise fail(path, n, "labels.page", f"must be {want}")
+    return url, visible
+
+
+def validate(path: Path, known: Known, items: Items) -> int:
+    """Check every line; records the file's verdict keys in `known` (for later files); returns the line count."""
+    seen: dict[bytes, int] = {}
+    mine: dict[bytes, bytes] = {}
+    count = 0
+    for n, raw in lines(path):
+        j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
+        url, visible = _check(path, n, j, items)
+        key = key_digest(j.judge_run_id, j.trajectory_id, url)
+        if key in seen:
+            raise fail(path, n, "url", f"a second verdict for this item in judge run {j.judge_run_id!r} (line {seen[key]})")
+        seen[key] = n
+        eid = verdict_event(j, url, visible).event_id.bytes
+        stored = known.verdicts.get(key)
+        if stored is not None and stored != eid:
+            raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
+        mine[key] = eid
+        count += 1
+    known.verdicts.update(mine)
+    return count
+
+
+def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
+    """Append a validated file's events in chunks; returns the number of new events."""
+    written = 0
+    batch: list[NewEvent] = []
+    for n, raw in lines(path):
+        j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
+        if j.judge_run_id not in known.judge_runs:
+            known.judge_runs.add(j.judge_run_id)
+            started = JudgeStarted(
+                judge_run_id=j.judge_run_id, model="imported", prompt_version="imported", prompt_sha256=""
+            )
+            eid: uuid.UUID = stable_event_id("import", "judge.started", j.judge_run_id)
+            batch.append(NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=started, event_id=eid))
+        url, visible = _check(path, n, j, items)
+        batch.append(verdict_event(j, url, visible))
+        if len(batch) >= CHUNK:
+            written += sum(1 for p in log.append(batch) if p)
+            batch = []
+    if batch:
+        written += sum(1 for p in log.append(batch) if p)
+    return written

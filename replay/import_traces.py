@@ -1,0 +1,197 @@
+"""Traces JSONL (SPEC §9) -> the events of each trajectory's stream `traj:<trajectory_id>`.
+
+Event ids derive from the stored content (the digest of the trajectory's payloads), so importing the same
+trajectory again adds nothing, and a different trajectory under a stored id is refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from adapters.urls import domain_of, normalize_url
+from replay.import_common import CHUNK, DATASET_STREAM, RUN_ID, Known, decode_line, digest, fail, lines
+from replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
+from store import blobs as _blobs
+from store.events import (
+    AnswerFinal,
+    DatasetQuestion,
+    FetchCalled,
+    FetchCompleted,
+    ModelResponded,
+    NewEvent,
+    Payload,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    TrajectoryFinished,
+    TrajectoryStarted,
+    Usage,
+    stable_event_id,
+)
+from store.log import EventLog
+
+
+def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
+    """{url_normalized: page_visible} of a trajectory's judge items, or the index of the first bad fetch step."""
+    url_of_doc: dict[str, str] = {}
+    items: dict[str, bool] = {}
+    for i, step in enumerate(t.steps):
+        if isinstance(step, SearchStep):
+            for r in step.results:
+                u = normalize_url(r.url)
+                items.setdefault(u, False)
+                url_of_doc[r.doc_id] = u
+        elif isinstance(step, FetchStep):
+            u_or_none = url_of_doc.get(step.doc_id)
+            if u_or_none is None:
+                return items, i
+            if step.status == "ok":
+                items[u_or_none] = True
+    return items, None
+
+
+def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]]) -> int:
+    """Check the whole file; adds each trajectory's items to `items`; returns the number of new trajectories."""
+    seen_ids: dict[str, int] = {}
+    seen_keys: dict[tuple[str, str], int] = {}
+    new = 0
+    for n, raw in lines(path):
+        t = decode_line(trace_decoder, path, n, raw)
+        if t.trajectory_id in seen_ids:
+            raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} already on line {seen_ids[t.trajectory_id]}")
+        key = (t.provider, t.qid)
+        if key in seen_keys:
+            raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r} (line {seen_keys[key]})")
+        seen_ids[t.trajectory_id] = n
+        seen_keys[key] = n
+        got, bad = trace_items(t)
+        if bad is not None:
+            step = t.steps[bad]
+            assert isinstance(step, FetchStep)
+            raise fail(path, n, f"steps[{bad}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
+        started = str(_event_id(t, _trace_hash(trace_payloads(t)[0]), 0))
+        have = known.traj_ids.get(t.trajectory_id)
+        if have is not None and have != started:
+            raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
+        other = known.traj_keys.get(key)
+        if other is not None and other != t.trajectory_id:
+            raise fail(
+                path, n, "qid", f"the database already has trajectory {other!r} for provider {t.provider!r} and qid {t.qid!r}"
+            )
+        new += have is None
+        items[t.trajectory_id] = got
+        known.traj_ids[t.trajectory_id] = started  # a later file of the same call must agree with this one
+        known.traj_keys[key] = t.trajectory_id
+    return new
+
+
+def _event_id(t: TraceLine, h: str, k: int) -> Any:
+    return stable_event_id("import", "trajectory", t.trajectory_id, h, str(k))
+
+
+def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
+    """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs."""
+    payloads: list[Payload] = [
+        TrajectoryStarted(
+            trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer
+        )
+    ]
+    blobs: list[bytes] = []
+    total = Usage()
+    last_iter = 0
+    for step in t.steps:
+        last_iter = max(last_iter, step.iteration)
+        if isinstance(step, ModelStep):
+            u = Usage(
+                input_tokens=step.usage.input_tokens,
+                output_tokens=step.usage.output_tokens,
+                reasoning_tokens=step.usage.reasoning_tokens,
+            )
+            total.input_tokens += u.input_tokens
+            total.output_tokens += u.output_tokens
+            total.reasoning_tokens += u.reasoning_tokens
+            payloads.append(ModelResponded(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms))
+        elif isinstance(step, SearchStep):
+            payloads.append(SearchCalled(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider))
+            for r in step.results:
+                payloads.append(
+                    SearchResult(
+                        call_id=step.call_id,
+                        doc_id=r.doc_id,
+                        rank=r.rank,
+                        title=r.title,
+                        url=r.url,
+                        url_normalized=normalize_url(r.url),
+                        domain=r.domain or domain_of(r.url),
+                        snippet=r.snippet,
+                        metadata=r.metadata,
+                    )
+                )
+            payloads.append(
+                SearchCompleted(call_id=step.call_id, status="ok", n_results=len(step.results), latency_ms=step.latency_ms)
+            )
+        else:
+            payloads.append(FetchCalled(call_id=step.call_id, iteration=step.iteration, doc_id=step.doc_id, url=step.url))
+            digest = None
+            n_bytes = 0
+            if step.content is not None:
+                body = step.content.encode()
+                blobs.append(body)
+                digest, n_bytes = _blobs.digest(body), len(body)
+            payloads.append(
+                FetchCompleted(
+                    call_id=step.call_id,
+                    doc_id=step.doc_id,
+                    status=step.status,
+                    content_digest=digest,
+                    n_bytes=n_bytes,
+                    n_tokens=step.n_tokens,
+                    cache_hit=False,
+                    latency_ms=step.latency_ms,
+                )
+            )
+    if t.final_answer is not None:
+        payloads.append(AnswerFinal(iteration=last_iter, text=t.final_answer))
+    payloads.append(TrajectoryFinished(reason=t.stop_reason, iterations=last_iter, usage=total))
+    return payloads, blobs
+
+
+def _trace_hash(payloads: list[Payload]) -> str:
+    """Digest of what is stored (not of the line's spelling), so an exported trajectory re-imports as a no-op."""
+    return digest(payloads)
+
+
+def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
+    """The events of one trajectory (its question first), ids derived from the stored content."""
+    payloads, blobs = trace_payloads(t)
+    h = _trace_hash(payloads)
+    stream = f"traj:{t.trajectory_id}"
+    events = [
+        NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=_event_id(t, h, k)) for k, p in enumerate(payloads)
+    ]
+    q = DatasetQuestion(qid=t.qid, question=t.question, gold_answer=t.gold_answer)
+    qid_event = NewEvent(
+        stream_id=DATASET_STREAM,
+        run_id=RUN_ID,
+        payload=q,
+        event_id=stable_event_id("import", "question", t.qid, t.question, t.gold_answer),
+    )
+    return [qid_event, *events], blobs
+
+
+def append_traces(log: EventLog, path: Path) -> int:
+    """Second pass over a validated file: append its events in chunks; returns the number written."""
+    written = 0
+    batch: list[NewEvent] = []
+    blobs: list[bytes] = []
+    for n, raw in lines(path):
+        evs, bl = trace_events(decode_line(trace_decoder, path, n, raw))
+        batch.extend(evs)
+        blobs.extend(bl)
+        if len(batch) >= CHUNK:
+            written += sum(1 for p in log.append(batch, blobs=blobs) if p)
+            batch, blobs = [], []
+    if batch or blobs:
+        written += sum(1 for p in log.append(batch, blobs=blobs) if p)
+    return written
