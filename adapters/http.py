@@ -78,6 +78,7 @@ class EndpointClient:
     def __init__(self, endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.endpoint = endpoint
         self.client = make_client(endpoint, transport)
+        self._base = str(self.client.base_url)  # ends in "/"; absolute URLs skip httpx's second parse per request
         self._rate = make_limiter(endpoint)
         self._slots = anyio.CapacityLimiter(max(1, endpoint.concurrency))
 
@@ -144,7 +145,8 @@ class EndpointClient:
             status: int | None = None
             got = 0
             try:
-                request = self.client.build_request(method, path, headers=headers, params=params, json=json)
+                url = self._base + path.lstrip("/")
+                request = self.client.build_request(method, url, headers=headers, params=params, json=json)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
                 return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
             try:
