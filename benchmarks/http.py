@@ -82,49 +82,52 @@ async def drive(call: Callable[[], Awaitable[bool]], concurrency: int, seconds: 
     return done / wall, errors, cpu * 1000 / max(done, 1)
 
 
-async def measure(root: str, concurrency: int, seconds: float, path: str) -> dict[str, Any]:
+async def measure(root: str, concurrency: int, seconds: float, path: str, rounds: int) -> dict[str, Any]:
+    """Each client `rounds` times, interleaved (the order rotates), so a noisy neighbour hits all alike; medians."""
+    import statistics
+
     import aiohttp
 
     from adapters.http import EndpointClient, make_client
     from adapters.types import Endpoint
 
     endpoint = Endpoint(base_url=root, rps=0.0, concurrency=concurrency, timeout_s=30.0, max_retries=0)
-    out: dict[str, Any] = {"concurrency": concurrency}
-
     client = make_client(endpoint)
-    try:
-        async def httpx_call() -> bool:
-            r = await client.get(path)
-            return r.status_code == 200
+    ec = EndpointClient(endpoint)
+    session = aiohttp.ClientSession(base_url=root, connector=aiohttp.TCPConnector(limit=concurrency))
 
-        await drive(httpx_call, concurrency, 0.3)  # warm the pool
-        out["httpx"] = await drive(httpx_call, concurrency, seconds)
+    async def httpx_call() -> bool:
+        r = await client.get(path)
+        return r.status_code == 200
+
+    async def adapter_call() -> bool:
+        return (await ec.call("GET", path, what="bench")).outcome == "ok"
+
+    async def aiohttp_call() -> bool:
+        async with session.get(path) as r:
+            await r.read()
+            return r.status == 200
+
+    calls = {"httpx": httpx_call, "adapter": adapter_call, "aiohttp": aiohttp_call}
+    runs: dict[str, list[tuple[float, int, float]]] = {k: [] for k in calls}
+    try:
+        for call in calls.values():
+            await drive(call, concurrency, 0.2)  # open the connections
+        names = list(calls)
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[: r % len(names)]:
+                runs[name].append(await drive(calls[name], concurrency, seconds))
     finally:
         await client.aclose()
-
-    ec = EndpointClient(endpoint)
-    try:
-        async def adapter_call() -> bool:
-            return (await ec.call("GET", path, what="bench")).outcome == "ok"
-
-        await drive(adapter_call, concurrency, 0.3)
-        out["adapter"] = await drive(adapter_call, concurrency, seconds)
-    finally:
         await ec.aclose()
-
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(base_url=root, connector=connector) as session:
-        async def aiohttp_call() -> bool:
-            async with session.get(path) as r:
-                await r.read()
-                return r.status == 200
-
-        await drive(aiohttp_call, concurrency, 0.3)
-        out["aiohttp"] = await drive(aiohttp_call, concurrency, seconds)
+        await session.close()
+    out: dict[str, Any] = {"concurrency": concurrency}
+    for name, rs in runs.items():
+        out[name] = (statistics.median(x[0] for x in rs), sum(x[1] for x in rs), statistics.median(x[2] for x in rs))
     return out
 
 
-async def run_all(levels: list[int], seconds: float, root: str | None) -> dict[str, Any]:
+async def run_all(levels: list[int], seconds: float, root: str | None, rounds: int = 3) -> dict[str, Any]:
     from adapters.sandbox.world import default_world
 
     page = default_world().pages[0].url
@@ -133,7 +136,7 @@ async def run_all(levels: list[int], seconds: float, root: str | None) -> dict[s
     with contextlib.ExitStack() as stack:
         base = root or stack.enter_context(sandbox_server())
         for c in levels:
-            m = await measure(base, c, seconds, path)
+            m = await measure(base, c, seconds, path, rounds)
             row: dict[str, Any] = {"concurrency": c}
             for k in ("httpx", "adapter", "aiohttp"):
                 rps, errors, cpu_ms = m[k]
@@ -143,26 +146,27 @@ async def run_all(levels: list[int], seconds: float, root: str | None) -> dict[s
             row["adapter_share"] = round(row["adapter"]["rps"] / base_rps, 3)
             rows.append(row)
     last = rows[-1]
-    return {"bench": "http", "route": "GET /jina/<page>", "seconds": seconds, "levels": rows,
+    return {"bench": "http", "route": "GET /jina/<page>", "seconds": seconds, "rounds": rounds, "levels": rows,
             "target": "httpx >= 70% of aiohttp at the highest concurrency", "ok": last["httpx_share"] >= 0.7}
 
 
 @click.command("http")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.option("--seconds", default=3.0, show_default=True, help="Measured time per client and level.")
+@click.option("--seconds", default=1.0, show_default=True, help="Measured time per client, level and round.")
+@click.option("--rounds", default=3, show_default=True, help="Interleaved rounds per level (medians are reported).")
 @click.option("--levels", default="8,32,128", show_default=True, help="Requests in flight, comma-separated.")
 @click.option("--url", default=None, help="Use a running `searchtrace sandbox serve` instead of starting one.")
-def command(as_json: bool, seconds: float, levels: str, url: str | None) -> None:
+def command(as_json: bool, seconds: float, rounds: int, levels: str, url: str | None) -> None:
     """Requests/s of the production httpx transport vs plain aiohttp against the sandbox on 127.0.0.1."""
     try:
         lv = [int(x) for x in levels.split(",") if x.strip()]
     except ValueError:
         raise click.UsageError(f"--levels: {levels!r} is not a comma-separated list of integers") from None
-    result = anyio.run(run_all, lv, seconds, url, backend="asyncio")
+    result = anyio.run(run_all, lv, seconds, url, rounds, backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return
-    click.echo(f"GET /jina/<page> on a sandbox server at 127.0.0.1, {seconds:g} s per client and level")
+    click.echo(f"GET /jina/<page> on a sandbox server at 127.0.0.1; median of {rounds} interleaved {seconds:g} s rounds")
     click.echo(f"{'in flight':>9}  {'httpx req/s':>11}  {'adapter req/s':>13}  {'aiohttp req/s':>13}  {'httpx/aiohttp':>13}  CPU ms/req (httpx, aiohttp)")
     for r in result["levels"]:
         click.echo(f"{r['concurrency']:>9}  {r['httpx']['rps']:>11}  {r['adapter']['rps']:>13}  {r['aiohttp']['rps']:>13}  "

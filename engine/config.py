@@ -175,6 +175,15 @@ def _check(cfg: RunConfig, src: str) -> None:
 
     if cfg.run_id and not _ID_RE.match(cfg.run_id):
         raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
+    if not cfg.agent.model.strip():
+        raise bad("agent.model", "required (the chat model name)")
+    if not cfg.providers:
+        raise bad("providers", "at least one [providers.<name>] table is required")
+    for name, p in cfg.providers.items():
+        if not _ID_RE.match(name):
+            raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
+        if p.kind not in PROVIDER_KINDS:
+            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
     if cfg.fetch.backend != "jina":
         raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
     endpoints: list[tuple[str, _EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
@@ -193,15 +202,6 @@ def _check(cfg: RunConfig, src: str) -> None:
     ):
         if ivalue < 1:
             raise bad(key, f"must be >= 1, got {ivalue}")
-    if not cfg.agent.model.strip():
-        raise bad("agent.model", "required (the chat model name)")
-    if not cfg.providers:
-        raise bad("providers", "at least one [providers.<name>] table is required")
-    for name, p in cfg.providers.items():
-        if not _ID_RE.match(name):
-            raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
-        if p.kind not in PROVIDER_KINDS:
-            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
     for key, url in [("agent.base_url", cfg.agent.base_url), ("fetch.base_url", cfg.fetch.base_url)] + [
         (f"providers.{n}.base_url", p.base_url) for n, p in cfg.providers.items()
     ]:

@@ -1,4 +1,8 @@
-"""The fan-out over every (question, provider) trajectory: a fixed pool of anyio workers, per-endpoint limits.
+"""The fan-out over every (question, provider) trajectory: a fixed pool of anyio workers.
+
+Per-endpoint limits live where the requests are made: each adapter holds one adapters.http.EndpointClient
+per endpoint with its leaky bucket (AsyncLimiter(rps/10, 0.1), or `burst` when configured) and its
+CapacityLimiter, shared by every trajectory that uses that provider, the fetch backend or the chat model.
 
 A trajectory that fails for any reason (chat failure after retries, an adapter bug) is written with reason
 `error` and never stops the others; only cancellation (Ctrl-C) stops the pool, and then nothing of the
@@ -9,82 +13,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 import anyio
 import structlog
-from aiolimiter import AsyncLimiter
 
-from adapters.types import ChatResponse, FetchResponse, SearchResponse
-from engine.agent import Agent, ChatModel, FetchBackend, Recorder, SearchProvider, Trajectory
+from engine.agent import Agent, Recorder, Trajectory
 from store.errors import BadInput, ConcurrencyError
 from store.writer import Writer
 
 log = structlog.get_logger("searchtrace.fanout")
-
-
-def rate_limiter(rps: float, burst: int = 0) -> AsyncLimiter:
-    """A leaky bucket with mean rate `rps` whose burst is `burst` calls, or rps/10 when 0 (no first-second 2x burst)."""
-    if burst > 0:
-        return AsyncLimiter(burst, burst / rps)
-    return AsyncLimiter(rps / 10, 0.1) if rps >= 10 else AsyncLimiter(1, 1 / rps)
-
-
-class Limits:
-    """Request rate (leaky bucket) and in-flight cap of one endpoint, shared by every caller of it."""
-
-    def __init__(self, rps: float, concurrency: int, burst: int = 0) -> None:
-        self.rate = rate_limiter(rps, burst)
-        self.slots = anyio.CapacityLimiter(concurrency)
-        self.rps, self.concurrency, self.burst = rps, concurrency, burst
-
-    async def __aenter__(self) -> None:
-        await self.slots.acquire()
-        try:
-            await self.rate.acquire()
-        except BaseException:
-            self.slots.release()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.slots.release()
-
-
-class LimitedSearch:
-    """A search provider behind its endpoint's limits (same `name`/`params` as the wrapped adapter)."""
-
-    def __init__(self, inner: SearchProvider, limits: Limits) -> None:
-        self.inner, self.limits = inner, limits
-        self.name, self.params = inner.name, inner.params
-
-    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse:
-        async with self.limits:
-            return await self.inner.search(query, trace_id=trace_id)
-
-
-class LimitedFetch:
-    def __init__(self, inner: FetchBackend, limits: Limits) -> None:
-        self.inner, self.limits = inner, limits
-
-    async def fetch(self, url: str, *, trace_id: str | None = None) -> FetchResponse:
-        async with self.limits:
-            return await self.inner.fetch(url, trace_id=trace_id)
-
-
-class LimitedChat:
-    def __init__(self, inner: ChatModel, limits: Limits) -> None:
-        self.inner, self.limits = inner, limits
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        response_format: dict[str, Any] | None = None,
-        trace_id: str | None = None,
-    ) -> ChatResponse:
-        async with self.limits:
-            return await self.inner.complete(messages, tools=tools, response_format=response_format, trace_id=trace_id)
 
 
 async def run_one(agent: Agent, traj: Trajectory, writer: Writer) -> str:

@@ -100,6 +100,8 @@ def load_questions(cfg: RunConfig) -> list[Question]:
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()
     if cfg.sample.n is not None:
+        if cfg.sample.n > len(rows):
+            raise BadInput(f"sample.n = {cfg.sample.n} is more than the {len(rows)} questions in {source}")
         chosen = sample(rows, cfg.sample.n, cfg.sample.seed, source=source, strata=strata)
     else:
         chosen = [row for _, _, row in prepare(rows, source, strata)]
@@ -163,12 +165,14 @@ async def record_run(
     stats: Stats | None = None,
     on_progress: Callable[[], None] | None = None,
     on_plan: Callable[[Stats], None] | None = None,
+    questions: list[Question] | None = None,
 ) -> RunSummary:
     """Records every trajectory of the run that the store does not hold yet; returns the counters."""
     t0 = time.perf_counter()
     run_id = cfg.effective_run_id()
     prompt = get_prompt(cfg.agent.prompt_version)
-    questions = await anyio.to_thread.run_sync(load_questions, cfg)
+    if questions is None:
+        questions = await anyio.to_thread.run_sync(load_questions, cfg)
     prev, done, has_finished = await anyio.to_thread.run_sync(_run_state, log_, run_id)
     if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
         raise BadInput(

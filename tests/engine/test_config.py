@@ -1,0 +1,98 @@
+"""Run configs: every invalid value is one BadInput naming file and key; defaults, env overrides, run ids."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.config import load_config, point_at_sandbox
+from store.errors import BadInput
+
+GOOD = """
+[agent]
+model = "gpt-5.4"
+[providers.brave]
+params = { country = "US" }
+[providers.tavily]
+rps = 2
+[dataset]
+path = "q.jsonl"
+[sample]
+n = 2
+"""
+
+
+def write(tmp: Path, text: str) -> Path:
+    (tmp / "q.jsonl").write_text('{"qid": "a", "question": "Q?", "answer": "A"}\n' * 1)
+    p = tmp / "run.toml"
+    p.write_text(text)
+    return p
+
+
+def test_good_config_gets_kind_defaults_and_a_stable_run_id(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, GOOD), env={})
+    assert cfg.providers["brave"].kind == "brave" and cfg.providers["brave"].base_url == "https://api.search.brave.com"
+    assert cfg.providers["tavily"].rps == 2.0 and cfg.providers["brave"].rps > 0
+    assert cfg.agent.key_env == "OPENAI_API_KEY" and cfg.fetch.timeout_s == 15.0 and cfg.fetch.max_bytes == 2 * 1024 * 1024
+    assert cfg.limits.max_iterations == 10
+    assert cfg.dataset.path == str(tmp_path / "q.jsonl") and cfg.dataset.id.startswith("q.jsonl:")
+    rid = cfg.effective_run_id()
+    assert rid.startswith("run-") and load_config(tmp_path / "run.toml", env={}).effective_run_id() == rid
+    # rates are not part of the protocol; params are
+    faster = load_config(write(tmp_path, GOOD.replace("rps = 2", "rps = 9")), env={})
+    assert faster.effective_run_id() == rid
+    other = load_config(write(tmp_path, GOOD.replace('"US"', '"DE"')), env={})
+    assert other.effective_run_id() != rid
+    body = cfg.to_event()
+    assert body["prompt"]["version"] == "agent/1" and len(body["prompt"]["sha256"]) == 64 and body["run_id"] == rid
+
+
+def test_env_overrides_base_urls_and_sandbox_points_everything(tmp_path: Path) -> None:
+    env = {"SEARCHTRACE_BRAVE_BASE_URL": "http://127.0.0.1:9/b", "OPENAI_BASE_URL": "http://127.0.0.1:9/o"}
+    cfg = load_config(write(tmp_path, GOOD), env=env)
+    assert cfg.providers["brave"].base_url == "http://127.0.0.1:9/b" and cfg.agent.base_url == "http://127.0.0.1:9/o"
+    assert cfg.providers["tavily"].base_url == "https://api.tavily.com"
+    rid = cfg.effective_run_id()
+    point_at_sandbox(cfg, "http://127.0.0.1:8765/")
+    assert cfg.providers["tavily"].base_url == "http://127.0.0.1:8765/tavily"
+    assert cfg.fetch.base_url == "http://127.0.0.1:8765/jina" and cfg.agent.base_url == "http://127.0.0.1:8765/openai/v1"
+    assert cfg.agent.model == "sandbox-agent" and cfg.effective_run_id() != rid
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace('model = "gpt-5.4"', ""), "key agent.model: required"),
+        (lambda t: t.replace("rps = 2", 'rps = "fast"'), "key providers.tavily.rps: Expected `float`, got `str`"),
+        (lambda t: t.replace("rps = 2", "rps = -1"), "key providers.tavily.rps: must be > 0"),
+        (lambda t: t.replace("rps = 2", "speed = 2"), "key providers.tavily.speed: unknown key"),
+        (lambda t: t.replace("[providers.tavily]", "[providers.bing]"), "key providers.bing.kind: unknown provider 'bing'"),
+        (lambda t: t.replace("n = 2", "n = 0"), "key sample.n: must be >= 1"),
+        (lambda t: t.replace('"q.jsonl"', '"missing.jsonl"'), "key dataset.path: no such file"),
+        (lambda t: t + "[limits]\nmax_iterations = 0\n", "key limits.max_iterations: must be >= 1"),
+        (lambda t: t + "[fetch]\nbase_url = \"ftp://x\"\n", "key fetch.base_url: 'ftp://x' is not an http(s) URL"),
+        (lambda t: 'run_id = "a b"\n' + t, "key run_id: 'a b' may only hold"),
+        (lambda t: t.replace("[agent]", "[agent\n"), "not valid TOML"),
+    ],
+)
+def test_bad_values_name_file_and_key(tmp_path: Path, edit: object, message: str) -> None:
+    path = write(tmp_path, edit(GOOD))  # type: ignore[operator]
+    with pytest.raises(BadInput) as err:
+        load_config(path, env={})
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+
+
+def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("rps = 2", "rps = -1"))
+    exe = str(Path(sys.executable).parent / "searchtrace")
+    r = subprocess.run([exe, "record", "--config", str(path), "--db", str(tmp_path / "x.duckdb")], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"searchtrace: error: {path}: key providers.tavily.rps: must be > 0, got -1.0"]
+    assert not (tmp_path / "x.duckdb").exists()
+    good = write(tmp_path, GOOD.replace("n = 2", "n = 5"))
+    r = subprocess.run([exe, "record", "--config", str(good), "--db", str(tmp_path / "x.duckdb")], capture_output=True, text=True)
+    assert r.returncode == 2 and "sample.n = 5 is more than the 1 questions" in r.stderr
+    assert not (tmp_path / "x.duckdb").exists()

@@ -1,0 +1,49 @@
+"""The demo end to end (record, judge, report) and the fan-out benchmark's own arithmetic, kept small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.fanout import max_in_window, rate_limit, trajectories
+from engine.agent import Stats
+from engine.commands.demo import run_demo
+from engine.progress import progress_display, summary_line
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_demo_records_judges_reports_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    first = await run_demo(out / "demo.duckdb", out, 6, progress=False)
+    assert first.record.trajectories == 18 and first.record.recorded == 18 and first.record.finished
+    assert first.judge is not None and first.judge["items"] > 0 and first.judge["valid"] == first.judge["items"]
+    assert first.report is not None and sorted(first.report["providers"]) == ["brave", "firecrawl", "tavily"]
+    assert all(p["trajectories"] == 6 for p in first.report["providers"].values())
+    assert first.html is not None and Path(first.html).read_text().lstrip().lower().startswith("<!doctype html")
+    again = await run_demo(out / "demo.duckdb", out, 6, progress=False)
+    assert again.record.already == 18 and again.record.recorded == 0 and again.record.model_calls == 0
+    assert again.judge is not None and again.judge["already"] == first.judge["items"] and again.judge["done"] == 0
+    assert again.report == first.report
+
+
+def test_max_in_window() -> None:
+    assert max_in_window([]) == 0
+    assert max_in_window([0.0, 0.5, 0.99, 1.0, 1.5]) == 3
+    assert max_in_window([0.0, 1.0, 2.0]) == 1
+
+
+async def test_fanout_bench_small(tmp_path: Path) -> None:
+    t = await trajectories(30, tmp_path)
+    assert t["trajectories"] == 30 and t["cpu_ms_per_trajectory_engine"] > 0 and t["events"] > 30 * 4
+    r = await rate_limit(60, 100.0)
+    assert r["errors"] == 0 and r["ok_burst"] and r["max_in_any_1s_window"] <= 110
+
+
+def test_progress_is_quiet_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    s = Stats(total=4, done=1, running=2, failed=1, model_calls=7)
+    with progress_display(s) as tick:  # stderr is captured, not a TTY
+        tick()
+    assert capsys.readouterr().err == ""
+    assert summary_line(s).startswith("done 1/4 · running 2 · failed 1 · model 7")
