@@ -5,15 +5,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from analytics.eventscan import HasCursor, Scan, latest_judge_run, scan
+from analytics.eventscan import HasCursor, Scan, latest_judge_run, providers, scan, verdicts
 from store import blobs
 from store.errors import BadInput
-from store.events import AuditLabel, JudgeItemRef, NewEvent, decode_payload, stable_event_id
+from store.events import AuditLabel, JudgeItemRef, JudgeVerdict, NewEvent, decode_payload, stable_event_id
 
 SURFACES: tuple[Literal["snippet", "page"], ...] = ("snippet", "page")
 LABELS: tuple[Literal["supports_gold", "contradicts_gold", "relevant"], ...] = (
@@ -76,19 +76,19 @@ def leaf_name(leaf: tuple[str, str, str, bool]) -> str:
     return f"{provider}|{surface}|{label}|{str(value).lower()}"
 
 
-def cases(s: Scan) -> list[Case]:
-    """Every (item, surface, label) of the valid verdicts in the scanned judge run."""
+def cases(judged: Mapping[tuple[str, str], JudgeVerdict], provider_of: Mapping[str, str]) -> list[Case]:
+    """Every (item, surface, label) of the valid verdicts of a judge run whose trajectory is known."""
     out: list[Case] = []
-    for (tid, url_n), v in s.verdicts.items():
-        traj = s.trajectories.get(tid)
-        if not v.valid or v.labels is None or traj is None:
+    for (tid, url_n), v in judged.items():
+        provider = provider_of.get(tid)
+        if not v.valid or v.labels is None or provider is None:
             continue
         for surface, labels in (("snippet", v.labels.snippet), ("page", v.labels.page)):
             if labels is None:
                 continue
             for label in LABELS:
                 value = bool(getattr(labels, label))
-                out.append(Case(v.judge_run_id, traj.provider, tid, url_n, surface, label, value))
+                out.append(Case(v.judge_run_id, provider, tid, url_n, surface, label, value))
     return out
 
 
@@ -171,10 +171,12 @@ def audit_sample(
 ) -> tuple[str, list[dict[str, str]]]:
     """(judge run, TSV rows) of the balanced sample."""
     jr = resolve_judge_run(source, judge_run_id)
-    s = scan(source, jr)
-    if not s.verdicts:
+    judged = verdicts(source, jr)
+    if not judged:
         raise BadInput(f"judge run {jr!r} has no verdicts in this database")
-    return jr, rows_for(s, balanced_sample(cases(s), k, seed), source)
+    chosen = balanced_sample(cases(judged, providers(source)), k, seed)
+    s = scan(source, jr, only={c.trajectory_id for c in chosen})
+    return jr, rows_for(s, chosen, source)
 
 
 def resolve_judge_run(source: HasCursor, judge_run_id: str | None) -> str:
@@ -346,13 +348,12 @@ class Tally:
 def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf."""
     jr = resolve_judge_run(source, judge_run_id)
-    s = scan(source, jr)
+    provider_of = providers(source)
     overall = Tally()
     leaves: dict[str, Tally] = {}
     for history in current_labels(source, jr).values():
         a = history[-1]
-        traj = s.trajectories.get(a.item.trajectory_id)
-        provider = traj.provider if traj else "?"
+        provider = provider_of.get(a.item.trajectory_id, "?")
         for t in (
             overall,
             leaves.setdefault(leaf_name((provider, a.surface, a.label, a.judge_value)), Tally()),
@@ -387,14 +388,16 @@ def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[
         raise BadInput(f"{path}: no such file") from None
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not valid UTF-8") from None
-    wanted: set[str] = set()
+    wanted: dict[str, set[str]] = {}  # judge run -> trajectories the file names
     try:
         for r in csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"):
-            wanted.add((r.get("judge_run_id") or "").strip())
+            wanted.setdefault((r.get("judge_run_id") or "").strip(), set()).add(
+                (r.get("trajectory_id") or "").strip()
+            )
     except csv.Error:
         pass  # parse_labels names the line
     known = judge_runs(source)
-    s_by_run = {jr: scan(source, jr) for jr in sorted(wanted & known)}
+    s_by_run = {jr: scan(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
     labels, skipped = parse_labels(path, text, s_by_run)
     events, unchanged = label_events(labels, current_labels(source))
     return events, {"rows": len(labels) + skipped, "unlabelled": skipped, "unchanged": unchanged}

@@ -6,7 +6,7 @@ whether the data was recorded live or imported, and does not depend on the typed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -100,6 +100,14 @@ _TYPES = [
 ]
 
 
+_TRAJ = """
+SELECT stream_id, arg_min(j[1], position) AS trajectory_id, arg_min(j[2], position) AS provider
+FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider']) AS j
+      FROM events WHERE type = 'trajectory.started')
+GROUP BY stream_id
+"""
+
+
 def latest_judge_run(source: HasCursor) -> str:
     """The judge run of the last judge.started (as the report picks it), else of the last verdict; BadInput when none."""
     row = (
@@ -116,26 +124,64 @@ def latest_judge_run(source: HasCursor) -> str:
     return str(row[0])
 
 
-def _events(source: HasCursor, judge_run_id: str | None) -> Iterator[tuple[str, Payload]]:
+def _events(
+    source: HasCursor, judge_run_id: str | None, trajectories: Collection[str] | None
+) -> Iterator[tuple[str, Payload]]:
+    """The events a scan needs, in order; only those of `trajectories` (and their verdicts) when given."""
     cur = source.cursor()
-    cur.execute(
-        "SELECT stream_id, payload FROM events WHERE type IN (SELECT unnest(?::VARCHAR[])) "
-        "AND (type <> 'judge.verdict' OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY position",
-        [_TYPES, judge_run_id or ""],
-    )
+    where = "type IN (SELECT unnest(?::VARCHAR[])) AND (type <> 'judge.verdict' OR json_extract_string(payload, '$.judge_run_id') = ?)"
+    params: list[object] = [_TYPES, judge_run_id or ""]
+    if trajectories is not None:
+        tids = sorted(set(trajectories))
+        where += (
+            " AND (type = 'dataset.question'"
+            " OR (type = 'judge.verdict' AND json_extract_string(payload, '$.item.trajectory_id') IN (SELECT unnest(?::VARCHAR[])))"
+            f" OR stream_id IN (SELECT stream_id FROM ({_TRAJ}) WHERE trajectory_id IN (SELECT unnest(?::VARCHAR[]))))"
+        )
+        params += [tids, tids]
+    cur.execute(f"SELECT stream_id, payload FROM events WHERE {where} ORDER BY position", params)
     while rows := cur.fetchmany(10_000):
         for stream_id, payload in rows:
             yield stream_id, decode_payload(payload)
     cur.close()
 
 
-def scan(source: HasCursor, judge_run_id: str | None) -> Scan:
-    """Trajectories with their judge items, counts and tokens, plus the verdicts of one judge run."""
+def providers(source: HasCursor) -> dict[str, str]:
+    """trajectory_id -> provider, from the trajectory.started events alone."""
+    cur = source.cursor()
+    rows = cur.execute(f"SELECT trajectory_id, provider FROM ({_TRAJ})").fetchall()
+    cur.close()
+    return {str(t): str(p) for t, p in rows}
+
+
+def verdicts(source: HasCursor, judge_run_id: str) -> dict[tuple[str, str], JudgeVerdict]:
+    """The first verdict per item of one judge run (only verdict events are decoded)."""
+    cur = source.cursor()
+    cur.execute(
+        "SELECT payload FROM events WHERE type = 'judge.verdict' "
+        "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position",
+        [judge_run_id],
+    )
+    out: dict[tuple[str, str], JudgeVerdict] = {}
+    while rows := cur.fetchmany(10_000):
+        for (payload,) in rows:
+            v = decode_payload(payload)
+            assert isinstance(v, JudgeVerdict)
+            out.setdefault((v.item.trajectory_id, v.item.url_normalized), v)
+    cur.close()
+    return out
+
+
+def scan(source: HasCursor, judge_run_id: str | None, only: Collection[str] | None = None) -> Scan:
+    """Trajectories with their judge items, counts and tokens, plus the verdicts of one judge run.
+
+    With `only` (trajectory ids), only those (and their verdicts) are read: the audit needs a few, not millions.
+    """
     by_stream: dict[str, Trajectory] = {}
     questions: dict[str, DatasetQuestion] = {}
     trajectories: dict[str, Trajectory] = {}
     verdicts: dict[tuple[str, str], JudgeVerdict] = {}
-    for stream_id, p in _events(source, judge_run_id):
+    for stream_id, p in _events(source, judge_run_id, only):
         if isinstance(p, JudgeVerdict):
             verdicts.setdefault((p.item.trajectory_id, p.item.url_normalized), p)
             continue
@@ -194,12 +240,6 @@ def _apply(t: Trajectory, p: Any) -> None:
 
 
 # -- set-based aggregates for the HTML page (SQL, so they stay fast at millions of events) -----------------
-_TRAJ = """
-SELECT stream_id, arg_min(j[1], position) AS trajectory_id, arg_min(j[2], position) AS provider
-FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider']) AS j
-      FROM events WHERE type = 'trajectory.started')
-GROUP BY stream_id
-"""
 
 
 def gold_rank_hist(source: HasCursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:

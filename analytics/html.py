@@ -84,11 +84,11 @@ def _tick(v: float) -> str:
 
 
 def _nice_max(v: float) -> float:
-    """A round axis end at or above v (1, 2, 2.5, 5 × 10^k)."""
+    """A round axis end at or above v (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k)."""
     if v <= 0:
         return 1.0
     exp = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
+    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * exp >= v:
             return m * exp
     return 10 * exp
@@ -367,6 +367,7 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
         "an incompatible answer; the ratio is contradicting / supporting.</p>",
         contradiction_chart(providers),
         "<h2>Tokens per trajectory</h2>",
+        '<p class="note">Box: middle half of the trajectories; thick line: median; dot: mean; whiskers: min to max.</p>',
         box_chart(
             {n: [float(r.get("input_tokens", 0)) for r in per_traj.get(n, [])] for n in names},
             "input tokens per trajectory",
