@@ -68,7 +68,9 @@ def fail(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="searchtrace", standalone_mode=False)
+        rc = cli.main(args=argv, prog_name="searchtrace", standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
