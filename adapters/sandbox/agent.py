@@ -123,9 +123,21 @@ def _promising(s: _State) -> list[Doc]:
     return sorted(about, key=lambda d: (attr not in (d.title + d.snippet).lower(), d.rank, order[d.doc_id]))
 
 
-def decide(messages: list[dict[str, Any]]) -> Turn:
-    """The agent's next turn, a pure function of the conversation."""
+def _best_effort(s: _State) -> Turn:
+    """Without tools: the answer the evidence so far states, or an honest admission."""
+    if s.subject is not None:
+        for text in [p for _, p in s.pages] + [d.title + "\n" + d.snippet for d in s.docs.values()]:
+            answers = stated_answers(text, s.subject)
+            if answers:
+                return Turn(text=f"FINAL ANSWER: {answers[0]}")
+    return Turn(text="I cannot answer this without searching, and no tool is available.")
+
+
+def decide(messages: list[dict[str, Any]], can_call_tools: bool = True) -> Turn:
+    """The agent's next turn, a pure function of the conversation (and of whether it may call tools)."""
     s = _State(messages)
+    if not can_call_tools:
+        return _best_effort(s)
     if not s.queries:
         calls = [(SEARCH, {"query": s.question})]
         if s.subject is not None and _h(s.question) % 3 == 0:  # sometimes two searches in parallel

@@ -54,6 +54,31 @@ def _usage(key: str, messages: list[dict[str, Any]], tools: Any, output: str, re
             "reasoning_tokens": think, "cached_tokens": min(cached, prompt)}
 
 
+def message_order_error(messages: list[dict[str, Any]]) -> str | None:
+    """OpenAI's own 400s for a broken tool-call transcript (so a harness bug fails here as it would live)."""
+    pending: list[str] = []
+    for m in messages:
+        role = m.get("role")
+        if role not in ("system", "developer", "user", "assistant", "tool"):
+            return f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', 'tool', 'developer'."
+        if role == "tool":
+            call_id = str(m.get("tool_call_id"))
+            if call_id not in pending:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.")
+            pending.remove(call_id)
+            continue
+        if pending:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+        if role == "assistant":
+            pending = [str(tc.get("id")) for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]
+    if pending:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+    return None
+
+
 def _error(status: int, message: str, code: str | None, param: str | None = None) -> Response:
     return json_response(wire.openai_error(message, "invalid_request_error", code, param), status)
 
@@ -80,23 +105,32 @@ async def chat_completions(request: Request) -> Response:
         return _error(400, "you must provide a model parameter", None)
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         return _error(400, "[] is too short - 'messages'", None, "messages")
+    broken = message_order_error(messages)
+    if broken:
+        return _error(400, broken, None, "messages")
+    tools = body.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not tools):
+        return _error(400, "[] is too short - 'tools'", "empty_array", "tools")
     if model not in AGENT_MODELS + JUDGE_MODELS:
         return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
                                                "invalid_request_error", "model_not_found"), 404)
     key = request_key("chat", _canon.encode(body))
     last = _text(messages[-1].get("content"))
     kind = sb.fault("chat", key, last)
-    tools = body.get("tools")
+    choice = body.get("tool_choice", "auto")
 
     async def produce() -> Response:
         if model in AGENT_MODELS:
-            turn = agent.decide(messages)
+            turn = agent.decide(messages, can_call_tools=bool(tools) and choice != "none")
             calls = [{"id": f"call_{wire.digest(key, str(i), n=24)}", "type": "function",
-                      "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+                      "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False, separators=(",", ":"))}}
                      for i, (name, args) in enumerate(turn.calls)]
             output = turn.text or json.dumps(calls)
             u = _usage(key, messages, tools, output, reasoning=True)
-            return json_response(wire.chat_completion(key=key, model=model, content=turn.text, tool_calls=calls or None, **u))
+            reply = wire.chat_completion(key=key, model=model, content=turn.text, tool_calls=calls or None, **u)
+            if calls and isinstance(choice, dict):  # OpenAI says "stop" when tool_choice names the function
+                reply["choices"][0]["finish_reason"] = "stop"
+            return json_response(reply)
         prompt = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
         bad = kind if kind in JUDGE_KINDS else None
         if bad is None and model == "sandbox-judge-sloppy":

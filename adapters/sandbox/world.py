@@ -76,7 +76,7 @@ class World:
         """(score, page index) for every page matching any query token, best first; ties by index.
 
         field "full" scores title and body, "head" only title and meta description (a shallow index)."""
-        q = set(tokens(query))
+        q = sorted(set(tokens(query)))  # a fixed summation order: float sums must not depend on hash seeds
         out = []
         lens, avg = self._len[field], self._avg[field]
         for i, tf in enumerate(self._tf[field]):
@@ -92,8 +92,7 @@ class World:
 
     def passage_score(self, query: str, text: str) -> float:
         """How well one sentence matches a query: idf mass of the distinct query tokens it contains."""
-        q = set(tokens(query))
-        return sum(self.idf.get(t, 0.0) for t in q & set(tokens(text)))
+        return sum(self.idf.get(t, 0.0) for t in sorted(set(tokens(query)) & set(tokens(text))))
 
 
 @lru_cache(maxsize=4)

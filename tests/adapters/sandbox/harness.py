@@ -11,6 +11,7 @@ from adapters.sandbox import base_urls
 from adapters.sandbox.reading import strip_tags
 from adapters.urls import domain_of
 from engine.documents import document_block
+from engine.tools import TOOL_SCHEMAS
 
 ROOT = "http://sandbox"
 HEADERS = {
@@ -62,7 +63,7 @@ async def run_agent(client: httpx.AsyncClient, provider: str, question: str, max
     searches = 0
     for it in range(1, max_iterations + 1):
         r = await client.post(f"{base_urls(ROOT)['openai']}/chat/completions", headers=HEADERS["chat"],
-                              json={"model": "sandbox-agent", "messages": messages, "tools": []})
+                              json={"model": "sandbox-agent", "messages": messages, "tools": TOOL_SCHEMAS})
         r.raise_for_status()
         msg = r.json()["choices"][0]["message"]
         messages.append({k: v for k, v in msg.items() if k in ("role", "content", "tool_calls")})

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from adapters.sandbox import base_urls, create_app, default_world
+from engine.tools import TOOL_SCHEMAS
 from tests.adapters.sandbox.harness import HEADERS, ROOT
 
 FIXTURES = Path("/work/shared/research/fixtures")
@@ -161,7 +162,7 @@ async def test_jina_text_json_variants_and_errors(client: httpx.AsyncClient) -> 
 @pytest.mark.anyio
 async def test_chat_completion_shape_and_errors(client: httpx.AsyncClient) -> None:
     url = f"{B['openai']}/chat/completions"
-    req = {"model": "sandbox-agent", "messages": [{"role": "user", "content": Q}], "tools": []}
+    req = {"model": "sandbox-agent", "messages": [{"role": "user", "content": Q}], "tools": TOOL_SCHEMAS}
     r = await client.post(url, json=req, headers=HEADERS["chat"])
     want = fixture("openai_chat_tool_call.json")
     body = r.json()
@@ -186,6 +187,51 @@ async def test_chat_completion_shape_and_errors(client: httpx.AsyncClient) -> No
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
     broken = await client.post(url, content=b"{not json", headers=HEADERS["chat"])
     assert broken.status_code == 400
+
+
+@pytest.mark.anyio
+async def test_chat_request_rules_like_openai(client: httpx.AsyncClient) -> None:
+    url = f"{B['openai']}/chat/completions"
+    first = {"model": "sandbox-agent", "messages": [{"role": "user", "content": Q}], "tools": TOOL_SCHEMAS}
+    reply = (await client.post(url, json=first, headers=HEADERS["chat"])).json()["choices"][0]["message"]
+    call_id = reply["tool_calls"][0]["id"]
+    assistant = {"role": "assistant", "content": None, "tool_calls": reply["tool_calls"]}
+    unanswered = {**first, "messages": [*first["messages"], assistant]}
+    r = await client.post(url, json=unanswered, headers=HEADERS["chat"])
+    assert r.status_code == 400 and call_id in r.json()["error"]["message"]
+    orphan = {**first, "messages": [*first["messages"], {"role": "tool", "tool_call_id": "call_x", "content": "x"}]}
+    assert (await client.post(url, json=orphan, headers=HEADERS["chat"])).status_code == 400
+    empty_tools = await client.post(url, json={**first, "tools": []}, headers=HEADERS["chat"])
+    assert empty_tools.status_code == 400 and empty_tools.json()["error"]["param"] == "tools"
+    named = {**first, "tool_choice": {"type": "function", "function": {"name": "search_web"}}}
+    choice = (await client.post(url, json=named, headers=HEADERS["chat"])).json()["choices"][0]
+    assert choice["finish_reason"] == "stop" and choice["message"]["tool_calls"]  # OpenAI's documented quirk
+    no_tools = (await client.post(url, json={**first, "tool_choice": "none"}, headers=HEADERS["chat"])).json()
+    assert no_tools["choices"][0]["message"]["content"] and "tool_calls" not in no_tools["choices"][0]["message"]
+
+
+def test_scores_do_not_depend_on_the_hash_seed() -> None:
+    """Rankings sum floats: the raw scores must be bit-identical in processes with different PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib\n"
+        "from adapters.sandbox import default_world\n"
+        "from adapters.sandbox.world import sentences\n"
+        "w, h = default_world(), hashlib.sha256()\n"
+        "for q in w.questions:\n"
+        "    h.update(repr(w.bm25(q.question)).encode() + repr(w.bm25(q.question, 'head')).encode())\n"
+        "    h.update(repr([w.passage_score(q.question, s) for s in sentences(w.pages[0].body)]).encode())\n"
+        "print(h.hexdigest())\n"
+    )
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
 
 
 @pytest.mark.anyio
