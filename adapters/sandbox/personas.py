@@ -14,7 +14,7 @@ import re
 import msgspec
 
 from adapters.sandbox.corpus import Page
-from adapters.sandbox.world import World, sentences, tokens
+from adapters.sandbox.world import World, tokens
 
 PERSONAS = ("brave", "tavily", "firecrawl")
 
@@ -76,8 +76,9 @@ def _brave(world: World, query: str, n: int, decorate: bool, extra: bool) -> lis
     out = []
     for rank, (_, i) in enumerate(_ranked(world, "brave", query)[:n], start=1):
         page = world.pages[i]
-        sents = sentences(page.body)
-        scored = sorted(((world.passage_score(query, s), j, s) for j, s in enumerate(sents)), key=lambda x: (-x[0], x[1]))
+        sents = [x for x, _ in world.page_sentences(i)]
+        scored = sorted(((sc, j, sents[j]) for j, sc in enumerate(world.passage_scores(query, i))),
+                        key=lambda x: (-x[0], x[1]))
         best = [s for sc, _, s in scored if sc > 0] or sents[:1]
         desc = _clip(best[0], 300) if best else page.description
         extras = [_clip(s, 240) for s in best[1:4]] if extra else []
@@ -92,14 +93,14 @@ def _tavily(world: World, query: str, n: int) -> list[Hit]:
     scored = []
     for s, i in _ranked(world, "tavily", query):
         page = world.pages[i]
-        best = max((world.passage_score(query, x) for x in sentences(page.body)), default=0.0)
+        best = max(world.passage_scores(query, i), default=0.0)
         scored.append(((0.5 + page.authority) * (s + best), i))
     scored.sort(key=lambda x: (-x[0], x[1]))
     out = []
     top = scored[0][0] if scored else 1.0
     for rank, (s, i) in enumerate(scored[:n], start=1):
         page = world.pages[i]
-        lead = " ".join(sentences(page.body)[:2])
+        lead = " ".join(x for x, _ in world.page_sentences(i)[:2])
         out.append(Hit(page=page, url=_variant(page.url, "tavily"), title=page.title, rank=rank,
                        content=_clip(lead, 400), score=round(0.95 * s / top, 8)))
     return out

@@ -63,6 +63,7 @@ class World:
         for tf in self._tf["full"]:
             df.update(tf.keys())
         n = len(self.pages)
+        self._sentences: dict[int, list[tuple[str, frozenset[str]]]] = {}
         self.idf: dict[str, float] = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
 
     def page(self, url: str) -> Page | None:
@@ -89,6 +90,19 @@ class World:
                 out.append((s, i))
         out.sort(key=lambda x: (-x[0], x[1]))
         return out
+
+    def page_sentences(self, i: int) -> list[tuple[str, frozenset[str]]]:
+        """Page i's sentences with their token sets (computed once per page)."""
+        cached = self._sentences.get(i)
+        if cached is None:
+            cached = [(x, frozenset(tokens(x))) for x in sentences(self.pages[i].body)]
+            self._sentences[i] = cached
+        return cached
+
+    def passage_scores(self, query: str, i: int) -> list[float]:
+        """passage_score of each sentence of page i, in page order."""
+        q = frozenset(tokens(query))
+        return [sum(self.idf.get(t, 0.0) for t in sorted(q & toks)) for _, toks in self.page_sentences(i)]
 
     def passage_score(self, query: str, text: str) -> float:
         """How well one sentence matches a query: idf mass of the distinct query tokens it contains."""

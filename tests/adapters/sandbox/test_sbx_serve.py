@@ -29,8 +29,10 @@ def test_real_server_start_request_stop() -> None:
             assert page.status_code == 200 and page.text.startswith("Title: ")
             index = c.get(root + "/").json()
             assert index["base_urls"] == b and index["questions"] == len(default_world().questions)
-            with pytest.raises(httpx.ReadTimeout):  # a hanging request, then the client gives up
+            with pytest.raises(httpx.ReadTimeout):  # hanging requests, then the client gives up
                 c.get(f"{b['jina']}/https://faults.sandbox.test/!fault:timeout", timeout=0.3)
+            with pytest.raises(httpx.ReadTimeout):
+                c.post(f"{b['tavily']}/search", json={"query": "x !fault:timeout"}, headers=HEADERS["tavily"], timeout=0.3)
             with c.stream("GET", f"{b['jina']}/https://faults.sandbox.test/x?!fault:oversized") as big:
                 read = 0
                 for chunk in big.iter_raw():
