@@ -23,7 +23,10 @@ Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
 
 CHUNK_ROWS = 16_384
-_INSERT = "INSERT INTO events SELECT * FROM __batch"
+_INSERT = (
+    "INSERT INTO events SELECT position, CAST(event_id AS UUID), stream_id, stream_seq, type, run_id, recorded_at, "
+    "payload, hash FROM __batch"
+)
 _TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
 _TS = pa.timestamp("us", tz="UTC")
 _JSON = pa.json_()
@@ -67,7 +70,7 @@ class _Columns:
 
     def __init__(self, first: int) -> None:
         self.first = first
-        self.ids: list[int] = []
+        self.ids: list[str] = []  # 32 hex digits; DuckDB casts them to UUID on its own thread
         self.streams: list[str] = []
         self.seqs: list[int] = []
         self.types: list[str] = []
@@ -93,7 +96,7 @@ class _Columns:
         return pa.table(
             {
                 "position": pa.array(range(self.first, self.first + n), pa.int64(), memory_pool=pool),
-                "event_id": pa.array([i.to_bytes(16) for i in self.ids], pa.uuid(), memory_pool=pool),
+                "event_id": pa.array(self.ids, pa.string(), memory_pool=pool),
                 "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
                 "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
                 "type": pa.array(self.types, pa.string(), memory_pool=pool),
@@ -221,10 +224,11 @@ def _build(
                 payload = encode(body)
                 tag = tags[type(body)]
                 run = ev.run_id
-                h = sha256(f"{prev}\x1f{position}\x1f{ui:032x}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{now_s}\x1f".encode())
-                h.update(payload)
-                prev = h.hexdigest()
-                add_id(ui)
+                hx = f"{ui:032x}"
+                prev = sha256(
+                    f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{now_s}\x1f".encode() + payload
+                ).hexdigest()
+                add_id(hx)
                 add_stream(sid)
                 add_seq(seq)
                 add_type(tag)

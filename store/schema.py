@@ -38,12 +38,14 @@ CREATE TABLE IF NOT EXISTS blobs(
 CREATE TABLE IF NOT EXISTS searchtrace_meta(key VARCHAR NOT NULL, value VARCHAR NOT NULL);
 """
 
-# The same bytes as `row_hash`, computed by DuckDB from a stored row and the previous row's stored hash.
-SQL_HASH_INPUT = (
-    "concat_ws(chr(31), {prev}, CAST(position AS VARCHAR), replace(CAST(event_id AS VARCHAR), '-', ''), "
-    "stream_id, CAST(stream_seq AS VARCHAR), type, run_id, CAST(epoch_us(recorded_at) AS VARCHAR), "
-    "CAST(payload AS VARCHAR))"
-)
+def sql_hash_input(prev: str, alias: str = "") -> str:
+    """SQL for the same bytes `row_hash` hashes, from a stored row (`alias.` prefix) and a previous-hash expression."""
+    c = f"{alias}." if alias else ""
+    return (
+        f"concat_ws(chr(31), {prev}, CAST({c}position AS VARCHAR), replace(CAST({c}event_id AS VARCHAR), '-', ''), "
+        f"{c}stream_id, CAST({c}stream_seq AS VARCHAR), {c}type, {c}run_id, CAST(epoch_us({c}recorded_at) AS VARCHAR), "
+        f"CAST({c}payload AS VARCHAR))"
+    )
 
 
 def epoch_us(ts: datetime) -> int:

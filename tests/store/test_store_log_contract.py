@@ -217,3 +217,21 @@ def test_event_ids_stored_as_uuid(tmp_path: Path) -> None:
     assert con.execute("SELECT event_id, typeof(event_id), typeof(payload) FROM events").fetchone() == (eid, "UUID", "JSON")
     con.close()
     assert msgspec.json.decode(encode_payload(every_payload()[0]))["type"] == "run.started"
+
+
+def test_stored_hashes_follow_the_documented_formula(tmp_path: Path) -> None:
+    from store.schema import GENESIS, epoch_us, row_hash
+
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("a", 0), ev("b", 0)])
+        log.append([NewEvent(stream_id="a", run_id="r2", payload=p) for p in every_payload()[:4]])
+        prev = GENESIS
+        for e in log.read():
+            want = row_hash(
+                prev, e.position, e.event_id, e.stream_id, e.stream_seq, e.type, e.run_id,
+                epoch_us(e.recorded_at), encode_payload(e.payload),
+            )
+            assert e.hash == want
+            prev = e.hash
+        assert prev == log.head_hash

@@ -59,7 +59,7 @@ def test_empty_store_is_intact(tmp_path: Path, capsys: pytest.CaptureFixture[str
          "broken at position 9"),
         ("INSERT INTO events SELECT * FROM events WHERE position = 5", "broken at position 5: position 5 appears 2 times"),
         ("UPDATE events SET stream_seq = 3 WHERE position = 8", "broken at position 8: stream 's1' has stream_seq 3"),
-        ("UPDATE events SET hash = 'f' || hash[2:] WHERE position = 30", "broken at position 30: hash mismatch"),
+        ("UPDATE events SET hash = CASE WHEN hash[1] = 'f' THEN 'e' ELSE 'f' END || hash[2:] WHERE position = 30", "broken at position 30: hash mismatch"),
     ],
 )
 def test_tampering_exits_1_naming_the_first_broken_position(
