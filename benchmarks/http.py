@@ -2,7 +2,7 @@
 
 A real sandbox server (uvicorn, its own process) listens on 127.0.0.1; for each level of concurrency
 (8, 32, 128 in flight) each client keeps that many requests going for a fixed time against the same Jina
-Reader route. Clients: `httpx` = an httpx.AsyncClient built by adapters.http.make_client (the production
+Reader route (`--route brave`: a search, where the server's work dominates). Clients: `httpx` = an httpx.AsyncClient built by adapters.http.make_client (the production
 transport, aiohttp underneath); `adapter` = adapters.http.EndpointClient.call (the whole adapter path:
 limits, timeouts, streamed read); `aiohttp` = a bare aiohttp.ClientSession. Target: httpx >= 70% of aiohttp at 128.
 """
@@ -82,7 +82,17 @@ async def drive(call: Callable[[], Awaitable[bool]], concurrency: int, seconds: 
     return done / wall, errors, cpu * 1000 / max(done, 1)
 
 
-async def measure(root: str, concurrency: int, seconds: float, path: str, rounds: int) -> dict[str, Any]:
+ROUTES = {
+    # a page read: little server work, so the client's own cost per request shows
+    "jina": ("/jina/{page}", {}),
+    # a Brave persona search (BM25 over the corpus): the server's work dominates, as with real providers
+    "brave": ("/brave/res/v1/web/search?q=headquarters+city+industries&count=10", {"X-Subscription-Token": "bench"}),
+}
+
+
+async def measure(
+    root: str, concurrency: int, seconds: float, path: str, rounds: int, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Each client `rounds` times, interleaved (the order rotates), so a noisy neighbour hits all alike; medians."""
     import statistics
 
@@ -96,15 +106,17 @@ async def measure(root: str, concurrency: int, seconds: float, path: str, rounds
     ec = EndpointClient(endpoint)
     session = aiohttp.ClientSession(base_url=root, connector=aiohttp.TCPConnector(limit=concurrency))
 
+    hdrs = dict(headers or {})
+
     async def httpx_call() -> bool:
-        r = await client.get(path)
+        r = await client.get(path, headers=hdrs)
         return r.status_code == 200
 
     async def adapter_call() -> bool:
-        return (await ec.call("GET", path, what="bench")).outcome == "ok"
+        return (await ec.call("GET", path, what="bench", headers=hdrs)).outcome == "ok"
 
     async def aiohttp_call() -> bool:
-        async with session.get(path) as r:
+        async with session.get(path, headers=hdrs) as r:
             await r.read()
             return r.status == 200
 
@@ -127,16 +139,16 @@ async def measure(root: str, concurrency: int, seconds: float, path: str, rounds
     return out
 
 
-async def run_all(levels: list[int], seconds: float, root: str | None, rounds: int = 3) -> dict[str, Any]:
+async def run_all(levels: list[int], seconds: float, root: str | None, rounds: int = 3, route: str = "jina") -> dict[str, Any]:
     from adapters.sandbox.world import default_world
 
-    page = default_world().pages[0].url
-    path = "/jina/" + page
+    template, headers = ROUTES[route]
+    path = template.format(page=default_world().pages[0].url)
     rows = []
     with contextlib.ExitStack() as stack:
         base = root or stack.enter_context(sandbox_server())
         for c in levels:
-            m = await measure(base, c, seconds, path, rounds)
+            m = await measure(base, c, seconds, path, rounds, headers)
             row: dict[str, Any] = {"concurrency": c}
             for k in ("httpx", "adapter", "aiohttp"):
                 rps, errors, cpu_ms = m[k]
@@ -146,7 +158,7 @@ async def run_all(levels: list[int], seconds: float, root: str | None, rounds: i
             row["adapter_share"] = round(row["adapter"]["rps"] / base_rps, 3)
             rows.append(row)
     last = rows[-1]
-    return {"bench": "http", "route": "GET /jina/<page>", "seconds": seconds, "rounds": rounds, "levels": rows,
+    return {"bench": "http", "route": route, "path": path, "seconds": seconds, "rounds": rounds, "levels": rows,
             "target": "httpx >= 70% of aiohttp at the highest concurrency", "ok": last["httpx_share"] >= 0.7}
 
 
@@ -155,18 +167,20 @@ async def run_all(levels: list[int], seconds: float, root: str | None, rounds: i
 @click.option("--seconds", default=1.0, show_default=True, help="Measured time per client, level and round.")
 @click.option("--rounds", default=3, show_default=True, help="Interleaved rounds per level (medians are reported).")
 @click.option("--levels", default="8,32,128", show_default=True, help="Requests in flight, comma-separated.")
+@click.option("--route", type=click.Choice(sorted(ROUTES)), default="jina", show_default=True,
+              help="jina: a page read (client cost shows); brave: a search (server cost dominates).")
 @click.option("--url", default=None, help="Use a running `searchtrace sandbox serve` instead of starting one.")
-def command(as_json: bool, seconds: float, rounds: int, levels: str, url: str | None) -> None:
+def command(as_json: bool, seconds: float, rounds: int, levels: str, route: str, url: str | None) -> None:
     """Requests/s of the production httpx transport vs plain aiohttp against the sandbox on 127.0.0.1."""
     try:
         lv = [int(x) for x in levels.split(",") if x.strip()]
     except ValueError:
         raise click.UsageError(f"--levels: {levels!r} is not a comma-separated list of integers") from None
-    result = anyio.run(run_all, lv, seconds, url, rounds, backend="asyncio")
+    result = anyio.run(run_all, lv, seconds, url, rounds, route, backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return
-    click.echo(f"GET /jina/<page> on a sandbox server at 127.0.0.1; median of {rounds} interleaved {seconds:g} s rounds")
+    click.echo(f"GET {result['path'][:60]} on a sandbox server at 127.0.0.1; median of {rounds} interleaved {seconds:g} s rounds")
     click.echo(f"{'in flight':>9}  {'httpx req/s':>11}  {'adapter req/s':>13}  {'aiohttp req/s':>13}  {'httpx/aiohttp':>13}  CPU ms/req (httpx, aiohttp)")
     for r in result["levels"]:
         click.echo(f"{r['concurrency']:>9}  {r['httpx']['rps']:>11}  {r['adapter']['rps']:>13}  {r['aiohttp']['rps']:>13}  "

@@ -15,7 +15,7 @@ from engine.agent import Stats
 def summary_line(s: Stats) -> str:
     """The counters in one line: trajectories done / running / failed, calls, retries, tokens."""
     return (
-        f"done {s.done}/{s.total - s.skipped} · running {s.running} · failed {s.failed} · "
+        f"done {s.done}/{s.total} · running {s.running} · failed {s.failed} · "
         f"model {s.model_calls} · search {s.search_calls} · fetch {s.fetch_calls} · retries {s.retries} · "
         f"tokens {s.input_tokens:,} in / {s.output_tokens:,} out"
     )
@@ -39,7 +39,7 @@ def progress_display(stats: Stats, *, label: str = "record", enabled: bool | Non
         transient=False,
         refresh_per_second=4,
     )
-    task = progress.add_task(summary_line(stats), total=max(stats.total - stats.skipped, 0))
+    task = progress.add_task(summary_line(stats), total=max(stats.total, 0))
 
     def tick() -> None:
         progress.update(task, completed=stats.done, description=summary_line(stats))

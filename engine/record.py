@@ -164,7 +164,6 @@ async def record_run(
     *,
     stats: Stats | None = None,
     on_progress: Callable[[], None] | None = None,
-    on_plan: Callable[[Stats], None] | None = None,
     questions: list[Question] | None = None,
 ) -> RunSummary:
     """Records every trajectory of the run that the store does not hold yet; returns the counters."""
@@ -187,13 +186,9 @@ async def record_run(
         if stream_of(trajectory_id(run_id, p, q.qid)) not in done
     ]
     stats = stats or Stats()
-    stats.total = len(questions) * len(names)
-    already = stats.total - len(jobs)
-    stats.done = 0
-    log.info("run planned", run_id=run_id, trajectories=stats.total, already=already, to_record=len(jobs))
-    if on_plan is not None:
-        on_plan(stats)
+    already = len(questions) * len(names) - len(jobs)
     stats.total = len(jobs)
+    log.info("run planned", run_id=run_id, trajectories=len(questions) * len(names), already=already, to_record=len(jobs))
     async with AsyncExitStack() as stack:
         writer = await stack.enter_async_context(open_writer(log_))
         if prev is None:
@@ -212,6 +207,7 @@ async def record_run(
                 event_id=stable_event_id("run.finished", run_id),
             )
             await writer.append([ev])
+    log.info("run stopped" if not complete else "run finished", run_id=run_id, recorded=stats.done, reasons=stats.reasons)
     return RunSummary(
         run_id=run_id,
         trajectories=len(questions) * len(names),

@@ -53,6 +53,8 @@ def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path)
 @click.argument("tsv", type=click.Path(path_type=Path, dir_okay=False))
 def import_cmd(db: Path, tsv: Path) -> None:
     """Import human labels (true / false / unclear) as audit.label events; re-importing adds nothing."""
+    if not db.exists():
+        raise BadInput(f"{db}: no such database; the labels belong to a store that has the judge run")
     with EventLog(db) as log:
         events, counts = prepare_import(log, tsv)
         positions = log.append(events) if events else []

@@ -17,6 +17,7 @@ from store.errors import BadInput
 
 SANDBOX_ROOT = "http://sandbox"
 SANDBOX_JUDGE = "sandbox-judge"
+DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
 
 
 def summary_text(s: JudgeStats) -> str:
@@ -99,7 +100,8 @@ async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None)
 @click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY).")
 @click.option("--prompt-version", default=DEFAULT_VERSION, show_default=True, type=click.Choice(versions()))
 @click.option("--judge-run-id", default=None, help="Default: <model>@<prompt version>, so the same command resumes.")
-@click.option("--rps", default=5.0, show_default=True, type=float, help="Judge requests per second (0: unlimited).")
+@click.option("--rps", default=None, type=float,
+              help="Judge requests per second, 0 for unlimited [default: 5; unlimited with --sandbox/--sandbox-url].")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Judge calls in flight.")
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=float, help="Seconds per attempt.")
 @click.option("--max-retries", default=4, show_default=True, type=int, help="Retries on 429 / 5xx / timeouts.")
@@ -109,7 +111,7 @@ async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None)
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 def judge(
     db: Path, model: str | None, base_url: str | None, key_env: str | None, prompt_version: str,
-    judge_run_id: str | None, rps: float, concurrency: int, timeout_s: float, max_retries: int,
+    judge_run_id: str | None, rps: float | None, concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it."""
@@ -121,6 +123,8 @@ def judge(
         if not (sandbox or sandbox_url):
             raise click.UsageError("--model is required (or use --sandbox)")
         model = SANDBOX_JUDGE
+    if rps is None:
+        rps = 0.0 if (sandbox or sandbox_url) else DEFAULT_RPS
     if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
         raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
     if not db.exists():
