@@ -6,6 +6,9 @@ therefore never leaves half a trajectory in the store: a stream either holds a w
 `trajectory.finished`, or nothing. Resume is then "run every (question, provider) whose stream is empty";
 the cost is redoing the calls of the trajectories that were in flight at the crash (at most
 `max_concurrent` of them), and memory for the buffered events of running trajectories (a few hundred KB each).
+Measured with the group-commit writer (1,000 trajectories x 26 events, 64 in flight, DuckDB file): one append
+per trajectory costs 0.27 ms CPU per trajectory and 0.44 s wall in 16 commits; one append per turn (6 per
+trajectory) costs 0.70 ms and 2.25 s in 96 commits. Atomic is both safer and cheaper.
 """
 
 from __future__ import annotations
