@@ -135,7 +135,9 @@ async def chat_completions(request: Request) -> Response:
         bad = kind if kind in JUDGE_KINDS else None
         if bad is None and model == "sandbox-judge-sloppy":
             bad = judge.sloppy_kind(prompt)
-        text = judge.reply(prompt, bad)
+        fmt = body.get("response_format")
+        fenced = not isinstance(fmt, dict) or fmt.get("type") == "text"  # without JSON mode it fences its JSON
+        text = judge.reply(prompt, bad, fenced=fenced)
         u = _usage(key, messages, None, text, reasoning=False)
         return json_response(wire.chat_completion(key=key, model=model, content=text, tool_calls=None, **u))
 

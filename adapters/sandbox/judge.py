@@ -5,7 +5,8 @@ It reads <question>, <gold_answer>, <final_answer> and the <document> block of t
 supports_gold when the surface states the gold answer for the question's subject in the corpus' fact phrasing,
 contradicts_gold when it states a different answer, relevant when it names the subject. `page` is non-null
 exactly when a <page> element is present. `sandbox-judge-sloppy` returns a bad reply for a deterministic ~2%
-of documents; fault kinds prose / badjson / wrongshape / pagemismatch force one.
+of documents; fault kinds prose / badjson / wrongshape / pagemismatch force one. Without JSON mode in
+`response_format` the JSON comes in one ```json code fence, as chat models often write it.
 """
 
 from __future__ import annotations

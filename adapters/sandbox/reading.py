@@ -45,7 +45,8 @@ def strip_tags(text: str) -> str:
 
 
 def _element(body: str, tag: str) -> str | None:
-    start = body.find(f"<{tag}>")
+    """The text of one element; <page> counts only as the element after </metadata>, not inside a snippet."""
+    start = body.find(f"<{tag}>", body.find("</metadata>") + 1 if tag == "page" else 0)
     if start < 0:
         return None
     end = body.rfind(f"</{tag}>") if tag == "page" else body.find(f"</{tag}>", start)

@@ -95,6 +95,19 @@ def _valid(reply: str, page_visible: bool) -> bool:
 
 
 @pytest.mark.anyio
+async def test_fenced_without_json_mode_and_page_only_as_element(client: httpx.AsyncClient) -> None:
+    q = default_world().questions[0]
+    hit = {"rank": 1, "title": "T", "url": "https://x.example/", "snippet": f"{q.entity}: see <page> below"}
+    messages = prompt(q.question, q.answer, None, hit)
+    r = await client.post("/openai/v1/chat/completions", headers=HEADERS["chat"],
+                          json={"model": "sandbox-judge", "messages": messages})
+    content = r.json()["choices"][0]["message"]["content"]
+    assert content.startswith("```json\n") and content.endswith("\n```")
+    v = json.loads(content.removeprefix("```json\n").removesuffix("\n```"))
+    assert v["page"] is None and v["snippet"]["relevant"] is True  # "<page>" inside a snippet is not the element
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["prose", "badjson", "wrongshape", "pagemismatch"])
 async def test_bad_replies_on_request(client: httpx.AsyncClient, kind: str) -> None:
     q = default_world().questions[1]
