@@ -197,6 +197,7 @@ def _build(
     results: list[Result] = []
     encode, sha256, tags = _encoder.encode, hashlib.sha256, _TAGS
     now_s = str(now_us)
+    room = CHUNK_ROWS  # rows left before this chunk goes to the worker
     add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
@@ -235,9 +236,10 @@ def _build(
                 add_run(run)
                 add_payload(payload)
                 add_hash(prev)
-                if len(cols.ids) >= CHUNK_ROWS:
+                room -= 1
+                if not room:
                     inserter.submit(cols)
-                    cols = _Columns(position + 1)
+                    cols, room = _Columns(position + 1), CHUNK_ROWS
                     add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
         except Exception as exc:
             raise _GroupFailed(gi, exc) from exc

@@ -30,6 +30,7 @@ __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
 
 _CHECKPOINT_THRESHOLD = "1GB"  # the default 16 MB checkpoints every ~25k rows and rewrites row groups (5x slower)
 
+
 class EventLog:
     """Holds the one DuckDB connection of this process; every append is one transaction."""
 

@@ -1,0 +1,33 @@
+"""`searchtrace bench ingest --json` runs all paths on the same rows and reports the contract keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.synthetic import events
+from engine.cli import main
+from store.events import encode_payload
+
+
+def test_bench_ingest_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "ingest", "--events", "3000", "--batch", "1000", "--naive-events", "40",
+              "--writer-events", "600", "--json"])
+        raise SystemExit(0)
+    assert exc.value.code in (0, None)
+    result = json.loads(capsys.readouterr().out)
+    assert result["events"] == 3000
+    for key in ("store_events_per_s", "raw_bulk_events_per_s", "naive_events_per_s", "writer_events_per_s"):
+        assert isinstance(result[key], int) and result[key] > 0, key
+    assert result["naive_measured_rows"] == 40
+    assert result["raw_bulk_events_per_s"] > result["naive_events_per_s"]
+
+
+def test_synthetic_events_are_search_result_sized() -> None:
+    sample = list(events(2000))
+    sizes = [len(encode_payload(e.payload)) for e in sample if e.payload.__struct_config__.tag == "search.result"]
+    assert 550 <= sum(sizes) / len(sizes) <= 700
+    assert len({e.event_id for e in sample}) == 2000
+    assert [e.event_id for e in events(50)] == [e.event_id for e in sample[:50]]  # deterministic
