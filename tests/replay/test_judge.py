@@ -199,7 +199,7 @@ async def test_resume_calls_only_missing_items_and_second_run_is_separate(store:
 @pytest.mark.anyio
 async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, app: Any) -> None:
     path = tmp_path / "st.duckdb"
-    docs = [
+    docs: list[tuple[str, str, str | None]] = [
         ("https://a.example/x", "The founding year of Zembla Works is 1987. !fault:503x1", None),
         ("https://b.example/y", "Zembla Works. !fault:500", None),
     ]

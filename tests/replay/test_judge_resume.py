@@ -19,7 +19,7 @@ from tests.replay.test_judge import build_store
 SEARCHTRACE = str(Path(sys.executable).with_name("searchtrace"))
 N_DOCS = 12
 # `!fault:slow` makes the sandbox answer each judge call after 250 ms, so the run is killed mid-flight.
-DOCS = [(f"https://s{i}.example/page", f"Zembla Works, part {i}. !fault:slow", None) for i in range(N_DOCS)]
+DOCS: list[tuple[str, str, str | None]] = [(f"https://s{i}.example/page", f"Zembla Works, part {i}. !fault:slow", None) for i in range(N_DOCS)]
 TRAJECTORIES = ("t1", "t2")
 
 
