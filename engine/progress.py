@@ -7,7 +7,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from engine.agent import Stats
 
@@ -21,6 +30,25 @@ def summary_line(s: Stats) -> str:
     )
 
 
+class _Counters(ProgressColumn):
+    """Re-reads the live counters on every refresh (not only when a trajectory ends)."""
+
+    def __init__(self, stats: Stats) -> None:
+        super().__init__()
+        self.stats = stats
+
+    def render(self, task: Task) -> Text:
+        s = self.stats
+        return Text(
+            f"running {s.running} failed {s.failed} · model/search/fetch {s.model_calls}/{s.search_calls}/{s.fetch_calls}"
+            f" · retries {s.retries} · tokens {_k(s.input_tokens)}/{_k(s.output_tokens)}"
+        )
+
+
+def _k(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else str(n)
+
+
 @contextmanager
 def progress_display(stats: Stats, *, label: str = "record", enabled: bool | None = None) -> Iterator[Callable[[], None]]:
     """Yields a tick() to call after each trajectory; shows a live bar only on an interactive stderr."""
@@ -31,18 +59,18 @@ def progress_display(stats: Stats, *, label: str = "record", enabled: bool | Non
         return
     progress = Progress(
         TextColumn(f"[bold]{label}"),
-        BarColumn(),
+        BarColumn(bar_width=20),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.description}"),
+        _Counters(stats),
         console=console,
         transient=False,
         refresh_per_second=4,
     )
-    task = progress.add_task(summary_line(stats), total=max(stats.total, 0))
+    task = progress.add_task(label, total=None)
 
     def tick() -> None:
-        progress.update(task, completed=stats.done, description=summary_line(stats))
+        progress.update(task, completed=stats.done, total=stats.total or None)
 
     with progress:
         try:

@@ -189,6 +189,8 @@ async def record_run(
     already = len(questions) * len(names) - len(jobs)
     stats.total = len(jobs)
     log.info("run planned", run_id=run_id, trajectories=len(questions) * len(names), already=already, to_record=len(jobs))
+    if on_progress is not None:
+        on_progress()
     async with AsyncExitStack() as stack:
         writer = await stack.enter_async_context(open_writer(log_))
         if prev is None:
