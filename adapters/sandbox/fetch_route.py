@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -47,10 +48,26 @@ def _not_found(url: str) -> Page:
                 published="2026-01-01", authority=0.0, kind="filler")
 
 
+def _plain_errors(response: Response, accept: str) -> Response:
+    """With Accept: text/plain, Reader's error body is its plain `readableMessage`."""
+    if response.status_code < 400 or "text/plain" not in accept or "application/json" in accept:
+        return response
+    try:
+        message = msgspec.json.decode(bytes(response.body))["readableMessage"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return response
+    headers = {k: v for k, v in response.headers.items() if k.lower() == "retry-after"}
+    return Response(str(message).encode(), response.status_code, headers, media_type="text/plain; charset=utf-8")
+
+
 async def jina_read(request: Request) -> Response:
+    accept = request.headers.get("accept", "")
+    return _plain_errors(await _read(request, "application/json" in accept), accept)
+
+
+async def _read(request: Request, as_json: bool) -> Response:
     sb = sandbox_of(request)
     sb.count("jina", request)
-    as_json = "application/json" in request.headers.get("accept", "")
     auth = request.headers.get("authorization")
     if auth is not None:
         token = auth.partition(" ")[2].strip()

@@ -157,6 +157,8 @@ async def test_jina_text_json_variants_and_errors(client: httpx.AsyncClient) -> 
     assert missing.status_code == 200 and "Warning: Target URL returned error 404" in missing.text
     bad = await client.get(f"{B['jina']}/{page.url}", headers={"Authorization": "Bearer bad-key"})
     assert bad.status_code == 401 and bad.json()["name"] == "AuthenticationFailedError"
+    plain = await client.get(f"{B['jina']}/https://nowhere.invalid/x", headers={"Accept": "text/plain"})
+    assert plain.status_code == 422 and plain.text.startswith("AssertionFailureError: Failed to access")
 
 
 @pytest.mark.anyio
