@@ -64,6 +64,9 @@ def render_table(report: dict[str, Any], console: Console) -> None:
     """Print the report as tables (numbers only; `--json` is the contract)."""
     providers: dict[str, dict[str, Any]] = report["providers"]
     names = sorted(providers)
+    if not names:
+        console.print("no trajectories in this database yet (record, demo or import some)")
+        return
     title = f"searchtrace report · judge run {report.get('judge_run_id') or '(none)'}"
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
@@ -85,5 +88,3 @@ def render_table(report: dict[str, Any], console: Console) -> None:
                 pair, *(fmt(c[k]) for k in ("a_only", "b_only", "both", "neither", "url_jaccard"))
             )
         console.print(ct)
-    if not names:
-        console.print("no trajectories in this database yet (record, demo or import some)")

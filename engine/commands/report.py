@@ -49,8 +49,10 @@ def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None,
             data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
             extra = None
             if html is not None:
-                from analytics import html as html_mod
-
+                try:
+                    from analytics import html as html_mod
+                except ImportError:
+                    raise BadInput("--html is not available in this installation (no analytics.html)") from None
                 extra = html_mod.extras_from_db(log, data["judge_run_id"])
         finally:
             con.close()

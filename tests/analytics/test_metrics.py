@@ -124,3 +124,25 @@ def test_report_on_missing_db_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     code, _, err = run_cli(capsys, "report", "--db", str(tmp_path / "none.duckdb"), "--json")
     assert code == 2 and "none.duckdb" in err
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_report_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from store.log import EventLog
+
+    db = tmp_path / "empty.duckdb"
+    EventLog(db).close()
+    _, rep = report_json(capsys, db)
+    assert rep == {"complementarity": {}, "judge_run_id": None, "providers": {}, "schema": "searchtrace.report/1"}
+    code, out, _ = run_cli(capsys, "report", "--db", str(db))
+    assert code == 0 and "no trajectories" in out
+
+
+def test_no_judge_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "nj.duckdb"
+    t = write_jsonl(tmp_path / "t.jsonl", TRACES)
+    assert run_cli(capsys, "import", "--db", str(db), str(t))[0] == 0
+    _, rep = report_json(capsys, db)
+    a = rep["providers"]["alpha"]
+    assert rep["judge_run_id"] is None and a["items"] == 6 and a["valid_items"] == 0 and a["invalid_items"] == 0
+    assert a["surface_support_rate"] is None and a["partition"] == {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 0}
+    assert a["exact_match"] == 0.5 and a["audited"] == 0
