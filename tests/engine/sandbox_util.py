@@ -82,27 +82,14 @@ def trajectories(log: EventLog) -> dict[str, list[Payload]]:
 
 
 def check_chain(db: Path) -> None:
-    """Positions gap-free from 1, stream_seq 0.. per stream, hash chain intact (until `searchtrace verify` exists)."""
-    import uuid
-
+    """`searchtrace verify` (positions gap-free, stream sequences 0.., hash chain) on the store."""
     import duckdb
 
-    from store.log import GENESIS, epoch_us
-    from store.schema import row_hash
+    from store.verify import verify
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute(
-            "SELECT position, CAST(event_id AS VARCHAR), stream_id, stream_seq, type, run_id, recorded_at, "
-            "CAST(payload AS VARCHAR), hash FROM events ORDER BY position"
-        ).fetchall()
+        report = verify(con)
     finally:
         con.close()
-    prev = GENESIS
-    seqs: defaultdict[str, int] = defaultdict(lambda: -1)
-    for i, (pos, eid, sid, seq, type_, run_id, ts, payload, h) in enumerate(rows, start=1):
-        assert pos == i
-        assert seq == seqs[sid] + 1
-        seqs[sid] = seq
-        prev = row_hash(prev, pos, uuid.UUID(eid), sid, seq, type_, run_id, epoch_us(ts), payload.encode())
-        assert prev == h, f"hash chain broken at position {pos}"
+    assert report.ok, report.line()

@@ -89,6 +89,8 @@ def test_sigkill_half_way_then_resume_records_only_the_rest(tmp_path: Path) -> N
     assert sum(isinstance(p, RunStarted) for p in run_head) == 1
     assert type(run_head[-1]).__name__ == "RunFinished"
     check_chain(db)
+    verified = subprocess.run([SEARCHTRACE, "verify", "--db", str(db)], capture_output=True, text=True)
+    assert verified.returncode == 0 and "hash chain intact" in verified.stdout, verified.stderr
     # a trajectory finished before the kill was never called again
     for tid in first:
         for route in ROUTES:
