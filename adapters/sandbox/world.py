@@ -47,6 +47,8 @@ class World:
         self.pages: list[Page] = list(corpus.pages)
         self.questions: list[Question] = list(corpus.questions)
         self.by_url: dict[str, Page] = {normalize_url(p.url): p for p in self.pages}
+        if len(self.by_url) != len(self.pages):
+            raise ValueError("two pages of the corpus normalise to the same URL")
         self.hosts: frozenset[str] = frozenset(domain_of(p.url) for p in self.pages)
         self._tf: dict[str, list[Counter[str]]] = {"full": [], "head": []}
         for p in self.pages:
