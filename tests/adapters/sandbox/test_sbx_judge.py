@@ -45,7 +45,7 @@ async def judge(client: httpx.AsyncClient, messages: list[dict[str, str]], model
 @pytest.mark.anyio
 async def test_judge_labels_follow_the_evidence(client: httpx.AsyncClient) -> None:
     world = default_world()
-    seen = {"support": 0, "contra": 0, "irrelevant": 0, "page_support": 0}
+    seen = {"support": 0, "contra": 0, "irrelevant": 0, "page_support": 0, "mention_only": 0}
     for q in world.questions[:18]:
         gold_sentence = fact_sentence(q.attribute, q.entity, q.answer)
         for hit in await search(client, "brave", q.question):
@@ -60,6 +60,7 @@ async def test_judge_labels_follow_the_evidence(client: httpx.AsyncClient) -> No
             seen["support"] += states_gold
             seen["contra"] += states_other
             seen["irrelevant"] += q.entity not in surface
+            seen["mention_only"] += q.answer in surface and not states_gold  # the string alone is no support
             if hit["rank"] <= 2:
                 page = await fetch(client, hit["url"])
                 pv = json.loads(await judge(client, prompt(q.question, q.answer, None, hit, page)))
