@@ -384,3 +384,11 @@ def test_no_judge_run_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "no judge run" in err
     code, _, err = run_cli(["audit", "agreement", "--db", str(db), "--judge-run-id", "zz"], capsys)
     assert code == 2 and "'zz'" in err
+    missing = tmp_path / "missing.duckdb"
+    (tmp_path / "x.tsv").write_text("judge_run_id\n")
+    code, _, err = run_cli(["audit", "import", "--db", str(missing), str(tmp_path / "x.tsv")], capsys)
+    assert code == 2 and "no such database" in err and not missing.exists()
+    code, _, err = run_cli(
+        ["audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv")], capsys
+    )
+    assert code == 2 and not missing.exists()
