@@ -169,6 +169,14 @@ class Recorder:
         ]
 
 
+def key_rejected(res: SearchResponse | FetchResponse) -> bool:
+    """The endpoint refused the key (adapters word it with adapters.errors.key_rejected): every call would fail alike."""
+    error = res.error or ""
+    return res.status == "http_error" and (
+        res.http_status in (401, 403) or " rejected the key in " in error or " rejected the request (no key was sent)" in error
+    )
+
+
 def request_sha256(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
     """Fingerprint of one chat request (store.events ModelResponded.request_sha256), for replay divergence checks."""
     return hashlib.sha256(msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")).hexdigest()
@@ -247,7 +255,7 @@ class Agent:
                 reply = await self.chat.complete(messages, tools=TOOL_SCHEMAS, trace_id=tid)
             except ChatError as exc:
                 if exc.auth:  # a rejected key fails every trajectory alike: stop the run, record nothing
-                    raise BadInput(f"agent model endpoint rejected its API key: {exc.message}") from None
+                    raise BadInput(exc.message) from None
                 rec.retries(list(getattr(exc, "retries", []) or []), None, self.stats)
                 status = getattr(exc, "status", None)
                 return rec.finish("error", f"chat failed ({status}): {getattr(exc, 'message', str(exc))}")
@@ -308,9 +316,8 @@ class Agent:
                     tg.start_soon(one, i, plan)
 
         for res in results:
-            if res is not None and res.http_status in (401, 403):
-                what = "fetch backend" if isinstance(res, FetchResponse) else f"search provider {self.search.name}"
-                raise BadInput(f"{what} rejected its API key (HTTP {res.http_status}): {res.error or 'unauthorized'}")
+            if res is not None and key_rejected(res):
+                raise BadInput(res.error or f"HTTP {res.http_status}: the endpoint rejected its API key")
         out: list[tuple[str, str]] = []
         for plan, res in zip(plans, results, strict=True):
             if isinstance(plan, Refusal):

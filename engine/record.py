@@ -192,11 +192,11 @@ async def record_run(
     if on_progress is not None:
         on_progress()
     async with AsyncExitStack() as stack:
+        eps = await make_endpoints(cfg, stack) if jobs else None  # a missing key fails here, before any write
         writer = await stack.enter_async_context(open_writer(log_))
         if prev is None:
             await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
-        if jobs:
-            eps = await make_endpoints(cfg, stack)
+        if eps is not None:
             agents = {p: _agent(cfg, eps.chat, eps.search[p], eps.fetch, prompt, stats) for p in names}
             await fan_out(jobs, agents, writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
         counts = await anyio.to_thread.run_sync(_finish_counts, log_, run_id)
@@ -257,6 +257,17 @@ def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[Ne
 def summary_dict(s: RunSummary) -> Mapping[str, Any]:
     out: Mapping[str, Any] = msgspec.to_builtins(s)
     return out
+
+
+def preflight(cfg: RunConfig) -> None:
+    """Fails on a missing key (one line naming the variable) before the store is opened; keys never leave here."""
+    from adapters.keys import read_key
+
+    if cfg.sandbox:
+        return
+    read_key("agent model", cfg.agent.key_env or None)
+    for name, p in cfg.providers.items():
+        read_key(f"provider {name}", p.key_env or None)
 
 
 def _endpoint(e: Any) -> Any:

@@ -12,7 +12,7 @@ import msgspec
 from engine.agent import Stats
 from engine.config import load_config, point_at_sandbox
 from engine.progress import progress_display
-from engine.record import RunSummary, endpoint_factory, load_questions, record_run
+from engine.record import RunSummary, endpoint_factory, load_questions, preflight, record_run
 from store.errors import BadInput
 from store.log import EventLog
 
@@ -51,6 +51,7 @@ def summary_text(s: RunSummary) -> str:
 async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | None = None) -> RunSummary:
     """Opens the store, records, closes; BadInput from inside the fan-out comes out as itself."""
     questions = await anyio.to_thread.run_sync(load_questions, cfg)  # bad input stops us before the store exists
+    preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         stats = Stats()

@@ -206,3 +206,23 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
             assert any(isinstance(p, CallRetried) and p.what.startswith("search:") for p in payloads)
         elif qid not in faulty:
             assert all(p.status == "ok" for p in payloads if isinstance(p, SearchCompleted))
+
+
+@pytest.mark.parametrize(("var", "says"), [("BRAVE_API_KEY", "Brave rejected the key in BRAVE_API_KEY"),
+                                           ("OPENAI_API_KEY", "rejected the key in OPENAI_API_KEY")])
+async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               var: str, says: str) -> None:
+    from engine.commands.record import run_recording
+    from store.errors import BadInput
+
+    monkeypatch.setenv(var, "bad-key-for-test")
+    cfg = config(tmp_path, n=3)
+    point_at_sandbox(cfg, ROOT)
+    with pytest.raises(BadInput) as err:
+        await run_recording(cfg, tmp_path / "k.duckdb", httpx.ASGITransport(app=create_app()), progress=False)
+    assert says in str(err.value) and "bad-key-for-test" not in str(err.value)
+    monkeypatch.delenv(var)
+    done = await run_recording(cfg, tmp_path / "k.duckdb", httpx.ASGITransport(app=create_app()), progress=False)
+    assert done.finished and done.already + done.recorded == 9
+    with EventLog(tmp_path / "k.duckdb", read_only=True) as log:
+        assert all(not (p.reason == "error") for ps in trajectories(log).values() for p in ps if isinstance(p, TrajectoryFinished))
