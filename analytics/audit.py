@@ -33,6 +33,7 @@ COLUMNS = (
     "judge_value",
     "question",
     "gold_answer",
+    "title",
     "evidence",
     "human_value",
 )
@@ -150,6 +151,7 @@ def rows_for(s: Scan, chosen: Sequence[Case], source: HasCursor) -> list[dict[st
                 "judge_value": str(c.judge_value).lower(),
                 "question": " ".join(traj.question.split()),
                 "gold_answer": " ".join(traj.gold_answer.split()),
+                "title": " ".join((item.title if item else "").split()),
                 "evidence": evidence,
                 "human_value": "",
             }

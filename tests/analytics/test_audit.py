@@ -227,6 +227,7 @@ def test_sample_is_balanced_and_deterministic(
             and r["question"].startswith("Question")
             and r["gold_answer"].startswith("Gold")
         )
+        assert r["title"] == "T" + r["url_normalized"].split("site")[1][0]
         if r["surface"] == "snippet":
             assert r["evidence"].startswith("snippet ") and "\n" not in r["evidence"]
         else:
