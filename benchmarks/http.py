@@ -107,9 +107,10 @@ async def measure(
     session = aiohttp.ClientSession(base_url=root, connector=aiohttp.TCPConnector(limit=concurrency))
 
     hdrs = dict(headers or {})
+    url = root.rstrip("/") + path  # absolute, as adapters.http.EndpointClient sends them (one URL parse)
 
     async def httpx_call() -> bool:
-        r = await client.get(path, headers=hdrs)
+        r = await client.get(url, headers=hdrs)
         return r.status_code == 200
 
     async def adapter_call() -> bool:
