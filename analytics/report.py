@@ -17,9 +17,10 @@ SCHEMA = "searchtrace.report/1"
 
 
 def judge_runs(con: duckdb.DuckDBPyConnection, p: str) -> list[str]:
-    """Judge run ids, oldest first (order of their first judge.started)."""
+    """Judge run ids, oldest first (by their first judge.started, or first verdict when it has no start)."""
     rows = con.execute(
-        f"SELECT judge_run_id, min(position) AS pos FROM {p}judge_runs GROUP BY judge_run_id ORDER BY pos"
+        f"SELECT judge_run_id, min(position) AS pos FROM (SELECT judge_run_id, position FROM {p}judge_runs "
+        f"UNION ALL SELECT judge_run_id, position FROM {p}verdicts) GROUP BY judge_run_id ORDER BY pos"
     ).fetchall()
     return [r[0] for r in rows]
 

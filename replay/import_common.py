@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.urls import normalize_url
 from store.errors import BadInput
 from store.log import EventLog
 
@@ -20,6 +22,12 @@ AUDIT_STREAM = "audit:imported"
 AUDIT_SOURCE = "imported"
 CHUNK = 20_000  # events per append transaction for big files (the file is fully validated before the first)
 _sorted = msgspec.json.Encoder(order="sorted")
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def norm_url(url: str) -> str:
+    """normalize_url, memoised: an import sees each URL several times (results, fetches, verdicts, two passes)."""
+    return normalize_url(url)
 
 
 def digest(obj: Any) -> str:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.urls import normalize_url
 from analytics import projections
 from analytics.items import items_sql
 from replay.import_common import (
@@ -26,6 +25,7 @@ from replay.import_common import (
     key_digest,
     lines,
     msgspec_field,
+    norm_url,
 )
 from replay.interchange import JudgmentLine, judgment_decoder
 from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, stable_event_id
@@ -106,7 +106,7 @@ def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool
     t_items = items.get(j.trajectory_id)
     if t_items is None:
         raise fail(path, n, "trajectory_id", f"unknown trajectory {j.trajectory_id!r}")
-    url = normalize_url(j.url)
+    url = norm_url(j.url)
     if url not in t_items:
         raise fail(path, n, "url", f"{j.url!r} is not one of trajectory {j.trajectory_id!r}'s judge items")
     visible = t_items[url]

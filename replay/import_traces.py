@@ -9,8 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.urls import domain_of, normalize_url
-from replay.import_common import CHUNK, DATASET_STREAM, RUN_ID, Known, decode_line, digest, fail, lines
+from adapters.urls import domain_of
+from replay.import_common import (
+    CHUNK,
+    DATASET_STREAM,
+    RUN_ID,
+    Known,
+    decode_line,
+    digest,
+    fail,
+    lines,
+    norm_url,
+)
 from replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
 from store import blobs as _blobs
 from store.events import (
@@ -39,7 +49,7 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
     for i, step in enumerate(t.steps):
         if isinstance(step, SearchStep):
             for r in step.results:
-                u = normalize_url(r.url)
+                u = norm_url(r.url)
                 items.setdefault(u, False)
                 url_of_doc[r.doc_id] = u
         elif isinstance(step, FetchStep):
@@ -122,7 +132,7 @@ def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
                         rank=r.rank,
                         title=r.title,
                         url=r.url,
-                        url_normalized=normalize_url(r.url),
+                        url_normalized=norm_url(r.url),
                         domain=r.domain or domain_of(r.url),
                         snippet=r.snippet,
                         metadata=r.metadata,
