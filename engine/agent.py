@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,6 +34,8 @@ from engine.tools import (
     refusal_content,
     search_content,
 )
+from engine.transcript import NUDGE, assistant_message, tool_message
+from engine.transcript import rebuild_messages as rebuild_messages  # re-exported: replay imports it from here
 from store.blobs import digest
 from store.errors import BadInput
 from store.events import (
@@ -56,7 +57,6 @@ from store.events import (
     stable_event_id,
 )
 
-NUDGE = f"Continue: call a tool, or reply with `{FINAL_PREFIX}` followed by your answer."
 _FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
 
 
@@ -197,20 +197,6 @@ def _add_usage(total: Usage, u: Usage) -> Usage:
         reasoning_tokens=total.reasoning_tokens + u.reasoning_tokens,
         cached_tokens=total.cached_tokens + u.cached_tokens,
     )
-
-
-def assistant_message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": text}
-    if calls:
-        msg["tool_calls"] = [
-            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls
-        ]
-    return msg
-
-
-def tool_message(call_id: str, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 class Agent:
@@ -382,51 +368,3 @@ class Agent:
         )
         rec.add(done)
         return fetch_content(done, doc, content)
-
-
-def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes]) -> list[list[dict[str, Any]]]:
-    """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
-    docs = DocRegistry()
-    messages: list[dict[str, Any]] = []
-    sent: list[list[dict[str, Any]]] = []
-    pending: dict[str, list[SearchResult]] = {}
-    contents: dict[str, str] = {}
-    order: list[str] = []
-    last: ModelResponded | None = None
-
-    def flush() -> None:
-        nonlocal last, order
-        if last is None:
-            return
-        messages.append(assistant_message(last.text, last.tool_calls))
-        if not last.tool_calls:
-            messages.append({"role": "user", "content": NUDGE})
-        for call_id in order:
-            messages.append(tool_message(call_id, contents[call_id]))
-        last, order = None, []
-        contents.clear()
-
-    for p in payloads:
-        if isinstance(p, TrajectoryStarted):
-            messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(p.question)}]
-        elif isinstance(p, ModelResponded):
-            flush()
-            sent.append([dict(m) for m in messages])
-            last = p
-        elif isinstance(p, SearchCalled):
-            order.append(p.call_id)
-            pending[p.call_id] = []
-        elif isinstance(p, SearchResult):
-            docs.remember(p)
-            pending[p.call_id].append(p)
-        elif isinstance(p, SearchCompleted):
-            contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
-        elif isinstance(p, FetchCalled):
-            order.append(p.call_id)
-        elif isinstance(p, FetchCompleted):
-            page = get_blob(p.content_digest).decode() if p.content_digest else None
-            contents[p.call_id] = fetch_content(p, docs.docs[p.doc_id], page)
-        elif isinstance(p, ToolRefused):
-            order.append(p.call_id)
-            contents[p.call_id] = refusal_content(p.reason)
-    return sent

@@ -1,0 +1,85 @@
+"""A trajectory's chat transcript as OpenAI messages, and its exact re-derivation from recorded events alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.prompts import FINAL_PREFIX, user_message
+from engine.tools import DocRegistry, fetch_content, refusal_content, search_content
+from store.events import (
+    FetchCalled,
+    FetchCompleted,
+    ModelResponded,
+    Payload,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    ToolCall,
+    ToolRefused,
+    TrajectoryStarted,
+)
+
+NUDGE = f"Continue: call a tool, or reply with `{FINAL_PREFIX}` followed by your answer."
+
+
+def assistant_message(text: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        msg["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return msg
+
+
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes]) -> list[list[dict[str, Any]]]:
+    """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
+    docs = DocRegistry()
+    messages: list[dict[str, Any]] = []
+    sent: list[list[dict[str, Any]]] = []
+    pending: dict[str, list[SearchResult]] = {}
+    contents: dict[str, str] = {}
+    order: list[str] = []
+    last: ModelResponded | None = None
+
+    def flush() -> None:
+        nonlocal last, order
+        if last is None:
+            return
+        messages.append(assistant_message(last.text, last.tool_calls))
+        if not last.tool_calls:
+            messages.append({"role": "user", "content": NUDGE})
+        for call_id in order:
+            messages.append(tool_message(call_id, contents[call_id]))
+        last, order = None, []
+        contents.clear()
+
+    for p in payloads:
+        if isinstance(p, TrajectoryStarted):
+            messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(p.question)}]
+        elif isinstance(p, ModelResponded):
+            flush()
+            sent.append([dict(m) for m in messages])
+            last = p
+        elif isinstance(p, SearchCalled):
+            order.append(p.call_id)
+            pending[p.call_id] = []
+        elif isinstance(p, SearchResult):
+            docs.remember(p)
+            pending[p.call_id].append(p)
+        elif isinstance(p, SearchCompleted):
+            contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
+        elif isinstance(p, FetchCalled):
+            order.append(p.call_id)
+        elif isinstance(p, FetchCompleted):
+            page = get_blob(p.content_digest).decode() if p.content_digest else None
+            contents[p.call_id] = fetch_content(p, docs.docs[p.doc_id], page)
+        elif isinstance(p, ToolRefused):
+            order.append(p.call_id)
+            contents[p.call_id] = refusal_content(p.reason)
+    return sent
