@@ -46,3 +46,19 @@ def test_round_trip_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, text, err = run_cli(capsys, "import", "--db", str(first), str(out / "traces.jsonl"),
                               "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0 and " 0 new events" in text, err
+
+
+def test_round_trip_of_recorded_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Events recorded live (sandbox demo: engine + judge) export and re-import to the same report."""
+    recorded = tmp_path / "demo.duckdb"
+    code, _, err = run_cli(capsys, "demo", "--db", str(recorded), "--out", str(tmp_path / "demo"), "--n", "6")
+    assert code == 0, err
+    out = tmp_path / "out"
+    assert run_cli(capsys, "export", "--db", str(recorded), "--out", str(out))[0] == 0
+    again = tmp_path / "again.duckdb"
+    code, _, err = run_cli(capsys, "import", "--db", str(again), str(out / "traces.jsonl"),
+                           "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
+    assert code == 0, err
+    first, rep = report_json(capsys, recorded)
+    assert rep["judge_run_id"] is not None and sum(p["valid_items"] for p in rep["providers"].values()) > 0
+    assert report_json(capsys, again)[0] == first
