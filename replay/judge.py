@@ -31,6 +31,10 @@ from store.log import EventLog
 from store.writer import Writer, open_writer
 
 JSON_MODE = {"type": "json_object"}
+# How long the writer waits for more verdicts before a commit when calls are paced: verdicts then arrive one by
+# one and a DuckDB commit costs ~3 ms of CPU, so batching a few per commit cuts CPU per call (3.2 -> 1.9 ms at
+# 200/s). A worker waits this long for its ack; unpaced runs keep the writer's 2 ms (they batch under load anyway).
+COMMIT_DELAY_S = 0.02
 # A judge call refused for good (content filter, bad request): recorded as an invalid verdict, not retried on resume.
 _REFUSED = frozenset({400, 404, 413, 422})
 # The endpoint refuses the key: no point in calling anything else.
@@ -303,8 +307,9 @@ async def run_judge(
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
     limiter = rate_limiter(rps) if rps is not None else None
+    delay = commit_delay(rps if rps is not None else getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
     try:
-        await _judge_pending(log, chat, prompt, stats, limiter, progress, pending, concurrency,
+        await _judge_pending(log, chat, prompt, stats, limiter, progress, pending, concurrency, delay,
                              None if prev is not None else _started_event(jrid, model, prompt, rps, concurrency, params))
     except BaseExceptionGroup as eg:
         bad = _bad_input(eg)
@@ -313,6 +318,13 @@ async def run_judge(
         raise
     stats.elapsed_s = time.perf_counter() - t0
     return stats
+
+
+def commit_delay(pace_rps: float, concurrency: int) -> float:
+    """Group-commit wait: up to COMMIT_DELAY_S when paced, short enough that `concurrency` workers keep the pace."""
+    if not pace_rps or pace_rps <= 0:
+        return 0.002
+    return min(COMMIT_DELAY_S, 0.5 * concurrency / pace_rps)
 
 
 def _started_event(
@@ -338,10 +350,11 @@ async def _judge_pending(
     progress: Callable[[JudgeStats], None] | None,
     pending: Sequence[JudgeItem],
     concurrency: int,
+    commit_delay_s: float,
     started: NewEvent | None,
 ) -> None:
     """The fan-out: `concurrency` workers over one shared iterator, every verdict through one group-commit writer."""
-    async with open_writer(log) as writer:
+    async with open_writer(log, max_delay=commit_delay_s) as writer:
         if started is not None:
             await writer.append([started])
         run = _Run(log, writer, chat, prompt, stats, limiter, progress)
