@@ -6,14 +6,17 @@ while this thread encodes and hashes the next chunk, so Python work and DuckDB w
 
 from __future__ import annotations
 
+import array
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from store import blobs as _blobs
 from store.errors import ConcurrencyError
@@ -29,7 +32,8 @@ _INSERT = (
 )
 _TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
 _TS = pa.timestamp("us", tz="UTC")
-_JSON = pa.json_()
+_JSON = pa.json_(pa.large_string())
+_ONE = pa.scalar(1, pa.int64())
 
 
 def _pool() -> pa.MemoryPool:
@@ -91,11 +95,15 @@ class _Columns:
 
     def table(self, recorded_at_us: int) -> pa.Table:
         n, pool = len(self.ids), _POOL
-        # msgspec output is valid UTF-8 JSON by construction: stored as-is, not re-validated on the way in
-        payload = pa.array(self.payloads, pa.binary(), memory_pool=pool).view(pa.string())
+        # msgspec output is valid UTF-8 JSON by construction: one buffer, stored as-is, not re-validated
+        offsets = array.array("q", (0,))
+        offsets.extend(accumulate(map(len, self.payloads)))
+        payload = pa.Array.from_buffers(
+            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(self.payloads))]
+        )
         return pa.table(
             {
-                "position": pa.array(range(self.first, self.first + n), pa.int64(), memory_pool=pool),
+                "position": pc.add(pc.cumulative_sum(pa.repeat(_ONE, n)), self.first - 1),
                 "event_id": pa.array(self.ids, pa.string(), memory_pool=pool),
                 "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
                 "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
