@@ -31,8 +31,12 @@ async def _run(db: Path, trajectories: tuple[str, ...], prompt_version: str | No
 @click.option("--trajectory", "trajectories", multiple=True, help="Replay only this trajectory id (repeatable).")
 @click.option("--prompt-version", default=None, help="Replay with another agent prompt version than recorded.")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Trajectories replayed at once.")
+@click.option("--full-diffs", default=3, show_default=True, type=click.IntRange(0),
+              help="Diverged trajectories shown with their full diff (the others in one line each).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def replay(db: Path, trajectories: tuple[str, ...], prompt_version: str | None, concurrency: int, as_json: bool) -> None:
+def replay(
+    db: Path, trajectories: tuple[str, ...], prompt_version: str | None, concurrency: int, full_diffs: int, as_json: bool
+) -> None:
     """Re-run the agent loop over recorded answers; exit 0 when every step matches, 1 at the first divergence."""
     if concurrency < 1:
         raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
@@ -44,9 +48,10 @@ def replay(db: Path, trajectories: tuple[str, ...], prompt_version: str | None, 
     if as_json:
         click.echo(msgspec.json.encode(report).decode())
     else:
-        for o in report.outcomes:
-            if not o.ok and o.divergence:
-                click.echo(o.divergence)
+        diverged = [o for o in report.outcomes if not o.ok and o.divergence]
+        for i, o in enumerate(diverged):
+            assert o.divergence is not None
+            click.echo(o.divergence if i < full_diffs else o.divergence.splitlines()[0])
         if report.skipped:
             first = next(o for o in report.outcomes if o.skipped)
             click.echo(f"skipped {report.skipped} trajectories: {first.skipped}")
