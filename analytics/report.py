@@ -11,6 +11,7 @@ import duckdb
 
 from analytics import projections
 from analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
+from analytics.views import ensure_views
 from store.errors import BadInput
 
 SCHEMA = "searchtrace.report/1"
@@ -49,7 +50,13 @@ def build_report(
     writable: bool = True,
     metric_files: list[Path] | None = None,
 ) -> dict[str, Any]:
-    """The §8 report dict (keys beyond the contract: extra provider keys, `custom`)."""
+    """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
+
+    `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
+    for `searchtrace sql`); without it everything is computed from temporary views over the raw events.
+    """
+    if writable:
+        ensure_views(con)
     p = projections.sources(con, writable=writable)
     run = resolve_judge_run(con, p, judge_run_id)
     rows = trajectory_stats(con, p, run)

@@ -42,10 +42,6 @@ def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None,
     with log:
         con = log.cursor()
         try:
-            if writable:
-                from analytics.views import ensure_views
-
-                ensure_views(con)
             data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
             extra = None
             if html is not None:
