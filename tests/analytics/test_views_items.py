@@ -87,3 +87,50 @@ def test_judge_items_for_the_judge(db: Path) -> None:
         assert [i.url_normalized for i in pending] == [
             "https://other.org/b", "https://third.net/c", "https://fourth.io/d"
         ]
+
+
+def test_fetch_on_a_later_appearance_and_refused_calls(tmp_path: Path) -> None:
+    """A fetch of any appearance's doc_id makes the item fetched; a refused tool call is not a fetch."""
+    from analytics.report import build_report
+    from store.events import (
+        FetchCalled,
+        FetchCompleted,
+        NewEvent,
+        Payload,
+        SearchCalled,
+        SearchResult,
+        ToolRefused,
+        TrajectoryStarted,
+    )
+
+    def res(doc: str, rank: int, url: str, norm: str) -> SearchResult:
+        return SearchResult(call_id="s1", doc_id=doc, rank=rank, title="t", url=url, url_normalized=norm,
+                            domain="a.org", snippet="s")
+
+    payloads: list[Payload] = [
+        TrajectoryStarted(trajectory_id="t1", qid="q1", provider="p", question="Q", gold_answer="G"),
+        SearchCalled(call_id="s1", iteration=1, query="q"),
+        res("d1", 1, "https://a.org/x", "https://a.org/x"),
+        res("d2", 2, "https://b.org/y", "https://b.org/y"),
+        SearchCalled(call_id="s2", iteration=2, query="q2"),
+        res("d3", 1, "https://A.org/x/#top", "https://a.org/x"),
+        ToolRefused(call_id="f0", iteration=2, name="fetch_page", arguments='{"doc_id": "d9"}', reason="unknown doc_id"),
+        FetchCalled(call_id="f1", iteration=2, doc_id="d3", url="https://A.org/x/#top"),
+        FetchCompleted(call_id="f1", doc_id="d3", status="http_error", content_digest=None, n_bytes=0, n_tokens=0,
+                       cache_hit=False, latency_ms=5.0),
+        FetchCalled(call_id="f2", iteration=3, doc_id="d3", url="https://A.org/x/#top"),
+        FetchCompleted(call_id="f2", doc_id="d3", status="ok", content_digest="c" * 64, n_bytes=5, n_tokens=2,
+                       cache_hit=False, latency_ms=5.0),
+    ]
+    with EventLog(tmp_path / "f.duckdb") as log:
+        log.append([NewEvent(stream_id="traj:t1", run_id="r", payload=p) for p in payloads])
+        cur = log.cursor()
+        items = {i.url_normalized: i for i in judge_items(cur)}
+        rep = build_report(cur)
+        cur.close()
+    assert set(items) == {"https://a.org/x", "https://b.org/y"}
+    x = items["https://a.org/x"]
+    assert (x.doc_id, x.n_appearances, x.fetched, x.page_visible, x.page_digest) == ("d1", 2, True, True, "c" * 64)
+    assert not items["https://b.org/y"].fetched
+    p = rep["providers"]["p"]
+    assert p["fetches_per_trajectory"] == 2.0 and p["searches_per_trajectory"] == 2.0 and p["items"] == 2
