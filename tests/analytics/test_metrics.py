@@ -146,3 +146,65 @@ def test_no_judge_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert rep["judge_run_id"] is None and a["items"] == 6 and a["valid_items"] == 0 and a["invalid_items"] == 0
     assert a["surface_support_rate"] is None and a["partition"] == {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 0}
     assert a["exact_match"] == 0.5 and a["audited"] == 0
+
+
+def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An imported audit beats an LLM grader in either order; gold falls back to dataset.question; first verdict wins."""
+    from store.events import (
+        AnswerFinal,
+        AuditAnswer,
+        DatasetQuestion,
+        JudgeItemRef,
+        JudgeStarted,
+        JudgeVerdict,
+        Labels,
+        NewEvent,
+        Payload,
+        SearchCalled,
+        SearchResult,
+        TrajectoryStarted,
+        Verdict,
+    )
+    from store.log import EventLog
+
+    def traj(tid: str, qid: str) -> list[Payload]:
+        return [
+            TrajectoryStarted(trajectory_id=tid, qid=qid, provider="p"),  # no gold here: from dataset.question
+            SearchCalled(call_id="s1", iteration=1, query="q"),
+            SearchResult(call_id="s1", doc_id="d1", rank=1, title="t", url="https://a.org/", url_normalized="https://a.org/",
+                         domain="a.org", snippet="s"),
+            AnswerFinal(iteration=1, text="Paris"),
+        ]
+
+    def verdict(tid: str, s: bool) -> JudgeVerdict:
+        lab = Labels(supports_gold=s, contradicts_gold=False, relevant=True)
+        return JudgeVerdict(judge_run_id="jr", item=JudgeItemRef(trajectory_id=tid, url_normalized="https://a.org/"),
+                            surface="snippet", valid=True,
+                            labels=Verdict(snippet=lab, page=None, supports_final_answer=True, rationale="r"))
+
+    def audit(tid: str | None, qid: str, match: bool, source: str) -> AuditAnswer:
+        return AuditAnswer(trajectory_id=tid, provider=None if tid else "p", qid=None if tid else qid,
+                           semantic_match=match, source=source)
+
+    with EventLog(tmp_path / "a.duckdb") as log:
+        log.append([NewEvent(stream_id="ds", run_id="r", payload=DatasetQuestion(qid=q, question="Q", gold_answer="paris"))
+                    for q in ("q1", "q2", "q3")])
+        for tid, qid in (("t1", "q1"), ("t2", "q2"), ("t3", "q3")):
+            log.append([NewEvent(stream_id=f"traj:{tid}", run_id="r", payload=p) for p in traj(tid, qid)])
+        log.append([NewEvent(stream_id="a", run_id="r", payload=p) for p in (
+            audit(None, "q1", False, "imported"),
+            audit("t1", "q1", True, "llm:grader"),  # later, but an LLM grader: the imported audit wins
+            audit("t2", "q2", True, "llm:grader"),
+            audit(None, "q2", False, "imported"),  # imported after the grader: wins too
+            audit("t3", "q3", True, "llm:grader"),  # only a grader: it counts
+        )])
+        log.append([NewEvent(stream_id="judge:jr", run_id="r", payload=p) for p in (
+            JudgeStarted(judge_run_id="jr", model="m", prompt_version="v", prompt_sha256="x"),
+            verdict("t1", True), verdict("t1", False),  # a second verdict for the same item is ignored
+            verdict("t2", False),
+        )])
+    _, rep = report_json(capsys, tmp_path / "a.duckdb")
+    p = rep["providers"]["p"]
+    assert (p["audited"], p["correct"]) == (3, 1)
+    assert p["exact_match"] == 1.0  # "Paris" against the dataset's "paris"
+    assert p["valid_items"] == 2 and p["partition"]["MISSED"] == 1 and p["surface_answerable_queries"] == 1
