@@ -1,4 +1,10 @@
-"""`searchtrace judge`: a resumable judge run over every recorded judge item (SPEC §4)."""
+"""`searchtrace judge`: a resumable judge run over every recorded judge item (SPEC §4).
+
+The judge run id defaults to `<model>@<prompt version>` (e.g. `kimi-k2.6@judge/1`), so running the same command
+again resumes the same judge run (only items without a verdict are called); another model or prompt version is
+another judge run, and `--judge-run-id` names one explicitly. Exit 0 when every item has a verdict, 1 when some
+calls failed for good on transient errors (run again to judge them), 2 on bad input or a rejected key.
+"""
 
 from __future__ import annotations
 
