@@ -14,11 +14,16 @@ max_iterations = 10
 max_trajectories = 16             # trajectories in flight
 [fetch]                           # the shared fetch backend (Jina Reader)
 timeout_s = 15.0
-max_bytes = 2_000_000
+max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
 [providers.brave]                 # `kind` defaults to the table name: brave, tavily, firecrawl
-params = { country = "US" }
+params = { country = "US", safesearch = "moderate", count = 10 }   # merged over the adapter's defaults
+rps = 1.0
+[providers.tavily]
+params = { search_depth = "basic", max_results = 10 }
+[providers.firecrawl]
+params = { limit = 10 }
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"
 [sample]
@@ -157,6 +162,8 @@ class RunConfig(_Cfg):
         return body
 
 
+EXAMPLE_CONFIG = __doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else ""
+
 _ID_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -227,9 +234,13 @@ def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
 
 
 def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
+    from adapters.registry import SEARCH_PROVIDERS
+
     for name, p in cfg.providers.items():
         p.kind = p.kind or name
         _fill_endpoint(p, p.kind)
+        if p.kind in SEARCH_PROVIDERS:  # the effective params, so run.started and the run id say what was sent
+            p.params = {**SEARCH_PROVIDERS[p.kind].default_params(), **p.params}
     _fill_endpoint(cfg.agent, "openai")
     _fill_endpoint(cfg.fetch, cfg.fetch.backend)
     if base_dir is not None and cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_absolute():

@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from engine.agent import Stats
-from engine.config import load_config, point_at_sandbox
+from engine.config import EXAMPLE_CONFIG, load_config, point_at_sandbox
 from engine.progress import progress_display
 from engine.record import RunSummary, endpoint_factory, load_questions, preflight, record_run
 from store.errors import BadInput
@@ -74,14 +74,22 @@ async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | 
 
 
 @click.command("record")
-@click.option("--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TOML run config.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="TOML run config.")
+@click.option("--example", is_flag=True, help="Print an example run config (TOML) and exit.")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
 @click.option("--sandbox", is_flag=True, help="Point every endpoint at the in-process sandbox world (no key, no network).")
 @click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
-def record(config_path: Path, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool) -> None:
+def record(
+    config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool
+) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
+    if example:
+        click.echo(EXAMPLE_CONFIG, nl=False)
+        return
+    if config_path is None:
+        raise click.UsageError("--config is required (`searchtrace record --example` prints a template)")
     cfg = load_config(config_path)
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
@@ -93,9 +101,16 @@ def record(config_path: Path, db: Path, sandbox: bool, sandbox_url: str | None, 
         if not sandbox_url.startswith(("http://", "https://")):
             raise BadInput(f"--sandbox-url: {sandbox_url!r} is not an http(s) URL")
         point_at_sandbox(cfg, sandbox_url)
-    summary = anyio.run(
-        lambda: run_recording(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
-    )
+    try:
+        summary = anyio.run(
+            lambda: run_recording(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            f"searchtrace: interrupted; finished trajectories are in {db}, run the same command again to record the rest",
+            err=True,
+        )
+        raise SystemExit(130) from None
     if as_json:
         click.echo(msgspec.json.encode(summary).decode())
     else:

@@ -96,3 +96,15 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     r = subprocess.run([exe, "record", "--config", str(good), "--db", str(tmp_path / "x.duckdb")], capture_output=True, text=True)
     assert r.returncode == 2 and "sample.n = 5 is more than the 1 questions" in r.stderr
     assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_example_config_is_valid_and_params_are_effective(tmp_path: Path) -> None:
+    from engine.config import EXAMPLE_CONFIG
+
+    (tmp_path / "questions.jsonl").write_text('{"question": "Q?", "answer": "A"}\n')
+    (tmp_path / "ex.toml").write_text(EXAMPLE_CONFIG)
+    cfg = load_config(tmp_path / "ex.toml", env={})
+    assert sorted(cfg.providers) == ["brave", "firecrawl", "tavily"] and cfg.run_id == "my-run"
+    assert cfg.providers["brave"].params["count"] == 10 and cfg.providers["brave"].params["search_lang"] == "en"
+    assert cfg.providers["tavily"].params["include_raw_content"] is False
+    assert cfg.to_event()["providers"]["firecrawl"]["params"]["limit"] == 10
