@@ -2,29 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from store.events import FetchStatus, TrajectoryReason
 
+Id = Annotated[str, msgspec.Meta(min_length=1)]  # ids and URLs may not be empty
+Count = Annotated[int, msgspec.Meta(ge=0)]
+
 
 class StepUsage(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    reasoning_tokens: Count = 0
 
 
 class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
-    iteration: int
+    iteration: Count
     usage: StepUsage = msgspec.field(default_factory=StepUsage)
     latency_ms: float = 0.0
 
 
 class Result(msgspec.Struct, kw_only=True):
-    doc_id: str
-    rank: int
-    url: str
+    doc_id: Id
+    rank: Annotated[int, msgspec.Meta(ge=1)]
+    url: Id
     title: str = ""
     domain: str = ""
     snippet: str = ""
@@ -32,21 +35,21 @@ class Result(msgspec.Struct, kw_only=True):
 
 
 class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
-    iteration: int
-    call_id: str
+    iteration: Count
+    call_id: Id
     query: str
     results: list[Result]
     latency_ms: float = 0.0
 
 
 class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
-    iteration: int
-    call_id: str
-    doc_id: str
+    iteration: Count
+    call_id: Id
+    doc_id: Id
     url: str
     status: FetchStatus
     content: str | None = None
-    n_tokens: int = 0
+    n_tokens: Count = 0
     latency_ms: float = 0.0
 
 
@@ -56,9 +59,9 @@ Step = ModelStep | SearchStep | FetchStep
 class TraceLine(msgspec.Struct, kw_only=True):
     """One trajectory per line of traces.jsonl."""
 
-    trajectory_id: str
-    provider: str
-    qid: str
+    trajectory_id: Id
+    provider: Id
+    qid: Id
     question: str
     gold_answer: str
     final_answer: str | None
@@ -69,9 +72,9 @@ class TraceLine(msgspec.Struct, kw_only=True):
 class JudgmentLine(msgspec.Struct, kw_only=True):
     """One verdict per line of judgments.jsonl; `labels` is checked against SPEC §4 separately (when valid)."""
 
-    judge_run_id: str
-    trajectory_id: str
-    url: str
+    judge_run_id: Id
+    trajectory_id: Id
+    url: Id
     valid: bool
     labels: Any = None
     invalid_reason: str | None = None

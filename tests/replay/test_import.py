@@ -94,6 +94,9 @@ TRACE_CASES: list[tuple[str, Any, int, str]] = [
     ("bad type", lambda rows: rows[1].update(steps=[{"kind": "model", "iteration": "one"}]), 2, "steps[0].iteration"),
     ("unknown stop reason", lambda rows: rows[4].update(stop_reason="gave_up"), 5, "stop_reason"),
     ("missing field", lambda rows: rows[3].pop("qid"), 4, "qid"),
+    ("empty id", lambda rows: rows[0].update(provider=""), 1, "provider"),
+    ("rank 0", lambda rows: rows[2]["steps"][1]["results"][1].update(rank=0), 3, "steps[1].results[1].rank"),
+    ("negative tokens", lambda rows: rows[3]["steps"][0]["usage"].update(output_tokens=-1), 4, "steps[0].usage.output_tokens"),
 ]
 
 
