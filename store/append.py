@@ -25,7 +25,7 @@ from store.events import PAYLOAD_TYPES, NewEvent, _encoder
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
 
-CHUNK_ROWS = 16_384
+CHUNK_ROWS = 8_192
 _INSERT = (
     "INSERT INTO events SELECT position, CAST(event_id AS UUID), stream_id, stream_seq, type, run_id, recorded_at, "
     "payload, hash FROM __batch"
@@ -249,6 +249,9 @@ def _build(
                     inserter.submit(cols)
                     cols, room = _Columns(position + 1), CHUNK_ROWS
                     add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
+        except KeyError as exc:  # tags[type(body)]: not one of the Payload structs
+            err = TypeError(f"group {gi}: payload of type {type(ev.payload).__name__} is not a store event")
+            raise _GroupFailed(gi, err) from exc
         except Exception as exc:
             raise _GroupFailed(gi, exc) from exc
         positions = list(range(start + 1, position + 1))

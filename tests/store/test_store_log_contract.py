@@ -235,3 +235,30 @@ def test_stored_hashes_follow_the_documented_formula(tmp_path: Path) -> None:
             assert e.hash == want
             prev = e.hash
         assert prev == log.head_hash
+
+
+def test_an_unencodable_group_fails_alone_even_after_chunks_went_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(append_mod, "CHUNK_ROWS", 50)
+    path = tmp_path / "t.duckdb"
+    bad = NewEvent(stream_id="b", run_id="r", payload=RunStarted(run_id="r", config={"x": object()}, code_version="v"))
+    first = [ev("a", i) for i in range(120)]  # more than two chunks before the bad group is reached
+    broken = [ev("b", 0), bad]
+    last = [ev("a", 120), ev("c", 0)]
+    with EventLog(path) as log:
+        results = log.append_groups([(first, None), (broken, None), (last, {"a": 119})])
+        assert results[0] == list(range(1, 121))
+        assert isinstance(results[1], TypeError)
+        assert results[2] == [121, 122]
+        assert (log.head, log.stream_head("b"), log.stream_head("a")) == (122, -1, 120)
+        with pytest.raises(TypeError, match="not a store event"):
+            log.append([_not_an_event()])
+        intact(log)
+    assert count(path) == 122
+
+
+def _not_an_event() -> NewEvent:
+    e = ev("z", 0)
+    e.payload = {"type": "answer.final"}  # type: ignore[assignment]  # what a careless caller might pass
+    return e
