@@ -97,3 +97,27 @@ def test_sigkill_half_way_then_resume_records_only_the_rest(tmp_path: Path) -> N
             assert counters[(route, tid)] == snapshot[(route, tid)], (tid, route)
     # and each of the others got its calls (the ones cut off by the kill were started over)
     assert all(counters[("chat", tid)] > 0 for tid in trajs)
+
+
+def test_ctrl_c_keeps_what_finished_and_says_how_to_resume(tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.replace('"kill"', '"intr"').replace("n = 12", "n = 6"))
+    db = tmp_path / "i.duckdb"
+    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
+    with running(app=app) as root:
+        cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--db", str(db), "--no-progress"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while app.state.totals["chat"] < 20 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and "run the same command again" in err, err
+        first = finished_ids(db)
+        assert 0 < len(first) < 18
+        app.state.sandbox.faults = None
+        again = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f'"already":{len(first)}' in again.stdout and f'"recorded":{18 - len(first)}' in again.stdout
+    assert len(finished_ids(db)) == 18
+    check_chain(db)
