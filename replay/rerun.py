@@ -24,8 +24,6 @@ from store.errors import BadInput
 from store.events import ModelResponded, Payload, RunStarted, TrajectoryStarted
 from store.log import EventLog
 
-_DERIVED_KEYS = ("prompt", "identity_sha256")  # added to the config by `to_event`, not RunConfig fields
-
 
 class Recorded(msgspec.Struct, kw_only=True):
     """One recorded trajectory: its stream's payloads in order."""
@@ -114,7 +112,8 @@ def replay_config(config: dict[str, Any], prompt_version: str | None) -> Any:
     """The recorded RunConfig made safe to replay: no limits, no retries, no fetch cache, no key needed."""
     from engine.config import RunConfig
 
-    body = {k: v for k, v in config.items() if k not in _DERIVED_KEYS}
+    fields = set(RunConfig.__struct_fields__)  # `to_event` adds derived keys (prompt, identity_sha256, ...)
+    body = {k: v for k, v in config.items() if k in fields}
     try:
         cfg = msgspec.convert(body, RunConfig)
     except msgspec.ValidationError as exc:
