@@ -19,7 +19,7 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
     lines = text.splitlines()
     if not lines:
         raise fail(path, 1, "(header)", "empty file; expected the header provider<TAB>qid<TAB>semantic_match")
-    header = [h.strip() for h in lines[0].split("\t")]
+    header = [h.strip().lower() for h in lines[0].removeprefix("\ufeff").split("\t")]
     for name in AUDIT_HEADER:
         if name not in header:
             raise fail(path, 1, name, "missing from the header (provider<TAB>qid<TAB>semantic_match)")

@@ -76,6 +76,8 @@ def lines(path: Path) -> Iterator[tuple[int, bytes]]:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
     with fh:
         for n, raw in enumerate(fh, 1):
+            if n == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
             if raw.strip():
                 yield n, raw
 

@@ -130,12 +130,12 @@ def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
                         call_id=step.call_id,
                         doc_id=r.doc_id,
                         rank=r.rank,
-                        title=r.title,
+                        title=r.title or "",
                         url=r.url,
                         url_normalized=norm_url(r.url),
                         domain=r.domain or domain_of(r.url),
-                        snippet=r.snippet,
-                        metadata=r.metadata,
+                        snippet=r.snippet or "",
+                        metadata=r.metadata or {},
                     )
                 )
             payloads.append(

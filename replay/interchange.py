@@ -28,10 +28,10 @@ class Result(msgspec.Struct, kw_only=True):
     doc_id: Id
     rank: Annotated[int, msgspec.Meta(ge=1)]
     url: Id
-    title: str = ""
-    domain: str = ""
-    snippet: str = ""
-    metadata: dict[str, Any] = {}
+    title: str | None = ""  # null is read as "" (and metadata null as {})
+    domain: str | None = ""  # empty: derived from the URL
+    snippet: str | None = ""
+    metadata: dict[str, Any] | None = {}
 
 
 class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
