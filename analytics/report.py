@@ -1,4 +1,12 @@
-"""The report of SPEC §8: which judge run, every provider's metrics, complementarity, custom metrics; JSON text."""
+"""The report of SPEC §8: which judge run, every provider's metrics, complementarity, custom metrics; JSON text.
+
+Keys beyond the §8 contract, per provider: `reasoning_tokens_per_trajectory`, `page_tokens_per_trajectory`
+(fetch.completed n_tokens), `latency_ms_per_trajectory` (model + search + fetch latencies),
+`distinct_domains_per_trajectory`, `tokens_per_correct` ((input + output) / correct, null without a correct
+answer), `surface_supported_items` and `surface_contradicted_items` (the ratios' numerators), and
+`query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories). At the top:
+`custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+"""
 
 from __future__ import annotations
 
