@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,12 @@ class Capture:
         self.app = app
         self.state = app.state
         self.chats: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)
+        self.arrivals: list[tuple[str, str, float]] = []  # (trace id, path, perf_counter) of every request
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            trace_id = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode()
+            self.arrivals.append((trace_id, scope["path"], time.perf_counter()))
         if scope.get("type") != "http" or not scope["path"].endswith("/chat/completions"):
             await self.app(scope, receive, send)
             return

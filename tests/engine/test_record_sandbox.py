@@ -226,3 +226,23 @@ async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path,
     assert done.finished and done.already + done.recorded == 9
     with EventLog(tmp_path / "k.duckdb", read_only=True) as log:
         assert all(not (p.reason == "error") for ps in trajectories(log).values() for p in ps if isinstance(p, TrajectoryFinished))
+
+
+async def test_tool_calls_of_one_turn_run_at_the_same_time(tmp_path: Path) -> None:
+    # every search takes 250 ms; two searches of one turn must overlap, not queue
+    app = Capture(create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"brave"}))))
+    cfg = config(tmp_path, n=None, limits={"max_iterations": 2})
+    cfg.providers = {"brave": cfg.providers["brave"]}
+    point_at_sandbox(cfg, ROOT)
+    await record(cfg, tmp_path / "p.duckdb", httpx.ASGITransport(app=app))
+    with EventLog(tmp_path / "p.duckdb", read_only=True) as log:
+        trajs = trajectories(log)
+    pairs = 0
+    for tid, payloads in trajs.items():
+        first = next(p for p in payloads if isinstance(p, ModelResponded))
+        if len([c for c in first.tool_calls if c.name == "search_web"]) < 2:
+            continue
+        times = [t for trace, path, t in app.arrivals if trace == tid and "/brave/" in path][:2]
+        assert len(times) == 2 and abs(times[1] - times[0]) < 0.2, (tid, times)
+        pairs += 1
+    assert pairs > 0
