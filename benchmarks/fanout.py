@@ -80,14 +80,14 @@ async def trajectories(n: int, workdir: Path, concurrency: int = 64) -> dict[str
     point_at_sandbox(cfg, SANDBOX_ROOT)
     app = TimedASGI(create_app())
     transport = httpx.ASGITransport(app=app)
-    log = EventLog(workdir / "bench.duckdb")
+    log = await anyio.to_thread.run_sync(EventLog, workdir / "bench.duckdb")
     try:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         summary = await record_run(cfg, log, endpoint_factory(transport))
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         events = log.head
     finally:
-        log.close()
+        await anyio.to_thread.run_sync(log.close)
     k = max(summary.recorded, 1)
     calls = summary.model_calls + summary.search_calls + summary.fetch_calls
     return {
