@@ -218,3 +218,29 @@ def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
         import_files(log, [traces], [], [])
     res = run_cli("--db", str(db))
     assert res.exit_code == 2 and "nothing to replay" in res.output and "run.started" in res.output
+
+
+@pytest.mark.anyio
+async def test_recording_under_faults_replays_exactly(tmp_path: Path) -> None:
+    """Retries, failed searches and fetches, broken bodies and errored trajectories replay step for step."""
+    from adapters.sandbox import create_app
+    from adapters.sandbox.faults import FaultPlan
+    from engine.commands.record import run_recording
+    from engine.config import load_config, point_at_sandbox
+
+    (tmp_path / "run.toml").write_text(CONFIG.replace("n = 2", "n = 3") + "\n[fetch]\ncache_dir = \"\"\nmax_retries = 1\n")
+    cfg = load_config(tmp_path / "run.toml")
+    cfg.agent.max_retries = 1
+    for p in cfg.providers.values():
+        p.max_retries = 1
+    point_at_sandbox(cfg, "http://sandbox")
+    app = create_app(faults=FaultPlan(seed=7, rates={"500": 0.3, "malformed": 0.08, "truncated": 0.05}))
+    db = tmp_path / "faults.duckdb"
+    summary = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
+    assert summary.retries > 0  # the recording did go through faults
+    with EventLog(db, read_only=True) as log:
+        recs = load_recorded(log)
+        statuses = {getattr(p, "status", "ok") for r in recs for p in r.payloads}
+        report = await replay_trajectories(log, recs)
+    assert statuses - {"ok"}, "no failed call was recorded; the fault plan did nothing"
+    assert report.ok and report.matched == len(recs) == 9, [o.divergence for o in report.outcomes if not o.ok]
