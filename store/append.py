@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import array
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -81,17 +80,6 @@ class _Columns:
         self.runs: list[str] = []
         self.payloads: list[bytes] = []
         self.hashes: list[str] = []
-
-    def appenders(self) -> tuple[Callable[[Any], None], ...]:
-        return (
-            self.ids.append,
-            self.streams.append,
-            self.seqs.append,
-            self.types.append,
-            self.runs.append,
-            self.payloads.append,
-            self.hashes.append,
-        )
 
     def table(self, recorded_at_us: int) -> pa.Table:
         n, pool = len(self.ids), _POOL
@@ -196,17 +184,14 @@ def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
 def _build(
     inserter: _Inserter, head: Head, groups: Sequence[Group], failed: Mapping[int, Exception]
 ) -> tuple[list[Result], _Delta, _Columns]:
+    """Columns are filled a slice at a time with comprehensions; the hash chain runs when a chunk is full."""
     stored, base = head.ids, head.streams
     delta = _Delta(head.position, head.hash)
     heads, seen = delta.streams, delta.ids
-    position, prev = head.position, head.hash
-    now_us = inserter.ts
+    position = head.position
+    chain = _Chain(head.hash, str(inserter.ts))
     cols = _Columns(position + 1)
     results: list[Result] = []
-    encode, sha256, tags = _encoder.encode, hashlib.sha256, _TAGS
-    now_s = str(now_us)
-    room = CHUNK_ROWS  # rows left before this chunk goes to the worker
-    add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
             results.append(failed[gi])
@@ -215,48 +200,88 @@ def _build(
         if bad is not None:
             results.append(ConcurrencyError(stale_message(bad[0], bad[1], heads.get(bad[0], base.get(bad[0], -1)))))
             continue
-        start, dups = position, list[int]()
+        keep, positions = _fresh(events, stored, seen, position)
         try:
-            for ev in events:
-                uid = ev.event_id
-                ui = uid.int
-                if ui in stored or ui in seen:
-                    dups.append(position - start + len(dups))
-                    continue
-                seen.add(ui)
-                position += 1
-                sid = ev.stream_id
-                seq = heads.get(sid)
-                seq = (base.get(sid, -1) if seq is None else seq) + 1
-                heads[sid] = seq
-                body = ev.payload
-                payload = encode(body)
-                tag = tags[type(body)]
-                run = ev.run_id
-                hx = f"{ui:032x}"
-                prev = sha256(
-                    f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{now_s}\x1f".encode() + payload
-                ).hexdigest()
-                add_id(hx)
-                add_stream(sid)
-                add_seq(seq)
-                add_type(tag)
-                add_run(run)
-                add_payload(payload)
-                add_hash(prev)
-                room -= 1
-                if not room:
+            done = 0
+            while done < len(keep):
+                room = CHUNK_ROWS - len(cols.ids)
+                part = keep[done : done + room]
+                done += len(part)
+                _fill(cols, part, heads, base)
+                if len(cols.ids) >= CHUNK_ROWS:
+                    chain.seal(cols)
                     inserter.submit(cols)
-                    cols, room = _Columns(position + 1), CHUNK_ROWS
-                    add_id, add_stream, add_seq, add_type, add_run, add_payload, add_hash = cols.appenders()
+                    cols = _Columns(cols.first + len(cols.ids))
         except KeyError as exc:  # tags[type(body)]: not one of the Payload structs
-            err = TypeError(f"group {gi}: payload of type {type(ev.payload).__name__} is not a store event")
+            err = TypeError(f"group {gi}: a payload is not a store event ({exc})")
             raise _GroupFailed(gi, err) from exc
         except Exception as exc:
             raise _GroupFailed(gi, exc) from exc
-        positions = list(range(start + 1, position + 1))
-        for i in dups:  # an event_id already stored (or repeated in this transaction) is a no-op: position 0
-            positions.insert(i, 0)
+        position += len(keep)
         results.append(positions)
-    delta.position, delta.hash = position, prev
+    chain.seal(cols)
+    delta.position, delta.hash = position, chain.prev
     return results, delta, cols
+
+
+def _fresh(
+    events: Sequence[NewEvent], stored: set[int], seen: set[int], position: int
+) -> tuple[Sequence[NewEvent], list[int]]:
+    """The events to write and every event's position (0 for an id already stored or repeated); marks them seen."""
+    ids = [e.event_id.int for e in events]
+    if stored.isdisjoint(ids) and seen.isdisjoint(ids):
+        unique = set(ids)
+        if len(unique) == len(ids):
+            seen |= unique
+            return events, list(range(position + 1, position + 1 + len(ids)))
+    keep: list[NewEvent] = []
+    positions: list[int] = []
+    for e, ui in zip(events, ids, strict=True):
+        if ui in stored or ui in seen:
+            positions.append(0)
+        else:
+            seen.add(ui)
+            keep.append(e)
+            positions.append(position + len(keep))
+    return keep, positions
+
+
+def _fill(cols: _Columns, part: Sequence[NewEvent], heads: dict[str, int], base: dict[str, int]) -> None:
+    """Append a slice of events to the chunk's columns (everything but the hash)."""
+    encode, tags = _encoder.encode, _TAGS
+    bodies = [e.payload for e in part]
+    cols.types += [tags[type(b)] for b in bodies]
+    cols.payloads += [encode(b) for b in bodies]
+    cols.ids += [f"{e.event_id.int:032x}" for e in part]
+    sids = [e.stream_id for e in part]
+    cols.streams += sids
+    cols.runs += [e.run_id for e in part]
+    seqs = cols.seqs
+    for sid in sids:
+        seq = heads.get(sid)
+        seq = (base.get(sid, -1) if seq is None else seq) + 1
+        heads[sid] = seq
+        seqs.append(seq)
+
+
+class _Chain:
+    """The running hash chain: sha256 over the previous hash and every column of the row (see schema.row_hash)."""
+
+    def __init__(self, prev: str, recorded_at: str) -> None:
+        self.prev = prev
+        self.ts = recorded_at
+
+    def seal(self, cols: _Columns) -> None:
+        """Compute the hashes of the rows of `cols` that have none yet."""
+        sha256, ts, prev = hashlib.sha256, self.ts, self.prev
+        start = len(cols.hashes)
+        add = cols.hashes.append
+        position = cols.first + start
+        for hx, sid, seq, tag, run, payload in zip(
+            cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
+            cols.payloads[start:], strict=True,
+        ):
+            prev = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode() + payload).hexdigest()
+            add(prev)
+            position += 1
+        self.prev = prev
