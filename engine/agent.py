@@ -235,7 +235,6 @@ class Agent:
             {"role": "user", "content": user_message(traj.question)},
         ]
         for iteration in range(1, self.max_iterations + 1):
-            rec.iterations = iteration
             request_digest = request_sha256(messages, TOOL_SCHEMAS)
             try:
                 reply = await self.chat.complete(messages, tools=TOOL_SCHEMAS, trace_id=tid)
@@ -245,6 +244,7 @@ class Agent:
                 rec.retries(list(getattr(exc, "retries", []) or []), None, self.stats)
                 status = getattr(exc, "status", None)
                 return rec.finish("error", f"chat failed ({status}): {getattr(exc, 'message', str(exc))}")
+            rec.iterations = iteration  # model turns answered (a failed call does not count)
             self._account(reply)
             rec.retries(reply.retries, None, self.stats)
             rec.usage = _add_usage(rec.usage, reply.usage)

@@ -196,8 +196,9 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
         done = payloads[-1]
         assert isinstance(done, TrajectoryFinished)
         if qid in faulty:
-            assert done.reason == "error" and "500" in (done.error or "")
+            assert done.reason == "error" and "500" in (done.error or "") and done.iterations == 0
             assert sum(isinstance(p, CallRetried) for p in payloads) == 2  # the chat's retries are kept
+            assert app.state.counters[("chat", tid)] == 3 and not any(isinstance(p, ModelResponded) for p in payloads)
         else:
             assert done.reason in ("answered", "max_iterations")
         if provider == "tavily" and qid not in faulty:
