@@ -77,7 +77,7 @@ async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | 
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="TOML run config.")
 @click.option("--example", is_flag=True, help="Print an example run config (TOML) and exit.")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
-@click.option("--sandbox", is_flag=True, help="Point every endpoint at the in-process sandbox world (no key, no network).")
+@click.option("--sandbox", is_flag=True, help="Point every endpoint at the in-process sandbox world (no key, no network; rates and concurrency as configured).")
 @click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
