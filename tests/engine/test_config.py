@@ -108,3 +108,21 @@ def test_example_config_is_valid_and_params_are_effective(tmp_path: Path) -> Non
     assert cfg.providers["brave"].params["count"] == 10 and cfg.providers["brave"].params["search_lang"] == "en"
     assert cfg.providers["tavily"].params["include_raw_content"] is False
     assert cfg.to_event()["providers"]["firecrawl"]["params"]["limit"] == 10
+
+
+def test_questions_without_strata_are_sampled_by_seeded_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    from engine.record import load_questions
+
+    rows = [f'{{"qid": "q{i}", "question": "Question {i}?", "answer": "A{i}"}}' for i in range(10)]
+    write(tmp_path, GOOD.replace("n = 2", "n = 3"))
+    (tmp_path / "q.jsonl").write_text("\n".join(rows) + "\n")
+    cfg = load_config(tmp_path / "run.toml", env={})
+    got = [q.qid for q in load_questions(cfg)]
+    want = sorted((f"q{i}" for i in range(10)), key=lambda q: hashlib.sha256((cfg.sample.seed + q).encode()).hexdigest())[:3]
+    assert got == want and all(q.strata == {} for q in load_questions(cfg))
+    (tmp_path / "q.jsonl").write_text(rows[0] + "\n" + '{"qid": "x", "question": "Q?", "answer": 3}\n')
+    cfg.sample.n = None
+    with pytest.raises(BadInput, match="column 'answer' must be a string"):
+        load_questions(cfg)
