@@ -112,6 +112,7 @@ class _Inserter:
         self.executor = executor
         self.ts = recorded_at_us
         self.pending: Future[None] | None = None
+        self.threads: str | None = None  # DuckDB's thread count while lowered to 1
 
     def _insert(self, table: pa.Table) -> None:
         self.con.register("__batch", table)
@@ -123,7 +124,16 @@ class _Inserter:
     def submit(self, cols: _Columns) -> None:
         table = cols.table(self.ts)
         self.wait()
+        if self.threads is None:  # a multi-chunk transaction: DuckDB on one core, this thread on the other
+            self.threads = str(self.con.execute("SELECT current_setting('threads')").fetchone()[0])  # type: ignore[index]
+            self.con.execute("SET threads = 1")
         self.pending = self.executor.submit(self._insert, table)
+
+    def restore(self) -> None:
+        """Give DuckDB its threads back (readers sharing the database use them)."""
+        if self.threads is not None:
+            self.con.execute(f"SET threads = {int(self.threads)}")
+            self.threads = None
 
     def finish(self, cols: _Columns) -> None:
         self.wait()
@@ -159,6 +169,7 @@ def append_groups(
                 _blobs.insert(con, blobs)
             results, delta, last = _build(inserter, head, groups, failed)
             inserter.finish(last)
+            inserter.restore()
             con.execute("COMMIT")
         except _GroupFailed as exc:  # a payload msgspec cannot encode: run again without that group
             _abort(con, inserter)
@@ -179,6 +190,7 @@ def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
     except BaseException:
         pass
     con.execute("ROLLBACK")
+    inserter.restore()
 
 
 def _build(
