@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-# An audit whose source starts with 'llm' is a grader's proposal; any other source (an imported or human audit)
-# always wins over it. Within the same rank the latest audit (highest position) wins.
-AUDIT_RANK = "(CASE WHEN a.source LIKE 'llm%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
+# An audit whose source starts with 'llm' or 'grader' is a proposal (an LLM grader, `searchtrace grade`); any other
+# source (an imported or human audit) always wins over it. Within the same rank the latest audit wins.
+AUDIT_RANK = (
+    "(CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
+)
 
 
 def trajectories_cte(p: str) -> str:

@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "search": "engine.commands.probe:search",
     "fetch": "engine.commands.probe:fetch",
     "judge": "engine.commands.judge:judge",
+    "grade": "engine.commands.grade:grade",
     "replay": "engine.commands.replay:replay",
     "import": "engine.commands.interchange:import_cmd",
     "export": "engine.commands.interchange:export_cmd",

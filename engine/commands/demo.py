@@ -15,7 +15,9 @@ from typing import Any
 import anyio
 import click
 import msgspec
+from rich.console import Console
 
+from analytics.table import render_table
 from engine.agent import Stats
 from engine.commands.record import first_bad_input, summary_text
 from engine.config import point_at_sandbox, sandbox_config
@@ -29,21 +31,17 @@ JUDGE_MODEL = "sandbox-judge"
 
 class DemoResult(msgspec.Struct, kw_only=True):
     record: RunSummary
-    judge: dict[str, Any] | None
-    judge_note: str | None
+    judge: dict[str, Any]
     db: str
-    html: str | None
-    report: dict[str, Any] | None
+    html: str
+    report: dict[str, Any]
     elapsed_s: float
 
 
-async def _judge(log: EventLog, transport: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Runs H7's judge over every recorded item with the sandbox judge model (skipped with a note if absent)."""
-    try:
-        from replay.judge import run_judge
-    except ImportError as exc:
-        return None, f"judge skipped: replay.judge is not available ({exc})"
+async def _judge(log: EventLog, transport: Any) -> dict[str, Any]:
+    """Judges every recorded item with the sandbox's deterministic judge model."""
     from adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from replay.judge import run_judge
 
     chat = build_chat(JUDGE_MODEL, sandbox_endpoint("openai", ROOT, concurrency=32), transport=transport,
                       key_fallback=SANDBOX_KEY)
@@ -52,16 +50,16 @@ async def _judge(log: EventLog, transport: Any) -> tuple[dict[str, Any] | None, 
     finally:
         await chat.aclose()
     out: dict[str, Any] = msgspec.to_builtins(stats)
-    return out, None
+    return out
 
 
-def _report(log: EventLog, out: Path, judge_run_id: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """The §8 report and its HTML page (H4's analytics), or (None, None) when analytics is not there yet."""
-    try:
-        from analytics.html import extras_from_db, render
-        from analytics.report import build_report
-    except ImportError:
-        return None, None
+def _report(log: EventLog, out: Path, judge_run_id: str | None) -> tuple[dict[str, Any], str]:
+    """Grades the answers (a proposal; an imported audit would win), then builds the §8 report and its HTML page."""
+    from analytics.html import extras_from_db, render
+    from analytics.report import build_report
+    from replay.grade import grade_answers
+
+    grade_answers(log)
     cur = log.cursor()
     try:
         report = build_report(cur, judge_run_id=judge_run_id)
@@ -92,55 +90,19 @@ async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None 
                 summary = await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick)
             except BaseExceptionGroup as eg:
                 raise first_bad_input(eg) from None
-        judge, note = await _judge(log, transport)
-        jrid = judge.get("judge_run_id") if judge else None
-        report, html = await anyio.to_thread.run_sync(_report, log, out, jrid)
+        judge = await _judge(log, transport)
+        report, html = await anyio.to_thread.run_sync(_report, log, db.parent, judge.get("judge_run_id"))
     finally:
         await anyio.to_thread.run_sync(log.close)
-    return DemoResult(record=summary, judge=judge, judge_note=note, db=str(db), html=html, report=report,
+    return DemoResult(record=summary, judge=judge, db=str(db), html=html, report=report,
                       elapsed_s=time.perf_counter() - t0)
-
-
-def print_report(report: dict[str, Any]) -> None:
-    """The report as a terminal table (H4's renderer when present, else a compact rich table)."""
-    from rich.console import Console
-
-    try:
-        from analytics.table import render_table
-    except ImportError:
-        pass
-    else:
-        render_table(report, Console())
-        return
-    from rich.table import Table
-
-    cols = [
-        ("trajectories", "traj"), ("correct", "correct"), ("exact_match", "EM"), ("token_f1", "F1"),
-        ("searches_per_trajectory", "search/t"), ("fetches_per_trajectory", "fetch/t"), ("valid_items", "items"),
-        ("surface_support_rate", "surface support"), ("gold_rank1_share", "gold rank-1"),
-        ("contradiction_gold_ratio", "contra/gold"),
-    ]
-    table = Table(title=f"judge run {report.get('judge_run_id')}")
-    table.add_column("provider")
-    for _, head in cols:
-        table.add_column(head, justify="right")
-    table.add_column("SMART/MISSED/BLIND/NO-OP", justify="right")
-    for name, p in sorted(report.get("providers", {}).items()):
-        cells = []
-        for key, _ in cols:
-            v = p.get(key)
-            cells.append("—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
-        part = p.get("partition", {})
-        cells.append("/".join(str(part.get(k, 0)) for k in ("SMART", "MISSED", "BLIND", "NO-OP")))
-        table.add_row(name, *cells)
-    Console().print(table)
 
 
 @click.command("demo")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Database file (default: <out>/demo.duckdb).")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("searchtrace-demo"),
-              show_default=True, help="Folder for the database, the fetch cache and report.html.")
+              show_default=True, help="Folder for the database, the fetch cache and report.html (report.html goes next to --db).")
 @click.option("--n", type=int, default=30, show_default=True, help="Questions sampled from the sandbox world.")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")
 def demo(db: Path | None, out: Path, n: int, as_json: bool) -> None:
@@ -151,15 +113,11 @@ def demo(db: Path | None, out: Path, n: int, as_json: bool) -> None:
         click.echo(msgspec.json.encode(result).decode())
         return
     click.echo(summary_text(result.record))
-    if result.judge is not None:
-        j = result.judge
-        click.echo(f"judge run {j['judge_run_id']}: {j['items']} items, {j['already']} already judged, "
-                   f"{j['valid']} valid / {j['invalid']} invalid verdicts now, {j['failed']} failed")
-    elif result.judge_note:
-        click.echo(result.judge_note)
-    if result.report is not None:
-        print_report(result.report)
+    j = result.judge
+    click.echo(f"judge run {j['judge_run_id']}: {j['items']} items, {j['already']} already judged, "
+               f"{j['valid']} valid / {j['invalid']} invalid verdicts now, {j['failed']} failed")
+    render_table(result.report, Console())
     click.echo(f"database: {result.db}")
-    click.echo(f"HTML report: {result.html}" if result.html else "HTML report: not available (analytics not installed)")
+    click.echo(f"HTML report: {result.html}")
     click.echo(f"demo finished in {result.elapsed_s:.1f} s; try `searchtrace sql --db {result.db} \"SELECT type, count(*) "
                "FROM events GROUP BY 1\"`")

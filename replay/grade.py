@@ -1,0 +1,88 @@
+"""A deterministic answer grader that proposes `semantic_match` when no audited TSV exists (an imported audit wins)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+
+from analytics.textnorm import tokens
+from store.events import (
+    AnswerFinal,
+    AuditAnswer,
+    DatasetQuestion,
+    NewEvent,
+    TrajectoryStarted,
+    stable_event_id,
+)
+from store.log import EventLog
+
+SOURCE = "grader:normalized-match/1"
+STREAM = "audit:grader"
+
+
+class Grade(msgspec.Struct, kw_only=True):
+    trajectory_id: str
+    provider: str
+    qid: str
+    final_answer: str | None
+    gold_answer: str
+    semantic_match: bool
+
+
+def proposes_match(final_answer: str | None, gold: str) -> bool:
+    """Exact match after SPEC §5 normalisation, or the whole gold answer standing inside the final answer."""
+    f, g = tokens(final_answer), tokens(gold)
+    if not f or not g:
+        return False
+    return any(f[i : i + len(g)] == g for i in range(len(f) - len(g) + 1))
+
+
+def _grades(log: EventLog) -> Iterator[Grade]:
+    golds: dict[str, str] = {}
+    started: dict[str, TrajectoryStarted] = {}
+    finals: dict[str, str] = {}
+    stream_of: dict[str, str] = {}
+    for ev in log.read(types=["dataset.question", "trajectory.started", "answer.final"]):
+        p = ev.payload
+        if isinstance(p, DatasetQuestion):
+            golds.setdefault(p.qid, p.gold_answer)
+        elif isinstance(p, TrajectoryStarted):
+            started.setdefault(ev.stream_id, p)
+            stream_of[ev.stream_id] = p.trajectory_id
+        elif isinstance(p, AnswerFinal):
+            finals.setdefault(ev.stream_id, p.text)
+    for stream, t in started.items():
+        gold = t.gold_answer or golds.get(t.qid, "")
+        final = finals.get(stream)
+        yield Grade(
+            trajectory_id=t.trajectory_id,
+            provider=t.provider,
+            qid=t.qid,
+            final_answer=final,
+            gold_answer=gold,
+            semantic_match=proposes_match(final, gold),
+        )
+
+
+def grade_answers(log: EventLog, *, run_id: str = "grader") -> list[Grade]:
+    """Append one `audit.answer` proposal per trajectory; re-running adds nothing (content-derived ids)."""
+    grades = list(_grades(log))
+    events = [
+        NewEvent(
+            stream_id=STREAM,
+            run_id=run_id,
+            event_id=stable_event_id("grade", SOURCE, g.trajectory_id, str(g.semantic_match)),
+            payload=AuditAnswer(
+                trajectory_id=g.trajectory_id,
+                provider=g.provider,
+                qid=g.qid,
+                semantic_match=g.semantic_match,
+                source=SOURCE,
+            ),
+        )
+        for g in grades
+    ]
+    if events:
+        log.append(events)
+    return grades
