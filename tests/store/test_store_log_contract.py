@@ -262,3 +262,13 @@ def _not_an_event() -> NewEvent:
     e = ev("z", 0)
     e.payload = {"type": "answer.final"}  # type: ignore[assignment]  # what a careless caller might pass
     return e
+
+
+def test_a_big_append_gives_duckdb_its_threads_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(append_mod, "CHUNK_ROWS", 64)
+    with EventLog(tmp_path / "t.duckdb") as log:
+        cur = log.cursor()
+        before = cur.execute("SELECT current_setting('threads')").fetchone()
+        assert log.append([ev(f"s{i % 5}", i) for i in range(300)]) == list(range(1, 301))
+        assert cur.execute("SELECT current_setting('threads')").fetchone() == before
+        cur.close()
