@@ -52,7 +52,7 @@ def stale_message(stream_id: str, expected: int, have: int) -> str:
 
 @dataclass
 class Head:
-    """What the log knows after its last commit; replaced (never mutated half-way) when a transaction commits."""
+    """What the log knows after its last commit; changed only once a transaction has committed."""
 
     position: int
     hash: str
