@@ -12,9 +12,10 @@ BENCHMARKS: dict[str, str] = {
     "fanout": "benchmarks.fanout:command",
     "judge": "benchmarks.judge:command",
     "http": "benchmarks.http:command",
+    "chaos": "benchmarks.chaos:command",
 }
 
 
 @click.group(cls=LazyGroup, lazy=BENCHMARKS)
 def bench() -> None:
-    """Throughput benchmarks (ingest, replay, fan-out, judge, http)."""
+    """Throughput benchmarks (ingest, replay, fan-out, judge, http) and the chaos suite."""

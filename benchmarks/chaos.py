@@ -1,0 +1,428 @@
+"""`searchtrace bench chaos`: record and judge under a fault mix with SIGKILLs, then prove nothing was lost or paid twice.
+
+The sandbox runs as a real HTTP server on 127.0.0.1 (in a thread of this process) with a FaultPlan: per request
+attempt ~10% 429 with `Retry-After: 1`, 3% 500 + 3% 503, 5% timeouts (the server hangs `hang_s`, the client gives
+up after `timeout_s`), 2% malformed and 1% truncated bodies, and 8% oversized (3 MB) pages on the Jina route.
+Questions: the sandbox's 36 questions repeated under new qids (`c000-<qid>`, …) up to `--trajectories / 3` rows,
+recorded for the three providers (so 300 trajectories = 100 questions × 3 providers). `searchtrace record` and
+then `searchtrace judge` run as subprocesses; `--kills` times (seeded) the running one gets SIGKILL once the
+sandbox has served a random number of further requests, and is started again until it exits 0. After each kill
+the sandbox's per-trace request counters and the store's finished trajectories / committed verdicts are noted.
+
+At the end: `searchtrace verify` passes; exactly one finished trajectory per (question, provider); exactly one
+verdict per judge item; no trajectory finished (no verdict committed) before a kill got any later request
+(sandbox counters per trace id); every injected fault kind shows as a typed event; `report --json` computes;
+a last `record` and `judge` make no request at all. `--readme FILE` writes the figures between
+`<!-- reliability:begin -->` and `<!-- reliability:end -->` in FILE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import duckdb
+
+PROVIDERS = ("brave", "tavily", "firecrawl")
+RATES = {"429": 0.10, "500": 0.03, "503": 0.03, "timeout": 0.05, "malformed": 0.02, "truncated": 0.01,
+         "oversized": 0.08}
+ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")
+JUDGE_MODEL = "sandbox-judge"
+JUDGE_RUN = "sandbox-judge@judge/1"
+RUN_ID = "chaos"
+BEGIN, END = "<!-- reliability:begin -->", "<!-- reliability:end -->"
+SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
+# Per injected kind, the typed events that show it: (event type, payload field, values).
+EVIDENCE: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    "429": [("call.retried", "reason", ("429",))],
+    "500": [("call.retried", "reason", ("5xx",))],
+    "503": [("call.retried", "reason", ("5xx",))],
+    "timeout": [("call.retried", "reason", ("timeout",))],
+    "malformed": [("search.completed", "status", ("bad_response",)), ("fetch.completed", "status", ("bad_response",)),
+                  ("trajectory.finished", "reason", ("error",))],
+    "truncated": [("search.completed", "status", ("bad_response",)), ("fetch.completed", "status", ("bad_response",)),
+                  ("trajectory.finished", "reason", ("error",))],
+    "oversized": [("fetch.completed", "status", ("too_large",))],
+}
+
+
+@dataclass
+class Kill:
+    """One SIGKILL: when, and what was durable at that moment."""
+
+    phase: str
+    at_request: int
+    finished: set[str]
+    verdicts: set[tuple[str, str]]
+    counters: Counter[tuple[str, str | None]]
+
+
+@dataclass
+class Chaos:
+    """One chaos run's settings and what it observed."""
+
+    workdir: Path
+    trajectories: int = 300
+    kills: int = 20
+    seed: int = 7
+    timeout_s: float = 1.0
+    hang_s: float = 3.0
+    max_wait_s: float = 1.0
+    env: dict[str, str] | None = None
+    log_args: tuple[str, ...] = ()
+    killed: list[Kill] = field(default_factory=list)
+    starts: Counter[str] = field(default_factory=Counter)
+    injected: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def db(self) -> Path:
+        return self.workdir / "chaos.duckdb"
+
+
+def write_inputs(c: Chaos) -> int:
+    """The question file (sandbox questions repeated under new qids) and run.toml; returns the question count."""
+    from adapters.sandbox.corpus import question_rows
+    from adapters.sandbox.world import default_world
+
+    base = question_rows(default_world().questions)
+    n = max(1, c.trajectories // len(PROVIDERS))
+    rows = [{**base[i % len(base)], "qid": f"c{i // len(base):03d}-{base[i % len(base)]['qid']}"} for i in range(n)]
+    (c.workdir / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ep = (f"rps = 10000\nconcurrency = 32\ntimeout_s = {c.timeout_s}\nmax_retries = 4\nmax_wait_s = {c.max_wait_s}\n")
+    text = f'run_id = "{RUN_ID}"\n[agent]\nmodel = "sandbox-agent"\n{ep}'
+    text += "".join(f"[providers.{p}]\n{ep}" for p in PROVIDERS)
+    text += f'[fetch]\n{ep}cache_dir = "{c.workdir / "cache"}"\n[limits]\nmax_trajectories = 24\n'
+    text += '[dataset]\npath = "questions.jsonl"\n'
+    (c.workdir / "run.toml").write_text(text)
+    return n
+
+
+def make_app(c: Chaos) -> Any:
+    """The sandbox app with the chaos FaultPlan; every fault it decides is counted per (route, kind)."""
+    from adapters.sandbox import FaultPlan, create_app
+
+    app = create_app(faults=FaultPlan(seed=c.seed, rates=dict(RATES)), hang_s=c.hang_s)
+    sb = app.state.sandbox
+    decide = sb.fault
+    lock = threading.Lock()
+
+    def counted(route: str, key: str, marker_text: str) -> str | None:
+        kind = decide(route, key, marker_text)
+        if kind is not None:
+            with lock:
+                c.injected[(route, kind)] += 1
+        return kind
+
+    sb.fault = counted
+    return app
+
+
+def _copy(counter: Counter[Any]) -> Counter[Any]:
+    for _ in range(100):
+        try:
+            return Counter(dict(counter))
+        except RuntimeError:  # the server thread added a key meanwhile
+            time.sleep(0.001)
+    raise RuntimeError("counters kept changing")
+
+
+def durable(db: Path) -> tuple[set[str], set[tuple[str, str]]]:
+    """(trajectory ids with trajectory.finished, (trajectory id, url) with a verdict) committed in the store now."""
+    if not db.exists():
+        return set(), set()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        if not (con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'events'").fetchone()
+                or (0,))[0]:
+            return set(), set()
+        done = {r[0] for r in con.execute("SELECT payload->>'trajectory_id' FROM events WHERE type = 'trajectory.started' "
+                                          "AND stream_id IN (SELECT stream_id FROM events WHERE type = 'trajectory.finished')").fetchall()}
+        verdicts = {(r[0], r[1]) for r in con.execute(
+            "SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized' FROM events "
+            "WHERE type = 'judge.verdict' AND run_id = ?", [JUDGE_RUN]).fetchall()}
+        return done, verdicts
+    finally:
+        con.close()
+
+
+def count_items(db: Path) -> int:
+    from analytics.items import judge_items
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return len(judge_items(con))
+    finally:
+        con.close()
+
+
+def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_requests: int, rng: random.Random) -> int:
+    """Runs `cmd` until it exits 0 (judge: also 1 = some calls failed, run again), SIGKILLing it `kills` times."""
+    totals: Counter[str] = app.state.totals
+    done_kills = 0
+    env = {**os.environ, **(c.env or {})}
+    deadline = time.monotonic() + 1800
+    with open(c.workdir / f"{phase}.out", "a") as out, open(c.workdir / f"{phase}.err", "a") as err:
+        while True:
+            start = sum(totals.values())
+            kill_at = None
+            if done_kills < kills:
+                spacing = max(2, int(2 * expected_requests / (kills + 1)))
+                kill_at = start + rng.randint(1, spacing)
+            c.starts[phase] += 1
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+            while proc.poll() is None:
+                if kill_at is not None and sum(totals.values()) >= kill_at:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    break
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise RuntimeError(f"{phase} did not finish in time")
+                time.sleep(0.005)
+            if proc.returncode == -signal.SIGKILL:
+                finished, verdicts = durable(c.db)
+                c.killed.append(Kill(phase, sum(totals.values()), finished, verdicts, _copy(app.state.counters)))
+                done_kills += 1
+                continue
+            if proc.returncode == 0:
+                return done_kills
+            if not (phase == "judge" and proc.returncode == 1):
+                out.flush()
+                raise RuntimeError(f"{phase} exited {proc.returncode}: {(c.workdir / f'{phase}.err').read_text()[-2000:]}")
+
+
+def cli(c: Chaos, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(c.env or {})}
+    return subprocess.run([SEARCHTRACE, *c.log_args, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def event_counts(db: Path) -> dict[str, dict[str, int]]:
+    """Typed failure evidence: counts of call.retried reasons, completion statuses, finish reasons, verdict validity."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out: dict[str, dict[str, int]] = {}
+        for typ, fld in (("call.retried", "reason"), ("search.completed", "status"), ("fetch.completed", "status"),
+                         ("trajectory.finished", "reason"), ("judge.verdict", "valid")):
+            rows = con.execute(f"SELECT payload->>'{fld}', count(*) FROM events WHERE type = ? GROUP BY 1 ORDER BY 1",
+                               [typ]).fetchall()
+            out[typ] = {str(k): int(n) for k, n in rows}
+        return out
+    finally:
+        con.close()
+
+
+def cells(db: Path) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
+    """Finished trajectories per (qid, provider), and verdicts per (trajectory id, url) in the chaos judge run."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        fin = Counter({(q, p): int(n) for q, p, n in con.execute(
+            "SELECT s.payload->>'qid', s.payload->>'provider', count(*) FROM events f JOIN events s "
+            "ON s.stream_id = f.stream_id AND s.type = 'trajectory.started' WHERE f.type = 'trajectory.finished' "
+            "GROUP BY 1, 2").fetchall()})
+        ver = Counter({(t, u): int(n) for t, u, n in con.execute(
+            "SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized', count(*) FROM events "
+            "WHERE type = 'judge.verdict' AND run_id = ? GROUP BY 1, 2", [JUDGE_RUN]).fetchall()})
+        return fin, ver
+    finally:
+        con.close()
+
+
+def repeated_calls(c: Chaos, final: Counter[tuple[str, str | None]]) -> int:
+    """Requests that reached the sandbox after a kill for a trajectory finished / a verdict committed before it."""
+    repeats = 0
+    for k in c.killed:
+        for tid in k.finished:
+            repeats += sum(final[(r, tid)] - k.counters[(r, tid)] for r in ROUTES)
+        for tid, url in k.verdicts:
+            trace = f"{JUDGE_RUN}|{tid}|{url}"
+            repeats += final[("chat", trace)] - k.counters[("chat", trace)]
+    return repeats
+
+
+def run_chaos(c: Chaos) -> dict[str, Any]:
+    """The whole chaos run; returns the figures with a `problems` list (empty when every check passed)."""
+    from adapters.sandbox import running
+
+    t0 = time.perf_counter()
+    c.workdir.mkdir(parents=True, exist_ok=True)
+    n_questions = write_inputs(c)
+    expected = n_questions * len(PROVIDERS)
+    rng = random.Random(c.seed)
+    app = make_app(c)
+    problems: list[str] = []
+    with running(app=app) as root:
+        base = [SEARCHTRACE, *c.log_args]
+        rec = [*base, "record", "--config", str(c.workdir / "run.toml"), "--sandbox-url", root, "--db", str(c.db),
+               "--no-progress"]
+        record_kills = c.kills // 2
+        done = drive(c, app, "record", rec, record_kills, 9 * expected, rng)
+        items = count_items(c.db)
+        judge = [*base, "judge", "--db", str(c.db), "--sandbox-url", root, "--timeout", str(c.timeout_s),
+                 "--max-retries", "4", "--concurrency", "16", "--no-progress"]
+        done += drive(c, app, "judge", judge, c.kills - done, int(1.2 * items), rng)
+        before = sum(app.state.totals.values())
+        again = [cli(c, *rec[len(base):]), cli(c, *judge[len(base):])]
+        idle = sum(app.state.totals.values()) - before
+        final = _copy(app.state.counters)
+        requests = dict(_copy(app.state.totals))
+    if any(p.returncode != 0 for p in again):
+        problems.append(f"the last record/judge exited {[p.returncode for p in again]}")
+    if idle:
+        problems.append(f"a completed record + judge made {idle} more requests")
+    verify = cli(c, "verify", "--db", str(c.db))
+    if verify.returncode != 0:
+        problems.append(f"verify failed: {verify.stdout.strip()} {verify.stderr.strip()}")
+    report = cli(c, "report", "--json", "--db", str(c.db), "--judge-run-id", JUDGE_RUN)
+    try:
+        rep = json.loads(report.stdout)
+        per = {p: v["trajectories"] for p, v in rep["providers"].items()}
+        if per != {p: n_questions for p in PROVIDERS}:
+            problems.append(f"report trajectories per provider {per}")
+    except (ValueError, KeyError, TypeError):
+        problems.append(f"report --json did not compute: {report.stderr.strip()[-300:]}")
+    fin, ver = cells(c.db)
+    lost_traj = expected - len(fin)
+    dup_traj = sum(n - 1 for n in fin.values())
+    items_after = count_items(c.db)
+    lost_verdicts = items_after - len(ver)
+    dup_verdicts = sum(n - 1 for n in ver.values())
+    repeats = repeated_calls(c, final)
+    for name, value in (("trajectories lost", lost_traj), ("duplicate trajectories", dup_traj),
+                        ("verdicts lost", lost_verdicts), ("duplicate verdicts", dup_verdicts),
+                        ("finished calls repeated", repeats), ("judge items changed", items_after - items)):
+        if value:
+            problems.append(f"{name}: {value}")
+    if done != c.kills:
+        problems.append(f"only {done} of {c.kills} kills landed before the work ran out")
+    events = event_counts(c.db)
+    by_kind: Counter[str] = Counter()
+    for (_, kind), n in c.injected.items():
+        by_kind[kind] += n
+    shown = {}
+    for kind, n in sorted(by_kind.items()):
+        seen = sum(events.get(t, {}).get(v, 0) for t, f, vals in EVIDENCE.get(kind, []) for v in vals)
+        shown[kind] = seen
+        if n and not seen:
+            problems.append(f"fault kind {kind} injected {n} times but no typed event shows it")
+    for kind in RATES:
+        if not by_kind[kind]:
+            problems.append(f"fault kind {kind} was never injected (run larger)")
+    retried = sum(events["call.retried"].values())
+    failures = (sum(n for s, n in events["search.completed"].items() if s != "ok")
+                + sum(n for s, n in events["fetch.completed"].items() if s != "ok")
+                + events["trajectory.finished"].get("error", 0))
+    return {
+        "questions": n_questions, "providers": len(PROVIDERS), "trajectories": sum(fin.values()),
+        "judge_items": items_after, "verdicts": sum(ver.values()),
+        "verdicts_valid": events["judge.verdict"].get("true", 0), "verdicts_invalid": events["judge.verdict"].get("false", 0),
+        "requests": requests, "requests_total": sum(requests.values()),
+        "faults_injected": dict(sorted(by_kind.items())), "faults_injected_total": sum(by_kind.values()),
+        "faults_by_route": {r: {k: n for (rr, k), n in sorted(c.injected.items()) if rr == r} for r in ROUTES},
+        "faults_survived": sum(by_kind.values()) if not problems else None,
+        "typed_events_per_kind": shown, "retries_recorded": retried, "failures_recorded": failures,
+        "events": events, "kills": done, "kills_record": sum(k.phase == "record" for k in c.killed),
+        "kills_judge": sum(k.phase == "judge" for k in c.killed), "starts": dict(c.starts),
+        "kill_points": [[k.phase, k.at_request, len(k.finished), len(k.verdicts)] for k in c.killed],
+        "lost": lost_traj + lost_verdicts, "duplicates": dup_traj + dup_verdicts, "repeated_calls": repeats,
+        "verify": verify.returncode == 0, "report": not any(p.startswith("report") for p in problems),
+        "wall_s": round(time.perf_counter() - t0, 1), "problems": problems,
+        "settings": {"seed": c.seed, "rates": RATES, "timeout_s": c.timeout_s, "hang_s": c.hang_s,
+                     "max_wait_s": c.max_wait_s},
+    }
+
+
+def bad_input_figures() -> dict[str, Any] | None:
+    """Runs the bad-input catalogue of tests/reliability (present in a source checkout) and counts its outcomes."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "tests" / "reliability" / "catalogue.py").exists():
+        return None
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from tests.reliability.catalogue import run_catalogue
+
+    with tempfile.TemporaryDirectory(prefix="searchtrace-badinput-") as tmp:
+        results = run_catalogue(Path(tmp))
+    return {"tried": len(results), "rejected_cleanly": sum(r.ok for r in results),
+            "failures": [f"{r.name}: {r.problem}" for r in results if not r.ok]}
+
+
+def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
+    """The figures as the README's reliability section body."""
+    kinds = ", ".join(f"{k} {n}" for k, n in f["faults_injected"].items())
+    ev = f["events"]
+    lines = [
+        f"Measured by `searchtrace bench chaos --trajectories {f['trajectories']} --kills {f['kills']} --seed "
+        f"{f['settings']['seed']}` (sandbox as a real server on 127.0.0.1, {f['wall_s']} s):",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| trajectories recorded ({f['questions']} questions × {f['providers']} providers) | {f['trajectories']} |",
+        f"| judge items / verdicts (valid + invalid) | {f['judge_items']} / {f['verdicts']} "
+        f"({f['verdicts_valid']} + {f['verdicts_invalid']}) |",
+        f"| requests served by the sandbox | {f['requests_total']:,} |",
+        f"| faults injected (sandbox counters) | {f['faults_injected_total']:,}: {kinds} |",
+        f"| faults survived | {f['faults_survived'] if f['faults_survived'] is not None else 'NO'}: "
+        f"{f['retries_recorded']} retried (`call.retried`), {f['failures_recorded']} recorded as typed failures |",
+        f"| typed failure events | search {ev['search.completed']}, fetch {ev['fetch.completed']}, "
+        f"finished {ev['trajectory.finished']} |",
+        f"| SIGKILLs survived (record + judge) | {f['kills']} ({f['kills_record']} + {f['kills_judge']}) |",
+        f"| trajectories or verdicts lost / duplicated | {f['lost']} / {f['duplicates']} |",
+        f"| finished calls paid twice (sandbox counters per trace id) | {f['repeated_calls']} |",
+        f"| `searchtrace verify` / `report --json` | {'pass' if f['verify'] else 'FAIL'} / "
+        f"{'computes' if f['report'] else 'FAIL'} |",
+    ]
+    if bad is not None:
+        lines.append(f"| bad inputs tried (one error line, exit 2, store unchanged) | {bad['tried']} "
+                     f"({bad['rejected_cleanly']} rejected cleanly) |")
+    if f["problems"]:
+        lines += ["", "Problems: " + "; ".join(f["problems"])]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, body: str) -> None:
+    """Replaces the marked section of `path` (appends a `## Reliability` section with markers when absent)."""
+    text = path.read_text() if path.exists() else ""
+    block = f"{BEGIN}\n{body}{END}"
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + f"## Reliability\n\n{block}\n"
+    path.write_text(text)
+
+
+@click.command("chaos")
+@click.option("--trajectories", default=300, show_default=True, type=click.IntRange(3, 30_000))
+@click.option("--kills", default=20, show_default=True, type=click.IntRange(0, 1000), help="SIGKILLs across record and judge.")
+@click.option("--seed", default=7, show_default=True, type=int, help="Seed of the fault plan and the kill moments.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the store and logs here (default: a temporary folder).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--readme", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the figures into the marked reliability section of this file.")
+def command(trajectories: int, kills: int, seed: int, workdir: Path | None, as_json: bool, readme: Path | None) -> None:
+    """Record + judge under faults and SIGKILLs; check nothing was lost or paid twice; print the figures."""
+    with tempfile.TemporaryDirectory(prefix="searchtrace-chaos-") as tmp:
+        figures = run_chaos(Chaos(workdir or Path(tmp), trajectories=trajectories, kills=kills, seed=seed))
+    bad = bad_input_figures()
+    figures["bad_inputs"] = bad
+    if readme is not None:
+        write_section(readme, markdown(figures, bad))
+    if as_json:
+        click.echo(json.dumps(figures))
+    else:
+        click.echo(markdown(figures, bad), nl=False)
+    if figures["problems"] or (bad is not None and bad["failures"]):
+        raise SystemExit(1)

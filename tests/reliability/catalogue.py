@@ -1,0 +1,472 @@
+"""The bad-input catalogue: every case must give exactly one `searchtrace: error:` line, exit 2, and leave the store as it was.
+
+Used by tests/reliability/test_bad_inputs.py (one test per case) and by `searchtrace bench chaos` (which counts
+the cases tried for the README figures). Commands run in-process through `engine.cli.main`; the "database in
+use" cases hold the store open read-write from a second process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+SECRET_FREE_ENV = ("OPENAI_API_KEY", "BRAVE_API_KEY", "TAVILY_API_KEY", "FIRECRAWL_API_KEY", "JINA_API_KEY")
+
+GOOD_CONFIG = """run_id = "{run_id}"
+[agent]
+model = "sandbox-agent"
+rps = 10000
+concurrency = 16
+timeout_s = 5
+[providers.brave]
+rps = 10000
+[providers.tavily]
+rps = 10000
+[providers.firecrawl]
+rps = 10000
+[fetch]
+rps = 10000
+cache_dir = ""
+[dataset]
+path = "{questions}"
+"""
+
+
+@dataclass
+class Env:
+    """The folder of one catalogue run: a populated store and the files the cases read."""
+
+    root: Path
+    db: Path
+    questions: Path  # a good question file (JSONL, the sandbox's questions)
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+
+@dataclass
+class Case:
+    """One bad input: how to build it, the command line, and words the error line must contain."""
+
+    name: str
+    argv: Callable[[Env], list[str]]
+    expect: tuple[str, ...] = ()  # each must appear in the error line (case-insensitive); "{db}" etc. are formatted
+    locked: bool = False  # run while a second process holds the store read-write
+    target: str = "store"  # "store": the populated store must be unchanged; else a file name under root whose bytes must not change
+    absent: tuple[str, ...] = ()  # files that must not exist afterwards
+
+
+@dataclass
+class Result:
+    name: str
+    ok: bool
+    problem: str = ""
+    stderr: str = ""
+    code: int | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """`searchtrace ARGV` in this process: (exit code, stdout, stderr)."""
+    from engine.cli import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # with a .buffer, as commands writing bytes expect
+    err = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out.flush()
+    assert isinstance(out.buffer, io.BytesIO)
+    return code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue()
+
+
+def snapshot(db: Path) -> tuple[object, ...]:
+    """What must not change: event count, last position, a digest over every row's (position, id, hash), blobs, tables."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT position, event_id::VARCHAR, hash FROM events ORDER BY position").fetchall()
+        blobs = con.execute("SELECT sha256 FROM blobs ORDER BY sha256").fetchall()
+        tables = con.execute("SELECT table_name FROM information_schema.tables WHERE table_name NOT LIKE 'proj%' "
+                             "ORDER BY 1").fetchall()  # projections are derived caches, rebuilt from events
+        meta = con.execute("SELECT * FROM searchtrace_meta ORDER BY ALL").fetchall()
+        from store.verify import verify
+
+        ok = verify(con).ok
+    finally:
+        con.close()
+    digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    return (ok, len(rows), rows[-1][0] if rows else 0, digest, len(blobs), hashlib.sha256(str(blobs).encode()).hexdigest(),
+            tuple(t[0] for t in tables), str(meta))
+
+
+def file_digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "absent"
+
+
+# ---------------------------------------------------------------- the environment
+
+
+def build_env(root: Path) -> Env:
+    """A store with a small sandbox run and its judge run, plus good files to start bad ones from."""
+    from adapters.sandbox.corpus import write_questions_jsonl
+
+    root.mkdir(parents=True, exist_ok=True)
+    questions = write_questions_jsonl(root / "questions.jsonl")
+    env = Env(root=root, db=root / "store.duckdb", questions=questions)
+    cfg = root / "good.toml"
+    cfg.write_text(GOOD_CONFIG.format(run_id="good", questions=questions) + "[sample]\nn = 2\nseed = \"x\"\n")
+    for argv in (["record", "--config", str(cfg), "--sandbox", "--db", str(env.db), "--no-progress"],
+                 ["judge", "--sandbox", "--db", str(env.db), "--no-progress"]):
+        code, _, err = run_cli(argv)
+        if code != 0:
+            raise RuntimeError(f"building the catalogue store failed: {argv[0]}: {err}")
+    write_files(env)
+    return env
+
+
+def _rows(env: Env, n: int = 6) -> list[dict[str, object]]:
+    return [json.loads(line) for line in env.questions.read_text().splitlines()[:n]]
+
+
+def _jsonl(rows: list[dict[str, object]]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _parquet(path: Path, rows: list[dict[str, object]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def _csv(rows: list[dict[str, object]]) -> str:
+    import csv
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _without(rows: list[dict[str, object]], col: str) -> list[dict[str, object]]:
+    return [{k: v for k, v in r.items() if k != col} for r in rows]
+
+
+def _with(rows: list[dict[str, object]], col: str, value: object) -> list[dict[str, object]]:
+    return [{**r, col: value} if i == 2 else dict(r) for i, r in enumerate(rows)]
+
+
+def write_files(env: Env) -> None:
+    """Every bad file the cases point at."""
+    rows = _rows(env)
+    good = _jsonl(rows)
+    w = env.path
+    # question files
+    lines = good.splitlines(keepends=True)
+    w("q_broken.jsonl").write_text(lines[0] + '{"qid": "x", "question": \n' + "".join(lines[1:]))
+    w("q_truncated.jsonl").write_text(good[: len(good) - len(lines[-1]) // 2])
+    w("q_array.jsonl").write_text(lines[0] + "[1, 2, 3]\n")
+    w("q_noquestion.jsonl").write_text(_jsonl(_without(rows, "question")))
+    w("q_noanswer.jsonl").write_text(_jsonl(_without(rows, "answer")))
+    w("q_nostrata.jsonl").write_text(_jsonl(_without(rows, "topic")))
+    w("q_intquestion.jsonl").write_text(_jsonl(_with(rows, "question", 42)))
+    w("q_listanswer.jsonl").write_text(_jsonl(_with(rows, "answer", ["a", "b"])))
+    w("q_intstratum.jsonl").write_text(_jsonl(_with(rows, "topic", 3)))
+    text = _csv(rows)
+    w("q_truncated.csv").write_text(text[: len(text) - 25].rsplit(",", 1)[0] + ',"cut in the mid')
+    w("q_ragged.csv").write_text(text + "q-extra,one,two,three,four,five,six,seven,eight\n")
+    w("q_noquestion.csv").write_text(_csv(_without(rows, "question")))
+    w("q_noanswer.csv").write_text(_csv(_without(rows, "answer")))
+    w("q_binary.csv").write_bytes(bytes(range(256)) * 8)
+    _parquet(w("q_good.parquet"), rows)
+    data = w("q_good.parquet").read_bytes()
+    w("q_truncated.parquet").write_bytes(data[: len(data) // 2])
+    w("q_random.parquet").write_bytes(os.urandom(4096))
+    _parquet(w("q_noanswer.parquet"), _without(rows, "answer"))
+    _parquet(w("q_noquestion.parquet"), _without(rows, "question"))
+    _parquet(w("q_intquestion.parquet"), [{**r, "question": i} for i, r in enumerate(rows)])
+    w("q_words.txt").write_text("what is this\n")
+    for stem in ("broken.jsonl", "truncated.jsonl", "noquestion.jsonl", "noanswer.jsonl", "intquestion.jsonl",
+                 "listanswer.jsonl", "truncated.csv", "ragged.csv", "noanswer.csv", "binary.csv", "truncated.parquet",
+                 "random.parquet", "noanswer.parquet", "intquestion.parquet", "words.txt"):
+        w(f"cfg_{stem}.toml").write_text(GOOD_CONFIG.format(run_id="bad", questions=w(f"q_{stem}")))
+    # run configs
+    base = GOOD_CONFIG.format(run_id="bad", questions=env.questions)
+    w("c_unknown_provider.toml").write_text(base + "[providers.bing]\nrps = 5\n")
+    w("c_negative_rps.toml").write_text(base.replace("[agent]\n", "[agent]\n", 1).replace("rps = 10000\nconcurrency = 16",
+                                                                                          "rps = -1\nconcurrency = 16"))
+    w("c_zero_iterations.toml").write_text(base + "[limits]\nmax_iterations = 0\n")
+    w("c_unknown_key.toml").write_text(base + "[limits]\nmax_iteration = 5\n")
+    w("c_wrong_type.toml").write_text(base.replace("timeout_s = 5", 'timeout_s = "fast"'))
+    w("c_not_toml.toml").write_text(base + "[limits\nmax_iterations = 3\n")
+    w("c_no_model.toml").write_text(base.replace('model = "sandbox-agent"\n', ""))
+    w("c_negative_concurrency.toml").write_text(base.replace("concurrency = 16", "concurrency = -3"))
+    # interchange files
+    trace = {"trajectory_id": "imp-1", "provider": "brave", "qid": "imp-q1", "question": "Q?", "gold_answer": "A",
+             "final_answer": "A", "stop_reason": "answered", "steps": [
+                 {"kind": "model", "iteration": 1, "usage": {"input_tokens": 1, "output_tokens": 1, "reasoning_tokens": 0},
+                  "latency_ms": 1.0},
+                 {"kind": "search", "iteration": 1, "call_id": "c1", "query": "q", "latency_ms": 1.0, "results": [
+                     {"doc_id": "d1", "rank": 1, "title": "t", "url": "https://imp.test/a", "domain": "imp.test",
+                      "snippet": "s", "metadata": {}}]}]}
+    t1 = json.dumps(trace)
+    t2 = json.dumps({**trace, "trajectory_id": "imp-2", "qid": "imp-q2"})
+    w("t_good.jsonl").write_text(t1 + "\n")
+    w("t_broken.jsonl").write_text(t1 + "\n" + t2[:-20] + "\n")
+    w("t_truncated.jsonl").write_text(t1 + "\n" + t2[: len(t2) // 2])
+    bad_fetch = {**trace, "trajectory_id": "imp-3", "qid": "imp-q3", "steps": trace["steps"] + [  # type: ignore[operator]
+        {"kind": "fetch", "iteration": 2, "call_id": "c2", "doc_id": "d9", "url": "https://imp.test/a", "status": "ok",
+         "content": "x", "n_tokens": 1, "latency_ms": 1.0}]}
+    w("t_unknown_doc.jsonl").write_text(t1 + "\n" + json.dumps(bad_fetch) + "\n")
+    w("t_no_provider.jsonl").write_text(json.dumps({k: v for k, v in trace.items() if k != "provider"}) + "\n")
+    w("t_duplicate.jsonl").write_text(t1 + "\n" + json.dumps({**trace, "trajectory_id": "imp-9"}) + "\n")
+    w("t_not_object.jsonl").write_text("42\n")
+    con = duckdb.connect(str(env.db), read_only=True)
+    try:
+        tid, url = con.execute("SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized' FROM events "
+                               "WHERE type = 'judge.verdict' LIMIT 1").fetchone() or ("", "")
+        provider, qid = con.execute("SELECT payload->>'provider', payload->>'qid' FROM events "
+                                    "WHERE type = 'trajectory.started' LIMIT 1").fetchone() or ("", "")
+    finally:
+        con.close()
+    labels = {"snippet": {"supports_gold": True, "contradicts_gold": False, "relevant": True}, "page": None,
+              "supports_final_answer": True, "rationale": "r"}
+    j = {"judge_run_id": "imported", "trajectory_id": tid, "url": url, "valid": True, "labels": labels,
+         "invalid_reason": None}
+    w("j_broken.jsonl").write_text(json.dumps(j) + "\n" + '{"judge_run_id": "imported", "trajectory_id": \n')
+    w("j_unknown_trajectory.jsonl").write_text(json.dumps({**j, "trajectory_id": "nope"}) + "\n")
+    w("j_no_labels.jsonl").write_text(json.dumps({**j, "labels": None}) + "\n")
+    w("j_bad_labels.jsonl").write_text(json.dumps({**j, "labels": {"snippet": {"supports_gold": "yes"}}}) + "\n")
+    w("j_duplicate.jsonl").write_text((json.dumps(j) + "\n") * 2)
+    w("a_bad_value.tsv").write_text(f"provider\tqid\tsemantic_match\n{provider}\t{qid}\tmaybe\n")
+    w("a_no_header.tsv").write_text(f"{provider}\t{qid}\ttrue\n")
+    w("a_duplicate.tsv").write_text(f"provider\tqid\tsemantic_match\n{provider}\t{qid}\ttrue\n{provider}\t{qid}\tfalse\n")
+    w("a_broken.tsv").write_text(f"provider\tqid\tsemantic_match\n{provider}\t{qid}\n")
+    # databases that are not stores
+    w("junk.duckdb").write_bytes(os.urandom(64 * 1024))
+    other = duckdb.connect(str(w("other.duckdb")))
+    other.execute("CREATE TABLE customers(id INTEGER, name VARCHAR); INSERT INTO customers VALUES (1, 'a')")
+    other.close()
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def _sample(name: str) -> Callable[[Env], list[str]]:
+    return lambda e: ["sample", "--questions", str(e.path(name)), "--n", "2"]
+
+
+def _record(cfg: str, db: str | None = None) -> Callable[[Env], list[str]]:
+    return lambda e: ["record", "--config", str(e.path(cfg)), "--sandbox", "--db", str(e.path(db) if db else e.db),
+                      "--no-progress"]
+
+
+def _imp(*args: str) -> Callable[[Env], list[str]]:
+    return lambda e: ["import", "--db", str(e.db), *[str(e.path(a)) if "." in a and not a.startswith("-") else a
+                                                    for a in args]]
+
+
+def _sql(query: str) -> Callable[[Env], list[str]]:
+    return lambda e: ["sql", "--db", str(e.db), query]
+
+
+def _on(db_name: str | None, command: str) -> Callable[[Env], list[str]]:
+    """One of the store commands aimed at `db_name` (None: the populated store)."""
+
+    def argv(e: Env) -> list[str]:
+        db = str(e.path(db_name) if db_name else e.db)
+        return {
+            "record": ["record", "--config", str(e.path("cfg_lock.toml")), "--sandbox", "--db", db, "--no-progress"],
+            "judge": ["judge", "--sandbox", "--db", db, "--no-progress"],
+            "import": ["import", "--db", db, str(e.path("t_good.jsonl"))],
+            "report": ["report", "--db", db, "--json"],
+            "sql": ["sql", "--db", db, "SELECT count(*) FROM events"],
+            "verify": ["verify", "--db", db],
+            "export": ["export", "--db", db, "--out", str(e.path(f"export-{command}-{db_name}"))],
+        }[command]
+
+    return argv
+
+
+STORE_COMMANDS = ("record", "judge", "import", "report", "sql", "verify", "export")
+
+QUESTION_FILES: list[tuple[str, str, bool, bool]] = [  # (stem, what, for sample, for record)
+    ("broken.jsonl", "malformed JSONL line", True, True),
+    ("truncated.jsonl", "truncated JSONL", True, True),
+    ("array.jsonl", "JSONL line that is not an object", True, False),
+    ("noquestion.jsonl", "missing question column", True, True),
+    ("noanswer.jsonl", "missing answer column", False, True),
+    ("nostrata.jsonl", "missing strata column", True, False),
+    ("intquestion.jsonl", "question of the wrong type", True, True),
+    ("listanswer.jsonl", "answer of the wrong type", False, True),
+    ("intstratum.jsonl", "stratum of the wrong type", True, False),
+    ("truncated.csv", "truncated CSV", True, True),
+    ("ragged.csv", "CSV row with extra fields", True, True),
+    ("noquestion.csv", "CSV without a question column", True, False),
+    ("noanswer.csv", "CSV without an answer column", False, True),
+    ("binary.csv", "binary bytes named .csv", True, True),
+    ("truncated.parquet", "truncated Parquet", True, True),
+    ("random.parquet", "random bytes named .parquet", True, True),
+    ("noanswer.parquet", "Parquet without an answer column", False, True),
+    ("noquestion.parquet", "Parquet without a question column", True, False),
+    ("intquestion.parquet", "Parquet question of the wrong type", True, True),
+    ("words.txt", "unknown question file format", True, True),
+]
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    for stem, _what, for_sample, for_record in QUESTION_FILES:
+        if for_sample:
+            out.append(Case(f"sample-{stem}", _sample(f"q_{stem}"), (f"q_{stem}",)))
+        if for_record:
+            out.append(Case(f"record-{stem}", _record(f"cfg_{stem}.toml"), (f"q_{stem}",)))
+            out.append(Case(f"record-new-db-{stem}", _record(f"cfg_{stem}.toml", "fresh.duckdb"), (f"q_{stem}",),
+                            absent=("fresh.duckdb",)))
+    config_cases: list[tuple[str, tuple[str, ...]]] = [
+        ("unknown_provider", ("providers.bing", "bing")), ("negative_rps", ("agent.rps",)),
+        ("zero_iterations", ("limits.max_iterations",)), ("unknown_key", ("max_iteration",)),
+        ("wrong_type", ("timeout_s",)), ("not_toml", ("toml",)), ("no_model", ("agent.model",)),
+        ("negative_concurrency", ("concurrency",)),
+    ]
+    for cfg, words in config_cases:
+        out.append(Case(f"config-{cfg}", _record(f"c_{cfg}.toml"), (f"c_{cfg}.toml", *words)))
+    import_cases: list[tuple[str, Callable[[Env], list[str]], tuple[str, ...]]] = [
+        ("traces-broken-line", _imp("t_broken.jsonl"), ("t_broken.jsonl", "line 2")),
+        ("traces-truncated", _imp("t_truncated.jsonl"), ("t_truncated.jsonl", "line 2")),
+        ("traces-unknown-doc-id", _imp("t_unknown_doc.jsonl"), ("t_unknown_doc.jsonl", "line 2", "d9")),
+        ("traces-missing-field", _imp("t_no_provider.jsonl"), ("t_no_provider.jsonl", "line 1", "provider")),
+        ("traces-duplicate-cell", _imp("t_duplicate.jsonl"), ("t_duplicate.jsonl", "line 2")),
+        ("traces-not-object", _imp("t_not_object.jsonl"), ("t_not_object.jsonl", "line 1")),
+        ("judgments-broken-line", _imp("--judgments", "j_broken.jsonl"), ("j_broken.jsonl", "line 2")),
+        ("judgments-unknown-trajectory", _imp("--judgments", "j_unknown_trajectory.jsonl"),
+         ("j_unknown_trajectory.jsonl", "line 1")),
+        ("judgments-valid-without-labels", _imp("--judgments", "j_no_labels.jsonl"), ("j_no_labels.jsonl", "line 1")),
+        ("judgments-bad-labels", _imp("--judgments", "j_bad_labels.jsonl"), ("j_bad_labels.jsonl", "line 1")),
+        ("judgments-duplicate", _imp("--judgments", "j_duplicate.jsonl"), ("j_duplicate.jsonl", "line 2")),
+        ("audit-bad-value", _imp("--audit", "a_bad_value.tsv"), ("a_bad_value.tsv", "line 2", "maybe")),
+        ("audit-no-header", _imp("--audit", "a_no_header.tsv"), ("a_no_header.tsv", "line 1")),
+        ("audit-duplicate", _imp("--audit", "a_duplicate.tsv"), ("a_duplicate.tsv", "line 3")),
+        ("audit-broken-line", _imp("--audit", "a_broken.tsv"), ("a_broken.tsv", "line 2")),
+        ("traces-good-then-broken", _imp("t_good.jsonl", "t_broken.jsonl"), ("t_broken.jsonl", "line 2")),
+    ]
+    for name, argv, words in import_cases:
+        out.append(Case(f"import-{name}", argv, words))
+    for db_name in ("junk.duckdb", "other.duckdb"):
+        for command in STORE_COMMANDS:
+            out.append(Case(f"not-a-store-{db_name.split('.')[0]}-{command}", _on(db_name, command), (db_name,),
+                            target=db_name))
+    for command in STORE_COMMANDS:
+        out.append(Case(f"locked-{command}", _on(None, command), ("store.duckdb",), locked=True))
+    for name, query in (
+        ("insert", "INSERT INTO events SELECT * FROM events LIMIT 1"),
+        ("delete", "DELETE FROM events"),
+        ("update", "UPDATE events SET type = 'x'"),
+        ("drop", "DROP TABLE events"),
+        ("create", "CREATE TABLE t AS SELECT 1"),
+        ("second-statement", "SELECT 1; DELETE FROM events"),
+        ("copy-out", "COPY (SELECT * FROM events) TO 'copied.csv'"),
+        ("attach", "ATTACH 'attached.duckdb' AS x"),
+        ("set", "SET enable_external_access = true"),
+        ("checkpoint", "CHECKPOINT"),
+        ("read-file", "SELECT * FROM read_csv('questions.jsonl')"),
+        ("cte-delete", "WITH x AS (SELECT 1) DELETE FROM events"),
+    ):
+        out.append(Case(f"sql-{name}", _sql(query), ("sql",), absent=("copied.csv", "attached.duckdb")))
+    return out
+
+
+# ---------------------------------------------------------------- running them
+
+
+HOLDER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("SELECT count(*) FROM events").fetchone()
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def held(db: Path) -> Iterator[subprocess.Popen[str]]:
+    """A second process holding the store open read-write until the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if "holding" not in line:
+            raise RuntimeError("the holder process did not open the store")
+        yield proc
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def check(case: Case, code: int, err: str) -> str:
+    """Why the command's outcome is not a clean rejection ('' when it is)."""
+    lines = err.splitlines()
+    if code != 2:
+        return f"exit {code}, not 2; stderr: {err.strip()[-500:]}"
+    if len(lines) != 1:
+        return f"{len(lines)} stderr lines, not 1: {err.strip()[-500:]}"
+    if not lines[0].startswith("searchtrace: error: "):
+        return f"line does not start with 'searchtrace: error: ': {lines[0]}"
+    missing = [w for w in case.expect if w.lower() not in lines[0].lower()]
+    if missing:
+        return f"line does not name {missing}: {lines[0]}"
+    return ""
+
+
+def run_case(env: Env, case: Case) -> Result:
+    """Runs one case and checks the error line, the exit code and that nothing changed."""
+    if case.target == "store":
+        before: object = snapshot(env.db)
+    else:
+        before = file_digest(env.path(case.target))
+    cwd = os.getcwd()
+    os.chdir(env.root)  # relative paths in SQL cases resolve inside the catalogue folder
+    try:
+        if case.locked:
+            env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
+            with held(env.db):
+                code, _, err = run_cli(case.argv(env))
+        else:
+            if not env.path("cfg_lock.toml").exists():
+                env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
+            code, _, err = run_cli(case.argv(env))
+    finally:
+        os.chdir(cwd)
+    problem = check(case, code, err)
+    after = snapshot(env.db) if case.target == "store" else file_digest(env.path(case.target))
+    if not problem and after != before:
+        problem = f"the {case.target} changed: {before} -> {after}"
+    if not problem and case.target == "store" and not (isinstance(after, tuple) and after[0]):
+        problem = "the store no longer verifies"
+    present = [a for a in case.absent if env.path(a).exists()]
+    if not problem and present:
+        problem = f"files were created: {present}"
+    return Result(case.name, not problem, problem, err, code)
+
+
+def run_catalogue(root: Path) -> list[Result]:
+    """Every case against one freshly built environment."""
+    env = build_env(root)
+    return [run_case(env, c) for c in cases()]
