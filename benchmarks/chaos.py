@@ -2,7 +2,7 @@
 
 The sandbox runs as a real HTTP server on 127.0.0.1 (in a thread of this process) with a FaultPlan: per request
 attempt ~10% 429 with `Retry-After: 1`, 3% 500 + 3% 503, 5% timeouts (the server hangs `hang_s`, the client gives
-up after `timeout_s`), 2% malformed and 1% truncated bodies, and 8% oversized (3 MB) pages on the Jina route.
+up after `timeout_s`), 2% malformed and 1% truncated bodies, and 15% oversized (3 MB) pages on the Jina route.
 Questions: the sandbox's 36 questions repeated under new qids (`c000-<qid>`, …) up to `--trajectories / 3` rows,
 recorded for the three providers (so 300 trajectories = 100 questions × 3 providers). `searchtrace record` and
 then `searchtrace judge` run as subprocesses; `--kills` times (seeded) the running one gets SIGKILL once the
@@ -37,7 +37,7 @@ import duckdb
 
 PROVIDERS = ("brave", "tavily", "firecrawl")
 RATES = {"429": 0.10, "500": 0.03, "503": 0.03, "timeout": 0.05, "malformed": 0.02, "truncated": 0.01,
-         "oversized": 0.08}
+         "oversized": 0.15}
 ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")
 JUDGE_MODEL = "sandbox-judge"
 JUDGE_RUN = "sandbox-judge@judge/1"

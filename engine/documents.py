@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 
 _enc = msgspec.json.Encoder(order="sorted")
+# A closing tag of any element of the block, in any case and spacing (`</Snippet >`), is neutralised.
+_CLOSING = re.compile(r"</(\s*(?:document|page|title|url|snippet|metadata)\s*)>", re.IGNORECASE)
 
 
 def _text(value: str) -> str:
     """Untrusted text must not close our tags (pages are never executed or followed)."""
-    return value.replace("</document>", "&lt;/document&gt;").replace("</page>", "&lt;/page&gt;")
+    return _CLOSING.sub(r"&lt;/\1&gt;", value)
 
 
 def _attr(value: str | int) -> str:
@@ -34,7 +37,7 @@ def document_block(
         f"<title>{_text(title)}</title>",
         f"<url>{_text(url)}</url>",
         f"<snippet>{_text(snippet)}</snippet>",
-        f"<metadata>{_enc.encode(metadata or {}).decode()}</metadata>",
+        f"<metadata>{_text(_enc.encode(metadata or {}).decode())}</metadata>",
     ]
     if page is not None:
         lines.append(f"<page>{_text(page)}</page>")

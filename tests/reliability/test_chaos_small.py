@@ -1,0 +1,27 @@
+"""The chaos suite at a small size (30 trajectories, 4 SIGKILLs): faults everywhere, nothing lost, nothing paid twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.chaos import RATES, Chaos, markdown, run_chaos, write_section
+
+
+def test_chaos_small(tmp_path: Path) -> None:
+    figures = run_chaos(Chaos(tmp_path / "chaos", trajectories=30, kills=4, seed=11, timeout_s=0.5, hang_s=2.0,
+                              max_wait_s=0.1))
+    assert figures["problems"] == [], figures["problems"]
+    assert figures["trajectories"] == 30 and figures["kills"] == 4
+    assert figures["kills_record"] >= 1 and figures["kills_judge"] >= 1
+    assert figures["verdicts"] == figures["judge_items"] > 0
+    assert figures["lost"] == 0 and figures["duplicates"] == 0 and figures["repeated_calls"] == 0
+    assert set(figures["faults_injected"]) >= set(RATES)
+    assert figures["verify"] and figures["report"]
+    # the figures land between the markers of a README, and a second write replaces them
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Reliability\n\n<!-- reliability:begin -->\nold\n<!-- reliability:end -->\n\ntail\n")
+    write_section(readme, markdown(figures, None))
+    write_section(readme, markdown(figures, {"tried": 3, "rejected_cleanly": 3, "failures": []}))
+    text = readme.read_text()
+    assert "old" not in text and text.count("<!-- reliability:begin -->") == 1 and text.endswith("tail\n")
+    assert "| SIGKILLs survived (record + judge) | 4 (" in text and "| bad inputs tried" in text
