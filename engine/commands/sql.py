@@ -11,6 +11,7 @@ import click
 import duckdb
 import msgspec
 
+from analytics.views import ensure_views
 from store.errors import BadInput
 from store.readonly import open_read_only, read_statements
 
@@ -65,6 +66,7 @@ def sql(query: str, db: Path, fmt: str | None) -> None:
     con = open_read_only(db)
     try:
         cur = con.cursor()
+        ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
         for text in statements:
             try:
                 cur.execute(text)
