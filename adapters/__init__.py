@@ -6,12 +6,10 @@ from adapters.fetch_cache import FetchCache, default_cache_dir
 from adapters.firecrawl import FirecrawlSearch
 from adapters.jina import JinaFetcher
 from adapters.openai_chat import OpenAIChat
+from adapters.protocols import ChatModel, Fetcher, SearchProvider
 from adapters.registry import (
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
-    ChatModel,
-    Fetcher,
-    SearchProvider,
     build_chat,
     build_fetcher,
     build_search,

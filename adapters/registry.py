@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import httpx
 
@@ -16,42 +16,8 @@ from adapters.keys import DEFAULT_KEY_ENV
 from adapters.openai_chat import OpenAIChat
 from adapters.search_base import SearchAdapter
 from adapters.tavily import TavilySearch
-from adapters.types import ChatResponse, Endpoint, FetchResponse, SearchResponse
+from adapters.types import Endpoint
 from store.errors import BadInput
-
-
-@runtime_checkable
-class SearchProvider(Protocol):
-    name: str
-    params: dict[str, Any]
-
-    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse: ...
-
-    async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class Fetcher(Protocol):
-    async def fetch(self, url: str, *, trace_id: str | None = None) -> FetchResponse: ...
-
-    async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class ChatModel(Protocol):
-    name: str
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        response_format: dict[str, Any] | None = None,
-        trace_id: str | None = None,
-    ) -> ChatResponse: ...
-
-    async def aclose(self) -> None: ...
-
 
 SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {
     "brave": BraveSearch,

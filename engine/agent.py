@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import msgspec
 
+from adapters.protocols import ChatModel, Fetcher, SearchProvider
 from adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
 from engine.prompts import FINAL_PREFIX, Prompt, user_message
 from engine.tools import (
@@ -60,26 +61,7 @@ from store.events import (
 _FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
 
 
-class SearchProvider(Protocol):
-    name: str
-    params: dict[str, Any]
-
-    async def search(self, query: str, *, trace_id: str | None = None) -> SearchResponse: ...
-
-
-class FetchBackend(Protocol):
-    async def fetch(self, url: str, *, trace_id: str | None = None) -> FetchResponse: ...
-
-
-class ChatModel(Protocol):
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        response_format: dict[str, Any] | None = None,
-        trace_id: str | None = None,
-    ) -> ChatResponse: ...
+FetchBackend = Fetcher
 
 
 class Trajectory(msgspec.Struct, frozen=True, kw_only=True):

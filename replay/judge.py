@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import msgspec
 from aiolimiter import AsyncLimiter
 
-from adapters.types import ChatResponse
+from adapters.protocols import ChatModel
 from analytics.items import JudgeItem, judge_items
 from engine.documents import document_block
 from replay.judge_prompt import JudgePrompt, get_judge_prompt
@@ -39,17 +39,6 @@ COMMIT_DELAY_S = 0.02
 _REFUSED = frozenset({400, 404, 413, 422})
 # The endpoint refuses the key: no point in calling anything else.
 _FATAL = frozenset({401, 403})
-
-
-class ChatModel(Protocol):
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        response_format: dict[str, Any] | None = None,
-        trace_id: str | None = None,
-    ) -> ChatResponse: ...
 
 
 class JudgeStats(msgspec.Struct, kw_only=True):
