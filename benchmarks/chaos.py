@@ -358,6 +358,14 @@ def bad_input_figures() -> dict[str, Any] | None:
             "failures": [f"{r.name}: {r.problem}" for r in results if not r.ok]}
 
 
+def _n(value: int | None) -> str:
+    return "NONE (a check failed)" if value is None else f"{value:,}"
+
+
+def _kv(counts: dict[str, int], *skip: str) -> str:
+    return ", ".join(f"{k} {n:,}" for k, n in counts.items() if k not in skip) or "none"
+
+
 def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
     """The figures as the README's reliability section body."""
     kinds = ", ".join(f"{k} {n}" for k, n in f["faults_injected"].items())
@@ -373,10 +381,11 @@ def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
         f"({f['verdicts_valid']} + {f['verdicts_invalid']}) |",
         f"| requests served by the sandbox | {f['requests_total']:,} |",
         f"| faults injected (sandbox counters) | {f['faults_injected_total']:,}: {kinds} |",
-        f"| faults survived | {f['faults_survived'] if f['faults_survived'] is not None else 'NO'}: "
-        f"{f['retries_recorded']} retried (`call.retried`), {f['failures_recorded']} recorded as typed failures |",
-        f"| typed failure events | search {ev['search.completed']}, fetch {ev['fetch.completed']}, "
-        f"finished {ev['trajectory.finished']} |",
+        f"| faults survived | {_n(f['faults_survived'])} of {f['faults_injected_total']:,}: "
+        f"{f['retries_recorded']} retries recorded (`call.retried`), {f['failures_recorded']} typed failures |",
+        f"| typed failure events | `call.retried` {_kv(ev['call.retried'])}; `search.completed` "
+        f"{_kv(ev['search.completed'], 'ok')}; `fetch.completed` {_kv(ev['fetch.completed'], 'ok')}; "
+        f"`trajectory.finished` {_kv(ev['trajectory.finished'], 'answered', 'max_iterations')} |",
         f"| SIGKILLs survived (record + judge) | {f['kills']} ({f['kills_record']} + {f['kills_judge']}) |",
         f"| trajectories or verdicts lost / duplicated | {f['lost']} / {f['duplicates']} |",
         f"| finished calls paid twice (sandbox counters per trace id) | {f['repeated_calls']} |",

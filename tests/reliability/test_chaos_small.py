@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.chaos import RATES, Chaos, markdown, run_chaos, write_section
 
 
+@pytest.mark.slow  # ~15 s: two subprocess phases against a real server, 4 SIGKILLs
 def test_chaos_small(tmp_path: Path) -> None:
     figures = run_chaos(Chaos(tmp_path / "chaos", trajectories=30, kills=4, seed=11, timeout_s=0.5, hang_s=2.0,
                               max_wait_s=0.1))
@@ -25,3 +28,16 @@ def test_chaos_small(tmp_path: Path) -> None:
     text = readme.read_text()
     assert "old" not in text and text.count("<!-- reliability:begin -->") == 1 and text.endswith("tail\n")
     assert "| SIGKILLs survived (record + judge) | 4 (" in text and "| bad inputs tried" in text
+
+
+def test_a_call_repeated_after_a_kill_is_counted() -> None:
+    """The no-double-payment check can fail: requests after a kill for finished work are counted per route."""
+    from collections import Counter
+
+    from benchmarks.chaos import JUDGE_RUN, Kill, repeated_calls
+
+    trace = f"{JUDGE_RUN}|t2|https://a.test/"
+    c = Chaos(Path("unused"))
+    c.killed.append(Kill("record", 10, {"t1"}, {("t2", "https://a.test/")}, Counter({("chat", "t1"): 3, ("chat", trace): 1})))
+    assert repeated_calls(c, Counter({("chat", "t1"): 3, ("chat", trace): 1, ("chat", "t3"): 9})) == 0
+    assert repeated_calls(c, Counter({("chat", "t1"): 4, ("jina", "t1"): 1, ("chat", trace): 2})) == 3
