@@ -99,8 +99,9 @@ def snapshot(db: Path) -> tuple[object, ...]:
     try:
         rows = con.execute("SELECT position, event_id::VARCHAR, hash FROM events ORDER BY position").fetchall()
         blobs = con.execute("SELECT sha256 FROM blobs ORDER BY sha256").fetchall()
-        tables = con.execute("SELECT table_name FROM information_schema.tables WHERE table_name NOT LIKE 'proj%' "
-                             "ORDER BY 1").fetchall()  # projections are derived caches, rebuilt from events
+        tables = con.execute(  # views and projections are derived from events (report may install them)
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+            "AND table_name NOT LIKE 'proj%' ORDER BY 1").fetchall()
         meta = con.execute("SELECT * FROM searchtrace_meta ORDER BY ALL").fetchall()
         from store.verify import verify
 
@@ -200,9 +201,10 @@ def write_files(env: Env) -> None:
     _parquet(w("q_noquestion.parquet"), _without(rows, "question"))
     _parquet(w("q_intquestion.parquet"), [{**r, "question": i} for i, r in enumerate(rows)])
     w("q_words.txt").write_text("what is this\n")
+    w("q_dupqid.jsonl").write_text(_jsonl([rows[0], {**rows[1], "qid": rows[0]["qid"]}]))
     for stem in ("broken.jsonl", "truncated.jsonl", "noquestion.jsonl", "noanswer.jsonl", "intquestion.jsonl",
                  "listanswer.jsonl", "truncated.csv", "ragged.csv", "noanswer.csv", "binary.csv", "truncated.parquet",
-                 "random.parquet", "noanswer.parquet", "intquestion.parquet", "words.txt"):
+                 "random.parquet", "noanswer.parquet", "intquestion.parquet", "words.txt", "dupqid.jsonl"):
         w(f"cfg_{stem}.toml").write_text(GOOD_CONFIG.format(run_id="bad", questions=w(f"q_{stem}")))
     # run configs
     base = GOOD_CONFIG.format(run_id="bad", questions=env.questions)
@@ -214,6 +216,7 @@ def write_files(env: Env) -> None:
     w("c_wrong_type.toml").write_text(base.replace("timeout_s = 5", 'timeout_s = "fast"'))
     w("c_not_toml.toml").write_text(base + "[limits\nmax_iterations = 3\n")
     w("c_no_model.toml").write_text(base.replace('model = "sandbox-agent"\n', ""))
+    w("c_sample_too_big.toml").write_text(base + "[sample]\nn = 1000\n")
     w("c_negative_concurrency.toml").write_text(base.replace("concurrency = 16", "concurrency = -3"))
     # interchange files
     trace = {"trajectory_id": "imp-1", "provider": "brave", "qid": "imp-q1", "question": "Q?", "gold_answer": "A",
@@ -325,6 +328,7 @@ QUESTION_FILES: list[tuple[str, str, bool, bool]] = [  # (stem, what, for sample
     ("noquestion.parquet", "Parquet without a question column", True, False),
     ("intquestion.parquet", "Parquet question of the wrong type", True, True),
     ("words.txt", "unknown question file format", True, True),
+    ("dupqid.jsonl", "two rows with one qid", True, True),
 ]
 
 
@@ -366,6 +370,31 @@ def cases() -> list[Case]:
     ]
     for name, argv, words in import_cases:
         out.append(Case(f"import-{name}", argv, words))
+    usage: list[tuple[str, Callable[[Env], list[str]], tuple[str, ...]]] = [
+        ("sample-n-zero", lambda e: ["sample", "--questions", str(e.questions), "--n", "0"], ("--n",)),
+        ("sample-n-too-big", lambda e: ["sample", "--questions", str(e.questions), "--n", "1000"], ("1000",)),
+        ("sample-no-such-file", lambda e: ["sample", "--questions", str(e.path("nope.jsonl")), "--n", "2"],
+         ("nope.jsonl",)),
+        ("sample-unknown-stratum", lambda e: ["sample", "--questions", str(e.questions), "--n", "2", "--strata", "nosuch"],
+         ("nosuch",)),
+        ("sample-out-in-missing-folder", lambda e: ["sample", "--questions", str(e.questions), "--n", "2", "--out",
+                                                    str(e.path("nodir/x.jsonl"))], ("nodir",)),
+        ("report-unknown-judge-run", lambda e: ["report", "--db", str(e.db), "--judge-run-id", "nosuch"], ("nosuch",)),
+        ("report-html-in-missing-folder", lambda e: ["report", "--db", str(e.db), "--html", str(e.path("nodir/r.html"))],
+         ("nodir",)),
+        ("judge-negative-rps", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--rps", "-1"], ("--rps",)),
+        ("judge-unknown-prompt", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--prompt-version", "nope"],
+         ("prompt-version",)),
+        ("audit-agreement-unknown-run", lambda e: ["audit", "agreement", "--db", str(e.db), "--judge-run-id", "nosuch"],
+         ("nosuch",)),
+        ("config-sample-bigger-than-file", _record("c_sample_too_big.toml"), ("sample.n", "questions.jsonl")),
+        ("sql-syntax-error", _sql("SELEC 1"), ("sql", "SELEC")),
+        ("sql-unknown-table", _sql("SELECT * FROM nosuch"), ("sql", "nosuch")),
+        ("record-db-in-missing-folder", lambda e: ["record", "--config", str(e.path("cfg_lock.toml")), "--sandbox", "--db",
+                                                   str(e.path("nodir/x.duckdb")), "--no-progress"], ("nodir",)),
+    ]
+    for name, argv, words in usage:
+        out.append(Case(name, argv, words, absent=("nodir",)))
     for db_name in ("junk.duckdb", "other.duckdb"):
         for command in STORE_COMMANDS:
             out.append(Case(f"not-a-store-{db_name.split('.')[0]}-{command}", _on(db_name, command), (db_name,),
