@@ -114,8 +114,20 @@ def test_keys_reach_no_artifact_of_a_chaos_run(tmp_path: Path) -> None:
         rejected = subprocess.run([SEARCHTRACE, "--log-json", "-vv", "record", "--config", str(work / "run.toml"),
                                    "--sandbox-url", root, "--db", str(tmp_path / "never.duckdb")],
                                   capture_output=True, env={**os.environ, **bad}, timeout=120)
+        # one-off calls with the good keys, through a retry and a provider error, logs at debug level
+        for i, argv in enumerate([
+            *[["search", "--provider", p, "--base-url", f"{root}/{p}", "--max-retries", "2", f"zebra {marker}"]
+              for p in ("brave", "tavily", "firecrawl") for marker in ("!fault:500x1", "!fault:401")],
+            ["fetch", "--base-url", f"{root}/jina", "--cache-dir", str(outputs / "probe-cache"),
+             "https://faults.sandbox.test/page?!fault:503x1"],
+        ]):
+            probe = subprocess.run([SEARCHTRACE, "--log-json", "-vv", *argv], capture_output=True, env=run_env,
+                                   timeout=120)
+            assert probe.returncode in (0, 1, 2) and (probe.stdout or probe.stderr), argv
+            (outputs / f"probe-{i}.out").write_bytes(probe.stdout + probe.stderr)
     (outputs / "rejected.stderr").write_bytes(rejected.stderr + rejected.stdout)
     assert rejected.returncode == 2 and b"401" in rejected.stderr, rejected.stderr[-500:]
+    assert any((outputs / "probe-cache").rglob("*.gz")) or any((outputs / "probe-cache").rglob("*"))
     # the scan is not vacuous: JSON debug logs were written, the cache holds pages, the exports exist
     assert any(line.startswith(b"{") for line in (work / "record.err").read_bytes().splitlines())
     assert any((work / "cache").rglob("*")) and (outputs / "export" / "events.parquet").exists()
