@@ -68,6 +68,31 @@ class _Delta:
     ids: set[int] = field(default_factory=set)
 
 
+@dataclass
+class Pending:
+    """What transactions prepared ahead (not yet committed) will have changed: later ones build on it."""
+
+    position: int
+    hash: str
+    streams: dict[str, int] = field(default_factory=dict)
+    ids: list[set[int]] = field(default_factory=list)
+
+
+@dataclass
+class Prepared:
+    """A transaction built ahead of its commit: valid only while the log's head is still `base`."""
+
+    base: tuple[int, str]
+    tables: list[pa.Table]
+    blobs: Sequence[bytes]
+    results: list[Result]
+    delta: _Delta
+
+
+class Stale(Exception):
+    """The transaction a prepared one continued from did not commit: prepare it again."""
+
+
 class _Columns:
     """Column lists of the rows of one chunk."""
 
@@ -104,6 +129,15 @@ class _Columns:
         )
 
 
+def insert(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+    """One INSERT of an Arrow table of rows in the events layout."""
+    con.register("__batch", table)
+    try:
+        con.execute(_INSERT)
+    finally:
+        con.unregister("__batch")
+
+
 class _Inserter:
     """Inserts chunks in order; all but the last run on the worker thread while the caller builds the next."""
 
@@ -115,11 +149,7 @@ class _Inserter:
         self.threads: str | None = None  # DuckDB's thread count while lowered to 1
 
     def _insert(self, table: pa.Table) -> None:
-        self.con.register("__batch", table)
-        try:
-            self.con.execute(_INSERT)
-        finally:
-            self.con.unregister("__batch")
+        insert(self.con, table)
 
     def submit(self, cols: _Columns) -> None:
         table = cols.table(self.ts)
@@ -146,6 +176,21 @@ class _Inserter:
             pending.result()
 
 
+class _Collector:
+    """Stands in for `_Inserter` when a transaction is prepared ahead: keeps the chunk tables for `commit`."""
+
+    def __init__(self, recorded_at_us: int) -> None:
+        self.ts = recorded_at_us
+        self.tables: list[pa.Table] = []
+
+    def submit(self, cols: _Columns) -> None:
+        self.tables.append(cols.table(self.ts))
+
+    def finish(self, cols: _Columns) -> None:
+        if cols.ids:
+            self.tables.append(cols.table(self.ts))
+
+
 class _GroupFailed(Exception):
     def __init__(self, index: int, error: Exception) -> None:
         self.index, self.error = index, error
@@ -167,7 +212,7 @@ def append_groups(
         try:
             if blobs:
                 _blobs.insert(con, blobs)
-            results, delta, last = _build(inserter, head, groups, failed)
+            results, delta, last = _build(inserter, head, None, groups, failed)
             inserter.finish(last)
             inserter.restore()
             con.execute("COMMIT")
@@ -178,10 +223,46 @@ def append_groups(
         except BaseException:
             _abort(con, inserter)
             raise
-        streams = head.streams
-        streams.update(delta.streams)
-        head.ids.update(delta.ids)
-        return results, Head(delta.position, delta.hash, streams, head.ids)
+        return results, publish(head, delta)
+
+
+def publish(head: Head, delta: _Delta) -> Head:
+    """The head after `delta` committed (the stream and id maps are updated in place)."""
+    head.streams.update(delta.streams)
+    head.ids.update(delta.ids)
+    return Head(delta.position, delta.hash, head.streams, head.ids)
+
+
+def prepare(
+    head: Head, pending: Pending | None, groups: Sequence[Group], blobs: Sequence[bytes], recorded_at_us: int
+) -> Prepared:
+    """Build a transaction's tables without touching the database, continuing after `pending` when given."""
+    failed: dict[int, Exception] = {}
+    while True:
+        collector = _Collector(recorded_at_us)
+        try:
+            results, delta, last = _build(collector, head, pending, groups, failed)
+        except _GroupFailed as exc:
+            failed[exc.index] = exc.error
+            continue
+        collector.finish(last)
+        base = (pending.position, pending.hash) if pending is not None else (head.position, head.hash)
+        return Prepared(base, collector.tables, blobs, results, delta)
+
+
+def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
+    """Insert a prepared transaction in one statement and commit it; roll back on any error."""
+    con.execute("BEGIN")
+    try:
+        if prepared.blobs:
+            _blobs.insert(con, prepared.blobs)
+        if prepared.tables:
+            table = pa.concat_tables(prepared.tables) if len(prepared.tables) > 1 else prepared.tables[0]
+            insert(con, table)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
@@ -194,23 +275,36 @@ def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
 
 
 def _build(
-    inserter: _Inserter, head: Head, groups: Sequence[Group], failed: Mapping[int, Exception]
+    inserter: _Inserter | _Collector,
+    head: Head,
+    pending: Pending | None,
+    groups: Sequence[Group],
+    failed: Mapping[int, Exception],
 ) -> tuple[list[Result], _Delta, _Columns]:
     """Columns are filled a slice at a time with comprehensions; the hash chain runs when a chunk is full."""
-    stored, base = head.ids, head.streams
-    delta = _Delta(head.position, head.hash)
+    base = head.streams
+    stored = [head.ids, *pending.ids] if pending is not None else [head.ids]
+    ahead = pending.streams if pending is not None else {}
+    position = pending.position if pending is not None else head.position
+    delta = _Delta(position, pending.hash if pending is not None else head.hash)
     heads, seen = delta.streams, delta.ids
-    position = head.position
-    chain = _Chain(head.hash, str(inserter.ts))
+
+    def last_seq(s: str) -> int:
+        seq = heads.get(s)
+        if seq is None:
+            seq = ahead.get(s)
+        return base.get(s, -1) if seq is None else seq
+
+    chain = _Chain(delta.hash, str(inserter.ts))
     cols = _Columns(position + 1)
     results: list[Result] = []
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
             results.append(failed[gi])
             continue
-        bad = next(((s, q) for s, q in (expected or {}).items() if heads.get(s, base.get(s, -1)) != q), None)
+        bad = next(((s, q) for s, q in (expected or {}).items() if last_seq(s) != q), None)
         if bad is not None:
-            results.append(ConcurrencyError(stale_message(bad[0], bad[1], heads.get(bad[0], base.get(bad[0], -1)))))
+            results.append(ConcurrencyError(stale_message(bad[0], bad[1], last_seq(bad[0]))))
             continue
         keep, positions = _fresh(events, stored, seen, position)
         try:
@@ -219,7 +313,7 @@ def _build(
                 room = CHUNK_ROWS - len(cols.ids)
                 part = keep[done : done + room]
                 done += len(part)
-                _fill(cols, part, heads, base)
+                _fill(cols, part, heads, ahead, base)
                 if len(cols.ids) >= CHUNK_ROWS:
                     chain.seal(cols)
                     inserter.submit(cols)
@@ -237,11 +331,11 @@ def _build(
 
 
 def _fresh(
-    events: Sequence[NewEvent], stored: set[int], seen: set[int], position: int
+    events: Sequence[NewEvent], stored: Sequence[set[int]], seen: set[int], position: int
 ) -> tuple[Sequence[NewEvent], list[int]]:
     """The events to write and every event's position (0 for an id already stored or repeated); marks them seen."""
     ids = [e.event_id.int for e in events]
-    if stored.isdisjoint(ids) and seen.isdisjoint(ids):
+    if seen.isdisjoint(ids) and all(s.isdisjoint(ids) for s in stored):
         unique = set(ids)
         if len(unique) == len(ids):
             seen |= unique
@@ -249,7 +343,7 @@ def _fresh(
     keep: list[NewEvent] = []
     positions: list[int] = []
     for e, ui in zip(events, ids, strict=True):
-        if ui in stored or ui in seen:
+        if ui in seen or any(ui in s for s in stored):
             positions.append(0)
         else:
             seen.add(ui)
@@ -258,7 +352,9 @@ def _fresh(
     return keep, positions
 
 
-def _fill(cols: _Columns, part: Sequence[NewEvent], heads: dict[str, int], base: dict[str, int]) -> None:
+def _fill(
+    cols: _Columns, part: Sequence[NewEvent], heads: dict[str, int], ahead: dict[str, int], base: dict[str, int]
+) -> None:
     """Append a slice of events to the chunk's columns (everything but the hash)."""
     encode, tags = _encoder.encode, _TAGS
     bodies = [e.payload for e in part]
@@ -271,7 +367,11 @@ def _fill(cols: _Columns, part: Sequence[NewEvent], heads: dict[str, int], base:
     seqs = cols.seqs
     for sid in sids:
         seq = heads.get(sid)
-        seq = (base.get(sid, -1) if seq is None else seq) + 1
+        if seq is None:
+            seq = ahead.get(sid)
+            if seq is None:
+                seq = base.get(sid, -1)
+        seq += 1
         heads[sid] = seq
         seqs.append(seq)
 

@@ -13,7 +13,7 @@ import duckdb
 
 from store import append as _append
 from store import blobs as _blobs
-from store.append import Group, Head, stale_message
+from store.append import Group, Head, Pending, Prepared, Stale, stale_message
 from store.errors import ConcurrencyError, NotAStore
 from store.events import NewEvent, StoredEvent, decode_payload
 from store.schema import (
@@ -43,6 +43,9 @@ class EventLog:
         self._lock = threading.Lock()
         self._ids: set[int] | None = None  # every stored event_id (as int), loaded on the first append
         self._executor: ThreadPoolExecutor | None = None
+        self._ahead: list[Prepared] = []  # prepared, not yet committed, in the order they will commit
+        self._ahead_lock = threading.Lock()  # guards `_ahead` and the head as preparers see it
+        self._prepare_lock = threading.Lock()  # one preparation at a time: each continues the one before
         try:
             if not check_schema(self._con, self.path):
                 if read_only:
@@ -127,8 +130,64 @@ class EventLog:
         results, head = _append.append_groups(
             self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC))
         )
-        self._position, self._hash, self._heads = head.position, head.hash, head.streams
+        with self._ahead_lock:
+            self._position, self._hash, self._heads = head.position, head.hash, head.streams
+            self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again
         return results
+
+    # -- pipelined appends (the Writer): prepare the next transaction while the previous one commits ----------
+    def prepare_groups(self, groups: Sequence[Group], *, blobs: Sequence[bytes] = ()) -> Prepared:
+        """Encode, chain and tabulate a transaction after those prepared before it, without touching the database.
+
+        Positions and hashes are decided here, so the next preparation can continue from them while this one
+        commits. `commit_prepared` refuses it (`Stale`) if the transaction it continued did not commit.
+        """
+        if self.read_only:
+            raise PermissionError(f"{self.path}: opened read-only")
+        if self._ids is None:
+            with self._lock:
+                self._stored_ids()
+        with self._prepare_lock:
+            with self._ahead_lock:
+                head = Head(self._position, self._hash, self._heads, self._stored_ids())
+                ahead = list(self._ahead)
+            pending = None
+            if ahead:
+                pending = Pending(ahead[-1].delta.position, ahead[-1].delta.hash)
+                for p in ahead:
+                    pending.streams.update(p.delta.streams)
+                    pending.ids.append(p.delta.ids)
+            prepared = _append.prepare(head, pending, groups, blobs, epoch_us(datetime.now(UTC)))
+            with self._ahead_lock:
+                self._ahead.append(prepared)
+        return prepared
+
+    def commit_prepared(self, prepared: Prepared) -> list[list[int] | Exception]:
+        """Insert and commit a prepared transaction; `Stale` (nothing written) when it no longer continues the head."""
+        with self._lock:
+            if (self._position, self._hash) != prepared.base:
+                with self._ahead_lock:  # whatever it continued will not commit before it: start afresh
+                    self._ahead.clear()
+                raise Stale(f"prepared after position {prepared.base[0]}, the log is at {self._position}")
+            try:
+                _append.commit(self._con, prepared)
+            except BaseException:
+                self._drop_from(prepared)
+                raise
+            with self._ahead_lock:
+                head = _append.publish(Head(self._position, self._hash, self._heads, self._stored_ids()), prepared.delta)
+                self._position, self._hash = head.position, head.hash
+                if self._ahead and self._ahead[0] is prepared:
+                    del self._ahead[0]
+        return prepared.results
+
+    def _drop_from(self, prepared: Prepared) -> None:
+        """Forget a transaction that will not commit and every one prepared after it (they continue it)."""
+        with self._ahead_lock:
+            for i, p in enumerate(self._ahead):
+                if p is prepared:
+                    del self._ahead[i:]
+                    break
 
     def put_blob(self, data: bytes) -> str:
         """Store content once (by sha256), compressed; returns the digest."""

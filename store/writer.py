@@ -1,4 +1,8 @@
-"""Group commit for many anyio producers: one writer task, one transaction per flush, ack after commit."""
+"""Group commit for many anyio producers: one writer task, one transaction per flush, ack after commit.
+
+Flushes are pipelined: while one commits on a worker thread the next is prepared on another, continuing its
+positions and hash chain; if a commit fails, the flush prepared after it is prepared again.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from store.append import Prepared, Stale
 from store.blobs import digest
 from store.errors import ConcurrencyError
 from store.events import NewEvent
@@ -59,30 +64,42 @@ class Writer:
         return digest(data)
 
     async def _run(self) -> None:
-        async with self._recv:
-            async for first in self._recv:
-                batch = [first]
-                n = self._drain(batch, len(first.events))
-                if n < self.max_events and self.max_delay > 0:
-                    await anyio.sleep(self.max_delay)  # let concurrent producers join this commit
-                    n = self._drain(batch, n)
-                await self._flush(batch)
+        """Prepare flush N+1 (encode, positions, hash chain) while flush N commits on another thread."""
+        send, recv = anyio.create_memory_object_stream[tuple[list[_Request], Prepared | BaseException]](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._commit_loop, recv)
+            async with send, self._recv:
+                async for first in self._recv:
+                    batch = [first]
+                    n = self._drain(batch, len(first.events))
+                    if n < self.max_events and self.max_delay > 0:
+                        await anyio.sleep(self.max_delay)  # let concurrent producers join this commit
+                        n = self._drain(batch, n)
+                    await send.send((batch, await self._prepare(batch)))
 
-    def _drain(self, batch: list[_Request], n: int) -> int:
-        while n < self.max_events:
-            try:
-                req = self._recv.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                break
-            batch.append(req)
-            n += len(req.events)
-        return n
-
-    async def _flush(self, batch: list[_Request]) -> None:
+    async def _prepare(self, batch: list[_Request]) -> Prepared | BaseException:
         groups = [(r.events, r.expected) for r in batch]
         blobs = [b for r in batch for b in r.blobs]
         try:
-            results = await anyio.to_thread.run_sync(lambda: self.log.append_groups(groups, blobs=blobs))
+            return await anyio.to_thread.run_sync(lambda: self.log.prepare_groups(groups, blobs=blobs))
+        except Exception as exc:
+            return exc
+
+    async def _commit_loop(self, recv: MemoryObjectReceiveStream[tuple[list[_Request], Prepared | BaseException]]) -> None:
+        async with recv:
+            async for batch, prepared in recv:
+                await self._commit(batch, prepared)
+
+    async def _commit(self, batch: list[_Request], prepared: Prepared | BaseException) -> None:
+        try:
+            while True:
+                if isinstance(prepared, BaseException):
+                    raise prepared
+                try:
+                    results = await anyio.to_thread.run_sync(self.log.commit_prepared, prepared)
+                    break
+                except Stale:  # the flush before this one failed: build this one again on the committed head
+                    prepared = await self._prepare(batch)
         except BaseException as exc:  # the whole transaction rolled back: every producer learns it
             for r in batch:
                 r.result = exc
@@ -94,6 +111,16 @@ class Writer:
         for r, res in zip(batch, results, strict=True):
             r.result = res
             r.done.set()
+
+    def _drain(self, batch: list[_Request], n: int) -> int:
+        while n < self.max_events:
+            try:
+                req = self._recv.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+            batch.append(req)
+            n += len(req.events)
+        return n
 
     async def aclose(self) -> None:
         await self._send.aclose()
