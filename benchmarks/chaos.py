@@ -18,6 +18,7 @@ a last `record` and `judge` make no request at all. `--readme FILE` writes the f
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import random
@@ -85,6 +86,7 @@ class Chaos:
     killed: list[Kill] = field(default_factory=list)
     starts: Counter[str] = field(default_factory=Counter)
     injected: Counter[tuple[str, str]] = field(default_factory=Counter)
+    served: Counter[tuple[str, str | None]] = field(default_factory=Counter)
 
     @property
     def db(self) -> Path:
@@ -109,6 +111,36 @@ def write_inputs(c: Chaos) -> int:
     return n
 
 
+_FAULT: contextvars.ContextVar[list[str]] = contextvars.ContextVar("chaos_fault")
+_ROUTE_OF = {"openai": "chat", "brave": "brave", "tavily": "tavily", "firecrawl": "firecrawl", "jina": "jina"}
+
+
+class Served:
+    """ASGI wrapper: counts per (route, trace id) the requests answered 200 without an injected fault (paid calls)."""
+
+    def __init__(self, app: Any, c: Chaos) -> None:
+        self.app, self.c, self.state = app, c, app.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        faults: list[str] = []
+        _FAULT.set(faults)
+        status: list[int] = []
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        route = _ROUTE_OF.get(scope["path"].strip("/").split("/", 1)[0])
+        trace = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode() or None
+        if route and status == [200] and not faults:
+            self.c.served[(route, trace)] += 1
+
+
 def make_app(c: Chaos) -> Any:
     """The sandbox app with the chaos FaultPlan; every fault it decides is counted per (route, kind)."""
     from adapters.sandbox import FaultPlan, create_app
@@ -123,10 +155,11 @@ def make_app(c: Chaos) -> Any:
         if kind is not None:
             with lock:
                 c.injected[(route, kind)] += 1
+            _FAULT.get([]).append(kind)
         return kind
 
     sb.fault = counted
-    return app
+    return Served(app, c)
 
 
 def _copy(counter: Counter[Any]) -> Counter[Any]:
@@ -181,6 +214,8 @@ def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_r
                 spacing = max(2, int(2 * expected_requests / (kills + 1)))
                 kill_at = start + rng.randint(1, spacing)
             c.starts[phase] += 1
+            err.flush()
+            offset = err.tell()
             proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
             while proc.poll() is None:
                 if kill_at is not None and sum(totals.values()) >= kill_at:
@@ -198,9 +233,14 @@ def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_r
                 continue
             if proc.returncode == 0:
                 return done_kills
-            if not (phase == "judge" and proc.returncode == 1):
-                out.flush()
-                raise RuntimeError(f"{phase} exited {proc.returncode}: {(c.workdir / f'{phase}.err').read_text()[-2000:]}")
+            with open(c.workdir / f"{phase}.err", errors="replace") as f:
+                f.seek(offset)
+                said = f.read()
+            # judge exit 1 = some calls failed for good after their retries (it says so): run it again
+            if phase == "judge" and proc.returncode == 1 and "judge call failed" in said and "Traceback" not in said:
+                c.starts["judge_rerun_after_failed_calls"] += 1
+                continue
+            raise RuntimeError(f"{phase} exited {proc.returncode}: {said[-2000:]}")
 
 
 def cli(c: Chaos, *args: str) -> subprocess.CompletedProcess[str]:
@@ -251,6 +291,37 @@ def repeated_calls(c: Chaos, final: Counter[tuple[str, str | None]]) -> int:
     return repeats
 
 
+def redone_calls(c: Chaos, db: Path) -> dict[str, int]:
+    """Calls the sandbox answered (200, no fault) that the store does not use: work a kill cut off before its commit.
+
+    Per trajectory, chat answers beyond its `model.responded` events and search answers beyond its `ok`
+    `search.completed` events; per judge item, answers beyond its one verdict.
+    """
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        used: Counter[tuple[str, str | None]] = Counter()
+        for tid, provider, typ, n in con.execute(
+            "SELECT s.payload->>'trajectory_id', s.payload->>'provider', e.type, count(*) FROM events e "
+            "JOIN events s ON s.stream_id = e.stream_id AND s.type = 'trajectory.started' "
+            "WHERE e.type = 'model.responded' OR (e.type = 'search.completed' AND e.payload->>'status' = 'ok') "
+            "GROUP BY 1, 2, 3").fetchall():
+            used[("chat" if typ == "model.responded" else provider, tid)] += int(n)
+        for tid, url in con.execute("SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized' FROM "
+                                    "events WHERE type = 'judge.verdict' AND payload->>'raw_digest' IS NOT NULL "
+                                    "AND run_id = ?", [JUDGE_RUN]).fetchall():
+            used[("chat", f"{JUDGE_RUN}|{tid}|{url}")] += 1
+    finally:
+        con.close()
+    out = {"record_chat": 0, "record_search": 0, "judge": 0}
+    for (route, trace), n in c.served.items():
+        if route == "jina" or trace is None:
+            continue  # fetches are cached by URL across trajectories, so a redone fetch is not a paid call
+        extra = max(0, n - used[(route, trace)])
+        out["judge" if trace.startswith(JUDGE_RUN + "|") else "record_chat" if route == "chat" else "record_search"] += extra
+    out["answered_total"] = sum(n for (route, trace), n in c.served.items() if route != "jina" and trace is not None)
+    return out
+
+
 def run_chaos(c: Chaos) -> dict[str, Any]:
     """The whole chaos run; returns the figures with a `problems` list (empty when every check passed)."""
     from adapters.sandbox import running
@@ -262,7 +333,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     rng = random.Random(c.seed)
     app = make_app(c)
     problems: list[str] = []
-    with running(app=app) as root:
+    with running(app=app) as root:  # type: ignore[arg-type]  # any ASGI app serves
         base = [SEARCHTRACE, *c.log_args]
         rec = [*base, "record", "--config", str(c.workdir / "run.toml"), "--sandbox-url", root, "--db", str(c.db),
                "--no-progress"]
@@ -307,6 +378,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     if done != c.kills:
         problems.append(f"only {done} of {c.kills} kills landed before the work ran out")
     events = event_counts(c.db)
+    redone = redone_calls(c, c.db)
     by_kind: Counter[str] = Counter()
     for (_, kind), n in c.injected.items():
         by_kind[kind] += n
@@ -335,7 +407,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
         "events": events, "kills": done, "kills_record": sum(k.phase == "record" for k in c.killed),
         "kills_judge": sum(k.phase == "judge" for k in c.killed), "starts": dict(c.starts),
         "kill_points": [[k.phase, k.at_request, len(k.finished), len(k.verdicts)] for k in c.killed],
-        "lost": lost_traj + lost_verdicts, "duplicates": dup_traj + dup_verdicts, "repeated_calls": repeats,
+        "redone": redone, "lost": lost_traj + lost_verdicts, "duplicates": dup_traj + dup_verdicts, "repeated_calls": repeats,
         "verify": verify.returncode == 0, "report": not any(p.startswith("report") for p in problems),
         "wall_s": round(time.perf_counter() - t0, 1), "problems": problems,
         "settings": {"seed": c.seed, "rates": RATES, "timeout_s": c.timeout_s, "hang_s": c.hang_s,
@@ -360,6 +432,13 @@ def bad_input_figures() -> dict[str, Any] | None:
 
 def _n(value: int | None) -> str:
     return "NONE (a check failed)" if value is None else f"{value:,}"
+
+
+def _redone(r: dict[str, int]) -> str:
+    n = r["record_chat"] + r["record_search"] + r["judge"]
+    share = f"{100 * n / r['answered_total']:.1f}%" if r["answered_total"] else "n/a"
+    return (f"{n:,} of {r['answered_total']:,} ({share}): {r['record_chat']} agent chat + {r['record_search']} search "
+            f"(trajectories cut mid-way start over), {r['judge']} judge (answered, not yet committed)")
 
 
 def _kv(counts: dict[str, int], *skip: str) -> str:
@@ -389,6 +468,7 @@ def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
         f"| SIGKILLs survived (record + judge) | {f['kills']} ({f['kills_record']} + {f['kills_judge']}) |",
         f"| trajectories or verdicts lost / duplicated | {f['lost']} / {f['duplicates']} |",
         f"| finished calls paid twice (sandbox counters per trace id) | {f['repeated_calls']} |",
+        f"| answered calls redone because a kill cut off their uncommitted work | {_redone(f['redone'])} |",
         f"| `searchtrace verify` / `report --json` | {'pass' if f['verify'] else 'FAIL'} / "
         f"{'computes' if f['report'] else 'FAIL'} |",
     ]

@@ -20,6 +20,7 @@ def test_chaos_small(tmp_path: Path) -> None:
     assert figures["lost"] == 0 and figures["duplicates"] == 0 and figures["repeated_calls"] == 0
     assert set(figures["faults_injected"]) >= set(RATES)
     assert figures["verify"] and figures["report"]
+    assert figures["redone"]["answered_total"] > 0  # the paid-call accounting saw the run
     # the figures land between the markers of a README, and a second write replaces them
     readme = tmp_path / "README.md"
     readme.write_text("# x\n\n## Reliability\n\n<!-- reliability:begin -->\nold\n<!-- reliability:end -->\n\ntail\n")
