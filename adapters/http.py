@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,15 +13,19 @@ import httpx
 import msgspec
 import structlog
 from aiolimiter import AsyncLimiter
+from httpx._client import ClientState, UseClientDefault
+from httpx._exceptions import request_context
 
 from adapters.retry import backoff, retry_reason, stated_wait
 from adapters.types import Endpoint, RetryInfo
 
 log = structlog.get_logger("searchtrace.adapters")
+_httpx_log = logging.getLogger("httpx")  # where httpx itself reports each request (silent unless configured)
 
 TRACE_HEADER = "X-Searchtrace-Trace"
 USER_AGENT = "searchtrace/0.1"
 DEFAULT_READ_CAP = 16 * 1024 * 1024  # search and chat bodies; the fetch backend sets its own (2 MB)
+_URL_CACHE = 256  # parsed request URLs kept per endpoint
 _ERROR_PEEK = 4096  # bytes of an error body looked at to decide on a retry
 
 Outcome = Literal["ok", "http_error", "timeout", "bad_response", "too_large"]
@@ -52,6 +58,48 @@ def make_limiter(endpoint: Endpoint) -> AsyncLimiter | None:
     return AsyncLimiter(bucket, bucket / endpoint.rps)
 
 
+class LeanAsyncClient(httpx.AsyncClient):
+    """An AsyncClient whose `send` goes straight to the transport when no auth, redirect or hook applies.
+
+    Why: AsyncClient.send walks the auth flow, the redirect loop, hooks and the cookie jar (urllib objects per
+    response) on every request; at 128 in flight that work, not the network, sets the rate (issue #5). Our
+    endpoints authenticate by key headers, never follow redirects and keep no cookies, so the lean path sends the
+    request as built, exactly as AsyncClient would, and anything else falls back to AsyncClient.send.
+    """
+
+    async def send(
+        self,
+        request: httpx.Request,
+        *,
+        stream: bool = False,
+        auth: Any = httpx.USE_CLIENT_DEFAULT,
+        follow_redirects: bool | UseClientDefault = httpx.USE_CLIENT_DEFAULT,
+    ) -> httpx.Response:
+        redirects = self.follow_redirects if isinstance(follow_redirects, UseClientDefault) else follow_redirects
+        if (redirects or self._auth is not None or not isinstance(auth, UseClientDefault) or request.url.userinfo
+                or self._event_hooks["request"] or self._event_hooks["response"]):
+            return await super().send(request, stream=stream, auth=auth, follow_redirects=follow_redirects)
+        if self._state == ClientState.CLOSED:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        self._state = ClientState.OPENED
+        if "timeout" not in request.extensions:
+            request.extensions["timeout"] = self.timeout.as_dict()
+        with request_context(request=request):
+            response = await self._transport_for_url(request.url).handle_async_request(request)
+        response.request = request
+        response.default_encoding = self._default_encoding
+        if _httpx_log.isEnabledFor(logging.INFO):
+            _httpx_log.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url,
+                            response.http_version, response.status_code, response.reason_phrase)
+        if not stream:
+            try:
+                await response.aread()
+            except BaseException:
+                await response.aclose()
+                raise
+        return response
+
+
 def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
     """An AsyncClient for one endpoint: explicit timeouts; aiohttp underneath for real HTTP, else `transport`."""
     timeout = httpx.Timeout(endpoint.timeout_s, connect=min(endpoint.timeout_s, 10.0))
@@ -59,10 +107,10 @@ def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None =
     limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
     if transport is None:
         # imported lazily: aiohttp is heavy and tests inject transports
-        from httpx_aiohttp import AiohttpTransport
+        from adapters.aiohttp_transport import LeanAiohttpTransport
 
-        transport = AiohttpTransport(limits=limits)
-    return httpx.AsyncClient(
+        transport = LeanAiohttpTransport(limits)
+    return LeanAsyncClient(
         base_url=endpoint.base_url.rstrip("/") + "/",
         timeout=timeout,
         limits=limits,
@@ -72,6 +120,13 @@ def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None =
     )
 
 
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The decoded body: an identity body is the transport's stream itself (no decoder, chunker or context)."""
+    if "content-encoding" in response.headers or not isinstance(response.stream, httpx.AsyncByteStream):
+        return response.aiter_bytes()
+    return response.stream.__aiter__()
+
+
 class EndpointClient:
     """Holds the endpoint's client and limiters; `call` does one request with timeouts, read cap and retries."""
 
@@ -79,8 +134,13 @@ class EndpointClient:
         self.endpoint = endpoint
         self.client = make_client(endpoint, transport)
         self._base = str(self.client.base_url)  # ends in "/"; absolute URLs skip httpx's second parse per request
+        self._urls: dict[str, httpx.URL] = {}  # parsed URLs by text (httpx.URL is immutable), as yarl caches aiohttp's
+        # the client's default headers as it sends them (names in their case), fixed once built
+        self._headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.client.headers.raw]
+        self._timeout = self.client.timeout.as_dict()
         self._rate = make_limiter(endpoint)
-        self._slots = anyio.CapacityLimiter(max(1, endpoint.concurrency))
+        # a semaphore that skips the scheduling checkpoint when a slot is free (every attempt then awaits I/O)
+        self._slots = anyio.Semaphore(max(1, endpoint.concurrency), fast_acquire=True)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -135,27 +195,47 @@ class EndpointClient:
             body = None
         return reason, stated_wait(reply.headers, body, peek)
 
+    def _url(self, path: str) -> httpx.URL:
+        """The parsed absolute URL of `path`: a parse costs ~10 us, while chat and search paths repeat."""
+        text = self._base + path.lstrip("/")
+        url = self._urls.get(text)
+        if url is None:
+            url = httpx.URL(text)
+            if len(self._urls) >= _URL_CACHE:
+                self._urls.clear()
+            self._urls[text] = url
+        return url
+
+    def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any) -> httpx.Request:
+        """What client.build_request makes of our calls (client headers overridden by ours), merging less."""
+        own = {k.lower() for k in headers}
+        merged = [kv for kv in self._headers if kv[0].lower() not in own]
+        merged += headers.items()
+        return httpx.Request(method, self._url(path), params=params, headers=merged, json=json,
+                             extensions={"timeout": dict(self._timeout)})
+
     async def _attempt(
         self, method: str, path: str, headers: dict[str, str], params: Any, json: Any, read_cap: int
     ) -> Reply:
-        """One attempt under the concurrency and rate limits, bounded by anyio.fail_after (ASGI has no timeouts)."""
+        """One attempt under the concurrency and rate limits, bounded by a deadline (ASGI has no timeouts)."""
         async with self._slots:
             if self._rate is not None:
                 await self._rate.acquire()
             status: int | None = None
             got = 0
             try:
-                url = self._base + path.lstrip("/")
-                request = self.client.build_request(method, url, headers=headers, params=params, json=json)
+                request = self._request(method, path, headers, params, json)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
                 return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
+            # the cancel scope anyio.fail_after would make, without its two generator context managers
+            scope = anyio.CancelScope(deadline=anyio.current_time() + self.endpoint.timeout_s)
             try:
-                with anyio.fail_after(self.endpoint.timeout_s):
+                with scope:
                     response = await self.client.send(request, stream=True)
                     try:
                         status = response.status_code
                         buf = bytearray()
-                        async for chunk in response.aiter_bytes():
+                        async for chunk in _body_chunks(response):
                             buf += chunk
                             got = len(buf)
                             if got > read_cap:
@@ -163,6 +243,10 @@ class EndpointClient:
                                              f"body larger than {read_cap} bytes; stopped reading", got)
                     finally:
                         await response.aclose()
+                    body = bytes(buf)
+                    outcome: Outcome = "ok" if 200 <= status < 300 else "http_error"
+                    return Reply(outcome, status, body, response.headers, None, len(body))
+                raise TimeoutError  # reached only when the deadline cancelled the scope
             except (TimeoutError, httpx.TimeoutException):
                 return Reply("timeout", status, error=f"no complete answer within {self.endpoint.timeout_s:g} s",
                              n_read=got)
@@ -170,6 +254,3 @@ class EndpointClient:
                 if status is not None:  # headers came, the body broke off: a truncated answer
                     return Reply("bad_response", status, error=f"body cut off: {type(exc).__name__}", n_read=got)
                 return Reply("http_error", None, error=f"transport error: {type(exc).__name__}: {exc}")
-            body = bytes(buf)
-            outcome: Outcome = "ok" if 200 <= status < 300 else "http_error"
-            return Reply(outcome, status, body, response.headers, None, len(body))

@@ -1,0 +1,78 @@
+"""The httpx transport for real endpoints: one shared aiohttp session, with less work per request than httpx_aiohttp's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import httpx
+from httpx_aiohttp import AiohttpTransport
+from httpx_aiohttp.transport import AiohttpResponseStream, map_aiohttp_exceptions
+
+
+class LeanAiohttpTransport(AiohttpTransport):
+    """httpx_aiohttp's transport (same error mapping, same 16 KiB streamed chunks) minus its per-request overhead.
+
+    Why: at 128 in flight the per-request Python work of the client layers, not the network, sets the rate
+    (issue #5, perf.md §4). This transport builds its ClientTimeout once per timeout setting, hands aiohttp the
+    headers as a plain list (no httpx.Headers -> CIMultiDict round trip through the mapping API), and its session
+    keeps no cookies (a dummy jar: providers authenticate by key) and never decompresses (httpx decodes, so the
+    fetch read cap counts decoded bytes exactly as before).
+    """
+
+    def __init__(self, limits: httpx.Limits, *, verify: bool = True) -> None:
+        super().__init__(verify=verify, limits=limits)
+        self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
+
+    def get_client(self) -> aiohttp.ClientSession:
+        """A session on a keep-alive connector sized to the endpoint's concurrency (opened in the running loop)."""
+        conns = self.limits.max_connections
+        connector = aiohttp.TCPConnector(
+            limit=conns if conns is not None else 100,
+            keepalive_timeout=self.limits.keepalive_expiry,
+            ssl=self.ssl_context,
+        )
+        return aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, trust_env=False
+        )
+
+    def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
+        t: dict[str, Any] = request.extensions.get("timeout") or {}
+        key = (t.get("connect"), t.get("read"), t.get("pool"))
+        timeout = self._timeouts.get(key)
+        if timeout is None:
+            timeout = aiohttp.ClientTimeout(sock_connect=key[0], sock_read=key[1], connect=key[2])
+            self._timeouts[key] = timeout
+        return timeout
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        session = self.client
+        if not isinstance(session, aiohttp.ClientSession):
+            session = self.client = self.get_client()
+        data: bytes | httpx.AsyncByteStream | None
+        try:
+            data = request.content or None
+        except httpx.RequestNotRead:
+            data = request.stream  # type: ignore[assignment]
+            request.headers.pop("transfer-encoding", None)  # aiohttp frames the body itself
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        with map_aiohttp_exceptions():
+            response = await session.request(
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=data,
+                allow_redirects=False,
+                timeout=self._timeout(request),
+                server_hostname=request.extensions.get("sni_hostname"),
+            )
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode()
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=AiohttpResponseStream(response),
+            request=request,
+            extensions=extensions,
+        )
