@@ -64,8 +64,27 @@ class LeanAsyncClient(httpx.AsyncClient):
     Why: AsyncClient.send walks the auth flow, the redirect loop, hooks and the cookie jar (urllib objects per
     response) on every request; at 128 in flight that work, not the network, sets the rate (issue #5). Our
     endpoints authenticate by key headers, never follow redirects and keep no cookies, so the lean path sends the
-    request as built, exactly as AsyncClient would, and anything else falls back to AsyncClient.send.
+    request as built, exactly as AsyncClient would, and anything else falls back to AsyncClient.send. URLs given as
+    text are parsed once (a parse costs ~10 us; chat and search URLs repeat), as yarl caches aiohttp's.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._urls: dict[str, httpx.URL] = {}
+
+    def parsed_url(self, text: str) -> httpx.URL:
+        """httpx.URL(text), from a small cache (httpx.URL is immutable)."""
+        urls = self._urls
+        url = urls.get(text)
+        if url is None:
+            url = httpx.URL(text)
+            if len(urls) >= _URL_CACHE:
+                urls.clear()
+            urls[text] = url
+        return url
+
+    def build_request(self, method: str, url: httpx.URL | str, **kwargs: Any) -> httpx.Request:
+        return super().build_request(method, self.parsed_url(url) if isinstance(url, str) else url, **kwargs)
 
     async def send(
         self,
@@ -100,7 +119,7 @@ class LeanAsyncClient(httpx.AsyncClient):
         return response
 
 
-def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> LeanAsyncClient:
     """An AsyncClient for one endpoint: explicit timeouts; aiohttp underneath for real HTTP, else `transport`."""
     timeout = httpx.Timeout(endpoint.timeout_s, connect=min(endpoint.timeout_s, 10.0))
     conns = max(1, endpoint.concurrency)
@@ -134,7 +153,6 @@ class EndpointClient:
         self.endpoint = endpoint
         self.client = make_client(endpoint, transport)
         self._base = str(self.client.base_url)  # ends in "/"; absolute URLs skip httpx's second parse per request
-        self._urls: dict[str, httpx.URL] = {}  # parsed URLs by text (httpx.URL is immutable), as yarl caches aiohttp's
         # the client's default headers as it sends them (names in their case), fixed once built
         self._headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.client.headers.raw]
         self._timeout = self.client.timeout.as_dict()
@@ -195,23 +213,13 @@ class EndpointClient:
             body = None
         return reason, stated_wait(reply.headers, body, peek)
 
-    def _url(self, path: str) -> httpx.URL:
-        """The parsed absolute URL of `path`: a parse costs ~10 us, while chat and search paths repeat."""
-        text = self._base + path.lstrip("/")
-        url = self._urls.get(text)
-        if url is None:
-            url = httpx.URL(text)
-            if len(self._urls) >= _URL_CACHE:
-                self._urls.clear()
-            self._urls[text] = url
-        return url
-
     def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any) -> httpx.Request:
         """What client.build_request makes of our calls (client headers overridden by ours), merging less."""
         own = {k.lower() for k in headers}
         merged = [kv for kv in self._headers if kv[0].lower() not in own]
         merged += headers.items()
-        return httpx.Request(method, self._url(path), params=params, headers=merged, json=json,
+        url = self.client.parsed_url(self._base + path.lstrip("/"))
+        return httpx.Request(method, url, params=params, headers=merged, json=json,
                              extensions={"timeout": dict(self._timeout)})
 
     async def _attempt(
