@@ -83,10 +83,12 @@ class Chaos:
     max_wait_s: float = 1.0
     env: dict[str, str] | None = None
     log_args: tuple[str, ...] = ()
+    rates: dict[str, float] = field(default_factory=lambda: dict(RATES))
     killed: list[Kill] = field(default_factory=list)
     starts: Counter[str] = field(default_factory=Counter)
     injected: Counter[tuple[str, str]] = field(default_factory=Counter)
     served: Counter[tuple[str, str | None]] = field(default_factory=Counter)
+    fault_log: list[tuple[int, str, str | None]] = field(default_factory=list)  # (kills so far, kind, trace id)
 
     @property
     def db(self) -> Path:
@@ -139,13 +141,15 @@ class Served:
         trace = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode() or None
         if route and status == [200] and not faults:
             self.c.served[(route, trace)] += 1
+        for kind in faults:
+            self.c.fault_log.append((len(self.c.killed), kind, trace))
 
 
 def make_app(c: Chaos) -> Any:
     """The sandbox app with the chaos FaultPlan; every fault it decides is counted per (route, kind)."""
     from adapters.sandbox import FaultPlan, create_app
 
-    app = create_app(faults=FaultPlan(seed=c.seed, rates=dict(RATES)), hang_s=c.hang_s)
+    app = create_app(faults=FaultPlan(seed=c.seed, rates=dict(c.rates)), hang_s=c.hang_s)
     sb = app.state.sandbox
     decide = sb.fault
     lock = threading.Lock()
@@ -190,12 +194,13 @@ def durable(db: Path) -> tuple[set[str], set[tuple[str, str]]]:
         con.close()
 
 
-def count_items(db: Path) -> int:
+def item_keys(db: Path) -> set[tuple[str, str]]:
+    """Every judge item of the store as (trajectory id, normalised URL)."""
     from analytics.items import judge_items
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return len(judge_items(con))
+        return {(i.trajectory_id, i.url_normalized) for i in judge_items(con)}
     finally:
         con.close()
 
@@ -206,13 +211,15 @@ def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_r
     done_kills = 0
     env = {**os.environ, **(c.env or {})}
     deadline = time.monotonic() + 1800
+    phase_start = sum(totals.values())
     with open(c.workdir / f"{phase}.out", "a") as out, open(c.workdir / f"{phase}.err", "a") as err:
         while True:
             start = sum(totals.values())
             kill_at = None
-            if done_kills < kills:
-                spacing = max(2, int(2 * expected_requests / (kills + 1)))
-                kill_at = start + rng.randint(1, spacing)
+            if done_kills < kills:  # uniform within this kill's share of the (under-)estimated requests still to come
+                left = kills - done_kills
+                remaining = max(2 * left, expected_requests - (start - phase_start))
+                kill_at = start + rng.randint(1, max(1, remaining // left))
             c.starts[phase] += 1
             err.flush()
             offset = err.tell()
@@ -291,6 +298,21 @@ def repeated_calls(c: Chaos, final: Counter[tuple[str, str | None]]) -> int:
     return repeats
 
 
+def settled(c: Chaos) -> Counter[str]:
+    """Injected faults per kind whose request belongs to work no later kill threw away (so an event must show them)."""
+    out: Counter[str] = Counter()
+    for kills_before, kind, trace in c.fault_log:
+        if trace is None:
+            continue
+        if trace.startswith(JUDGE_RUN + "|"):
+            tid, url = trace[len(JUDGE_RUN) + 1:].split("|", 1)
+            lost = any((tid, url) not in k.verdicts for k in c.killed[kills_before:])
+        else:
+            lost = any(trace not in k.finished for k in c.killed[kills_before:])
+        out[kind] += not lost
+    return out
+
+
 def redone_calls(c: Chaos, db: Path) -> dict[str, int]:
     """Calls the sandbox answered (200, no fault) that the store does not use: work a kill cut off before its commit.
 
@@ -338,11 +360,11 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
         rec = [*base, "record", "--config", str(c.workdir / "run.toml"), "--sandbox-url", root, "--db", str(c.db),
                "--no-progress"]
         record_kills = c.kills // 2
-        done = drive(c, app, "record", rec, record_kills, 9 * expected, rng)
-        items = count_items(c.db)
+        done = drive(c, app, "record", rec, record_kills, 7 * expected, rng)
+        items = len(item_keys(c.db))
         judge = [*base, "judge", "--db", str(c.db), "--sandbox-url", root, "--timeout", str(c.timeout_s),
                  "--max-retries", "4", "--concurrency", "16", "--no-progress"]
-        done += drive(c, app, "judge", judge, c.kills - done, int(1.2 * items), rng)
+        done += drive(c, app, "judge", judge, c.kills - done, items, rng)
         before = sum(app.state.totals.values())
         again = [cli(c, *rec[len(base):]), cli(c, *judge[len(base):])]
         idle = sum(app.state.totals.values()) - before
@@ -366,8 +388,11 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     fin, ver = cells(c.db)
     lost_traj = expected - len(fin)
     dup_traj = sum(n - 1 for n in fin.values())
-    items_after = count_items(c.db)
-    lost_verdicts = items_after - len(ver)
+    keys = item_keys(c.db)
+    items_after = len(keys)
+    lost_verdicts = len(keys - set(ver))
+    if set(ver) - keys:
+        problems.append(f"{len(set(ver) - keys)} verdicts for something that is not a judge item")
     dup_verdicts = sum(n - 1 for n in ver.values())
     repeats = repeated_calls(c, final)
     for name, value in (("trajectories lost", lost_traj), ("duplicate trajectories", dup_traj),
@@ -383,12 +408,13 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     for (_, kind), n in c.injected.items():
         by_kind[kind] += n
     shown = {}
-    for kind, n in sorted(by_kind.items()):
+    kept = settled(c)
+    for kind in sorted(by_kind):
         seen = sum(events.get(t, {}).get(v, 0) for t, f, vals in EVIDENCE.get(kind, []) for v in vals)
         shown[kind] = seen
-        if n and not seen:
-            problems.append(f"fault kind {kind} injected {n} times but no typed event shows it")
-    for kind in RATES:
+        if kept[kind] and not seen:
+            problems.append(f"fault kind {kind} hit committed work {kept[kind]} times but no typed event shows it")
+    for kind in c.rates:
         if not by_kind[kind]:
             problems.append(f"fault kind {kind} was never injected (run larger)")
     retried = sum(events["call.retried"].values())
@@ -403,14 +429,14 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
         "faults_injected": dict(sorted(by_kind.items())), "faults_injected_total": sum(by_kind.values()),
         "faults_by_route": {r: {k: n for (rr, k), n in sorted(c.injected.items()) if rr == r} for r in ROUTES},
         "faults_survived": sum(by_kind.values()) if not problems else None,
-        "typed_events_per_kind": shown, "retries_recorded": retried, "failures_recorded": failures,
+        "typed_events_per_kind": shown, "faults_in_committed_work": dict(sorted(kept.items())), "retries_recorded": retried, "failures_recorded": failures,
         "events": events, "kills": done, "kills_record": sum(k.phase == "record" for k in c.killed),
         "kills_judge": sum(k.phase == "judge" for k in c.killed), "starts": dict(c.starts),
         "kill_points": [[k.phase, k.at_request, len(k.finished), len(k.verdicts)] for k in c.killed],
         "redone": redone, "lost": lost_traj + lost_verdicts, "duplicates": dup_traj + dup_verdicts, "repeated_calls": repeats,
         "verify": verify.returncode == 0, "report": not any(p.startswith("report") for p in problems),
         "wall_s": round(time.perf_counter() - t0, 1), "problems": problems,
-        "settings": {"seed": c.seed, "rates": RATES, "timeout_s": c.timeout_s, "hang_s": c.hang_s,
+        "settings": {"seed": c.seed, "rates": c.rates, "timeout_s": c.timeout_s, "hang_s": c.hang_s,
                      "max_wait_s": c.max_wait_s},
     }
 
@@ -462,6 +488,8 @@ def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
         f"| faults injected (sandbox counters) | {f['faults_injected_total']:,}: {kinds} |",
         f"| faults survived | {_n(f['faults_survived'])} of {f['faults_injected_total']:,}: "
         f"{f['retries_recorded']} retries recorded (`call.retried`), {f['failures_recorded']} typed failures |",
+        f"| faults that hit committed work (not thrown away by a kill) / typed events showing them | "
+        f"{sum(f['faults_in_committed_work'].values()):,} / {f['retries_recorded'] + f['failures_recorded']:,} |",
         f"| typed failure events | `call.retried` {_kv(ev['call.retried'])}; `search.completed` "
         f"{_kv(ev['search.completed'], 'ok')}; `fetch.completed` {_kv(ev['fetch.completed'], 'ok')}; "
         f"`trajectory.finished` {_kv(ev['trajectory.finished'], 'answered', 'max_iterations')} |",
