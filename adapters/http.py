@@ -155,7 +155,9 @@ class EndpointClient:
         self._base = str(self.client.base_url)  # ends in "/"; absolute URLs skip httpx's second parse per request
         # the client's default headers as it sends them (names in their case), fixed once built
         self._headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.client.headers.raw]
-        self._timeout = self.client.timeout.as_dict()
+        # no per-read timeout: the attempt's deadline (timeout_s, from before the send) always comes first, and a
+        # read timeout costs aiohttp a timer reset on every packet received
+        self._timeout = {**self.client.timeout.as_dict(), "read": None}
         self._rate = make_limiter(endpoint)
         # a semaphore that skips the scheduling checkpoint when a slot is free (every attempt then awaits I/O)
         self._slots = anyio.Semaphore(max(1, endpoint.concurrency), fast_acquire=True)
