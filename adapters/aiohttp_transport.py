@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 from httpx_aiohttp.transport import AiohttpResponseStream, map_aiohttp_exceptions
+
+_CHUNK = AiohttpResponseStream.CHUNK_SIZE
+
+
+class _Body(AiohttpResponseStream):
+    """The response body in chunks of at most 16 KiB, read straight off aiohttp's stream (no iterator object)."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._aiohttp_response.content
+        with map_aiohttp_exceptions():
+            while chunk := await content.read(_CHUNK):
+                yield chunk
 
 
 class LeanAiohttpTransport(AiohttpTransport):
@@ -72,7 +85,7 @@ class LeanAiohttpTransport(AiohttpTransport):
         return httpx.Response(
             status_code=response.status,
             headers=response.raw_headers,
-            stream=AiohttpResponseStream(response),
+            stream=_Body(response),
             request=request,
             extensions=extensions,
         )
