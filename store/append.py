@@ -25,13 +25,12 @@ Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
 
 CHUNK_ROWS = 8_192
-_INSERT = (
-    "INSERT INTO events SELECT position, CAST(event_id AS UUID), stream_id, stream_seq, type, run_id, recorded_at, "
-    "payload, hash FROM __batch"
-)
+_INSERT = "INSERT INTO events SELECT * FROM __batch"  # columns in table order, Arrow types DuckDB maps 1:1
+_INSERT_COMMIT = f"BEGIN; {_INSERT}; COMMIT"
 _TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
 _TS = pa.timestamp("us", tz="UTC")
 _JSON = pa.json_(pa.large_string())
+_UUID = pa.uuid()
 _ONE = pa.scalar(1, pa.int64())
 
 
@@ -98,7 +97,7 @@ class _Columns:
 
     def __init__(self, first: int) -> None:
         self.first = first
-        self.ids: list[str] = []  # 32 hex digits; DuckDB casts them to UUID on its own thread
+        self.ids: list[str] = []  # 32 hex digits (hashed, then packed into one arrow.uuid buffer)
         self.streams: list[str] = []
         self.seqs: list[int] = []
         self.types: list[str] = []
@@ -117,7 +116,9 @@ class _Columns:
         return pa.table(
             {
                 "position": pc.add(pc.cumulative_sum(pa.repeat(_ONE, n)), self.first - 1),
-                "event_id": pa.array(self.ids, pa.string(), memory_pool=pool),
+                "event_id": pa.ExtensionArray.from_storage(
+                    _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(bytes.fromhex("".join(self.ids)))])
+                ),
                 "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
                 "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
                 "type": pa.array(self.types, pa.string(), memory_pool=pool),
@@ -129,11 +130,11 @@ class _Columns:
         )
 
 
-def insert(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+def insert(con: duckdb.DuckDBPyConnection, table: pa.Table, statement: str = _INSERT) -> None:
     """One INSERT of an Arrow table of rows in the events layout."""
     con.register("__batch", table)
     try:
-        con.execute(_INSERT)
+        con.execute(statement)
     finally:
         con.unregister("__batch")
 
@@ -252,17 +253,29 @@ def prepare(
 
 def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
     """Insert a prepared transaction in one statement and commit it; roll back on any error."""
-    con.execute("BEGIN")
+    tables = prepared.tables
+    table = (pa.concat_tables(tables) if len(tables) > 1 else tables[0]) if tables else None
     try:
-        if prepared.blobs:
-            _blobs.insert(con, prepared.blobs)
-        if prepared.tables:
-            table = pa.concat_tables(prepared.tables) if len(prepared.tables) > 1 else prepared.tables[0]
-            insert(con, table)
-        con.execute("COMMIT")
+        if table is not None and not prepared.blobs:
+            # one call, so the thread waits for the GIL once on return, not after BEGIN, INSERT and COMMIT each
+            insert(con, table, _INSERT_COMMIT)
+        else:
+            con.execute("BEGIN")
+            if prepared.blobs:
+                _blobs.insert(con, prepared.blobs)
+            if table is not None:
+                insert(con, table)
+            con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.TransactionException:  # the failure was the COMMIT itself: nothing is open
+        pass
 
 
 def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
@@ -360,7 +373,7 @@ def _fill(
     bodies = [e.payload for e in part]
     cols.types += [tags[type(b)] for b in bodies]
     cols.payloads += [encode(b) for b in bodies]
-    cols.ids += [f"{e.event_id.int:032x}" for e in part]
+    cols.ids += [e.event_id.hex for e in part]
     sids = [e.stream_id for e in part]
     cols.streams += sids
     cols.runs += [e.run_id for e in part]
@@ -393,7 +406,9 @@ class _Chain:
             cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
             cols.payloads[start:], strict=True,
         ):
-            prev = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode() + payload).hexdigest()
+            h = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode())
+            h.update(payload)  # cheaper than concatenating ~600 bytes first
+            prev = h.hexdigest()
             add(prev)
             position += 1
         self.prev = prev

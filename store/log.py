@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,6 +43,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._ids: set[int] | None = None  # every stored event_id (as int), loaded on the first append
         self._executor: ThreadPoolExecutor | None = None
+        self._committer: ThreadPoolExecutor | None = None  # runs submitted prepared transactions back to back
         self._ahead: list[Prepared] = []  # prepared, not yet committed, in the order they will commit
         self._ahead_lock = threading.Lock()  # guards `_ahead` and the head as preparers see it
         self._prepare_lock = threading.Lock()  # one preparation at a time: each continues the one before
@@ -181,6 +182,16 @@ class EventLog:
                     del self._ahead[0]
         return prepared.results
 
+    def submit_prepared(self, prepared: Prepared) -> Future[list[list[int] | Exception]]:
+        """Queue `commit_prepared` on the log's commit thread, which runs queued transactions back to back.
+
+        The thread goes straight from one commit to the next, so a caller preparing ahead keeps DuckDB busy
+        without a round trip through its event loop between commits.
+        """
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-commit")
+        return self._committer.submit(self.commit_prepared, prepared)
+
     def _drop_from(self, prepared: Prepared) -> None:
         """Forget a transaction that will not commit and every one prepared after it (they continue it)."""
         with self._ahead_lock:
@@ -278,8 +289,9 @@ class EventLog:
                 with self._lock:
                     self._con.execute("CHECKPOINT")
         finally:
-            if self._executor is not None:
-                self._executor.shutdown()
+            for pool in (self._committer, self._executor):
+                if pool is not None:
+                    pool.shutdown()
             self._con.close()
 
     def __enter__(self) -> EventLog:

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from store.append import Prepared, Stale
+from store.append import Result, Stale
 from store.blobs import digest
 from store.errors import ConcurrencyError
 from store.events import NewEvent
 from store.log import EventLog
+
+_Submitted = Future[list[Result]] | BaseException
 
 
 @dataclass
@@ -64,10 +67,10 @@ class Writer:
         return digest(data)
 
     async def _run(self) -> None:
-        """Prepare flush N+1 (encode, positions, hash chain) while flush N commits on another thread."""
-        send, recv = anyio.create_memory_object_stream[tuple[list[_Request], Prepared | BaseException]](0)
+        """Prepare flush N+1 (encode, positions, hash chain) while flush N commits on the log's commit thread."""
+        send, recv = anyio.create_memory_object_stream[tuple[list[_Request], _Submitted]](1)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._commit_loop, recv)
+            tg.start_soon(self._ack_loop, recv)
             async with send, self._recv:
                 async for first in self._recv:
                     batch = [first]
@@ -75,31 +78,34 @@ class Writer:
                     if n < self.max_events and self.max_delay > 0:
                         await anyio.sleep(self.max_delay)  # let concurrent producers join this commit
                         n = self._drain(batch, n)
-                    await send.send((batch, await self._prepare(batch)))
+                    await send.send((batch, await self._submit(batch)))
 
-    async def _prepare(self, batch: list[_Request]) -> Prepared | BaseException:
+    async def _submit(self, batch: list[_Request]) -> _Submitted:
+        """Prepare the flush in a worker thread and queue its commit; an error is handed on to its producers."""
         groups = [(r.events, r.expected) for r in batch]
         blobs = [b for r in batch for b in r.blobs]
+        log = self.log
         try:
-            return await anyio.to_thread.run_sync(lambda: self.log.prepare_groups(groups, blobs=blobs))
+            return await anyio.to_thread.run_sync(lambda: log.submit_prepared(log.prepare_groups(groups, blobs=blobs)))
         except Exception as exc:
             return exc
 
-    async def _commit_loop(self, recv: MemoryObjectReceiveStream[tuple[list[_Request], Prepared | BaseException]]) -> None:
+    async def _ack_loop(self, recv: MemoryObjectReceiveStream[tuple[list[_Request], _Submitted]]) -> None:
         async with recv:
-            async for batch, prepared in recv:
-                await self._commit(batch, prepared)
+            async for batch, submitted in recv:
+                await self._ack(batch, submitted)
 
-    async def _commit(self, batch: list[_Request], prepared: Prepared | BaseException) -> None:
+    async def _ack(self, batch: list[_Request], submitted: _Submitted) -> None:
+        """Wait for the flush's commit (in order) and wake its producers; prepare it again if it went stale."""
         try:
             while True:
-                if isinstance(prepared, BaseException):
-                    raise prepared
+                if isinstance(submitted, BaseException):
+                    raise submitted
                 try:
-                    results = await anyio.to_thread.run_sync(self.log.commit_prepared, prepared)
+                    results = await anyio.to_thread.run_sync(submitted.result)
                     break
                 except Stale:  # the flush before this one failed: build this one again on the committed head
-                    prepared = await self._prepare(batch)
+                    submitted = await self._submit(batch)
         except BaseException as exc:  # the whole transaction rolled back: every producer learns it
             for r in batch:
                 r.result = exc
@@ -127,7 +133,7 @@ class Writer:
 
 
 @asynccontextmanager
-async def open_writer(log: EventLog, *, max_events: int = 10_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
+async def open_writer(log: EventLog, *, max_events: int = 20_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
     """Run the writer task for the duration of the block; pending appends are flushed on exit."""
     writer = Writer(log, max_events, max_delay)
     async with anyio.create_task_group() as tg:

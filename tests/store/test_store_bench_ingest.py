@@ -14,13 +14,19 @@ from store.events import encode_payload
 def test_bench_ingest_json(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["bench", "ingest", "--events", "3000", "--batch", "1000", "--naive-events", "40",
-              "--writer-events", "600", "--json"])
+              "--writer-events", "600", "--producers", "5", "--per-call", "100", "--json"])
         raise SystemExit(0)
     assert exc.value.code in (0, None)
     result = json.loads(capsys.readouterr().out)
     assert result["events"] == 3000
-    for key in ("store_events_per_s", "raw_bulk_events_per_s", "naive_events_per_s", "writer_events_per_s"):
+    for key in (
+        "store_events_per_s", "raw_bulk_events_per_s", "naive_events_per_s", "writer_events_per_s",
+        "sync_append_events_per_s",
+    ):
         assert isinstance(result[key], int) and result[key] > 0, key
+    assert result["store_vs_raw"] == pytest.approx(result["store_events_per_s"] / result["raw_bulk_events_per_s"], abs=2e-3)
+    assert "5 anyio producers x Writer.append of 100 events" in result["store_path"]
+    assert 1 <= result["store_commits"] <= 3000 // 100
     assert result["naive_measured_rows"] == 40
     assert result["raw_bulk_events_per_s"] > result["naive_events_per_s"]
 

@@ -45,7 +45,7 @@ def test_a_failed_commit_makes_the_transaction_prepared_after_it_stale(
 ) -> None:
     real = append_mod.insert
 
-    def broken(con: duckdb.DuckDBPyConnection, table: object) -> None:
+    def broken(con: duckdb.DuckDBPyConnection, table: object, *statement: str) -> None:
         raise duckdb.IOException("disk went away")
 
     with EventLog(tmp_path / "t.duckdb") as log:
@@ -81,13 +81,13 @@ async def test_writer_prepares_again_after_a_failed_flush(tmp_path: Path, monkey
     real = append_mod.insert
     calls = 0
 
-    def fails_first(con: duckdb.DuckDBPyConnection, table: object) -> None:
+    def fails_first(con: duckdb.DuckDBPyConnection, table: object, *statement: str) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
             time.sleep(0.3)  # long enough for the next flush to be prepared on top of this one
             raise duckdb.IOException("disk went away")
-        real(con, table)  # type: ignore[arg-type]
+        real(con, table, *statement)  # type: ignore[arg-type]
 
     monkeypatch.setattr(append_mod, "insert", fails_first)
     with EventLog(tmp_path / "t.duckdb") as log:
