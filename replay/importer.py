@@ -8,6 +8,7 @@ like a duplicate inside one file. Big files are appended in chunks, after the va
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,18 +28,29 @@ class ImportResult:
     events_written: int = 0
 
 
-def import_files(log: EventLog, traces: list[Path], judgments: list[Path], audits: list[Path]) -> ImportResult:
+def import_files(
+    log: EventLog,
+    traces: list[Path],
+    judgments: list[Path],
+    audits: list[Path],
+    *,
+    on_stage: Callable[[str], None] = lambda _stage: None,
+) -> ImportResult:
     """Validate every file fully (nothing written when any is bad), then append each file's events."""
+    on_stage("reading the store")
     known = Known.load(log)
     items: import_judgments.Items = {}
     res = ImportResult()
     for path in traces:
+        on_stage(f"validating {path.name}")
         res.trajectories += validate_traces(path, known, items)
     for path in judgments:
+        on_stage(f"validating {path.name}")
         import_judgments.prepare(path, known, items, log)
         res.verdicts += import_judgments.validate(path, known, items)
     audit_events = []
     for path in audits:
+        on_stage(f"validating {path.name}")
         evs = validate_audit(path, known)
         for ev in evs:
             p = ev.payload
@@ -47,8 +59,10 @@ def import_files(log: EventLog, traces: list[Path], judgments: list[Path], audit
         audit_events.append(evs)
         res.audits += len(evs)
     for path in traces:
+        on_stage(f"appending {path.name}")
         res.events_written += append_traces(log, path)
     for path in judgments:
+        on_stage(f"appending {path.name}")
         res.events_written += import_judgments.append(log, path, known, items)
     for evs in audit_events:
         if evs:

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from store.log import EventLog
+
+
+@contextmanager
+def _status() -> Iterator[Callable[[str], None]]:
+    """A live one-line status of the import stage on an interactive stderr; silent otherwise."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda _stage: None
+        return
+    with console.status("import") as status:
+        yield lambda stage: status.update(f"import: {stage}")
+
 
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -23,8 +38,9 @@ def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], 
 
     if not (traces or judgments or audits):
         raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
-    with EventLog(db) as log:
-        res = import_files(log, list(traces), list(judgments), list(audits))
+    with EventLog(db) as log, _status() as show:
+        res = import_files(log, list(traces), list(judgments), list(audits), on_stage=show)
+        show("building the typed projections")
         cur = log.cursor()
         try:
             views.ensure_views(cur)
