@@ -1,0 +1,1 @@
+"""`searchtrace bench <name>`: each module here holds one benchmark's click `command`, measured as ratios."""
