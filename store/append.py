@@ -26,7 +26,6 @@ Result = list[int] | Exception
 
 CHUNK_ROWS = 8_192
 _INSERT = "INSERT INTO events SELECT * FROM __batch"  # columns in table order, Arrow types DuckDB maps 1:1
-_INSERT_COMMIT = f"BEGIN; {_INSERT}; COMMIT"
 _TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
 _TS = pa.timestamp("us", tz="UTC")
 _JSON = pa.json_(pa.large_string())
@@ -251,14 +250,22 @@ def prepare(
         return Prepared(base, collector.tables, blobs, results, delta)
 
 
-def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
-    """Insert a prepared transaction in one statement and commit it; roll back on any error."""
+def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None = None) -> None:
+    """Insert a prepared transaction in one statement and commit it; roll back on any error.
+
+    With `threads` (DuckDB's usual thread count) a multi-chunk transaction runs DuckDB on one thread, since
+    the next transaction is being prepared on the other core, and gives the threads back afterwards.
+    """
     tables = prepared.tables
     table = (pa.concat_tables(tables) if len(tables) > 1 else tables[0]) if tables else None
+    narrow = threads is not None and len(tables) > 1
     try:
         if table is not None and not prepared.blobs:
             # one call, so the thread waits for the GIL once on return, not after BEGIN, INSERT and COMMIT each
-            insert(con, table, _INSERT_COMMIT)
+            statement = f"BEGIN; {_INSERT}; COMMIT"
+            if narrow:
+                statement = f"SET threads = 1; {statement}; SET threads = {threads}"
+            insert(con, table, statement)
         else:
             con.execute("BEGIN")
             if prepared.blobs:
@@ -268,6 +275,8 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
             con.execute("COMMIT")
     except BaseException:
         _rollback(con)
+        if narrow:
+            con.execute(f"SET threads = {threads}")
         raise
 
 

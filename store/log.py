@@ -54,6 +54,8 @@ class EventLog:
                 create_schema(self._con)
             if not read_only:
                 self._con.execute(f"SET checkpoint_threshold = '{_CHECKPOINT_THRESHOLD}'")
+            row = self._con.execute("SELECT current_setting('threads')").fetchone()
+            self._threads = int(row[0]) if row else None
             self._load_heads()
         except BaseException:
             self._con.close()
@@ -171,7 +173,7 @@ class EventLog:
                     self._ahead.clear()
                 raise Stale(f"prepared after position {prepared.base[0]}, the log is at {self._position}")
             try:
-                _append.commit(self._con, prepared)
+                _append.commit(self._con, prepared, self._threads)
             except BaseException:
                 self._drop_from(prepared)
                 raise

@@ -118,3 +118,31 @@ async def test_writer_prepares_again_after_a_failed_flush(tmp_path: Path, monkey
         assert prepares == 3  # the second flush was prepared on the failed one, then again on the real head
         assert (log.head, log.stream_head("a"), log.stream_head("b")) == (3, -1, 2)
         intact(log, 3)
+
+
+def test_a_multi_chunk_prepared_commit_gives_duckdb_its_threads_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(append_mod, "CHUNK_ROWS", 64)
+    real = append_mod.insert
+
+    def broken(con: duckdb.DuckDBPyConnection, table: object, *statement: str) -> None:
+        con.execute("SET threads = 1")  # as far as the statement got before failing
+        raise duckdb.IOException("disk went away")
+
+    with EventLog(tmp_path / "t.duckdb") as log:
+        cur = log.cursor()
+        before = cur.execute("SELECT current_setting('threads')").fetchone()
+        p = log.prepare_groups([([ev(f"s{i % 5}", i) for i in range(300)], None)])
+        assert len(p.tables) == 5
+        monkeypatch.setattr(append_mod, "insert", broken)
+        with pytest.raises(duckdb.IOException):
+            log.commit_prepared(p)
+        assert cur.execute("SELECT current_setting('threads')").fetchone() == before
+        monkeypatch.setattr(append_mod, "insert", real)
+        assert log.commit_prepared(log.prepare_groups([([ev(f"s{i % 5}", i) for i in range(300)], None)])) == [
+            list(range(1, 301))
+        ]
+        assert cur.execute("SELECT current_setting('threads')").fetchone() == before
+        cur.close()
+        intact(log, 300)
