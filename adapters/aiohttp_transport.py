@@ -8,19 +8,48 @@ from typing import Any
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
-from httpx_aiohttp.transport import AiohttpResponseStream, map_aiohttp_exceptions
+from httpx_aiohttp.transport import AIOHTTP_EXC_MAP, AiohttpResponseStream
 
 _CHUNK = AiohttpResponseStream.CHUNK_SIZE
 
 
+def _as_httpx(exc: Exception) -> Exception | None:
+    """The httpx exception httpx_aiohttp's map_aiohttp_exceptions raises for `exc` (None: not an aiohttp error)."""
+    mapped: type[Exception] | None = None
+    for from_exc, to_exc in AIOHTTP_EXC_MAP.items():
+        if isinstance(exc, from_exc) and (mapped is None or issubclass(to_exc, mapped)):
+            mapped = to_exc
+    return None if mapped is None else mapped(str(exc))
+
+
 class _Body(AiohttpResponseStream):
-    """The response body in chunks of at most 16 KiB, read straight off aiohttp's stream (no iterator object)."""
+    """The response body in chunks of at most 16 KiB, read straight off aiohttp's stream (no iterator object).
+
+    Errors map as in httpx_aiohttp, by try/except instead of a generator context manager per call.
+    """
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         content = self._aiohttp_response.content
-        with map_aiohttp_exceptions():
-            while chunk := await content.read(_CHUNK):
-                yield chunk
+        while True:
+            try:
+                chunk = await content.read(_CHUNK)
+            except Exception as exc:
+                mapped = _as_httpx(exc)
+                if mapped is None:
+                    raise
+                raise mapped from exc
+            if not chunk:
+                return
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._aiohttp_response.__aexit__(None, None, None)
+        except Exception as exc:
+            mapped = _as_httpx(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
 
 class LeanAiohttpTransport(AiohttpTransport):
@@ -69,7 +98,7 @@ class LeanAiohttpTransport(AiohttpTransport):
             data = request.stream  # type: ignore[assignment]
             request.headers.pop("transfer-encoding", None)  # aiohttp frames the body itself
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-        with map_aiohttp_exceptions():
+        try:
             response = await session.request(
                 request.method,
                 str(request.url),
@@ -79,6 +108,11 @@ class LeanAiohttpTransport(AiohttpTransport):
                 timeout=self._timeout(request),
                 server_hostname=request.extensions.get("sni_hostname"),
             )
+        except Exception as exc:
+            mapped = _as_httpx(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()

@@ -14,7 +14,6 @@ import msgspec
 import structlog
 from aiolimiter import AsyncLimiter
 from httpx._client import ClientState, UseClientDefault
-from httpx._exceptions import request_context
 
 from adapters.retry import backoff, retry_reason, stated_wait
 from adapters.types import Endpoint, RetryInfo
@@ -103,8 +102,11 @@ class LeanAsyncClient(httpx.AsyncClient):
         self._state = ClientState.OPENED
         if "timeout" not in request.extensions:
             request.extensions["timeout"] = self.timeout.as_dict()
-        with request_context(request=request):
+        try:
             response = await self._transport_for_url(request.url).handle_async_request(request)
+        except httpx.RequestError as exc:  # what httpx's request_context does, free when nothing is raised
+            exc.request = request
+            raise
         response.request = request
         response.default_encoding = self._default_encoding
         if _httpx_log.isEnabledFor(logging.INFO):

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
+from httpx_aiohttp import AiohttpTransport
 
 from adapters.aiohttp_transport import LeanAiohttpTransport
 from adapters.http import EndpointClient, LeanAsyncClient, make_client
@@ -103,3 +104,17 @@ async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keep
     assert (first.outcome, first.body, first.n_read) == ("ok", page, len(page))
     assert (second.outcome, second.body) == ("too_large", page[:1000])  # the cap counts decoded bytes
     assert cookies == [None, None]
+
+
+@pytest.mark.anyio
+async def test_aiohttp_errors_map_to_httpx_errors_as_httpx_aiohttp_maps_them() -> None:
+    port = _free_port()  # nothing listens: refused
+    got = []
+    for transport in (AiohttpTransport(limits=httpx.Limits(max_connections=2)), None):
+        ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=2.0, max_retries=1,
+                                     max_wait_s=0.01), transport)
+        reply = await ec.call("GET", "x", what="t")
+        await ec.aclose()
+        got.append((reply.outcome, reply.http_status, reply.error, [r.reason for r in reply.retries]))
+    # httpx_aiohttp maps a refused connection to httpx.ConnectTimeout (its map's order), hence "timeout"
+    assert got[0] == got[1] == ("timeout", None, "no complete answer within 2 s", ["timeout"])
