@@ -287,13 +287,14 @@ class EventLog:
 
     def close(self) -> None:
         try:
+            if self._committer is not None:
+                self._committer.shutdown()  # commits already queued finish first, so the checkpoint holds them
             if not self.read_only:
                 with self._lock:
                     self._con.execute("CHECKPOINT")
         finally:
-            for pool in (self._committer, self._executor):
-                if pool is not None:
-                    pool.shutdown()
+            if self._executor is not None:
+                self._executor.shutdown()
             self._con.close()
 
     def __enter__(self) -> EventLog:
