@@ -2,46 +2,29 @@
 
 Big transactions are cut into chunks; each chunk's INSERT runs on a worker thread (DuckDB releases the GIL)
 while this thread encodes and hashes the next chunk, so Python work and DuckDB work overlap on two cores.
+A transaction can also be prepared ahead (`prepare`, no database work) and committed later (`commit`), so the
+Writer builds one flush while the previous one commits.
 """
 
 from __future__ import annotations
 
-import array
-import hashlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from store import blobs as _blobs
 from store.errors import ConcurrencyError
-from store.events import PAYLOAD_TYPES, NewEvent, _encoder
+from store.events import NewEvent
+from store.rows import Chain, Columns, fill
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
 
 CHUNK_ROWS = 8_192
 _INSERT = "INSERT INTO events SELECT * FROM __batch"  # columns in table order, Arrow types DuckDB maps 1:1
-_TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
-_TS = pa.timestamp("us", tz="UTC")
-_JSON = pa.json_(pa.large_string())
-_UUID = pa.uuid()
-_ONE = pa.scalar(1, pa.int64())
-
-
-def _pool() -> pa.MemoryPool:
-    """jemalloc keeps freed pages for reuse; mimalloc hands them back between batches and re-faults them."""
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowException):
-        return pa.default_memory_pool()
-
-
-_POOL = _pool()
 
 
 def stale_message(stream_id: str, expected: int, have: int) -> str:
@@ -91,44 +74,6 @@ class Stale(Exception):
     """The transaction a prepared one continued from did not commit: prepare it again."""
 
 
-class _Columns:
-    """Column lists of the rows of one chunk."""
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.ids: list[str] = []  # 32 hex digits (hashed, then packed into one arrow.uuid buffer)
-        self.streams: list[str] = []
-        self.seqs: list[int] = []
-        self.types: list[str] = []
-        self.runs: list[str] = []
-        self.payloads: list[bytes] = []
-        self.hashes: list[str] = []
-
-    def table(self, recorded_at_us: int) -> pa.Table:
-        n, pool = len(self.ids), _POOL
-        # msgspec output is valid UTF-8 JSON by construction: one buffer, stored as-is, not re-validated
-        offsets = array.array("q", (0,))
-        offsets.extend(accumulate(map(len, self.payloads)))
-        payload = pa.Array.from_buffers(
-            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(self.payloads))]
-        )
-        return pa.table(
-            {
-                "position": pc.add(pc.cumulative_sum(pa.repeat(_ONE, n)), self.first - 1),
-                "event_id": pa.ExtensionArray.from_storage(
-                    _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(bytes.fromhex("".join(self.ids)))])
-                ),
-                "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
-                "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
-                "type": pa.array(self.types, pa.string(), memory_pool=pool),
-                "run_id": pa.array(self.runs, pa.string(), memory_pool=pool),
-                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n),
-                "payload": pa.ExtensionArray.from_storage(_JSON, payload),
-                "hash": pa.array(self.hashes, pa.string(), memory_pool=pool),
-            }
-        )
-
-
 def insert(con: duckdb.DuckDBPyConnection, table: pa.Table, statement: str = _INSERT) -> None:
     """One INSERT of an Arrow table of rows in the events layout."""
     con.register("__batch", table)
@@ -151,7 +96,7 @@ class _Inserter:
     def _insert(self, table: pa.Table) -> None:
         insert(self.con, table)
 
-    def submit(self, cols: _Columns) -> None:
+    def submit(self, cols: Columns) -> None:
         table = cols.table(self.ts)
         self.wait()
         if self.threads is None:  # a multi-chunk transaction: DuckDB on one core, this thread on the other
@@ -165,7 +110,7 @@ class _Inserter:
             self.con.execute(f"SET threads = {int(self.threads)}")
             self.threads = None
 
-    def finish(self, cols: _Columns) -> None:
+    def finish(self, cols: Columns) -> None:
         self.wait()
         if cols.ids:
             self._insert(cols.table(self.ts))
@@ -183,10 +128,10 @@ class _Collector:
         self.ts = recorded_at_us
         self.tables: list[pa.Table] = []
 
-    def submit(self, cols: _Columns) -> None:
+    def submit(self, cols: Columns) -> None:
         self.tables.append(cols.table(self.ts))
 
-    def finish(self, cols: _Columns) -> None:
+    def finish(self, cols: Columns) -> None:
         if cols.ids:
             self.tables.append(cols.table(self.ts))
 
@@ -302,7 +247,7 @@ def _build(
     pending: Pending | None,
     groups: Sequence[Group],
     failed: Mapping[int, Exception],
-) -> tuple[list[Result], _Delta, _Columns]:
+) -> tuple[list[Result], _Delta, Columns]:
     """Columns are filled a slice at a time with comprehensions; the hash chain runs when a chunk is full."""
     base = head.streams
     stored = [head.ids, *pending.ids] if pending is not None else [head.ids]
@@ -317,8 +262,8 @@ def _build(
             seq = ahead.get(s)
         return base.get(s, -1) if seq is None else seq
 
-    chain = _Chain(delta.hash, str(inserter.ts))
-    cols = _Columns(position + 1)
+    chain = Chain(delta.hash, str(inserter.ts))
+    cols = Columns(position + 1)
     results: list[Result] = []
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
@@ -335,11 +280,11 @@ def _build(
                 room = CHUNK_ROWS - len(cols.ids)
                 part = keep[done : done + room]
                 done += len(part)
-                _fill(cols, part, heads, ahead, base)
+                fill(cols, part, heads, ahead, base)
                 if len(cols.ids) >= CHUNK_ROWS:
                     chain.seal(cols)
                     inserter.submit(cols)
-                    cols = _Columns(cols.first + len(cols.ids))
+                    cols = Columns(cols.first + len(cols.ids))
         except KeyError as exc:  # tags[type(body)]: not one of the Payload structs
             err = TypeError(f"group {gi}: a payload is not a store event ({exc})")
             raise _GroupFailed(gi, err) from exc
@@ -372,52 +317,3 @@ def _fresh(
             keep.append(e)
             positions.append(position + len(keep))
     return keep, positions
-
-
-def _fill(
-    cols: _Columns, part: Sequence[NewEvent], heads: dict[str, int], ahead: dict[str, int], base: dict[str, int]
-) -> None:
-    """Append a slice of events to the chunk's columns (everything but the hash)."""
-    encode, tags = _encoder.encode, _TAGS
-    bodies = [e.payload for e in part]
-    cols.types += [tags[type(b)] for b in bodies]
-    cols.payloads += [encode(b) for b in bodies]
-    cols.ids += [e.event_id.hex for e in part]
-    sids = [e.stream_id for e in part]
-    cols.streams += sids
-    cols.runs += [e.run_id for e in part]
-    seqs = cols.seqs
-    for sid in sids:
-        seq = heads.get(sid)
-        if seq is None:
-            seq = ahead.get(sid)
-            if seq is None:
-                seq = base.get(sid, -1)
-        seq += 1
-        heads[sid] = seq
-        seqs.append(seq)
-
-
-class _Chain:
-    """The running hash chain: sha256 over the previous hash and every column of the row (see schema.row_hash)."""
-
-    def __init__(self, prev: str, recorded_at: str) -> None:
-        self.prev = prev
-        self.ts = recorded_at
-
-    def seal(self, cols: _Columns) -> None:
-        """Compute the hashes of the rows of `cols` that have none yet."""
-        sha256, ts, prev = hashlib.sha256, self.ts, self.prev
-        start = len(cols.hashes)
-        add = cols.hashes.append
-        position = cols.first + start
-        for hx, sid, seq, tag, run, payload in zip(
-            cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
-            cols.payloads[start:], strict=True,
-        ):
-            h = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode())
-            h.update(payload)  # cheaper than concatenating ~600 bytes first
-            prev = h.hexdigest()
-            add(prev)
-            position += 1
-        self.prev = prev

@@ -66,7 +66,7 @@ def row_hash(
     """sha256 over the previous row's hash and every other column of this row (SPEC §3), fields joined by 0x1f.
 
     The event id is its 32 lowercase hex digits, recorded_at its microseconds since the epoch, the payload the
-    stored JSON bytes. `EventLog` inlines this same formula in its hot loop; `verify` recomputes it in SQL.
+    stored JSON bytes. `store.rows.Chain` inlines this same formula in its hot loop; `verify` recomputes it in SQL.
     """
     head = f"{prev}{SEP}{position}{SEP}{event_id.int:032x}{SEP}{stream_id}{SEP}{stream_seq}{SEP}{type_}{SEP}{run_id}{SEP}{recorded_at_us}{SEP}"
     return hashlib.sha256(head.encode() + payload).hexdigest()
