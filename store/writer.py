@@ -1,7 +1,8 @@
 """Group commit for many anyio producers: one writer task, one transaction per flush, ack after commit.
 
-Flushes are pipelined: while one commits on a worker thread the next is prepared on another, continuing its
-positions and hash chain; if a commit fails, the flush prepared after it is prepared again.
+Flushes are pipelined: while one commits on the log's commit thread, the next is prepared (encoded, given its
+positions, hash-chained) on a worker thread, continuing from the one before; the commit thread runs queued
+flushes back to back. If a commit fails, the flushes prepared after it are refused as stale and prepared again.
 """
 
 from __future__ import annotations
