@@ -207,7 +207,11 @@ def _print_table(result: dict[str, Any]) -> None:
 @click.option("--per-call", type=click.IntRange(1), default=1_000, show_default=True, help="Events per Writer.append.")
 @click.option("--naive-events", type=click.IntRange(1), default=1_000, show_default=True)
 @click.option(
-    "--writer-events", type=click.IntRange(0), default=100_000, show_default=True, help="0 skips the Writer path."
+    "--writer-events",
+    type=click.IntRange(0),
+    default=100_000,
+    show_default=True,
+    help="Events for a second Writer run with small calls (50 producers x 100 events); 0 skips it.",
 )
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), help="Where the scratch databases go.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
@@ -221,7 +225,7 @@ def command(
     folder: Path | None,
     as_json: bool,
 ) -> None:
-    """Append N synthetic events through the store's Writer (and EventLog.append) against raw DuckDB bulk and naive."""
+    """Append N synthetic events through the store's Writer (and EventLog.append); compare raw and naive inserts."""
     with tempfile.TemporaryDirectory(prefix="searchtrace-bench-", dir=folder) as tmp:
         result = run(
             n,
