@@ -100,10 +100,16 @@ _TYPES = [
 ]
 
 
+# One row per current trajectory stream: a trajectory that a later attempt of its cell supersedes (it ended in
+# `error` and `record` recorded the cell again) is left out, as in analytics.shared_sql.trajectories_cte.
 _TRAJ = """
-SELECT stream_id, arg_min(j[1], position) AS trajectory_id, arg_min(j[2], position) AS provider
-FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider']) AS j
-      FROM events WHERE type = 'trajectory.started')
+WITH ts AS (
+  SELECT stream_id, position, j[1] AS trajectory_id, j[2] AS provider, j[3] AS supersedes
+  FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider', '$.supersedes']) AS j
+        FROM events WHERE type = 'trajectory.started')
+)
+SELECT stream_id, arg_min(trajectory_id, position) AS trajectory_id, arg_min(provider, position) AS provider
+FROM ts t WHERE NOT EXISTS (SELECT 1 FROM ts sup WHERE sup.supersedes = t.trajectory_id AND sup.position > t.position)
 GROUP BY stream_id
 """
 
@@ -173,10 +179,12 @@ def verdicts(source: HasCursor, judge_run_id: str) -> dict[tuple[str, str], Judg
 
 
 def scan(source: HasCursor, judge_run_id: str | None, only: Collection[str] | None = None) -> Scan:
-    """Trajectories with their judge items, counts and tokens, plus the verdicts of one judge run.
+    """Current trajectories (no superseded attempt) with their judge items, counts and tokens, plus the verdicts of
+    one judge run.
 
     With `only` (trajectory ids), only those (and their verdicts) are read: the audit needs a few, not millions.
     """
+    superseded: set[str] = set()
     by_stream: dict[str, Trajectory] = {}
     questions: dict[str, DatasetQuestion] = {}
     trajectories: dict[str, Trajectory] = {}
@@ -198,11 +206,14 @@ def scan(source: HasCursor, judge_run_id: str | None, only: Collection[str] | No
                 gold_answer=p.gold_answer or (q.gold_answer if q else ""),
             )
             by_stream[stream_id] = trajectories[p.trajectory_id] = t
+            if p.supersedes is not None and p.supersedes in trajectories:
+                superseded.add(p.supersedes)
             continue
         traj = by_stream.get(stream_id)
         if traj is not None:
             _apply(traj, p)
-    return Scan(judge_run_id=judge_run_id, trajectories=trajectories, verdicts=verdicts)
+    current = {tid: t for tid, t in trajectories.items() if tid not in superseded}
+    return Scan(judge_run_id=judge_run_id, trajectories=current, verdicts=verdicts)
 
 
 def _apply(t: Trajectory, p: Any) -> None:

@@ -19,6 +19,7 @@ import duckdb
 import msgspec
 
 from analytics import projections
+from analytics.shared_sql import not_superseded
 
 
 def items_sql(p: str) -> str:
@@ -27,7 +28,7 @@ def items_sql(p: str) -> str:
 WITH tr AS (
   SELECT stream_id, arg_min(trajectory_id, position) AS trajectory_id, arg_min(provider, position) AS provider,
          arg_min(qid, position) AS qid
-  FROM {p}trajectories GROUP BY stream_id
+  FROM {p}trajectories t WHERE {not_superseded(p, "t")} GROUP BY stream_id
 ),
 firsts AS (
   SELECT stream_id, url_normalized, min(position) AS first_position, count(*) AS n_appearances,

@@ -57,6 +57,10 @@ RELATIONS: tuple[Relation, ...] = (
             ("provider", "VARCHAR", "$.provider"),
             ("question", "VARCHAR", "$.question"),
             ("gold_answer", "VARCHAR", "$.gold_answer"),
+            # attempt n of the (question, provider) cell (1 when the event predates attempts); `supersedes` names the
+            # errored attempt this one replaces (analytics read only attempts that no later trajectory.started supersedes)
+            ("attempt", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.attempt') AS INTEGER), 1)"),
+            ("supersedes", "VARCHAR", "$.supersedes"),
         ),
     ),
     Relation(

@@ -9,16 +9,39 @@ AUDIT_RANK = (
 )
 
 
+def not_superseded(p: str, alias: str) -> str:
+    """SQL condition: the trajectory.started row `alias` is the latest attempt of its cell (no later one supersedes it).
+
+    A cell whose trajectory ended in `error` is recorded again by the next `record` (engine/record.py); the new
+    trajectory.started names the errored one in `supersedes`. Events are never updated or deleted, so every
+    reader that counts trajectories filters with this.
+    """
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {p}trajectories sup WHERE sup.supersedes = {alias}.trajectory_id "
+        f"AND sup.position > {alias}.position)"
+    )
+
+
+def superseded_ids(p: str) -> str:
+    """SELECT of the trajectory ids that a later attempt of the same cell supersedes (for rows keyed by trajectory_id)."""
+    return (
+        f"SELECT s.trajectory_id FROM {p}trajectories s "
+        f"JOIN {p}trajectories sup ON sup.supersedes = s.trajectory_id AND sup.position > s.position"
+    )
+
+
 def trajectories_cte(p: str) -> str:
-    """`tr`: one row per trajectory stream (its first trajectory.started), gold answer falling back to the dataset."""
+    """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer
+    falling back to the dataset."""
     return f"""
 tr AS (
-  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.position,
+  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.position, t.attempt, t.supersedes,
          coalesce(nullif(t.question, ''), q.question, '') AS question,
          coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
   FROM (SELECT * FROM {p}trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
   LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
              FROM {p}questions GROUP BY qid) q ON q.qid = t.qid
+  WHERE {not_superseded(p, "t")}
 )"""
 
 

@@ -14,7 +14,7 @@ import duckdb
 from analytics.items import items_sql
 from analytics.projections import STATE_DDL
 from analytics.relations import RELATIONS
-from analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
+from analytics.shared_sql import answers_cte, audit_cte, superseded_ids, trajectories_cte
 
 EV = "ev_"
 VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed
@@ -31,7 +31,8 @@ sc AS (SELECT stream_id, count(*) AS n_searches FROM {p}search_calls GROUP BY st
 fc AS (SELECT stream_id, count(*) AS n_fetches FROM {p}fetch_calls GROUP BY stream_id),
 mu AS (SELECT stream_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
               sum(reasoning_tokens) AS reasoning_tokens FROM {p}model_responses GROUP BY stream_id)
-SELECT tr.trajectory_id, tr.stream_id, tr.provider, tr.qid, tr.question, tr.gold_answer, fa.final_answer,
+SELECT tr.trajectory_id, tr.stream_id, tr.provider, tr.qid, tr.attempt, tr.supersedes, tr.question, tr.gold_answer,
+       fa.final_answer,
        fin.finish_reason, fin.iterations, coalesce(sc.n_searches, 0) AS n_searches, coalesce(fc.n_fetches, 0) AS n_fetches,
        coalesce(mu.input_tokens, 0) AS input_tokens, coalesce(mu.output_tokens, 0) AS output_tokens,
        coalesce(mu.reasoning_tokens, 0) AS reasoning_tokens, aud.semantic_match, aud.audit_source,
@@ -60,7 +61,8 @@ SELECT v.judge_run_id, v.trajectory_id, tr.provider, tr.qid, v.url_normalized, v
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer, v.invalid_reason,
        v.input_tokens, v.output_tokens, v.latency_ms, v.position
-FROM {p}verdicts v LEFT JOIN tr ON tr.trajectory_id = v.trajectory_id""",
+FROM {p}verdicts v LEFT JOIN tr ON tr.trajectory_id = v.trajectory_id
+WHERE v.trajectory_id NOT IN ({superseded_ids(p)})""",
         "v_usage": f"""{with_tr}
 SELECT tr.trajectory_id, tr.provider, tr.qid, m.stream_id, m.iteration, m.input_tokens, m.output_tokens,
        m.reasoning_tokens, m.cached_tokens, m.latency_ms, m.finish_reason, m.position

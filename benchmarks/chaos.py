@@ -9,8 +9,12 @@ then `searchtrace judge` run as subprocesses; `--kills` times (seeded) the runni
 sandbox has served a random number of further requests, and is started again until it exits 0. After each kill
 the sandbox's per-trace request counters and the store's finished trajectories / committed verdicts are noted.
 
-At the end: `searchtrace verify` passes; exactly one finished trajectory per (question, provider); exactly one
-verdict per judge item; no trajectory finished (no verdict committed) before a kill got any later request
+`record` is run again after a clean exit until the run is finished: a (question, provider) cell whose trajectory
+ended in `error` is recorded again by the next `record` (a new attempt that supersedes it, up to
+`limits.max_attempts`), so the count of such runs is a figure too.
+
+At the end: `searchtrace verify` passes; exactly one finished trajectory per (question, provider) counting only
+the latest attempt of each cell (superseded errored attempts are counted apart); exactly one verdict per judge item; no trajectory finished (no verdict committed) before a kill got any later request
 (sandbox counters per trace id); every injected fault kind shows as a typed event; `report --json` computes;
 a last `record` and `judge` make no request at all. `--readme FILE` writes the figures between
 `<!-- reliability:begin -->` and `<!-- reliability:end -->` in FILE.
@@ -239,6 +243,9 @@ def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_r
                 done_kills += 1
                 continue
             if proc.returncode == 0:
+                if phase == "record" and not run_finished(c.db):  # cells that ended in error: the next record retries
+                    c.starts["record_rerun_for_errored_cells"] += 1
+                    continue
                 return done_kills
             with open(c.workdir / f"{phase}.err", errors="replace") as f:
                 f.seek(offset)
@@ -270,18 +277,39 @@ def event_counts(db: Path) -> dict[str, dict[str, int]]:
         con.close()
 
 
-def cells(db: Path) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
-    """Finished trajectories per (qid, provider), and verdicts per (trajectory id, url) in the chaos judge run."""
+def run_finished(db: Path) -> bool:
+    """The chaos run has its run.finished: every cell is final (answered, max_iterations, or errored on every attempt)."""
+    if not db.exists():
+        return False
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute("SELECT count(*) FROM events WHERE type = 'run.finished' AND run_id = ?", [RUN_ID]).fetchone()
+        return bool(row and row[0])
+    finally:
+        con.close()
+
+
+_STARTS = """
+WITH s AS (SELECT stream_id, position, payload->>'qid' AS qid, payload->>'provider' AS provider,
+                  payload->>'trajectory_id' AS tid, payload->>'supersedes' AS supersedes
+           FROM events WHERE type = 'trajectory.started'),
+cur AS (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM s x WHERE x.supersedes = s.tid AND x.position > s.position))
+"""
+
+
+def cells(db: Path) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int]:
+    """Finished trajectories per (qid, provider) counting only the latest attempt of each cell, verdicts per
+    (trajectory id, url) in the chaos judge run, and the errored attempts a later attempt superseded."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         fin = Counter({(q, p): int(n) for q, p, n in con.execute(
-            "SELECT s.payload->>'qid', s.payload->>'provider', count(*) FROM events f JOIN events s "
-            "ON s.stream_id = f.stream_id AND s.type = 'trajectory.started' WHERE f.type = 'trajectory.finished' "
-            "GROUP BY 1, 2").fetchall()})
+            f"{_STARTS} SELECT cur.qid, cur.provider, count(*) FROM events f JOIN cur ON cur.stream_id = f.stream_id "
+            "WHERE f.type = 'trajectory.finished' GROUP BY 1, 2").fetchall()})
         ver = Counter({(t, u): int(n) for t, u, n in con.execute(
             "SELECT payload->>'$.item.trajectory_id', payload->>'$.item.url_normalized', count(*) FROM events "
             "WHERE type = 'judge.verdict' AND run_id = ? GROUP BY 1, 2", [JUDGE_RUN]).fetchall()})
-        return fin, ver
+        row = con.execute(f"{_STARTS} SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM cur)").fetchone()
+        return fin, ver, int(row[0]) if row else 0
     finally:
         con.close()
 
@@ -385,7 +413,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
             problems.append(f"report trajectories per provider {per}")
     except (ValueError, KeyError, TypeError):
         problems.append(f"report --json did not compute: {report.stderr.strip()[-300:]}")
-    fin, ver = cells(c.db)
+    fin, ver, superseded = cells(c.db)
     lost_traj = expected - len(fin)
     dup_traj = sum(n - 1 for n in fin.values())
     keys = item_keys(c.db)
@@ -423,6 +451,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
                 + events["trajectory.finished"].get("error", 0))
     return {
         "questions": n_questions, "providers": len(PROVIDERS), "trajectories": sum(fin.values()),
+        "superseded_attempts": superseded,
         "judge_items": items_after, "verdicts": sum(ver.values()),
         "verdicts_valid": events["judge.verdict"].get("true", 0), "verdicts_invalid": events["judge.verdict"].get("false", 0),
         "requests": requests, "requests_total": sum(requests.values()),
@@ -482,6 +511,8 @@ def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
         "| figure | value |",
         "|---|---|",
         f"| trajectories recorded ({f['questions']} questions × {f['providers']} providers) | {f['trajectories']} |",
+        f"| errored attempts recorded again by the next `record` (superseded, kept in the log) | "
+        f"{f.get('superseded_attempts', 0)} ({f['starts'].get('record_rerun_for_errored_cells', 0)} extra `record` runs) |",
         f"| judge items / verdicts (valid + invalid) | {f['judge_items']} / {f['verdicts']} "
         f"({f['verdicts_valid']} + {f['verdicts_invalid']}) |",
         f"| requests served by the sandbox | {f['requests_total']:,} |",

@@ -72,19 +72,22 @@ class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
     qid: str
     question: str
     gold_answer: str = ""
+    attempt: int = 1  # > 1: the cell's earlier attempt ended with reason `error` and is recorded again
+    supersedes: str | None = None  # trajectory_id of the errored attempt this one replaces
 
     @property
     def trajectory_id(self) -> str:
-        return trajectory_id(self.run_id, self.provider, self.qid)
+        return trajectory_id(self.run_id, self.provider, self.qid, self.attempt)
 
     @property
     def stream_id(self) -> str:
         return stream_of(self.trajectory_id)
 
 
-def trajectory_id(run_id: str, provider: str, qid: str) -> str:
-    """Deterministic, so a resumed run finds the trajectories it already holds."""
-    return f"{run_id}:{provider}:{qid}"
+def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1) -> str:
+    """Deterministic, so a resumed run finds the trajectories it already holds; attempt n > 1 ends in `#n`."""
+    base = f"{run_id}:{provider}:{qid}"
+    return base if attempt == 1 else f"{base}#{attempt}"
 
 
 def stream_of(tid: str) -> str:
@@ -208,7 +211,13 @@ class Agent:
         tid = traj.trajectory_id
         rec.add(
             TrajectoryStarted(
-                trajectory_id=tid, qid=traj.qid, provider=traj.provider, question=traj.question, gold_answer=traj.gold_answer
+                trajectory_id=tid,
+                qid=traj.qid,
+                provider=traj.provider,
+                question=traj.question,
+                gold_answer=traj.gold_answer,
+                attempt=traj.attempt,
+                supersedes=traj.supersedes,
             )
         )
         docs = DocRegistry()

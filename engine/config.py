@@ -12,6 +12,7 @@ params = { temperature = 0 }      # extra chat-completions body fields
 [limits]
 max_iterations = 10
 max_trajectories = 16             # trajectories in flight
+max_attempts = 3                  # a cell that ended in `error` is recorded again by the next `record`, up to this
 [fetch]                           # the shared fetch backend (Jina Reader)
 timeout_s = 15.0
 max_bytes = 2_097_152
@@ -106,6 +107,7 @@ class FetchCfg(_EndpointCfg):
 class LimitsCfg(_Cfg):
     max_iterations: int = 10
     max_trajectories: int = 16
+    max_attempts: int = 3  # attempts per (question, provider) cell whose trajectories end in `error` (not in the run id)
 
 
 class DatasetCfg(_Cfg):
@@ -206,6 +208,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         ("fetch.max_bytes", cfg.fetch.max_bytes),
         ("limits.max_iterations", cfg.limits.max_iterations),
         ("limits.max_trajectories", cfg.limits.max_trajectories),
+        ("limits.max_attempts", cfg.limits.max_attempts),
     ):
         if ivalue < 1:
             raise bad(key, f"must be >= 1, got {ivalue}")

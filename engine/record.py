@@ -1,9 +1,13 @@
 """A recorded run: `run.started` (config, never keys), `dataset.question`s, the fan-out, `run.finished`; resumable.
 
 Resume: the run id is the config's `run_id` or derived from its identity hash, trajectory ids derive from
-(run_id, provider, qid), and each trajectory is one atomic append. Running the same config against the same
-store again therefore records exactly the (question, provider) cells whose stream is still empty; finished
-trajectories (whatever their reason) cause no call at all.
+(run_id, provider, qid, attempt), and each trajectory is one atomic append. Running the same config against the
+same store again therefore records exactly the (question, provider) cells that are not final yet, and a final
+cell causes no call at all. A cell is final when its latest attempt finished `answered` or `max_iterations`, or
+finished `error` as attempt `limits.max_attempts`. A latest attempt that finished `error` earlier is recorded
+again as attempt n+1 (trajectory id `<run_id>:<provider>:<qid>#<n+1>`, its `trajectory.started` naming the
+errored one in `supersedes`); nothing is updated or deleted, the analytics read only the latest attempt.
+`run.finished` is appended once every cell is final.
 """
 
 from __future__ import annotations
@@ -24,8 +28,6 @@ from engine.agent import (
     SearchProvider,
     Stats,
     Trajectory,
-    stream_of,
-    trajectory_id,
 )
 from engine.config import SANDBOX_DATASET, RunConfig
 from engine.fanout import fan_out
@@ -70,6 +72,10 @@ class RunSummary(msgspec.Struct, kw_only=True):
     output_tokens: int
     elapsed_s: float
     finished: bool
+    retried: int = 0  # cells whose latest attempt had ended in `error`, recorded again by this invocation
+    errored_final: int = 0  # cells whose every attempt (limits.max_attempts) ended in `error`: final, not retried
+    superseded: int = 0  # errored attempts in the store replaced by a later attempt of the same cell
+    to_retry: int = 0  # cells whose latest attempt ended in `error`: the next `record` records them again
 
 
 def code_version() -> str:
@@ -121,8 +127,34 @@ def load_questions(cfg: RunConfig) -> list[Question]:
     return out
 
 
-def _run_state(log_: EventLog, run_id: str) -> tuple[RunStarted | None, set[str], bool]:
-    """(run.started of this run or None, streams holding a finished trajectory, has run.finished)."""
+class Attempt(msgspec.Struct, frozen=True, kw_only=True):
+    """The latest recorded attempt of one (question, provider) cell."""
+
+    trajectory_id: str
+    attempt: int
+    supersedes: str | None
+    reason: str | None  # None: started but not finished (cannot happen: a trajectory is one atomic append)
+
+
+class RunState(msgspec.Struct, kw_only=True):
+    started: RunStarted | None
+    latest: dict[tuple[str, str], Attempt]  # (provider, qid) -> its latest attempt
+    superseded: int  # attempts replaced by a later one (each ended in `error`)
+    has_finished: bool
+
+
+_STATE_SQL = """
+SELECT stream_id, type, j[1], j[2], j[3], j[4], j[5], j[6]
+FROM (SELECT stream_id, type, position,
+             json_extract_string(payload, ['$.trajectory_id', '$.provider', '$.qid', '$.attempt', '$.supersedes',
+                                           '$.reason']) AS j
+      FROM events WHERE run_id = ? AND type IN ('trajectory.started', 'trajectory.finished', 'run.finished'))
+ORDER BY position
+"""
+
+
+def _run_state(log_: EventLog, run_id: str) -> RunState:
+    """The run.started of this run (or None), the latest attempt of every recorded cell, and whether run.finished is in."""
     prev: RunStarted | None = None
     for ev in log_.read(stream_id=run_stream(run_id), types=["run.started"]):
         assert isinstance(ev.payload, RunStarted)
@@ -130,27 +162,61 @@ def _run_state(log_: EventLog, run_id: str) -> tuple[RunStarted | None, set[str]
         break
     cur = log_.cursor()
     try:
-        rows = cur.execute(
-            "SELECT stream_id, type FROM events WHERE run_id = ? AND type IN ('trajectory.finished', 'run.finished')",
-            [run_id],
-        ).fetchall()
+        rows = cur.execute(_STATE_SQL, [run_id]).fetchall()
     finally:
         cur.close()
-    done = {sid for sid, t in rows if t == "trajectory.finished"}
-    return prev, done, any(t == "run.finished" for _, t in rows)
+    heads: dict[str, tuple[str, str, str, int, str | None]] = {}
+    reasons: dict[str, str] = {}
+    has_finished = False
+    for stream, typ, tid, provider, qid, attempt, supersedes, reason in rows:
+        if typ == "trajectory.started":
+            heads.setdefault(stream, (str(provider), str(qid), str(tid), int(attempt or 1), supersedes))
+        elif typ == "trajectory.finished":
+            reasons.setdefault(stream, str(reason))
+        else:
+            has_finished = True
+    latest: dict[tuple[str, str], Attempt] = {}
+    for stream, (provider, qid, tid, attempt, supersedes) in heads.items():  # position order: later attempts win ties
+        have = latest.get((provider, qid))
+        if have is None or attempt >= have.attempt:
+            latest[(provider, qid)] = Attempt(trajectory_id=tid, attempt=attempt, supersedes=supersedes,
+                                              reason=reasons.get(stream))
+    return RunState(started=prev, latest=latest, superseded=len(heads) - len(latest), has_finished=has_finished)
 
 
-def _finish_counts(log_: EventLog, run_id: str) -> dict[str, int]:
-    cur = log_.cursor()
-    try:
-        rows = cur.execute(
-            "SELECT payload->>'reason', count(*) FROM events WHERE run_id = ? AND type = 'trajectory.finished' GROUP BY 1",
-            [run_id],
-        ).fetchall()
-    finally:
-        cur.close()
-    counts = {str(r): int(n) for r, n in rows}
+def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | None] | None:
+    """(attempt, supersedes) to record for a cell, or None when the cell is final."""
+    if latest is None:
+        return 1, None
+    if latest.reason is None:  # a stream without its end: retried under the same id (the append then says so)
+        return latest.attempt, latest.supersedes
+    if latest.reason == "error" and latest.attempt < max_attempts:
+        return latest.attempt + 1, latest.trajectory_id
+    return None
+
+
+def _plan(
+    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int
+) -> list[Trajectory]:
+    """The trajectories to record now: every cell that is not final, in question-then-provider order."""
+    jobs = []
+    for q in questions:
+        for p in names:
+            nxt = next_attempt(state.latest.get((p, q.qid)), max_attempts)
+            if nxt is not None:
+                jobs.append(Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question, gold_answer=q.answer,
+                                       attempt=nxt[0], supersedes=nxt[1]))
+    return jobs
+
+
+def _finish_counts(state: RunState) -> dict[str, int]:
+    """run.finished counts: finish reasons of the latest attempt per cell, cells, and superseded attempts."""
+    counts: dict[str, int] = {}
+    for a in state.latest.values():
+        if a.reason is not None:
+            counts[a.reason] = counts.get(a.reason, 0) + 1
     counts["trajectories"] = sum(counts.values())
+    counts["superseded"] = state.superseded
     return counts
 
 
@@ -172,23 +238,22 @@ async def record_run(
     prompt = get_prompt(cfg.agent.prompt_version)
     if questions is None:
         questions = await anyio.to_thread.run_sync(load_questions, cfg)
-    prev, done, has_finished = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+    state = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+    prev = state.started
     if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
         raise BadInput(
             f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
             "dataset or sample); set another run_id to record a new run"
         )
     names = sorted(cfg.providers)
-    jobs = [
-        Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question, gold_answer=q.answer)
-        for q in questions
-        for p in names
-        if stream_of(trajectory_id(run_id, p, q.qid)) not in done
-    ]
+    max_attempts = cfg.limits.max_attempts
+    jobs = _plan(run_id, questions, names, state, max_attempts)
+    retried = sum((a := state.latest.get((j.provider, j.qid))) is not None and a.reason == "error" for j in jobs)
     stats = stats or Stats()
     already = len(questions) * len(names) - len(jobs)
     stats.total = len(jobs)
-    log.info("run planned", run_id=run_id, trajectories=len(questions) * len(names), already=already, to_record=len(jobs))
+    log.info("run planned", run_id=run_id, trajectories=len(questions) * len(names), already=already, to_record=len(jobs),
+             retried=retried)
     if on_progress is not None:
         on_progress()
     async with AsyncExitStack() as stack:
@@ -199,13 +264,13 @@ async def record_run(
         if eps is not None:
             agents = {p: _agent(cfg, eps.chat, eps.search[p], eps.fetch, prompt, stats) for p in names}
             await fan_out(jobs, agents, writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
-        counts = await anyio.to_thread.run_sync(_finish_counts, log_, run_id)
-        complete = counts["trajectories"] == len(questions) * len(names)
-        if complete and not has_finished:
+        after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+        complete = not _plan(run_id, questions, names, after, max_attempts)
+        if complete and not after.has_finished:
             ev = NewEvent(
                 stream_id=run_stream(run_id),
                 run_id=run_id,
-                payload=RunFinished(counts=counts),
+                payload=RunFinished(counts=_finish_counts(after)),
                 event_id=stable_event_id("run.finished", run_id),
             )
             await writer.append([ev])
@@ -225,6 +290,10 @@ async def record_run(
         output_tokens=stats.output_tokens,
         elapsed_s=time.perf_counter() - t0,
         finished=complete,
+        retried=retried,
+        errored_final=sum(a.reason == "error" and a.attempt >= max_attempts for a in after.latest.values()),
+        to_retry=sum(a.reason == "error" and a.attempt < max_attempts for a in after.latest.values()),
+        superseded=after.superseded,
     )
 
 

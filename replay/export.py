@@ -4,6 +4,9 @@ What the formats cannot carry (model text and tool calls, refused tool calls, re
 status) is left out; what the metrics read survives, so import -> export -> import gives the same report.
 Verdicts: the first per item and judge run (the one the metrics use). Audits: per (provider, qid) the deciding
 one (a non-LLM source before an LLM grader, then the latest), written as `true`/`false`.
+Attempts: a trajectory that a later attempt of its cell supersedes (it ended in `error` and `record` recorded the
+cell again) is not written, nor are its verdicts: the files hold one trajectory per (provider, qid), the latest,
+so they import again; `events.parquet` keeps every event, superseded attempts included.
 """
 
 from __future__ import annotations
@@ -62,8 +65,11 @@ class _Draft(msgspec.Struct, kw_only=True):
     stop_reason: str = "error"
 
 
-def _traces(log: EventLog) -> list[TraceLine]:
+def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
+    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts)."""
     drafts: dict[str, _Draft] = {}
+    seen: set[str] = set()
+    superseded: set[str] = set()
     gold: dict[str, DatasetQuestion] = {}
     for ev in log.read(types=_TRACE_TYPES):
         p = ev.payload
@@ -72,6 +78,9 @@ def _traces(log: EventLog) -> list[TraceLine]:
             continue
         if isinstance(p, TrajectoryStarted):
             drafts.setdefault(ev.stream_id, _Draft(started=p, steps=[]))
+            if p.supersedes is not None and p.supersedes in seen:
+                superseded.add(p.supersedes)
+            seen.add(p.trajectory_id)
             continue
         d = drafts.get(ev.stream_id)
         if d is None:
@@ -128,6 +137,8 @@ def _traces(log: EventLog) -> list[TraceLine]:
     out: list[TraceLine] = []
     for d in drafts.values():
         s = d.started
+        if s.trajectory_id in superseded:
+            continue
         q = gold.get(s.qid)
         out.append(
             TraceLine(
@@ -141,10 +152,10 @@ def _traces(log: EventLog) -> list[TraceLine]:
                 steps=d.steps,
             )
         )
-    return out
+    return out, superseded
 
 
-def _judgments(log: EventLog) -> list[JudgmentLine]:
+def _judgments(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     seen: set[tuple[str, str, str]] = set()
     runs: list[str] = []
     by_run: dict[str, list[JudgmentLine]] = {}
@@ -157,7 +168,7 @@ def _judgments(log: EventLog) -> list[JudgmentLine]:
             continue
         assert isinstance(p, JudgeVerdict)
         key = (p.judge_run_id, p.item.trajectory_id, p.item.url_normalized)
-        if key in seen:
+        if key in seen or p.item.trajectory_id in skip:
             continue
         seen.add(key)
         if p.judge_run_id not in by_run:
@@ -202,11 +213,11 @@ def export_all(log: EventLog, out: Path) -> dict[str, int]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInput(f"{out}: cannot create the folder ({exc.strerror})") from None
-    traces = _traces(log)
+    traces, superseded = _traces(log)
     with (out / "traces.jsonl").open("wb") as fh:
         for t in traces:
             fh.write(encoder.encode(t) + b"\n")
-    judgments = _judgments(log)
+    judgments = _judgments(log, superseded)
     with (out / "judgments.jsonl").open("wb") as fh:
         for j in judgments:
             fh.write(encoder.encode(j) + b"\n")

@@ -42,17 +42,22 @@ def _grades(log: EventLog) -> Iterator[Grade]:
     golds: dict[str, str] = {}
     started: dict[str, TrajectoryStarted] = {}
     finals: dict[str, str] = {}
-    stream_of: dict[str, str] = {}
+    seen: set[str] = set()
+    superseded: set[str] = set()  # errored attempts replaced by a later attempt of the same cell: not graded
     for ev in log.read(types=["dataset.question", "trajectory.started", "answer.final"]):
         p = ev.payload
         if isinstance(p, DatasetQuestion):
             golds.setdefault(p.qid, p.gold_answer)
         elif isinstance(p, TrajectoryStarted):
             started.setdefault(ev.stream_id, p)
-            stream_of[ev.stream_id] = p.trajectory_id
+            if p.supersedes is not None and p.supersedes in seen:
+                superseded.add(p.supersedes)
+            seen.add(p.trajectory_id)
         elif isinstance(p, AnswerFinal):
             finals.setdefault(ev.stream_id, p.text)
     for stream, t in started.items():
+        if t.trajectory_id in superseded:
+            continue
         gold = t.gold_answer or golds.get(t.qid, "")
         final = finals.get(stream)
         yield Grade(

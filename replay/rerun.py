@@ -36,6 +36,8 @@ class Recorded(msgspec.Struct, kw_only=True):
     question: str
     gold_answer: str
     payloads: list[Payload]
+    attempt: int = 1  # every attempt replays, superseded ones too (each under its own trajectory id)
+    supersedes: str | None = None
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -95,6 +97,8 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
                 question=head.question,
                 gold_answer=head.gold_answer,
                 payloads=payloads,
+                attempt=head.attempt,
+                supersedes=head.supersedes,
             )
         )
     return out
@@ -261,7 +265,8 @@ async def replay_trajectories(
                                         divergence=f"trajectory {rec.trajectory_id}: provider {rec.provider!r} is not in its run's config"))
                 return
             agent, chat = agents[key]
-            traj = Trajectory(run_id=rec.run_id, provider=rec.provider, qid=rec.qid, question=rec.question, gold_answer=rec.gold_answer)
+            traj = Trajectory(run_id=rec.run_id, provider=rec.provider, qid=rec.qid, question=rec.question,
+                              gold_answer=rec.gold_answer, attempt=rec.attempt, supersedes=rec.supersedes)
             out = Recorder(traj)
             miss: str | None = None
             try:

@@ -68,6 +68,11 @@ class TrajectoryStarted(_Body, tag="trajectory.started"):
     provider: str
     question: str = ""
     gold_answer: str = ""
+    # Attempt number of this (question, provider) cell within its run: a cell whose trajectory ended with reason
+    # `error` is recorded again by the next `record` (up to `limits.max_attempts`); the new trajectory names the
+    # errored one it replaces in `supersedes`, and analytics then read only the latest attempt of each cell.
+    attempt: int = 1
+    supersedes: str | None = None
 
 
 class ModelResponded(_Body, tag="model.responded"):

@@ -44,6 +44,9 @@ def summary_text(s: RunSummary) -> str:
         f"run {s.run_id}: {s.trajectories} trajectories ({s.already} already recorded, {s.recorded} recorded now: "
         f"{reasons}); {s.model_calls} model / {s.search_calls} search / {s.fetch_calls} fetch calls, "
         f"{s.retries} retries, {s.input_tokens:,} input / {s.output_tokens:,} output tokens in {s.elapsed_s:.1f} s"
+        + (f"; {s.retried} cells that had ended in error recorded again" if s.retried else "")
+        + (f"; {s.errored_final} cells ended in error on every attempt (final)" if s.errored_final else "")
+        + (f"; {s.to_retry} cells ended in error (attempts left)" if s.to_retry else "")
         + ("" if s.finished else "; unfinished: run the same command again to resume")
     )
 

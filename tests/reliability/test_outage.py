@@ -1,12 +1,12 @@
-"""A provider outage must not cost a cell for good: the next `record` should record the cells that ended in `error`."""
+"""A provider outage must not cost a cell for good: the next `record` records again the cells that ended in `error`."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from adapters.sandbox import FaultPlan, create_app, running
 from adapters.sandbox.corpus import write_questions_jsonl
@@ -42,10 +42,6 @@ def reasons(db: Path) -> dict[str, int]:
     return {str(r): int(n) for r, n in rows}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine/record.py: a trajectory that ended with reason `error` (chat endpoint down: 503 on every attempt) "
-    "counts as done, so resuming never records that (question, provider) cell again and `record` exits 0; "
-    "a short outage burns cells for good (the only way back is a new run_id, which pays for every cell twice)"))
 def test_cells_lost_to_an_outage_are_recorded_when_the_endpoint_is_back(tmp_path: Path) -> None:
     questions = write_questions_jsonl(tmp_path / "q.jsonl")
     (tmp_path / "run.toml").write_text(CONFIG.format(questions=questions))
@@ -58,5 +54,22 @@ def test_cells_lost_to_an_outage_are_recorded_when_the_endpoint_is_back(tmp_path
         assert reasons(db) == {"error": 3}, (first.stdout, first.stderr)
         app.state.sandbox.faults = None  # the outage is over
         again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        before = sum(app.state.totals.values())
+        third = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert sum(app.state.totals.values()) == before, third.stdout  # every cell is final now: no call at all
     assert again.returncode == 0, again.stderr
-    assert sum(n for r, n in reasons(db).items() if r != "error") == 3, again.stdout  # today: 0, nothing recorded again
+    assert sum(n for r, n in reasons(db).items() if r != "error") == 3, again.stdout
+    assert reasons(db)["error"] == 3  # the errored attempts stay in the store, superseded, never updated or deleted
+    assert "3 cells that had ended in error recorded again" in again.stdout
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        runs_finished = con.execute("SELECT count(*) FROM events WHERE type = 'run.finished'").fetchone()
+        retried = con.execute("SELECT payload->>'trajectory_id', payload->>'supersedes', payload->>'attempt' "
+                              "FROM events WHERE type = 'trajectory.started' AND payload->>'attempt' = '2'").fetchall()
+    finally:
+        con.close()
+    assert runs_finished == (1,)
+    assert sorted(t.rsplit("#", 1) for t, _, _ in retried) == sorted([s, "2"] for _, s, _ in retried)
+    report = subprocess.run([SEARCHTRACE, "report", "--json", "--db", str(db)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert {p: v["trajectories"] for p, v in json.loads(report.stdout)["providers"].items()} == {"brave": 3}

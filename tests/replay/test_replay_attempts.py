@@ -1,0 +1,99 @@
+"""Superseded attempts (a cell that errored, then was recorded again): export writes the latest attempt only (and
+re-imports to the same report), the grader skips them, replay re-executes every attempt under its own id."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+import httpx
+import msgspec
+import pytest
+
+from replay.grade import grade_answers
+from replay.rerun import load_recorded, replay_trajectories
+from store.log import EventLog
+from tests.analytics.attempts_fixture import JUDGE, NEW, O1, P2, build
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
+from analytics_fixture import report_json, run_cli  # noqa: E402
+
+
+def test_export_writes_the_latest_attempt_and_reimports_to_the_same_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "a.duckdb"
+    build(first)
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, "export", "--db", str(first), "--out", str(out))
+    assert code == 0, err
+    traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
+    assert [t["trajectory_id"] for t in traces] == [O1, P2, NEW]  # one per (provider, qid): the latest attempt
+    judged = [json.loads(x)["trajectory_id"] for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert judged == [NEW, P2, O1]  # the superseded attempt's verdict is not exported
+    assert (out / "audit.tsv").read_text().splitlines()[1:] == ["o\tq1\tfalse", "p\tq1\ttrue", "p\tq2\ttrue"]
+    con = duckdb.connect()
+    parquet = con.execute(f"SELECT count(*) FROM '{out / 'events.parquet'}' WHERE type = 'trajectory.started'").fetchone()
+    con.close()
+    assert parquet == (4,)  # every attempt stays in the event export
+
+    second = tmp_path / "b.duckdb"
+    code, _, err = run_cli(capsys, "import", "--db", str(second), str(out / "traces.jsonl"),
+                           "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
+    assert code == 0, err
+    _, a = report_json(capsys, first, "--judge-run-id", JUDGE)
+    _, b = report_json(capsys, second, "--judge-run-id", JUDGE)
+    assert a["providers"] == b["providers"] and a["complementarity"] == b["complementarity"]
+    assert b["providers"]["p"]["trajectories"] == 2
+
+
+def test_grader_skips_superseded_attempts(tmp_path: Path) -> None:
+    db = tmp_path / "g.duckdb"
+    build(db)
+    with EventLog(db) as log:
+        grades = grade_answers(log)
+    assert sorted((g.trajectory_id, g.semantic_match) for g in grades) == [(O1, False), (NEW, True), (P2, True)]
+
+
+CONFIG = """
+run_id = "rr"
+[agent]
+model = "sandbox-agent"
+max_retries = 2
+max_wait_s = 0.05
+[providers.brave]
+[dataset]
+path = "{questions}"
+[limits]
+max_attempts = 2
+"""
+
+
+@pytest.mark.anyio
+async def test_replay_re_executes_every_attempt(tmp_path: Path) -> None:
+    from adapters.sandbox import create_app, default_world, question_rows
+    from engine.commands.record import run_recording
+    from engine.config import load_config, point_at_sandbox
+
+    rows = question_rows(default_world().questions)[:2]
+    rows[0]["question"] += " !fault:500x3"  # attempt 1 of this cell errors (1 call + 2 retries), attempt 2 succeeds
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in rows))
+    (tmp_path / "run.toml").write_text(CONFIG.format(questions=qfile))
+    cfg = load_config(tmp_path / "run.toml")
+    cfg.fetch.cache_dir = ""
+    point_at_sandbox(cfg, "http://sandbox")
+    app = create_app()
+    db = tmp_path / "r.duckdb"
+    first = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
+    second = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
+    assert (first.to_retry, second.retried, second.finished) == (1, 1, True)
+    with EventLog(db, read_only=True) as log:
+        recs = load_recorded(log)
+        report = await replay_trajectories(log, recs)
+    tid = f"rr:brave:{rows[0]['qid']}"
+    assert {(r.trajectory_id, r.attempt, r.supersedes) for r in recs if r.qid == rows[0]["qid"]} == {
+        (tid, 1, None), (tid + "#2", 2, tid)}
+    assert report.trajectories == 3 and report.diverged == 0, [o.divergence for o in report.outcomes]
