@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -178,8 +178,12 @@ class EndpointClient:
         json: Any = None,
         trace_id: str | None = None,
         read_cap: int = DEFAULT_READ_CAP,
+        accept: Callable[[bytes], bool] | None = None,
     ) -> Reply:
-        """Send the request, retrying 429 / 5xx / timeouts / transport errors with capped backoff."""
+        """Send the request, retrying 429 / 5xx / timeouts / transport errors with capped backoff.
+
+        `accept` checks a 2xx body; one it refuses (malformed or truncated JSON) is retried as `bad_body`.
+        """
         hdrs = dict(headers or {})
         if trace_id is not None:
             hdrs[TRACE_HEADER] = trace_id
@@ -188,6 +192,8 @@ class EndpointClient:
         while True:
             reply = await self._attempt(method, path, hdrs, params, json, read_cap)
             reason, wait_hint = self._retry_decision(reply)
+            if reason is None and accept is not None and reply.outcome == "ok" and not accept(reply.body):
+                reason = "bad_body"
             if reason is None or len(retries) >= self.endpoint.max_retries:
                 break
             wait = backoff(len(retries) + 1, cap_s=self.endpoint.max_wait_s, stated_s=wait_hint)

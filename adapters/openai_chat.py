@@ -98,6 +98,15 @@ def error_message(body: Any, text: str) -> str:
     return text
 
 
+def _parses(body: bytes) -> bool:
+    """A 2xx chat body we can use; a malformed or truncated one is worth another attempt (it was not an answer)."""
+    try:
+        parse_completion(body)
+    except (ValueError, TypeError, msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return True
+
+
 class OpenAIChat:
     """Chat completions for one model at one endpoint; raises ChatError once retries are exhausted."""
 
@@ -150,7 +159,7 @@ class OpenAIChat:
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
         reply = await self._http.call("POST", "chat/completions", what=f"chat:{self.model}", headers=headers,
-                                      json=body, trace_id=trace_id)
+                                      json=body, trace_id=trace_id, accept=_parses)
         if reply.outcome != "ok":
             raise self._error(reply)
         try:

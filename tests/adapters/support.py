@@ -16,7 +16,7 @@ import uvicorn
 
 from adapters.types import Endpoint
 
-FIXTURES = Path("/work/shared/research/fixtures")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "research" / "fixtures"  # ../shared beside the repo
 KEY_VARS = ("BRAVE_API_KEY", "TAVILY_API_KEY", "FIRECRAWL_API_KEY", "JINA_API_KEY", "OPENAI_API_KEY",
             "MOONSHOT_API_KEY")
 

@@ -12,7 +12,7 @@ import pytest
 
 from adapters import ChatError, JinaFetcher, OpenAIChat, TavilySearch
 from adapters.retry import backoff, retry_reason, stated_wait
-from tests.adapters.support import Recorder, fast_endpoint
+from tests.adapters.support import FIXTURES, Recorder, fast_endpoint
 
 
 def test_stated_wait_sources() -> None:
@@ -111,17 +111,25 @@ async def test_chat_error_after_retries_carries_them() -> None:
 
 
 @pytest.mark.anyio
-async def test_malformed_and_truncated_bodies_are_bad_response_without_retry() -> None:
+async def test_malformed_search_bodies_are_bad_response_chat_bodies_are_retried() -> None:
     for body in (b"{not json", b'{"results": [{"url": "https://a.b/", "tit'):
         rec = Recorder(lambda _r, _n, b=body: httpx.Response(200, content=b))  # type: ignore[misc]
         async with TavilySearch(fast_endpoint("http://t", None), transport=rec.transport, key_fallback="k") as t:
             resp = await t.search("q")
         assert (resp.status, len(rec.requests), resp.raw) == ("bad_response", 1, body)
+    # a garbled chat body is not an answer: retried (reason bad_body), then a bad_response ChatError
     rec = Recorder(lambda _r, _n: httpx.Response(200, content=b"<html>"))
     async with OpenAIChat(fast_endpoint("http://o/v1", None), "m", transport=rec.transport, key_fallback="k") as c:
         with pytest.raises(ChatError) as info:
             await c.complete([{"role": "user", "content": "x"}])
-    assert info.value.status == "bad_response" and len(rec.requests) == 1
+    assert info.value.status == "bad_response" and len(rec.requests) == 3
+    assert [r.reason for r in info.value.retries] == ["bad_body", "bad_body"]
+    # and a good body on the next attempt is used
+    ok = (FIXTURES / "openai_chat_tool_call.json").read_bytes()
+    rec = Recorder(lambda _r, n: httpx.Response(200, content=b'{"id": "x", "cho' if n == 1 else ok))
+    async with OpenAIChat(fast_endpoint("http://o/v1", None), "m", transport=rec.transport, key_fallback="k") as c:
+        resp = await c.complete([{"role": "user", "content": "x"}])
+    assert len(rec.requests) == 2 and resp.tool_calls and [r.reason for r in resp.retries] == ["bad_body"]
 
 
 @pytest.mark.anyio

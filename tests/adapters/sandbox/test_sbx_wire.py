@@ -14,7 +14,7 @@ from adapters.sandbox import base_urls, create_app, default_world
 from engine.tools import TOOL_SCHEMAS
 from tests.adapters.sandbox.harness import HEADERS, ROOT
 
-FIXTURES = Path("/work/shared/research/fixtures")
+FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "research" / "fixtures"  # ../shared beside the repo
 B = base_urls(ROOT)
 Q = default_world().questions[0].question
 
