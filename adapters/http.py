@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import anyio
 import httpx
@@ -272,3 +272,18 @@ class EndpointClient:
                 if status is not None:  # headers came, the body broke off: a truncated answer
                     return Reply("bad_response", status, error=f"body cut off: {type(exc).__name__}", n_read=got)
                 return Reply("http_error", None, error=f"transport error: {type(exc).__name__}: {exc}")
+
+
+class OwnsClient:
+    """An adapter that holds one EndpointClient: `async with` it, or `aclose()` it when done."""
+
+    _http: EndpointClient
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

@@ -11,7 +11,7 @@ import structlog
 
 from adapters.errors import key_rejected
 from adapters.fetch_cache import CachedPage, FetchCache
-from adapters.http import EndpointClient, Reply
+from adapters.http import EndpointClient, OwnsClient, Reply
 from adapters.keys import Secret, read_key, scrub_text
 from adapters.search_base import shorten
 from adapters.types import Endpoint, FetchResponse
@@ -53,7 +53,7 @@ def page_markdown(body: bytes, content_type: str) -> str:
     return rest if sep else text
 
 
-class JinaFetcher:
+class JinaFetcher(OwnsClient):
     """Fetches a page as markdown through Jina Reader; concurrency 4 and 15 s timeout by default (registry)."""
 
     name = "jina"
@@ -77,15 +77,6 @@ class JinaFetcher:
         self._http = EndpointClient(endpoint, transport)
         self.params: dict[str, Any] = {"timeout_s": endpoint.timeout_s, "read_cap": read_cap,
                                        "concurrency": endpoint.concurrency, "cache": cache_dir is not None}
-
-    async def __aenter__(self) -> JinaFetcher:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     def __repr__(self) -> str:
         return f"JinaFetcher(base_url={self.endpoint.base_url!r}, params={self.params!r})"

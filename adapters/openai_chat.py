@@ -10,7 +10,7 @@ import msgspec
 import structlog
 
 from adapters.errors import ChatError, key_rejected
-from adapters.http import EndpointClient, Reply
+from adapters.http import EndpointClient, OwnsClient, Reply
 from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
 from adapters.search_base import shorten
 from adapters.types import ChatResponse, Endpoint
@@ -107,7 +107,7 @@ def _parses(body: bytes) -> bool:
     return True
 
 
-class OpenAIChat:
+class OpenAIChat(OwnsClient):
     """Chat completions for one model at one endpoint; raises ChatError once retries are exhausted."""
 
     label = "OpenAI-compatible chat"
@@ -128,15 +128,6 @@ class OpenAIChat:
         self.params: dict[str, Any] = dict(params or {})
         self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)
         self._http = EndpointClient(endpoint, transport)
-
-    async def __aenter__(self) -> OpenAIChat:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAIChat(model={self.model!r}, base_url={self.endpoint.base_url!r})"

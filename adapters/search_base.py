@@ -11,7 +11,7 @@ import msgspec
 import structlog
 
 from adapters.errors import key_rejected
-from adapters.http import EndpointClient, Reply
+from adapters.http import EndpointClient, OwnsClient, Reply
 from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
 from adapters.types import Endpoint, SearchHit, SearchResponse
 from adapters.urls import domain_of
@@ -39,7 +39,7 @@ def shorten(message: str) -> str:
     return message if len(message) <= _MAX_ERROR else message[: _MAX_ERROR - 1] + "…"
 
 
-class SearchAdapter:
+class SearchAdapter(OwnsClient):
     """Base of a search provider: subclasses build the request, parse hits and read error bodies."""
 
     kind: ClassVar[str]  # the provider ("brave"); `name` defaults to it and may be renamed per run
@@ -66,15 +66,6 @@ class SearchAdapter:
     @classmethod
     def default_params(cls) -> dict[str, Any]:
         return {}
-
-    async def __aenter__(self) -> SearchAdapter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.endpoint.base_url!r}, params={self.params!r})"

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -47,8 +48,8 @@ def serve(port: int = 8765, app: Starlette | None = None) -> None:
 
 
 @contextmanager
-def running(app: Starlette | None = None, port: int | None = None) -> Iterator[str]:
-    """Starts the real server in a background thread; yields its root URL; stops it on exit."""
+def running(app: Any = None, port: int | None = None) -> Iterator[str]:
+    """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL."""
     from adapters.sandbox.app import create_app
 
     server = uvicorn.Server(_config(app or create_app(), port or free_port()))

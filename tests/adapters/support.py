@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
+from adapters.sandbox.serve import running
 from adapters.types import Endpoint
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "research" / "fixtures"  # ../shared beside the repo
@@ -56,31 +53,11 @@ def serve_fixture(name: str, status: int = 200, headers: dict[str, str] | None =
     return Recorder(lambda _req, _n: httpx.Response(status, content=body, headers=hdrs))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def real_server(app: Any) -> Iterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 in a thread; yields its root URL."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none",
-                            access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    """Run an ASGI app with uvicorn on 127.0.0.1 in a thread (the sandbox's own helper); yields its root URL."""
+    with running(app) as root:
+        yield root
 
 
 ERROR_BODIES: dict[str, Callable[[str], bytes]] = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import socket
 from typing import Any
 
 import httpx
@@ -13,6 +12,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from adapters.aiohttp_transport import LeanAiohttpTransport
 from adapters.http import EndpointClient, LeanAsyncClient, make_client
+from adapters.sandbox.serve import free_port
 from adapters.types import Endpoint
 
 CASES: list[tuple[str, str, dict[str, str], Any, Any]] = [
@@ -69,13 +69,6 @@ async def test_lean_send_keeps_no_cookies_and_falls_back_for_auth_and_redirects(
         await client.get("a")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.mark.anyio
 async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keeps_no_cookies() -> None:
     page = b"decoded body " * 1000
@@ -91,7 +84,7 @@ async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keep
     app.router.add_get("/{tail:.*}", handle)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
         ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=5.0, concurrency=2))
@@ -108,7 +101,7 @@ async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keep
 
 @pytest.mark.anyio
 async def test_aiohttp_errors_map_to_httpx_errors_as_httpx_aiohttp_maps_them() -> None:
-    port = _free_port()  # nothing listens: refused
+    port = free_port()  # nothing listens: refused
     got = []
     for transport in (AiohttpTransport(limits=httpx.Limits(max_connections=2)), None):
         ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=2.0, max_retries=1,
