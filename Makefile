@@ -27,6 +27,8 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench replay
 	$(VENV)/bin/searchtrace bench fanout
 	$(VENV)/bin/searchtrace bench judge
+	$(VENV)/bin/searchtrace bench http
+	$(VENV)/bin/searchtrace bench chaos
 
 clean:
 	rm -rf $(VENV) build *.egg-info
