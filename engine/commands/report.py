@@ -36,6 +36,7 @@ def open_for_report(db: Path) -> tuple[EventLog, bool]:
 )
 def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...]) -> None:
     """Evidence metrics per provider for one judge run (SPEC §5, §8)."""
+    from analytics import html as html_mod
     from analytics.report import build_report, to_json
 
     log, writable = open_for_report(db)
@@ -45,10 +46,6 @@ def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None,
             data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
             extra = None
             if html is not None:
-                try:
-                    from analytics import html as html_mod
-                except ImportError:
-                    raise BadInput("--html is not available in this installation (no analytics.html)") from None
                 extra = html_mod.extras_from_db(log, data["judge_run_id"])
         finally:
             con.close()

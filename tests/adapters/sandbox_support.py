@@ -1,4 +1,4 @@
-"""Driving the production adapters against H3's sandbox app: one call per target, reduced to comparable facts."""
+"""Driving the production adapters against the sandbox app: one call per target, reduced to comparable facts."""
 
 from __future__ import annotations
 
