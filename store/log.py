@@ -16,6 +16,7 @@ from store import blobs as _blobs
 from store.append import Group, Head, Pending, Prepared, Stale, stale_message
 from store.errors import ConcurrencyError, NotAStore
 from store.events import NewEvent, StoredEvent, decode_payload
+from store.gil import short_gil_turns
 from store.schema import (
     GENESIS,
     SCHEMA_VERSION,
@@ -130,9 +131,10 @@ class EventLog:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-insert")
         head = Head(self._position, self._hash, self._heads, self._stored_ids())
-        results, head = _append.append_groups(
-            self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC))
-        )
+        with short_gil_turns():  # chunks are prepared here while the previous one inserts on the executor
+            results, head = _append.append_groups(
+                self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC))
+            )
         with self._ahead_lock:
             self._position, self._hash, self._heads = head.position, head.hash, head.streams
             self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again

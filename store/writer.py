@@ -18,8 +18,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from store.append import Result, Stale
 from store.blobs import digest
-from store.errors import ConcurrencyError
 from store.events import NewEvent
+from store.gil import short_gil_turns
 from store.log import EventLog
 
 _Submitted = Future[list[Result]] | BaseException
@@ -137,12 +137,10 @@ class Writer:
 async def open_writer(log: EventLog, *, max_events: int = 20_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
     """Run the writer task for the duration of the block; pending appends are flushed on exit."""
     writer = Writer(log, max_events, max_delay)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(writer._run)
-        try:
-            yield writer
-        finally:
-            await writer.aclose()
-
-
-__all__ = ["ConcurrencyError", "Writer", "open_writer"]
+    with short_gil_turns():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer._run)
+            try:
+                yield writer
+            finally:
+                await writer.aclose()

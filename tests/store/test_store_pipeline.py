@@ -146,3 +146,21 @@ def test_a_multi_chunk_prepared_commit_gives_duckdb_its_threads_back(
         assert cur.execute("SELECT current_setting('threads')").fetchone() == before
         cur.close()
         intact(log, 300)
+
+
+@pytest.mark.anyio
+async def test_writer_shortens_gil_turns_while_open_and_restores_them(tmp_path: Path) -> None:
+    import sys
+
+    from store.gil import GIL_TURN_S as _GIL_TURN_S
+
+    before = sys.getswitchinterval()
+    log = EventLog(tmp_path / "g.duckdb")
+    try:
+        async with open_writer(log):
+            async with open_writer(log):
+                assert sys.getswitchinterval() == min(before, _GIL_TURN_S)
+            assert sys.getswitchinterval() == min(before, _GIL_TURN_S)  # still one writer open
+        assert sys.getswitchinterval() == before
+    finally:
+        log.close()
