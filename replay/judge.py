@@ -19,6 +19,7 @@ from replay.verdicts import SCHEMA_VERSION, parse_verdict
 from store.blobs import digest
 from store.errors import BadInput
 from store.events import (
+    CallFailed,
     CallRetried,
     JudgeItemRef,
     JudgeStarted,
@@ -176,7 +177,10 @@ class _Run:
                 return
             self.stats.failed += 1
             self.stats.retried += len(exc.retries)
-            await self._append_retries(trace, exc.retries)
+            failed = CallFailed(what=f"chat:{getattr(self.chat, 'model', 'judge')}", call_id=trace, status=exc.status, http_status=http_status,
+                                error=_line(exc.message), attempts=len(exc.retries) + 1)
+            await self.writer.append([*(self._retry_event(trace, r) for r in exc.retries),
+                                      NewEvent(stream_id=stream_of(self.jrid), run_id=self.jrid, payload=failed)])
             if len(self.stats.errors) < 5:
                 self.stats.errors.append(f"{trace}: {exc.status}: {_line(exc.message)}")
             self._tick()
@@ -184,10 +188,6 @@ class _Run:
         parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
         raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
         await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries)
-
-    async def _append_retries(self, trace: str, retries: Sequence[Any]) -> None:
-        if retries:
-            await self.writer.append([self._retry_event(trace, r) for r in retries])
 
     def _retry_event(self, trace: str, r: Any) -> NewEvent:
         body = CallRetried(what=r.what, call_id=trace, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)

@@ -162,6 +162,17 @@ class CallRetried(_Body, tag="call.retried"):
     wait_s: float
 
 
+class CallFailed(_Body, tag="call.failed"):
+    """A call that still failed after its retries and left no other event (e.g. a judge call); resume retries it."""
+
+    what: str
+    call_id: str | None
+    status: str  # "http_error", "timeout", "bad_response"
+    http_status: int | None = None
+    error: str | None = None
+    attempts: int = 1
+
+
 class AnswerFinal(_Body, tag="answer.final"):
     iteration: int
     text: str
@@ -231,6 +242,7 @@ Payload = (
     | FetchCompleted
     | ToolRefused
     | CallRetried
+    | CallFailed
     | AnswerFinal
     | TrajectoryFinished
     | JudgeStarted

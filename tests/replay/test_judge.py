@@ -15,6 +15,7 @@ from replay.judge import run_judge, stream_of
 from store.errors import BadInput
 from store.events import (
     AnswerFinal,
+    CallFailed,
     CallRetried,
     FetchCalled,
     FetchCompleted,
@@ -213,6 +214,10 @@ async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, ap
         retries = [e.payload for e in log.read(types=["call.retried"], stream_id=stream_of("j1"))]
         assert len(retries) == 2 and all(isinstance(r, CallRetried) and r.what == "chat:sandbox-judge" for r in retries)
         assert {r.call_id for r in retries if isinstance(r, CallRetried)} == {f"j1|t1|{normalize_url(u)}" for u, _, _ in docs}
+        failed = [e.payload for e in log.read(types=["call.failed"], stream_id=stream_of("j1"))]
+        assert len(failed) == 1 and isinstance(failed[0], CallFailed)
+        assert (failed[0].what, failed[0].call_id, failed[0].http_status, failed[0].attempts) == (
+            "chat:sandbox-judge", f"j1|t1|{normalize_url(docs[1][0])}", 500, 2)
         # the failed item is retried by the next invocation of the same judge run (and fails again here)
         again = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")
         assert again.already == 1 and again.pending == 1 and again.failed == 1
