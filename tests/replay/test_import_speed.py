@@ -1,0 +1,131 @@
+"""Pins what `import` stores (event ids, payload bytes, order), so a faster importer keeps old stores idempotent.
+
+The digests below were computed with the importer as it was before its speed work; any change to an event id,
+a payload byte, a stream or the order of events changes them (and would make re-imports add duplicates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from replay import import_common
+from replay.importer import import_files
+from store.log import EventLog
+
+
+def _r(doc: str, rank: int, url: str, **extra: Any) -> dict[str, Any]:
+    return {"doc_id": doc, "rank": rank, "title": f"T {doc}", "url": url, "domain": "", "snippet": f"s {doc}",
+            "metadata": {"age": "1d"}} | extra  # fmt: skip
+
+
+TRACES: list[dict[str, Any]] = [
+    {"trajectory_id": "p-1", "provider": "alpha", "qid": "q1", "question": "What is q1?", "gold_answer": "Paris",
+     "final_answer": "Paris", "stop_reason": "answered", "steps": [
+        {"kind": "model", "iteration": 1, "usage": {"input_tokens": 100, "output_tokens": 10, "reasoning_tokens": 3},
+         "latency_ms": 812.5},
+        {"kind": "search", "iteration": 1, "call_id": "s1", "query": "capital", "latency_ms": 300, "results": [
+            _r("d1", 1, "https://Example.com/a?utm_source=x"),
+            _r("d2", 2, "https://other.org/b/", title=None, snippet=None, metadata=None, domain="given.example"),
+            _r("d3", 3, "https://third.net/c#frag", metadata={"n": [1, 2], "z": {"y": None}})]},
+        {"kind": "fetch", "iteration": 2, "call_id": "f1", "doc_id": "d2", "url": "https://other.org/b/",
+         "status": "ok", "content": "page b says Paris \u00e9", "n_tokens": 7, "latency_ms": 41.25},
+        {"kind": "fetch", "iteration": 2, "call_id": "f2", "doc_id": "d3", "url": "https://third.net/c",
+         "status": "timeout", "content": None, "n_tokens": 0},
+        {"kind": "model", "iteration": 3, "usage": {"input_tokens": 200, "output_tokens": 20}}]},
+    {"trajectory_id": "p-2", "provider": "beta", "qid": "q1", "question": "What is q1?", "gold_answer": "Paris",
+     "final_answer": None, "stop_reason": "max_iterations", "steps": [
+        {"kind": "search", "iteration": 1, "call_id": "s1", "query": "q", "results": []},
+        {"kind": "search", "iteration": 2, "call_id": "s2", "query": "r", "results": [
+            _r("e1", 1, "https://EXAMPLE.com:443/a/")]}]},
+]  # fmt: skip
+
+JUDGMENTS: list[dict[str, Any]] = [
+    {"judge_run_id": "j1", "trajectory_id": "p-1", "url": "https://example.com/a", "valid": True, "labels": {
+        "snippet": {"supports_gold": True, "contradicts_gold": False, "relevant": True}, "page": None,
+        "supports_final_answer": True, "rationale": "r"}, "invalid_reason": None},
+    {"judge_run_id": "j1", "trajectory_id": "p-1", "url": "https://other.org/b", "valid": True, "labels": {
+        "snippet": {"supports_gold": False, "contradicts_gold": False, "relevant": False},
+        "page": {"supports_gold": True, "contradicts_gold": False, "relevant": True},
+        "supports_final_answer": False, "rationale": "p"}, "invalid_reason": None},
+    {"judge_run_id": "j1", "trajectory_id": "p-1", "url": "https://third.net/c", "valid": False, "labels": None,
+     "invalid_reason": "not json"},
+    {"judge_run_id": "j2", "trajectory_id": "p-2", "url": "https://example.com/a/", "valid": True, "labels": {
+        "snippet": {"supports_gold": False, "contradicts_gold": True, "relevant": True}, "page": None,
+        "supports_final_answer": False, "rationale": ""}, "invalid_reason": None},
+]  # fmt: skip
+
+AUDIT = "provider\tqid\tsemantic_match\nalpha\tq1\t TRUE \nbeta\tq1\t0\n"
+
+# computed with the importer before the speed work (commit 734d1a0)
+PINNED_ALL = "92981cc50abd1ff22b06db0bf2a8ca2974ed296243430c6dd86192b8c10cc8a6"
+PINNED_IDS = {
+    "dataset.question@dataset:imported": "1f476e76-5f75-5395-b848-84733cfd0d25",
+    "trajectory.started@traj:p-1": "c3d62f2e-0b68-5345-b30f-f0bd87865f71",
+    "search.result@traj:p-1": "faab3a6a-15e0-5727-aa6a-815b3221fc5a",
+    "fetch.completed@traj:p-1": "518187fd-e098-59e5-b9ed-bfcc7d899e9c",
+    "trajectory.finished@traj:p-2": "01a4978f-660b-564d-ba94-f400062aab04",
+    "judge.verdict@judge:j1": "8ac0f1a8-c731-5ead-8261-b65dfbc811ce",
+    "judge.started@judge:j2": "8a51dc50-a6aa-55db-a54d-e0c077ebd6f6",
+    "audit.answer@audit:imported": "4eb0f3b0-1fe8-5cba-8218-620d7485b600",
+}
+
+
+def _files(folder: Path) -> tuple[Path, Path, Path]:
+    t, j, a = folder / "traces.jsonl", folder / "judgments.jsonl", folder / "audit.tsv"
+    t.write_text("".join(json.dumps(x) + "\n" for x in TRACES), encoding="utf-8")
+    j.write_text("".join(json.dumps(x) + "\n" for x in JUDGMENTS), encoding="utf-8")
+    a.write_text(AUDIT, encoding="utf-8")
+    return t, j, a
+
+
+def _rows(db: Path) -> list[tuple[str, str, str, str]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [
+            (str(eid), stream, typ, str(payload))
+            for eid, stream, typ, payload in con.execute(
+                "SELECT event_id, stream_id, type, payload FROM events ORDER BY position"
+            ).fetchall()
+        ]
+    finally:
+        con.close()
+
+
+def _digest(rows: list[tuple[str, str, str, str]]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update("\x1f".join(row).encode() + b"\x1e")
+    return h.hexdigest()
+
+
+def test_ids_payloads_and_order_are_pinned(tmp_path: Path) -> None:
+    t, j, a = _files(tmp_path)
+    db = tmp_path / "x.duckdb"
+    with EventLog(db) as log:
+        res = import_files(log, [t], [j], [a])
+    rows = _rows(db)
+    assert res.events_written == len(rows) == 30
+    by_type: dict[tuple[str, str], str] = {}
+    for eid, stream, typ, _ in rows:
+        by_type.setdefault((typ, stream), eid)  # the first of its type in the stream
+    for key, eid in PINNED_IDS.items():
+        typ, _, stream = key.partition("@")
+        assert by_type[(typ, stream)] == eid, key
+    assert _digest(rows) == PINNED_ALL
+    with EventLog(db) as log:  # the same files again add nothing
+        assert import_files(log, [t], [j], [a]).events_written == 0
+
+
+def test_small_chunks_store_the_same(tmp_path: Path, monkeypatch: Any) -> None:
+    """Chunk boundaries inside a file (even inside one trajectory's events) change nothing that is stored."""
+    monkeypatch.setattr(import_common, "CHUNK", 3)
+    t, j, a = _files(tmp_path)
+    db = tmp_path / "x.duckdb"
+    with EventLog(db) as log:
+        import_files(log, [t], [j], [a])
+    assert _digest(_rows(db)) == PINNED_ALL
