@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, fail
+from replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail
 from replay.interchange import AUDIT_HEADER, AUDIT_VALUES
 from store.errors import BadInput
-from store.events import AuditAnswer, NewEvent, stable_event_id
+from store.events import AuditAnswer, NewEvent
 
 
 # -- audit ------------------------------------------------------------------------------------------
@@ -44,7 +44,7 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
             raise fail(path, n, "qid", f"a second audit row for provider {provider!r} and qid {qid!r} (line {seen[key]})")
         seen[key] = n
         value = AUDIT_VALUES[raw]
-        eid = stable_event_id("import", "audit", provider, qid, str(value))
+        eid = event_id("import", "audit", provider, qid, str(value))
         stored = known.audits.get(key)
         if stored is not None and stored != str(eid):
             raise fail(path, n, "semantic_match", f"the database already has another audit for {provider!r} {qid!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.urls import normalize_url
+from adapters.urls import domain_of, normalize_url
 from store.errors import BadInput
 from store.log import EventLog
 
@@ -20,14 +21,59 @@ RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"
 AUDIT_STREAM = "audit:imported"
 AUDIT_SOURCE = "imported"
-CHUNK = 20_000  # events per append transaction for big files (the file is fully validated before the first)
+CHUNK = 50_000  # events per append transaction for big files (the file is fully validated before the first)
 _sorted = msgspec.json.Encoder(order="sorted")
 
+# A URL already in SPEC §2 normal form: lowercase http(s) scheme and host, no port, user, query or fragment,
+# a path without a trailing "/" (or none, or just "/"), and no character urlsplit would strip or split on.
+# normalize_url leaves such a URL as it is (or only adds the "/" of an empty path), so it needs no parsing.
+_PLAIN = re.compile(r"(https?)://([a-z0-9-]+(?:\.[a-z0-9-]+)*)(/(?:[A-Za-z0-9._~%!$&'()*+,;=:@/-]*[A-Za-z0-9._~%!$&'()*+,;=:@-])?)?")
 
-@functools.lru_cache(maxsize=1 << 18)
-def norm_url(url: str) -> str:
-    """normalize_url, memoised: an import sees each URL several times (results, fetches, verdicts, two passes)."""
+
+@functools.lru_cache(maxsize=1 << 16)
+def _norm_slow(url: str) -> str:
     return normalize_url(url)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _domain_slow(url: str) -> str:
+    return domain_of(url)
+
+
+def norm_url(url: str) -> str:
+    """normalize_url, with a parse-free path for URLs already in normal form and a memo for the others."""
+    m = _PLAIN.fullmatch(url)
+    if m is None:
+        return _norm_slow(url)
+    return url if m.group(3) else url + "/"
+
+
+def url_domain(url: str) -> str:
+    """domain_of, parse-free for plain URLs (the host as written) and memoised for the others."""
+    m = _PLAIN.fullmatch(url)
+    return m.group(2) if m is not None else _domain_slow(url)
+
+
+_NAMESPACE = uuid.NAMESPACE_URL.bytes + b"searchtrace:"
+_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_SET = (0x8000 << 48) | (5 << 76)
+_UUID_NEW = object.__new__
+_SETATTR = object.__setattr__
+_UNKNOWN = uuid.SafeUUID.unknown
+
+
+def uuid_of_int(i: int) -> uuid.UUID:
+    """uuid.UUID(int=i) without the argument checks of UUID.__init__ (i is a checked 128-bit value)."""
+    u = _UUID_NEW(uuid.UUID)
+    _SETATTR(u, "int", i)
+    _SETATTR(u, "is_safe", _UNKNOWN)
+    return u
+
+
+def event_id(*parts: str) -> uuid.UUID:
+    """store.events.stable_event_id (uuid5 of the joined parts), bit for bit, at a third of its cost."""
+    h = hashlib.sha1(_NAMESPACE + "\x1f".join(parts).encode()).digest()
+    return uuid_of_int((int.from_bytes(h[:16]) & _CLEAR) | _SET)
 
 
 def digest(obj: Any) -> str:

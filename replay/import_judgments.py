@@ -15,20 +15,22 @@ import msgspec
 
 from analytics import projections
 from analytics.items import items_sql
+from replay import import_common
 from replay.import_common import (
-    CHUNK,
     RUN_ID,
     Known,
     decode_line,
     digest,
+    event_id,
     fail,
     key_digest,
     lines,
     msgspec_field,
     norm_url,
+    uuid_of_int,
 )
 from replay.interchange import JudgmentLine, judgment_decoder
-from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, stable_event_id
+from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict
 from store.log import EventLog
 
 Items = dict[str, dict[str, bool]]  # trajectory_id -> {url_normalized: page_visible}
@@ -73,17 +75,20 @@ def _labels(j: JudgmentLine) -> tuple[Verdict | None, str, str]:
         return None, "labels" + ("." + f if f != "(line)" else ""), msg
 
 
-def verdict_event(j: JudgmentLine, url: str, visible: bool) -> NewEvent:
-    payload = JudgeVerdict(
+def verdict_payload(j: JudgmentLine, url: str, visible: bool, labels: Verdict | None) -> JudgeVerdict:
+    return JudgeVerdict(
         judge_run_id=j.judge_run_id,
         item=JudgeItemRef(trajectory_id=j.trajectory_id, url_normalized=url),
         surface="page" if visible else "snippet",
         valid=j.valid,
-        labels=_labels(j)[0],
+        labels=labels,
         invalid_reason=j.invalid_reason,
     )
-    eid = stable_event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, digest(payload))
-    return NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=payload, event_id=eid)
+
+
+def verdict_id(j: JudgmentLine, url: str, payload: JudgeVerdict) -> uuid.UUID:
+    """Derived from what is stored, so another spelling of the same verdict is the same event."""
+    return event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, digest(payload))
 
 
 def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
@@ -102,7 +107,8 @@ def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
     known.load_verdicts(log, runs)
 
 
-def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool]:
+def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool, Verdict | None]:
+    """(url_normalized, page visible, labels) of a verdict line, or BadInput naming its bad field."""
     t_items = items.get(j.trajectory_id)
     if t_items is None:
         raise fail(path, n, "trajectory_id", f"unknown trajectory {j.trajectory_id!r}")
@@ -117,7 +123,8 @@ def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool
         if (labels.page is not None) != visible:
             want = "non-null (the item is page-visible)" if visible else "null (the item is not page-visible)"
             raise fail(path, n, "labels.page", f"must be {want}")
-    return url, visible
+        return url, visible, labels
+    return url, visible, _labels(j)[0]
 
 
 def validate(path: Path, known: Known, items: Items) -> int:
@@ -127,12 +134,12 @@ def validate(path: Path, known: Known, items: Items) -> int:
     count = 0
     for n, raw in lines(path):
         j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
-        url, visible = _check(path, n, j, items)
+        url, visible, labels = _check(path, n, j, items)
         key = key_digest(j.judge_run_id, j.trajectory_id, url)
         if key in seen:
             raise fail(path, n, "url", f"a second verdict for this item in judge run {j.judge_run_id!r} (line {seen[key]})")
         seen[key] = n
-        eid = verdict_event(j, url, visible).event_id.bytes
+        eid = verdict_id(j, url, verdict_payload(j, url, visible, labels)).bytes
         stored = known.verdicts.get(key)
         if stored is not None and stored != eid:
             raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
@@ -143,9 +150,13 @@ def validate(path: Path, known: Known, items: Items) -> int:
 
 
 def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
-    """Append a validated file's events in chunks; returns the number of new events."""
+    """Append a validated file's events in chunks; returns the number of new events.
+
+    Each verdict's id was derived by the validating pass and kept in `known.verdicts` under its item key.
+    """
     written = 0
     batch: list[NewEvent] = []
+    chunk = import_common.CHUNK
     for n, raw in lines(path):
         j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
         if j.judge_run_id not in known.judge_runs:
@@ -153,11 +164,19 @@ def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
             started = JudgeStarted(
                 judge_run_id=j.judge_run_id, model="imported", prompt_version="imported", prompt_sha256=""
             )
-            eid: uuid.UUID = stable_event_id("import", "judge.started", j.judge_run_id)
+            eid: uuid.UUID = event_id("import", "judge.started", j.judge_run_id)
             batch.append(NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=started, event_id=eid))
-        url, visible = _check(path, n, j, items)
-        batch.append(verdict_event(j, url, visible))
-        if len(batch) >= CHUNK:
+        url, visible, labels = _check(path, n, j, items)
+        eid_bytes = known.verdicts[key_digest(j.judge_run_id, j.trajectory_id, url)]
+        batch.append(
+            NewEvent(
+                stream_id=f"judge:{j.judge_run_id}",
+                run_id=RUN_ID,
+                payload=verdict_payload(j, url, visible, labels),
+                event_id=uuid_of_int(int.from_bytes(eid_bytes)),
+            )
+        )
+        if len(batch) >= chunk:
             written += sum(1 for p in log.append(batch) if p)
             batch = []
     if batch:

@@ -9,17 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.urls import domain_of
+from replay import import_common
 from replay.import_common import (
-    CHUNK,
     DATASET_STREAM,
     RUN_ID,
     Known,
     decode_line,
     digest,
+    event_id,
     fail,
     lines,
     norm_url,
+    url_domain,
 )
 from replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
 from store import blobs as _blobs
@@ -37,7 +38,6 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
     Usage,
-    stable_event_id,
 )
 from store.log import EventLog
 
@@ -61,8 +61,11 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
     return items, None
 
 
-def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]]) -> int:
-    """Check the whole file; adds each trajectory's items to `items`; returns the number of new trajectories."""
+def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]], hashes: dict[str, str]) -> int:
+    """Check the whole file; adds each trajectory's items to `items` and content digest to `hashes`.
+
+    Returns the number of new trajectories. The digests spare the appending pass a second encoding.
+    """
     seen_ids: dict[str, int] = {}
     seen_keys: dict[tuple[str, str], int] = {}
     new = 0
@@ -80,7 +83,8 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             step = t.steps[bad]
             assert isinstance(step, FetchStep)
             raise fail(path, n, f"steps[{bad}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
-        started = str(_event_id(t, _trace_hash(trace_payloads(t)[0]), 0))
+        h = _trace_hash(trace_payloads(t, with_blobs=False)[0])
+        started = str(_event_id(t, h, 0))
         have = known.traj_ids.get(t.trajectory_id)
         if have is not None and have != started:
             raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
@@ -91,17 +95,18 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             )
         new += have is None
         items[t.trajectory_id] = got
+        hashes[t.trajectory_id] = h
         known.traj_ids[t.trajectory_id] = started  # a later file of the same call must agree with this one
         known.traj_keys[key] = t.trajectory_id
     return new
 
 
 def _event_id(t: TraceLine, h: str, k: int) -> Any:
-    return stable_event_id("import", "trajectory", t.trajectory_id, h, str(k))
+    return event_id("import", "trajectory", t.trajectory_id, h, str(k))
 
 
-def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
-    """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs."""
+def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Payload], list[bytes]]:
+    """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs (if asked)."""
     payloads: list[Payload] = [
         TrajectoryStarted(
             trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer
@@ -133,7 +138,7 @@ def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
                         title=r.title or "",
                         url=r.url,
                         url_normalized=norm_url(r.url),
-                        domain=r.domain or domain_of(r.url),
+                        domain=r.domain or url_domain(r.url),
                         snippet=r.snippet or "",
                         metadata=r.metadata or {},
                     )
@@ -147,7 +152,8 @@ def trace_payloads(t: TraceLine) -> tuple[list[Payload], list[bytes]]:
             n_bytes = 0
             if step.content is not None:
                 body = step.content.encode()
-                blobs.append(body)
+                if with_blobs:
+                    blobs.append(body)
                 digest, n_bytes = _blobs.digest(body), len(body)
             payloads.append(
                 FetchCompleted(
@@ -172,10 +178,11 @@ def _trace_hash(payloads: list[Payload]) -> str:
     return digest(payloads)
 
 
-def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
-    """The events of one trajectory (its question first), ids derived from the stored content."""
+def trace_events(t: TraceLine, h: str | None = None) -> tuple[list[NewEvent], list[bytes]]:
+    """The events of one trajectory (its question first), ids derived from the stored content (digest `h`)."""
     payloads, blobs = trace_payloads(t)
-    h = _trace_hash(payloads)
+    if h is None:
+        h = _trace_hash(payloads)
     stream = f"traj:{t.trajectory_id}"
     events = [
         NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=_event_id(t, h, k)) for k, p in enumerate(payloads)
@@ -185,21 +192,23 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
         stream_id=DATASET_STREAM,
         run_id=RUN_ID,
         payload=q,
-        event_id=stable_event_id("import", "question", t.qid, t.question, t.gold_answer),
+        event_id=event_id("import", "question", t.qid, t.question, t.gold_answer),
     )
     return [qid_event, *events], blobs
 
 
-def append_traces(log: EventLog, path: Path) -> int:
+def append_traces(log: EventLog, path: Path, hashes: dict[str, str]) -> int:
     """Second pass over a validated file: append its events in chunks; returns the number written."""
     written = 0
     batch: list[NewEvent] = []
     blobs: list[bytes] = []
+    chunk = import_common.CHUNK
     for n, raw in lines(path):
-        evs, bl = trace_events(decode_line(trace_decoder, path, n, raw))
+        t = decode_line(trace_decoder, path, n, raw)
+        evs, bl = trace_events(t, hashes.get(t.trajectory_id))
         batch.extend(evs)
         blobs.extend(bl)
-        if len(batch) >= CHUNK:
+        if len(batch) >= chunk:
             written += sum(1 for p in log.append(batch, blobs=blobs) if p)
             batch, blobs = [], []
     if batch or blobs:

@@ -40,10 +40,11 @@ def import_files(
     on_stage("reading the store")
     known = Known.load(log)
     items: import_judgments.Items = {}
+    hashes: dict[str, str] = {}  # trajectory_id -> content digest, from validation for the appending pass
     res = ImportResult()
     for path in traces:
         on_stage(f"validating {path.name}")
-        res.trajectories += validate_traces(path, known, items)
+        res.trajectories += validate_traces(path, known, items, hashes)
     for path in judgments:
         on_stage(f"validating {path.name}")
         import_judgments.prepare(path, known, items, log)
@@ -60,7 +61,7 @@ def import_files(
         res.audits += len(evs)
     for path in traces:
         on_stage(f"appending {path.name}")
-        res.events_written += append_traces(log, path)
+        res.events_written += append_traces(log, path, hashes)
     for path in judgments:
         on_stage(f"appending {path.name}")
         res.events_written += import_judgments.append(log, path, known, items)
