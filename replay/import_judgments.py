@@ -29,7 +29,7 @@ from replay.import_common import (
     norm_url,
     uuid_of_int,
 )
-from replay.interchange import JudgmentLine, judgment_decoder
+from replay.interchange import JudgmentLine, TypedJudgmentLine, judgment_decoder, typed_judgment_decoder
 from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict
 from store.log import EventLog
 
@@ -64,10 +64,24 @@ def db_items(log: EventLog, trajectory_ids: list[str]) -> Items:
     return out
 
 
-def _labels(j: JudgmentLine) -> tuple[Verdict | None, str, str]:
+Line = JudgmentLine | TypedJudgmentLine
+
+
+def read_line(path: Path, n: int, raw: bytes) -> Line:
+    """The typed decode when the line has §4 labels (or null), else the generic one that reports what is wrong."""
+    try:
+        return typed_judgment_decoder.decode(raw)
+    except msgspec.MsgspecError:
+        j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
+        return j
+
+
+def _labels(j: Line) -> tuple[Verdict | None, str, str]:
     """(labels, '', '') when they are of the §4 schema, else (None, field, message)."""
     if j.labels is None:
         return None, "labels", "missing (null) on a valid verdict"
+    if isinstance(j.labels, Verdict):
+        return j.labels, "", ""
     try:
         return msgspec.convert(j.labels, Verdict), "", ""
     except msgspec.ValidationError as exc:
@@ -75,7 +89,7 @@ def _labels(j: JudgmentLine) -> tuple[Verdict | None, str, str]:
         return None, "labels" + ("." + f if f != "(line)" else ""), msg
 
 
-def verdict_payload(j: JudgmentLine, url: str, visible: bool, labels: Verdict | None) -> JudgeVerdict:
+def verdict_payload(j: Line, url: str, visible: bool, labels: Verdict | None) -> JudgeVerdict:
     return JudgeVerdict(
         judge_run_id=j.judge_run_id,
         item=JudgeItemRef(trajectory_id=j.trajectory_id, url_normalized=url),
@@ -86,13 +100,15 @@ def verdict_payload(j: JudgmentLine, url: str, visible: bool, labels: Verdict | 
     )
 
 
-def verdict_id(j: JudgmentLine, url: str, payload: JudgeVerdict) -> uuid.UUID:
+def verdict_id(j: Line, url: str, payload: JudgeVerdict) -> uuid.UUID:
     """Derived from what is stored, so another spelling of the same verdict is the same event."""
     return event_id("import", "verdict", j.judge_run_id, j.trajectory_id, url, digest(payload))
 
 
 def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
     """Quick pass: load the stored items and verdict keys of the trajectories and runs the file names."""
+    if log.head == 0:
+        return  # an empty store knows no item or verdict: nothing to load
     tids: set[str] = set()
     runs: set[str] = set()
     for _, raw in lines(path):
@@ -107,7 +123,7 @@ def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
     known.load_verdicts(log, runs)
 
 
-def _check(path: Path, n: int, j: JudgmentLine, items: Items) -> tuple[str, bool, Verdict | None]:
+def _check(path: Path, n: int, j: Line, items: Items) -> tuple[str, bool, Verdict | None]:
     """(url_normalized, page visible, labels) of a verdict line, or BadInput naming its bad field."""
     t_items = items.get(j.trajectory_id)
     if t_items is None:
@@ -133,7 +149,7 @@ def validate(path: Path, known: Known, items: Items) -> int:
     mine: dict[bytes, bytes] = {}
     count = 0
     for n, raw in lines(path):
-        j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
+        j = read_line(path, n, raw)
         url, visible, labels = _check(path, n, j, items)
         key = key_digest(j.judge_run_id, j.trajectory_id, url)
         if key in seen:
@@ -158,7 +174,7 @@ def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
     batch: list[NewEvent] = []
     chunk = import_common.CHUNK
     for n, raw in lines(path):
-        j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
+        j = read_line(path, n, raw)
         if j.judge_run_id not in known.judge_runs:
             known.judge_runs.add(j.judge_run_id)
             started = JudgeStarted(

@@ -17,6 +17,7 @@ from replay.import_common import (
     decode_line,
     digest,
     event_id,
+    event_ids,
     fail,
     lines,
     norm_url,
@@ -184,9 +185,8 @@ def trace_events(t: TraceLine, h: str | None = None) -> tuple[list[NewEvent], li
     if h is None:
         h = _trace_hash(payloads)
     stream = f"traj:{t.trajectory_id}"
-    events = [
-        NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=_event_id(t, h, k)) for k, p in enumerate(payloads)
-    ]
+    ids = event_ids("import", "trajectory", t.trajectory_id, h, n=len(payloads))
+    events = [NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=i) for p, i in zip(payloads, ids, strict=True)]
     q = DatasetQuestion(qid=t.qid, question=t.question, gold_answer=t.gold_answer)
     qid_event = NewEvent(
         stream_id=DATASET_STREAM,

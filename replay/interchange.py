@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from store.events import FetchStatus, TrajectoryReason
+from store.events import FetchStatus, TrajectoryReason, Verdict
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]  # ids and URLs may not be empty
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -80,10 +80,22 @@ class JudgmentLine(msgspec.Struct, kw_only=True):
     invalid_reason: str | None = None
 
 
+class TypedJudgmentLine(msgspec.Struct, kw_only=True):
+    """JudgmentLine with labels of the §4 schema (or null): one decode for the usual line; any other falls back."""
+
+    judge_run_id: Id
+    trajectory_id: Id
+    url: Id
+    valid: bool
+    labels: Verdict | None = None
+    invalid_reason: str | None = None
+
+
 AUDIT_HEADER = ("provider", "qid", "semantic_match")
 AUDIT_VALUES: dict[str, bool] = {"true": True, "1": True, "false": False, "0": False}
 Kind = Literal["traces", "judgments", "audit"]
 
 trace_decoder: msgspec.json.Decoder[TraceLine] = msgspec.json.Decoder(TraceLine)
 judgment_decoder: msgspec.json.Decoder[JudgmentLine] = msgspec.json.Decoder(JudgmentLine)
+typed_judgment_decoder: msgspec.json.Decoder[TypedJudgmentLine] = msgspec.json.Decoder(TypedJudgmentLine)
 encoder = msgspec.json.Encoder()

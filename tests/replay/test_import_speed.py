@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from adapters.urls import domain_of, normalize_url
 from replay import import_common
+from replay.import_common import event_id, event_ids, norm_url, url_domain
 from replay.importer import import_files
+from store.events import stable_event_id
 from store.log import EventLog
 
 
@@ -129,3 +133,28 @@ def test_small_chunks_store_the_same(tmp_path: Path, monkeypatch: Any) -> None:
     with EventLog(db) as log:
         import_files(log, [t], [j], [a])
     assert _digest(_rows(db)) == PINNED_ALL
+
+
+def test_fast_ids_and_urls_match_the_reference() -> None:
+    """The importer's uuid5 and URL shortcuts give exactly store.events / adapters.urls results."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        parts = ["".join(rng.choice("ab\x1fé:/ 9\u2603") for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(1, 5))]
+        want = stable_event_id(*parts)
+        got = event_id(*parts)
+        assert (got, got.hex, got.bytes, str(got), hash(got), got.version) == (
+            want, want.hex, want.bytes, str(want), hash(want), want.version
+        )
+        assert event_ids(*parts, n=3) == [stable_event_id(*parts, str(k)) for k in range(3)]
+    urls = ["https://a.com", "https://a.com/", "https://a.com//", "http://a.com/x/", "https://A.com/x", "https://a.com:443/x",
+            "https://a.com/x?", "https://a.com/x#", "https://a.com/x//y", "https://a.com/x y", "https://u@a.com/",
+            " https://a.com/", "https://a.com/x\n", "https://a.com/../x", "HTTPS://a.com/", "https://a.com/x?utm_source=1"]  # fmt: skip
+    alphabet = "ab.-/:@?#%=&A_~ 1\n"
+    for _ in range(20000):
+        head = rng.choice(["https://", "http://", "ftp://", "https:", "https://a.b/"])
+        urls.append(head + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
+    plain = 0
+    for u in urls:
+        assert (norm_url(u), url_domain(u)) == (normalize_url(u), domain_of(u)), u
+        plain += import_common._PLAIN.fullmatch(u) is not None
+    assert plain > 1000  # the parse-free path was exercised
