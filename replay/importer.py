@@ -8,7 +8,9 @@ like a duplicate inside one file. Big files are appended in chunks, after the va
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,19 @@ class ImportResult:
     events_written: int = 0
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic GC: an import allocates millions of short-lived, acyclic objects while large indexes
+    stay alive, and each full collection walks those indexes again (a quarter of the import time at 10x)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def import_files(
     log: EventLog,
     traces: list[Path],
@@ -37,6 +52,17 @@ def import_files(
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
     """Validate every file fully (nothing written when any is bad), then append each file's events."""
+    with _no_cycle_collection():
+        return _import(log, traces, judgments, audits, on_stage)
+
+
+def _import(
+    log: EventLog,
+    traces: list[Path],
+    judgments: list[Path],
+    audits: list[Path],
+    on_stage: Callable[[str], None],
+) -> ImportResult:
     on_stage("reading the store")
     known = Known.load(log)
     items: import_judgments.Items = {}
