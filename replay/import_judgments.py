@@ -146,7 +146,6 @@ def _check(path: Path, n: int, j: Line, items: Items) -> tuple[str, bool, Verdic
 def validate(path: Path, known: Known, items: Items) -> int:
     """Check every line; records the file's verdict keys in `known` (for later files); returns the line count."""
     seen: dict[bytes, int] = {}
-    mine: dict[bytes, bytes] = {}
     count = 0
     for n, raw in lines(path):
         j = read_line(path, n, raw)
@@ -159,9 +158,8 @@ def validate(path: Path, known: Known, items: Items) -> int:
         stored = known.verdicts.get(key)
         if stored is not None and stored != eid:
             raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
-        mine[key] = eid
+        known.verdicts[key] = eid  # the file's own keys are unique (checked above), so none is compared twice
         count += 1
-    known.verdicts.update(mine)
     return count
 
 

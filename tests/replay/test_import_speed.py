@@ -148,13 +148,17 @@ def test_fast_ids_and_urls_match_the_reference() -> None:
         assert event_ids(*parts, n=3) == [stable_event_id(*parts, str(k)) for k in range(3)]
     urls = ["https://a.com", "https://a.com/", "https://a.com//", "http://a.com/x/", "https://A.com/x", "https://a.com:443/x",
             "https://a.com/x?", "https://a.com/x#", "https://a.com/x//y", "https://a.com/x y", "https://u@a.com/",
-            " https://a.com/", "https://a.com/x\n", "https://a.com/../x", "HTTPS://a.com/", "https://a.com/x?utm_source=1"]  # fmt: skip
-    alphabet = "ab.-/:@?#%=&A_~ 1\n"
-    for _ in range(20000):
-        head = rng.choice(["https://", "http://", "ftp://", "https:", "https://a.b/"])
+            " https://a.com/", "https://a.com/x\n", "https://a.com/../x", "HTTPS://a.com/", "https://a.com/x?utm_source=1",
+            "https://a.com?utm_a=1&gclid", "https://a.com/x/?utm_a", "https://a.com/x?utm_a=1&b=2", "https://a.com/x?gclidx=1",
+            "https://a.com/x?utm_a=1#f", "https://a.com/x?utm_a=1&", "https://a.com/x?utm_a=b=c", "https://a.com/x?fbclid=&utm_="]  # fmt: skip
+    alphabet = ["a", "b", ".", "-", "/", ":", "@", "?", "#", "%", "=", "&", "A", "_", "~", " ", "1", "\n", "utm_",
+                "?utm_", "&utm_", "gclid", "fbclid", "?gclid=", "&fbclid", "Utm_"]  # fmt: skip
+    for _ in range(30000):
+        head = rng.choice(["https://", "http://", "ftp://", "https:", "https://a.b/", "https://a.b/c?", "https://a.b?"])
         urls.append(head + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
     plain = 0
     for u in urls:
         assert (norm_url(u), url_domain(u)) == (normalize_url(u), domain_of(u)), u
         plain += import_common._PLAIN.fullmatch(u) is not None
     assert plain > 1000  # the parse-free path was exercised
+    assert sum(1 for u in urls if "?" in u and import_common._PLAIN.fullmatch(u)) > 100  # with a tracking query
