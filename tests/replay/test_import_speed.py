@@ -162,3 +162,13 @@ def test_fast_ids_and_urls_match_the_reference() -> None:
         plain += import_common._PLAIN.fullmatch(u) is not None
     assert plain > 1000  # the parse-free path was exercised
     assert sum(1 for u in urls if "?" in u and import_common._PLAIN.fullmatch(u)) > 100  # with a tracking query
+
+
+def test_blank_lines_and_a_byte_order_mark_change_nothing(tmp_path: Path) -> None:
+    t, j, a = _files(tmp_path)
+    t.write_bytes(b"\xef\xbb\xbf" + b"\n  \t\n".join(json.dumps(x).encode() for x in TRACES) + b"\r\n\n")
+    j.write_bytes(b"\xef\xbb\xbf\n" + b"\n\x0b\x0c\n".join(json.dumps(x).encode() for x in JUDGMENTS))
+    db = tmp_path / "x.duckdb"
+    with EventLog(db) as log:
+        import_files(log, [t], [j], [a])
+    assert _digest(_rows(db)) == PINNED_ALL
