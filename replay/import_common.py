@@ -144,7 +144,8 @@ def lines(path: Path) -> Iterator[tuple[int, bytes]]:
 class Known:
     """Keys already in the database (or in an earlier file of the same call) that a file must agree with."""
 
-    traj_ids: dict[str, str] = field(default_factory=dict)  # trajectory_id -> event_id of its trajectory.started
+    # trajectory_id -> event_id of its stored trajectory.started, or (file, line) where this call read it
+    traj_ids: dict[str, str | tuple[Path, int]] = field(default_factory=dict)
     traj_keys: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> trajectory_id
     judge_runs: set[str] = field(default_factory=set)
     verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes

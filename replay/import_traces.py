@@ -25,6 +25,7 @@ from replay.import_common import (
 )
 from replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
 from store import blobs as _blobs
+from store.errors import BadInput
 from store.events import (
     AnswerFinal,
     DatasetQuestion,
@@ -62,10 +63,11 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
     return items, None
 
 
-def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]], hashes: dict[str, str]) -> int:
-    """Check the whole file; adds each trajectory's items to `items` and content digest to `hashes`.
+def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]]) -> int:
+    """Check the whole file; adds each trajectory's items to `items`; returns the number of new trajectories.
 
-    Returns the number of new trajectories. The digests spare the appending pass a second encoding.
+    A trajectory's content digest (its stored events) is only derived when the id is already known; otherwise
+    `known` keeps where it was read, so a later file of the same call that repeats the id is still compared.
     """
     seen_ids: dict[str, int] = {}
     seen_keys: dict[tuple[str, str], int] = {}
@@ -84,11 +86,12 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]],
             step = t.steps[bad]
             assert isinstance(step, FetchStep)
             raise fail(path, n, f"steps[{bad}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
-        h = _trace_hash(trace_payloads(t, with_blobs=False)[0])
-        started = str(_event_id(t, h, 0))
         have = known.traj_ids.get(t.trajectory_id)
-        if have is not None and have != started:
-            raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
+        if have is not None:
+            if isinstance(have, tuple):
+                have = _started_at(*have)
+            if have != _started(t):
+                raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
         other = known.traj_keys.get(key)
         if other is not None and other != t.trajectory_id:
             raise fail(
@@ -96,10 +99,23 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]],
             )
         new += have is None
         items[t.trajectory_id] = got
-        hashes[t.trajectory_id] = h
-        known.traj_ids[t.trajectory_id] = started  # a later file of the same call must agree with this one
+        if have is None:
+            known.traj_ids[t.trajectory_id] = (path, n)  # a later file of the same call must agree with this one
         known.traj_keys[key] = t.trajectory_id
     return new
+
+
+def _started(t: TraceLine) -> str:
+    """The event id of the trajectory's `trajectory.started`: it derives from the digest of all its events."""
+    return str(_event_id(t, _trace_hash(trace_payloads(t, with_blobs=False)[0]), 0))
+
+
+def _started_at(path: Path, line: int) -> str:
+    """_started of the trajectory on that line of an already validated file (read again: rare, and cheap)."""
+    for n, raw in lines(path):
+        if n == line:
+            return _started(decode_line(trace_decoder, path, n, raw))
+    raise BadInput(f"{path}: line {line}: changed while importing")
 
 
 def _event_id(t: TraceLine, h: str, k: int) -> Any:
@@ -179,11 +195,10 @@ def _trace_hash(payloads: list[Payload]) -> str:
     return digest(payloads)
 
 
-def trace_events(t: TraceLine, h: str | None = None) -> tuple[list[NewEvent], list[bytes]]:
-    """The events of one trajectory (its question first), ids derived from the stored content (digest `h`)."""
+def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
+    """The events of one trajectory (its question first), ids derived from the stored content."""
     payloads, blobs = trace_payloads(t)
-    if h is None:
-        h = _trace_hash(payloads)
+    h = _trace_hash(payloads)
     stream = f"traj:{t.trajectory_id}"
     ids = event_ids("import", "trajectory", t.trajectory_id, h, n=len(payloads))
     events = [NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=i) for p, i in zip(payloads, ids, strict=True)]
@@ -197,15 +212,14 @@ def trace_events(t: TraceLine, h: str | None = None) -> tuple[list[NewEvent], li
     return [qid_event, *events], blobs
 
 
-def append_traces(log: EventLog, path: Path, hashes: dict[str, str]) -> int:
+def append_traces(log: EventLog, path: Path) -> int:
     """Second pass over a validated file: append its events in chunks; returns the number written."""
     written = 0
     batch: list[NewEvent] = []
     blobs: list[bytes] = []
     chunk = import_common.CHUNK
     for n, raw in lines(path):
-        t = decode_line(trace_decoder, path, n, raw)
-        evs, bl = trace_events(t, hashes.get(t.trajectory_id))
+        evs, bl = trace_events(decode_line(trace_decoder, path, n, raw))
         batch.extend(evs)
         blobs.extend(bl)
         if len(batch) >= chunk:

@@ -66,11 +66,10 @@ def _import(
     on_stage("reading the store")
     known = Known.load(log)
     items: import_judgments.Items = {}
-    hashes: dict[str, str] = {}  # trajectory_id -> content digest, from validation for the appending pass
     res = ImportResult()
     for path in traces:
         on_stage(f"validating {path.name}")
-        res.trajectories += validate_traces(path, known, items, hashes)
+        res.trajectories += validate_traces(path, known, items)
     for path in judgments:
         on_stage(f"validating {path.name}")
         import_judgments.prepare(path, known, items, log)
@@ -87,7 +86,7 @@ def _import(
         res.audits += len(evs)
     for path in traces:
         on_stage(f"appending {path.name}")
-        res.events_written += append_traces(log, path, hashes)
+        res.events_written += append_traces(log, path)
     for path in judgments:
         on_stage(f"appending {path.name}")
         res.events_written += import_judgments.append(log, path, known, items)

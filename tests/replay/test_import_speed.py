@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from adapters.urls import domain_of, normalize_url
 from replay import import_common
 from replay.import_common import event_id, event_ids, norm_url, url_domain
 from replay.importer import import_files
+from store.errors import BadInput
 from store.events import stable_event_id
 from store.log import EventLog
 
@@ -172,3 +174,23 @@ def test_blank_lines_and_a_byte_order_mark_change_nothing(tmp_path: Path) -> Non
     with EventLog(db) as log:
         import_files(log, [t], [j], [a])
     assert _digest(_rows(db)) == PINNED_ALL
+
+
+def test_a_trajectory_repeated_by_a_later_file_of_the_call(tmp_path: Path) -> None:
+    """Same content (in another spelling) is one trajectory; other content is refused naming the later file."""
+    t, j, a = _files(tmp_path)
+    again = tmp_path / "again.jsonl"
+    respelled = {k: TRACES[1][k] for k in reversed(list(TRACES[1]))}
+    again.write_text(json.dumps(TRACES[0], indent=None, separators=(",", ":")) + "\n" + json.dumps(respelled) + "\n")
+    db = tmp_path / "x.duckdb"
+    with EventLog(db) as log:
+        res = import_files(log, [t, again], [j], [a])
+    assert res.trajectories == 2
+    assert _digest(_rows(db)) == PINNED_ALL
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps({**TRACES[1], "final_answer": "Lyon"}) + "\n")
+    db2 = tmp_path / "y.duckdb"
+    with EventLog(db2) as log:
+        with pytest.raises(BadInput, match=r"changed\.jsonl: line 1: field trajectory_id: 'p-2'"):
+            import_files(log, [t, changed], [j], [a])
+        assert log.head == 0
