@@ -1,8 +1,8 @@
 """Judgments JSONL (SPEC §9) -> `judge.started` (model "imported") and `judge.verdict` events in `judge:<run>`.
 
-Read three times, never held whole in memory: a quick pass for the trajectory ids and judge runs it names
-(to load what the database knows about them), a validating pass, and after every file of the call has
-validated, the pass that appends. A verdict's id derives from what is stored (run, item, labels), so the
+Read up to three times, never held whole in memory: a quick pass for the trajectory ids and judge runs it
+names (to load what the database knows about them; skipped for an empty store), a validating pass that derives
+each verdict's id, and after every file of the call has validated, the pass that appends (reusing those ids). A verdict's id derives from what is stored (run, item, labels), so the
 same verdict in another spelling of the URL, or exported and re-imported, is a no-op.
 """
 
