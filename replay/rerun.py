@@ -8,16 +8,18 @@ recorded events with the recorded system prompt (`engine.agent.rebuild_messages`
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 import anyio
 import msgspec
 
 from adapters.types import ChatResponse
+from engine.agent import Agent, Recorder, Trajectory, rebuild_messages, request_sha256
+from engine.record import endpoint_factory, run_stream
 from replay.diff import Divergence, first_divergence, request_diff, steps
 from replay.reexec import ReplayMiss, ReplayTransport, Tape
 from store.errors import BadInput
@@ -62,11 +64,6 @@ class ReplayReport(msgspec.Struct, kw_only=True):
         return self.diverged == 0
 
 
-def request_sha256(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-    """The fingerprint `model.responded.request_sha256` records (see store.events)."""
-    return hashlib.sha256(msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")).hexdigest()
-
-
 def _messages_blob(messages: list[dict[str, Any]]) -> bytes:
     return msgspec.json.encode({"messages": messages}, order="sorted")
 
@@ -106,7 +103,7 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
 
 def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
     """The recorded config of a run, or None (imported traces have no agent config to re-run)."""
-    for ev in log.read(types=["run.started"], stream_id=f"run:{run_id}"):
+    for ev in log.read(types=["run.started"], stream_id=run_stream(run_id)):
         assert isinstance(ev.payload, RunStarted)
         return dict(ev.payload.config)
     return None
@@ -169,11 +166,9 @@ def _request_divergence(
     rec: Recorded,
     sent: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]],
     config: dict[str, Any],
-    get_blob: Any,
+    get_blob: Callable[[str], bytes],
 ) -> Divergence | None:
     """The first model request of the replay that differs from the one sent when recording."""
-    from engine.agent import rebuild_messages
-
     recorded_steps = steps(rec.payloads)
     replies = [(i, p) for i, p in enumerate(recorded_steps) if isinstance(p, ModelResponded)]
     version = (config.get("agent") or {}).get("prompt_version", "")
@@ -186,7 +181,7 @@ def _request_divergence(
         if reply.request_sha256 is not None:
             if request_sha256(msgs, tools) == reply.request_sha256:
                 continue
-            expected = get_blob(reply.request_sha256) if _has(get_blob, reply.request_sha256) else None
+            expected = _blob_or_none(get_blob, reply.request_sha256)
             if expected is None and rebuilt is not None and n < len(rebuilt):
                 expected = _messages_blob(rebuilt[n])
             detail = request_diff(expected, _messages_blob(msgs)) if expected else ""
@@ -216,12 +211,11 @@ def _request_divergence(
     return None
 
 
-def _has(get_blob: Any, digest: str) -> bool:
+def _blob_or_none(get_blob: Callable[[str], bytes], digest: str) -> bytes | None:
     try:
-        get_blob(digest)
+        return get_blob(digest)
     except KeyError:
-        return False
-    return True
+        return None
 
 
 async def replay_trajectories(
@@ -232,9 +226,7 @@ async def replay_trajectories(
     concurrency: int = 8,
 ) -> ReplayReport:
     """Re-runs each trajectory's agent loop from its events and reports the first divergent step of each."""
-    from engine.agent import Agent, Recorder, Trajectory
     from engine.prompts import get_prompt
-    from engine.record import endpoint_factory
 
     tapes = {r.trajectory_id: Tape.from_payloads(r.trajectory_id, r.payloads) for r in recorded}
     transport = ReplayTransport(tapes, log.get_blob)
@@ -310,14 +302,8 @@ def _judge(rec: Recorded, out: Any, chat: CapturingChat, config: dict[str, Any],
     def get_blob(d: str) -> bytes:
         return out.blobs[d] if d in out.blobs else log.get_blob(d)
 
-    def get_request(d: str) -> bytes | None:
-        try:
-            return get_blob(d)
-        except KeyError:
-            return None
-
     sent = chat.requests.get(rec.trajectory_id, [])
-    events = first_divergence(rec.trajectory_id, rec.payloads, out.payloads, get_request)
+    events = first_divergence(rec.trajectory_id, rec.payloads, out.payloads, partial(_blob_or_none, get_blob))
     request = _request_divergence(rec, sent, config, get_blob)
     first = min((d for d in (request, events) if d is not None), key=lambda d: d.step, default=None)
     text = first.render() if first is not None else None
