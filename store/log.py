@@ -13,8 +13,8 @@ import duckdb
 
 from store import append as _append
 from store import blobs as _blobs
-from store.append import Group, Head, Pending, Prepared, Stale, stale_message
-from store.errors import ConcurrencyError, NotAStore
+from store.append import Group, Head, Pending, Prepared, Stale
+from store.errors import NotAStore
 from store.events import NewEvent, StoredEvent, decode_payload
 from store.gil import short_gil_turns
 from store.schema import (
@@ -96,12 +96,6 @@ class EventLog:
     def stream_head(self, stream_id: str) -> int:
         """Last stream_seq of a stream, -1 when it has none."""
         return self._heads.get(stream_id, -1)
-
-    def check_expected(self, expected: Mapping[str, int] | None) -> None:
-        for stream_id, seq in (expected or {}).items():
-            have = self._heads.get(stream_id, -1)
-            if have != seq:
-                raise ConcurrencyError(stale_message(stream_id, seq, have))
 
     def append(
         self,
