@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import unquote
 
 import httpx
 import msgspec
 
 from adapters.urls import normalize_url
+from engine.transcript import assistant_message
 from store.events import (
     FetchCalled,
     FetchCompleted,
@@ -80,12 +80,7 @@ def _response(status: int, body: bytes, request: httpx.Request, headers: dict[st
 
 def chat_body(m: ModelResponded, model: str) -> bytes:
     """An OpenAI chat.completion body carrying a recorded reply (used when its raw body was not stored)."""
-    message: dict[str, Any] = {"role": "assistant", "content": m.text}
-    if m.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in m.tool_calls
-        ]
+    message = assistant_message(m.text, m.tool_calls)
     u = m.usage
     return msgspec.json.encode(
         {
