@@ -14,18 +14,9 @@ import duckdb
 from store import append as _append
 from store import blobs as _blobs
 from store.append import Group, Head, Pending, Prepared, Stale
-from store.errors import NotAStore
 from store.events import NewEvent, StoredEvent, decode_payload
 from store.gil import short_gil_turns
-from store.schema import (
-    GENESIS,
-    SCHEMA_VERSION,
-    check_schema,
-    connect,
-    create_schema,
-    epoch_us,
-    row_hash,
-)
+from store.schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
 
@@ -38,9 +29,7 @@ class EventLog:
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        if read_only and not self.path.exists():
-            raise NotAStore(f"{self.path}: no such database; record or import something first")
-        self._con = connect(self.path, read_only=read_only)
+        self._con = open_store(self.path, read_only=read_only)
         self._lock = threading.Lock()
         self._ids: set[int] | None = None  # every stored event_id (as int), loaded on the first append
         self._executor: ThreadPoolExecutor | None = None
@@ -49,10 +38,6 @@ class EventLog:
         self._ahead_lock = threading.Lock()  # guards `_ahead` and the head as preparers see it
         self._prepare_lock = threading.Lock()  # one preparation at a time: each continues the one before
         try:
-            if not check_schema(self._con, self.path):
-                if read_only:
-                    raise NotAStore(f"{self.path}: empty database, not a searchtrace store")
-                create_schema(self._con)
             if not read_only:
                 self._con.execute(f"SET checkpoint_threshold = '{_CHECKPOINT_THRESHOLD}'")
             row = self._con.execute("SELECT current_setting('threads')").fetchone()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from store.errors import NotAStore, ReadOnlyViolation
-from store.schema import check_schema, connect
+from store.errors import ReadOnlyViolation
+from store.schema import first_line, open_store
 
 ALLOWED = "SELECT, WITH … SELECT, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN of those"
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALYZE\s+)?(.*)\Z", re.IGNORECASE | re.DOTALL)
@@ -16,13 +16,8 @@ _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALYZE\s+)?(.*)\Z", re.IGNORECASE | re.
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to a searchtrace store that cannot reach any other file (no ATTACH, COPY, read_csv)."""
-    path = Path(path)
-    if not path.exists():
-        raise NotAStore(f"{path}: no such database; record or import something first")
-    con = connect(path, read_only=True, config={"enable_external_access": False})
+    con = open_store(Path(path), read_only=True, config={"enable_external_access": False})
     try:
-        if not check_schema(con, path):
-            raise NotAStore(f"{path}: empty database, not a searchtrace store")
         con.execute("SET lock_configuration = true")  # the statements that follow cannot re-enable file access
     except BaseException:
         con.close()
@@ -35,7 +30,7 @@ def read_statements(sql: str) -> list[str]:
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
-        raise ReadOnlyViolation(f"sql: {_first_line(str(exc))}") from None
+        raise ReadOnlyViolation(f"sql: {first_line(str(exc))}") from None
     if not statements:
         raise ReadOnlyViolation("sql: no statement given")
     out: list[str] = []
@@ -55,7 +50,3 @@ def read_statements(sql: str) -> list[str]:
 
 def _refusal(i: int, what: str) -> str:
     return f"sql: statement {i} is {what}; the store is read-only here, only {ALLOWED} run (nothing was executed)"
-
-
-def _first_line(msg: str) -> str:
-    return msg.strip().splitlines()[0] if msg.strip() else "unknown error"

@@ -86,17 +86,35 @@ def connect(path: Path, *, read_only: bool, config: dict[str, str | bool | int |
         msg = str(exc)
         if "lock" in msg.lower():
             raise StoreLocked(lock_message(path, msg)) from None
-        raise NotAStore(f"{path}: cannot open as a DuckDB database ({_first_line(msg)})") from None
+        raise NotAStore(f"{path}: cannot open as a DuckDB database ({first_line(msg)})") from None
     except duckdb.Error as exc:
         if "different configuration" in str(exc):
             raise StoreLocked(
                 f"{path}: this process already has the database open in another mode; close it first"
             ) from None
-        raise NotAStore(f"{path}: not a searchtrace store ({_first_line(str(exc))})") from None
+        raise NotAStore(f"{path}: not a searchtrace store ({first_line(str(exc))})") from None
 
 
-def _first_line(msg: str) -> str:
+def first_line(msg: str) -> str:
     return msg.strip().splitlines()[0] if msg.strip() else "unknown error"
+
+
+def open_store(
+    path: Path, *, read_only: bool, config: dict[str, str | bool | int | float | list[str]] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Open a searchtrace store: a writer creates the schema in a new or empty file, a reader needs a store."""
+    if read_only and not path.exists():
+        raise NotAStore(f"{path}: no such database; record or import something first")
+    con = connect(path, read_only=read_only, config=config)
+    try:
+        if not check_schema(con, path):
+            if read_only:
+                raise NotAStore(f"{path}: empty database, not a searchtrace store")
+            create_schema(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
