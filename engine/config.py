@@ -51,21 +51,6 @@ import msgspec
 from store.errors import BadInput
 
 PROVIDER_KINDS = ("brave", "tavily", "firecrawl")
-DEFAULT_BASE_URLS = {
-    "brave": "https://api.search.brave.com",
-    "tavily": "https://api.tavily.com",
-    "firecrawl": "https://api.firecrawl.dev",
-    "jina": "https://r.jina.ai",
-    "openai": "https://api.openai.com/v1",
-}
-DEFAULT_KEY_ENVS = {
-    "brave": "BRAVE_API_KEY",
-    "tavily": "TAVILY_API_KEY",
-    "firecrawl": "FIRECRAWL_API_KEY",
-    "jina": "JINA_API_KEY",
-    "openai": "OPENAI_API_KEY",
-}
-SANDBOX_PATHS = {"brave": "/brave", "tavily": "/tavily", "firecrawl": "/firecrawl", "jina": "/jina", "openai": "/openai/v1"}
 SANDBOX_AGENT = "sandbox-agent"
 SANDBOX_DATASET = "sandbox"
 
@@ -229,8 +214,8 @@ def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
     if kind not in BASE_URLS:
         return
     d = default_endpoint(kind)
-    e.base_url = e.base_url or DEFAULT_BASE_URLS.get(kind, d.base_url)
-    e.key_env = e.key_env or DEFAULT_KEY_ENVS.get(kind, d.key_env or "")
+    e.base_url = e.base_url or BASE_URLS[kind][0]  # the real default: env overrides come later, in apply_env
+    e.key_env = e.key_env or d.key_env or ""
     e.rps = e.rps or d.rps
     e.concurrency = e.concurrency or d.concurrency
     e.timeout_s = e.timeout_s or d.timeout_s
@@ -270,14 +255,15 @@ def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
 
 def point_at_sandbox(cfg: RunConfig, root: str) -> None:
     """Every endpoint at the sandbox world rooted at `root`; the agent becomes the scripted `sandbox-agent`."""
-    root = root.rstrip("/")
+    from adapters.registry import sandbox_endpoint
+
     cfg.sandbox = True
-    cfg.agent.base_url = root + SANDBOX_PATHS["openai"]
+    cfg.agent.base_url = sandbox_endpoint("openai", root).base_url
     if not cfg.agent.model.startswith("sandbox-"):
         cfg.agent.model = SANDBOX_AGENT
-    cfg.fetch.base_url = root + SANDBOX_PATHS["jina"]
+    cfg.fetch.base_url = sandbox_endpoint("jina", root).base_url
     for p in cfg.providers.values():
-        p.base_url = root + SANDBOX_PATHS[p.kind]
+        p.base_url = sandbox_endpoint(p.kind, root).base_url
 
 
 def _convert(data: Any, typ: type[Any], src: str, prefix: str) -> Any:
