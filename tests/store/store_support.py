@@ -1,9 +1,13 @@
-"""Helpers for the store tests: one example of every event type, small event factories."""
+"""Helpers for the store tests: one example of every event type, small event factories, the CLI, verify."""
 
 from __future__ import annotations
 
 import uuid
 
+import pytest
+
+from engine.cli import main
+from store import EventLog
 from store.events import (
     PAYLOAD_TYPES,
     AnswerFinal,
@@ -33,6 +37,7 @@ from store.events import (
     Usage,
     Verdict,
 )
+from store.verify import verify
 
 
 def every_payload() -> list[Payload]:
@@ -116,3 +121,20 @@ def ev(stream: str, i: int = 0, *, run: str = "run-1", text: str | None = None, 
     if event_id is None:
         return NewEvent(stream_id=stream, run_id=run, payload=payload)
     return NewEvent(stream_id=stream, run_id=run, payload=payload, event_id=event_id)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`searchtrace argv` in this process: exit code, stdout, stderr."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+def intact(log: EventLog, events: int | None = None) -> None:
+    """The log verifies (and holds `events` events, when given)."""
+    report = verify(log.cursor())
+    assert report.ok, report.line()
+    if events is not None:
+        assert report.events == events, report.line()

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev
+from store_support import ev, run
 
-from engine.cli import main
 from store import EventLog, NotAStore, StoreLocked
 from store.readonly import open_read_only
 from store.verify import verify
@@ -61,14 +60,6 @@ def spawn(code: str, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
 
 
 @pytest.mark.parametrize("mode", ["write", "read"])

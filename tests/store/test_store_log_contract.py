@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import msgspec
 import pytest
-from store_support import covered_types, ev, every_payload
+from store_support import covered_types, ev, every_payload, intact
 
 from store import ConcurrencyError, EventLog, NewEvent, encode_payload
 from store import append as append_mod
@@ -25,11 +25,6 @@ def count(path: Path) -> int:
         return int(con.execute("SELECT count(*) FROM events").fetchone()[0])  # type: ignore[index]
     finally:
         con.close()
-
-
-def intact(log: EventLog) -> None:
-    report = verify(log.cursor())
-    assert report.ok, report.line()
 
 
 def test_every_event_type_round_trips(tmp_path: Path) -> None:

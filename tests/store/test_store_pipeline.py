@@ -8,17 +8,11 @@ from pathlib import Path
 import anyio
 import duckdb
 import pytest
-from store_support import ev
+from store_support import ev, intact
 
 from store import EventLog, open_writer
 from store import append as append_mod
 from store.append import Stale
-from store.verify import verify
-
-
-def intact(log: EventLog, events: int) -> None:
-    report = verify(log.cursor())
-    assert report.ok and report.events == events, report.line()
 
 
 def test_prepared_ahead_continues_positions_ids_and_streams_and_commits_only_in_order(tmp_path: Path) -> None:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev
+from store_support import ev, run
 
-from engine.cli import main
 from store import EventLog
 
 
@@ -22,14 +21,6 @@ def db(tmp_path: Path) -> Path:
     with EventLog(path) as log:
         log.append([ev(f"s{i % 2}", i) for i in range(6)], blobs=[b"blob body"])
     return path
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
 
 
 def snapshot(path: Path) -> tuple[str, list[tuple[object, ...]]]:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev
+from store_support import ev, run
 
-from engine.cli import main
 from store import EventLog
 
 
@@ -24,11 +23,7 @@ def tamper(path: Path, sql: str) -> None:
 
 
 def run_verify(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(["verify", "--db", str(path)])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
+    return run(["verify", "--db", str(path)], capsys)
 
 
 def test_intact_log_exits_0_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
