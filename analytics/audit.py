@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from analytics.eventscan import HasCursor, Scan, latest_judge_run, providers, scan, verdicts
+from analytics.eventscan import HasCursor, latest_judge_run, providers, verdicts
+from analytics.items import JudgeItem, judge_items
 from store import blobs
 from store.errors import BadInput
 from store.events import AuditLabel, JudgeItemRef, JudgeVerdict, NewEvent, decode_payload, stable_event_id
@@ -49,6 +50,7 @@ REQUIRED = (
 EXCERPT_CHARS = 1500
 HumanValue = bool | Literal["unclear"]
 CaseKey = tuple[str, str, str, str, str]  # judge_run_id, trajectory_id, url_normalized, surface, label
+Judged = dict[tuple[str, str], JudgeVerdict]  # (trajectory_id, url_normalized) -> first verdict of one judge run
 
 
 @dataclass(frozen=True)
@@ -121,13 +123,15 @@ def _excerpt(text: str, needle: str, width: int = EXCERPT_CHARS) -> str:
     return ("…" if start else "") + body + ("…" if start + width < len(flat) else "")
 
 
-def rows_for(s: Scan, chosen: Sequence[Case], source: HasCursor) -> list[dict[str, str]]:
-    """The TSV rows a human reads: question, gold answer and the evidence of that surface."""
+def rows_for(chosen: Sequence[Case], source: HasCursor) -> list[dict[str, str]]:
+    """The TSV rows a human reads: question, gold answer and the evidence of that surface (the judge item's snippet,
+    or the page the judge read: the content of the item's first ok fetch)."""
     cur = source.cursor()
+    found = judge_items(cur, trajectory_ids=sorted({c.trajectory_id for c in chosen}))
+    items: dict[tuple[str, str], JudgeItem] = {(i.trajectory_id, i.url_normalized): i for i in found}
     out: list[dict[str, str]] = []
     for c in chosen:
-        traj = s.trajectories[c.trajectory_id]
-        item = traj.items.get(c.url_normalized)
+        item = items.get((c.trajectory_id, c.url_normalized))
         if c.surface == "snippet" or item is None:
             evidence = " ".join((item.snippet if item else "").split())
         elif not item.page_digest:
@@ -137,20 +141,20 @@ def rows_for(s: Scan, chosen: Sequence[Case], source: HasCursor) -> list[dict[st
                 text = blobs.get(cur, item.page_digest).decode("utf-8", "replace")
             except KeyError:
                 text = "(page content blob missing from the store)"
-            evidence = _excerpt(text, traj.gold_answer)
+            evidence = _excerpt(text, item.gold_answer)
         out.append(
             {
                 "judge_run_id": c.judge_run_id,
                 "provider": c.provider,
                 "trajectory_id": c.trajectory_id,
-                "qid": traj.qid,
+                "qid": item.qid if item else "",
                 "url": item.url if item else c.url_normalized,
                 "url_normalized": c.url_normalized,
                 "surface": c.surface,
                 "label": c.label,
                 "judge_value": str(c.judge_value).lower(),
-                "question": " ".join(traj.question.split()),
-                "gold_answer": " ".join(traj.gold_answer.split()),
+                "question": " ".join((item.question if item else "").split()),
+                "gold_answer": " ".join((item.gold_answer if item else "").split()),
                 "title": " ".join((item.title if item else "").split()),
                 "evidence": evidence,
                 "human_value": "",
@@ -177,8 +181,7 @@ def audit_sample(
     if not judged:
         raise BadInput(f"judge run {jr!r} has no verdicts in this database")
     chosen = balanced_sample(cases(judged, providers(source)), k, seed)
-    s = scan(source, jr, only={c.trajectory_id for c in chosen})
-    return jr, rows_for(s, chosen, source)
+    return jr, rows_for(chosen, source)
 
 
 def resolve_judge_run(source: HasCursor, judge_run_id: str | None) -> str:
@@ -205,7 +208,9 @@ def _parse_human(raw: str, where: str) -> HumanValue | None:
     raise BadInput(f"{where}: field human_value: {raw!r} is not true, false or unclear")
 
 
-def parse_labels(path: Path, text: str, s_by_run: dict[str, Scan]) -> tuple[list[AuditLabel], int]:
+def parse_labels(
+    path: Path, text: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
+) -> tuple[list[AuditLabel], int]:
     """Validated labels of a filled-in TSV (rows with an empty human_value are skipped and counted)."""
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
     try:
@@ -221,7 +226,7 @@ def parse_labels(path: Path, text: str, s_by_run: dict[str, Scan]) -> tuple[list
             where = f"{path}: line {line}"
             if None in row or any(v is None for v in row.values()):
                 raise BadInput(f"{where}: expected {len(header)} tab-separated fields")
-            label = _validate_row(row, where, s_by_run)
+            label = _validate_row(row, where, judged_by_run, provider_of)
             if label is None:
                 skipped += 1
                 continue
@@ -243,10 +248,12 @@ def parse_labels(path: Path, text: str, s_by_run: dict[str, Scan]) -> tuple[list
     return labels, skipped
 
 
-def _validate_row(row: dict[str, Any], where: str, s_by_run: dict[str, Scan]) -> AuditLabel | None:
+def _validate_row(
+    row: dict[str, Any], where: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
+) -> AuditLabel | None:
     jr = row["judge_run_id"].strip()
-    s = s_by_run.get(jr)
-    if s is None:
+    judged = judged_by_run.get(jr)
+    if judged is None:
         raise BadInput(f"{where}: field judge_run_id: no judge run {jr!r} in this database")
     surface, label = row["surface"].strip(), row["label"].strip()
     if surface not in SURFACES:
@@ -257,7 +264,7 @@ def _validate_row(row: dict[str, Any], where: str, s_by_run: dict[str, Scan]) ->
     if judge_raw not in _BOOL:
         raise BadInput(f"{where}: field judge_value: {row['judge_value']!r} is not true or false")
     tid, url_n = row["trajectory_id"].strip(), row["url_normalized"].strip()
-    verdict = s.verdicts.get((tid, url_n))
+    verdict = judged.get((tid, url_n))
     if verdict is None or not verdict.valid or verdict.labels is None:
         raise BadInput(
             f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {jr!r}"
@@ -270,10 +277,12 @@ def _validate_row(row: dict[str, Any], where: str, s_by_run: dict[str, Scan]) ->
         raise BadInput(
             f"{where}: field judge_value: {judge_raw} but judge run {jr!r} recorded {str(recorded).lower()}"
         )
-    traj = s.trajectories[tid]
+    traj_provider = provider_of.get(tid)
+    if traj_provider is None:
+        raise BadInput(f"{where}: field trajectory_id: {tid!r} is not a current trajectory (a later attempt supersedes it)")
     provider = (row.get("provider") or "").strip()
-    if provider and provider != traj.provider:
-        raise BadInput(f"{where}: field provider: {provider!r} but trajectory {tid!r} is {traj.provider!r}")
+    if provider and provider != traj_provider:
+        raise BadInput(f"{where}: field provider: {provider!r} but trajectory {tid!r} is {traj_provider!r}")
     human = _parse_human(row["human_value"], where)
     if human is None:
         return None
@@ -399,7 +408,7 @@ def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[
     except csv.Error:
         pass  # parse_labels names the line
     known = judge_runs(source)
-    s_by_run = {jr: scan(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
-    labels, skipped = parse_labels(path, text, s_by_run)
+    judged_by_run = {jr: verdicts(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
+    labels, skipped = parse_labels(path, text, judged_by_run, providers(source))
     events, unchanged = label_events(labels, current_labels(source))
     return events, {"rows": len(labels) + skipped, "unlabelled": skipped, "unchanged": unchanged}

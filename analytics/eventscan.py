@@ -1,103 +1,23 @@
-"""One pass over the events for the audit and the HTML plots: trajectories, judge items (SPEC §4) and verdicts.
+"""Narrow reads of the events for the audit and the HTML plots: judge runs, providers, verdicts, two aggregates.
 
 Reads only the events table (through an EventLog or any DuckDB connection to the store), so it works
-whether the data was recorded live or imported, and does not depend on the typed projections.
+whether the data was recorded live or imported, and does not depend on the typed projections. Judge items
+(SPEC §4) are not derived here: the audit reads them from `analytics.items.judge_items`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Collection
 from typing import Any, Protocol
 
 import duckdb
 
 from store.errors import BadInput
-from store.events import (
-    DatasetQuestion,
-    FetchCalled,
-    FetchCompleted,
-    JudgeVerdict,
-    ModelResponded,
-    Payload,
-    SearchCalled,
-    SearchResult,
-    TrajectoryFinished,
-    TrajectoryStarted,
-    decode_payload,
-)
+from store.events import JudgeVerdict, decode_payload
 
 
 class HasCursor(Protocol):
     def cursor(self) -> duckdb.DuckDBPyConnection: ...
-
-
-@dataclass
-class Item:
-    """One distinct normalised URL within one trajectory; its surface is the first appearance."""
-
-    trajectory_id: str
-    url_normalized: str
-    url: str
-    title: str
-    domain: str
-    snippet: str
-    rank: int
-    ranks: list[int] = field(default_factory=list)
-    fetched: bool = False
-    page_digest: str | None = None
-
-    @property
-    def page_visible(self) -> bool:
-        return self.page_digest is not None
-
-
-@dataclass
-class Trajectory:
-    trajectory_id: str
-    provider: str
-    qid: str
-    question: str
-    gold_answer: str
-    items: dict[str, Item] = field(default_factory=dict)
-    searches: int = 0
-    fetches: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    finished_usage: tuple[int, int] | None = None
-    _docs: dict[str, str] = field(default_factory=dict)  # doc_id -> url_normalized
-    _fetch_docs: dict[str, str] = field(default_factory=dict)  # fetch call_id -> url_normalized
-
-    @property
-    def tokens(self) -> tuple[int, int]:
-        """(input, output) tokens: the sum over model responses, else the finished totals."""
-        if (self.input_tokens or self.output_tokens) or self.finished_usage is None:
-            return self.input_tokens, self.output_tokens
-        return self.finished_usage
-
-
-@dataclass
-class Scan:
-    judge_run_id: str | None
-    trajectories: dict[str, Trajectory]
-    verdicts: dict[tuple[str, str], JudgeVerdict]  # first verdict per item in the judge run
-
-    def item(self, trajectory_id: str, url_normalized: str) -> Item | None:
-        traj = self.trajectories.get(trajectory_id)
-        return traj.items.get(url_normalized) if traj else None
-
-
-_TYPES = [
-    "dataset.question",
-    "trajectory.started",
-    "model.responded",
-    "search.called",
-    "search.result",
-    "fetch.called",
-    "fetch.completed",
-    "trajectory.finished",
-    "judge.verdict",
-]
 
 
 # One row per current trajectory stream: a trajectory that a later attempt of its cell supersedes (it ended in
@@ -130,28 +50,6 @@ def latest_judge_run(source: HasCursor) -> str:
     return str(row[0])
 
 
-def _events(
-    source: HasCursor, judge_run_id: str | None, trajectories: Collection[str] | None
-) -> Iterator[tuple[str, Payload]]:
-    """The events a scan needs, in order; only those of `trajectories` (and their verdicts) when given."""
-    cur = source.cursor()
-    where = "type IN (SELECT unnest(?::VARCHAR[])) AND (type <> 'judge.verdict' OR json_extract_string(payload, '$.judge_run_id') = ?)"
-    params: list[object] = [_TYPES, judge_run_id or ""]
-    if trajectories is not None:
-        tids = sorted(set(trajectories))
-        where += (
-            " AND (type = 'dataset.question'"
-            " OR (type = 'judge.verdict' AND json_extract_string(payload, '$.item.trajectory_id') IN (SELECT unnest(?::VARCHAR[])))"
-            f" OR stream_id IN (SELECT stream_id FROM ({_TRAJ}) WHERE trajectory_id IN (SELECT unnest(?::VARCHAR[]))))"
-        )
-        params += [tids, tids]
-    cur.execute(f"SELECT stream_id, payload FROM events WHERE {where} ORDER BY position", params)
-    while rows := cur.fetchmany(10_000):
-        for stream_id, payload in rows:
-            yield stream_id, decode_payload(payload)
-    cur.close()
-
-
 def providers(source: HasCursor) -> dict[str, str]:
     """trajectory_id -> provider, from the trajectory.started events alone."""
     cur = source.cursor()
@@ -160,13 +58,21 @@ def providers(source: HasCursor) -> dict[str, str]:
     return {str(t): str(p) for t, p in rows}
 
 
-def verdicts(source: HasCursor, judge_run_id: str) -> dict[tuple[str, str], JudgeVerdict]:
-    """The first verdict per item of one judge run (only verdict events are decoded)."""
+def verdicts(
+    source: HasCursor, judge_run_id: str, only: Collection[str] | None = None
+) -> dict[tuple[str, str], JudgeVerdict]:
+    """The first verdict per item of one judge run (only verdict events are decoded); of `only`'s trajectories when
+    given (an audit TSV names a few, not millions)."""
     cur = source.cursor()
+    where = ""
+    params: list[object] = [judge_run_id]
+    if only is not None:
+        where = " AND json_extract_string(payload, '$.item.trajectory_id') IN (SELECT unnest(?::VARCHAR[]))"
+        params.append(sorted(set(only)))
     cur.execute(
         "SELECT payload FROM events WHERE type = 'judge.verdict' "
-        "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position",
-        [judge_run_id],
+        f"AND json_extract_string(payload, '$.judge_run_id') = ?{where} ORDER BY position",
+        params,
     )
     out: dict[tuple[str, str], JudgeVerdict] = {}
     while rows := cur.fetchmany(10_000):
@@ -176,78 +82,6 @@ def verdicts(source: HasCursor, judge_run_id: str) -> dict[tuple[str, str], Judg
             out.setdefault((v.item.trajectory_id, v.item.url_normalized), v)
     cur.close()
     return out
-
-
-def scan(source: HasCursor, judge_run_id: str | None, only: Collection[str] | None = None) -> Scan:
-    """Current trajectories (no superseded attempt) with their judge items, counts and tokens, plus the verdicts of
-    one judge run.
-
-    With `only` (trajectory ids), only those (and their verdicts) are read: the audit needs a few, not millions.
-    """
-    superseded: set[str] = set()
-    by_stream: dict[str, Trajectory] = {}
-    questions: dict[str, DatasetQuestion] = {}
-    trajectories: dict[str, Trajectory] = {}
-    verdicts: dict[tuple[str, str], JudgeVerdict] = {}
-    for stream_id, p in _events(source, judge_run_id, only):
-        if isinstance(p, JudgeVerdict):
-            verdicts.setdefault((p.item.trajectory_id, p.item.url_normalized), p)
-            continue
-        if isinstance(p, DatasetQuestion):
-            questions.setdefault(p.qid, p)
-            continue
-        if isinstance(p, TrajectoryStarted):
-            q = questions.get(p.qid)
-            t = Trajectory(
-                trajectory_id=p.trajectory_id,
-                provider=p.provider,
-                qid=p.qid,
-                question=p.question or (q.question if q else ""),
-                gold_answer=p.gold_answer or (q.gold_answer if q else ""),
-            )
-            by_stream[stream_id] = trajectories[p.trajectory_id] = t
-            if p.supersedes is not None and p.supersedes in trajectories:
-                superseded.add(p.supersedes)
-            continue
-        traj = by_stream.get(stream_id)
-        if traj is not None:
-            _apply(traj, p)
-    current = {tid: t for tid, t in trajectories.items() if tid not in superseded}
-    return Scan(judge_run_id=judge_run_id, trajectories=current, verdicts=verdicts)
-
-
-def _apply(t: Trajectory, p: Any) -> None:
-    if isinstance(p, SearchResult):
-        t._docs[p.doc_id] = p.url_normalized  # a fetch names the latest earlier result with that doc_id
-        item = t.items.get(p.url_normalized)
-        if item is None:
-            item = t.items[p.url_normalized] = Item(
-                trajectory_id=t.trajectory_id,
-                url_normalized=p.url_normalized,
-                url=p.url,
-                title=p.title,
-                domain=p.domain,
-                snippet=p.snippet,
-                rank=p.rank,
-            )
-        item.ranks.append(p.rank)
-    elif isinstance(p, SearchCalled):
-        t.searches += 1
-    elif isinstance(p, FetchCalled):
-        t.fetches += 1
-        url_n = t._docs.get(p.doc_id)
-        if url_n is not None:
-            t._fetch_docs[p.call_id] = url_n
-            t.items[url_n].fetched = True
-    elif isinstance(p, FetchCompleted):
-        url_n = t._fetch_docs.get(p.call_id) or t._docs.get(p.doc_id)
-        if p.status == "ok" and url_n is not None and t.items[url_n].page_digest is None:
-            t.items[url_n].page_digest = p.content_digest or ""
-    elif isinstance(p, ModelResponded):
-        t.input_tokens += p.usage.input_tokens
-        t.output_tokens += p.usage.output_tokens
-    elif isinstance(p, TrajectoryFinished):
-        t.finished_usage = (p.usage.input_tokens, p.usage.output_tokens)
 
 
 # -- set-based aggregates for the HTML page (SQL, so they stay fast at millions of events) -----------------

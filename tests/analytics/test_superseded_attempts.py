@@ -67,18 +67,30 @@ def test_judge_items_and_event_scans_skip_superseded_attempts(db: Path) -> None:
         cur = log.cursor()
         items = judge_items(cur)
         cur.close()
-        scan = eventscan.scan(log, JUDGE)
         providers = eventscan.providers(log)
         per = eventscan.per_trajectory(log)
         ranks = eventscan.gold_rank_hist(log, JUDGE)
         _, rows = audit_sample(log, JUDGE, 10, "seed")
     assert sorted((i.trajectory_id, i.url_normalized) for i in items) == [
         (O1, "https://bad.example/a"), (NEW, "https://good.example/x"), (P2, "https://c.example/")]
-    assert sorted(scan.trajectories) == sorted(providers) == sorted([O1, P2, NEW])
-    assert scan.trajectories[NEW].searches == 1 and scan.trajectories[NEW].tokens == (100, 10)
+    assert sorted(providers) == sorted([O1, P2, NEW])
     assert per["p"] == [
         {"trajectory_id": NEW, "searches": 1, "fetches": 0, "input_tokens": 100, "output_tokens": 10},
         {"trajectory_id": P2, "searches": 1, "fetches": 0, "input_tokens": 200, "output_tokens": 20},
     ]
     assert ranks == {"o": {}, "p": {1: 1}}  # the superseded attempt's two rank-1 appearances of a supported item left out
     assert rows and OLD not in {r["trajectory_id"] for r in rows}
+
+
+def test_audit_import_names_a_superseded_trajectory_as_bad_input(db: Path, tmp_path: Path) -> None:
+    """A labelled TSV row for the superseded attempt (which has a valid verdict) is refused by name, not a crash."""
+    from analytics.audit import COLUMNS, prepare_import
+    from store.errors import BadInput
+
+    row = {c: "" for c in COLUMNS} | {
+        "judge_run_id": JUDGE, "trajectory_id": OLD, "url_normalized": "https://bad.example/a", "surface": "snippet",
+        "label": "supports_gold", "judge_value": "true", "human_value": "true"}
+    tsv = tmp_path / "labels.tsv"
+    tsv.write_text("\t".join(COLUMNS) + "\n" + "\t".join(row[c] for c in COLUMNS) + "\n", encoding="utf-8")
+    with EventLog(db, read_only=True) as log, pytest.raises(BadInput, match="line 2: field trajectory_id"):
+        prepare_import(log, tsv)
