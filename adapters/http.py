@@ -44,9 +44,12 @@ class Reply:
     retries: list[RetryInfo] = field(default_factory=list)
     final: bool = False  # a local fault (e.g. an invalid URL): retrying cannot help
 
-    def json(self) -> Any:
-        """The body decoded as JSON (raises msgspec.DecodeError on a malformed body)."""
-        return msgspec.json.decode(self.body)
+    def json_or_none(self) -> Any:
+        """The body decoded as JSON, or None when it is not JSON (error bodies may be HTML or plain text)."""
+        try:
+            return msgspec.json.decode(self.body)
+        except msgspec.DecodeError:
+            return None
 
 
 def make_limiter(endpoint: Endpoint) -> AsyncLimiter | None:
@@ -217,11 +220,7 @@ class EndpointClient:
         reason = retry_reason(reply.http_status, peek)
         if reason is None:
             return None, None
-        try:
-            body = msgspec.json.decode(reply.body)
-        except msgspec.DecodeError:
-            body = None
-        return reason, stated_wait(reply.headers, body, peek)
+        return reason, stated_wait(reply.headers, reply.json_or_none(), peek)
 
     def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any) -> httpx.Request:
         """What client.build_request makes of our calls (client headers overridden by ours), merging less."""

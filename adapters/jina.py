@@ -9,11 +9,10 @@ import httpx
 import msgspec
 import structlog
 
-from adapters.errors import key_rejected
 from adapters.fetch_cache import CachedPage, FetchCache
 from adapters.http import EndpointClient, OwnsClient, Reply
 from adapters.keys import Secret, read_key, scrub_text
-from adapters.search_base import shorten
+from adapters.search_base import http_error_text
 from adapters.types import Endpoint, FetchResponse
 from adapters.urls import normalize_url
 
@@ -122,21 +121,15 @@ class JinaFetcher(OwnsClient):
 
     def _http_error(self, reply: Reply) -> str:
         """Reader's `{code, name, message, readableMessage}` envelope, a plain text message, or an HTML edge page."""
-        if reply.http_status is None:
-            return reply.error or "transport error"
-        text = reply.body.decode("utf-8", "replace")
-        message = text
-        try:
-            body = msgspec.json.decode(reply.body)
-        except msgspec.DecodeError:
-            body = None
-        if isinstance(body, dict):
-            message = str(body.get("readableMessage") or body.get("message") or body.get("name") or text)
-        elif "<html" in text[:500].lower():
-            message = f"HTML error page from the edge (HTTP {reply.http_status})"
-        message = shorten(message) or f"HTTP {reply.http_status}"
-        if reply.http_status in (401, 403):
-            return key_rejected(self.label, self.endpoint.key_env, reply.http_status, message)
-        return f"HTTP {reply.http_status}: {message}"
+
+        def message_of(body: Any, text: str) -> str:
+            if isinstance(body, dict):
+                return str(body.get("readableMessage") or body.get("message") or body.get("name") or text)
+            if "<html" in text[:500].lower():
+                return f"HTML error page from the edge (HTTP {reply.http_status})"
+            return text
+
+        return http_error_text(reply, self.label, self.endpoint.key_env, message_of,
+                               lambda status, _body: status in (401, 403))
 
 

@@ -169,11 +169,7 @@ class OpenAIChat(OwnsClient):
             msg = f"{self.model}: {reply.error or reply.outcome}"
             return ChatError(status, scrub_text(msg, self._key), reply.retries, http_status=reply.http_status)
         text = reply.body.decode("utf-8", "replace")
-        try:
-            parsed = msgspec.json.decode(reply.body)
-        except msgspec.DecodeError:
-            parsed = None
-        message = shorten(error_message(parsed, text)) or f"HTTP {reply.http_status}"
+        message = shorten(error_message(reply.json_or_none(), text)) or f"HTTP {reply.http_status}"
         auth = reply.http_status in (401, 403)
         if auth:
             message = key_rejected(self.label, self.endpoint.key_env, reply.http_status, message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -113,17 +114,26 @@ class SearchAdapter(OwnsClient):
         return SearchResponse(status="ok", hits=hits, **common)
 
     def _http_error(self, reply: Reply) -> str:
-        if reply.http_status is None:
-            return reply.error or "transport error"
-        text = reply.body.decode("utf-8", "replace")
-        try:
-            body = msgspec.json.decode(reply.body)
-        except msgspec.DecodeError:
-            body = None
-        try:
-            message = shorten(self.error_message(body, text) or text) or f"HTTP {reply.http_status}"
-        except (AttributeError, TypeError, KeyError, IndexError):
-            message = shorten(text) or f"HTTP {reply.http_status}"
-        if self.is_auth_failure(reply.http_status, body):
-            return key_rejected(self.label, self.endpoint.key_env, reply.http_status, message)
-        return f"HTTP {reply.http_status}: {message}"
+        return http_error_text(reply, self.label, self.endpoint.key_env, self.error_message, self.is_auth_failure)
+
+
+def http_error_text(
+    reply: Reply,
+    label: str,
+    key_env: str | None,
+    message_of: Callable[[Any, str], str],
+    is_auth_failure: Callable[[int, Any], bool],
+) -> str:
+    """One line for a failed call: the provider's message (`message_of(decoded body or None, text)`), or the key
+    rejection naming the variable to fix."""
+    if reply.http_status is None:
+        return reply.error or "transport error"
+    text = reply.body.decode("utf-8", "replace")
+    body = reply.json_or_none()
+    try:
+        message = shorten(message_of(body, text) or text) or f"HTTP {reply.http_status}"
+    except (AttributeError, TypeError, KeyError, IndexError):
+        message = shorten(text) or f"HTTP {reply.http_status}"
+    if is_auth_failure(reply.http_status, body):
+        return key_rejected(label, key_env, reply.http_status, message)
+    return f"HTTP {reply.http_status}: {message}"
