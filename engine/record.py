@@ -21,17 +21,10 @@ import anyio
 import msgspec
 import structlog
 
-from engine.agent import (
-    Agent,
-    ChatModel,
-    FetchBackend,
-    SearchProvider,
-    Stats,
-    Trajectory,
-)
+from engine.agent import Agent, ChatModel, Stats, Trajectory
 from engine.config import SANDBOX_DATASET, RunConfig
 from engine.fanout import fan_out
-from engine.prompts import get_prompt
+from engine.prompts import Prompt, get_prompt
 from store.errors import BadInput
 from store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
 from store.log import EventLog
@@ -262,8 +255,7 @@ async def record_run(
         if prev is None:
             await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
         if eps is not None:
-            agents = {p: _agent(cfg, eps.chat, eps.search[p], eps.fetch, prompt, stats) for p in names}
-            await fan_out(jobs, agents, writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
+            await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
         after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
         complete = not _plan(run_id, questions, names, after, max_attempts)
         if complete and not after.has_finished:
@@ -297,8 +289,15 @@ async def record_run(
     )
 
 
-def _agent(cfg: RunConfig, chat: ChatModel, search: SearchProvider, fetch: FetchBackend, prompt: Any, stats: Stats) -> Agent:
-    return Agent(chat=chat, search=search, fetch=fetch, prompt=prompt, max_iterations=cfg.limits.max_iterations, stats=stats)
+def make_agents(
+    cfg: RunConfig, eps: Endpoints, prompt: Prompt, *, chat: ChatModel | None = None, stats: Stats | None = None
+) -> dict[str, Agent]:
+    """One Agent per provider name, sharing the chat model (`chat`, else the endpoints'), fetch backend and stats."""
+    return {
+        name: Agent(chat=chat or eps.chat, search=search, fetch=eps.fetch, prompt=prompt,
+                    max_iterations=cfg.limits.max_iterations, stats=stats)
+        for name, search in eps.search.items()
+    }
 
 
 def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[NewEvent]:

@@ -18,8 +18,8 @@ import anyio
 import msgspec
 
 from adapters.types import ChatResponse
-from engine.agent import Agent, Recorder, Trajectory, rebuild_messages, request_sha256
-from engine.record import endpoint_factory, run_stream
+from engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
+from engine.record import endpoint_factory, make_agents, run_stream
 from replay.diff import Divergence, first_divergence, request_diff, steps
 from replay.reexec import ReplayMiss, ReplayTransport, Tape
 from store.errors import BadInput
@@ -240,9 +240,7 @@ async def replay_trajectories(
             cfg = replay_config(config, prompt_version)
             eps = await endpoint_factory(transport)(cfg, stack)
             chat = CapturingChat(eps.chat)
-            prompt = get_prompt(cfg.agent.prompt_version)
-            for name, search in eps.search.items():
-                agent = Agent(chat=chat, search=search, fetch=eps.fetch, prompt=prompt, max_iterations=cfg.limits.max_iterations)
+            for name, agent in make_agents(cfg, eps, get_prompt(cfg.agent.prompt_version), chat=chat).items():
                 agents[(run_id, name)] = (agent, chat)
 
         async def one(rec: Recorded) -> None:
