@@ -219,13 +219,13 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
                 insert(con, table)
             con.execute("COMMIT")
     except BaseException:
-        _rollback(con)
+        rollback(con)
         if narrow:
             con.execute(f"SET threads = {threads}")
         raise
 
 
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.execute("ROLLBACK")
     except duckdb.TransactionException:  # the failure was the COMMIT itself: nothing is open
@@ -237,7 +237,7 @@ def _abort(con: duckdb.DuckDBPyConnection, inserter: _Inserter) -> None:
         inserter.wait()
     except BaseException:
         pass
-    con.execute("ROLLBACK")
+    rollback(con)
     inserter.restore()
 
 

@@ -191,7 +191,7 @@ class EventLog:
                 digests = _blobs.insert(self._con, [data])
                 self._con.execute("COMMIT")
             except BaseException:
-                self._con.execute("ROLLBACK")
+                _append.rollback(self._con)
                 raise
         return digests[0]
 

@@ -265,3 +265,27 @@ def test_a_big_append_gives_duckdb_its_threads_back(tmp_path: Path, monkeypatch:
         assert log.append([ev(f"s{i % 5}", i) for i in range(300)]) == list(range(1, 301))
         assert cur.execute("SELECT current_setting('threads')").fetchone() == before
         cur.close()
+
+
+def test_a_failing_commit_raises_its_own_error_not_the_rollback_s() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from store.schema import GENESIS
+
+    class CommitFails:  # DuckDB ends the transaction when COMMIT fails: a ROLLBACK after it raises
+        def execute(self, sql: str, *args: object) -> None:
+            if sql == "COMMIT":
+                raise duckdb.IOException("disk went away at commit")
+            if sql == "ROLLBACK":
+                raise duckdb.TransactionException("cannot rollback - no transaction is active")
+
+        def register(self, *args: object) -> None:
+            pass
+
+        def unregister(self, *args: object) -> None:
+            pass
+
+    head = append_mod.Head(0, GENESIS, {}, set())
+    with ThreadPoolExecutor(1) as executor, pytest.raises(duckdb.IOException, match="at commit"):
+        append_mod.append_groups(CommitFails(), executor, head, [([ev("a", 0)], None)], (), 0)  # type: ignore[arg-type]
+    assert head.position == 0 and not head.ids
