@@ -1,7 +1,8 @@
 """Narrow reads of the events for the audit and the HTML plots: judge runs, providers, verdicts, two aggregates.
 
-Reads only the events table (through an EventLog or any DuckDB connection to the store), so it works
-whether the data was recorded live or imported, and does not depend on the typed projections. Judge items
+Works on an EventLog or any DuckDB connection to the store, read-only included, whether the data was recorded
+live or imported. Current trajectories and the HTML aggregates are SQL over the typed relations (the `proj_*`
+tables when current, else temporary views over the events) with `shared_sql.trajectories_cte`; judge items
 (SPEC §4) are not derived here: the audit reads them from `analytics.items.judge_items`.
 """
 
@@ -12,6 +13,8 @@ from typing import Any, Protocol
 
 import duckdb
 
+from analytics import projections
+from analytics.shared_sql import trajectories_cte
 from store.errors import BadInput
 from store.events import JudgeVerdict, decode_payload
 
@@ -20,18 +23,10 @@ class HasCursor(Protocol):
     def cursor(self) -> duckdb.DuckDBPyConnection: ...
 
 
-# One row per current trajectory stream: a trajectory that a later attempt of its cell supersedes (it ended in
-# `error` and `record` recorded the cell again) is left out, as in analytics.shared_sql.trajectories_cte.
-_TRAJ = """
-WITH ts AS (
-  SELECT stream_id, position, j[1] AS trajectory_id, j[2] AS provider, j[3] AS supersedes
-  FROM (SELECT stream_id, position, json_extract_string(payload, ['$.trajectory_id', '$.provider', '$.supersedes']) AS j
-        FROM events WHERE type = 'trajectory.started')
-)
-SELECT stream_id, arg_min(trajectory_id, position) AS trajectory_id, arg_min(provider, position) AS provider
-FROM ts t WHERE NOT EXISTS (SELECT 1 FROM ts sup WHERE sup.supersedes = t.trajectory_id AND sup.position > t.position)
-GROUP BY stream_id
-"""
+def _relations(cur: duckdb.DuckDBPyConnection) -> str:
+    """Prefix of the typed relations on this cursor: the projections when current (the report just caught them
+    up), else temporary views over the raw events (a read-only store)."""
+    return projections.sources(cur, writable=False)
 
 
 def latest_judge_run(source: HasCursor) -> str:
@@ -51,9 +46,9 @@ def latest_judge_run(source: HasCursor) -> str:
 
 
 def providers(source: HasCursor) -> dict[str, str]:
-    """trajectory_id -> provider, from the trajectory.started events alone."""
+    """trajectory_id -> provider of every current trajectory (no superseded attempt)."""
     cur = source.cursor()
-    rows = cur.execute(f"SELECT trajectory_id, provider FROM ({_TRAJ})").fetchall()
+    rows = cur.execute(f"WITH {trajectories_cte(_relations(cur))} SELECT trajectory_id, provider FROM tr").fetchall()
     cur.close()
     return {str(t): str(p) for t, p in rows}
 
@@ -84,36 +79,28 @@ def verdicts(
     return out
 
 
-# -- set-based aggregates for the HTML page (SQL, so they stay fast at millions of events) -----------------
+# -- set-based aggregates for the HTML page (SQL over the typed relations) ------------------------------------
 
 
 def gold_rank_hist(source: HasCursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
     """{provider: {rank: appearances}} over search.result appearances whose item's snippet supports gold."""
     cur = source.cursor()
-    providers = [r[0] for r in cur.execute(f"SELECT DISTINCT provider FROM ({_TRAJ})").fetchall()]
+    p = _relations(cur)
+    with_tr = f"WITH {trajectories_cte(p)}"
+    providers = [r[0] for r in cur.execute(f"{with_tr} SELECT DISTINCT provider FROM tr").fetchall()]
     out: dict[str, dict[int, int]] = {p: {} for p in sorted(providers)}
     if judge_run_id is None:
         cur.close()
         return out
     rows = cur.execute(
-        f"""
-WITH tr AS ({_TRAJ}),
+        f"""{with_tr},
 v AS (
-  SELECT j[1] AS trajectory_id, j[2] AS url_normalized,
-         arg_min(coalesce(j[3] = 'true' AND j[4] = 'true', false), position) AS s
-  FROM (SELECT position, json_extract_string(payload,
-          ['$.item.trajectory_id', '$.item.url_normalized', '$.valid', '$.labels.snippet.supports_gold']) AS j
-        FROM events WHERE type = 'judge.verdict' AND json_extract_string(payload, '$.judge_run_id') = ?)
-  GROUP BY 1, 2
-),
-res AS (
-  SELECT stream_id, j[1] AS url_normalized, CAST(j[2] AS INTEGER) AS rank
-  FROM (SELECT stream_id, json_extract_string(payload, ['$.url_normalized', '$.rank']) AS j
-        FROM events WHERE type = 'search.result')
+  SELECT trajectory_id, url_normalized, arg_min(coalesce(valid AND snippet_supports_gold, false), position) AS s
+  FROM {p}verdicts WHERE judge_run_id = ? GROUP BY 1, 2
 )
-SELECT tr.provider, res.rank, count(*) FROM res
+SELECT tr.provider, r.rank, count(*) FROM {p}search_results r
 JOIN tr USING (stream_id)
-JOIN v ON v.trajectory_id = tr.trajectory_id AND v.url_normalized = res.url_normalized
+JOIN v ON v.trajectory_id = tr.trajectory_id AND v.url_normalized = r.url_normalized
 WHERE v.s GROUP BY 1, 2 ORDER BY 1, 2
 """,
         [judge_run_id],
@@ -130,28 +117,25 @@ def per_trajectory(source: HasCursor) -> dict[str, list[dict[str, Any]]]:
     Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
     """
     cur = source.cursor()
+    p = _relations(cur)
     rows = cur.execute(
         f"""
-WITH tr AS ({_TRAJ}),
-ev AS (
-  SELECT stream_id, type, j[1] AS i, j[2] AS o
-  FROM (SELECT stream_id, type, json_extract_string(payload, ['$.usage.input_tokens', '$.usage.output_tokens']) AS j
-        FROM events WHERE type IN ('search.called', 'fetch.called', 'model.responded', 'trajectory.finished'))
-),
-agg AS (
-  SELECT stream_id,
-         count(*) FILTER (WHERE type = 'search.called') AS searches,
-         count(*) FILTER (WHERE type = 'fetch.called') AS fetches,
-         coalesce(sum(CAST(i AS BIGINT)) FILTER (WHERE type = 'model.responded'), 0) AS mi,
-         coalesce(sum(CAST(o AS BIGINT)) FILTER (WHERE type = 'model.responded'), 0) AS mo,
-         max(CAST(i AS BIGINT)) FILTER (WHERE type = 'trajectory.finished') AS fi,
-         max(CAST(o AS BIGINT)) FILTER (WHERE type = 'trajectory.finished') AS fo
-  FROM ev GROUP BY stream_id
+WITH {trajectories_cte(p)},
+sc AS (SELECT stream_id, count(*) AS searches FROM {p}search_calls GROUP BY stream_id),
+fc AS (SELECT stream_id, count(*) AS fetches FROM {p}fetch_calls GROUP BY stream_id),
+mu AS (SELECT stream_id, coalesce(sum(input_tokens), 0) AS mi, coalesce(sum(output_tokens), 0) AS mo
+       FROM {p}model_responses GROUP BY stream_id),
+fin AS (  -- the usage totals of trajectory.finished are not a relation column
+  SELECT stream_id, max(CAST(j[1] AS BIGINT)) AS fi, max(CAST(j[2] AS BIGINT)) AS fo
+  FROM (SELECT stream_id, json_extract_string(payload, ['$.usage.input_tokens', '$.usage.output_tokens']) AS j
+        FROM events WHERE type = 'trajectory.finished')
+  GROUP BY stream_id
 )
 SELECT tr.provider, tr.trajectory_id, coalesce(searches, 0), coalesce(fetches, 0),
        CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mi, 0) ELSE fi END,
        CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mo, 0) ELSE fo END
-FROM tr LEFT JOIN agg USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
+FROM tr LEFT JOIN sc USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN mu USING (stream_id)
+LEFT JOIN fin USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
 """
     ).fetchall()
     cur.close()
