@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from adapters.http import Reply
+from adapters.keys import json_headers
 from adapters.search_base import SearchAdapter, clean_text, domain_or_url
 from adapters.types import SearchHit
 
@@ -47,9 +48,7 @@ class FirecrawlSearch(SearchAdapter):
         body: dict[str, Any] = {"query": query, **{k: v for k, v in self.params.items() if k != "api"}}
         if api == "v1":
             body.pop("sources", None)  # v1 rejects unknown keys
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        headers = json_headers(self._key)
         return await self._http.call("POST", f"{api}/search", what=f"search:{self.name}", headers=headers,
                                      json=body, trace_id=trace_id)
 

@@ -11,7 +11,7 @@ import structlog
 
 from adapters.fetch_cache import CachedPage, FetchCache
 from adapters.http import EndpointClient, OwnsClient, Reply
-from adapters.keys import Secret, read_key, scrub_text
+from adapters.keys import Secret, json_headers, read_key, scrub_text
 from adapters.search_base import http_error_text
 from adapters.types import Endpoint, FetchResponse
 from adapters.urls import normalize_url
@@ -90,9 +90,7 @@ class JinaFetcher(OwnsClient):
                 return FetchResponse(status="ok", content=cached.content, n_bytes=cached.n_bytes,
                                      n_tokens=estimate_tokens(cached.content), cache_hit=True,
                                      http_status=cached.http_status)
-        headers = {"Accept": "application/json"}  # the JSON envelope; Reader's default format is markdown
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        headers = json_headers(self._key, json_body=False)  # the JSON envelope; Reader's default is markdown
         reply = await self._http.call("GET", "/" + url.strip(), what=f"fetch:{self.name}", headers=headers,
                                       trace_id=trace_id, read_cap=self.read_cap)
         response = self._to_response(reply)

@@ -48,6 +48,16 @@ def read_key(provider: str, env_var: str | None, *, required: bool = True, fallb
     return None
 
 
+def json_headers(key: Secret | None, *, json_body: bool = True) -> dict[str, str]:
+    """Accept JSON (and send it, with `json_body`), authenticated by `Authorization: Bearer <key>` when there is one."""
+    headers = {"Accept": "application/json"}
+    if json_body:
+        headers["Content-Type"] = "application/json"
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key.reveal()}"
+    return headers
+
+
 def scrub_text(text: str, *secrets: Secret | None) -> str:
     """Replace every given key value in `text` with `***` (providers may echo a key in an error body)."""
     for s in secrets:

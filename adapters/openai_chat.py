@@ -11,7 +11,7 @@ import structlog
 
 from adapters.errors import ChatError, key_rejected
 from adapters.http import EndpointClient, OwnsClient, Reply
-from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
+from adapters.keys import Secret, json_headers, read_key, scrub_bytes, scrub_text
 from adapters.search_base import shorten
 from adapters.types import ChatResponse, Endpoint
 from store.events import ToolCall, Usage
@@ -146,9 +146,7 @@ class OpenAIChat(OwnsClient):
             body["tools"] = tools
         if response_format is not None:
             body["response_format"] = response_format
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        headers = json_headers(self._key)
         reply = await self._http.call("POST", "chat/completions", what=f"chat:{self.model}", headers=headers,
                                       json=body, trace_id=trace_id, accept=_parses)
         if reply.outcome != "ok":

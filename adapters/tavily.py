@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from adapters.http import Reply
+from adapters.keys import json_headers
 from adapters.search_base import SearchAdapter, clean_text, domain_or_url
 from adapters.types import SearchHit
 
@@ -38,9 +39,7 @@ class TavilySearch(SearchAdapter):
                 "include_answer": False, "include_images": False}
 
     async def _send(self, query: str, trace_id: str | None) -> Reply:
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        headers = json_headers(self._key)
         return await self._http.call("POST", "search", what=f"search:{self.name}", headers=headers,
                                      json={"query": query, **self.params}, trace_id=trace_id)
 
