@@ -10,9 +10,9 @@ from itertools import accumulate
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.events import PAYLOAD_TYPES, NewEvent, _encoder
+from store.events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
 
-_TAGS: dict[type, str] = {t: t.__struct_config__.tag for t in PAYLOAD_TYPES}  # type: ignore[misc]
+_TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))
 _TS = pa.timestamp("us", tz="UTC")
 _JSON = pa.json_(pa.large_string())
 _UUID = pa.uuid()
