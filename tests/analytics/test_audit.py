@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from analytics_fixture import run_cli
 
-from engine.cli import main
 from store.events import (
     FetchCalled,
     FetchCompleted,
@@ -30,16 +30,6 @@ from store.log import EventLog
 
 LABELS = ("supports_gold", "contradicts_gold", "relevant")
 Expected = list[tuple[str, str, str, str, str, bool]]  # provider, tid, url_n, surface, label, value
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _verdict(jr: str, tid: str, url_n: str, snippet: Labels, page: Labels | None) -> JudgeVerdict:
@@ -195,9 +185,7 @@ def test_sample_is_balanced_and_deterministic(
 ) -> None:
     db, expected = store
     out = tmp_path / "a.tsv"
-    code, stdout, err = run_cli(
-        ["audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out)], capsys
-    )
+    code, stdout, err = run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))
     assert code == 0, err
     rows = read_tsv(out)
     leaves: dict[tuple[str, str, str, bool], list[tuple[str, str, str, str]]] = {}
@@ -234,14 +222,12 @@ def test_sample_is_balanced_and_deterministic(
             assert r["gold_answer"] in r["evidence"] and "\t" not in r["evidence"]
     # same seed -> same file; another seed -> another choice in the leaves that have more than k
     out2 = tmp_path / "b.tsv"
-    run_cli(["audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out2)], capsys)
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out2))
     assert out2.read_bytes() == out.read_bytes()
-    run_cli(["audit", "sample", "--db", str(db), "--k", "2", "--seed", "other", "--out", str(out2)], capsys)
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "other", "--out", str(out2))
     assert out2.read_bytes() != out.read_bytes()
     # all of a leaf when it has fewer than k; explicit judge run
-    run_cli(
-        ["audit", "sample", "--db", str(db), "--k", "100", "--judge-run-id", "j1", "--out", str(out2)], capsys
-    )
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "100", "--judge-run-id", "j1", "--out", str(out2))
     assert len(read_tsv(out2)) == len(expected)
 
 
@@ -259,7 +245,7 @@ def test_import_and_agreement(
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(["audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv)], capsys)
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = read_tsv(tsv)[:6]
     # agree, agree, disagree, unclear, (unlabelled), agree -- written with the judge's own value where agreeing
     flip = {"true": "false", "false": "true"}
@@ -273,14 +259,14 @@ def test_import_and_agreement(
     ]
     labelled = tmp_path / "l.tsv"
     write_tsv(labelled, fill(rows, values))
-    code, out, err = run_cli(["audit", "import", "--db", str(db), str(labelled)], capsys)
+    code, out, err = run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
     assert code == 0, err
     assert "5 new labels" in out and "1 without a human value" in out
     assert count_labels(db) == 5
     # idempotent
-    code, out, _ = run_cli(["audit", "import", "--db", str(db), str(labelled)], capsys)
+    code, out, _ = run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
     assert code == 0 and "0 new labels" in out and count_labels(db) == 5
-    code, out, _ = run_cli(["audit", "agreement", "--db", str(db), "--json"], capsys)
+    code, out, _ = run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")
     result = json.loads(out)
     assert result["judge_run_id"] == "j1"
     assert result["overall"] == {"labelled": 5, "unclear": 1, "clear": 4, "agree": 3, "agreement": 0.75}
@@ -297,18 +283,18 @@ def test_import_and_agreement(
     # the human changes their mind on row 2 and back: each change is an event, the latest counts
     values[2] = rows[2]["judge_value"]
     write_tsv(labelled, fill(rows, values))
-    run_cli(["audit", "import", "--db", str(db), str(labelled)], capsys)
+    run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
     assert count_labels(db) == 6
-    result = json.loads(run_cli(["audit", "agreement", "--db", str(db), "--json"], capsys)[1])
+    result = json.loads(run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")[1])
     assert result["overall"]["agree"] == 4 and result["overall"]["agreement"] == 1.0
     values[2] = flip[rows[2]["judge_value"]]
     write_tsv(labelled, fill(rows, values))
-    run_cli(["audit", "import", "--db", str(db), str(labelled)], capsys)
+    run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
     assert count_labels(db) == 7
-    result = json.loads(run_cli(["audit", "agreement", "--db", str(db), "--json"], capsys)[1])
+    result = json.loads(run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")[1])
     assert result["overall"]["agree"] == 3
     # terminal table names every leaf and the overall line
-    code, out, _ = run_cli(["audit", "agreement", "--db", str(db)], capsys)
+    code, out, _ = run_cli(capsys, "audit", "agreement", "--db", str(db))
     assert code == 0 and "overall" in out and leaf(rows[0]) in out and "75.0%" in out
 
 
@@ -341,13 +327,13 @@ def test_import_is_strict_and_writes_nothing(
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(["audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv)], capsys)
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = fill(read_tsv(tsv)[:3], ["true", "false", "true"])
     assert callable(mutate)
     mutate(rows[1])
     bad = tmp_path / "bad.tsv"
     write_tsv(bad, rows)
-    code, out, err = run_cli(["audit", "import", "--db", str(db), str(bad)], capsys)
+    code, out, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
     assert code == 2, out
     assert len(err.strip().splitlines()) == 1 and needle in err and str(bad) in err
     assert count_labels(db) == 0
@@ -358,14 +344,14 @@ def test_import_rejects_duplicates_missing_columns_and_page_on_snippet_item(
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(["audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv)], capsys)
+    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = fill(read_tsv(tsv)[:2], ["true", "false"])
     bad = tmp_path / "bad.tsv"
     write_tsv(bad, [rows[0], rows[1], dict(rows[0], human_value="false")])
-    code, _, err = run_cli(["audit", "import", "--db", str(db), str(bad)], capsys)
+    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "line 4" in err and "line 2" in err
     write_tsv(bad, [{k: v for k, v in r.items() if k != "human_value"} for r in rows])
-    code, _, err = run_cli(["audit", "import", "--db", str(db), str(bad)], capsys)
+    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "'human_value'" in err
     snippet_only = next(
         r
@@ -373,7 +359,7 @@ def test_import_rejects_duplicates_missing_columns_and_page_on_snippet_item(
         if r["surface"] == "snippet" and not r["url_normalized"].startswith("https://site2")
     )
     write_tsv(bad, [dict(snippet_only, surface="page", human_value="true")])
-    code, _, err = run_cli(["audit", "import", "--db", str(db), str(bad)], capsys)
+    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "not page-visible" in err
     assert count_labels(db) == 0
 
@@ -381,15 +367,13 @@ def test_import_rejects_duplicates_missing_columns_and_page_on_snippet_item(
 def test_no_judge_run_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
-    code, _, err = run_cli(["audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv")], capsys)
+    code, _, err = run_cli(capsys, "audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv"))
     assert code == 2 and "no judge run" in err
-    code, _, err = run_cli(["audit", "agreement", "--db", str(db), "--judge-run-id", "zz"], capsys)
+    code, _, err = run_cli(capsys, "audit", "agreement", "--db", str(db), "--judge-run-id", "zz")
     assert code == 2 and "'zz'" in err
     missing = tmp_path / "missing.duckdb"
     (tmp_path / "x.tsv").write_text("judge_run_id\n")
-    code, _, err = run_cli(["audit", "import", "--db", str(missing), str(tmp_path / "x.tsv")], capsys)
+    code, _, err = run_cli(capsys, "audit", "import", "--db", str(missing), str(tmp_path / "x.tsv"))
     assert code == 2 and "no such database" in err and not missing.exists()
-    code, _, err = run_cli(
-        ["audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv")], capsys
-    )
+    code, _, err = run_cli(capsys, "audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv"))
     assert code == 2 and not missing.exists()

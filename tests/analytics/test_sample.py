@@ -13,23 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from analytics_fixture import run_cli
 
 from analytics.sample import quotas, read_questions, sample
-from engine.cli import main
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sealqa" / "seal-hard.parquet"
 STRATA = ("freshness", "search_results", "topic")
 needs_real = pytest.mark.skipif(not REAL.exists(), reason=f"SealQA-Hard file not present at {REAL}")
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def fraction_quotas(sizes: dict[tuple[str, ...], int], n: int) -> dict[tuple[str, ...], int]:
@@ -64,7 +54,7 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def sampled_qids(path: Path, n: int, seed: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, out, err = run_cli(["sample", "--questions", str(path), "--n", str(n), "--seed", seed], capsys)
+    code, out, err = run_cli(capsys, "sample", "--questions", str(path), "--n", str(n), "--seed", seed)
     assert code == 0, err
     return [json.loads(line)["qid"] for line in out.splitlines()]
 
@@ -74,7 +64,7 @@ def test_real_file_counts_are_largest_remainder_quotas(capsys: pytest.CaptureFix
     table = pq.read_table(REAL)
     rows = table.to_pylist()
     sizes = Counter(tuple(r[c] for c in STRATA) for r in rows)
-    code, out, err = run_cli(["sample", "--questions", str(REAL), "--n", "100", "--seed", "paper"], capsys)
+    code, out, err = run_cli(capsys, "sample", "--questions", str(REAL), "--n", "100", "--seed", "paper")
     assert code == 0, err
     got = [json.loads(line) for line in out.splitlines()]
     assert len(got) == 100
@@ -164,7 +154,7 @@ def test_numpy_and_nested_values_serialise(tmp_path: Path, capsys: pytest.Captur
         }
     )
     pq.write_table(table, tmp_path / "q.parquet")
-    code, out, err = run_cli(["sample", "--questions", str(tmp_path / "q.parquet"), "--n", "2"], capsys)
+    code, out, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "q.parquet"), "--n", "2")
     assert code == 0, err
     got = sorted((json.loads(line) for line in out.splitlines()), key=lambda r: r["question"])
     assert got[0]["urls"] == ["x", "y"] and got[0]["year"] == 2024 and got[1]["year"] is None
@@ -174,9 +164,7 @@ def test_out_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [{"question": f"q{i}?", "freshness": "f", "search_results": "s", "topic": "t"} for i in range(5)]
     write_jsonl(rows, tmp_path / "q.jsonl")
     out = tmp_path / "s.jsonl"
-    code, stdout, err = run_cli(
-        ["sample", "--questions", str(tmp_path / "q.jsonl"), "--n", "3", "--out", str(out)], capsys
-    )
+    code, stdout, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "q.jsonl"), "--n", "3", "--out", str(out))
     assert code == 0, err
     assert stdout == ""
     assert len(out.read_text().splitlines()) == 3
@@ -217,7 +205,7 @@ def test_bad_input_exits_2_with_one_line(
 ) -> None:
     path = tmp_path / name
     path.write_text(content)
-    code, out, err = run_cli(["sample", "--questions", str(path), "--n", str(n)], capsys)
+    code, out, err = run_cli(capsys, "sample", "--questions", str(path), "--n", str(n))
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -233,8 +221,8 @@ def test_truncated_parquet_and_missing_file(tmp_path: Path, capsys: pytest.Captu
     pq.write_table(table, tmp_path / "full.parquet")
     data = (tmp_path / "full.parquet").read_bytes()
     (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
-    code, _, err = run_cli(["sample", "--questions", str(tmp_path / "cut.parquet"), "--n", "1"], capsys)
+    code, _, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "cut.parquet"), "--n", "1")
     assert code == 2 and "cut.parquet" in err and "Parquet" in err
-    code, _, err = run_cli(["sample", "--questions", str(tmp_path / "nope.jsonl"), "--n", "1"], capsys)
+    code, _, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "nope.jsonl"), "--n", "1")
     assert code == 2 and "no such question file" in err
     assert read_questions(tmp_path / "full.parquet")[0]["question"] == "a?"
