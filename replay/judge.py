@@ -9,7 +9,6 @@ from typing import Any
 
 import anyio
 import msgspec
-from aiolimiter import AsyncLimiter
 
 from adapters.protocols import ChatModel
 from analytics.items import JudgeItem, judge_items
@@ -124,11 +123,10 @@ class _Run:
         chat: ChatModel,
         prompt: JudgePrompt,
         stats: JudgeStats,
-        limiter: AsyncLimiter | None,
         progress: Callable[[JudgeStats], None] | None,
     ) -> None:
         self.log, self.writer, self.chat, self.prompt = log, writer, chat, prompt
-        self.stats, self.limiter, self.progress = stats, limiter, progress
+        self.stats, self.progress = stats, progress
         self.jrid = stats.judge_run_id
 
     def _page(self, digest: str) -> str:
@@ -160,8 +158,6 @@ class _Run:
         if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
             page = await anyio.to_thread.run_sync(self._page, item.page_digest)
         messages = self._messages(item, page)
-        if self.limiter is not None:
-            await self.limiter.acquire()
         trace = trace_id_of(self.jrid, item)
         started = time.perf_counter()
         try:
@@ -255,11 +251,6 @@ def _line(text: str, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
 
-def rate_limiter(rps: float) -> AsyncLimiter:
-    """Bucket of rps/10 per 0.1 s (no first-second burst); below 10/s one call per 1/rps."""
-    return AsyncLimiter(rps / 10, 0.1) if rps >= 10 else AsyncLimiter(1, 1 / rps)
-
-
 async def run_judge(
     log: EventLog,
     *,
@@ -267,7 +258,6 @@ async def run_judge(
     chat: ChatModel,
     judge_run_id: str | None = None,
     prompt_version: str | None = None,
-    rps: float | None = None,
     concurrency: int = 8,
     params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None,
@@ -275,12 +265,10 @@ async def run_judge(
 ) -> JudgeStats:
     """Judge every item of the store that this judge run has no verdict for yet; returns the counters.
 
-    `rps` limits call starts in this process (AsyncLimiter(rps/10, 0.1)); None leaves pacing to the chat adapter.
+    Calls are paced by the chat adapter's endpoint limiter (adapters.http), as every other call of the project.
     """
     if concurrency < 1:
         raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
-    if rps is not None and rps <= 0:
-        raise BadInput(f"--rps must be positive, got {rps}")
     prompt = get_judge_prompt(prompt_version) if prompt_version else get_judge_prompt()
     jrid = judge_run_id or default_judge_run_id(model, prompt.version)
     t0 = time.perf_counter()
@@ -295,11 +283,10 @@ async def run_judge(
         _check_same_run(prev, model, prompt)
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
-    limiter = rate_limiter(rps) if rps is not None else None
-    delay = commit_delay(rps if rps is not None else getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
+    delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
     try:
-        await _judge_pending(log, chat, prompt, stats, limiter, progress, pending, concurrency, delay,
-                             None if prev is not None else _started_event(jrid, model, prompt, rps, concurrency, params))
+        await _judge_pending(log, chat, prompt, stats, progress, pending, concurrency, delay,
+                             None if prev is not None else _started_event(jrid, model, prompt, concurrency, params))
     except BaseExceptionGroup as eg:
         bad = _bad_input(eg)
         if bad is not None:
@@ -316,16 +303,15 @@ def commit_delay(pace_rps: float, concurrency: int) -> float:
     return min(COMMIT_DELAY_S, 0.5 * concurrency / pace_rps)
 
 
-def _started_event(
-    jrid: str, model: str, prompt: JudgePrompt, rps: float | None, concurrency: int, params: dict[str, Any] | None
-) -> NewEvent:
+def _started_event(jrid: str, model: str, prompt: JudgePrompt, concurrency: int, params: dict[str, Any] | None) -> NewEvent:
     started = JudgeStarted(
         judge_run_id=jrid,
         model=model,
         prompt_version=prompt.version,
         prompt_sha256=prompt.sha256,
         schema_version=SCHEMA_VERSION,
-        params={"rps": rps, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
+        # "rps": None as before the in-process limiter went (the adapter paces); the CLI's `params` give its rate
+        params={"rps": None, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
     )
     return NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=started, event_id=stable_event_id("judge.started", jrid))
 
@@ -335,7 +321,6 @@ async def _judge_pending(
     chat: ChatModel,
     prompt: JudgePrompt,
     stats: JudgeStats,
-    limiter: AsyncLimiter | None,
     progress: Callable[[JudgeStats], None] | None,
     pending: Sequence[JudgeItem],
     concurrency: int,
@@ -346,7 +331,7 @@ async def _judge_pending(
     async with open_writer(log, max_delay=commit_delay_s) as writer:
         if started is not None:
             await writer.append([started])
-        run = _Run(log, writer, chat, prompt, stats, limiter, progress)
+        run = _Run(log, writer, chat, prompt, stats, progress)
         run._tick()
         shared = iter(pending)
         async with anyio.create_task_group() as tg:

@@ -141,8 +141,7 @@ def judge(
         "model": model,
         "judge_run_id": judge_run_id or default_judge_run_id(model, prompt_version),
         "prompt_version": prompt_version,
-        "concurrency": concurrency,
-        "rps": None,  # the adapter's endpoint limiter paces calls (rps/10 per 0.1 s)
+        "concurrency": concurrency,  # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
         "params": {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
                    "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")},
     }
