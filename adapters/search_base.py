@@ -100,9 +100,7 @@ class SearchAdapter(OwnsClient):
                                       retries=reply.retries)
         if reply.outcome == "timeout":
             return SearchResponse(status="timeout", error=reply.error, **common)
-        if reply.outcome == "too_large":
-            return SearchResponse(status="bad_response", error=reply.error, **common)
-        if reply.outcome == "bad_response":
+        if reply.outcome in ("too_large", "bad_response"):
             return SearchResponse(status="bad_response", error=reply.error, **common)
         if reply.outcome == "http_error":
             return SearchResponse(status="http_error", error=scrub_text(self._http_error(reply), self._key), **common)
