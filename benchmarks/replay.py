@@ -164,15 +164,13 @@ class Timing:
 def _report_json(db: Path) -> tuple[str, float]:
     """What `searchtrace report --json --db DB` does, in-process; returns (JSON text, seconds)."""
     from analytics.report import build_report, to_json
-    from analytics.views import ensure_views
     from store.log import EventLog
 
     t0 = time.perf_counter()
     with EventLog(db) as log:
         con = log.cursor()
         try:
-            ensure_views(con)
-            text = to_json(build_report(con, writable=True))
+            text = to_json(build_report(con, writable=True))  # installs the views and catches the projections up
         finally:
             con.close()
     return text, time.perf_counter() - t0

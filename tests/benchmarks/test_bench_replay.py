@@ -40,13 +40,11 @@ def test_bench_replay_cli_counts_round_trip(tmp_path: Path, capsys: pytest.Captu
     # the report over the imported store counts exactly what the generator wrote
     judgments = [json.loads(line) for line in (tmp_path / "1x" / "judgments.jsonl").read_text().splitlines()]
     from analytics.report import build_report
-    from analytics.views import ensure_views
     from store.log import EventLog
 
     with EventLog(tmp_path / "1x" / "bench.duckdb") as log:
         con = log.cursor()
-        ensure_views(con)
-        report = build_report(con)
+        report = build_report(con)  # writable: installs the views itself
         con.close()
     providers = report["providers"]
     assert sorted(providers) == sorted(PROVIDERS)
