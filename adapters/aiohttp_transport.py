@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp
 import httpx
@@ -13,13 +13,15 @@ from httpx_aiohttp.transport import AIOHTTP_EXC_MAP, AiohttpResponseStream
 _CHUNK = AiohttpResponseStream.CHUNK_SIZE
 
 
-def _as_httpx(exc: Exception) -> Exception | None:
-    """The httpx exception httpx_aiohttp's map_aiohttp_exceptions raises for `exc` (None: not an aiohttp error)."""
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise what httpx_aiohttp's map_aiohttp_exceptions raises for `exc`: its httpx error, or `exc` itself."""
     mapped: type[Exception] | None = None
     for from_exc, to_exc in AIOHTTP_EXC_MAP.items():
         if isinstance(exc, from_exc) and (mapped is None or issubclass(to_exc, mapped)):
             mapped = to_exc
-    return None if mapped is None else mapped(str(exc))
+    if mapped is None:
+        raise exc
+    raise mapped(str(exc)) from exc
 
 
 class _Body(AiohttpResponseStream):
@@ -34,10 +36,7 @@ class _Body(AiohttpResponseStream):
             try:
                 chunk = await content.read(_CHUNK)
             except Exception as exc:
-                mapped = _as_httpx(exc)
-                if mapped is None:
-                    raise
-                raise mapped from exc
+                _raise_as_httpx(exc)
             if not chunk:
                 return
             yield chunk
@@ -46,10 +45,7 @@ class _Body(AiohttpResponseStream):
         try:
             await self._aiohttp_response.__aexit__(None, None, None)
         except Exception as exc:
-            mapped = _as_httpx(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+            _raise_as_httpx(exc)
 
 
 class LeanAiohttpTransport(AiohttpTransport):
@@ -109,10 +105,7 @@ class LeanAiohttpTransport(AiohttpTransport):
                 server_hostname=request.extensions.get("sni_hostname"),
             )
         except Exception as exc:
-            mapped = _as_httpx(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+            _raise_as_httpx(exc)
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()
