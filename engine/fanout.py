@@ -12,7 +12,8 @@ unfinished trajectories is written (see `engine.agent` on crash safety).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
 
 import anyio
 import structlog
@@ -22,6 +23,21 @@ from store.errors import BadInput, ConcurrencyError
 from store.writer import Writer
 
 log = structlog.get_logger("searchtrace.fanout")
+
+T = TypeVar("T")
+
+
+async def worker_pool(items: Iterable[T], work: Callable[[T], Awaitable[object]], workers: int) -> None:
+    """`work(item)` for every item, by `workers` tasks sharing one iterator: at most `workers` items in flight."""
+    shared = iter(items)
+
+    async def worker() -> None:
+        for item in shared:
+            await work(item)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(workers):
+            tg.start_soon(worker)
 
 
 async def run_one(agent: Agent, traj: Trajectory, writer: Writer) -> str:
@@ -66,14 +82,10 @@ async def fan_out(
     on_progress: Callable[[], None] | None = None,
 ) -> None:
     """Runs every job with at most `max_concurrent` trajectories in flight (a worker pool, not one task per job)."""
-    shared: Iterator[Trajectory] = iter(list(jobs))
 
-    async def worker() -> None:
-        for traj in shared:
-            await run_one(agents[traj.provider], traj, writer)
-            if on_progress is not None:
-                on_progress()
+    async def one(traj: Trajectory) -> None:
+        await run_one(agents[traj.provider], traj, writer)
+        if on_progress is not None:
+            on_progress()
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(max_concurrent):
-            tg.start_soon(worker)
+    await worker_pool(list(jobs), one, max_concurrent)

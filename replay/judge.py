@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -13,6 +13,7 @@ import msgspec
 from adapters.protocols import ChatModel
 from analytics.items import JudgeItem, judge_items
 from engine.documents import document_block
+from engine.fanout import worker_pool
 from replay.judge_prompt import JudgePrompt, get_judge_prompt
 from replay.verdicts import SCHEMA_VERSION, parse_verdict
 from store.blobs import digest
@@ -146,10 +147,6 @@ class _Run:
         return self.prompt.messages(
             question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block
         )
-
-    async def worker(self, items: Iterator[JudgeItem]) -> None:
-        for item in items:  # workers share one iterator: at most `concurrency` items in flight
-            await self.judge_one(item)
 
     async def judge_one(self, item: JudgeItem) -> None:
         from adapters.errors import ChatError
@@ -333,10 +330,7 @@ async def _judge_pending(
             await writer.append([started])
         run = _Run(log, writer, chat, prompt, stats, progress)
         run._tick()
-        shared = iter(pending)
-        async with anyio.create_task_group() as tg:
-            for _ in range(min(concurrency, max(len(pending), 1))):
-                tg.start_soon(run.worker, shared)
+        await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
 __all__ = ["JSON_MODE", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]

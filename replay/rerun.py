@@ -19,6 +19,7 @@ import msgspec
 
 from adapters.types import ChatResponse
 from engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
+from engine.fanout import worker_pool
 from engine.record import endpoint_factory, make_agents, run_stream
 from replay.diff import Divergence, first_divergence, request_diff, steps
 from replay.reexec import ReplayMiss, ReplayTransport, Tape
@@ -265,15 +266,7 @@ async def replay_trajectories(
                 miss = _failure_text(exc)
             outcomes.append(_judge(rec, out, chat, config, log, miss))
 
-        pending = iter(recorded)
-
-        async def worker() -> None:
-            for rec in pending:
-                await one(rec)
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(max(1, min(concurrency, len(recorded)))):
-                tg.start_soon(worker)
+        await worker_pool(recorded, one, max(1, min(concurrency, len(recorded))))
     order = {r.trajectory_id: i for i, r in enumerate(recorded)}
     outcomes.sort(key=lambda o: order[o.trajectory_id])
     bad = sum(not o.ok for o in outcomes)
