@@ -21,6 +21,7 @@ from adapters.sandbox.reading import (
     Subject,
     documents,
     mentions,
+    message_text,
     same_answer,
     stated_answers,
     subject_of,
@@ -37,14 +38,6 @@ class Turn(msgspec.Struct, kw_only=True):
     calls: list[tuple[str, dict[str, Any]]] = []
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
 def _h(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
@@ -53,7 +46,7 @@ class _State:
     """What the conversation so far tells the agent."""
 
     def __init__(self, messages: list[dict[str, Any]]) -> None:
-        users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+        users = [message_text(m.get("content")) for m in messages if m.get("role") == "user"]
         self.question = users[0].strip() if users else ""
         self.subject: Subject | None = subject_of(self.question)
         self.turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -80,7 +73,7 @@ class _State:
                     self.fetched_since_search += 1
             if m.get("role") == "tool":
                 name, args = calls.get(m.get("tool_call_id", ""), ("", {}))
-                text = _text(m.get("content"))
+                text = message_text(m.get("content"))
                 if name == FETCH:
                     blocks = documents(text)
                     page = blocks[0].page if blocks and blocks[0].page is not None else None

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
+import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -67,6 +69,15 @@ def request_key(*parts: str | bytes) -> str:
         h.update(p if isinstance(p, bytes) else p.encode())
         h.update(b"\x00")
     return h.hexdigest()[:32]
+
+
+async def json_body(request: Request) -> dict[str, Any] | None:
+    """The request's JSON object body; None when it does not parse or is not an object."""
+    try:
+        body = msgspec.json.decode(await request.body())
+    except msgspec.DecodeError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def sandbox_of(request: Request) -> Sandbox:

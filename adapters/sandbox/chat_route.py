@@ -15,21 +15,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from adapters.sandbox import agent, judge, wire
-from adapters.sandbox.app import request_key, sandbox_of
+from adapters.sandbox.app import json_body, request_key, sandbox_of
 from adapters.sandbox.faults import JUDGE_KINDS
+from adapters.sandbox.reading import message_text
 from adapters.sandbox.responses import json_response
 
 AGENT_MODELS = ("sandbox-agent",)
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
 _canon = msgspec.json.Encoder(order="sorted")
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 def _tokens(chars: int) -> int:
@@ -39,7 +32,7 @@ def _tokens(chars: int) -> int:
 def _prompt_chars(messages: list[dict[str, Any]]) -> int:
     n = 0
     for m in messages:
-        n += 16 + len(_text(m.get("content")))
+        n += 16 + len(message_text(m.get("content")))
         for tc in m.get("tool_calls") or []:
             n += 24 + len(str(tc.get("function", {}).get("arguments", "")))
     return n
@@ -94,11 +87,8 @@ async def chat_completions(request: Request) -> Response:
     if token.startswith("bad"):
         return _error(401, "Incorrect API key provided: ********. You can find your API key at "
                       "https://platform.openai.com/account/api-keys.", "invalid_api_key")
-    try:
-        body = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
-        body = None
-    if not isinstance(body, dict):
+    body = await json_body(request)
+    if body is None:
         return _error(400, "We could not parse the JSON body of your request.", None)
     model, messages = body.get("model"), body.get("messages")
     if not isinstance(model, str) or not model:
@@ -115,7 +105,7 @@ async def chat_completions(request: Request) -> Response:
         return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
                                                "invalid_request_error", "model_not_found"), 404)
     key = request_key("chat", _canon.encode(body))
-    last = _text(messages[-1].get("content"))
+    last = message_text(messages[-1].get("content"))
     kind = sb.fault("chat", key, last)
     choice = body.get("tool_choice", "auto")
 
@@ -131,7 +121,7 @@ async def chat_completions(request: Request) -> Response:
             if calls and isinstance(choice, dict):  # OpenAI says "stop" when tool_choice names the function
                 reply["choices"][0]["finish_reason"] = "stop"
             return json_response(reply)
-        prompt = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
+        prompt = "\n".join(message_text(m.get("content")) for m in messages if m.get("role") == "user")
         bad = kind if kind in JUDGE_KINDS else None
         if bad is None and model == "sandbox-judge-sloppy":
             bad = judge.sloppy_kind(prompt)

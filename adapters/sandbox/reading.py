@@ -34,6 +34,15 @@ class Doc(msgspec.Struct, kw_only=True):
     page: str | None = None
 
 
+def message_text(content: Any) -> str:
+    """A chat message's text: the content string, or its content parts' text joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
 def subject_of(question: str) -> Subject | None:
     """The (attribute, entity) a question asks about, if it is phrased the corpus' way."""
     m = _SUBJECT.search(question)

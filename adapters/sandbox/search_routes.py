@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from adapters.sandbox import personas, wire
-from adapters.sandbox.app import request_key, sandbox_of
+from adapters.sandbox.app import json_body, request_key, sandbox_of
 from adapters.sandbox.responses import json_response
 
 _canon = msgspec.json.Encoder(order="sorted")
@@ -28,14 +28,6 @@ def _false(value: Any) -> bool:
     return str(value).lower() in ("false", "0", "no")
 
 
-async def _json_body(request: Request) -> dict[str, Any] | None:
-    try:
-        body = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
 # ---------------------------------------------------------------- Brave
 
 async def brave_search(request: Request) -> Response:
@@ -43,7 +35,7 @@ async def brave_search(request: Request) -> Response:
     sb.count("brave", request)
     params: dict[str, Any] = dict(request.query_params)
     if request.method == "POST":
-        params.update(await _json_body(request) or {})
+        params.update(await json_body(request) or {})
     token = request.headers.get("x-subscription-token")
     if not token:
         return json_response(wire.brave_validation(["header", "x-subscription-token"], "Field required", None), 422)
@@ -85,7 +77,7 @@ async def brave_search(request: Request) -> Response:
 async def tavily_search(request: Request) -> Response:
     sb = sandbox_of(request)
     sb.count("tavily", request)
-    body = await _json_body(request)
+    body = await json_body(request)
     if body is None:
         return json_response(wire.tavily_error("Invalid JSON body."), 400)
     key_in_body = body.get("api_key")
@@ -138,7 +130,7 @@ async def _firecrawl(request: Request, version: str) -> Response:
         return json_response(wire.firecrawl_error("Unauthorized: Token missing"), 401)
     if token.startswith("bad"):
         return json_response(wire.firecrawl_error("Unauthorized: Invalid token"), 401)
-    body = await _json_body(request)
+    body = await json_body(request)
     if body is None:
         return json_response(wire.firecrawl_error("Bad Request", "BAD_REQUEST", []), 400)
     unknown = sorted(set(body) - (_V1_KEYS if version == "v1" else _V2_KEYS))
