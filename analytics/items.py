@@ -19,17 +19,13 @@ import duckdb
 import msgspec
 
 from analytics import projections
-from analytics.shared_sql import not_superseded
+from analytics.shared_sql import answers_cte, trajectories_cte
 
 
 def items_sql(p: str) -> str:
     """SELECT of every judge item over the relations with prefix `p` (`proj_`, `tmp_` or `ev_`)."""
     return f"""
-WITH tr AS (
-  SELECT stream_id, arg_min(trajectory_id, position) AS trajectory_id, arg_min(provider, position) AS provider,
-         arg_min(qid, position) AS qid
-  FROM {p}trajectories t WHERE {not_superseded(p, "t")} GROUP BY stream_id
-),
+WITH {trajectories_cte(p)},
 firsts AS (
   SELECT stream_id, url_normalized, min(position) AS first_position, count(*) AS n_appearances,
          count(*) FILTER (WHERE rank = 1) AS n_rank1
@@ -117,19 +113,11 @@ def judge_items(
         )
         params.append(without_verdict_in)
     sql = f"""
-WITH i AS ({items_sql(p)}),
-gold AS (SELECT qid, arg_max(gold_answer, position) AS gold_answer, arg_max(question, position) AS question
-         FROM {p}questions GROUP BY qid),
-tq AS (SELECT stream_id, arg_min(question, position) AS question, arg_min(gold_answer, position) AS gold_answer
-       FROM {p}trajectories GROUP BY stream_id),
-fa AS (SELECT stream_id, arg_max(text, position) AS text FROM {p}answers GROUP BY stream_id)
-SELECT i.trajectory_id, i.provider, i.qid,
-       coalesce(nullif(tq.question, ''), gold.question, '') AS question,
-       coalesce(nullif(tq.gold_answer, ''), gold.gold_answer, '') AS gold_answer,
-       fa.text AS final_answer, i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
+WITH {trajectories_cte(p)}, {answers_cte(p)}, i AS ({items_sql(p)})
+SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
+       i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
        i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest
-FROM i JOIN tq ON tq.stream_id = i.stream_id
-LEFT JOIN gold ON gold.qid = i.qid
+FROM i JOIN tr ON tr.stream_id = i.stream_id
 LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}
 ORDER BY i.first_position
