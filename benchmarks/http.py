@@ -31,16 +31,11 @@ _SERVER = (
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def sandbox_server(port: int | None = None, timeout_s: float = 20.0) -> Iterator[str]:
     """A sandbox server in a child process on 127.0.0.1; yields its root URL; stops it (by its pid) on exit."""
+    from adapters.sandbox.serve import free_port
+
     port = port or free_port()
     proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=dict(os.environ))
     try:
