@@ -1,0 +1,17 @@
+"""The copies in tests/data must equal `../shared` wherever both exist, so a bare clone tests the same data."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.shared_data import COPIES, SHARED
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no {SHARED} to compare the copies with")
+@pytest.mark.parametrize("rel", ["research/fixtures", "conformance/report-1"])
+def test_copies_equal_shared(rel: str) -> None:
+    live, copy = SHARED / rel, COPIES / rel
+    names = sorted(p.name for p in live.iterdir())
+    assert names == sorted(p.name for p in copy.iterdir()), f"re-copy {live} to {copy}"
+    for name in names:
+        assert (live / name).read_bytes() == (copy / name).read_bytes(), f"{copy / name} differs from {live / name}"
