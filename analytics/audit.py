@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from analytics import projections, report
 from analytics.eventscan import HasCursor, latest_judge_run, providers, verdicts
 from analytics.items import JudgeItem, judge_items
 from store import blobs
@@ -382,13 +383,12 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
 
 
 def judge_runs(source: HasCursor) -> set[str]:
+    """The judge runs the report knows (a judge.started or a verdict names them)."""
     cur = source.cursor()
-    rows = cur.execute(
-        "SELECT DISTINCT json_extract_string(payload, '$.judge_run_id') FROM events "
-        "WHERE type IN ('judge.started', 'judge.verdict')"
-    ).fetchall()
-    cur.close()
-    return {r[0] for r in rows if r[0] is not None}
+    try:
+        return {r for r in report.judge_runs(cur, projections.sources(cur, writable=False)) if r is not None}
+    finally:
+        cur.close()
 
 
 def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[str, int]]:
