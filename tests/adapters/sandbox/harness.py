@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from adapters.sandbox import base_urls
+from adapters.sandbox import base_urls, create_app
 from adapters.sandbox.reading import strip_tags
 from adapters.urls import domain_of
 from engine.documents import document_block
@@ -20,6 +20,11 @@ HEADERS = {
     "firecrawl": {"Authorization": "Bearer fc-test"},
     "chat": {"Authorization": "Bearer sk-test"},
 }
+
+
+def app_client(**kw: Any) -> httpx.AsyncClient:
+    """A client of a fresh sandbox app in-process (`create_app(**kw)`) at ROOT."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(**kw)), base_url=ROOT)
 
 
 async def search(client: httpx.AsyncClient, provider: str, query: str, n: int = 10) -> list[dict[str, Any]]:

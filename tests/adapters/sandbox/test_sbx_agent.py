@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from adapters.sandbox import create_app, default_world
+from adapters.sandbox import default_world
 from adapters.sandbox.agent import decide
 from engine.documents import document_block
-from tests.adapters.sandbox.harness import ROOT, run_agent
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url=ROOT) as c:
-        yield c
+from tests.adapters.sandbox.harness import run_agent
 
 
 def _calls(messages: list[dict[str, Any]]) -> list[list[str]]:

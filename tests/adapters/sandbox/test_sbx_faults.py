@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 
 import anyio
 import httpx
 import pytest
 
-from adapters.sandbox import FaultPlan, create_app, parse_rates
+from adapters.sandbox import FaultPlan, parse_rates
 from adapters.sandbox.faults import find_markers
-from tests.adapters.sandbox.harness import HEADERS, ROOT
+from tests.adapters.sandbox.harness import HEADERS, app_client
 
 ROUTES = ["brave", "tavily", "firecrawl", "jina", "chat"]
 QUERY = "founding year Athletic"
@@ -32,16 +31,6 @@ async def call(client: httpx.AsyncClient, route: str, marker: str = "", accept_j
         return await client.get(f"/jina/https://faults.sandbox.test/page?{marker}", headers=headers)
     return await client.post("/openai/v1/chat/completions", headers=HEADERS["chat"],
                              json={"model": "sandbox-agent", "messages": [{"role": "user", "content": f"What is the founding year of Elmwyn Athletic? {marker}"}]})
-
-
-def app_client(**kw: object) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(**kw)), base_url=ROOT)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with app_client() as c:
-        yield c
 
 
 def test_marker_syntax() -> None:

@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from adapters.sandbox import create_app, default_world
+from adapters.sandbox import default_world
 from adapters.sandbox.corpus import fact_sentence, infobox_row
 from adapters.urls import domain_of
 from engine.documents import document_block
 from replay.judge_prompt import get_judge_prompt
-from tests.adapters.sandbox.harness import HEADERS, ROOT, fetch, search
+from tests.adapters.sandbox.harness import HEADERS, fetch, search
 
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {"type": "object"}}}
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url=ROOT) as c:
-        yield c
 
 
 def prompt(question: str, gold: str, final: str | None, hit: dict[str, Any], page: str | None = None) -> list[dict[str, str]]:

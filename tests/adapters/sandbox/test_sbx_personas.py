@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from statistics import mean
 
 import httpx
 import pytest
 
-from adapters.sandbox import create_app, default_world
+from adapters.sandbox import default_world
 from adapters.sandbox.corpus import fact_sentence
 from adapters.sandbox.reading import strip_tags
-from tests.adapters.sandbox.harness import ROOT, search
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url=ROOT) as c:
-        yield c
+from tests.adapters.sandbox.harness import search
 
 
 @pytest.mark.anyio

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from adapters.sandbox import base_urls, create_app, default_world
+from adapters.sandbox import base_urls, default_world
 from engine.tools import TOOL_SCHEMAS
-from tests.adapters.sandbox.harness import HEADERS, ROOT
+from tests.adapters.sandbox.harness import HEADERS, ROOT, app_client
+from tests.adapters.support import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "research" / "fixtures"  # ../shared beside the repo
 B = base_urls(ROOT)
 Q = default_world().questions[0].question
 
@@ -31,12 +29,6 @@ def keys_ok(got: dict[str, Any], want: dict[str, Any], optional: set[str] = froz
         assert k in got, f"missing {k}"
         if v is not None and got[k] is not None:
             assert type(got[k]) is type(v) or {type(got[k]), type(v)} <= {int, float}, (k, got[k], v)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url=ROOT) as c:
-        yield c
 
 
 @pytest.mark.anyio
@@ -241,7 +233,7 @@ async def test_same_requests_give_byte_identical_responses() -> None:
     """Two fresh apps, same request sequence: identical bytes on every route."""
     bodies: list[list[bytes]] = []
     for _ in range(2):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url=ROOT) as c:
+        async with app_client() as c:
             got = [
                 (await c.get(f"{B['brave']}/res/v1/web/search", params={"q": Q}, headers=HEADERS["brave"])).content,
                 (await c.post(f"{B['tavily']}/search", json={"query": Q}, headers=HEADERS["tavily"])).content,
