@@ -12,7 +12,8 @@ unfinished trajectories is written (see `engine.agent` on crash safety).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TypeVar
 
 import anyio
@@ -25,6 +26,30 @@ from store.writer import Writer
 log = structlog.get_logger("searchtrace.fanout")
 
 T = TypeVar("T")
+
+
+def _bad_input_in(exc: BaseException) -> BadInput | None:
+    if isinstance(exc, BadInput):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _bad_input_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+@contextmanager
+def bad_input_alone() -> Iterator[None]:
+    """A BadInput inside an exception group (task groups, the writer's too, group their tasks' errors) is re-raised
+    alone, so a rejected key stops the run with its one line; other groups pass as they are."""
+    try:
+        yield
+    except BaseExceptionGroup as eg:
+        bad = _bad_input_in(eg)
+        if bad is not None:
+            raise bad from None
+        raise
 
 
 async def worker_pool(items: Iterable[T], work: Callable[[T], Awaitable[object]], workers: int) -> None:

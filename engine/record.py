@@ -23,7 +23,7 @@ import structlog
 
 from engine.agent import Agent, ChatModel, Stats, Trajectory
 from engine.config import SANDBOX_DATASET, RunConfig
-from engine.fanout import fan_out
+from engine.fanout import bad_input_alone, fan_out
 from engine.prompts import Prompt, get_prompt
 from store.errors import BadInput
 from store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
@@ -249,23 +249,25 @@ async def record_run(
              retried=retried)
     if on_progress is not None:
         on_progress()
-    async with AsyncExitStack() as stack:
-        eps = await make_endpoints(cfg, stack) if jobs else None  # a missing key fails here, before any write
-        writer = await stack.enter_async_context(open_writer(log_))
-        if prev is None:
-            await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
-        if eps is not None:
-            await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer, max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
-        after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
-        complete = not _plan(run_id, questions, names, after, max_attempts)
-        if complete and not after.has_finished:
-            ev = NewEvent(
-                stream_id=run_stream(run_id),
-                run_id=run_id,
-                payload=RunFinished(counts=_finish_counts(after)),
-                event_id=stable_event_id("run.finished", run_id),
-            )
-            await writer.append([ev])
+    with bad_input_alone():  # a rejected key: one BadInput, not the task groups' exception group
+        async with AsyncExitStack() as stack:
+            eps = await make_endpoints(cfg, stack) if jobs else None  # a missing key fails here, before any write
+            writer = await stack.enter_async_context(open_writer(log_))
+            if prev is None:
+                await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
+            if eps is not None:
+                await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer,
+                              max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
+            after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+            complete = not _plan(run_id, questions, names, after, max_attempts)
+            if complete and not after.has_finished:
+                ev = NewEvent(
+                    stream_id=run_stream(run_id),
+                    run_id=run_id,
+                    payload=RunFinished(counts=_finish_counts(after)),
+                    event_id=stable_event_id("run.finished", run_id),
+                )
+                await writer.append([ev])
     log.info("run stopped" if not complete else "run finished", run_id=run_id, recorded=stats.done, reasons=stats.reasons)
     return RunSummary(
         run_id=run_id,

@@ -13,7 +13,7 @@ import msgspec
 from adapters.protocols import ChatModel
 from analytics.items import JudgeItem, judge_items
 from engine.documents import document_block
-from engine.fanout import worker_pool
+from engine.fanout import bad_input_alone, worker_pool
 from replay.judge_prompt import JudgePrompt, get_judge_prompt
 from replay.verdicts import SCHEMA_VERSION, parse_verdict
 from store.blobs import digest
@@ -233,17 +233,6 @@ class _Run:
             self.progress(self.stats)
 
 
-def _bad_input(exc: BaseException) -> BadInput | None:
-    if isinstance(exc, BadInput):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _bad_input(inner)
-            if found is not None:
-                return found
-    return None
-
-
 def _line(text: str, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
@@ -281,14 +270,9 @@ async def run_judge(
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
     delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
-    try:
+    with bad_input_alone():
         await _judge_pending(log, chat, prompt, stats, progress, pending, concurrency, delay,
                              None if prev is not None else _started_event(jrid, model, prompt, concurrency, params))
-    except BaseExceptionGroup as eg:
-        bad = _bad_input(eg)
-        if bad is not None:
-            raise bad from None  # a rejected key stops the run with its one line, not an exception group
-        raise
     stats.elapsed_s = time.perf_counter() - t0
     return stats
 

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from analytics.table import render_table
 from engine.agent import Stats
-from engine.commands.record import first_bad_input, summary_text
+from engine.commands.record import summary_text
 from engine.config import point_at_sandbox, sandbox_config
 from engine.progress import progress_display
 from engine.record import RunSummary, endpoint_factory, record_run
@@ -86,10 +86,7 @@ async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None 
     try:
         stats = Stats()
         with progress_display(stats, label="demo", enabled=progress) as tick:
-            try:
-                summary = await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick)
-            except BaseExceptionGroup as eg:
-                raise first_bad_input(eg) from None
+            summary = await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick)
         judge = await _judge(log, transport)
         report, html = await anyio.to_thread.run_sync(_report, log, db.parent, judge.get("judge_run_id"))
     finally:

@@ -19,16 +19,6 @@ from store.log import EventLog
 SANDBOX_ROOT = "http://sandbox"
 
 
-def first_bad_input(exc: BaseException) -> BaseException:
-    """The BadInput inside an exception group (a task group re-raises its tasks' errors grouped), else exc."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = first_bad_input(inner)
-            if isinstance(found, BadInput):
-                return found
-    return exc
-
-
 def in_process_transport() -> Any:
     """httpx's ASGI transport over a fresh sandbox app (no socket, no network)."""
     import httpx
@@ -66,12 +56,7 @@ async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | 
 
         with progress_display(stats, enabled=progress) as t:
             ticker.append(t)
-            try:
-                return await record_run(
-                    cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick, questions=questions
-                )
-            except BaseExceptionGroup as eg:
-                raise first_bad_input(eg) from None
+            return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick, questions=questions)
     finally:
         await anyio.to_thread.run_sync(log.close)
 
