@@ -15,8 +15,7 @@ from adapters.types import RetryInfo
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 PAGE = "https://almanac-central.example/entries/elmwyn-athletic"
 FAULT_HOST = "https://faults.sandbox.test"
-TARGETS = ("brave", "tavily", "firecrawl", "jina", "chat")
-ROUTE = {"brave": "brave", "tavily": "tavily", "firecrawl": "firecrawl", "jina": "jina", "chat": "chat"}
+TARGETS = ("brave", "tavily", "firecrawl", "jina", "chat")  # each is also its sandbox route's counter name
 
 
 @dataclass

@@ -1,16 +1,14 @@
-"""Helpers for the adapter tests: fixture bodies over a real httpx transport, and a uvicorn server on 127.0.0.1."""
+"""Helpers for the adapter tests: fixture bodies over a real httpx transport, and a key-echoing provider stand-in."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from adapters.sandbox.serve import running
 from adapters.types import Endpoint
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "research" / "fixtures"  # ../shared beside the repo
@@ -51,13 +49,6 @@ def serve_fixture(name: str, status: int = 200, headers: dict[str, str] | None =
     body = fixture(name)
     hdrs = {"content-type": content_type, **(headers or {})}
     return Recorder(lambda _req, _n: httpx.Response(status, content=body, headers=hdrs))
-
-
-@contextlib.contextmanager
-def real_server(app: Any) -> Iterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 in a thread (the sandbox's own helper); yields its root URL."""
-    with running(app) as root:
-        yield root
 
 
 ERROR_BODIES: dict[str, Callable[[str], bytes]] = {

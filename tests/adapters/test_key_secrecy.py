@@ -22,9 +22,10 @@ from adapters import (
     default_endpoint,
 )
 from adapters.keys import Secret, read_key
+from adapters.sandbox.serve import running
 from engine.cli import main
 from engine.logs import configure_logging
-from tests.adapters.support import KEY_VARS, echo_app, real_server
+from tests.adapters.support import KEY_VARS, echo_app
 
 GOOD = "sk-GOODSECRET-4f1a9c"
 BAD = "bad-BADSECRET-77e0d2"
@@ -65,7 +66,7 @@ def _reset_logging() -> Iterator[None]:
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    with real_server(echo_app()) as root:
+    with running(echo_app()) as root:
         yield root
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from adapters.jina import READ_CAP
-from tests.adapters.sandbox_support import ROUTE, TARGETS, call
+from tests.adapters.sandbox_support import TARGETS, call
 
 sandbox = pytest.importorskip("adapters.sandbox")
 ROOT = "http://sandbox"
@@ -39,7 +39,7 @@ async def test_success(app: Any, target: str) -> None:
         assert out.content and "Elmwyn" in out.content and out.n_bytes > 0
     else:
         assert out.n_results >= 1  # search hits, or the agent's tool call
-    assert app.state.counters[(ROUTE[target], f"ok-{target}")] == 1
+    assert app.state.counters[(target, f"ok-{target}")] == 1
 
 
 @pytest.mark.anyio
@@ -52,7 +52,7 @@ async def test_retryable_http_faults_exhaust_retries(app: Any, target: str, kind
     assert [(r.attempt, r.reason) for r in out.retries] == [(1, reason), (2, reason)]
     assert all(r.what.endswith(target if target != "chat" else "sandbox-agent") for r in out.retries)
     assert out.error  # the provider's own message is kept
-    assert app.state.counters[(ROUTE[target], trace)] == 3
+    assert app.state.counters[(target, trace)] == 3
 
 
 @pytest.mark.anyio
@@ -62,7 +62,7 @@ async def test_first_attempt_fault_recovers(app: Any, target: str, kind: str, re
     trace = f"{target}-{kind}x1"
     out = await call(target, ROOT, _transport(app), f"!fault:{kind}x1", trace_id=trace, timeout_s=0.3)
     assert (out.status, [r.reason for r in out.retries]) == ("ok", [reason])
-    assert app.state.counters[(ROUTE[target], trace)] == 2
+    assert app.state.counters[(target, trace)] == 2
 
 
 @pytest.mark.anyio
@@ -70,7 +70,7 @@ async def test_first_attempt_fault_recovers(app: Any, target: str, kind: str, re
 async def test_timeout_every_attempt(app: Any, target: str) -> None:
     out = await call(target, ROOT, _transport(app), "!fault:timeout", trace_id="t", timeout_s=0.15, max_retries=1)
     assert (out.status, [r.reason for r in out.retries]) == ("timeout", ["timeout"])
-    assert app.state.counters[(ROUTE[target], "t")] == 2
+    assert app.state.counters[(target, "t")] == 2
 
 
 @pytest.mark.anyio
@@ -82,7 +82,7 @@ async def test_broken_bodies_are_bad_response(app: Any, target: str, kind: str) 
     retried = target == "chat"
     assert out.status == "bad_response"
     assert [r.reason for r in out.retries] == (["bad_body", "bad_body"] if retried else [])
-    assert app.state.counters[(ROUTE[target], "b")] == (3 if retried else 1)
+    assert app.state.counters[(target, "b")] == (3 if retried else 1)
 
 
 @pytest.mark.anyio
@@ -99,7 +99,7 @@ async def test_401_names_the_key_variable_and_is_not_retried(app: Any, target: s
     assert (out.status, out.http_status, out.retries) == ("http_error", 401, [])
     var = {"chat": "OPENAI_API_KEY"}.get(target, f"{target.upper()}_API_KEY")
     assert out.error is not None and f"rejected the key in {var}" in out.error
-    assert app.state.counters[(ROUTE[target], "k")] == 1
+    assert app.state.counters[(target, "k")] == 1
 
 
 @pytest.mark.anyio

@@ -13,7 +13,7 @@ from httpx_aiohttp.transport import AiohttpResponseStream
 
 from adapters.jina import READ_CAP
 from engine.cli import main
-from tests.adapters.sandbox_support import ROUTE, TARGETS, call
+from tests.adapters.sandbox_support import TARGETS, call
 
 sandbox = pytest.importorskip("adapters.sandbox")
 
@@ -37,7 +37,7 @@ def test_success_over_real_http(server: tuple[str, Any], target: str) -> None:
     out = anyio.run(lambda: call(target, root, None, trace_id=f"real-{target}"), backend="asyncio")
     assert (out.status, out.http_status, out.retries) == ("ok", 200, [])
     assert out.n_results >= 1 or (target == "jina" and out.content and "Elmwyn" in out.content)
-    assert app.state.counters[(ROUTE[target], f"real-{target}")] == 1
+    assert app.state.counters[(target, f"real-{target}")] == 1
 
 
 @pytest.mark.parametrize("target,marker,expect,reasons", [
