@@ -23,7 +23,7 @@ import msgspec
 
 from adapters.protocols import ChatModel, Fetcher, SearchProvider
 from adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
-from engine.prompts import FINAL_PREFIX, Prompt, user_message
+from engine.prompts import FINAL_PREFIX, Prompt
 from engine.tools import (
     TOOL_SCHEMAS,
     DocRegistry,
@@ -35,7 +35,7 @@ from engine.tools import (
     refusal_content,
     search_content,
 )
-from engine.transcript import NUDGE, assistant_message, tool_message
+from engine.transcript import opening_messages, turn_messages
 from engine.transcript import rebuild_messages as rebuild_messages  # re-exported: replay imports it from here
 from store.blobs import digest
 from store.errors import BadInput
@@ -221,10 +221,7 @@ class Agent:
             )
         )
         docs = DocRegistry()
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self.prompt.text},
-            {"role": "user", "content": user_message(traj.question)},
-        ]
+        messages = opening_messages(self.prompt.text, traj.question)
         for iteration in range(1, self.max_iterations + 1):
             request_digest = request_sha256(messages, TOOL_SCHEMAS)
             try:
@@ -257,12 +254,8 @@ class Agent:
                 return rec.finish("answered")
             if iteration == self.max_iterations:
                 break  # tool calls of the last turn are recorded in model.responded but not executed
-            messages.append(assistant_message(reply.text, reply.tool_calls))
-            if not reply.tool_calls:
-                messages.append({"role": "user", "content": NUDGE})
-                continue
-            for call_id, content in await self._tools(traj, iteration, reply.tool_calls, docs, rec):
-                messages.append(tool_message(call_id, content))
+            results = await self._tools(traj, iteration, reply.tool_calls, docs, rec) if reply.tool_calls else []
+            messages += turn_messages(reply.text, reply.tool_calls, results)
         return rec.finish("max_iterations")
 
     def _account(self, reply: ChatResponse) -> None:

@@ -37,6 +37,20 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
+def opening_messages(prompt_text: str, question: str) -> list[dict[str, Any]]:
+    """The first request of a trajectory: the system prompt and the question."""
+    return [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(question)}]
+
+
+def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """What one answered turn adds: the reply, then a nudge when it called no tool, else each (call_id, content)."""
+    out = [assistant_message(text, calls)]
+    if not calls:
+        out.append({"role": "user", "content": NUDGE})
+    out.extend(tool_message(call_id, content) for call_id, content in results)
+    return out
+
+
 def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes]) -> list[list[dict[str, Any]]]:
     """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
     docs = DocRegistry()
@@ -51,17 +65,13 @@ def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callab
         nonlocal last, order
         if last is None:
             return
-        messages.append(assistant_message(last.text, last.tool_calls))
-        if not last.tool_calls:
-            messages.append({"role": "user", "content": NUDGE})
-        for call_id in order:
-            messages.append(tool_message(call_id, contents[call_id]))
+        messages.extend(turn_messages(last.text, last.tool_calls, [(c, contents[c]) for c in order]))
         last, order = None, []
         contents.clear()
 
     for p in payloads:
         if isinstance(p, TrajectoryStarted):
-            messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(p.question)}]
+            messages = opening_messages(prompt_text, p.question)
         elif isinstance(p, ModelResponded):
             flush()
             sent.append([dict(m) for m in messages])
