@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from analytics_fixture import report_json, run_cli
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "conformance" / "report-1"
+from tests.shared_data import shared_path
 
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"conformance data not present at {DATA}")
+DATA = shared_path("conformance/report-1")  # ../shared, else the copy in tests/data
 
 
 def differences(got: Any, want: Any, path: str = "") -> list[str]:
