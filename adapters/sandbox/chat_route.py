@@ -85,8 +85,7 @@ async def chat_completions(request: Request) -> Response:
         return _error(401, "You didn't provide an API key. You need to provide your API key in an Authorization header "
                       "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", None)
     if token.startswith("bad"):
-        return _error(401, "Incorrect API key provided: ********. You can find your API key at "
-                      "https://platform.openai.com/account/api-keys.", "invalid_api_key")
+        return _error(401, wire.OPENAI_401, "invalid_api_key")
     body = await json_body(request)
     if body is None:
         return _error(400, "We could not parse the JSON body of your request.", None)

@@ -72,8 +72,7 @@ async def _read(request: Request, as_json: bool) -> Response:
     if auth is not None:
         token = auth.partition(" ")[2].strip()
         if not token or token.startswith("bad"):
-            return json_response(wire.jina_error(401, "AuthenticationFailedError", 40103,
-                                                 "Invalid API key, please get a new one from https://jina.ai"), 401)
+            return json_response(wire.jina_error(401, *wire.JINA_401), 401)
     url = target_url(request)
     host = (urlsplit(url).hostname or "").lower()
     key = request_key("jina", url, str(as_json))

@@ -95,9 +95,7 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
         if status == 429:
             return json_response(wire.brave_rate_limited(key), 429, {**headers, **wire.BRAVE_RATE_HEADERS})
         if status == 401:
-            return json_response(wire.brave_error(401, "SUBSCRIPTION_TOKEN_INVALID",
-                                                  "The provided subscription token is invalid.",
-                                                  {"component": "authentication"}, key), 401)
+            return json_response(wire.brave_token_invalid(401, key), 401)
         code = "INTERNAL_ERROR" if status == 500 else "SERVICE_UNAVAILABLE"
         return json_response(wire.brave_error(status, code, "Something went wrong, please try again later.",
                                               {"component": "web_search"}, key), status)
@@ -106,14 +104,14 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
                503: "Service Unavailable"}[status]
         return json_response(wire.tavily_error(msg), status, headers)
     if route == "firecrawl":
-        msg = {429: wire.FIRECRAWL_429, 401: "Unauthorized: Invalid token",
+        msg = {429: wire.FIRECRAWL_429, 401: wire.FIRECRAWL_401,
                500: f"An unexpected error occurred. Please contact help@firecrawl.com for help. Your exception ID is {wire.digest(key, n=32)}",
                503: "Service Unavailable"}[status]
         return json_response(wire.firecrawl_error(msg), status, headers)
     if route == "jina":
         jina: dict[int, tuple[str, int, str]] = {
             429: ("RateLimitTriggeredError", 42903, "Per IP rate limit exceeded (20 RPM)"),
-            401: ("AuthenticationFailedError", 40103, "Invalid API key, please get a new one from https://jina.ai"),
+            401: wire.JINA_401,
             500: ("InternalServerError", 50000, "Internal server error"),
             503: ("ServiceUnavailableError", 50301, "Service temporarily unavailable, please try again later"),
         }
@@ -124,9 +122,7 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
                              {**headers, "x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
                               "x-ratelimit-reset-requests": "1s"})
     if status == 401:
-        return json_response(wire.openai_error(
-            "Incorrect API key provided: ********. You can find your API key at https://platform.openai.com/account/api-keys.",
-            "invalid_request_error", "invalid_api_key"), 401)
+        return json_response(wire.openai_error(wire.OPENAI_401, "invalid_request_error", "invalid_api_key"), 401)
     if status == 500:
         return json_response(wire.openai_error("The server had an error while processing your request. Sorry about that!",
                                                "server_error", None), 500)

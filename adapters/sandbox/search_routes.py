@@ -40,8 +40,7 @@ async def brave_search(request: Request) -> Response:
     if not token:
         return json_response(wire.brave_validation(["header", "x-subscription-token"], "Field required", None), 422)
     if token.startswith("bad"):
-        return json_response(wire.brave_error(422, "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid.",
-                                              {"component": "authentication"}), 422)
+        return json_response(wire.brave_token_invalid(422), 422)
     q = str(params.get("q", ""))
     if not q.strip():
         return json_response(wire.brave_validation(["query", "q"], "Field required", None), 422)
@@ -129,7 +128,7 @@ async def _firecrawl(request: Request, version: str) -> Response:
     if not token:
         return json_response(wire.firecrawl_error("Unauthorized: Token missing"), 401)
     if token.startswith("bad"):
-        return json_response(wire.firecrawl_error("Unauthorized: Invalid token"), 401)
+        return json_response(wire.firecrawl_error(wire.FIRECRAWL_401), 401)
     body = await json_body(request)
     if body is None:
         return json_response(wire.firecrawl_error("Bad Request", "BAD_REQUEST", []), 400)

@@ -89,6 +89,12 @@ def brave_error(status: int, code: str, detail: str, meta: dict[str, Any] | None
             "time": EPOCH}
 
 
+def brave_token_invalid(status: int, key: str = "") -> dict[str, Any]:
+    """Brave's answer to a bad token: 422 live, 401 as an injected fault."""
+    return brave_error(status, "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid.",
+                       {"component": "authentication"}, key)
+
+
 def brave_validation(loc: list[str], msg: str, input_: Any, key: str = "") -> dict[str, Any]:
     return brave_error(422, "VALIDATION", "Unable to validate request parameter(s)",
                        {"errors": [{"type": "missing" if input_ is None else "value_error", "loc": loc, "msg": msg,
@@ -158,6 +164,7 @@ def firecrawl_error(message: str, code: str | None = None, details: list[Any] | 
     return body
 
 
+FIRECRAWL_401 = "Unauthorized: Invalid token"
 FIRECRAWL_429 = ("Rate limit exceeded. Consumed (req/min): 20, Remaining (req/min): 0. Upgrade your plan at "
                  "https://firecrawl.dev/pricing for increased rate limits or please retry after 1s, resets at "
                  "Thu Jan 01 2026 00:01:00 GMT+0000 (Coordinated Universal Time)")
@@ -185,6 +192,9 @@ def jina_json(page: Page, url: str, warning: str | None = None) -> dict[str, Any
     if warning:
         data["warning"] = warning
     return {"code": 200, "status": 20000, "data": data, "meta": {"usage": {"tokens": tokens}}}
+
+
+JINA_401 = ("AuthenticationFailedError", 40103, "Invalid API key, please get a new one from https://jina.ai")
 
 
 def jina_error(code: int, name: str, status: int, message: str) -> dict[str, Any]:
@@ -223,6 +233,8 @@ def openai_error(message: str, type_: str, code: str | None, param: str | None =
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+OPENAI_401 = ("Incorrect API key provided: ********. You can find your API key at "
+              "https://platform.openai.com/account/api-keys.")
 OPENAI_429 = ("Rate limit reached for sandbox-agent in organization org-sandbox on requests per min (RPM): "
               "Limit 60, Used 60, Requested 1. Please try again in 1s. Visit "
               "https://platform.openai.com/account/rate-limits to learn more.")
