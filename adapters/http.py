@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import anyio
 import httpx
@@ -15,6 +15,7 @@ import structlog
 from aiolimiter import AsyncLimiter
 from httpx._client import ClientState, UseClientDefault
 
+from adapters.keys import Secret, read_key
 from adapters.retry import backoff, retry_reason, stated_wait
 from adapters.types import Endpoint, RetryInfo
 
@@ -274,9 +275,24 @@ class EndpointClient:
 
 
 class OwnsClient:
-    """An adapter that holds one EndpointClient: `async with` it, or `aclose()` it when done."""
+    """An adapter with its endpoint, its key and one EndpointClient: `async with` it, or `aclose()` it when done."""
 
-    _http: EndpointClient
+    label: ClassVar[str]  # how messages name the provider ("Brave")
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        transport: httpx.AsyncBaseTransport | None,
+        key: Secret | None,
+        key_fallback: str | None,
+        *,
+        key_required: bool = True,
+    ) -> None:
+        """`key`, else the one in `endpoint.key_env`, else `key_fallback`; MissingKey when none and `key_required`."""
+        self.endpoint = endpoint
+        self._key = key if key is not None else read_key(self.label, endpoint.key_env, required=key_required,
+                                                         fallback=key_fallback)
+        self._http = EndpointClient(endpoint, transport)
 
     async def __aenter__(self) -> Self:
         return self

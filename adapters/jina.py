@@ -10,8 +10,8 @@ import msgspec
 import structlog
 
 from adapters.fetch_cache import CachedPage, FetchCache
-from adapters.http import EndpointClient, OwnsClient, Reply
-from adapters.keys import Secret, json_headers, read_key, scrub_text
+from adapters.http import OwnsClient, Reply
+from adapters.keys import Secret, json_headers, scrub_text
 from adapters.search_base import http_error_text
 from adapters.types import Endpoint, FetchResponse
 from adapters.urls import normalize_url
@@ -68,12 +68,9 @@ class JinaFetcher(OwnsClient):
         key: Secret | None = None,
         key_fallback: str | None = None,
     ) -> None:
-        self.endpoint = endpoint
+        super().__init__(endpoint, transport, key, key_fallback, key_required=False)  # Reader works without a key
         self.read_cap = read_cap
         self.cache = FetchCache(cache_dir) if cache_dir is not None else None
-        self._key = key if key is not None else read_key(self.label, endpoint.key_env, required=False,
-                                                         fallback=key_fallback)
-        self._http = EndpointClient(endpoint, transport)
         self.params: dict[str, Any] = {"timeout_s": endpoint.timeout_s, "read_cap": read_cap,
                                        "concurrency": endpoint.concurrency, "cache": cache_dir is not None}
 

@@ -10,8 +10,8 @@ import msgspec
 import structlog
 
 from adapters.errors import ChatError, key_rejected
-from adapters.http import EndpointClient, OwnsClient, Reply
-from adapters.keys import Secret, json_headers, read_key, scrub_bytes, scrub_text
+from adapters.http import OwnsClient, Reply
+from adapters.keys import Secret, json_headers, scrub_bytes, scrub_text
 from adapters.search_base import shorten
 from adapters.types import ChatResponse, Endpoint
 from store.events import ToolCall, Usage
@@ -122,12 +122,10 @@ class OpenAIChat(OwnsClient):
         key: Secret | None = None,
         key_fallback: str | None = None,
     ) -> None:
-        self.endpoint = endpoint
         self.model = model
         self.name = model
         self.params: dict[str, Any] = dict(params or {})
-        self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)
-        self._http = EndpointClient(endpoint, transport)
+        super().__init__(endpoint, transport, key, key_fallback)
 
     def __repr__(self) -> str:
         return f"OpenAIChat(model={self.model!r}, base_url={self.endpoint.base_url!r})"

@@ -12,8 +12,8 @@ import msgspec
 import structlog
 
 from adapters.errors import key_rejected
-from adapters.http import EndpointClient, OwnsClient, Reply
-from adapters.keys import Secret, read_key, scrub_bytes, scrub_text
+from adapters.http import OwnsClient, Reply
+from adapters.keys import Secret, scrub_bytes, scrub_text
 from adapters.types import Endpoint, SearchHit, SearchResponse
 from adapters.urls import domain_of
 
@@ -45,7 +45,6 @@ class SearchAdapter(OwnsClient):
 
     kind: ClassVar[str]  # the provider ("brave"); `name` defaults to it and may be renamed per run
     name: str
-    label: ClassVar[str]  # how messages name the provider ("Brave")
     auth_statuses: ClassVar[tuple[int, ...]] = (401, 403)
 
     def __init__(
@@ -59,10 +58,8 @@ class SearchAdapter(OwnsClient):
         name: str | None = None,
     ) -> None:
         self.name = name or self.kind
-        self.endpoint = endpoint
         self.params: dict[str, Any] = {**self.default_params(), **(params or {})}
-        self._key = key if key is not None else read_key(self.label, endpoint.key_env, fallback=key_fallback)
-        self._http = EndpointClient(endpoint, transport)
+        super().__init__(endpoint, transport, key, key_fallback)
 
     @classmethod
     def default_params(cls) -> dict[str, Any]:
