@@ -146,13 +146,17 @@ ORDER BY position
 """
 
 
-def _run_state(log_: EventLog, run_id: str) -> RunState:
-    """The run.started of this run (or None), the latest attempt of every recorded cell, and whether run.finished is in."""
-    prev: RunStarted | None = None
+def run_started(log_: EventLog, run_id: str) -> RunStarted | None:
+    """The run.started of a run, or None (not recorded yet, or imported traces)."""
     for ev in log_.read(stream_id=run_stream(run_id), types=["run.started"]):
         assert isinstance(ev.payload, RunStarted)
-        prev = ev.payload
-        break
+        return ev.payload
+    return None
+
+
+def _run_state(log_: EventLog, run_id: str) -> RunState:
+    """The run.started of this run (or None), the latest attempt of every recorded cell, and whether run.finished is in."""
+    prev = run_started(log_, run_id)
     cur = log_.cursor()
     try:
         rows = cur.execute(_STATE_SQL, [run_id]).fetchall()

@@ -20,11 +20,11 @@ import msgspec
 from adapters.types import ChatResponse
 from engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
 from engine.fanout import worker_pool
-from engine.record import endpoint_factory, make_agents, run_stream
+from engine.record import endpoint_factory, make_agents, run_started
 from replay.diff import Divergence, first_divergence, request_diff, steps
 from replay.reexec import ReplayMiss, ReplayTransport, Tape
 from store.errors import BadInput
-from store.events import ModelResponded, Payload, RunStarted, TrajectoryStarted
+from store.events import ModelResponded, Payload, TrajectoryStarted
 from store.log import EventLog
 
 
@@ -104,10 +104,8 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
 
 def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
     """The recorded config of a run, or None (imported traces have no agent config to re-run)."""
-    for ev in log.read(types=["run.started"], stream_id=run_stream(run_id)):
-        assert isinstance(ev.payload, RunStarted)
-        return dict(ev.payload.config)
-    return None
+    started = run_started(log, run_id)
+    return dict(started.config) if started is not None else None
 
 
 def replay_config(config: dict[str, Any], prompt_version: str | None) -> Any:
