@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from adapters.types import Endpoint
+from tests.shared_data import shared_path
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "research" / "fixtures"  # ../shared beside the repo
+FIXTURES = shared_path("research/fixtures")  # ../shared beside the repo, else the copy in tests/data
 KEY_VARS = ("BRAVE_API_KEY", "TAVILY_API_KEY", "FIRECRAWL_API_KEY", "JINA_API_KEY", "OPENAI_API_KEY",
             "MOONSHOT_API_KEY")
 
