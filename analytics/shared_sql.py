@@ -4,6 +4,14 @@ from __future__ import annotations
 
 # An audit whose source starts with 'llm' or 'grader' is a proposal (an LLM grader, `searchtrace grade`); any other
 # source (an imported or human audit) always wins over it. Within the same rank the latest audit wins.
+PROPOSAL_PREFIXES = ("llm", "grader")
+
+
+def is_proposal(source: str) -> bool:
+    """The same rule as AUDIT_RANK, for code that ranks audits in Python (export)."""
+    return source.startswith(PROPOSAL_PREFIXES)
+
+
 AUDIT_RANK = (
     "(CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
 )

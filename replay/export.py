@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from analytics.shared_sql import is_proposal
 from replay.interchange import (
     AUDIT_HEADER,
     FetchStep,
@@ -201,7 +202,7 @@ def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, bool
             key = None
         if key is None:
             continue
-        rank = (0 if p.source.startswith("llm") else 1, ev.position)
+        rank = (0 if is_proposal(p.source) else 1, ev.position)
         if key not in best or rank > best[key][0]:
             best[key] = (rank, p.semantic_match)
     return [(k[0], k[1], v[1]) for k, v in sorted(best.items())]

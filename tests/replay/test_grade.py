@@ -56,3 +56,18 @@ def test_grades_then_imported_audit_wins(tmp_path: Path) -> None:
             "SELECT count(*) FROM events WHERE type = 'audit.answer' AND payload->>'source' = ?", [SOURCE]
         ).fetchone()
         assert rows == (2,)
+
+
+def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -> None:
+    from replay.export import export_all
+
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(json.dumps(_trace("t1", "q1", "Paris", "Paris")) + "\n")
+    audit = tmp_path / "a.tsv"
+    audit.write_text("provider\tqid\tsemantic_match\np\tq1\tfalse\n")
+    with EventLog(tmp_path / "g.duckdb") as log:
+        import_files(log, [traces], [], [audit])
+        assert [g.semantic_match for g in grade_answers(log)] == [True]  # a later proposal that disagrees
+        assert build_report(log.cursor(), judge_run_id=None)["providers"]["p"]["correct"] == 0
+        export_all(log, tmp_path / "out")
+    assert (tmp_path / "out" / "audit.tsv").read_text().splitlines()[1:] == ["p\tq1\tfalse"]
