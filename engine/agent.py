@@ -175,15 +175,6 @@ def final_answer(text: str | None) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def _add_usage(total: Usage, u: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens + u.input_tokens,
-        output_tokens=total.output_tokens + u.output_tokens,
-        reasoning_tokens=total.reasoning_tokens + u.reasoning_tokens,
-        cached_tokens=total.cached_tokens + u.cached_tokens,
-    )
-
-
 class Agent:
     """Everything a trajectory needs besides its question; one per provider, shared by its trajectories."""
 
@@ -235,7 +226,7 @@ class Agent:
             rec.iterations = iteration  # model turns answered (a failed call does not count)
             self._account(reply)
             rec.retries(reply.retries, None, self.stats)
-            rec.usage = _add_usage(rec.usage, reply.usage)
+            rec.usage = rec.usage + reply.usage
             rec.add(
                 ModelResponded(
                     iteration=iteration,

@@ -140,9 +140,7 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Paylo
                 output_tokens=step.usage.output_tokens,
                 reasoning_tokens=step.usage.reasoning_tokens,
             )
-            total.input_tokens += u.input_tokens
-            total.output_tokens += u.output_tokens
-            total.reasoning_tokens += u.reasoning_tokens
+            total = total + u
             payloads.append(ModelResponded(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms))
         elif isinstance(step, SearchStep):
             payloads.append(SearchCalled(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider))

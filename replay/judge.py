@@ -224,8 +224,7 @@ class _Run:
         s.valid += valid
         s.invalid += not valid
         s.retried += len(retries)
-        for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens"):
-            setattr(s.usage, name, getattr(s.usage, name) + getattr(usage, name))
+        s.usage = s.usage + usage
         self._tick()
 
     def _tick(self) -> None:

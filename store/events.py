@@ -22,6 +22,15 @@ class Usage(msgspec.Struct, kw_only=True):
     reasoning_tokens: int = 0
     cached_tokens: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        """Totals per trajectory and per judge run are sums of the calls' usage."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
 
 class ToolCall(msgspec.Struct, kw_only=True):
     call_id: str
