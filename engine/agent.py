@@ -56,6 +56,7 @@ from store.events import (
     TrajectoryStarted,
     Usage,
     stable_event_id,
+    trajectory_stream,
 )
 
 _FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
@@ -91,7 +92,7 @@ def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1) -> str
 
 
 def stream_of(tid: str) -> str:
-    return f"traj:{tid}"
+    return trajectory_stream(tid)
 
 
 @dataclass

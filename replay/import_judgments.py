@@ -30,7 +30,7 @@ from replay.import_common import (
     uuid_of_int,
 )
 from replay.interchange import JudgmentLine, TypedJudgmentLine, judgment_decoder, typed_judgment_decoder
-from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict
+from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, judge_stream
 from store.log import EventLog
 
 Items = dict[str, dict[str, bool]]  # trajectory_id -> {url_normalized: page_visible}
@@ -179,12 +179,12 @@ def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
                 judge_run_id=j.judge_run_id, model="imported", prompt_version="imported", prompt_sha256=""
             )
             eid: uuid.UUID = event_id("import", "judge.started", j.judge_run_id)
-            batch.append(NewEvent(stream_id=f"judge:{j.judge_run_id}", run_id=RUN_ID, payload=started, event_id=eid))
+            batch.append(NewEvent(stream_id=judge_stream(j.judge_run_id), run_id=RUN_ID, payload=started, event_id=eid))
         url, visible, labels = _check(path, n, j, items)
         eid_bytes = known.verdicts[key_digest(j.judge_run_id, j.trajectory_id, url)]
         batch.append(
             NewEvent(
-                stream_id=f"judge:{j.judge_run_id}",
+                stream_id=judge_stream(j.judge_run_id),
                 run_id=RUN_ID,
                 payload=verdict_payload(j, url, visible, labels),
                 event_id=uuid_of_int(int.from_bytes(eid_bytes)),

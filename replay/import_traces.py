@@ -40,6 +40,7 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
     Usage,
+    trajectory_stream,
 )
 from store.log import EventLog
 
@@ -197,7 +198,7 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
     """The events of one trajectory (its question first), ids derived from the stored content."""
     payloads, blobs = trace_payloads(t)
     h = _trace_hash(payloads)
-    stream = f"traj:{t.trajectory_id}"
+    stream = trajectory_stream(t.trajectory_id)
     ids = event_ids("import", "trajectory", t.trajectory_id, h, n=len(payloads))
     events = [NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=i) for p, i in zip(payloads, ids, strict=True)]
     q = DatasetQuestion(qid=t.qid, question=t.question, gold_answer=t.gold_answer)

@@ -26,6 +26,7 @@ from store.events import (
     JudgeVerdict,
     NewEvent,
     Usage,
+    judge_stream,
     stable_event_id,
 )
 from store.log import EventLog
@@ -60,7 +61,7 @@ class JudgeStats(msgspec.Struct, kw_only=True):
 
 
 def stream_of(judge_run_id: str) -> str:
-    return f"judge:{judge_run_id}"
+    return judge_stream(judge_run_id)
 
 
 def trace_id_of(judge_run_id: str, item: JudgeItem) -> str:

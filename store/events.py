@@ -308,3 +308,13 @@ def type_of(payload: Payload) -> str:
 def stable_event_id(*parts: str) -> uuid.UUID:
     """Content-derived id, so re-importing or re-recording the same fact is a no-op."""
     return uuid.uuid5(uuid.NAMESPACE_URL, "searchtrace:" + "\x1f".join(parts))
+
+
+def trajectory_stream(trajectory_id: str) -> str:
+    """The stream holding one trajectory's events (recorded or imported)."""
+    return f"traj:{trajectory_id}"
+
+
+def judge_stream(judge_run_id: str) -> str:
+    """The stream holding one judge run's events."""
+    return f"judge:{judge_run_id}"
