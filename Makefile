@@ -14,10 +14,10 @@ demo: $(STAMP)
 	$(VENV)/bin/searchtrace demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check engine adapters store replay analytics tests benchmarks
+	$(VENV)/bin/ruff check searchtrace/cli searchtrace/*.py engine adapters store replay analytics tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy engine adapters store replay analytics
+	$(VENV)/bin/mypy -p searchtrace
 
 test: $(STAMP) lint typecheck
 	$(VENV)/bin/pytest -q

@@ -1,13 +1,13 @@
 """Provider adapters: search (Brave, Tavily, Firecrawl), the Jina fetch backend, OpenAI-compatible chat."""
 
-from adapters.brave import BraveSearch
-from adapters.errors import AdapterError, ChatError, MissingKey
-from adapters.fetch_cache import FetchCache, default_cache_dir
-from adapters.firecrawl import FirecrawlSearch
-from adapters.jina import JinaFetcher
-from adapters.openai_chat import OpenAIChat
-from adapters.protocols import ChatModel, Fetcher, SearchProvider
-from adapters.registry import (
+from searchtrace.adapters.brave import BraveSearch
+from searchtrace.adapters.errors import AdapterError, ChatError, MissingKey
+from searchtrace.adapters.fetch_cache import FetchCache, default_cache_dir
+from searchtrace.adapters.firecrawl import FirecrawlSearch
+from searchtrace.adapters.jina import JinaFetcher
+from searchtrace.adapters.openai_chat import OpenAIChat
+from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
+from searchtrace.adapters.registry import (
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
     build_chat,
@@ -16,9 +16,16 @@ from adapters.registry import (
     default_endpoint,
     sandbox_endpoint,
 )
-from adapters.tavily import TavilySearch
-from adapters.types import ChatResponse, Endpoint, FetchResponse, RetryInfo, SearchHit, SearchResponse
-from adapters.urls import domain_of, normalize_url
+from searchtrace.adapters.tavily import TavilySearch
+from searchtrace.adapters.types import (
+    ChatResponse,
+    Endpoint,
+    FetchResponse,
+    RetryInfo,
+    SearchHit,
+    SearchResponse,
+)
+from searchtrace.adapters.urls import domain_of, normalize_url
 
 __all__ = [
     "SANDBOX_KEY",

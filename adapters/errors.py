@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 if TYPE_CHECKING:
-    from adapters.types import RetryInfo
+    from searchtrace.adapters.types import RetryInfo
 
 
 class AdapterError(Exception):

@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from adapters.http import Reply
-from adapters.keys import json_headers
-from adapters.search_base import SearchAdapter, clean_text, domain_or_url
-from adapters.types import SearchHit
+from searchtrace.adapters.http import Reply
+from searchtrace.adapters.keys import json_headers
+from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url
+from searchtrace.adapters.types import SearchHit
 
 DEFAULT_BASE_URL = "https://api.firecrawl.dev"
 

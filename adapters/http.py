@@ -15,9 +15,9 @@ import structlog
 from aiolimiter import AsyncLimiter
 from httpx._client import ClientState, UseClientDefault
 
-from adapters.keys import Secret, read_key
-from adapters.retry import backoff, retry_reason, stated_wait
-from adapters.types import Endpoint, RetryInfo
+from searchtrace.adapters.keys import Secret, read_key
+from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
+from searchtrace.adapters.types import Endpoint, RetryInfo
 
 log = structlog.get_logger("searchtrace.adapters")
 _httpx_log = logging.getLogger("httpx")  # where httpx itself reports each request (silent unless configured)
@@ -132,7 +132,7 @@ def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None =
     limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
     if transport is None:
         # imported lazily: aiohttp is heavy and tests inject transports
-        from adapters.aiohttp_transport import LeanAiohttpTransport
+        from searchtrace.adapters.aiohttp_transport import LeanAiohttpTransport
 
         transport = LeanAiohttpTransport(limits)
     return LeanAsyncClient(

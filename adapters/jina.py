@@ -9,12 +9,12 @@ import httpx
 import msgspec
 import structlog
 
-from adapters.fetch_cache import CachedPage, FetchCache
-from adapters.http import OwnsClient, Reply
-from adapters.keys import Secret, json_headers, scrub_text
-from adapters.search_base import http_error_text
-from adapters.types import Endpoint, FetchResponse
-from adapters.urls import normalize_url
+from searchtrace.adapters.fetch_cache import CachedPage, FetchCache
+from searchtrace.adapters.http import OwnsClient, Reply
+from searchtrace.adapters.keys import Secret, json_headers, scrub_text
+from searchtrace.adapters.search_base import http_error_text
+from searchtrace.adapters.types import Endpoint, FetchResponse
+from searchtrace.adapters.urls import normalize_url
 
 log = structlog.get_logger("searchtrace.adapters")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from adapters.errors import MissingKey
+from searchtrace.adapters.errors import MissingKey
 
 DEFAULT_KEY_ENV: dict[str, str] = {
     "brave": "BRAVE_API_KEY",

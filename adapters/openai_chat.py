@@ -9,12 +9,12 @@ import httpx
 import msgspec
 import structlog
 
-from adapters.errors import ChatError, key_rejected
-from adapters.http import OwnsClient, Reply
-from adapters.keys import Secret, json_headers, scrub_bytes, scrub_text
-from adapters.search_base import shorten
-from adapters.types import ChatResponse, Endpoint
-from store.events import ToolCall, Usage
+from searchtrace.adapters.errors import ChatError, key_rejected
+from searchtrace.adapters.http import OwnsClient, Reply
+from searchtrace.adapters.keys import Secret, json_headers, scrub_bytes, scrub_text
+from searchtrace.adapters.search_base import shorten
+from searchtrace.adapters.types import ChatResponse, Endpoint
+from searchtrace.store.events import ToolCall, Usage
 
 log = structlog.get_logger("searchtrace.adapters")
 
@@ -94,7 +94,7 @@ def error_message(body: Any, text: str) -> str:
         kind = err.get("code") or err.get("type")
         return f"{kind}: {msg}" if kind else msg
     if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return body["error"]
+        return str(body["error"])
     return text
 
 

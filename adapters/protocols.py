@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from adapters.types import ChatResponse, FetchResponse, SearchResponse
+from searchtrace.adapters.types import ChatResponse, FetchResponse, SearchResponse
 
 
 @runtime_checkable

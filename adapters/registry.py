@@ -8,16 +8,16 @@ from typing import Any
 
 import httpx
 
-from adapters import brave, firecrawl, jina, openai_chat, tavily
-from adapters.brave import BraveSearch
-from adapters.firecrawl import FirecrawlSearch
-from adapters.jina import JinaFetcher
-from adapters.keys import DEFAULT_KEY_ENV
-from adapters.openai_chat import OpenAIChat
-from adapters.search_base import SearchAdapter
-from adapters.tavily import TavilySearch
-from adapters.types import Endpoint
-from store.errors import BadInput
+from searchtrace.adapters import brave, firecrawl, jina, openai_chat, tavily
+from searchtrace.adapters.brave import BraveSearch
+from searchtrace.adapters.firecrawl import FirecrawlSearch
+from searchtrace.adapters.jina import JinaFetcher
+from searchtrace.adapters.keys import DEFAULT_KEY_ENV
+from searchtrace.adapters.openai_chat import OpenAIChat
+from searchtrace.adapters.search_base import SearchAdapter
+from searchtrace.adapters.tavily import TavilySearch
+from searchtrace.adapters.types import Endpoint
+from searchtrace.store.errors import BadInput
 
 SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {
     "brave": BraveSearch,

@@ -72,4 +72,4 @@ def backoff(attempt: int, *, cap_s: float, stated_s: float | None = None, base_s
     if stated_s is not None:
         return min(stated_s, cap_s)
     raw = base_s * (2 ** (attempt - 1))
-    return min(raw * random.uniform(0.5, 1.0), cap_s)
+    return float(min(raw * random.uniform(0.5, 1.0), cap_s))

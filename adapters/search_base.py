@@ -11,11 +11,11 @@ import httpx
 import msgspec
 import structlog
 
-from adapters.errors import key_rejected
-from adapters.http import OwnsClient, Reply
-from adapters.keys import Secret, scrub_bytes, scrub_text
-from adapters.types import Endpoint, SearchHit, SearchResponse
-from adapters.urls import domain_of
+from searchtrace.adapters.errors import key_rejected
+from searchtrace.adapters.http import OwnsClient, Reply
+from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
+from searchtrace.adapters.types import Endpoint, SearchHit, SearchResponse
+from searchtrace.adapters.urls import domain_of
 
 log = structlog.get_logger("searchtrace.adapters")
 

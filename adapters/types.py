@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from store.events import FetchStatus, SearchStatus, ToolCall, Usage
+from searchtrace.store.events import FetchStatus, SearchStatus, ToolCall, Usage
 
 
 class RetryInfo(msgspec.Struct, kw_only=True):

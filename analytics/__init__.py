@@ -6,14 +6,13 @@ judge's input); `metrics` + `textnorm` (every metric, exact integer sums); `repo
 canonical JSON); `table` (terminal form); `custom` (user metric files); `examples/` (a worked metric).
 """
 
-from analytics.html import extras_from_db, render
-from analytics.items import JudgeItem, judge_items
-from analytics.projections import catch_up
-from analytics.report import build_report, latest_judge_run, to_json
-from analytics.sample import read_questions, sample
-from analytics.table import render_table
-from analytics.textnorm import exact_match, token_f1, tokens
-from analytics.views import ensure_views
+from searchtrace.analytics.html import extras_from_db, render
+from searchtrace.analytics.items import JudgeItem, judge_items
+from searchtrace.analytics.projections import catch_up
+from searchtrace.analytics.report import build_report, latest_judge_run, to_json
+from searchtrace.analytics.table import render_table
+from searchtrace.analytics.textnorm import exact_match, token_f1, tokens
+from searchtrace.analytics.views import ensure_views
 
 __all__ = [
     "JudgeItem",
@@ -24,10 +23,8 @@ __all__ = [
     "extras_from_db",
     "judge_items",
     "latest_judge_run",
-    "read_questions",
     "render",
     "render_table",
-    "sample",
     "to_json",
     "token_f1",
     "tokens",

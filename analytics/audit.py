@@ -10,12 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from analytics import projections, report
-from analytics.eventscan import HasCursor, latest_judge_run, providers, verdicts
-from analytics.items import JudgeItem, judge_items
-from store import blobs
-from store.errors import BadInput
-from store.events import AuditLabel, JudgeItemRef, JudgeVerdict, NewEvent, decode_payload, stable_event_id
+from searchtrace.analytics import projections, report
+from searchtrace.analytics.eventscan import HasCursor, latest_judge_run, providers, verdicts
+from searchtrace.analytics.items import JudgeItem, judge_items
+from searchtrace.store import blobs
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
+    AuditLabel,
+    JudgeItemRef,
+    JudgeVerdict,
+    NewEvent,
+    decode_payload,
+    stable_event_id,
+)
 
 SURFACES: tuple[Literal["snippet", "page"], ...] = ("snippet", "page")
 LABELS: tuple[Literal["supports_gold", "contradicts_gold", "relevant"], ...] = (
@@ -290,8 +297,8 @@ def _validate_row(
     return AuditLabel(
         judge_run_id=jr,
         item=JudgeItemRef(trajectory_id=tid, url_normalized=url_n),
-        surface=surface,  # type: ignore[arg-type]
-        label=label,  # type: ignore[arg-type]
+        surface=surface,
+        label=label,
         judge_value=recorded,
         human_value=human,
     )

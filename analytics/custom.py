@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
-from analytics.views import ensure_views
-from store.errors import BadInput
+from searchtrace.analytics.views import ensure_views
+from searchtrace.store.errors import BadInput
 
 Number = int | float | None
 

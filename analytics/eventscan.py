@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 import duckdb
 
-from analytics import projections
-from analytics.shared_sql import trajectories_cte
-from store.errors import BadInput
-from store.events import JudgeVerdict, decode_payload
+from searchtrace.analytics import projections
+from searchtrace.analytics.shared_sql import trajectories_cte
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import JudgeVerdict, decode_payload
 
 
 class HasCursor(Protocol):

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from analytics.eventscan import HasCursor, gold_rank_hist, latest_judge_run, per_trajectory
-from store.errors import BadInput
+from searchtrace.analytics.eventscan import HasCursor, gold_rank_hist, latest_judge_run, per_trajectory
+from searchtrace.store.errors import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
 PART_COLOURS = {"SMART": "#2e7d32", "MISSED": "#f9a825", "BLIND": "#c62828", "NO-OP": "#9e9e9e"}
@@ -90,8 +90,8 @@ def _nice_max(v: float) -> float:
     exp = 10 ** math.floor(math.log10(v))
     for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * exp >= v:
-            return m * exp
-    return 10 * exp
+            return float(m * exp)
+    return float(10 * exp)
 
 
 def _axis(

@@ -18,8 +18,8 @@ from typing import Any
 import duckdb
 import msgspec
 
-from analytics import projections
-from analytics.shared_sql import answers_cte, trajectories_cte
+from searchtrace.analytics import projections
+from searchtrace.analytics.shared_sql import answers_cte, trajectories_cte
 
 
 def items_sql(p: str) -> str:

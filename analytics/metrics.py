@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 import msgspec
 
-from analytics.items import items_sql
-from analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
-from analytics.textnorm import exact_match, token_f1
+from searchtrace.analytics.items import items_sql
+from searchtrace.analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
+from searchtrace.analytics.textnorm import exact_match, token_f1
 
 
 class TrajectoryStats(msgspec.Struct, kw_only=True):

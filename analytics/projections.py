@@ -13,7 +13,7 @@ import threading
 
 import duckdb
 
-from analytics.relations import RELATIONS, version
+from searchtrace.analytics.relations import RELATIONS, version
 
 PROJ = "proj_"
 TMP = "tmp_"

@@ -17,10 +17,10 @@ from typing import Any
 
 import duckdb
 
-from analytics import projections
-from analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
-from analytics.views import ensure_views
-from store.errors import BadInput
+from searchtrace.analytics import projections
+from searchtrace.analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
+from searchtrace.analytics.views import ensure_views
+from searchtrace.store.errors import BadInput
 
 SCHEMA = "searchtrace.report/1"
 
@@ -78,7 +78,7 @@ def build_report(
         "complementarity": complementarity(con, p, rows),
     }
     if metric_files:
-        from analytics.custom import run_metrics
+        from searchtrace.analytics.custom import run_metrics
 
         report["custom"] = run_metrics(con, metric_files, run, writable=writable)
     return report

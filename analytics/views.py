@@ -11,10 +11,10 @@ import hashlib
 
 import duckdb
 
-from analytics.items import items_sql
-from analytics.projections import STATE_DDL
-from analytics.relations import RELATIONS
-from analytics.shared_sql import answers_cte, audit_cte, superseded_ids, trajectories_cte
+from searchtrace.analytics.items import items_sql
+from searchtrace.analytics.projections import STATE_DDL
+from searchtrace.analytics.relations import RELATIONS
+from searchtrace.analytics.shared_sql import answers_cte, audit_cte, superseded_ids, trajectories_cte
 
 EV = "ev_"
 VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed

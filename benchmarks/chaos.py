@@ -101,8 +101,8 @@ class Chaos:
 
 def write_inputs(c: Chaos) -> int:
     """The question file (sandbox questions repeated under new qids) and run.toml; returns the question count."""
-    from adapters.sandbox.corpus import question_rows
-    from adapters.sandbox.world import default_world
+    from searchtrace.adapters.sandbox.corpus import question_rows
+    from searchtrace.adapters.sandbox.world import default_world
 
     base = question_rows(default_world().questions)
     n = max(1, c.trajectories // len(PROVIDERS))
@@ -151,7 +151,7 @@ class Served:
 
 def make_app(c: Chaos) -> Any:
     """The sandbox app with the chaos FaultPlan; every fault it decides is counted per (route, kind)."""
-    from adapters.sandbox import FaultPlan, create_app
+    from searchtrace.adapters.sandbox import FaultPlan, create_app
 
     app = create_app(faults=FaultPlan(seed=c.seed, rates=dict(c.rates)), hang_s=c.hang_s)
     sb = app.state.sandbox
@@ -159,7 +159,7 @@ def make_app(c: Chaos) -> Any:
     lock = threading.Lock()
 
     def counted(route: str, key: str, marker_text: str) -> str | None:
-        kind = decide(route, key, marker_text)
+        kind: str | None = decide(route, key, marker_text)
         if kind is not None:
             with lock:
                 c.injected[(route, kind)] += 1
@@ -200,7 +200,7 @@ def durable(db: Path) -> tuple[set[str], set[tuple[str, str]]]:
 
 def item_keys(db: Path) -> set[tuple[str, str]]:
     """Every judge item of the store as (trajectory id, normalised URL)."""
-    from analytics.items import judge_items
+    from searchtrace.analytics.items import judge_items
 
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -374,7 +374,7 @@ def redone_calls(c: Chaos, db: Path) -> dict[str, int]:
 
 def run_chaos(c: Chaos) -> dict[str, Any]:
     """The whole chaos run; returns the figures with a `problems` list (empty when every check passed)."""
-    from adapters.sandbox import running
+    from searchtrace.adapters.sandbox import running
 
     t0 = time.perf_counter()
     c.workdir.mkdir(parents=True, exist_ok=True)
@@ -383,7 +383,7 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     rng = random.Random(c.seed)
     app = make_app(c)
     problems: list[str] = []
-    with running(app=app) as root:  # type: ignore[arg-type]  # any ASGI app serves
+    with running(app=app) as root:
         base = [SEARCHTRACE, *c.log_args]
         rec = [*base, "record", "--config", str(c.workdir / "run.toml"), "--sandbox-url", root, "--db", str(c.db),
                "--no-progress"]

@@ -45,8 +45,8 @@ class TimedASGI:
 
 
 def _questions(path: Path, n_questions: int) -> None:
-    from adapters.sandbox.corpus import question_rows
-    from adapters.sandbox.world import default_world
+    from searchtrace.adapters.sandbox.corpus import question_rows
+    from searchtrace.adapters.sandbox.world import default_world
 
     base = [r for r in question_rows(default_world().questions)]
     rows = []
@@ -59,10 +59,10 @@ def _questions(path: Path, n_questions: int) -> None:
 
 async def trajectories(n: int, workdir: Path, concurrency: int = 64) -> dict[str, Any]:
     """Records ~n trajectories (3 personas) against the in-process sandbox; CPU and wall figures."""
-    from adapters.sandbox.app import create_app
-    from engine.config import parse_config, point_at_sandbox
-    from engine.record import endpoint_factory, record_run
-    from store.log import EventLog
+    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.engine.config import parse_config, point_at_sandbox
+    from searchtrace.engine.record import endpoint_factory, record_run
+    from searchtrace.store.log import EventLog
 
     qfile = workdir / "questions.jsonl"
     _questions(qfile, math.ceil(n / 3))
@@ -116,9 +116,9 @@ def max_in_window(times: list[float], window: float = 1.0) -> int:
 
 async def rate_limit(calls: int, rps: float, burst: int = 0) -> dict[str, Any]:
     """`calls` chat completions started at once through the adapter limited to `rps`; arrival-time figures."""
-    from adapters.registry import SANDBOX_KEY, build_chat
-    from adapters.sandbox.app import create_app
-    from adapters.types import Endpoint
+    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat
+    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.adapters.types import Endpoint
 
     app = TimedASGI(create_app())
     endpoint = Endpoint(base_url=f"{SANDBOX_ROOT}/openai/v1", rps=rps, burst=burst, concurrency=64, timeout_s=30.0)

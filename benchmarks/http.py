@@ -26,7 +26,7 @@ import msgspec
 
 _SERVER = (
     "import sys, uvicorn\n"
-    "from adapters.sandbox.app import create_app\n"
+    "from searchtrace.adapters.sandbox.app import create_app\n"
     "uvicorn.run(create_app(), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning', access_log=False)\n"
 )
 
@@ -34,7 +34,7 @@ _SERVER = (
 @contextlib.contextmanager
 def sandbox_server(port: int | None = None, timeout_s: float = 20.0) -> Iterator[str]:
     """A sandbox server in a child process on 127.0.0.1; yields its root URL; stops it (by its pid) on exit."""
-    from adapters.sandbox.serve import free_port
+    from searchtrace.adapters.sandbox.serve import free_port
 
     port = port or free_port()
     proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=dict(os.environ))
@@ -99,8 +99,8 @@ async def measure(
 
     import aiohttp
 
-    from adapters.http import EndpointClient, make_client
-    from adapters.types import Endpoint
+    from searchtrace.adapters.http import EndpointClient, make_client
+    from searchtrace.adapters.types import Endpoint
 
     endpoint = Endpoint(base_url=root, rps=0.0, concurrency=concurrency, timeout_s=30.0, max_retries=0)
     client = make_client(endpoint)
@@ -145,7 +145,7 @@ async def measure(
 
 
 async def run_all(levels: list[int], seconds: float, root: str | None, rounds: int = 9, route: str = "jina") -> dict[str, Any]:
-    from adapters.sandbox.world import default_world
+    from searchtrace.adapters.sandbox.world import default_world
 
     template, headers = ROUTES[route]
     path = template.format(page=default_world().pages[0].url)

@@ -19,10 +19,10 @@ import click
 import duckdb
 import pyarrow as pa
 
-from benchmarks.synthetic import batches
-from store.log import EventLog
-from store.schema import DDL
-from store.writer import open_writer
+from searchtrace.benchmarks.synthetic import batches
+from searchtrace.store.log import EventLog
+from searchtrace.store.schema import DDL
+from searchtrace.store.writer import open_writer
 
 RAW_BATCHES = (50_000, 122_880)  # rows per INSERT tried for the raw bulk path; the fastest is reported
 

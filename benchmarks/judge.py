@@ -22,7 +22,7 @@ import click
 import httpx
 import msgspec
 
-from store.events import (
+from searchtrace.store.events import (
     AnswerFinal,
     FetchCalled,
     FetchCompleted,
@@ -68,7 +68,7 @@ def _trajectory(t: int, n: int, blobs: dict[str, bytes]) -> list[Payload]:
 
 def build_store(path: Path, calls: int) -> int:
     """A store with exactly `calls` judge items; returns the number of events."""
-    from store.log import EventLog
+    from searchtrace.store.log import EventLog
 
     blobs: dict[str, bytes] = {}
     events: list[NewEvent] = []
@@ -86,11 +86,11 @@ def build_store(path: Path, calls: int) -> int:
 
 
 async def judge_bench(db: Path, *, rps: float, concurrency: int) -> dict[str, Any]:
-    from adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
-    from adapters.sandbox.app import create_app
-    from benchmarks.fanout import TimedASGI, max_in_window
-    from replay.judge import run_judge
-    from store.log import EventLog
+    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.benchmarks.fanout import TimedASGI, max_in_window
+    from searchtrace.replay.judge import run_judge
+    from searchtrace.store.log import EventLog
 
     app = TimedASGI(create_app())
     endpoint = sandbox_endpoint("openai", "http://sandbox", rps=rps, concurrency=concurrency, timeout_s=60.0)

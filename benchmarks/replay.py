@@ -163,8 +163,8 @@ class Timing:
 
 def _report_json(db: Path) -> tuple[str, float]:
     """What `searchtrace report --json --db DB` does, in-process; returns (JSON text, seconds)."""
-    from analytics.report import build_report, to_json
-    from store.log import EventLog
+    from searchtrace.analytics.report import build_report, to_json
+    from searchtrace.store.log import EventLog
 
     t0 = time.perf_counter()
     with EventLog(db) as log:
@@ -177,8 +177,8 @@ def _report_json(db: Path) -> tuple[str, float]:
 
 
 def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
-    from replay.importer import import_files
-    from store.log import EventLog
+    from searchtrace.replay.importer import import_files
+    from searchtrace.store.log import EventLog
 
     t0 = time.perf_counter()
     files = generate(folder, scale, seed)
@@ -193,7 +193,7 @@ def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
     warm_text, warm = _report_json(db)
     html_s = None
     if html:
-        from analytics import html as html_mod
+        from searchtrace.analytics import html as html_mod
 
         t0 = time.perf_counter()
         with EventLog(db, read_only=True) as log:

@@ -6,7 +6,7 @@ import random
 import uuid
 from collections.abc import Iterator
 
-from store.events import NewEvent, SearchCalled, SearchResult
+from searchtrace.store.events import NewEvent, SearchCalled, SearchResult
 
 _WORDS = (
     "evidence surface provider snippet ranking answer question retrieval freshness topic agent judge "

@@ -21,10 +21,10 @@ from typing import Any
 import anyio
 import msgspec
 
-from adapters.protocols import ChatModel, Fetcher, SearchProvider
-from adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
-from engine.prompts import FINAL_PREFIX, Prompt
-from engine.tools import (
+from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
+from searchtrace.adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
+from searchtrace.engine.prompts import FINAL_PREFIX, Prompt
+from searchtrace.engine.tools import (
     TOOL_SCHEMAS,
     DocRegistry,
     FetchPlan,
@@ -35,11 +35,13 @@ from engine.tools import (
     refusal_content,
     search_content,
 )
-from engine.transcript import opening_messages, turn_messages
-from engine.transcript import rebuild_messages as rebuild_messages  # re-exported: replay imports it from here
-from store.blobs import digest
-from store.errors import BadInput
-from store.events import (
+from searchtrace.engine.transcript import opening_messages, turn_messages
+from searchtrace.engine.transcript import (
+    rebuild_messages as rebuild_messages,  # re-exported: replay imports it from here
+)
+from searchtrace.store.blobs import digest
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
     AnswerFinal,
     CallRetried,
     FetchCalled,
@@ -198,7 +200,7 @@ class Agent:
 
     async def run(self, traj: Trajectory, rec: Recorder) -> TrajectoryFinished:
         """Runs the loop, filling `rec`; a ChatError ends it with reason `error`, other exceptions propagate."""
-        from adapters.errors import ChatError
+        from searchtrace.adapters.errors import ChatError
 
         tid = traj.trajectory_id
         rec.add(

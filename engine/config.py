@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 PROVIDER_KINDS = ("brave", "tavily", "firecrawl")
 SANDBOX_AGENT = "sandbox-agent"
@@ -117,7 +117,7 @@ class RunConfig(_Cfg):
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs the same protocol (not rates, base URLs or concurrency): hashed into run_id."""
-        from engine.prompts import get_prompt
+        from searchtrace.engine.prompts import get_prompt
 
         prompt = get_prompt(self.agent.prompt_version)
         return {
@@ -139,7 +139,7 @@ class RunConfig(_Cfg):
 
     def to_event(self) -> dict[str, Any]:
         """The full config for `run.started` (key variable names only, never key values)."""
-        from engine.prompts import get_prompt
+        from searchtrace.engine.prompts import get_prompt
 
         prompt = get_prompt(self.agent.prompt_version)
         body: dict[str, Any] = msgspec.to_builtins(self)
@@ -209,7 +209,7 @@ def _check(cfg: RunConfig, src: str) -> None:
 
 
 def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
-    from adapters.registry import BASE_URLS, default_endpoint
+    from searchtrace.adapters.registry import BASE_URLS, default_endpoint
 
     if kind not in BASE_URLS:
         return
@@ -222,7 +222,7 @@ def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
 
 
 def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
-    from adapters.registry import SEARCH_PROVIDERS
+    from searchtrace.adapters.registry import SEARCH_PROVIDERS
 
     for name, p in cfg.providers.items():
         p.kind = p.kind or name
@@ -255,7 +255,7 @@ def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
 
 def point_at_sandbox(cfg: RunConfig, root: str) -> None:
     """Every endpoint at the sandbox world rooted at `root`; the agent becomes the scripted `sandbox-agent`."""
-    from adapters.registry import sandbox_endpoint
+    from searchtrace.adapters.registry import sandbox_endpoint
 
     cfg.sandbox = True
     cfg.agent.base_url = sandbox_endpoint("openai", root).base_url

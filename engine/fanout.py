@@ -19,9 +19,9 @@ from typing import TypeVar
 import anyio
 import structlog
 
-from engine.agent import Agent, Recorder, Trajectory
-from store.errors import BadInput, ConcurrencyError
-from store.writer import Writer
+from searchtrace.engine.agent import Agent, Recorder, Trajectory
+from searchtrace.store.errors import BadInput, ConcurrencyError
+from searchtrace.store.writer import Writer
 
 log = structlog.get_logger("searchtrace.fanout")
 

@@ -7,7 +7,7 @@ import sys
 
 import structlog
 
-from engine.redact import redact_processor
+from searchtrace.engine.redact import redact_processor
 
 
 def configure_logging(*, json: bool = False, verbosity: int = 0) -> None:

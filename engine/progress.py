@@ -18,7 +18,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from engine.agent import Stats
+from searchtrace.engine.agent import Stats
 
 
 def summary_line(s: Stats) -> str:

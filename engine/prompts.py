@@ -38,7 +38,7 @@ class Prompt(msgspec.Struct, frozen=True, kw_only=True):
 
 def get_prompt(version: str = DEFAULT_VERSION) -> Prompt:
     """The frozen prompt of a version; unknown versions are a usage error naming the known ones."""
-    from store.errors import BadInput
+    from searchtrace.store.errors import BadInput
 
     try:
         text = _PROMPTS[version]

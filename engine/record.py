@@ -21,14 +21,15 @@ import anyio
 import msgspec
 import structlog
 
-from engine.agent import Agent, ChatModel, Stats, Trajectory
-from engine.config import SANDBOX_DATASET, RunConfig
-from engine.fanout import bad_input_alone, fan_out
-from engine.prompts import Prompt, get_prompt
-from store.errors import BadInput
-from store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
-from store.log import EventLog
-from store.writer import open_writer
+from searchtrace.adapters.protocols import ChatModel
+from searchtrace.engine.agent import Agent, Stats, Trajectory
+from searchtrace.engine.config import SANDBOX_DATASET, RunConfig
+from searchtrace.engine.fanout import bad_input_alone, fan_out
+from searchtrace.engine.prompts import Prompt, get_prompt
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
+from searchtrace.store.log import EventLog
+from searchtrace.store.writer import open_writer
 
 log = structlog.get_logger("searchtrace.record")
 
@@ -86,11 +87,11 @@ def run_stream(run_id: str) -> str:
 
 def load_questions(cfg: RunConfig) -> list[Question]:
     """The run's questions: the file (or the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
-    from analytics.sample import prepare, read_questions, sample
+    from searchtrace.engine.sample import prepare, read_questions, sample
 
     if cfg.dataset.path == SANDBOX_DATASET:
-        from adapters.sandbox.corpus import question_rows
-        from adapters.sandbox.world import default_world
+        from searchtrace.adapters.sandbox.corpus import question_rows
+        from searchtrace.adapters.sandbox.world import default_world
 
         rows: list[dict[str, Any]] = list(question_rows(default_world().questions))
     else:
@@ -335,7 +336,7 @@ def summary_dict(s: RunSummary) -> Mapping[str, Any]:
 
 def preflight(cfg: RunConfig) -> None:
     """Fails on a missing key (one line naming the variable) before the store is opened; keys never leave here."""
-    from adapters.keys import read_key
+    from searchtrace.adapters.keys import read_key
 
     if cfg.sandbox:
         return
@@ -345,7 +346,7 @@ def preflight(cfg: RunConfig) -> None:
 
 
 def _endpoint(e: Any) -> Any:
-    from adapters.types import Endpoint
+    from searchtrace.adapters.types import Endpoint
 
     return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
                     concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries,
@@ -358,7 +359,7 @@ def endpoint_factory(transport: Any = None) -> AdapterFactory:
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
         from pathlib import Path
 
-        from adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
+        from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
 
         fallback = SANDBOX_KEY if cfg.sandbox else None
         chat = build_chat(cfg.agent.model, _endpoint(cfg.agent), params=dict(cfg.agent.params), transport=transport,
@@ -372,7 +373,7 @@ def endpoint_factory(transport: Any = None) -> AdapterFactory:
         search: dict[str, Any] = {}
         for name, p in cfg.providers.items():
             adapter = build_search(p.kind, _endpoint(p), params=dict(p.params), transport=transport, key_fallback=fallback)
-            adapter.name = name  # type: ignore[misc]  # the provider name of this run (a kind may appear under several names)
+            adapter.name = name  # the provider name of this run (a kind may appear under several names)
             stack.push_async_callback(adapter.aclose)
             search[name] = adapter
         return Endpoints(chat=chat, fetch=fetch, search=search)

@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
-from adapters.types import SearchHit
-from adapters.urls import domain_of, normalize_url
-from engine.documents import document_block
-from store.events import FetchCompleted, SearchCompleted, SearchResult
+from searchtrace.adapters.types import SearchHit
+from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.engine.documents import document_block
+from searchtrace.store.events import FetchCompleted, SearchCompleted, SearchResult
 
 SEARCH_WEB = "search_web"
 FETCH_PAGE = "fetch_page"

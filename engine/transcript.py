@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.prompts import FINAL_PREFIX, user_message
-from engine.tools import DocRegistry, fetch_content, refusal_content, search_content
-from store.events import (
+from searchtrace.engine.prompts import FINAL_PREFIX, user_message
+from searchtrace.engine.tools import DocRegistry, fetch_content, refusal_content, search_content
+from searchtrace.store.events import (
     FetchCalled,
     FetchCompleted,
     ModelResponded,

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from store.events import CallRetried, ModelResponded, Payload, type_of
+from searchtrace.store.events import CallRetried, ModelResponded, Payload, type_of
 
 # Wire facts that legitimately differ between a recording and its replay (timing, retries, cache, byte counts).
 VOLATILE = frozenset({"latency_ms", "cache_hit", "wait_s", "n_bytes", "raw_digest"})

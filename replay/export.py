@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from analytics.shared_sql import is_proposal
-from replay.interchange import (
+from searchtrace.analytics.shared_sql import is_proposal
+from searchtrace.replay.interchange import (
     AUDIT_HEADER,
     FetchStep,
     JudgmentLine,
@@ -27,8 +27,8 @@ from replay.interchange import (
     TraceLine,
     encoder,
 )
-from store.errors import BadInput
-from store.events import (
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
     AnswerFinal,
     AuditAnswer,
     DatasetQuestion,
@@ -43,7 +43,7 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 _TRACE_TYPES = [
     "dataset.question",

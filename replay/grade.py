@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import msgspec
 
-from analytics.textnorm import tokens
-from store.events import (
+from searchtrace.analytics.textnorm import tokens
+from searchtrace.store.events import (
     AnswerFinal,
     AuditAnswer,
     DatasetQuestion,
@@ -15,7 +15,7 @@ from store.events import (
     TrajectoryStarted,
     stable_event_id,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 SOURCE = "grader:normalized-match/1"
 STREAM = "audit:grader"

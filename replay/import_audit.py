@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail
-from replay.interchange import AUDIT_HEADER, AUDIT_VALUES
-from store.errors import BadInput
-from store.events import AuditAnswer, NewEvent
+from searchtrace.replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail
+from searchtrace.replay.interchange import AUDIT_HEADER, AUDIT_VALUES
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import AuditAnswer, NewEvent
 
 
 # -- audit ------------------------------------------------------------------------------------------

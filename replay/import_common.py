@@ -13,9 +13,9 @@ from typing import Any
 
 import msgspec
 
-from adapters.urls import domain_of, normalize_url
-from store.errors import BadInput
-from store.log import EventLog
+from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.store.errors import BadInput
+from searchtrace.store.log import EventLog
 
 RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import msgspec
 
-from analytics import projections
-from analytics.items import items_sql
-from replay import import_common
-from replay.import_common import (
+from searchtrace.analytics import projections
+from searchtrace.analytics.items import items_sql
+from searchtrace.replay import import_common
+from searchtrace.replay.import_common import (
     RUN_ID,
     Known,
     decode_line,
@@ -29,9 +29,14 @@ from replay.import_common import (
     norm_url,
     uuid_of_int,
 )
-from replay.interchange import JudgmentLine, TypedJudgmentLine, judgment_decoder, typed_judgment_decoder
-from store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, judge_stream
-from store.log import EventLog
+from searchtrace.replay.interchange import (
+    JudgmentLine,
+    TypedJudgmentLine,
+    judgment_decoder,
+    typed_judgment_decoder,
+)
+from searchtrace.store.events import JudgeItemRef, JudgeStarted, JudgeVerdict, NewEvent, Verdict, judge_stream
+from searchtrace.store.log import EventLog
 
 Items = dict[str, dict[str, bool]]  # trajectory_id -> {url_normalized: page_visible}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay import import_common
-from replay.import_common import (
+from searchtrace.replay import import_common
+from searchtrace.replay.import_common import (
     DATASET_STREAM,
     RUN_ID,
     Known,
@@ -23,10 +23,10 @@ from replay.import_common import (
     norm_url,
     url_domain,
 )
-from replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
-from store import blobs as _blobs
-from store.errors import BadInput
-from store.events import (
+from searchtrace.replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
+from searchtrace.store import blobs as _blobs
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
     AnswerFinal,
     DatasetQuestion,
     FetchCalled,
@@ -42,7 +42,7 @@ from store.events import (
     Usage,
     trajectory_stream,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 
 def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:

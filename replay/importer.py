@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from replay import import_judgments
-from replay.import_audit import validate_audit
-from replay.import_common import Known
-from replay.import_traces import append_traces, validate_traces
-from store.events import AuditAnswer
-from store.log import EventLog
+from searchtrace.replay import import_judgments
+from searchtrace.replay.import_audit import validate_audit
+from searchtrace.replay.import_common import Known
+from searchtrace.replay.import_traces import append_traces, validate_traces
+from searchtrace.store.events import AuditAnswer
+from searchtrace.store.log import EventLog
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from store.events import FetchStatus, TrajectoryReason, Verdict
+from searchtrace.store.events import FetchStatus, TrajectoryReason, Verdict
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]  # ids and URLs may not be empty
 Count = Annotated[int, msgspec.Meta(ge=0)]

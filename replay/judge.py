@@ -10,15 +10,15 @@ from typing import Any
 import anyio
 import msgspec
 
-from adapters.protocols import ChatModel
-from analytics.items import JudgeItem, judge_items
-from engine.documents import document_block
-from engine.fanout import bad_input_alone, worker_pool
-from replay.judge_prompt import JudgePrompt, get_judge_prompt
-from replay.verdicts import SCHEMA_VERSION, parse_verdict
-from store.blobs import digest
-from store.errors import BadInput
-from store.events import (
+from searchtrace.adapters.protocols import ChatModel
+from searchtrace.analytics.items import JudgeItem, judge_items
+from searchtrace.engine.documents import document_block
+from searchtrace.engine.fanout import bad_input_alone, worker_pool
+from searchtrace.replay.judge_prompt import JudgePrompt, get_judge_prompt
+from searchtrace.replay.verdicts import SCHEMA_VERSION, parse_verdict
+from searchtrace.store.blobs import digest
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
     CallFailed,
     CallRetried,
     JudgeItemRef,
@@ -29,8 +29,8 @@ from store.events import (
     judge_stream,
     stable_event_id,
 )
-from store.log import EventLog
-from store.writer import Writer, open_writer
+from searchtrace.store.log import EventLog
+from searchtrace.store.writer import Writer, open_writer
 
 JSON_MODE = {"type": "json_object"}
 # How long the writer waits for more verdicts before a commit when calls are paced: verdicts then arrive one by
@@ -150,7 +150,7 @@ class _Run:
         )
 
     async def judge_one(self, item: JudgeItem) -> None:
-        from adapters.errors import ChatError
+        from searchtrace.adapters.errors import ChatError
 
         page = None
         if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread

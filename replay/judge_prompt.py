@@ -6,7 +6,7 @@ import hashlib
 
 import msgspec
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 _SYSTEM_1 = """\
 You are an evidence judge. You receive a question, its gold answer, the final answer an agent gave, and ONE \

@@ -17,9 +17,9 @@ from urllib.parse import unquote
 import httpx
 import msgspec
 
-from adapters.urls import normalize_url
-from engine.transcript import assistant_message
-from store.events import (
+from searchtrace.adapters.urls import normalize_url
+from searchtrace.engine.transcript import assistant_message
+from searchtrace.store.events import (
     FetchCalled,
     FetchCompleted,
     ModelResponded,

@@ -17,15 +17,15 @@ from typing import Any
 import anyio
 import msgspec
 
-from adapters.types import ChatResponse
-from engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
-from engine.fanout import worker_pool
-from engine.record import endpoint_factory, make_agents, run_started
-from replay.diff import Divergence, first_divergence, request_diff, steps
-from replay.reexec import ReplayMiss, ReplayTransport, Tape
-from store.errors import BadInput
-from store.events import ModelResponded, Payload, TrajectoryStarted
-from store.log import EventLog
+from searchtrace.adapters.types import ChatResponse
+from searchtrace.engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
+from searchtrace.engine.fanout import worker_pool
+from searchtrace.engine.record import endpoint_factory, make_agents, run_started
+from searchtrace.replay.diff import Divergence, first_divergence, request_diff, steps
+from searchtrace.replay.reexec import ReplayMiss, ReplayTransport, Tape
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import ModelResponded, Payload, TrajectoryStarted
+from searchtrace.store.log import EventLog
 
 
 class Recorded(msgspec.Struct, kw_only=True):
@@ -110,7 +110,7 @@ def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
 
 def replay_config(config: dict[str, Any], prompt_version: str | None) -> Any:
     """The recorded RunConfig made safe to replay: no limits, no retries, no fetch cache, no key needed."""
-    from engine.config import RunConfig
+    from searchtrace.engine.config import RunConfig
 
     fields = set(RunConfig.__struct_fields__)  # `to_event` adds derived keys (prompt, identity_sha256, ...)
     body = {k: v for k, v in config.items() if k in fields}
@@ -146,12 +146,14 @@ class CapturingChat:
     ) -> ChatResponse:
         snapshot = msgspec.json.decode(msgspec.json.encode(messages))
         self.requests[trace_id or ""].append((snapshot, tools))
-        return await self.inner.complete(messages, tools=tools, response_format=response_format, trace_id=trace_id)
+        reply: ChatResponse = await self.inner.complete(messages, tools=tools, response_format=response_format,
+                                                       trace_id=trace_id)
+        return reply
 
 
 def _recorded_prompt_text(config: dict[str, Any], version: str) -> str | None:
     """The system prompt the run was recorded with, when this code still has that exact text."""
-    from engine.prompts import get_prompt
+    from searchtrace.engine.prompts import get_prompt
 
     rec = config.get("prompt") or {}
     try:
@@ -225,7 +227,7 @@ async def replay_trajectories(
     concurrency: int = 8,
 ) -> ReplayReport:
     """Re-runs each trajectory's agent loop from its events and reports the first divergent step of each."""
-    from engine.prompts import get_prompt
+    from searchtrace.engine.prompts import get_prompt
 
     tapes = {r.trajectory_id: Tape.from_payloads(r.trajectory_id, r.payloads) for r in recorded}
     transport = ReplayTransport(tapes, log.get_blob)

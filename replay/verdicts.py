@@ -6,7 +6,7 @@ import re
 
 import msgspec
 
-from store.events import Verdict
+from searchtrace.store.events import Verdict
 
 SCHEMA_VERSION = 1
 

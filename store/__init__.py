@@ -1,7 +1,14 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain."""
 
-from store.errors import BadInput, ConcurrencyError, NotAStore, ReadOnlyViolation, StoreError, StoreLocked
-from store.events import (
+from searchtrace.store.errors import (
+    BadInput,
+    ConcurrencyError,
+    NotAStore,
+    ReadOnlyViolation,
+    StoreError,
+    StoreLocked,
+)
+from searchtrace.store.events import (
     NewEvent,
     Payload,
     StoredEvent,
@@ -10,8 +17,8 @@ from store.events import (
     stable_event_id,
     type_of,
 )
-from store.log import EventLog
-from store.writer import Writer, open_writer
+from searchtrace.store.log import EventLog
+from searchtrace.store.writer import Writer, open_writer
 
 __all__ = [
     "BadInput",

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
-from store import blobs as _blobs
-from store.errors import ConcurrencyError
-from store.events import NewEvent
-from store.rows import Chain, Columns, fill
+from searchtrace.store import blobs as _blobs
+from searchtrace.store.errors import ConcurrencyError
+from searchtrace.store.events import NewEvent
+from searchtrace.store.rows import Chain, Columns, fill
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception

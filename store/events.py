@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 import uuid
 from datetime import datetime
 from typing import Any, Literal
@@ -261,8 +262,8 @@ Payload = (
     | RunFinished
 )
 
-PAYLOAD_TYPES: tuple[type[_Body], ...] = Payload.__args__  # type: ignore[attr-defined]
-TYPE_NAMES: tuple[str, ...] = tuple(t.__struct_config__.tag for t in PAYLOAD_TYPES)  # type: ignore[misc]
+PAYLOAD_TYPES: tuple[type[_Body], ...] = typing.get_args(Payload)
+TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in PAYLOAD_TYPES)
 
 
 class NewEvent(msgspec.Struct, kw_only=True):

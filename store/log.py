@@ -11,12 +11,12 @@ from pathlib import Path
 
 import duckdb
 
-from store import append as _append
-from store import blobs as _blobs
-from store.append import Group, Head, Pending, Prepared, Stale
-from store.events import NewEvent, StoredEvent, decode_payload
-from store.gil import short_gil_turns
-from store.schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash
+from searchtrace.store import append as _append
+from searchtrace.store import blobs as _blobs
+from searchtrace.store.append import Group, Head, Pending, Prepared, Stale
+from searchtrace.store.events import NewEvent, StoredEvent, decode_payload
+from searchtrace.store.gil import short_gil_turns
+from searchtrace.store.schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from store.errors import ReadOnlyViolation
-from store.schema import first_line, open_store
+from searchtrace.store.errors import ReadOnlyViolation
+from searchtrace.store.schema import first_line, open_store
 
 ALLOWED = "SELECT, WITH … SELECT, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN of those"
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALYZE\s+)?(.*)\Z", re.IGNORECASE | re.DOTALL)

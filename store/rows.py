@@ -10,7 +10,7 @@ from itertools import accumulate
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
+from searchtrace.store.events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
 
 _TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))
 _TS = pa.timestamp("us", tz="UTC")

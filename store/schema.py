@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from store.errors import NotAStore, StoreLocked
+from searchtrace.store.errors import NotAStore, StoreLocked
 
 SCHEMA_VERSION = "1"
 GENESIS = "0" * 64

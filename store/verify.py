@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from store.schema import GENESIS, sql_hash_input
+from searchtrace.store.schema import GENESIS, sql_hash_input
 
 _DUPLICATE = "SELECT position, count(*) FROM events GROUP BY position HAVING count(*) > 1 ORDER BY position LIMIT 1"
 _GAP = """

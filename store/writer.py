@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from store.append import Result, Stale
-from store.blobs import digest
-from store.events import NewEvent
-from store.gil import short_gil_turns
-from store.log import EventLog
+from searchtrace.store.append import Result, Stale
+from searchtrace.store.blobs import digest
+from searchtrace.store.events import NewEvent
+from searchtrace.store.gil import short_gil_turns
+from searchtrace.store.log import EventLog
 
 _Submitted = Future[list[Result]] | BaseException
 

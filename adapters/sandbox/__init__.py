@@ -13,12 +13,19 @@ truncated slow oversized(jina) 401, and for the judge prose badjson wrongshape p
 `create_app(faults=FaultPlan(seed, rates={kind: p}, routes=...))`. `app.state.counters[(route, trace_id)]`.
 """
 
-from adapters.sandbox.app import create_app
-from adapters.sandbox.corpus import Corpus, Page, Question, build_corpus, question_rows, write_questions_jsonl
-from adapters.sandbox.faults import KINDS as FAULT_KINDS
-from adapters.sandbox.faults import FaultPlan, parse_rates
-from adapters.sandbox.serve import base_urls, env_exports, free_port, running, serve
-from adapters.sandbox.world import World, default_world
+from searchtrace.adapters.sandbox.app import create_app
+from searchtrace.adapters.sandbox.corpus import (
+    Corpus,
+    Page,
+    Question,
+    build_corpus,
+    question_rows,
+    write_questions_jsonl,
+)
+from searchtrace.adapters.sandbox.faults import KINDS as FAULT_KINDS
+from searchtrace.adapters.sandbox.faults import FaultPlan, parse_rates
+from searchtrace.adapters.sandbox.serve import base_urls, env_exports, free_port, running, serve
+from searchtrace.adapters.sandbox.world import World, default_world
 
 __all__ = [
     "FAULT_KINDS",

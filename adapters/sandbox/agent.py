@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.sandbox.reading import (
+from searchtrace.adapters.sandbox.reading import (
     Doc,
     Subject,
     documents,

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters.sandbox.faults import Attempts, FaultPlan, choose
-from adapters.sandbox.responses import Hang, fault_reply, json_response, mangle
-from adapters.sandbox.world import World, default_world
+from searchtrace.adapters.sandbox.faults import Attempts, FaultPlan, choose
+from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle
+from searchtrace.adapters.sandbox.world import World, default_world
 
 TRACE_HEADER = "x-searchtrace-trace"
 SLOW_S = 0.25
@@ -88,7 +88,7 @@ def sandbox_of(request: Request) -> Sandbox:
 
 async def index(request: Request) -> Response:
     root = str(request.base_url).rstrip("/")
-    from adapters.sandbox.serve import base_urls
+    from searchtrace.adapters.sandbox.serve import base_urls
 
     return json_response({"sandbox": "searchtrace", "base_urls": base_urls(root),
                           "questions": len(sandbox_of(request).world.questions),
@@ -97,9 +97,14 @@ async def index(request: Request) -> Response:
 
 def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0) -> Starlette:
     """One ASGI app serving every sandbox route; `hang_s` is how long a `timeout` fault sleeps."""
-    from adapters.sandbox.chat_route import chat_completions
-    from adapters.sandbox.fetch_route import jina_read
-    from adapters.sandbox.search_routes import brave_search, firecrawl_v1, firecrawl_v2, tavily_search
+    from searchtrace.adapters.sandbox.chat_route import chat_completions
+    from searchtrace.adapters.sandbox.fetch_route import jina_read
+    from searchtrace.adapters.sandbox.search_routes import (
+        brave_search,
+        firecrawl_v1,
+        firecrawl_v2,
+        tavily_search,
+    )
 
     app = Starlette(routes=[
         Route("/", index),

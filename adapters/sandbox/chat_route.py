@@ -14,11 +14,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters.sandbox import agent, judge, wire
-from adapters.sandbox.app import json_body, request_key, sandbox_of
-from adapters.sandbox.faults import JUDGE_KINDS
-from adapters.sandbox.reading import message_text
-from adapters.sandbox.responses import json_response
+from searchtrace.adapters.sandbox import agent, judge, wire
+from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
+from searchtrace.adapters.sandbox.faults import JUDGE_KINDS
+from searchtrace.adapters.sandbox.reading import message_text
+from searchtrace.adapters.sandbox.responses import json_response
 
 AGENT_MODELS = ("sandbox-agent",)
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")

@@ -8,11 +8,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters.sandbox import wire
-from adapters.sandbox.app import request_key, sandbox_of
-from adapters.sandbox.corpus import Page
-from adapters.sandbox.faults import strip_markers
-from adapters.sandbox.responses import json_response, oversized
+from searchtrace.adapters.sandbox import wire
+from searchtrace.adapters.sandbox.app import request_key, sandbox_of
+from searchtrace.adapters.sandbox.corpus import Page
+from searchtrace.adapters.sandbox.faults import strip_markers
+from searchtrace.adapters.sandbox.responses import json_response, oversized
 
 FAULT_HOST = "faults.sandbox.test"
 PREFIX = "/jina/"

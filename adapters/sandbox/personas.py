@@ -13,8 +13,8 @@ import re
 
 import msgspec
 
-from adapters.sandbox.corpus import Page
-from adapters.sandbox.world import World, tokens
+from searchtrace.adapters.sandbox.corpus import Page
+from searchtrace.adapters.sandbox.world import World, tokens
 
 PERSONAS = ("brave", "tavily", "firecrawl")
 

@@ -9,7 +9,7 @@ import anyio
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from adapters.sandbox import wire
+from searchtrace.adapters.sandbox import wire
 
 OVERSIZED_BYTES = 3 * 1024 * 1024
 _CHUNK = 64 * 1024

@@ -8,9 +8,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters.sandbox import personas, wire
-from adapters.sandbox.app import json_body, request_key, sandbox_of
-from adapters.sandbox.responses import json_response
+from searchtrace.adapters.sandbox import personas, wire
+from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
+from searchtrace.adapters.sandbox.responses import json_response
 
 _canon = msgspec.json.Encoder(order="sorted")
 

@@ -42,7 +42,7 @@ def _config(app: Starlette, port: int) -> uvicorn.Config:
 
 def serve(port: int = 8765, app: Starlette | None = None) -> None:
     """Blocks serving the sandbox on 127.0.0.1:port until interrupted."""
-    from adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox.app import create_app
 
     uvicorn.Server(_config(app or create_app(), port)).run()
 
@@ -50,7 +50,7 @@ def serve(port: int = 8765, app: Starlette | None = None) -> None:
 @contextmanager
 def running(app: Any = None, port: int | None = None) -> Iterator[str]:
     """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL."""
-    from adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox.app import create_app
 
     server = uvicorn.Server(_config(app or create_app(), port or free_port()))
     thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)

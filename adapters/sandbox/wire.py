@@ -8,9 +8,9 @@ from typing import Any
 
 import msgspec
 
-from adapters.sandbox.corpus import Page
-from adapters.sandbox.personas import Hit
-from adapters.urls import domain_of
+from searchtrace.adapters.sandbox.corpus import Page
+from searchtrace.adapters.sandbox.personas import Hit
+from searchtrace.adapters.urls import domain_of
 
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z: a fixed clock, so bodies are byte-identical across runs
 _enc = msgspec.json.Encoder()

@@ -7,8 +7,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from adapters.sandbox.corpus import Corpus, Page, Question, build_corpus
-from adapters.urls import domain_of, normalize_url
+from searchtrace.adapters.sandbox.corpus import Corpus, Page, Question, build_corpus
+from searchtrace.adapters.urls import domain_of, normalize_url
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _MARKER = re.compile(r"!fault:[A-Za-z0-9_\-]+")

@@ -8,9 +8,16 @@ import re
 import httpx
 import pytest
 
-from adapters import BraveSearch, ChatError, FirecrawlSearch, JinaFetcher, OpenAIChat, TavilySearch
-from adapters.search_base import SearchAdapter
-from adapters.types import SearchResponse
+from searchtrace.adapters import (
+    BraveSearch,
+    ChatError,
+    FirecrawlSearch,
+    JinaFetcher,
+    OpenAIChat,
+    TavilySearch,
+)
+from searchtrace.adapters.search_base import SearchAdapter
+from searchtrace.adapters.types import SearchResponse
 from tests.adapters.support import FIXTURES, fast_endpoint, fixture, serve_fixture
 
 

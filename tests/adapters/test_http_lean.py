@@ -10,10 +10,10 @@ import pytest
 from aiohttp import web
 from httpx_aiohttp import AiohttpTransport
 
-from adapters.aiohttp_transport import LeanAiohttpTransport
-from adapters.http import EndpointClient, LeanAsyncClient, make_client
-from adapters.sandbox.serve import free_port
-from adapters.types import Endpoint
+from searchtrace.adapters.aiohttp_transport import LeanAiohttpTransport
+from searchtrace.adapters.http import EndpointClient, LeanAsyncClient, make_client
+from searchtrace.adapters.sandbox.serve import free_port
+from searchtrace.adapters.types import Endpoint
 
 CASES: list[tuple[str, str, dict[str, str], Any, Any]] = [
     ("GET", "/https://x.example/a b/ü?q=1", {"Accept": "application/json", "Authorization": "Bearer k"}, None, None),

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from httpx_aiohttp import AiohttpTransport
 
-from adapters.http import TRACE_HEADER, EndpointClient, make_client, make_limiter
-from adapters.types import Endpoint
+from searchtrace.adapters.http import TRACE_HEADER, EndpointClient, make_client, make_limiter
+from searchtrace.adapters.types import Endpoint
 
 
 @pytest.mark.anyio

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 import structlog
 
-from adapters import (
+from searchtrace.adapters import (
     ChatError,
     MissingKey,
     build_chat,
@@ -21,10 +21,10 @@ from adapters import (
     build_search,
     default_endpoint,
 )
-from adapters.keys import Secret, read_key
-from adapters.sandbox.serve import running
-from engine.cli import main
-from engine.logs import configure_logging
+from searchtrace.adapters.keys import Secret, read_key
+from searchtrace.adapters.sandbox.serve import running
+from searchtrace.cli import main
+from searchtrace.engine.logs import configure_logging
 from tests.adapters.support import KEY_VARS, echo_app
 
 GOOD = "sk-GOODSECRET-4f1a9c"
@@ -159,7 +159,7 @@ async def test_echoed_key_is_scrubbed_in_process(monkeypatch: pytest.MonkeyPatch
 def test_no_key_anywhere_against_the_sandbox(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                              caplog: pytest.LogCaptureFixture) -> None:
     """The same search through the real sandbox over 127.0.0.1: success, faults, and its own 401 replies."""
-    sandbox = pytest.importorskip("adapters.sandbox")
+    sandbox = pytest.importorskip("searchtrace.adapters.sandbox")
     from tests.adapters.sandbox_support import TARGETS, call
 
     caplog.set_level(logging.DEBUG)

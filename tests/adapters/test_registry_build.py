@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import adapters
-from adapters import (
+import searchtrace.adapters as adapters
+from searchtrace.adapters import (
     BraveSearch,
     ChatModel,
     Fetcher,
@@ -18,7 +18,7 @@ from adapters import (
     default_endpoint,
     sandbox_endpoint,
 )
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 
 @pytest.fixture(autouse=True)

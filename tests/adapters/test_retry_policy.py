@@ -10,8 +10,8 @@ import anyio
 import httpx
 import pytest
 
-from adapters import ChatError, JinaFetcher, OpenAIChat, TavilySearch
-from adapters.retry import backoff, retry_reason, stated_wait
+from searchtrace.adapters import ChatError, JinaFetcher, OpenAIChat, TavilySearch
+from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
 from tests.adapters.support import FIXTURES, Recorder, fast_endpoint
 
 

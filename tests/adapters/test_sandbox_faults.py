@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.jina import READ_CAP
+from searchtrace.adapters.jina import READ_CAP
 from tests.adapters.sandbox_support import TARGETS, call
 
-sandbox = pytest.importorskip("adapters.sandbox")
+sandbox = pytest.importorskip("searchtrace.adapters.sandbox")
 ROOT = "http://sandbox"
 
 

@@ -11,11 +11,11 @@ import anyio
 import pytest
 from httpx_aiohttp.transport import AiohttpResponseStream
 
-from adapters.jina import READ_CAP
-from engine.cli import main
+from searchtrace.adapters.jina import READ_CAP
+from searchtrace.cli import main
 from tests.adapters.sandbox_support import TARGETS, call
 
-sandbox = pytest.importorskip("adapters.sandbox")
+sandbox = pytest.importorskip("searchtrace.adapters.sandbox")
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.cli import main
+from searchtrace.cli import main
 
 
 def r(doc_id: str, rank: int, url: str, snippet: str = "") -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store.events import (
+from searchtrace.store.events import (
     AnswerFinal,
     AuditAnswer,
     DatasetQuestion,
@@ -47,7 +47,7 @@ from store.events import (
     Usage,
     Verdict,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 RUN = "r"
 JUDGE = "j"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from analytics_fixture import run_cli
 
-from store.events import (
+from searchtrace.store.events import (
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -26,7 +26,7 @@ from store.events import (
     TrajectoryStarted,
     Verdict,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 LABELS = ("supports_gold", "contradicts_gold", "relevant")
 Expected = list[tuple[str, str, str, str, str, bool]]  # provider, tid, url_n, surface, label, value

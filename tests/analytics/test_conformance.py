@@ -36,7 +36,7 @@ def differences(got: Any, want: Any, path: str = "") -> list[str]:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.cli import main
+    from searchtrace.cli import main
 
     path = tmp_path_factory.mktemp("conformance") / "t.duckdb"
     try:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from analytics.html import extras_from_db, render
-from store.events import (
+from searchtrace.analytics.html import extras_from_db, render
+from searchtrace.store.events import (
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -25,7 +25,7 @@ from store.events import (
     Usage,
     Verdict,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 VOID = {
     "meta",

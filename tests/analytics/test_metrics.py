@@ -127,7 +127,7 @@ def test_report_on_missing_db_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_report_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from store.log import EventLog
+    from searchtrace.store.log import EventLog
 
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
@@ -150,7 +150,7 @@ def test_no_judge_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An imported audit beats an LLM grader in either order; gold falls back to dataset.question; first verdict wins."""
-    from store.events import (
+    from searchtrace.store.events import (
         AnswerFinal,
         AuditAnswer,
         DatasetQuestion,
@@ -165,7 +165,7 @@ def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path, capsys
         TrajectoryStarted,
         Verdict,
     )
-    from store.log import EventLog
+    from searchtrace.store.log import EventLog
 
     def traj(tid: str, qid: str) -> list[Payload]:
         return [

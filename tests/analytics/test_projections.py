@@ -9,13 +9,13 @@ import duckdb
 import pytest
 from analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture, write_jsonl
 
-import engine.commands.report as report_cmd
-from analytics import projections
-from analytics.relations import RELATIONS, version
-from analytics.report import build_report, to_json
-from replay.importer import import_files
-from store.errors import NotAStore
-from store.log import EventLog
+import searchtrace.cli.report as report_cmd
+from searchtrace.analytics import projections
+from searchtrace.analytics.relations import RELATIONS, version
+from searchtrace.analytics.report import build_report, to_json
+from searchtrace.replay.importer import import_files
+from searchtrace.store.errors import NotAStore
+from searchtrace.store.log import EventLog
 
 
 def same_as_raw(con: duckdb.DuckDBPyConnection) -> None:

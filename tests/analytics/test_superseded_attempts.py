@@ -8,10 +8,10 @@ import duckdb
 import pytest
 from analytics_fixture import report_json, run_cli
 
-from analytics import eventscan
-from analytics.audit import audit_sample
-from analytics.items import judge_items
-from store.log import EventLog
+from searchtrace.analytics import eventscan
+from searchtrace.analytics.audit import audit_sample
+from searchtrace.analytics.items import judge_items
+from searchtrace.store.log import EventLog
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, OLD, P2, build
 
 
@@ -84,8 +84,8 @@ def test_judge_items_and_event_scans_skip_superseded_attempts(db: Path) -> None:
 
 def test_audit_import_names_a_superseded_trajectory_as_bad_input(db: Path, tmp_path: Path) -> None:
     """A labelled TSV row for the superseded attempt (which has a valid verdict) is refused by name, not a crash."""
-    from analytics.audit import COLUMNS, prepare_import
-    from store.errors import BadInput
+    from searchtrace.analytics.audit import COLUMNS, prepare_import
+    from searchtrace.store.errors import BadInput
 
     row = {c: "" for c in COLUMNS} | {
         "judge_run_id": JUDGE, "trajectory_id": OLD, "url_normalized": "https://bad.example/a", "surface": "snippet",

@@ -9,9 +9,9 @@ import duckdb
 import pytest
 from analytics_fixture import import_fixture
 
-from analytics.items import judge_items
-from analytics.views import USER_VIEWS
-from store.log import EventLog
+from searchtrace.analytics.items import judge_items
+from searchtrace.analytics.views import USER_VIEWS
+from searchtrace.store.log import EventLog
 
 DOC = (Path(__file__).resolve().parents[2] / "analytics" / "VIEWS.md").read_text(encoding="utf-8")
 
@@ -91,8 +91,8 @@ def test_judge_items_for_the_judge(db: Path) -> None:
 
 def test_fetch_on_a_later_appearance_and_refused_calls(tmp_path: Path) -> None:
     """A fetch of any appearance's doc_id makes the item fetched; a refused tool call is not a fetch."""
-    from analytics.report import build_report
-    from store.events import (
+    from searchtrace.analytics.report import build_report
+    from searchtrace.store.events import (
         FetchCalled,
         FetchCompleted,
         NewEvent,

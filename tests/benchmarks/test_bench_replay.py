@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.replay import PROVIDERS, generate
-from engine.cli import main
+from searchtrace.benchmarks.replay import PROVIDERS, generate
+from searchtrace.cli import main
 
 
 def test_generator_is_deterministic_and_paper_sized(tmp_path: Path) -> None:
@@ -39,8 +39,8 @@ def test_bench_replay_cli_counts_round_trip(tmp_path: Path, capsys: pytest.Captu
     assert set(out["targets"]) == {"report_1x_under_1s", "report_100x_under_30s"}
     # the report over the imported store counts exactly what the generator wrote
     judgments = [json.loads(line) for line in (tmp_path / "1x" / "judgments.jsonl").read_text().splitlines()]
-    from analytics.report import build_report
-    from store.log import EventLog
+    from searchtrace.analytics.report import build_report
+    from searchtrace.store.log import EventLog
 
     with EventLog(tmp_path / "1x" / "bench.duckdb") as log:
         con = log.cursor()

@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 
-from adapters.types import ChatResponse, FetchResponse, SearchHit, SearchResponse
-from store.events import ToolCall, Usage
+from searchtrace.adapters.types import ChatResponse, FetchResponse, SearchHit, SearchResponse
+from searchtrace.store.events import ToolCall, Usage
 
 
 class FakeChat:

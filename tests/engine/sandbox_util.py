@@ -9,9 +9,9 @@ from typing import Any
 
 import msgspec
 
-from engine.config import RunConfig, parse_config
-from store.events import Payload
-from store.log import EventLog
+from searchtrace.engine.config import RunConfig, parse_config
+from searchtrace.store.events import Payload
+from searchtrace.store.log import EventLog
 
 KINDS = ("brave", "tavily", "firecrawl")
 
@@ -90,7 +90,7 @@ def check_chain(db: Path) -> None:
     """`searchtrace verify` (positions gap-free, stream sequences 0.., hash chain) on the store."""
     import duckdb
 
-    from store.verify import verify
+    from searchtrace.store.verify import verify
 
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from adapters.errors import ChatError
-from adapters.types import RetryInfo
-from engine.agent import Agent, Recorder, Stats, Trajectory, final_answer, rebuild_messages
-from engine.prompts import get_prompt
-from store.events import (
+from searchtrace.adapters.errors import ChatError
+from searchtrace.adapters.types import RetryInfo
+from searchtrace.engine.agent import Agent, Recorder, Stats, Trajectory, final_answer, rebuild_messages
+from searchtrace.engine.prompts import get_prompt
+from searchtrace.store.events import (
     AnswerFinal,
     CallRetried,
     FetchCalled,

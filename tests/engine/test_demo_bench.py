@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fanout import max_in_window, rate_limit, trajectories
-from engine.agent import Stats
-from engine.commands.demo import run_demo
-from engine.progress import progress_display, summary_line
+from searchtrace.benchmarks.fanout import max_in_window, rate_limit, trajectories
+from searchtrace.cli.demo import run_demo
+from searchtrace.engine.agent import Stats
+from searchtrace.engine.progress import progress_display, summary_line
 
 pytestmark = pytest.mark.anyio
 

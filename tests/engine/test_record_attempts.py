@@ -11,14 +11,14 @@ import httpx
 import msgspec
 import pytest
 
-from adapters.sandbox import create_app, default_world, question_rows
-from analytics.metrics import trajectory_stats
-from analytics.projections import temp_sources
-from engine.config import point_at_sandbox
-from engine.record import RunSummary, endpoint_factory, record_run
-from store.errors import BadInput
-from store.events import RunFinished, TrajectoryFinished, TrajectoryStarted
-from store.log import EventLog
+from searchtrace.adapters.sandbox import create_app, default_world, question_rows
+from searchtrace.analytics.metrics import trajectory_stats
+from searchtrace.analytics.projections import temp_sources
+from searchtrace.engine.config import point_at_sandbox
+from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import RunFinished, TrajectoryFinished, TrajectoryStarted
+from searchtrace.store.log import EventLog
 from tests.engine.sandbox_util import check_chain, config, trajectories
 
 pytestmark = pytest.mark.anyio

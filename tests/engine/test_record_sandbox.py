@@ -10,13 +10,13 @@ import httpx
 import msgspec
 import pytest
 
-from adapters.sandbox import FaultPlan, create_app, default_world, question_rows, running
-from adapters.urls import normalize_url
-from engine.agent import rebuild_messages
-from engine.config import point_at_sandbox
-from engine.prompts import get_prompt
-from engine.record import endpoint_factory, record_run
-from store.events import (
+from searchtrace.adapters.sandbox import FaultPlan, create_app, default_world, question_rows, running
+from searchtrace.adapters.urls import normalize_url
+from searchtrace.engine.agent import rebuild_messages
+from searchtrace.engine.config import point_at_sandbox
+from searchtrace.engine.prompts import get_prompt
+from searchtrace.engine.record import endpoint_factory, record_run
+from searchtrace.store.events import (
     AnswerFinal,
     CallRetried,
     DatasetQuestion,
@@ -31,7 +31,7 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 from tests.engine.sandbox_util import Capture, check_chain, config, trajectories
 
 pytestmark = pytest.mark.anyio
@@ -213,8 +213,8 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
                                            ("OPENAI_API_KEY", "rejected the key in OPENAI_API_KEY")])
 async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                var: str, says: str) -> None:
-    from engine.commands.record import run_recording
-    from store.errors import BadInput
+    from searchtrace.cli.record import run_recording
+    from searchtrace.store.errors import BadInput
 
     monkeypatch.setenv(var, "bad-key-for-test")
     cfg = config(tmp_path, n=3)

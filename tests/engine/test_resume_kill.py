@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from adapters.sandbox import FaultPlan, create_app, running
-from store.events import RunStarted, TrajectoryFinished
-from store.log import EventLog
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.store.events import RunStarted, TrajectoryFinished
+from searchtrace.store.log import EventLog
 from tests.engine.sandbox_util import check_chain, trajectories
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")

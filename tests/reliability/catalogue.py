@@ -1,7 +1,7 @@
 """The bad-input catalogue: every case must give exactly one `searchtrace: error:` line, exit 2, and leave the store as it was.
 
 Used by tests/reliability/test_bad_inputs.py (one test per case) and by `searchtrace bench chaos` (which counts
-the cases tried for the README figures). Commands run in-process through `engine.cli.main`; the "database in
+the cases tried for the README figures). Commands run in-process through `searchtrace.cli.main`; the "database in
 use" cases hold the store open read-write from a second process.
 """
 
@@ -78,7 +78,7 @@ class Result:
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     """`searchtrace ARGV` in this process: (exit code, stdout, stderr)."""
-    from engine.cli import main
+    from searchtrace.cli import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # with a .buffer, as commands writing bytes expect
     err = io.StringIO()
@@ -103,7 +103,7 @@ def snapshot(db: Path) -> tuple[object, ...]:
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
             "AND table_name NOT LIKE 'proj%' ORDER BY 1").fetchall()
         meta = con.execute("SELECT * FROM searchtrace_meta ORDER BY ALL").fetchall()
-        from store.verify import verify
+        from searchtrace.store.verify import verify
 
         ok = verify(con).ok
     finally:
@@ -122,7 +122,7 @@ def file_digest(p: Path) -> str:
 
 def build_env(root: Path) -> Env:
     """A store with a small sandbox run and its judge run, plus good files to start bad ones from."""
-    from adapters.sandbox.corpus import write_questions_jsonl
+    from searchtrace.adapters.sandbox.corpus import write_questions_jsonl
 
     root.mkdir(parents=True, exist_ok=True)
     questions = write_questions_jsonl(root / "questions.jsonl")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 
-from adapters.sandbox import FaultPlan, create_app, running
-from adapters.sandbox.corpus import write_questions_jsonl
-from benchmarks.chaos import SEARCHTRACE
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.adapters.sandbox.corpus import write_questions_jsonl
+from searchtrace.benchmarks.chaos import SEARCHTRACE
 
 CONFIG = """run_id = "outage"
 [agent]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analytics.report import build_report
-from replay.grade import SOURCE, grade_answers, proposes_match
-from replay.importer import import_files
-from store.log import EventLog
+from searchtrace.analytics.report import build_report
+from searchtrace.replay.grade import SOURCE, grade_answers, proposes_match
+from searchtrace.replay.importer import import_files
+from searchtrace.store.log import EventLog
 
 
 def _trace(tid: str, qid: str, final: str | None, gold: str) -> dict[str, object]:
@@ -59,7 +59,7 @@ def test_grades_then_imported_audit_wins(tmp_path: Path) -> None:
 
 
 def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -> None:
-    from replay.export import export_all
+    from searchtrace.replay.export import export_all
 
     traces = tmp_path / "t.jsonl"
     traces.write_text(json.dumps(_trace("t1", "q1", "Paris", "Paris")) + "\n")

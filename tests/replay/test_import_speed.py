@@ -15,13 +15,13 @@ from typing import Any
 import duckdb
 import pytest
 
-from adapters.urls import domain_of, normalize_url
-from replay import import_common
-from replay.import_common import event_id, event_ids, norm_url, url_domain
-from replay.importer import import_files
-from store.errors import BadInput
-from store.events import stable_event_id
-from store.log import EventLog
+from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.replay import import_common
+from searchtrace.replay.import_common import event_id, event_ids, norm_url, url_domain
+from searchtrace.replay.importer import import_files
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import stable_event_id
+from searchtrace.store.log import EventLog
 
 
 def _r(doc: str, rank: int, url: str, **extra: Any) -> dict[str, Any]:

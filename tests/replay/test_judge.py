@@ -10,10 +10,10 @@ import httpx
 import msgspec
 import pytest
 
-from adapters.urls import normalize_url
-from replay.judge import run_judge, stream_of
-from store.errors import BadInput
-from store.events import (
+from searchtrace.adapters.urls import normalize_url
+from searchtrace.replay.judge import run_judge, stream_of
+from searchtrace.store.errors import BadInput
+from searchtrace.store.events import (
     AnswerFinal,
     CallFailed,
     CallRetried,
@@ -31,7 +31,7 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 QUESTION = "What is the founding year of Zembla Works?"
 GOLD = "1987"
@@ -92,7 +92,7 @@ def build_store(path: Path, trajectories: dict[str, list[tuple[str, str, str | N
 
 
 def sandbox_chat(app: Any, *, model: str = "sandbox-judge", **limits: Any) -> Any:
-    from adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
 
     fields = {"max_retries": 2, "max_wait_s": 0.05, **limits}
     return build_chat(model, sandbox_endpoint("openai", "http://sandbox", **fields),
@@ -122,7 +122,7 @@ def store(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app() -> Any:
-    from adapters.sandbox import create_app
+    from searchtrace.adapters.sandbox import create_app
 
     return create_app()
 
@@ -226,9 +226,9 @@ async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, ap
 
 @pytest.mark.anyio
 async def test_rejected_key_stops_the_run(store: Path, app: Any) -> None:
-    from adapters.keys import Secret
-    from adapters.openai_chat import OpenAIChat
-    from adapters.registry import sandbox_endpoint
+    from searchtrace.adapters.keys import Secret
+    from searchtrace.adapters.openai_chat import OpenAIChat
+    from searchtrace.adapters.registry import sandbox_endpoint
 
     chat = OpenAIChat(sandbox_endpoint("openai", "http://sandbox", max_retries=0), "sandbox-judge",
                       transport=httpx.ASGITransport(app=app), key=Secret("bad-key-123456"))
@@ -243,7 +243,7 @@ async def test_rejected_key_stops_the_run(store: Path, app: Any) -> None:
 def test_cli_judge_sandbox(store: Path) -> None:
     from click.testing import CliRunner
 
-    from engine.cli import cli
+    from searchtrace.cli import cli
 
     runner = CliRunner()
     res = runner.invoke(cli, ["judge", "--db", str(store), "--sandbox", "--json", "--rps", "0"])

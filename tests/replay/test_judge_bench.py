@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from click.testing import CliRunner
 
-from engine.cli import cli
+from searchtrace.cli import cli
 
 
 def test_bench_judge_small() -> None:

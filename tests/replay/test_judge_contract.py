@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.types import ChatResponse
-from replay.judge import run_judge
-from store.events import JudgeVerdict, RunStarted, TrajectoryStarted
-from store.log import EventLog
+from searchtrace.adapters.types import ChatResponse
+from searchtrace.replay.judge import run_judge
+from searchtrace.store.events import JudgeVerdict, RunStarted, TrajectoryStarted
+from searchtrace.store.log import EventLog
 
 CONFIG = """
 [agent]
@@ -43,12 +43,12 @@ class Capturing:
 
 @pytest.mark.anyio
 async def test_judge_document_is_what_the_agent_saw(tmp_path: Path) -> None:
-    from adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
-    from adapters.sandbox import create_app
-    from engine.agent import rebuild_messages
-    from engine.commands.record import run_recording
-    from engine.config import load_config, point_at_sandbox
-    from engine.prompts import get_prompt
+    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters.sandbox import create_app
+    from searchtrace.cli.record import run_recording
+    from searchtrace.engine.agent import rebuild_messages
+    from searchtrace.engine.config import load_config, point_at_sandbox
+    from searchtrace.engine.prompts import get_prompt
 
     (tmp_path / "run.toml").write_text(CONFIG)
     cfg = load_config(tmp_path / "run.toml")

@@ -10,10 +10,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from adapters.urls import normalize_url
-from replay.judge import stream_of
-from store.events import JudgeVerdict
-from store.log import EventLog
+from searchtrace.adapters.urls import normalize_url
+from searchtrace.replay.judge import stream_of
+from searchtrace.store.events import JudgeVerdict
+from searchtrace.store.log import EventLog
 from tests.replay.test_judge import build_store
 
 SEARCHTRACE = str(Path(sys.executable).with_name("searchtrace"))
@@ -43,8 +43,8 @@ def judge_cmd(db: Path, root: str) -> list[str]:
 
 
 def test_sigkill_half_way_then_resume(tmp_path: Path) -> None:
-    from adapters.sandbox import create_app
-    from adapters.sandbox.serve import running
+    from searchtrace.adapters.sandbox import create_app
+    from searchtrace.adapters.sandbox.serve import running
 
     db = tmp_path / "kill.duckdb"
     build_store(db, {t: DOCS for t in TRAJECTORIES})

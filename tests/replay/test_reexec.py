@@ -10,10 +10,17 @@ import httpx
 import msgspec
 import pytest
 
-from replay.reexec import ReplayMiss, ReplayTransport, Tape
-from replay.rerun import load_recorded, replay_trajectories
-from store.events import NewEvent, Payload, SearchCalled, SearchCompleted, SearchResult, StoredEvent
-from store.log import EventLog
+from searchtrace.replay.reexec import ReplayMiss, ReplayTransport, Tape
+from searchtrace.replay.rerun import load_recorded, replay_trajectories
+from searchtrace.store.events import (
+    NewEvent,
+    Payload,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    StoredEvent,
+)
+from searchtrace.store.log import EventLog
 
 CONFIG = """
 [agent]
@@ -33,9 +40,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real recording: the scripted sandbox agent over 2 questions x 3 providers, in-process."""
     import anyio
 
-    from adapters.sandbox import create_app
-    from engine.commands.record import run_recording
-    from engine.config import load_config, point_at_sandbox
+    from searchtrace.adapters.sandbox import create_app
+    from searchtrace.cli.record import run_recording
+    from searchtrace.engine.config import load_config, point_at_sandbox
 
     root = tmp_path_factory.mktemp("rec")
     (root / "run.toml").write_text(CONFIG)
@@ -75,7 +82,7 @@ def run_cli(*args: str) -> Ran:
     import contextlib
     import io
 
-    from engine.cli import main
+    from searchtrace.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -119,7 +126,7 @@ def test_cli_replay_exit_codes(recorded: Path, monkeypatch: pytest.MonkeyPatch) 
     unknown = run_cli("--db", str(recorded), "--trajectory", "nope")
     assert unknown.exit_code == 2 and "nope" in unknown.output
 
-    import engine.prompts as prompts
+    import searchtrace.engine.prompts as prompts
 
     original = prompts._PROMPTS["agent/1"]
     monkeypatch.setitem(prompts._PROMPTS, "agent/1", original.replace("careful research assistant", "hasty assistant"))
@@ -131,7 +138,7 @@ def test_cli_replay_exit_codes(recorded: Path, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.anyio
 async def test_another_prompt_version_names_the_step_with_a_diff(recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.prompts as prompts
+    import searchtrace.engine.prompts as prompts
 
     monkeypatch.setitem(prompts._PROMPTS, "agent/test", prompts._PROMPTS["agent/1"].replace("careful", "careless"))
     with EventLog(recorded, read_only=True) as log:
@@ -203,7 +210,7 @@ async def test_transport_never_answers_what_was_not_recorded() -> None:
 
 
 def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
-    from replay.importer import import_files
+    from searchtrace.replay.importer import import_files
 
     line = {
         "trajectory_id": "x1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A",
@@ -223,10 +230,10 @@ def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_recording_under_faults_replays_exactly(tmp_path: Path) -> None:
     """Retries, failed searches and fetches, broken bodies and errored trajectories replay step for step."""
-    from adapters.sandbox import create_app
-    from adapters.sandbox.faults import FaultPlan
-    from engine.commands.record import run_recording
-    from engine.config import load_config, point_at_sandbox
+    from searchtrace.adapters.sandbox import create_app
+    from searchtrace.adapters.sandbox.faults import FaultPlan
+    from searchtrace.cli.record import run_recording
+    from searchtrace.engine.config import load_config, point_at_sandbox
 
     (tmp_path / "run.toml").write_text(CONFIG.replace("n = 2", "n = 3") + "\n[fetch]\ncache_dir = \"\"\nmax_retries = 1\n")
     cfg = load_config(tmp_path / "run.toml")

@@ -12,9 +12,9 @@ import httpx
 import msgspec
 import pytest
 
-from replay.grade import grade_answers
-from replay.rerun import load_recorded, replay_trajectories
-from store.log import EventLog
+from searchtrace.replay.grade import grade_answers
+from searchtrace.replay.rerun import load_recorded, replay_trajectories
+from searchtrace.store.log import EventLog
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, P2, build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
@@ -73,9 +73,9 @@ max_attempts = 2
 
 @pytest.mark.anyio
 async def test_replay_re_executes_every_attempt(tmp_path: Path) -> None:
-    from adapters.sandbox import create_app, default_world, question_rows
-    from engine.commands.record import run_recording
-    from engine.config import load_config, point_at_sandbox
+    from searchtrace.adapters.sandbox import create_app, default_world, question_rows
+    from searchtrace.cli.record import run_recording
+    from searchtrace.engine.config import load_config, point_at_sandbox
 
     rows = question_rows(default_world().questions)[:2]
     rows[0]["question"] += " !fault:500x3"  # attempt 1 of this cell errors (1 call + 2 retries), attempt 2 succeeds

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from engine.cli import main
-from store import EventLog
-from store.events import (
+from searchtrace.cli import main
+from searchtrace.store import EventLog
+from searchtrace.store.events import (
     PAYLOAD_TYPES,
     AnswerFinal,
     AuditAnswer,
@@ -37,7 +37,7 @@ from store.events import (
     Usage,
     Verdict,
 )
-from store.verify import verify
+from searchtrace.store.verify import verify
 
 
 def every_payload() -> list[Payload]:

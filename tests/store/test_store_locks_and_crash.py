@@ -13,17 +13,17 @@ import duckdb
 import pytest
 from store_support import ev, run
 
-from store import EventLog, NotAStore, StoreLocked
-from store.readonly import open_read_only
-from store.verify import verify
+from searchtrace.store import EventLog, NotAStore, StoreLocked
+from searchtrace.store.readonly import open_read_only
+from searchtrace.store.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCHTRACE = Path(sys.executable).with_name("searchtrace")
 
 HOLDER = """
 import sys
-from store import EventLog
-from store.readonly import open_read_only
+from searchtrace.store import EventLog
+from searchtrace.store.readonly import open_read_only
 if sys.argv[2] == "write":
     log = EventLog(sys.argv[1])
 else:
@@ -34,10 +34,10 @@ sys.stdin.read()
 
 CRASHER = """
 import sys
-import store.append
-from store import EventLog, NewEvent
-from store.events import AnswerFinal
-store.append.CHUNK_ROWS = 1_000  # several chunks per transaction: the kill lands between chunks too
+import searchtrace.store.append
+from searchtrace.store import EventLog, NewEvent
+from searchtrace.store.events import AnswerFinal
+searchtrace.store.append.CHUNK_ROWS = 1_000  # several chunks per transaction: the kill lands between chunks too
 log = EventLog(sys.argv[1])
 b = 0
 while True:

@@ -10,9 +10,9 @@ import duckdb
 import pytest
 from store_support import ev, intact
 
-from store import EventLog, open_writer
-from store import append as append_mod
-from store.append import Stale
+from searchtrace.store import EventLog, open_writer
+from searchtrace.store import append as append_mod
+from searchtrace.store.append import Stale
 
 
 def test_prepared_ahead_continues_positions_ids_and_streams_and_commits_only_in_order(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_a_multi_chunk_prepared_commit_gives_duckdb_its_threads_back(
 async def test_writer_shortens_gil_turns_while_open_and_restores_them(tmp_path: Path) -> None:
     import sys
 
-    from store.gil import GIL_TURN_S as _GIL_TURN_S
+    from searchtrace.store.gil import GIL_TURN_S as _GIL_TURN_S
 
     before = sys.getswitchinterval()
     log = EventLog(tmp_path / "g.duckdb")

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from store_support import ev, run
 
-from store import EventLog
+from searchtrace.store import EventLog
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from store_support import ev, run
 
-from store import EventLog
+from searchtrace.store import EventLog
 
 
 def build(path: Path, n: int = 30) -> None:

@@ -8,8 +8,8 @@ import anyio
 import pytest
 from store_support import ev
 
-from store import ConcurrencyError, EventLog, open_writer
-from store.verify import verify
+from searchtrace.store import ConcurrencyError, EventLog, open_writer
+from searchtrace.store.verify import verify
 
 pytestmark = pytest.mark.anyio
 

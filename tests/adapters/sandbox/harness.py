@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 
-from adapters.sandbox import base_urls, create_app
-from adapters.sandbox.reading import strip_tags
-from adapters.urls import domain_of
-from engine.documents import document_block
-from engine.tools import TOOL_SCHEMAS
+from searchtrace.adapters.sandbox import base_urls, create_app
+from searchtrace.adapters.sandbox.reading import strip_tags
+from searchtrace.adapters.urls import domain_of
+from searchtrace.engine.documents import document_block
+from searchtrace.engine.tools import TOOL_SCHEMAS
 
 ROOT = "http://sandbox"
 HEADERS = {

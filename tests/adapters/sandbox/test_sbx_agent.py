@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.sandbox import default_world
-from adapters.sandbox.agent import decide
-from engine.documents import document_block
+from searchtrace.adapters.sandbox import default_world
+from searchtrace.adapters.sandbox.agent import decide
+from searchtrace.engine.documents import document_block
 from tests.adapters.sandbox.harness import run_agent
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from adapters.sandbox import World, build_corpus, default_world, write_questions_jsonl
-from adapters.sandbox.reading import same_answer, stated_answers, subject_of
-from adapters.urls import normalize_url
+from searchtrace.adapters.sandbox import World, build_corpus, default_world, write_questions_jsonl
+from searchtrace.adapters.sandbox.reading import same_answer, stated_answers, subject_of
+from searchtrace.adapters.urls import normalize_url
 
 
 def test_corpus_size_strata_and_determinism() -> None:

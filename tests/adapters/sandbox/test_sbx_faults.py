@@ -9,8 +9,8 @@ import anyio
 import httpx
 import pytest
 
-from adapters.sandbox import FaultPlan, parse_rates
-from adapters.sandbox.faults import find_markers
+from searchtrace.adapters.sandbox import FaultPlan, parse_rates
+from searchtrace.adapters.sandbox.faults import find_markers
 from tests.adapters.sandbox.harness import HEADERS, app_client
 
 ROUTES = ["brave", "tavily", "firecrawl", "jina", "chat"]

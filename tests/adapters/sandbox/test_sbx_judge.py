@@ -8,11 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.sandbox import default_world
-from adapters.sandbox.corpus import fact_sentence, infobox_row
-from adapters.urls import domain_of
-from engine.documents import document_block
-from replay.judge_prompt import get_judge_prompt
+from searchtrace.adapters.sandbox import default_world
+from searchtrace.adapters.sandbox.corpus import fact_sentence, infobox_row
+from searchtrace.adapters.urls import domain_of
+from searchtrace.engine.documents import document_block
+from searchtrace.replay.judge_prompt import get_judge_prompt
 from tests.adapters.sandbox.harness import HEADERS, fetch, search
 
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {"type": "object"}}}

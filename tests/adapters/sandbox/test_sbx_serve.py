@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.sandbox import base_urls, create_app, default_world, running
-from engine.cli import main
+from searchtrace.adapters.sandbox import base_urls, create_app, default_world, running
+from searchtrace.cli import main
 from tests.adapters.sandbox.harness import HEADERS
 
 

@@ -12,8 +12,8 @@ import click
 import httpx
 import msgspec
 
-from adapters.fetch_cache import default_cache_dir
-from adapters.registry import (
+from searchtrace.adapters.fetch_cache import default_cache_dir
+from searchtrace.adapters.registry import (
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
     build_fetcher,
@@ -21,18 +21,18 @@ from adapters.registry import (
     default_endpoint,
     sandbox_endpoint,
 )
-from adapters.types import Endpoint, FetchResponse, SearchResponse
-from adapters.urls import normalize_url
-from store.errors import BadInput
+from searchtrace.adapters.types import Endpoint, FetchResponse, SearchResponse
+from searchtrace.adapters.urls import normalize_url
+from searchtrace.store.errors import BadInput
 
 SANDBOX_ROOT = "http://sandbox"
 
 
 def sandbox_transport() -> httpx.AsyncBaseTransport:
     """The sandbox world mounted in-process (no network)."""
-    if importlib.util.find_spec("adapters.sandbox") is None:
+    if importlib.util.find_spec("searchtrace.adapters.sandbox") is None:
         raise BadInput("--sandbox: the sandbox world (adapters.sandbox) is not available in this installation")
-    app = importlib.import_module("adapters.sandbox").create_app()
+    app = importlib.import_module("searchtrace.adapters.sandbox").create_app()
     return httpx.ASGITransport(app=app)
 
 

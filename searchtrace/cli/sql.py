@@ -11,9 +11,9 @@ import click
 import duckdb
 import msgspec
 
-from analytics.views import ensure_views
-from store.errors import BadInput
-from store.readonly import open_read_only, read_statements
+from searchtrace.analytics.views import ensure_views
+from searchtrace.store.errors import BadInput
+from searchtrace.store.readonly import open_read_only, read_statements
 
 
 def _jsonable(value: Any) -> Any:

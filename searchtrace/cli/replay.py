@@ -9,12 +9,12 @@ import anyio
 import click
 import msgspec
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 
 async def _run(db: Path, trajectories: tuple[str, ...], prompt_version: str | None, concurrency: int) -> Any:
-    from replay.rerun import load_recorded, replay_trajectories
-    from store.log import EventLog
+    from searchtrace.replay.rerun import load_recorded, replay_trajectories
+    from searchtrace.store.log import EventLog
 
     log = await anyio.to_thread.run_sync(lambda: EventLog(db, read_only=True))
     try:

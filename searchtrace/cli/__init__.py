@@ -9,27 +9,27 @@ from typing import Any
 
 import click
 
-from engine.logs import configure_logging
-from store.errors import BadInput, StoreError
+from searchtrace.engine.logs import configure_logging
+from searchtrace.store.errors import BadInput, StoreError
 
 # name -> "module:attribute"; each module owns one area of the command line.
 COMMANDS: dict[str, str] = {
-    "demo": "engine.commands.demo:demo",
-    "record": "engine.commands.record:record",
-    "search": "engine.commands.probe:search",
-    "fetch": "engine.commands.probe:fetch",
-    "judge": "engine.commands.judge:judge",
-    "grade": "engine.commands.grade:grade",
-    "replay": "engine.commands.replay:replay",
-    "import": "engine.commands.interchange:import_cmd",
-    "export": "engine.commands.interchange:export_cmd",
-    "report": "engine.commands.report:report",
-    "sql": "engine.commands.sql:sql",
-    "verify": "engine.commands.verify:verify",
-    "sample": "engine.commands.sample:sample",
-    "audit": "engine.commands.audit:audit",
-    "sandbox": "engine.commands.sandbox:sandbox",
-    "bench": "engine.commands.bench:bench",
+    "demo": "searchtrace.cli.demo:demo",
+    "record": "searchtrace.cli.record:record",
+    "search": "searchtrace.cli.probe:search",
+    "fetch": "searchtrace.cli.probe:fetch",
+    "judge": "searchtrace.cli.judge:judge",
+    "grade": "searchtrace.cli.grade:grade",
+    "replay": "searchtrace.cli.replay:replay",
+    "import": "searchtrace.cli.interchange:import_cmd",
+    "export": "searchtrace.cli.interchange:export_cmd",
+    "report": "searchtrace.cli.report:report",
+    "sql": "searchtrace.cli.sql:sql",
+    "verify": "searchtrace.cli.verify:verify",
+    "sample": "searchtrace.cli.sample:sample",
+    "audit": "searchtrace.cli.audit:audit",
+    "sandbox": "searchtrace.cli.sandbox:sandbox",
+    "bench": "searchtrace.cli.bench:bench",
 }
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from store.errors import BadInput, NotAStore
-from store.log import EventLog
+from searchtrace.store.errors import BadInput, NotAStore
+from searchtrace.store.log import EventLog
 
 
 def open_for_report(db: Path) -> tuple[EventLog, bool]:
@@ -36,8 +36,8 @@ def open_for_report(db: Path) -> tuple[EventLog, bool]:
 )
 def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...]) -> None:
     """Evidence metrics per provider for one judge run (SPEC §5, §8)."""
-    from analytics import html as html_mod
-    from analytics.report import build_report, to_json
+    from searchtrace.analytics import html as html_mod
+    from searchtrace.analytics.report import build_report, to_json
 
     log, writable = open_for_report(db)
     with log:
@@ -60,7 +60,7 @@ def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None,
         return
     from rich.console import Console
 
-    from analytics.table import render_table
+    from searchtrace.analytics.table import render_table
 
     render_table(data, Console())
     if html is not None:

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from analytics_fixture import run_cli
 
-from analytics.sample import quotas, read_questions, sample
+from searchtrace.engine.sample import quotas, read_questions, sample
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sealqa" / "seal-hard.parquet"
 STRATA = ("freshness", "search_results", "topic")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from analytics.sample import STRATA, read_questions, to_jsonl
-from analytics.sample import sample as draw
-from store.errors import BadInput
+from searchtrace.engine.sample import STRATA, read_questions, to_jsonl
+from searchtrace.engine.sample import sample as draw
+from searchtrace.store.errors import BadInput
 
 
 @click.command("sample")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 
 @click.group()
@@ -24,8 +24,8 @@ def sandbox() -> None:
 @click.option("--hang-seconds", type=float, default=3600.0, show_default=True, help="How long a `timeout` fault hangs.")
 def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float) -> None:
     """Serve the sandbox until interrupted; prints the base URLs and the environment to point adapters at it."""
-    from adapters.sandbox import FaultPlan, create_app, env_exports, free_port, parse_rates
-    from adapters.sandbox import serve as run_server
+    from searchtrace.adapters.sandbox import FaultPlan, create_app, env_exports, free_port, parse_rates
+    from searchtrace.adapters.sandbox import serve as run_server
 
     try:
         rates = parse_rates(list(fault_rates))
@@ -48,7 +48,7 @@ def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 def questions(path: Path) -> None:
     """Write the sandbox question set (qid, question, answer, strata) as JSONL to PATH."""
-    from adapters.sandbox import write_questions_jsonl
+    from searchtrace.adapters.sandbox import write_questions_jsonl
 
     if path.parent and not path.parent.exists():
         raise BadInput(f"{path}: folder {path.parent} does not exist")

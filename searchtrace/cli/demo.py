@@ -17,13 +17,13 @@ import click
 import msgspec
 from rich.console import Console
 
-from analytics.table import render_table
-from engine.agent import Stats
-from engine.commands.record import summary_text
-from engine.config import point_at_sandbox, sandbox_config
-from engine.progress import progress_display
-from engine.record import RunSummary, endpoint_factory, record_run
-from store.log import EventLog
+from searchtrace.analytics.table import render_table
+from searchtrace.cli.record import summary_text
+from searchtrace.engine.agent import Stats
+from searchtrace.engine.config import point_at_sandbox, sandbox_config
+from searchtrace.engine.progress import progress_display
+from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
+from searchtrace.store.log import EventLog
 
 ROOT = "http://sandbox"
 JUDGE_MODEL = "sandbox-judge"
@@ -40,8 +40,8 @@ class DemoResult(msgspec.Struct, kw_only=True):
 
 async def _judge(log: EventLog, transport: Any) -> dict[str, Any]:
     """Judges every recorded item with the sandbox's deterministic judge model."""
-    from adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
-    from replay.judge import run_judge
+    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.replay.judge import run_judge
 
     chat = build_chat(JUDGE_MODEL, sandbox_endpoint("openai", ROOT, concurrency=32), transport=transport,
                       key_fallback=SANDBOX_KEY)
@@ -55,9 +55,9 @@ async def _judge(log: EventLog, transport: Any) -> dict[str, Any]:
 
 def _report(log: EventLog, out: Path, judge_run_id: str | None) -> tuple[dict[str, Any], str]:
     """Grades the answers (a proposal; an imported audit would win), then builds the §8 report and its HTML page."""
-    from analytics.html import extras_from_db, render
-    from analytics.report import build_report
-    from replay.grade import grade_answers
+    from searchtrace.analytics.html import extras_from_db, render
+    from searchtrace.analytics.report import build_report
+    from searchtrace.replay.grade import grade_answers
 
     grade_answers(log)
     cur = log.cursor()
@@ -74,7 +74,7 @@ def _report(log: EventLog, out: Path, judge_run_id: str | None) -> tuple[dict[st
 async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None = None) -> DemoResult:
     import httpx
 
-    from adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox.app import create_app
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from store.readonly import open_read_only
-from store.verify import verify as verify_log
+from searchtrace.store.readonly import open_read_only
+from searchtrace.store.verify import verify as verify_log
 
 
 @click.command("verify")

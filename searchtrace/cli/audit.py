@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from analytics.audit import agreement as compute_agreement
-from analytics.audit import audit_sample, prepare_import, to_tsv
-from store.errors import BadInput
-from store.log import EventLog
+from searchtrace.analytics.audit import agreement as compute_agreement
+from searchtrace.analytics.audit import audit_sample, prepare_import, to_tsv
+from searchtrace.store.errors import BadInput
+from searchtrace.store.log import EventLog
 
 _db = click.option(
     "--db",

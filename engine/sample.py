@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from store.errors import BadInput
+from searchtrace.store.errors import BadInput
 
 STRATA: tuple[str, str, str] = ("freshness", "search_results", "topic")
 StratumKey = tuple[str, ...]
@@ -63,7 +63,8 @@ def _read_parquet(p: Path) -> list[Row]:
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadInput(f"{p}: cannot read as Parquet ({first})") from None
-    return table.to_pylist()
+    rows: list[Row] = table.to_pylist()
+    return rows
 
 
 def _read_jsonl(p: Path, text: str) -> list[Row]:

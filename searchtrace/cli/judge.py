@@ -17,9 +17,9 @@ import anyio
 import click
 import msgspec
 
-from replay.judge import JudgeStats, default_judge_run_id
-from replay.judge_prompt import DEFAULT_VERSION, versions
-from store.errors import BadInput
+from searchtrace.replay.judge import JudgeStats, default_judge_run_id
+from searchtrace.replay.judge_prompt import DEFAULT_VERSION, versions
+from searchtrace.store.errors import BadInput
 
 SANDBOX_ROOT = "http://sandbox"
 SANDBOX_JUDGE = "sandbox-judge"
@@ -69,8 +69,8 @@ def build_chat(
     max_retries: int, sandbox: bool, sandbox_url: str | None,
 ) -> Any:
     """The judge's chat adapter: the production OpenAI-compatible one, over ASGI for `--sandbox`."""
-    from adapters.registry import SANDBOX_KEY, default_endpoint, sandbox_endpoint
-    from adapters.registry import build_chat as make
+    from searchtrace.adapters.registry import SANDBOX_KEY, default_endpoint, sandbox_endpoint
+    from searchtrace.adapters.registry import build_chat as make
 
     limits: dict[str, Any] = {"rps": rps, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries}
     if sandbox or sandbox_url:
@@ -78,7 +78,7 @@ def build_chat(
 
         transport = None
         if sandbox:
-            from adapters.sandbox import create_app
+            from searchtrace.adapters.sandbox import create_app
 
             transport = httpx.ASGITransport(app=create_app())
         endpoint = sandbox_endpoint("openai", sandbox_url or SANDBOX_ROOT, **limits)
@@ -87,8 +87,8 @@ def build_chat(
 
 
 async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None) -> JudgeStats:
-    from replay.judge import run_judge
-    from store.log import EventLog
+    from searchtrace.replay.judge import run_judge
+    from searchtrace.store.log import EventLog
 
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from store.log import EventLog
+from searchtrace.store.log import EventLog
 
 
 @contextmanager
@@ -33,8 +33,8 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
 def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
     """Import traces, judgments and audits; strict: a bad line stops it (exit 2) and nothing of that file is written."""
-    from analytics import projections, views
-    from replay.importer import import_files
+    from searchtrace.analytics import projections, views
+    from searchtrace.replay.importer import import_files
 
     if not (traces or judgments or audits):
         raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
@@ -58,7 +58,7 @@ def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], 
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
 def export_cmd(db: Path, out: Path) -> None:
     """Write traces.jsonl, judgments.jsonl, audit.tsv (SPEC §9) and events.parquet into a folder."""
-    from replay.export import export_all
+    from searchtrace.replay.export import export_all
 
     with EventLog(db, read_only=True) as log:
         written = export_all(log, out)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from replay.grade import SOURCE, grade_answers
-from store.log import EventLog
+from searchtrace.replay.grade import SOURCE, grade_answers
+from searchtrace.store.log import EventLog
 
 
 @click.command("grade")

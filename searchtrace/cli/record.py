@@ -9,12 +9,12 @@ import anyio
 import click
 import msgspec
 
-from engine.agent import Stats
-from engine.config import EXAMPLE_CONFIG, load_config, point_at_sandbox
-from engine.progress import progress_display
-from engine.record import RunSummary, endpoint_factory, load_questions, preflight, record_run
-from store.errors import BadInput
-from store.log import EventLog
+from searchtrace.engine.agent import Stats
+from searchtrace.engine.config import EXAMPLE_CONFIG, load_config, point_at_sandbox
+from searchtrace.engine.progress import progress_display
+from searchtrace.engine.record import RunSummary, endpoint_factory, load_questions, preflight, record_run
+from searchtrace.store.errors import BadInput
+from searchtrace.store.log import EventLog
 
 SANDBOX_ROOT = "http://sandbox"
 
@@ -23,7 +23,7 @@ def in_process_transport() -> Any:
     """httpx's ASGI transport over a fresh sandbox app (no socket, no network)."""
     import httpx
 
-    from adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox.app import create_app
 
     return httpx.ASGITransport(app=create_app())
 

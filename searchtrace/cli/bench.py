@@ -1,0 +1,21 @@
+"""`searchtrace bench <name>`: throughput benchmarks, each in its own module under `benchmarks/`."""
+
+from __future__ import annotations
+
+import click
+
+from searchtrace.cli import LazyGroup
+
+BENCHMARKS: dict[str, str] = {
+    "ingest": "searchtrace.benchmarks.ingest:command",
+    "replay": "searchtrace.benchmarks.replay:command",
+    "fanout": "searchtrace.benchmarks.fanout:command",
+    "judge": "searchtrace.benchmarks.judge:command",
+    "http": "searchtrace.benchmarks.http:command",
+    "chaos": "searchtrace.benchmarks.chaos:command",
+}
+
+
+@click.group(cls=LazyGroup, lazy=BENCHMARKS)
+def bench() -> None:
+    """Throughput benchmarks (ingest, replay, fan-out, judge, http) and the chaos suite."""
