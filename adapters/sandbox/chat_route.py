@@ -1,7 +1,8 @@
 """Chat route: POST R/openai/v1/chat/completions in OpenAI's wire format, dispatching on `model`.
 
 `sandbox-agent` is the scripted agent (agent.py), `sandbox-judge` the deterministic judge (judge.py),
-`sandbox-judge-sloppy` the same judge with a bad reply for ~2% of documents. Token usage is derived from
+`sandbox-judge-sloppy` the same judge with a bad reply for ~2% of documents. `stream: true` answers with
+server-sent events (streaming.py). Token usage is derived from
 message lengths (about 4 characters per token), so it is plausible and deterministic.
 """
 
@@ -19,6 +20,7 @@ from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox.reading import message_text
 from searchtrace.adapters.sandbox.responses import json_response
+from searchtrace.adapters.sandbox.streaming import sse_response
 
 AGENT_MODELS = ("sandbox-agent",)
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
@@ -103,10 +105,17 @@ async def chat_completions(request: Request) -> Response:
     if model not in AGENT_MODELS + JUDGE_MODELS:
         return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
                                                "invalid_request_error", "model_not_found"), 404)
-    key = request_key("chat", _canon.encode(body))
+    # the streamed and the plain form of one request are the same request (same id, usage and faults)
+    key = request_key("chat", _canon.encode({k: v for k, v in body.items() if k not in ("stream", "stream_options")}))
     last = message_text(messages[-1].get("content"))
     kind = sb.fault("chat", key, last)
     choice = body.get("tool_choice", "auto")
+    stream = body.get("stream") is True
+    opts = body.get("stream_options")
+    include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+
+    def send(reply: dict[str, Any]) -> Response:
+        return sse_response(reply, include_usage=include_usage) if stream else json_response(reply)
 
     async def produce() -> Response:
         if model in AGENT_MODELS:
@@ -119,7 +128,7 @@ async def chat_completions(request: Request) -> Response:
             reply = wire.chat_completion(key=key, model=model, content=turn.text, tool_calls=calls or None, **u)
             if calls and isinstance(choice, dict):  # OpenAI says "stop" when tool_choice names the function
                 reply["choices"][0]["finish_reason"] = "stop"
-            return json_response(reply)
+            return send(reply)
         prompt = "\n".join(message_text(m.get("content")) for m in messages if m.get("role") == "user")
         bad = kind if kind in JUDGE_KINDS else None
         if bad is None and model == "sandbox-judge-sloppy":
@@ -128,6 +137,6 @@ async def chat_completions(request: Request) -> Response:
         fenced = not isinstance(fmt, dict) or fmt.get("type") == "text"  # without JSON mode it fences its JSON
         text = judge.reply(prompt, bad, fenced=fenced)
         u = _usage(key, messages, None, text, reasoning=False)
-        return json_response(wire.chat_completion(key=key, model=model, content=text, tool_calls=None, **u))
+        return send(wire.chat_completion(key=key, model=model, content=text, tool_calls=None, **u))
 
     return await sb.run("chat", None if kind in JUDGE_KINDS else kind, key, produce)
