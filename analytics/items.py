@@ -49,7 +49,7 @@ fi AS (
   FROM fx LEFT JOIN fc ON fc.stream_id = fx.stream_id AND fc.call_id = fx.call_id AND fc.doc_id = fx.doc_id
   GROUP BY fx.stream_id, fx.url_normalized
 )
-SELECT tr.trajectory_id, tr.provider, tr.qid, s.stream_id, s.url_normalized, s.first_position,
+SELECT tr.trajectory_id, tr.provider, tr.qid, tr.epoch, s.stream_id, s.url_normalized, s.first_position,
        r.call_id, r.doc_id, r.rank, r.title, r.url, r.domain, r.snippet, r.metadata,
        s.n_appearances, s.n_rank1,
        coalesce(fi.n_fetches, 0) AS n_fetches,
@@ -85,6 +85,7 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
     fetched: bool
     page_visible: bool
     page_digest: str | None  # content blob of the first ok fetch; `log.get_blob(digest)` gives the page
+    epoch: int = 1  # SPEC §12: the epoch of the item's trajectory
 
 
 def judge_items(
@@ -116,7 +117,7 @@ def judge_items(
 WITH {trajectories_cte(p)}, {answers_cte(p)}, i AS ({items_sql(p)})
 SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
        i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
-       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest
+       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch
 FROM i JOIN tr ON tr.stream_id = i.stream_id
 LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}

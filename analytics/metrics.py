@@ -7,6 +7,7 @@ scheduling; Python then forms each ratio with one division of exact integers or 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
@@ -28,6 +29,7 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
     trajectory_id: str
     provider: str
     qid: str
+    epoch: int
     gold_answer: str
     final_answer: str | None
     semantic_match: bool | None
@@ -101,7 +103,7 @@ ist AS (
     coalesce(sum(n_rank1) FILTER (WHERE ok AND s), 0) AS supported_rank1
   FROM iv GROUP BY stream_id
 )
-SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.gold_answer, fa.final_answer, aud.semantic_match,
+SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.epoch, tr.gold_answer, fa.final_answer, aud.semantic_match,
   coalesce(sc.n, 0) AS searches, coalesce(fc.n, 0) AS fetches,
   coalesce(mu.i, 0) AS input_tokens, coalesce(mu.o, 0) AS output_tokens, coalesce(mu.r, 0) AS reasoning_tokens,
   coalesce(fl.page_tokens, 0) AS page_tokens,
@@ -123,15 +125,17 @@ ORDER BY tr.position
 
 
 def overlap_sql(p: str) -> str:
-    """Per (provider, qid): distinct result URLs; per provider pair and qid: shared URLs."""
+    """Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
     return f"""
 WITH {trajectories_cte(p)},
-u AS (SELECT DISTINCT tr.provider, tr.qid, r.url_normalized FROM {p}search_results r JOIN tr USING (stream_id)),
-x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, count(*) AS n
-      FROM u a JOIN u b ON a.qid = b.qid AND a.url_normalized = b.url_normalized AND a.provider < b.provider
-      GROUP BY a.provider, b.provider, a.qid)
-SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, count(*) AS n FROM u GROUP BY provider, qid
-UNION ALL SELECT 'x', pa, pb, qid, n FROM x
+u AS (SELECT DISTINCT tr.provider, tr.qid, tr.epoch, r.url_normalized
+      FROM {p}search_results r JOIN tr USING (stream_id)),
+x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, a.epoch, count(*) AS n
+      FROM u a JOIN u b ON a.qid = b.qid AND a.epoch = b.epoch AND a.url_normalized = b.url_normalized
+                        AND a.provider < b.provider
+      GROUP BY a.provider, b.provider, a.qid, a.epoch)
+SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, epoch, count(*) AS n FROM u GROUP BY provider, qid, epoch
+UNION ALL SELECT 'x', pa, pb, qid, epoch, n FROM x
 """
 
 
@@ -205,34 +209,57 @@ def provider_metrics(rows: list[TrajectoryStats]) -> dict[str, Any]:
         "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
         "contradiction_gold_ratio": _ratio(total("contradicted"), supported),
         "query_outcome": outcome,
+        **epoch_spread(rows),
     }
+
+
+def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
+    """`accuracy_epoch_sd` (SPEC §12) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
+    over epochs of per-epoch accuracy, null when an epoch has no audited trajectory; nothing for k = 1."""
+    per: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        cnt = per[r.epoch]
+        if r.semantic_match is not None:
+            cnt[0] += 1
+            cnt[1] += bool(r.semantic_match)
+    if len(per) < 2:
+        return {}
+    if any(audited == 0 for audited, _ in per.values()):
+        return {"accuracy_epoch_sd": None}
+    accs = [Fraction(correct, audited) for audited, correct in per.values()]
+    mean = sum(accs, Fraction(0)) / len(accs)
+    var = sum(((a - mean) ** 2 for a in accs), Fraction(0)) / (len(accs) - 1)
+    return {"accuracy_epoch_sd": math.sqrt(var)}
 
 
 def complementarity(
     con: duckdb.DuckDBPyConnection, p: str, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
-    """SPEC §5 complementarity for every provider pair (names in code-point order)."""
-    answerable: dict[str, dict[str, bool]] = defaultdict(dict)
+    """SPEC §5 complementarity for every provider pair (names in code-point order), over the (qid, epoch) cells both
+    have (§12)."""
+    Cell = tuple[str, int]
+    answerable: dict[str, dict[Cell, bool]] = defaultdict(dict)
     for r in rows:
-        answerable[r.provider][r.qid] = answerable[r.provider].get(r.qid, False) or r.supported > 0
-    sizes: dict[tuple[str, str], int] = {}
-    shared: dict[tuple[str, str, str], int] = {}
-    for kind, pa, pb, qid, n in con.execute(overlap_sql(p)).fetchall():
+        cell = (r.qid, r.epoch)
+        answerable[r.provider][cell] = answerable[r.provider].get(cell, False) or r.supported > 0
+    sizes: dict[tuple[str, Cell], int] = {}
+    shared: dict[tuple[str, str, Cell], int] = {}
+    for kind, pa, pb, qid, epoch, n in con.execute(overlap_sql(p)).fetchall():
         if kind == "n":
-            sizes[(pa, qid)] = int(n)
+            sizes[(pa, (qid, int(epoch)))] = int(n)
         else:
             a, b = sorted((pa, pb))
-            shared[(a, b, qid)] = int(n)
+            shared[(a, b, (qid, int(epoch)))] = int(n)
     out: dict[str, dict[str, Any]] = {}
     for a, b in combinations(sorted(answerable), 2):
         common = sorted(set(answerable[a]) & set(answerable[b]))
         counts = {"a_only": 0, "b_only": 0, "both": 0, "neither": 0}
         jac = Fraction(0)
-        for qid in common:
-            sa, sb = answerable[a][qid], answerable[b][qid]
+        for cell in common:
+            sa, sb = answerable[a][cell], answerable[b][cell]
             counts["both" if sa and sb else "a_only" if sa else "b_only" if sb else "neither"] += 1
-            inter = shared.get((a, b, qid), 0)
-            union = sizes.get((a, qid), 0) + sizes.get((b, qid), 0) - inter
+            inter = shared.get((a, b, cell), 0)
+            union = sizes.get((a, cell), 0) + sizes.get((b, cell), 0) - inter
             jac += Fraction(inter, union) if union else 0
         out[f"{a}|{b}"] = {**counts, "url_jaccard": float(jac / len(common)) if common else None}
     return out

@@ -61,6 +61,8 @@ RELATIONS: tuple[Relation, ...] = (
             # errored attempt this one replaces (analytics read only attempts that no later trajectory.started supersedes)
             ("attempt", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.attempt') AS INTEGER), 1)"),
             ("supersedes", "VARCHAR", "$.supersedes"),
+            # SPEC §12: epoch e of the (provider, qid) cell; 1 when absent (events before epochs, and epoch 1 itself)
+            ("epoch", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.epoch') AS INTEGER), 1)"),
         ),
     ),
     Relation(

@@ -43,7 +43,7 @@ def trajectories_cte(p: str) -> str:
     falling back to the dataset."""
     return f"""
 tr AS (
-  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.position, t.attempt, t.supersedes,
+  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.epoch, t.position, t.attempt, t.supersedes,
          coalesce(nullif(t.question, ''), q.question, '') AS question,
          coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
   FROM (SELECT * FROM {p}trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t

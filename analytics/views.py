@@ -32,7 +32,7 @@ fc AS (SELECT stream_id, count(*) AS n_fetches FROM {p}fetch_calls GROUP BY stre
 mu AS (SELECT stream_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
               sum(reasoning_tokens) AS reasoning_tokens FROM {p}model_responses GROUP BY stream_id)
 SELECT tr.trajectory_id, tr.stream_id, tr.provider, tr.qid, tr.attempt, tr.supersedes, tr.question, tr.gold_answer,
-       fa.final_answer,
+       fa.final_answer, tr.epoch,
        fin.finish_reason, fin.iterations, coalesce(sc.n_searches, 0) AS n_searches, coalesce(fc.n_fetches, 0) AS n_fetches,
        coalesce(mu.input_tokens, 0) AS input_tokens, coalesce(mu.output_tokens, 0) AS output_tokens,
        coalesce(mu.reasoning_tokens, 0) AS reasoning_tokens, aud.semantic_match, aud.audit_source,

@@ -77,19 +77,21 @@ class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
     gold_answer: str = ""
     attempt: int = 1  # > 1: the cell's earlier attempt ended with reason `error` and is recorded again
     supersedes: str | None = None  # trajectory_id of the errored attempt this one replaces
+    epoch: int = 1  # SPEC §12: the cell is (provider, qid, epoch)
 
     @property
     def trajectory_id(self) -> str:
-        return trajectory_id(self.run_id, self.provider, self.qid, self.attempt)
+        return trajectory_id(self.run_id, self.provider, self.qid, self.attempt, self.epoch)
 
     @property
     def stream_id(self) -> str:
         return stream_of(self.trajectory_id)
 
 
-def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1) -> str:
-    """Deterministic, so a resumed run finds the trajectories it already holds; attempt n > 1 ends in `#n`."""
-    base = f"{run_id}:{provider}:{qid}"
+def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch: int = 1) -> str:
+    """Deterministic, so a resumed run finds the trajectories it already holds; epoch e > 1 adds `~e`, then
+    attempt n > 1 adds `#n` (SPEC §12)."""
+    base = f"{run_id}:{provider}:{qid}" + ("" if epoch == 1 else f"~{epoch}")
     return base if attempt == 1 else f"{base}#{attempt}"
 
 
@@ -212,6 +214,7 @@ class Agent:
                 gold_answer=traj.gold_answer,
                 attempt=traj.attempt,
                 supersedes=traj.supersedes,
+                epoch=msgspec.UNSET if traj.epoch == 1 else traj.epoch,
             )
         )
         docs = DocRegistry()

@@ -2,6 +2,8 @@
 
 ```toml
 run_id = "my-run"                 # optional; default: derived from the config's identity hash
+[run]
+epochs = 1                        # records every (provider, question) cell this many times (SPEC §12)
 [agent]
 model = "gpt-5.4"
 base_url = "https://api.openai.com/v1"
@@ -95,6 +97,12 @@ class LimitsCfg(_Cfg):
     max_attempts: int = 3  # attempts per (question, provider) cell whose trajectories end in `error` (not in the run id)
 
 
+class RunCfg(_Cfg):
+    """`[run]`: repeats. Not in the run id, so raising `epochs` later records the missing epochs of the same run."""
+
+    epochs: int = 1
+
+
 class DatasetCfg(_Cfg):
     path: str
     id: str = ""
@@ -113,6 +121,7 @@ class RunConfig(_Cfg):
     fetch: FetchCfg = msgspec.field(default_factory=FetchCfg)
     limits: LimitsCfg = msgspec.field(default_factory=LimitsCfg)
     sample: SampleCfg = msgspec.field(default_factory=SampleCfg)
+    run: RunCfg = msgspec.field(default_factory=RunCfg)
     sandbox: bool = False  # set by `--sandbox` / the demo, never read from the file
 
     def identity(self) -> dict[str, Any]:
@@ -143,6 +152,8 @@ class RunConfig(_Cfg):
 
         prompt = get_prompt(self.agent.prompt_version)
         body: dict[str, Any] = msgspec.to_builtins(self)
+        if self.run.epochs == 1:  # the default leaves run.started of a single-epoch run byte for byte as before
+            del body["run"]
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         body["identity_sha256"] = self.identity_sha256()
         body["run_id"] = self.effective_run_id()
@@ -194,6 +205,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         ("limits.max_iterations", cfg.limits.max_iterations),
         ("limits.max_trajectories", cfg.limits.max_trajectories),
         ("limits.max_attempts", cfg.limits.max_attempts),
+        ("run.epochs", cfg.run.epochs),
     ):
         if ivalue < 1:
             raise bad(key, f"must be >= 1, got {ivalue}")
@@ -316,7 +328,9 @@ def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunCo
     return cfg
 
 
-def sandbox_config(*, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "") -> RunConfig:
+def sandbox_config(
+    *, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "", epochs: int = 1
+) -> RunConfig:
     """The demo's config: the three personas, the scripted agent and the sandbox's own questions."""
     data: dict[str, Any] = {
         "run_id": run_id,
@@ -326,5 +340,6 @@ def sandbox_config(*, n: int | None = None, max_iterations: int = 10, run_id: st
         "limits": {"max_iterations": max_iterations, "max_trajectories": 64},
         "dataset": {"path": SANDBOX_DATASET},
         "sample": {"n": n},
+        "run": {"epochs": epochs},
     }
     return parse_config(data, "<sandbox config>")

@@ -1,7 +1,7 @@
 """A recorded run: `run.started` (config, never keys), `dataset.question`s, the fan-out, `run.finished`; resumable.
 
 Resume: the run id is the config's `run_id` or derived from its identity hash, trajectory ids derive from
-(run_id, provider, qid, attempt), and each trajectory is one atomic append. Running the same config against the
+(run_id, provider, qid, epoch, attempt), and each trajectory is one atomic append. Running the same config against the
 same store again therefore records exactly the (question, provider) cells that are not final yet, and a final
 cell causes no call at all. A cell is final when its latest attempt finished `answered` or `max_iterations`, or
 finished `error` as attempt `limits.max_attempts`. A latest attempt that finished `error` earlier is recorded
@@ -132,16 +132,16 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
 
 class RunState(msgspec.Struct, kw_only=True):
     started: RunStarted | None
-    latest: dict[tuple[str, str], Attempt]  # (provider, qid) -> its latest attempt
+    latest: dict[tuple[str, str, int], Attempt]  # (provider, qid, epoch) -> its latest attempt
     superseded: int  # attempts replaced by a later one (each ended in `error`)
     has_finished: bool
 
 
 _STATE_SQL = """
-SELECT stream_id, type, j[1], j[2], j[3], j[4], j[5], j[6]
+SELECT stream_id, type, j[1], j[2], j[3], j[4], j[5], j[6], j[7]
 FROM (SELECT stream_id, type, position,
              json_extract_string(payload, ['$.trajectory_id', '$.provider', '$.qid', '$.attempt', '$.supersedes',
-                                           '$.reason']) AS j
+                                           '$.reason', '$.epoch']) AS j
       FROM events WHERE run_id = ? AND type IN ('trajectory.started', 'trajectory.finished', 'run.finished'))
 ORDER BY position
 """
@@ -163,21 +163,21 @@ def _run_state(log_: EventLog, run_id: str) -> RunState:
         rows = cur.execute(_STATE_SQL, [run_id]).fetchall()
     finally:
         cur.close()
-    heads: dict[str, tuple[str, str, str, int, str | None]] = {}
+    heads: dict[str, tuple[str, str, int, str, int, str | None]] = {}
     reasons: dict[str, str] = {}
     has_finished = False
-    for stream, typ, tid, provider, qid, attempt, supersedes, reason in rows:
+    for stream, typ, tid, provider, qid, attempt, supersedes, reason, epoch in rows:
         if typ == "trajectory.started":
-            heads.setdefault(stream, (str(provider), str(qid), str(tid), int(attempt or 1), supersedes))
+            heads.setdefault(stream, (str(provider), str(qid), int(epoch or 1), str(tid), int(attempt or 1), supersedes))
         elif typ == "trajectory.finished":
             reasons.setdefault(stream, str(reason))
         else:
             has_finished = True
-    latest: dict[tuple[str, str], Attempt] = {}
-    for stream, (provider, qid, tid, attempt, supersedes) in heads.items():  # position order: later attempts win ties
-        have = latest.get((provider, qid))
+    latest: dict[tuple[str, str, int], Attempt] = {}
+    for stream, (provider, qid, epoch, tid, attempt, supersedes) in heads.items():  # position order: later win ties
+        have = latest.get((provider, qid, epoch))
         if have is None or attempt >= have.attempt:
-            latest[(provider, qid)] = Attempt(trajectory_id=tid, attempt=attempt, supersedes=supersedes,
+            latest[(provider, qid, epoch)] = Attempt(trajectory_id=tid, attempt=attempt, supersedes=supersedes,
                                               reason=reasons.get(stream))
     return RunState(started=prev, latest=latest, superseded=len(heads) - len(latest), has_finished=has_finished)
 
@@ -194,16 +194,17 @@ def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | 
 
 
 def _plan(
-    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int
+    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int, epochs: int = 1
 ) -> list[Trajectory]:
-    """The trajectories to record now: every cell that is not final, in question-then-provider order."""
+    """The trajectories to record now: every cell that is not final, in epoch-then-question-then-provider order."""
     jobs = []
-    for q in questions:
-        for p in names:
-            nxt = next_attempt(state.latest.get((p, q.qid)), max_attempts)
-            if nxt is not None:
-                jobs.append(Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question, gold_answer=q.answer,
-                                       attempt=nxt[0], supersedes=nxt[1]))
+    for e in range(1, epochs + 1):
+        for q in questions:
+            for p in names:
+                nxt = next_attempt(state.latest.get((p, q.qid, e)), max_attempts)
+                if nxt is not None:
+                    jobs.append(Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question,
+                                           gold_answer=q.answer, attempt=nxt[0], supersedes=nxt[1], epoch=e))
     return jobs
 
 
@@ -245,12 +246,14 @@ async def record_run(
         )
     names = sorted(cfg.providers)
     max_attempts = cfg.limits.max_attempts
-    jobs = _plan(run_id, questions, names, state, max_attempts)
-    retried = sum((a := state.latest.get((j.provider, j.qid))) is not None and a.reason == "error" for j in jobs)
+    epochs = cfg.run.epochs
+    jobs = _plan(run_id, questions, names, state, max_attempts, epochs)
+    retried = sum((a := state.latest.get((j.provider, j.qid, j.epoch))) is not None and a.reason == "error" for j in jobs)
     stats = stats or Stats()
-    already = len(questions) * len(names) - len(jobs)
+    cells = len(questions) * len(names) * epochs
+    already = cells - len(jobs)
     stats.total = len(jobs)
-    log.info("run planned", run_id=run_id, trajectories=len(questions) * len(names), already=already, to_record=len(jobs),
+    log.info("run planned", run_id=run_id, trajectories=cells, already=already, to_record=len(jobs),
              retried=retried)
     if on_progress is not None:
         on_progress()
@@ -264,7 +267,7 @@ async def record_run(
                 await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer,
                               max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
             after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
-            complete = not _plan(run_id, questions, names, after, max_attempts)
+            complete = not _plan(run_id, questions, names, after, max_attempts, epochs)
             if complete and not after.has_finished:
                 ev = NewEvent(
                     stream_id=run_stream(run_id),
@@ -276,7 +279,7 @@ async def record_run(
     log.info("run stopped" if not complete else "run finished", run_id=run_id, recorded=stats.done, reasons=stats.reasons)
     return RunSummary(
         run_id=run_id,
-        trajectories=len(questions) * len(names),
+        trajectories=cells,
         already=already,
         recorded=stats.done,
         reasons=dict(stats.reasons),

@@ -42,6 +42,7 @@ from searchtrace.store.events import (
     SearchResult,
     TrajectoryFinished,
     TrajectoryStarted,
+    epoch_of,
 )
 from searchtrace.store.log import EventLog
 
@@ -151,6 +152,7 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                 final_answer=d.final_answer,
                 stop_reason=d.stop_reason,  # type: ignore[arg-type]
                 steps=d.steps,
+                epoch=epoch_of(s),
             )
         )
     return out, superseded

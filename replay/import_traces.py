@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from searchtrace.replay import import_common
 from searchtrace.replay.import_common import (
     DATASET_STREAM,
@@ -71,15 +73,18 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
     `known` keeps where it was read, so a later file of the same call that repeats the id is still compared.
     """
     seen_ids: dict[str, int] = {}
-    seen_keys: dict[tuple[str, str], int] = {}
+    seen_keys: dict[tuple[str, str, int], int] = {}
     new = 0
     for n, raw in lines(path):
         t = decode_line(trace_decoder, path, n, raw)
         if t.trajectory_id in seen_ids:
             raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} already on line {seen_ids[t.trajectory_id]}")
-        key = (t.provider, t.qid)
+        if t.epoch < 1:
+            raise fail(path, n, "epoch", f"must be >= 1, got {t.epoch}")
+        key = (t.provider, t.qid, t.epoch)
         if key in seen_keys:
-            raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r} (line {seen_keys[key]})")
+            raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r}"
+                       f"{_epoch_text(t.epoch)} (line {seen_keys[key]})")
         seen_ids[t.trajectory_id] = n
         seen_keys[key] = n
         got, bad = trace_items(t)
@@ -96,7 +101,8 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
         other = known.traj_keys.get(key)
         if other is not None and other != t.trajectory_id:
             raise fail(
-                path, n, "qid", f"the database already has trajectory {other!r} for provider {t.provider!r} and qid {t.qid!r}"
+                path, n, "qid", f"the database already has trajectory {other!r} for provider {t.provider!r} and qid "
+                f"{t.qid!r}{_epoch_text(t.epoch)}"
             )
         new += have is None
         items[t.trajectory_id] = got
@@ -104,6 +110,10 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             known.traj_ids[t.trajectory_id] = (path, n)  # a later file of the same call must agree with this one
         known.traj_keys[key] = t.trajectory_id
     return new
+
+
+def _epoch_text(epoch: int) -> str:
+    return "" if epoch == 1 else f" in epoch {epoch}"
 
 
 def _started(t: TraceLine) -> str:
@@ -127,7 +137,8 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Paylo
     """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs (if asked)."""
     payloads: list[Payload] = [
         TrajectoryStarted(
-            trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer
+            trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer,
+            epoch=msgspec.UNSET if t.epoch == 1 else t.epoch,
         )
     ]
     blobs: list[bytes] = []

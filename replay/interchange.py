@@ -56,8 +56,8 @@ class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
 Step = ModelStep | SearchStep | FetchStep
 
 
-class TraceLine(msgspec.Struct, kw_only=True):
-    """One trajectory per line of traces.jsonl."""
+class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One trajectory per line of traces.jsonl (`epoch` is written only when it is not 1: the only defaulted field)."""
 
     trajectory_id: Id
     provider: Id
@@ -67,6 +67,7 @@ class TraceLine(msgspec.Struct, kw_only=True):
     final_answer: str | None
     stop_reason: TrajectoryReason
     steps: list[Step]
+    epoch: int = 1  # SPEC §12: the repeat of the (provider, qid) cell; (provider, qid, epoch) is unique in a file
 
 
 class JudgmentLine(msgspec.Struct, kw_only=True):

@@ -83,6 +83,14 @@ class TrajectoryStarted(_Body, tag="trajectory.started"):
     # errored one it replaces in `supersedes`, and analytics then read only the latest attempt of each cell.
     attempt: int = 1
     supersedes: str | None = None
+    # Epoch e of the cell (SPEC §12, `[run] epochs`): absent (UNSET, never encoded) for epoch 1, so the events of a
+    # single-epoch run keep their bytes; read it through `epoch_of`.
+    epoch: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def epoch_of(started: TrajectoryStarted) -> int:
+    """The epoch of a trajectory.started (1 when the field is absent)."""
+    return 1 if isinstance(started.epoch, msgspec.UnsetType) else started.epoch
 
 
 class ModelResponded(_Body, tag="model.responded"):

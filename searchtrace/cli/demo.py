@@ -71,7 +71,9 @@ def _report(log: EventLog, out: Path, judge_run_id: str | None) -> tuple[dict[st
     return report, str(page)
 
 
-async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None = None) -> DemoResult:
+async def run_demo(
+    db: Path, out: Path, n: int | None, *, progress: bool | None = None, epochs: int = 1
+) -> DemoResult:
     import httpx
 
     from searchtrace.adapters.sandbox.app import create_app
@@ -79,7 +81,7 @@ async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
-    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"))
+    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs)
     point_at_sandbox(cfg, ROOT)
     transport = httpx.ASGITransport(app=create_app())
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
@@ -101,11 +103,13 @@ async def run_demo(db: Path, out: Path, n: int | None, *, progress: bool | None 
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("searchtrace-demo"),
               show_default=True, help="Folder for the database, the fetch cache and report.html (report.html goes next to --db).")
 @click.option("--n", type=int, default=30, show_default=True, help="Questions sampled from the sandbox world.")
+@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Record every (provider, question) cell this many times (SPEC §12).")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")
-def demo(db: Path | None, out: Path, n: int, as_json: bool) -> None:
+def demo(db: Path | None, out: Path, n: int, epochs: int, as_json: bool) -> None:
     """Record the three sandbox personas, judge every item, print the report (no key, no network)."""
     db = db or out / "demo.duckdb"
-    result = anyio.run(lambda: run_demo(db, out, n), backend="asyncio")
+    result = anyio.run(lambda: run_demo(db, out, n, epochs=epochs), backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return

@@ -69,8 +69,11 @@ async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | 
 @click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
 def record(
-    config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool
+    config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
+    no_progress: bool, epochs: int | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -79,6 +82,8 @@ def record(
     if config_path is None:
         raise click.UsageError("--config is required (`searchtrace record --example` prints a template)")
     cfg = load_config(config_path)
+    if epochs is not None:
+        cfg.run.epochs = epochs
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
     transport = None
