@@ -30,3 +30,10 @@ class ChatModel(Protocol):
         response_format: dict[str, Any] | None = None,
         trace_id: str | None = None,
     ) -> ChatResponse: ...
+
+
+@runtime_checkable
+class ClosableChat(ChatModel, Protocol):
+    """A chat model whose caller owns its connections (the production adapter: `aclose()` when done)."""
+
+    async def aclose(self) -> None: ...

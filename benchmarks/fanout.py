@@ -18,10 +18,7 @@ from typing import Any
 
 import anyio
 import click
-import httpx
 import msgspec
-
-SANDBOX_ROOT = "http://sandbox"
 
 
 class TimedASGI:
@@ -59,7 +56,7 @@ def _questions(path: Path, n_questions: int) -> None:
 
 async def trajectories(n: int, workdir: Path, concurrency: int = 64) -> dict[str, Any]:
     """Records ~n trajectories (3 personas) against the in-process sandbox; CPU and wall figures."""
-    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox import create_app, in_process
     from searchtrace.engine.config import parse_config, point_at_sandbox
     from searchtrace.engine.record import endpoint_factory, record_run
     from searchtrace.store.log import EventLog
@@ -77,13 +74,13 @@ async def trajectories(n: int, workdir: Path, concurrency: int = 64) -> dict[str
         },
         "<bench fanout>",
     )
-    point_at_sandbox(cfg, SANDBOX_ROOT)
     app = TimedASGI(create_app())
-    transport = httpx.ASGITransport(app=app)
+    box = in_process(app)
+    point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(EventLog, workdir / "bench.duckdb")
     try:
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        summary = await record_run(cfg, log, endpoint_factory(transport))
+        summary = await record_run(cfg, log, endpoint_factory(box.transport))
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         events = log.head
     finally:
@@ -117,12 +114,13 @@ def max_in_window(times: list[float], window: float = 1.0) -> int:
 async def rate_limit(calls: int, rps: float, burst: int = 0) -> dict[str, Any]:
     """`calls` chat completions started at once through the adapter limited to `rps`; arrival-time figures."""
     from searchtrace.adapters.registry import SANDBOX_KEY, build_chat
-    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox import create_app, in_process
     from searchtrace.adapters.types import Endpoint
 
     app = TimedASGI(create_app())
-    endpoint = Endpoint(base_url=f"{SANDBOX_ROOT}/openai/v1", rps=rps, burst=burst, concurrency=64, timeout_s=30.0)
-    chat = build_chat("sandbox-agent", endpoint, transport=httpx.ASGITransport(app=app), key_fallback=SANDBOX_KEY)
+    box = in_process(app)
+    endpoint = Endpoint(base_url=f"{box.root}/openai/v1", rps=rps, burst=burst, concurrency=64, timeout_s=30.0)
+    chat = build_chat("sandbox-agent", endpoint, transport=box.transport, key_fallback=SANDBOX_KEY)
     messages = [{"role": "system", "content": "bench"}, {"role": "user", "content": "Who founded the bench?"}]
     errors = 0
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 import click
-import httpx
 import msgspec
 
 from searchtrace.store.events import (
@@ -87,14 +86,15 @@ def build_store(path: Path, calls: int) -> int:
 
 async def judge_bench(db: Path, *, rps: float, concurrency: int) -> dict[str, Any]:
     from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
-    from searchtrace.adapters.sandbox.app import create_app
+    from searchtrace.adapters.sandbox import create_app, in_process
     from searchtrace.benchmarks.fanout import TimedASGI, max_in_window
     from searchtrace.replay.judge import run_judge
     from searchtrace.store.log import EventLog
 
     app = TimedASGI(create_app())
-    endpoint = sandbox_endpoint("openai", "http://sandbox", rps=rps, concurrency=concurrency, timeout_s=60.0)
-    chat = build_chat("sandbox-judge", endpoint, transport=httpx.ASGITransport(app=app), key_fallback=SANDBOX_KEY)
+    box = in_process(app)
+    endpoint = sandbox_endpoint("openai", box.root, rps=rps, concurrency=concurrency, timeout_s=60.0)
+    chat = build_chat("sandbox-judge", endpoint, transport=box.transport, key_fallback=SANDBOX_KEY)
     log = EventLog(db)
     try:
         cpu0, wall0 = time.process_time(), time.perf_counter()

@@ -66,9 +66,9 @@ def _target_layer(module: str) -> str | None:
 def _source_files() -> list[Path]:
     files = [p for folder in LAYER_FOLDERS for p in (ROOT / folder).rglob("*.py")]
     files += [p for p in PACKAGE.glob("*.py")]
-    files += [p for p in (PACKAGE / "cli").rglob("*.py")]
-    if (PACKAGE / "web").is_dir():
-        files += [p for p in (PACKAGE / "web").rglob("*.py")]
+    for sub in ("cli", "pipeline", "web"):
+        if (PACKAGE / sub).is_dir():
+            files += [p for p in (PACKAGE / sub).rglob("*.py")]
     return sorted(files)
 
 

@@ -24,6 +24,7 @@ from searchtrace.adapters.sandbox.corpus import (
 )
 from searchtrace.adapters.sandbox.faults import KINDS as FAULT_KINDS
 from searchtrace.adapters.sandbox.faults import FaultPlan, parse_rates
+from searchtrace.adapters.sandbox.inproc import ROOT, InProcess, in_process
 from searchtrace.adapters.sandbox.serve import base_urls, env_exports, free_port, running, serve
 from searchtrace.adapters.sandbox.world import World, default_world
 
@@ -31,8 +32,10 @@ __all__ = [
     "FAULT_KINDS",
     "Corpus",
     "FaultPlan",
+    "InProcess",
     "Page",
     "Question",
+    "ROOT",
     "World",
     "base_urls",
     "build_corpus",
@@ -40,6 +43,7 @@ __all__ = [
     "default_world",
     "env_exports",
     "free_port",
+    "in_process",
     "parse_rates",
     "question_rows",
     "running",

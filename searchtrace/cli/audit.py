@@ -8,10 +8,7 @@ from typing import Any
 
 import click
 
-from searchtrace.analytics.audit import agreement as compute_agreement
-from searchtrace.analytics.audit import audit_sample, prepare_import, to_tsv
-from searchtrace.store.errors import BadInput
-from searchtrace.store.log import EventLog
+from searchtrace import pipeline
 
 _db = click.option(
     "--db",
@@ -38,14 +35,9 @@ def audit() -> None:
 @click.option("--out", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TSV to write.")
 def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> None:
     """Write k cases per provider × surface × label × judge value as a TSV for human labels."""
-    with EventLog(db, read_only=True) as log:
-        jr, rows = audit_sample(log, judge_run_id, k, seed)
-    try:
-        out.write_text(to_tsv(rows), encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
-    leaves = len({(r["provider"], r["surface"], r["label"], r["judge_value"]) for r in rows})
-    click.echo(f"judge run {jr}: {len(rows)} cases in {leaves} leaves -> {out} (fill the human_value column)")
+    drawn = pipeline.audit_sample(db, judge_run_id, k, seed, out)
+    click.echo(f"judge run {drawn.judge_run_id}: {len(drawn.rows)} cases in {drawn.leaves} leaves -> {out} "
+               "(fill the human_value column)")
 
 
 @audit.command("import")
@@ -53,15 +45,10 @@ def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path)
 @click.argument("tsv", type=click.Path(path_type=Path, dir_okay=False))
 def import_cmd(db: Path, tsv: Path) -> None:
     """Import human labels (true / false / unclear) as audit.label events; re-importing adds nothing."""
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; the labels belong to a store that has the judge run")
-    with EventLog(db) as log:
-        events, counts = prepare_import(log, tsv)
-        positions = log.append(events) if events else []
-    new = sum(1 for p in positions if p)
+    done = pipeline.audit_import(db, tsv)
     click.echo(
-        f"{tsv}: {counts['rows']} rows, {new} new labels, {counts['unchanged'] + len(events) - new} already stored, "
-        f"{counts['unlabelled']} without a human value"
+        f"{tsv}: {done.rows} rows, {done.new} new labels, {done.already} already stored, "
+        f"{done.unlabelled} without a human value"
     )
 
 
@@ -71,8 +58,7 @@ def import_cmd(db: Path, tsv: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
     """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
-    with EventLog(db, read_only=True) as log:
-        result = compute_agreement(log, judge_run_id)
+    result = pipeline.audit_agreement(db, judge_run_id)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
         return

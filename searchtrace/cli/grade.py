@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from searchtrace.replay.grade import SOURCE, grade_answers
-from searchtrace.store.log import EventLog
+from searchtrace import pipeline
+from searchtrace.replay.grade import SOURCE
 
 
 @click.command("grade")
@@ -18,7 +18,6 @@ def grade(db: Path) -> None:
 
     An imported audit (`searchtrace import --audit`) always wins over these proposals in the report.
     """
-    with EventLog(db) as log:
-        grades = grade_answers(log)
+    grades = pipeline.grade(db)
     n_match = sum(g.semantic_match for g in grades)
     click.echo(f"{len(grades)} trajectories graded by {SOURCE}: {n_match} proposed as matching")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from searchtrace.store.log import EventLog
+from searchtrace import pipeline
 
 
 @contextmanager
@@ -33,20 +33,10 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
 def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
     """Import traces, judgments and audits; strict: a bad line stops it (exit 2) and nothing of that file is written."""
-    from searchtrace.analytics import projections, views
-    from searchtrace.replay.importer import import_files
-
     if not (traces or judgments or audits):
         raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
-    with EventLog(db) as log, _status() as show:
-        res = import_files(log, list(traces), list(judgments), list(audits), on_stage=show)
-        show("building the typed projections")
-        cur = log.cursor()
-        try:
-            views.ensure_views(cur)
-            projections.catch_up(cur)
-        finally:
-            cur.close()
+    with _status() as show:
+        res = pipeline.import_files(db, traces, judgments, audits, on_stage=show)
     click.echo(
         f"{db}: {res.trajectories} new trajectories; {res.verdicts} verdicts and {res.audits} audit rows read; "
         f"{res.events_written} new events"
@@ -58,9 +48,6 @@ def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], 
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
 def export_cmd(db: Path, out: Path) -> None:
     """Write traces.jsonl, judgments.jsonl, audit.tsv (SPEC §9) and events.parquet into a folder."""
-    from searchtrace.replay.export import export_all
-
-    with EventLog(db, read_only=True) as log:
-        written = export_all(log, out)
+    written = pipeline.export(db, out)
     for name, count in written.items():
         click.echo(f"{out / name}: {count}")

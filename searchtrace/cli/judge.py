@@ -11,18 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
 import msgspec
 
+from searchtrace import pipeline
 from searchtrace.replay.judge import JudgeStats, default_judge_run_id
 from searchtrace.replay.judge_prompt import DEFAULT_VERSION, versions
 from searchtrace.store.errors import BadInput
 
-SANDBOX_ROOT = "http://sandbox"
-SANDBOX_JUDGE = "sandbox-judge"
 DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
 
 
@@ -64,41 +62,6 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
         yield tick
 
 
-def build_chat(
-    *, model: str, base_url: str | None, key_env: str | None, rps: float, concurrency: int, timeout_s: float,
-    max_retries: int, sandbox: bool, sandbox_url: str | None,
-) -> Any:
-    """The judge's chat adapter: the production OpenAI-compatible one, over ASGI for `--sandbox`."""
-    from searchtrace.adapters.registry import SANDBOX_KEY, default_endpoint, sandbox_endpoint
-    from searchtrace.adapters.registry import build_chat as make
-
-    limits: dict[str, Any] = {"rps": rps, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries}
-    if sandbox or sandbox_url:
-        import httpx
-
-        transport = None
-        if sandbox:
-            from searchtrace.adapters.sandbox import create_app
-
-            transport = httpx.ASGITransport(app=create_app())
-        endpoint = sandbox_endpoint("openai", sandbox_url or SANDBOX_ROOT, **limits)
-        return make(model, endpoint, transport=transport, key_fallback=SANDBOX_KEY)
-    return make(model, default_endpoint("openai", base_url=base_url, key_env=key_env, **limits))
-
-
-async def _run(db: Path, chat: Any, opts: dict[str, Any], progress: bool | None) -> JudgeStats:
-    from searchtrace.replay.judge import run_judge
-    from searchtrace.store.log import EventLog
-
-    log = await anyio.to_thread.run_sync(lambda: EventLog(db))
-    try:
-        with judge_progress(progress) as tick:
-            return await run_judge(log, chat=chat, progress=tick, **opts)
-    finally:
-        await chat.aclose()
-        await anyio.to_thread.run_sync(log.close)
-
-
 @click.command("judge")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
 @click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
@@ -123,29 +86,28 @@ def judge(
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it."""
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
-    if sandbox_url and not sandbox_url.startswith(("http://", "https://")):
-        raise BadInput(f"--sandbox-url: {sandbox_url!r} is not an http(s) URL")
+    pipeline.check_sandbox_url(sandbox_url)
     if model is None:
         if not (sandbox or sandbox_url):
             raise click.UsageError("--model is required (or use --sandbox)")
-        model = SANDBOX_JUDGE
+        model = pipeline.SANDBOX_JUDGE
     if rps is None:
         rps = 0.0 if (sandbox or sandbox_url) else DEFAULT_RPS
     if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
         raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
     if not db.exists():
         raise BadInput(f"{db}: no such database; record or import something first")
-    chat = build_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,
+    chat = pipeline.judge_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,
                       timeout_s=timeout_s, max_retries=max_retries, sandbox=sandbox, sandbox_url=sandbox_url)
-    opts: dict[str, Any] = {
-        "model": model,
-        "judge_run_id": judge_run_id or default_judge_run_id(model, prompt_version),
-        "prompt_version": prompt_version,
-        "concurrency": concurrency,  # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
-        "params": {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
-                   "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")},
-    }
-    stats = anyio.run(lambda: _run(db, chat, opts, False if no_progress or as_json else None), backend="asyncio")
+    params = {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
+              "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")}
+    jrid = judge_run_id or default_judge_run_id(model, prompt_version)
+    judged = model
+    with judge_progress(False if no_progress or as_json else None) as tick:
+        # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
+        stats = anyio.run(lambda: pipeline.judge(db, chat, model=judged, judge_run_id=jrid, prompt_version=prompt_version,
+                                                 concurrency=concurrency, params=params, progress=tick),
+                          backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(stats).decode())
     else:

@@ -2,48 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import anyio
 import click
-import httpx
 import msgspec
 
-from searchtrace.adapters.fetch_cache import default_cache_dir
-from searchtrace.adapters.registry import (
-    SANDBOX_KEY,
-    SEARCH_PROVIDERS,
-    build_fetcher,
-    build_search,
-    default_endpoint,
-    sandbox_endpoint,
-)
-from searchtrace.adapters.types import Endpoint, FetchResponse, SearchResponse
+from searchtrace import pipeline
+from searchtrace.adapters.registry import SEARCH_PROVIDERS
 from searchtrace.adapters.urls import normalize_url
 from searchtrace.store.errors import BadInput
-
-SANDBOX_ROOT = "http://sandbox"
-
-
-def sandbox_transport() -> httpx.AsyncBaseTransport:
-    """The sandbox world mounted in-process (no network)."""
-    if importlib.util.find_spec("searchtrace.adapters.sandbox") is None:
-        raise BadInput("--sandbox: the sandbox world (adapters.sandbox) is not available in this installation")
-    app = importlib.import_module("searchtrace.adapters.sandbox").create_app()
-    return httpx.ASGITransport(app=app)
-
-
-def _endpoint(name: str, sandbox: bool, base_url: str | None, timeout_s: float | None,
-              max_retries: int | None) -> Endpoint:
-    limits: dict[str, Any] = {"timeout_s": timeout_s} if timeout_s else {}
-    if max_retries is not None:
-        limits["max_retries"] = max_retries
-    if sandbox:
-        return sandbox_endpoint(name, SANDBOX_ROOT, **limits)
-    return default_endpoint(name, base_url=base_url, **limits)
 
 
 def _emit(doc: dict[str, Any]) -> None:
@@ -73,16 +42,9 @@ def search(provider: str, sandbox: bool, base_url: str | None, timeout_s: float 
         raise BadInput(f"--provider: unknown search provider {provider!r} (known: {', '.join(sorted(SEARCH_PROVIDERS))})")
     if not query.strip():
         raise BadInput("QUERY: empty search query")
-    endpoint = _endpoint(provider, sandbox, base_url, timeout_s, max_retries)
-    transport = sandbox_transport() if sandbox else None
-
-    async def run() -> tuple[dict[str, Any], SearchResponse]:
-        adapter = build_search(provider, endpoint, transport=transport, key_fallback=SANDBOX_KEY if sandbox else None)
-        async with adapter:
-            resp = await adapter.search(query, trace_id=trace_id)
-        return dict(adapter.params), resp
-
-    params, resp = anyio.run(run, backend="asyncio")
+    params, resp = anyio.run(lambda: pipeline.probe_search(
+        provider, query, sandbox=sandbox, base_url=base_url, timeout_s=timeout_s, max_retries=max_retries,
+        trace_id=trace_id), backend="asyncio")
     _emit({
         "provider": provider, "query": query, "params": params, "status": resp.status,
         "http_status": resp.http_status, "latency_ms": round(resp.latency_ms, 1), "error": resp.error,
@@ -108,19 +70,9 @@ def fetch(sandbox: bool, base_url: str | None, timeout_s: float | None, cache_di
     """Fetch one page through the fetch backend and print it as JSON (markdown in `content`)."""
     if not url.strip().lower().startswith(("http://", "https://")):
         raise BadInput(f"URL: not an http(s) URL: {url!r}")
-    endpoint = _endpoint("jina", sandbox, base_url, timeout_s, max_retries)
-    transport = sandbox_transport() if sandbox else None
-    cache: Path | None = None
-    if not no_cache:
-        cache = cache_dir or (default_cache_dir() / "sandbox" if sandbox else default_cache_dir())
-
-    async def run() -> FetchResponse:
-        fetcher = build_fetcher("jina", endpoint, cache_dir=cache, transport=transport,
-                                key_fallback=SANDBOX_KEY if sandbox else None)
-        async with fetcher:
-            return await fetcher.fetch(url, trace_id=trace_id)
-
-    resp = anyio.run(run, backend="asyncio")
+    resp = anyio.run(lambda: pipeline.probe_fetch(
+        url, sandbox=sandbox, base_url=base_url, timeout_s=timeout_s, cache_dir=cache_dir, no_cache=no_cache,
+        max_retries=max_retries, trace_id=trace_id), backend="asyncio")
     _emit({
         "url": url, "url_normalized": normalize_url(url), "status": resp.status, "http_status": resp.http_status,
         "cache_hit": resp.cache_hit, "n_bytes": resp.n_bytes, "n_tokens": resp.n_tokens,

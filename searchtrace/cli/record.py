@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
 import msgspec
 
-from searchtrace.engine.agent import Stats
-from searchtrace.engine.config import EXAMPLE_CONFIG, load_config, point_at_sandbox
-from searchtrace.engine.progress import progress_display
-from searchtrace.engine.record import RunSummary, endpoint_factory, load_questions, preflight, record_run
-from searchtrace.store.errors import BadInput
-from searchtrace.store.log import EventLog
-
-SANDBOX_ROOT = "http://sandbox"
-
-
-def in_process_transport() -> Any:
-    """httpx's ASGI transport over a fresh sandbox app (no socket, no network)."""
-    import httpx
-
-    from searchtrace.adapters.sandbox.app import create_app
-
-    return httpx.ASGITransport(app=create_app())
+from searchtrace import pipeline
+from searchtrace.engine.config import EXAMPLE_CONFIG, load_config
+from searchtrace.engine.record import RunSummary
 
 
 def summary_text(s: RunSummary) -> str:
@@ -39,26 +24,6 @@ def summary_text(s: RunSummary) -> str:
         + (f"; {s.to_retry} cells ended in error (attempts left)" if s.to_retry else "")
         + ("" if s.finished else "; unfinished: run the same command again to resume")
     )
-
-
-async def run_recording(cfg: Any, db: Path, transport: Any, *, progress: bool | None = None) -> RunSummary:
-    """Opens the store, records, closes; BadInput from inside the fan-out comes out as itself."""
-    questions = await anyio.to_thread.run_sync(load_questions, cfg)  # bad input stops us before the store exists
-    preflight(cfg)
-    log = await anyio.to_thread.run_sync(lambda: EventLog(db))
-    try:
-        stats = Stats()
-        ticker: list[Any] = []
-
-        def tick() -> None:
-            if ticker:
-                ticker[0]()
-
-        with progress_display(stats, enabled=progress) as t:
-            ticker.append(t)
-            return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick, questions=questions)
-    finally:
-        await anyio.to_thread.run_sync(log.close)
 
 
 @click.command("record")
@@ -86,17 +51,10 @@ def record(
         cfg.run.epochs = epochs
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
-    transport = None
-    if sandbox:
-        point_at_sandbox(cfg, SANDBOX_ROOT)
-        transport = in_process_transport()
-    elif sandbox_url:
-        if not sandbox_url.startswith(("http://", "https://")):
-            raise BadInput(f"--sandbox-url: {sandbox_url!r} is not an http(s) URL")
-        point_at_sandbox(cfg, sandbox_url)
+    transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
     try:
         summary = anyio.run(
-            lambda: run_recording(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
         )
     except KeyboardInterrupt:
         click.echo(

@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
 import msgspec
 
-from searchtrace.store.errors import BadInput
-
-
-async def _run(db: Path, trajectories: tuple[str, ...], prompt_version: str | None, concurrency: int) -> Any:
-    from searchtrace.replay.rerun import load_recorded, replay_trajectories
-    from searchtrace.store.log import EventLog
-
-    log = await anyio.to_thread.run_sync(lambda: EventLog(db, read_only=True))
-    try:
-        recorded = await anyio.to_thread.run_sync(lambda: load_recorded(log, list(trajectories) or None))
-        if not recorded:
-            raise BadInput(f"{db}: no recorded trajectory to replay")
-        return await replay_trajectories(log, recorded, prompt_version=prompt_version, concurrency=concurrency)
-    finally:
-        await anyio.to_thread.run_sync(log.close)
+from searchtrace import pipeline
 
 
 @click.command("replay")
@@ -38,13 +23,8 @@ def replay(
     db: Path, trajectories: tuple[str, ...], prompt_version: str | None, concurrency: int, full_diffs: int, as_json: bool
 ) -> None:
     """Re-run the agent loop over recorded answers; exit 0 when every step matches, 1 at the first divergence."""
-    if concurrency < 1:
-        raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record something first")
-    report = anyio.run(lambda: _run(db, trajectories, prompt_version, concurrency), backend="asyncio")
-    if report.skipped == report.trajectories:
-        raise BadInput(f"{db}: nothing to replay: {report.outcomes[0].skipped}")
+    report = anyio.run(lambda: pipeline.replay(db, trajectories, prompt_version=prompt_version, concurrency=concurrency),
+                       backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(report).decode())
     else:

@@ -7,19 +7,8 @@ from pathlib import Path
 
 import click
 
-from searchtrace.store.errors import BadInput, NotAStore
-from searchtrace.store.log import EventLog
-
-
-def open_for_report(db: Path) -> tuple[EventLog, bool]:
-    """Read-write when possible (to catch the projections up), else read-only (raw views); never creates a file."""
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record, demo or import something first")
-    try:
-        return EventLog(db), True
-    except NotAStore:
-        # e.g. a read-only file or folder: read it as it is
-        return EventLog(db, read_only=True), False
+from searchtrace import pipeline
+from searchtrace.analytics.report import to_json
 
 
 @click.command("report")
@@ -36,24 +25,7 @@ def open_for_report(db: Path) -> tuple[EventLog, bool]:
 )
 def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...]) -> None:
     """Evidence metrics per provider for one judge run (SPEC §5, §8)."""
-    from searchtrace.analytics import html as html_mod
-    from searchtrace.analytics.report import build_report, to_json
-
-    log, writable = open_for_report(db)
-    with log:
-        con = log.cursor()
-        try:
-            data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
-            extra = None
-            if html is not None:
-                extra = html_mod.extras_from_db(log, data["judge_run_id"])
-        finally:
-            con.close()
-    if html is not None:
-        try:
-            html.write_text(html_mod.render(data, extra=extra), encoding="utf-8")
-        except OSError as exc:
-            raise BadInput(f"{html}: cannot write ({exc.strerror})") from None
+    data = pipeline.report(db, judge_run_id=judge_run_id, metrics=metrics, html=html).data
     if as_json:
         sys.stdout.write(to_json(data))
         sys.stdout.flush()

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture, write_jsonl
 
-import searchtrace.cli.report as report_cmd
+import searchtrace.pipeline.reporting as reporting
 from searchtrace.analytics import projections
 from searchtrace.analytics.relations import RELATIONS, version
 from searchtrace.analytics.report import build_report, to_json
@@ -82,7 +82,7 @@ def test_report_falls_back_to_raw_views_read_only(
             raise NotAStore(f"{path}: cannot open as a DuckDB database (read-only file)")
         return real(path, read_only=True)
 
-    monkeypatch.setattr(report_cmd, "EventLog", read_only_file)
+    monkeypatch.setattr(reporting, "EventLog", read_only_file)
     fallback, rep = report_json(capsys, db, "--judge-run-id", "j1",
                                 "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))
     assert rep["custom"]["discovered_share"]["alpha"] == 0.5
@@ -90,7 +90,7 @@ def test_report_falls_back_to_raw_views_read_only(
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     con.close()
     assert not any(name.startswith(("proj_", "v_")) for name in tables)  # nothing written
-    monkeypatch.setattr(report_cmd, "EventLog", real)
+    monkeypatch.setattr(reporting, "EventLog", real)
     normal, _ = report_json(capsys, db, "--judge-run-id", "j1",
                             "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))
     assert normal == fallback

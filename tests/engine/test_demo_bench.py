@@ -7,22 +7,22 @@ from pathlib import Path
 import pytest
 
 from searchtrace.benchmarks.fanout import max_in_window, rate_limit, trajectories
-from searchtrace.cli.demo import run_demo
 from searchtrace.engine.agent import Stats
 from searchtrace.engine.progress import progress_display, summary_line
+from searchtrace.pipeline import demo
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_demo_records_judges_reports_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    first = await run_demo(out / "demo.duckdb", out, 6, progress=False)
+    first = await demo(out / "demo.duckdb", out, 6, progress=False)
     assert first.record.trajectories == 18 and first.record.recorded == 18 and first.record.finished
     assert first.judge is not None and first.judge["items"] > 0 and first.judge["valid"] == first.judge["items"]
     assert first.report is not None and sorted(first.report["providers"]) == ["brave", "firecrawl", "tavily"]
     assert all(p["trajectories"] == 6 for p in first.report["providers"].values())
     assert first.html is not None and Path(first.html).read_text().lstrip().lower().startswith("<!doctype html")
-    again = await run_demo(out / "demo.duckdb", out, 6, progress=False)
+    again = await demo(out / "demo.duckdb", out, 6, progress=False)
     assert again.record.already == 18 and again.record.recorded == 0 and again.record.model_calls == 0
     assert again.judge is not None and again.judge["already"] == first.judge["items"] and again.judge["done"] == 0
     assert again.report == first.report

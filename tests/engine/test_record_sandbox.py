@@ -6,11 +6,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
-from searchtrace.adapters.sandbox import FaultPlan, create_app, default_world, question_rows, running
+from searchtrace import pipeline
+from searchtrace.adapters.sandbox import (
+    ROOT,
+    FaultPlan,
+    create_app,
+    default_world,
+    in_process,
+    question_rows,
+    running,
+)
 from searchtrace.adapters.urls import normalize_url
 from searchtrace.engine.agent import rebuild_messages
 from searchtrace.engine.config import point_at_sandbox
@@ -35,13 +43,13 @@ from searchtrace.store.log import EventLog
 from tests.engine.sandbox_util import Capture, check_chain, config, trajectories
 
 pytestmark = pytest.mark.anyio
-ROOT = "http://sandbox"
 
 
-async def record(cfg: Any, db: Path, transport: Any) -> Any:
+async def record(cfg: Any, db: Path, app: Any) -> Any:
+    """Records through the in-process sandbox over `app`, or the production transport when `app` is None."""
     log = EventLog(db)
     try:
-        return await record_run(cfg, log, endpoint_factory(transport))
+        return await record_run(cfg, log, endpoint_factory(in_process(app).transport if app is not None else None))
     finally:
         log.close()
 
@@ -110,7 +118,7 @@ async def test_max_iterations_and_parallel_calls_in_process(tmp_path: Path) -> N
     app = Capture(create_app())
     cfg = config(tmp_path, n=None, limits={"max_iterations": 2})
     point_at_sandbox(cfg, ROOT)
-    summary = await record(cfg, tmp_path / "m.duckdb", httpx.ASGITransport(app=app))
+    summary = await record(cfg, tmp_path / "m.duckdb", app)
     assert summary.reasons.get("max_iterations", 0) > 0
     multi = 0
     with EventLog(tmp_path / "m.duckdb", read_only=True) as log:
@@ -150,7 +158,7 @@ async def test_forged_doc_id_is_refused_without_a_fetch(tmp_path: Path) -> None:
     app = Capture(create_app())
     cfg = config(tmp_path, n=4)
     point_at_sandbox(cfg, ROOT)
-    base = endpoint_factory(httpx.ASGITransport(app=app))
+    base = endpoint_factory(in_process(app).transport)
 
     async def make(c: Any, stack: Any) -> Any:
         eps = await base(c, stack)
@@ -186,7 +194,7 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
     app = create_app(faults=FaultPlan(seed=1, rates={"503": 1.0}, routes=frozenset({"tavily"})))
     cfg = config(tmp_path, n=None, dataset=str(qfile), providers={"tavily": {"max_retries": 1}})
     point_at_sandbox(cfg, ROOT)
-    summary = await record(cfg, tmp_path / "e.duckdb", httpx.ASGITransport(app=app))
+    summary = await record(cfg, tmp_path / "e.duckdb", app)
     assert summary.recorded == 18 and not summary.finished and summary.to_retry == 6  # the next record retries them
     with EventLog(tmp_path / "e.duckdb", read_only=True) as log:
         trajs = trajectories(log)
@@ -213,17 +221,16 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
                                            ("OPENAI_API_KEY", "rejected the key in OPENAI_API_KEY")])
 async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                var: str, says: str) -> None:
-    from searchtrace.cli.record import run_recording
     from searchtrace.store.errors import BadInput
 
     monkeypatch.setenv(var, "bad-key-for-test")
     cfg = config(tmp_path, n=3)
     point_at_sandbox(cfg, ROOT)
     with pytest.raises(BadInput) as err:
-        await run_recording(cfg, tmp_path / "k.duckdb", httpx.ASGITransport(app=create_app()), progress=False)
+        await pipeline.record(cfg, tmp_path / "k.duckdb", in_process().transport, progress=False)
     assert says in str(err.value) and "bad-key-for-test" not in str(err.value)
     monkeypatch.delenv(var)
-    done = await run_recording(cfg, tmp_path / "k.duckdb", httpx.ASGITransport(app=create_app()), progress=False)
+    done = await pipeline.record(cfg, tmp_path / "k.duckdb", in_process().transport, progress=False)
     assert done.finished and done.already + done.recorded == 9
     with EventLog(tmp_path / "k.duckdb", read_only=True) as log:
         assert all(not (p.reason == "error") for ps in trajectories(log).values() for p in ps if isinstance(p, TrajectoryFinished))
@@ -235,7 +242,7 @@ async def test_tool_calls_of_one_turn_run_at_the_same_time(tmp_path: Path) -> No
     cfg = config(tmp_path, n=None, limits={"max_iterations": 2})
     cfg.providers = {"brave": cfg.providers["brave"]}
     point_at_sandbox(cfg, ROOT)
-    await record(cfg, tmp_path / "p.duckdb", httpx.ASGITransport(app=app))
+    await record(cfg, tmp_path / "p.duckdb", app)
     with EventLog(tmp_path / "p.duckdb", read_only=True) as log:
         trajs = trajectories(log)
     pairs = 0

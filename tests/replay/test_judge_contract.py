@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from searchtrace.adapters.types import ChatResponse
@@ -43,9 +42,9 @@ class Capturing:
 
 @pytest.mark.anyio
 async def test_judge_document_is_what_the_agent_saw(tmp_path: Path) -> None:
+    from searchtrace import pipeline
     from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
-    from searchtrace.adapters.sandbox import create_app
-    from searchtrace.cli.record import run_recording
+    from searchtrace.adapters.sandbox import in_process
     from searchtrace.engine.agent import rebuild_messages
     from searchtrace.engine.config import load_config, point_at_sandbox
     from searchtrace.engine.prompts import get_prompt
@@ -53,12 +52,12 @@ async def test_judge_document_is_what_the_agent_saw(tmp_path: Path) -> None:
     (tmp_path / "run.toml").write_text(CONFIG)
     cfg = load_config(tmp_path / "run.toml")
     cfg.fetch.cache_dir = ""
-    point_at_sandbox(cfg, "http://sandbox")
-    app = create_app()
+    box = in_process()
+    point_at_sandbox(cfg, box.root)
     db = tmp_path / "rec.duckdb"
-    await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
-    chat = Capturing(build_chat("sandbox-judge", sandbox_endpoint("openai", "http://sandbox"),
-                                transport=httpx.ASGITransport(app=app), key_fallback=SANDBOX_KEY))
+    await pipeline.record(cfg, db, box.transport, progress=False)
+    chat = Capturing(build_chat("sandbox-judge", sandbox_endpoint("openai", box.root),
+                                transport=box.transport, key_fallback=SANDBOX_KEY))
     with EventLog(db) as log:
         stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j")
         await chat.inner.aclose()

@@ -40,17 +40,18 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real recording: the scripted sandbox agent over 2 questions x 3 providers, in-process."""
     import anyio
 
-    from searchtrace.adapters.sandbox import create_app
-    from searchtrace.cli.record import run_recording
+    from searchtrace import pipeline
+    from searchtrace.adapters.sandbox import in_process
     from searchtrace.engine.config import load_config, point_at_sandbox
 
     root = tmp_path_factory.mktemp("rec")
     (root / "run.toml").write_text(CONFIG)
     cfg = load_config(root / "run.toml")
     cfg.fetch.cache_dir = str(root / "cache")
-    point_at_sandbox(cfg, "http://sandbox")
+    box = in_process()
+    point_at_sandbox(cfg, box.root)
     db = root / "rec.duckdb"
-    summary = anyio.run(lambda: run_recording(cfg, db, httpx.ASGITransport(app=create_app()), progress=False))
+    summary = anyio.run(lambda: pipeline.record(cfg, db, box.transport, progress=False))
     assert summary.recorded == 6 and summary.fetch_calls > 0 and summary.search_calls > 0
     return db
 
@@ -230,9 +231,9 @@ def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_recording_under_faults_replays_exactly(tmp_path: Path) -> None:
     """Retries, failed searches and fetches, broken bodies and errored trajectories replay step for step."""
-    from searchtrace.adapters.sandbox import create_app
+    from searchtrace import pipeline
+    from searchtrace.adapters.sandbox import create_app, in_process
     from searchtrace.adapters.sandbox.faults import FaultPlan
-    from searchtrace.cli.record import run_recording
     from searchtrace.engine.config import load_config, point_at_sandbox
 
     (tmp_path / "run.toml").write_text(CONFIG.replace("n = 2", "n = 3") + "\n[fetch]\ncache_dir = \"\"\nmax_retries = 1\n")
@@ -240,10 +241,10 @@ async def test_recording_under_faults_replays_exactly(tmp_path: Path) -> None:
     cfg.agent.max_retries = 1
     for p in cfg.providers.values():
         p.max_retries = 1
-    point_at_sandbox(cfg, "http://sandbox")
-    app = create_app(faults=FaultPlan(seed=7, rates={"500": 0.3, "malformed": 0.08, "truncated": 0.05}))
+    box = in_process(create_app(faults=FaultPlan(seed=7, rates={"500": 0.3, "malformed": 0.08, "truncated": 0.05})))
+    point_at_sandbox(cfg, box.root)
     db = tmp_path / "faults.duckdb"
-    summary = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
+    summary = await pipeline.record(cfg, db, box.transport, progress=False)
     assert summary.retries > 0  # the recording did go through faults
     with EventLog(db, read_only=True) as log:
         recs = load_recorded(log)

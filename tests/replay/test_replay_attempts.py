@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import duckdb
-import httpx
 import msgspec
 import pytest
 
@@ -73,8 +72,8 @@ max_attempts = 2
 
 @pytest.mark.anyio
 async def test_replay_re_executes_every_attempt(tmp_path: Path) -> None:
-    from searchtrace.adapters.sandbox import create_app, default_world, question_rows
-    from searchtrace.cli.record import run_recording
+    from searchtrace import pipeline
+    from searchtrace.adapters.sandbox import default_world, in_process, question_rows
     from searchtrace.engine.config import load_config, point_at_sandbox
 
     rows = question_rows(default_world().questions)[:2]
@@ -84,11 +83,11 @@ async def test_replay_re_executes_every_attempt(tmp_path: Path) -> None:
     (tmp_path / "run.toml").write_text(CONFIG.format(questions=qfile))
     cfg = load_config(tmp_path / "run.toml")
     cfg.fetch.cache_dir = ""
-    point_at_sandbox(cfg, "http://sandbox")
-    app = create_app()
+    box = in_process()
+    point_at_sandbox(cfg, box.root)
     db = tmp_path / "r.duckdb"
-    first = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
-    second = await run_recording(cfg, db, httpx.ASGITransport(app=app), progress=False)
+    first = await pipeline.record(cfg, db, box.transport, progress=False)
+    second = await pipeline.record(cfg, db, box.transport, progress=False)
     assert (first.to_retry, second.retried, second.finished) == (1, 1, True)
     with EventLog(db, read_only=True) as log:
         recs = load_recorded(log)

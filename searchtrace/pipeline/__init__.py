@@ -1,0 +1,47 @@
+"""The application layer: record → judge → grade → report, and demo, replay, import/export, audit, probes.
+
+Typed functions over a database path that return plain msgspec Structs (or the lower layers' results). The CLI
+parses arguments and prints what they return; tests and benchmarks call them directly. One module per area.
+"""
+
+from searchtrace.pipeline.auditing import (
+    AuditImport,
+    AuditSample,
+    audit_agreement,
+    audit_import,
+    audit_sample,
+)
+from searchtrace.pipeline.interchange import export, import_files
+from searchtrace.pipeline.judging import SANDBOX_JUDGE, judge, judge_chat
+from searchtrace.pipeline.probing import probe_fetch, probe_search
+from searchtrace.pipeline.recording import aim, check_sandbox_url, record, record_into
+from searchtrace.pipeline.replaying import replay
+from searchtrace.pipeline.reporting import Report, grade, grade_and_report, open_for_report, report
+from searchtrace.pipeline.sandbox_demo import DemoResult, demo
+
+__all__ = [
+    "SANDBOX_JUDGE",
+    "AuditImport",
+    "AuditSample",
+    "DemoResult",
+    "Report",
+    "aim",
+    "audit_agreement",
+    "audit_import",
+    "audit_sample",
+    "check_sandbox_url",
+    "demo",
+    "export",
+    "grade",
+    "grade_and_report",
+    "import_files",
+    "judge",
+    "judge_chat",
+    "open_for_report",
+    "probe_fetch",
+    "probe_search",
+    "record",
+    "record_into",
+    "replay",
+    "report",
+]

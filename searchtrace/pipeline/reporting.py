@@ -1,0 +1,78 @@
+"""Grade the answers and build the SPEC §8 report (JSON contract, HTML page) from a store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics.html import extras_from_db, render
+from searchtrace.analytics.report import build_report
+from searchtrace.replay.grade import Grade, grade_answers
+from searchtrace.store.errors import BadInput, NotAStore
+from searchtrace.store.log import EventLog
+
+
+class Report(msgspec.Struct, kw_only=True):
+    """The §8 report of one judge run, and the HTML page written for it (None: none asked for)."""
+
+    data: dict[str, Any]
+    html: Path | None = None
+
+
+def grade(db: Path) -> list[Grade]:
+    """Records the deterministic grader's audit.answer proposals for every trajectory (an imported audit wins)."""
+    with EventLog(db) as log:
+        return grade_answers(log)
+
+
+def open_for_report(db: Path) -> tuple[EventLog, bool]:
+    """Read-write when possible (to catch the projections up), else read-only (raw views); never creates a file."""
+    if not db.exists():
+        raise BadInput(f"{db}: no such database; record, demo or import something first")
+    try:
+        return EventLog(db), True
+    except NotAStore:
+        # e.g. a read-only file or folder: read it as it is
+        return EventLog(db, read_only=True), False
+
+
+def write_page(path: Path, text: str) -> Path:
+    """Writes a report page; a path that cannot be written is bad input, not a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write ({exc.strerror})") from None
+    return path
+
+
+def report(
+    db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None
+) -> Report:
+    """The §8 report of a judge run (default: the latest), with custom metric files; writes the HTML page when asked."""
+    log, writable = open_for_report(db)
+    with log:
+        con = log.cursor()
+        try:
+            data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
+            extra = extras_from_db(log, data["judge_run_id"]) if html is not None else None
+        finally:
+            con.close()
+    if html is not None:
+        write_page(html, render(data, extra=extra))
+    return Report(data=data, html=html)
+
+
+def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Report:
+    """Grades (a proposal; an imported audit would win), then the §8 report and its HTML page, on an open store."""
+    grade_answers(log)
+    cur = log.cursor()
+    try:
+        data = build_report(cur, judge_run_id=judge_run_id)
+        page = render(data, extra=extras_from_db(cur, data.get("judge_run_id")))
+    finally:
+        cur.close()
+    html.write_text(page, encoding="utf-8")
+    return Report(data=data, html=html)
