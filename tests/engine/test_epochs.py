@@ -9,21 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 import pytest
 
-from searchtrace.adapters.sandbox import create_app
+from searchtrace.adapters.sandbox import in_process
 from searchtrace.analytics.metrics import TrajectoryStats, epoch_spread
-from searchtrace.cli.demo import run_demo
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.engine.record import endpoint_factory, record_run
+from searchtrace.pipeline import demo
 from searchtrace.store.log import EventLog
 from tests.engine.sandbox_util import config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
 from analytics_fixture import TRACES, run_cli, write_jsonl  # noqa: E402
-
-ROOT = "http://sandbox"
 
 
 def started(db: Path) -> list[dict[str, Any]]:
@@ -37,7 +34,7 @@ def started(db: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.anyio
 async def test_demo_with_three_epochs(tmp_path: Path) -> None:
-    res = await run_demo(tmp_path / "d.duckdb", tmp_path, 30, progress=False, epochs=3)
+    res = await demo(tmp_path / "d.duckdb", tmp_path, 30, progress=False, epochs=3)
     assert res.record.trajectories == 270 and res.record.recorded == 270
     heads = started(tmp_path / "d.duckdb")
     assert len(heads) == 270
@@ -72,14 +69,14 @@ async def test_demo_with_three_epochs(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_raising_epochs_resumes_with_the_missing_epochs_only(tmp_path: Path) -> None:
     cfg = config(tmp_path, n=2)
-    point_at_sandbox(cfg, ROOT)
+    box = in_process()
+    point_at_sandbox(cfg, box.root)
     db = tmp_path / "r.duckdb"
-    app = create_app()
 
     async def rec() -> Any:
         log = EventLog(db)
         try:
-            return await record_run(cfg, log, endpoint_factory(httpx.ASGITransport(app=app)))
+            return await record_run(cfg, log, endpoint_factory(box.transport))
         finally:
             log.close()
 
