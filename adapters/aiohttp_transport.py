@@ -1,80 +1,110 @@
-"""The httpx transport for real endpoints: one shared aiohttp session, with less work per request than httpx_aiohttp's."""
+"""The httpx transport for real endpoints: one aiohttp session per endpoint, every failure raised as an httpx error.
+
+Why our own: httpx's default pool collapses above ~16 in flight (issue #5) and httpx-aiohttp is reached only
+through its internals. This is `httpx.AsyncBaseTransport`'s public contract over aiohttp's public API: a keep-alive
+connector sized to the endpoint's concurrency, no cookie jar (providers authenticate by key), no decompression
+(httpx decodes, so the fetch read cap counts decoded bytes), the body streamed in 16 KiB reads. Whatever aiohttp or
+its HTTP parser raises becomes the httpx exception of the same meaning (`as_httpx_error`), so a misbehaving server
+is a typed transport error for the caller, never a foreign exception or a traceback.
+"""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
-from typing import Any, NoReturn
+from typing import Any
 
 import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
-from httpx_aiohttp.transport import AIOHTTP_EXC_MAP, AiohttpResponseStream
+from aiohttp import http_exceptions
 
-_CHUNK = AiohttpResponseStream.CHUNK_SIZE
+CHUNK_SIZE = 16 * 1024  # bytes per read off aiohttp's stream (a capped read stops at most this far past the cap)
+KEEPALIVE_S = 5.0  # idle keep-alive connections are closed after this (httpx's default keepalive_expiry)
 
-
-def _raise_as_httpx(exc: Exception) -> NoReturn:
-    """Raise what httpx_aiohttp's map_aiohttp_exceptions raises for `exc`: its httpx error, or `exc` itself."""
-    mapped: type[Exception] | None = None
-    for from_exc, to_exc in AIOHTTP_EXC_MAP.items():
-        if isinstance(exc, from_exc) and (mapped is None or issubclass(to_exc, mapped)):
-            mapped = to_exc
-    if mapped is None:
-        raise exc
-    raise mapped(str(exc)) from exc
+_Timeouts = tuple[float | None, float | None, float | None]
 
 
-class _Body(AiohttpResponseStream):
-    """The response body in chunks of at most 16 KiB, read straight off aiohttp's stream (no iterator object).
+def as_httpx_error(exc: Exception, *, reading: bool) -> httpx.TransportError:
+    """The httpx exception meaning what `exc` (from aiohttp, its parser or the socket) means.
 
-    Errors map as in httpx_aiohttp, by try/except instead of a generator context manager per call.
+    `reading`: the status and headers had arrived (the body broke off), else the request was being sent or its
+    answer awaited. Timeouts are only ever timeouts: a refused connection or a failed DNS lookup is a ConnectError.
     """
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return httpx.ConnectError(f"DNS lookup failed: {text}")
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return httpx.ConnectTimeout(text)
+    if isinstance(exc, TimeoutError):  # aiohttp.SocketTimeoutError and every other timeout
+        return httpx.ReadTimeout(text)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        return httpx.ProxyError(text)
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ServerFingerprintMismatch):
+        return httpx.ConnectError(text)  # refused, unreachable, TLS handshake or certificate
+    if isinstance(exc, aiohttp.NonHttpUrlClientError | aiohttp.InvalidURL):
+        return httpx.UnsupportedProtocol(text)
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | aiohttp.ClientResponseError
+                  | http_exceptions.HttpProcessingError):
+        # closed before an answer, a body cut short (bad length or chunking), or a status line / header the parser
+        # refused (HTTP/0.9, bad status line, line too long, too many headers, bad Content-Length)
+        return httpx.RemoteProtocolError(text)
+    if isinstance(exc, ValueError | TypeError | UnicodeError):
+        return httpx.LocalProtocolError(text)  # a request aiohttp will not send (e.g. a newline in a header)
+    if isinstance(exc, OSError):  # a connection made, then reset or broken (failed connects are connector errors)
+        return httpx.ReadError(text)
+    return httpx.ReadError(text) if reading else httpx.ConnectError(text)  # anything else aiohttp may raise
+
+
+class _Body(httpx.AsyncByteStream):
+    """The response body in reads of at most CHUNK_SIZE bytes, straight off aiohttp's stream."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        content = self._aiohttp_response.content
+        content = self._response.content
         while True:
             try:
-                chunk = await content.read(_CHUNK)
+                chunk = await content.read(CHUNK_SIZE)
             except Exception as exc:
-                _raise_as_httpx(exc)
+                raise as_httpx_error(exc, reading=True) from exc
             if not chunk:
                 return
             yield chunk
 
     async def aclose(self) -> None:
+        """Back to the pool when the body was read to its end, else the connection is closed."""
         try:
-            await self._aiohttp_response.__aexit__(None, None, None)
+            self._response.release()
+            await self._response.wait_for_close()
         except Exception as exc:
-            _raise_as_httpx(exc)
+            raise as_httpx_error(exc, reading=True) from exc
 
 
-class LeanAiohttpTransport(AiohttpTransport):
-    """httpx_aiohttp's transport (same error mapping, same 16 KiB streamed chunks) minus its per-request overhead.
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """Sends httpx requests through one aiohttp session, opened in the running event loop on first use.
 
-    Why: at 128 in flight the per-request Python work of the client layers, not the network, sets the rate
-    (issue #5, perf.md §4). This transport builds its ClientTimeout once per timeout setting, hands aiohttp the
-    headers as a plain list (no httpx.Headers -> CIMultiDict round trip through the mapping API), and its session
-    keeps no cookies (a dummy jar: providers authenticate by key) and never decompresses (httpx decodes, so the
-    fetch read cap counts decoded bytes exactly as before).
+    Timeouts come from the request's `timeout` extension as httpx sets it (connect, read, pool); no redirects are
+    followed and no cookies kept, as our endpoints need neither.
     """
 
-    def __init__(self, limits: httpx.Limits, *, verify: bool = True) -> None:
-        super().__init__(verify=verify, limits=limits)
-        self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
+    def __init__(self, max_connections: int, *, verify: ssl.SSLContext | bool = True) -> None:
+        self.max_connections = max(1, max_connections)
+        self._verify = verify
+        self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[_Timeouts, aiohttp.ClientTimeout] = {}
 
-    def get_client(self) -> aiohttp.ClientSession:
-        """A session on a keep-alive connector sized to the endpoint's concurrency (opened in the running loop)."""
-        conns = self.limits.max_connections
-        connector = aiohttp.TCPConnector(
-            limit=conns if conns is not None else 100,
-            keepalive_timeout=self.limits.keepalive_expiry,
-            ssl=self.ssl_context,
-        )
-        return aiohttp.ClientSession(
+    def _open(self) -> aiohttp.ClientSession:
+        ssl_context = self._verify if isinstance(self._verify, ssl.SSLContext) else httpx.create_ssl_context(
+            verify=self._verify)  # the CA bundle httpx itself would use
+        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=KEEPALIVE_S, ssl=ssl_context)
+        self._session = aiohttp.ClientSession(
             connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, trust_env=False
         )
+        return self._session
 
     def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
+        """One ClientTimeout per distinct setting (requests of an endpoint share one)."""
         t: dict[str, Any] = request.extensions.get("timeout") or {}
         key = (t.get("connect"), t.get("read"), t.get("pool"))
         timeout = self._timeouts.get(key)
@@ -84,15 +114,13 @@ class LeanAiohttpTransport(AiohttpTransport):
         return timeout
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        session = self.client
-        if not isinstance(session, aiohttp.ClientSession):
-            session = self.client = self.get_client()
-        data: bytes | httpx.AsyncByteStream | None
+        session = self._session or self._open()
+        data: Any
         try:
             data = request.content or None
         except httpx.RequestNotRead:
-            data = request.stream  # type: ignore[assignment]
-            request.headers.pop("transfer-encoding", None)  # aiohttp frames the body itself
+            data = request.stream  # a streamed body: aiohttp frames it itself
+            request.headers.pop("transfer-encoding", None)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         try:
             response = await session.request(
@@ -105,14 +133,18 @@ class LeanAiohttpTransport(AiohttpTransport):
                 server_hostname=request.extensions.get("sni_hostname"),
             )
         except Exception as exc:
-            _raise_as_httpx(exc)
+            raise as_httpx_error(exc, reading=False) from exc
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
         if response.reason:
-            extensions["reason_phrase"] = response.reason.encode()
+            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
         return httpx.Response(
             status_code=response.status,
-            headers=response.raw_headers,
+            headers=list(response.raw_headers),
             stream=_Body(response),
             request=request,
             extensions=extensions,
         )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()

@@ -1,8 +1,7 @@
-"""One httpx client per endpoint, its rate and concurrency limits, and the retrying call every adapter uses."""
+"""One httpx transport per endpoint, its rate and concurrency limits, and the retrying call every adapter uses."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -13,14 +12,12 @@ import httpx
 import msgspec
 import structlog
 from aiolimiter import AsyncLimiter
-from httpx._client import ClientState, UseClientDefault
 
 from searchtrace.adapters.keys import Secret, read_key
 from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
 from searchtrace.adapters.types import Endpoint, RetryInfo
 
 log = structlog.get_logger("searchtrace.adapters")
-_httpx_log = logging.getLogger("httpx")  # where httpx itself reports each request (silent unless configured)
 
 TRACE_HEADER = "X-Searchtrace-Trace"
 USER_AGENT = "searchtrace/0.1"
@@ -41,7 +38,9 @@ class Reply:
     headers: httpx.Headers | None = None
     error: str | None = None  # transport-level message (timeouts, refused connections); never a header
     n_read: int = 0  # body bytes read from the wire (decoded)
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  # the whole call: queueing, every attempt, backoff sleeps
+    provider_ms: float = 0.0  # the final attempt: request handed to the transport -> last body byte read
+    queue_ms: float = 0.0  # waiting for our own concurrency slot and rate limiter, all attempts
     retries: list[RetryInfo] = field(default_factory=list)
     final: bool = False  # a local fault (e.g. an invalid URL): retrying cannot help
 
@@ -61,88 +60,18 @@ def make_limiter(endpoint: Endpoint) -> AsyncLimiter | None:
     return AsyncLimiter(bucket, bucket / endpoint.rps)
 
 
-class LeanAsyncClient(httpx.AsyncClient):
-    """An AsyncClient whose `send` goes straight to the transport when no auth, redirect or hook applies.
-
-    Why: AsyncClient.send walks the auth flow, the redirect loop, hooks and the cookie jar (urllib objects per
-    response) on every request; at 128 in flight that work, not the network, sets the rate (issue #5). Our
-    endpoints authenticate by key headers, never follow redirects and keep no cookies, so the lean path sends the
-    request as built, exactly as AsyncClient would, and anything else falls back to AsyncClient.send. URLs given as
-    text are parsed once (a parse costs ~10 us; chat and search URLs repeat), as yarl caches aiohttp's.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._urls: dict[str, httpx.URL] = {}
-
-    def parsed_url(self, text: str) -> httpx.URL:
-        """httpx.URL(text), from a small cache (httpx.URL is immutable)."""
-        urls = self._urls
-        url = urls.get(text)
-        if url is None:
-            url = httpx.URL(text)
-            if len(urls) >= _URL_CACHE:
-                urls.clear()
-            urls[text] = url
-        return url
-
-    def build_request(self, method: str, url: httpx.URL | str, **kwargs: Any) -> httpx.Request:
-        return super().build_request(method, self.parsed_url(url) if isinstance(url, str) else url, **kwargs)
-
-    async def send(
-        self,
-        request: httpx.Request,
-        *,
-        stream: bool = False,
-        auth: Any = httpx.USE_CLIENT_DEFAULT,
-        follow_redirects: bool | UseClientDefault = httpx.USE_CLIENT_DEFAULT,
-    ) -> httpx.Response:
-        redirects = self.follow_redirects if isinstance(follow_redirects, UseClientDefault) else follow_redirects
-        if (redirects or self._auth is not None or not isinstance(auth, UseClientDefault) or request.url.userinfo
-                or self._event_hooks["request"] or self._event_hooks["response"]):
-            return await super().send(request, stream=stream, auth=auth, follow_redirects=follow_redirects)
-        if self._state == ClientState.CLOSED:
-            raise RuntimeError("Cannot send a request, as the client has been closed.")
-        self._state = ClientState.OPENED
-        if "timeout" not in request.extensions:
-            request.extensions["timeout"] = self.timeout.as_dict()
-        try:
-            response = await self._transport_for_url(request.url).handle_async_request(request)
-        except httpx.RequestError as exc:  # what httpx's request_context does, free when nothing is raised
-            exc.request = request
-            raise
-        response.request = request
-        response.default_encoding = self._default_encoding
-        if _httpx_log.isEnabledFor(logging.INFO):
-            _httpx_log.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url,
-                            response.http_version, response.status_code, response.reason_phrase)
-        if not stream:
-            try:
-                await response.aread()
-            except BaseException:
-                await response.aclose()
-                raise
-        return response
+def default_headers() -> list[tuple[str, str]]:
+    """What httpx.AsyncClient sends on every request (decodings httpx always has), with our User-Agent."""
+    return [("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate"), ("Connection", "keep-alive"),
+            ("User-Agent", USER_AGENT)]
 
 
-def make_client(endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> LeanAsyncClient:
-    """An AsyncClient for one endpoint: explicit timeouts; aiohttp underneath for real HTTP, else `transport`."""
-    timeout = httpx.Timeout(endpoint.timeout_s, connect=min(endpoint.timeout_s, 10.0))
-    conns = max(1, endpoint.concurrency)
-    limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
-    if transport is None:
-        # imported lazily: aiohttp is heavy and tests inject transports
-        from searchtrace.adapters.aiohttp_transport import LeanAiohttpTransport
+def default_transport(endpoint: Endpoint) -> httpx.AsyncBaseTransport:
+    """aiohttp underneath for real hosts, a keep-alive pool sized to the endpoint's concurrency."""
+    # imported lazily: aiohttp is heavy and tests inject transports
+    from searchtrace.adapters.aiohttp_transport import AiohttpTransport
 
-        transport = LeanAiohttpTransport(limits)
-    return LeanAsyncClient(
-        base_url=endpoint.base_url.rstrip("/") + "/",
-        timeout=timeout,
-        limits=limits,
-        transport=transport,
-        headers={"User-Agent": USER_AGENT},
-        follow_redirects=False,
-    )
+    return AiohttpTransport(max(1, endpoint.concurrency))
 
 
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -152,24 +81,48 @@ def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
     return response.stream.__aiter__()
 
 
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
 class EndpointClient:
-    """Holds the endpoint's client and limiters; `call` does one request with timeouts, read cap and retries."""
+    """One endpoint's transport and limits; `call` does one request with timeouts, read cap and retries.
+
+    It builds each `httpx.Request` itself and hands it to the transport's `handle_async_request` (httpx's public
+    transport API): our endpoints authenticate by key headers, follow no redirects and keep no cookies, so an
+    AsyncClient's auth flow, redirect loop, hooks and cookie jar would be per-request work for nothing (issue #5).
+    Any `httpx.AsyncBaseTransport` plugs in: aiohttp for real hosts, ASGI for the sandbox, mock and replay ones.
+    """
 
     def __init__(self, endpoint: Endpoint, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.endpoint = endpoint
-        self.client = make_client(endpoint, transport)
-        self._base = str(self.client.base_url)  # ends in "/"; absolute URLs skip httpx's second parse per request
-        # the client's default headers as it sends them (names in their case), fixed once built
-        self._headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.client.headers.raw]
+        self.transport = transport if transport is not None else default_transport(endpoint)
+        self._base = str(httpx.URL(endpoint.base_url.rstrip("/") + "/"))  # absolute URLs: one parse per request
+        self._headers = default_headers()
         # no per-read timeout: the attempt's deadline (timeout_s, from before the send) always comes first, and a
         # read timeout costs aiohttp a timer reset on every packet received
-        self._timeout = {**self.client.timeout.as_dict(), "read": None}
+        timeout = httpx.Timeout(endpoint.timeout_s, connect=min(endpoint.timeout_s, 10.0))
+        self._timeout = {**timeout.as_dict(), "read": None}
+        self._urls: dict[str, httpx.URL] = {}
         self._rate = make_limiter(endpoint)
         # a semaphore that skips the scheduling checkpoint when a slot is free (every attempt then awaits I/O)
         self._slots = anyio.Semaphore(max(1, endpoint.concurrency), fast_acquire=True)
+        self._closed = False
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        self._closed = True
+        await self.transport.aclose()
+
+    def parsed_url(self, text: str) -> httpx.URL:
+        """httpx.URL(text), from a small cache (a parse costs ~10 us; chat and search URLs repeat)."""
+        urls = self._urls
+        url = urls.get(text)
+        if url is None:
+            url = httpx.URL(text)
+            if len(urls) >= _URL_CACHE:
+                urls.clear()
+            urls[text] = url
+        return url
 
     async def call(
         self,
@@ -187,14 +140,20 @@ class EndpointClient:
         """Send the request, retrying 429 / 5xx / timeouts / transport errors with capped backoff.
 
         `accept` checks a 2xx body; one it refuses (malformed or truncated JSON) is retried as `bad_body`.
+        The Reply's latency_ms is the whole call; provider_ms the final attempt on the wire; queue_ms the waits
+        for our own concurrency and rate limits over all attempts (backoff sleeps are in neither, see retries).
         """
+        if self._closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
         hdrs = dict(headers or {})
         if trace_id is not None:
             hdrs[TRACE_HEADER] = trace_id
         started = time.perf_counter()
         retries: list[RetryInfo] = []
+        queued = 0.0
         while True:
             reply = await self._attempt(method, path, hdrs, params, json, read_cap)
+            queued += reply.queue_ms
             reason, wait_hint = self._retry_decision(reply)
             if reason is None and accept is not None and reply.outcome == "ok" and not accept(reply.body):
                 reason = "bad_body"
@@ -205,7 +164,8 @@ class EndpointClient:
             log.info("retrying", what=what, attempt=len(retries), reason=reason, wait_s=round(wait, 3))
             await anyio.sleep(wait)
         reply.retries = retries
-        reply.latency_ms = (time.perf_counter() - started) * 1000.0
+        reply.queue_ms = queued
+        reply.latency_ms = _ms(started)
         return reply
 
     def _retry_decision(self, reply: Reply) -> tuple[str | None, float | None]:
@@ -224,11 +184,11 @@ class EndpointClient:
         return reason, stated_wait(reply.headers, reply.json_or_none(), peek)
 
     def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any) -> httpx.Request:
-        """What client.build_request makes of our calls (client headers overridden by ours), merging less."""
+        """The request httpx.AsyncClient.build_request makes of our call (its default headers overridden by ours)."""
         own = {k.lower() for k in headers}
         merged = [kv for kv in self._headers if kv[0].lower() not in own]
         merged += headers.items()
-        url = self.client.parsed_url(self._base + path.lstrip("/"))
+        url = self.parsed_url(self._base + path.lstrip("/"))
         return httpx.Request(method, url, params=params, headers=merged, json=json,
                              extensions={"timeout": dict(self._timeout)})
 
@@ -236,42 +196,53 @@ class EndpointClient:
         self, method: str, path: str, headers: dict[str, str], params: Any, json: Any, read_cap: int
     ) -> Reply:
         """One attempt under the concurrency and rate limits, bounded by a deadline (ASGI has no timeouts)."""
+        try:
+            request = self._request(method, path, headers, params, json)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
+        queued = time.perf_counter()
         async with self._slots:
             if self._rate is not None:
                 await self._rate.acquire()
-            status: int | None = None
-            got = 0
-            try:
-                request = self._request(method, path, headers, params, json)
-            except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
-                return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
-            # the cancel scope anyio.fail_after would make, without its two generator context managers
-            scope = anyio.CancelScope(deadline=anyio.current_time() + self.endpoint.timeout_s)
-            try:
-                with scope:
-                    response = await self.client.send(request, stream=True)
-                    try:
-                        status = response.status_code
-                        buf = bytearray()
-                        async for chunk in _body_chunks(response):
-                            buf += chunk
-                            got = len(buf)
-                            if got > read_cap:
-                                return Reply("too_large", status, bytes(buf[:read_cap]), response.headers,
-                                             f"body larger than {read_cap} bytes; stopped reading", got)
-                    finally:
-                        await response.aclose()
-                    body = bytes(buf)
-                    outcome: Outcome = "ok" if 200 <= status < 300 else "http_error"
-                    return Reply(outcome, status, body, response.headers, None, len(body))
-                raise TimeoutError  # reached only when the deadline cancelled the scope
-            except (TimeoutError, httpx.TimeoutException):
-                return Reply("timeout", status, error=f"no complete answer within {self.endpoint.timeout_s:g} s",
-                             n_read=got)
-            except httpx.HTTPError as exc:
-                if status is not None:  # headers came, the body broke off: a truncated answer
-                    return Reply("bad_response", status, error=f"body cut off: {type(exc).__name__}", n_read=got)
-                return Reply("http_error", None, error=f"transport error: {type(exc).__name__}: {exc}")
+            sent = time.perf_counter()
+            reply = await self._exchange(request, read_cap)
+            reply.provider_ms = _ms(sent)
+            reply.queue_ms = (sent - queued) * 1000.0
+            return reply
+
+    async def _exchange(self, request: httpx.Request, read_cap: int) -> Reply:
+        """Send the request and read its body up to `read_cap`; transport faults become outcomes."""
+        status: int | None = None
+        got = 0
+        # the cancel scope anyio.fail_after would make, without its two generator context managers
+        scope = anyio.CancelScope(deadline=anyio.current_time() + self.endpoint.timeout_s)
+        try:
+            with scope:
+                response = await self.transport.handle_async_request(request)
+                try:
+                    status = response.status_code
+                    buf = bytearray()
+                    async for chunk in _body_chunks(response):
+                        buf += chunk
+                        got = len(buf)
+                        if got > read_cap:
+                            return Reply("too_large", status, bytes(buf[:read_cap]), response.headers,
+                                         f"body larger than {read_cap} bytes; stopped reading", got)
+                finally:
+                    await response.aclose()
+                body = bytes(buf)
+                outcome: Outcome = "ok" if 200 <= status < 300 else "http_error"
+                return Reply(outcome, status, body, response.headers, None, len(body))
+            raise TimeoutError  # reached only when the deadline cancelled the scope
+        except (TimeoutError, httpx.TimeoutException):
+            return Reply("timeout", status, error=f"no complete answer within {self.endpoint.timeout_s:g} s",
+                         n_read=got)
+        except httpx.HTTPError as exc:
+            if status is not None:  # headers came, the body broke off: a truncated answer
+                return Reply("bad_response", status, error=f"body cut off: {type(exc).__name__}", n_read=got)
+            # a request no server will take (scheme, a header aiohttp refuses): another attempt cannot help
+            final = isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError)
+            return Reply("http_error", None, error=f"transport error: {type(exc).__name__}: {exc}", final=final)
 
 
 class OwnsClient:

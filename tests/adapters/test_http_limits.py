@@ -8,21 +8,22 @@ from functools import partial
 import anyio
 import httpx
 import pytest
-from httpx_aiohttp import AiohttpTransport
 
-from searchtrace.adapters.http import TRACE_HEADER, EndpointClient, make_client, make_limiter
+from searchtrace.adapters.aiohttp_transport import AiohttpTransport
+from searchtrace.adapters.http import TRACE_HEADER, EndpointClient, make_limiter
 from searchtrace.adapters.types import Endpoint
 
 
 @pytest.mark.anyio
 async def test_real_endpoints_get_aiohttp_and_explicit_timeouts() -> None:
-    client = make_client(Endpoint(base_url="https://api.example.com/v1", timeout_s=12.0, concurrency=6))
+    ec = EndpointClient(Endpoint(base_url="https://api.example.com/v1", timeout_s=12.0, concurrency=6))
     try:
-        assert isinstance(client._transport, AiohttpTransport)
-        assert client.timeout.read == 12.0 and client.timeout.connect == 10.0
-        assert str(client.base_url) == "https://api.example.com/v1/"
+        assert isinstance(ec.transport, AiohttpTransport) and ec.transport.max_connections == 6
+        request = ec._request("GET", "x", {}, None, None)
+        assert request.extensions["timeout"] == {"connect": 10.0, "read": None, "write": 12.0, "pool": 12.0}
+        assert str(request.url) == "https://api.example.com/v1/x"
     finally:
-        await client.aclose()
+        await ec.aclose()
 
 
 def test_limiter_has_no_first_second_burst() -> None:

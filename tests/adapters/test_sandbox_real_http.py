@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 import pytest
-from httpx_aiohttp.transport import AiohttpResponseStream
 
+from searchtrace.adapters.aiohttp_transport import CHUNK_SIZE
 from searchtrace.adapters.jina import READ_CAP
 from searchtrace.cli import main
 from tests.adapters.sandbox_support import TARGETS, call
@@ -60,7 +60,7 @@ def test_oversized_page_cut_at_cap_without_reading_the_rest(server: tuple[str, A
     out = anyio.run(lambda: call("jina", root, None, "!fault:oversized"), backend="asyncio")
     assert (out.status, out.content, out.retries) == ("too_large", None, [])
     # bytes read off the socket: past the cap by less than one read chunk of the 3 MB page, then the stream closes
-    assert READ_CAP < out.n_bytes <= READ_CAP + AiohttpResponseStream.CHUNK_SIZE
+    assert READ_CAP < out.n_bytes <= READ_CAP + CHUNK_SIZE
 
 
 def test_cli_search_and_fetch_against_the_real_server(server: tuple[str, Any], tmp_path: Path,
