@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from searchtrace.analytics import projections, report
-from searchtrace.analytics.eventscan import HasCursor, latest_judge_run, providers, verdicts
 from searchtrace.analytics.items import JudgeItem, judge_items
+from searchtrace.analytics.lookups import HasCursor, judge_run, known_judge_runs, providers, verdicts
 from searchtrace.store import blobs
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import (
@@ -184,21 +183,12 @@ def audit_sample(
     source: HasCursor, judge_run_id: str | None, k: int, seed: str
 ) -> tuple[str, list[dict[str, str]]]:
     """(judge run, TSV rows) of the balanced sample."""
-    jr = resolve_judge_run(source, judge_run_id)
+    jr = judge_run(source, judge_run_id)
     judged = verdicts(source, jr)
     if not judged:
         raise BadInput(f"judge run {jr!r} has no verdicts in this database")
     chosen = balanced_sample(cases(judged, providers(source)), k, seed)
     return jr, rows_for(chosen, source)
-
-
-def resolve_judge_run(source: HasCursor, judge_run_id: str | None) -> str:
-    """The given judge run when the store has it (BadInput otherwise), else the latest."""
-    if judge_run_id is None:
-        return latest_judge_run(source)
-    if judge_run_id not in judge_runs(source):
-        raise BadInput(f"--judge-run-id: no judge run {judge_run_id!r} in this database")
-    return judge_run_id
 
 
 # -- import --------------------------------------------------------------------
@@ -366,7 +356,7 @@ class Tally:
 
 def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf."""
-    jr = resolve_judge_run(source, judge_run_id)
+    jr = judge_run(source, judge_run_id)
     provider_of = providers(source)
     overall = Tally()
     leaves: dict[str, Tally] = {}
@@ -389,15 +379,6 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     }
 
 
-def judge_runs(source: HasCursor) -> set[str]:
-    """The judge runs the report knows (a judge.started or a verdict names them)."""
-    cur = source.cursor()
-    try:
-        return {r for r in report.judge_runs(cur, projections.sources(cur, writable=False)) if r is not None}
-    finally:
-        cur.close()
-
-
 def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[str, int]]:
     """Validate a whole labelled TSV against the store; returns the events to append and counts."""
     try:
@@ -414,7 +395,7 @@ def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[
             )
     except csv.Error:
         pass  # parse_labels names the line
-    known = judge_runs(source)
+    known = known_judge_runs(source)
     judged_by_run = {jr: verdicts(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
     labels, skipped = parse_labels(path, text, judged_by_run, providers(source))
     events, unchanged = label_events(labels, current_labels(source))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from searchtrace.analytics.eventscan import HasCursor, gold_rank_hist, latest_judge_run, per_trajectory
+from searchtrace.analytics.lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.store.errors import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -400,9 +400,9 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
 
 
 def extras_from_db(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
-    """gold_rank_hist and per_trajectory for `render`, computed from events (latest judge run when None)."""
+    """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None)."""
     try:
-        jr = judge_run_id or latest_judge_run(source)
+        jr = judge_run(source, judge_run_id)
     except BadInput:
         jr = None
     return {"gold_rank_hist": gold_rank_hist(source, jr), "per_trajectory": per_trajectory(source)}

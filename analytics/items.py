@@ -7,7 +7,7 @@ simply "the result it named"). The item is `fetched` when any fetch.called belon
 (a refused tool call is a `tool.refused` event, not a fetch), and `page_visible` when at least one of those
 calls completed with status `ok`; `page_digest` is the content blob of the first such `ok` fetch.
 
-`judge_items(con, ...)` is what the judge runs over; the same SQL feeds the metrics and the `v_judge_items` view.
+`judge_items(con, ...)` is what the judge runs over; the same SQL (ITEMS_SQL) feeds the metrics and `v_judge_items`.
 """
 
 from __future__ import annotations
@@ -18,29 +18,26 @@ from typing import Any
 import duckdb
 import msgspec
 
-from searchtrace.analytics import projections
-from searchtrace.analytics.shared_sql import answers_cte, trajectories_cte
+from searchtrace.analytics import sources
+from searchtrace.analytics.rules import ANSWERS_CTE, TRAJECTORIES_CTE
 
-
-def items_sql(p: str) -> str:
-    """SELECT of every judge item over the relations with prefix `p` (`proj_`, `tmp_` or `ev_`)."""
-    return f"""
-WITH {trajectories_cte(p)},
+ITEMS_SQL = f"""
+WITH {TRAJECTORIES_CTE},
 firsts AS (
   SELECT stream_id, url_normalized, min(position) AS first_position, count(*) AS n_appearances,
          count(*) FILTER (WHERE rank = 1) AS n_rank1
-  FROM {p}search_results GROUP BY stream_id, url_normalized
+  FROM search_results GROUP BY stream_id, url_normalized
 ),
 fx AS (
   SELECT f.stream_id, f.position AS fetch_position, f.call_id, f.doc_id, a.url_normalized
-  FROM {p}fetch_calls f
-  JOIN {p}search_results a ON a.stream_id = f.stream_id AND a.doc_id = f.doc_id AND a.position < f.position
+  FROM fetch_calls f
+  JOIN search_results a ON a.stream_id = f.stream_id AND a.doc_id = f.doc_id AND a.position < f.position
   QUALIFY row_number() OVER (PARTITION BY f.stream_id, f.position ORDER BY a.position DESC) = 1
 ),
 fc AS (
   SELECT stream_id, call_id, doc_id, arg_min(status, position) AS status,
          arg_min(content_digest, position) AS content_digest
-  FROM {p}fetch_completions GROUP BY stream_id, call_id, doc_id
+  FROM fetch_completions GROUP BY stream_id, call_id, doc_id
 ),
 fi AS (
   SELECT fx.stream_id, fx.url_normalized, count(*) AS n_fetches,
@@ -57,10 +54,11 @@ SELECT tr.trajectory_id, tr.provider, tr.qid, tr.epoch, s.stream_id, s.url_norma
        coalesce(fi.n_fetches_ok, 0) > 0 AS page_visible,
        fi.page_digest
 FROM firsts s
-JOIN {p}search_results r ON r.stream_id = s.stream_id AND r.position = s.first_position
+JOIN search_results r ON r.stream_id = s.stream_id AND r.position = s.first_position
 JOIN tr ON tr.stream_id = s.stream_id
 LEFT JOIN fi ON fi.stream_id = s.stream_id AND fi.url_normalized = s.url_normalized
 """
+"""SELECT of every judge item over the typed relations (whichever schema the search_path names)."""
 
 
 class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
@@ -97,11 +95,10 @@ def judge_items(
 ) -> list[JudgeItem]:
     """Every judge item in first-appearance order; `without_verdict_in=RUN` keeps those RUN has no verdict for (resume).
 
-    `con` is a connection or a `log.cursor()` of its own. By default it reads temporary views over the raw
-    events (no write, safe while another thread appends); `use_projections=True` catches up and reads the
+    `con` is a connection or a `log.cursor()` of its own. By default it reads the views over the raw events
+    (analytics.sources: no write, safe while another thread appends); `use_projections=True` catches up and reads the
     typed projections instead (faster at large volume; needs a writable database).
     """
-    p = projections.sources(con, writable=True) if use_projections else projections.temp_sources(con)
     where: list[str] = []
     params: list[object] = []
     if trajectory_ids is not None:
@@ -109,12 +106,12 @@ def judge_items(
         params.append(list(trajectory_ids))
     if without_verdict_in is not None:
         where.append(
-            f"NOT EXISTS (SELECT 1 FROM {p}verdicts v WHERE v.judge_run_id = ? AND v.trajectory_id = i.trajectory_id "
+            "NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.judge_run_id = ? AND v.trajectory_id = i.trajectory_id "
             "AND v.url_normalized = i.url_normalized)"
         )
         params.append(without_verdict_in)
     sql = f"""
-WITH {trajectories_cte(p)}, {answers_cte(p)}, i AS ({items_sql(p)})
+WITH {TRAJECTORIES_CTE}, {ANSWERS_CTE}, i AS ({ITEMS_SQL})
 SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
        i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
        i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch
@@ -123,10 +120,12 @@ LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}
 ORDER BY i.first_position
 """
-    cur = con.execute(sql, params)
-    names = [d[0] for d in cur.description]
+    with sources.reading(con, writable=True) if use_projections else sources.reading_raw(con):
+        cur = con.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
     out: list[JudgeItem] = []
-    for row in cur.fetchall():
+    for row in rows:
         rec = dict(zip(names, row, strict=True))
         rec["metadata"] = msgspec.json.decode(rec["metadata"]) if rec["metadata"] else {}
         out.append(JudgeItem(**rec))

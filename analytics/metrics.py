@@ -17,8 +17,8 @@ from typing import Any
 import duckdb
 import msgspec
 
-from searchtrace.analytics.items import items_sql
-from searchtrace.analytics.shared_sql import answers_cte, audit_cte, trajectories_cte
+from searchtrace.analytics.items import ITEMS_SQL
+from searchtrace.analytics.rules import ANSWERS_CTE, AUDIT_CTE, TRAJECTORIES_CTE
 from searchtrace.analytics.textnorm import exact_match, token_f1
 
 
@@ -61,21 +61,19 @@ def _lat(col: str) -> str:
     return f"sum(CAST(round(coalesce({col}, 0) * 1000) AS BIGINT))"
 
 
-def trajectory_sql(p: str) -> str:
-    """Per trajectory stream: counts, token sums, audit, answer and the item partition for judge run `?`."""
-    return f"""
-WITH {trajectories_cte(p)}, {audit_cte(p)}, {answers_cte(p)},
-sc AS (SELECT stream_id, count(*) AS n FROM {p}search_calls GROUP BY stream_id),
-sl AS (SELECT stream_id, {_lat("latency_ms")} AS lat FROM {p}search_completions GROUP BY stream_id),
-fc AS (SELECT stream_id, count(*) AS n FROM {p}fetch_calls GROUP BY stream_id),
+TRAJECTORY_SQL = f"""
+WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE},
+sc AS (SELECT stream_id, count(*) AS n FROM search_calls GROUP BY stream_id),
+sl AS (SELECT stream_id, {_lat("latency_ms")} AS lat FROM search_completions GROUP BY stream_id),
+fc AS (SELECT stream_id, count(*) AS n FROM fetch_calls GROUP BY stream_id),
 fl AS (SELECT stream_id, sum(coalesce(n_tokens, 0)) AS page_tokens, {_lat("latency_ms")} AS lat
-       FROM {p}fetch_completions GROUP BY stream_id),
+       FROM fetch_completions GROUP BY stream_id),
 mu AS (SELECT stream_id, sum(coalesce(input_tokens, 0)) AS i, sum(coalesce(output_tokens, 0)) AS o,
               sum(coalesce(reasoning_tokens, 0)) AS r, {_lat("latency_ms")} AS lat
-       FROM {p}model_responses GROUP BY stream_id),
-dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM {p}search_results GROUP BY stream_id),
-it AS ({items_sql(p)}),
-v AS (SELECT * FROM {p}verdicts WHERE judge_run_id = $run
+       FROM model_responses GROUP BY stream_id),
+dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM search_results GROUP BY stream_id),
+it AS ({ITEMS_SQL}),
+v AS (SELECT * FROM verdicts WHERE judge_run_id = $run
       QUALIFY row_number() OVER (PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1),
 iv AS (
   SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
@@ -122,14 +120,13 @@ LEFT JOIN sl USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN fl USING
 LEFT JOIN mu USING (stream_id) LEFT JOIN dm USING (stream_id) LEFT JOIN ist USING (stream_id)
 ORDER BY tr.position
 """
+"""Per trajectory stream: counts, token sums, audit, answer and the item partition for judge run `$run`."""
 
 
-def overlap_sql(p: str) -> str:
-    """Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
-    return f"""
-WITH {trajectories_cte(p)},
+OVERLAP_SQL = f"""
+WITH {TRAJECTORIES_CTE},
 u AS (SELECT DISTINCT tr.provider, tr.qid, tr.epoch, r.url_normalized
-      FROM {p}search_results r JOIN tr USING (stream_id)),
+      FROM search_results r JOIN tr USING (stream_id)),
 x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, a.epoch, count(*) AS n
       FROM u a JOIN u b ON a.qid = b.qid AND a.epoch = b.epoch AND a.url_normalized = b.url_normalized
                         AND a.provider < b.provider
@@ -137,10 +134,12 @@ x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, a.epoch, count(*) AS n
 SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, epoch, count(*) AS n FROM u GROUP BY provider, qid, epoch
 UNION ALL SELECT 'x', pa, pb, qid, epoch, n FROM x
 """
+"""Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
 
 
-def trajectory_stats(con: duckdb.DuckDBPyConnection, p: str, judge_run_id: str | None) -> list[TrajectoryStats]:
-    cur = con.execute(trajectory_sql(p), {"run": judge_run_id})
+def trajectory_stats(con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> list[TrajectoryStats]:
+    """One row per current trajectory (run inside analytics.sources.reading)."""
+    cur = con.execute(TRAJECTORY_SQL, {"run": judge_run_id})
     names = [d[0] for d in cur.description]
     out: list[TrajectoryStats] = []
     for row in cur.fetchall():
@@ -233,7 +232,7 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
 
 
 def complementarity(
-    con: duckdb.DuckDBPyConnection, p: str, rows: Iterable[TrajectoryStats]
+    con: duckdb.DuckDBPyConnection, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
     """SPEC §5 complementarity for every provider pair (names in code-point order), over the (qid, epoch) cells both
     have (§12)."""
@@ -244,7 +243,7 @@ def complementarity(
         answerable[r.provider][cell] = answerable[r.provider].get(cell, False) or r.supported > 0
     sizes: dict[tuple[str, Cell], int] = {}
     shared: dict[tuple[str, str, Cell], int] = {}
-    for kind, pa, pb, qid, epoch, n in con.execute(overlap_sql(p)).fetchall():
+    for kind, pa, pb, qid, epoch, n in con.execute(OVERLAP_SQL).fetchall():
         if kind == "n":
             sizes[(pa, (qid, int(epoch)))] = int(n)
         else:

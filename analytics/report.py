@@ -17,38 +17,12 @@ from typing import Any
 
 import duckdb
 
-from searchtrace.analytics import projections
+from searchtrace.analytics import sources
 from searchtrace.analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
+from searchtrace.analytics.rules import resolve_judge_run
 from searchtrace.analytics.views import ensure_views
-from searchtrace.store.errors import BadInput
 
 SCHEMA = "searchtrace.report/1"
-
-
-def judge_runs(con: duckdb.DuckDBPyConnection, p: str) -> list[str]:
-    """Judge run ids, oldest first (by their first judge.started, or first verdict when it has no start)."""
-    rows = con.execute(
-        f"SELECT judge_run_id, min(position) AS pos FROM (SELECT judge_run_id, position FROM {p}judge_runs "
-        f"UNION ALL SELECT judge_run_id, position FROM {p}verdicts) GROUP BY judge_run_id ORDER BY pos"
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def latest_judge_run(con: duckdb.DuckDBPyConnection, p: str) -> str | None:
-    """The judge run whose judge.started has the highest position."""
-    row = con.execute(f"SELECT judge_run_id FROM {p}judge_runs ORDER BY position DESC LIMIT 1").fetchone()
-    return None if row is None else str(row[0])
-
-
-def resolve_judge_run(con: duckdb.DuckDBPyConnection, p: str, judge_run_id: str | None) -> str | None:
-    if judge_run_id is None:
-        return latest_judge_run(con, p)
-    known = judge_runs(con, p)
-    if judge_run_id not in known:
-        raise BadInput(
-            f"judge run {judge_run_id!r} not found in the database (known: {', '.join(known) or 'none'})"
-        )
-    return judge_run_id
 
 
 def build_report(
@@ -57,17 +31,20 @@ def build_report(
     judge_run_id: str | None = None,
     writable: bool = True,
     metric_files: list[Path] | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
 
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
-    for `searchtrace sql`); without it everything is computed from temporary views over the raw events.
+    for `searchtrace sql`); without it everything is computed from views over the raw events. `notes`, when
+    given, receives one-line remarks for the reader: judge runs passed over, a judge run that covers fewer items.
     """
     if writable:
         ensure_views(con)
-    p = projections.sources(con, writable=writable)
-    run = resolve_judge_run(con, p, judge_run_id)
-    rows = trajectory_stats(con, p, run)
+    with sources.reading(con, writable=writable):
+        run, passed_over = resolve_judge_run(con, judge_run_id)
+        rows = trajectory_stats(con, run)
+        pairs = complementarity(con, rows)
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
@@ -75,12 +52,17 @@ def build_report(
         "schema": SCHEMA,
         "judge_run_id": run,
         "providers": {name: provider_metrics(by_provider[name]) for name in sorted(by_provider)},
-        "complementarity": complementarity(con, p, rows),
+        "complementarity": pairs,
     }
     if metric_files:
         from searchtrace.analytics.custom import run_metrics
 
         report["custom"] = run_metrics(con, metric_files, run, writable=writable)
+    if notes is not None:
+        notes.extend(passed_over)
+        items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
+        if run is not None and judged < items:
+            notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
     return report
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from searchtrace.analytics.shared_sql import is_proposal
+from searchtrace.analytics.rules import Cells, is_proposal
 from searchtrace.replay.interchange import (
     AUDIT_HEADER,
     FetchStep,
@@ -61,28 +61,21 @@ _TRACE_TYPES = [
 
 
 class _Draft(msgspec.Struct, kw_only=True):
-    started: TrajectoryStarted
     steps: list[ModelStep | SearchStep | FetchStep] = []
-    final_answer: str | None = None
     stop_reason: str = "error"
 
 
 def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
     """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts)."""
     drafts: dict[str, _Draft] = {}
-    seen: set[str] = set()
-    superseded: set[str] = set()
-    gold: dict[str, DatasetQuestion] = {}
+    cells = Cells()  # which trajectories are current, their question, gold and final answer
     for ev in log.read(types=_TRACE_TYPES):
         p = ev.payload
-        if isinstance(p, DatasetQuestion):
-            gold[p.qid] = p
+        cells.add(ev.stream_id, p)
+        if isinstance(p, DatasetQuestion | AnswerFinal):
             continue
         if isinstance(p, TrajectoryStarted):
-            drafts.setdefault(ev.stream_id, _Draft(started=p, steps=[]))
-            if p.supersedes is not None and p.supersedes in seen:
-                superseded.add(p.supersedes)
-            seen.add(p.trajectory_id)
+            drafts.setdefault(ev.stream_id, _Draft(steps=[]))
             continue
         d = drafts.get(ev.stream_id)
         if d is None:
@@ -132,30 +125,25 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
             fetch.status, fetch.n_tokens, fetch.latency_ms = p.status, p.n_tokens, p.latency_ms
             if p.content_digest is not None and log.has_blob(p.content_digest):
                 fetch.content = log.get_blob(p.content_digest).decode("utf-8", errors="replace")
-        elif isinstance(p, AnswerFinal):
-            d.final_answer = p.text
         elif isinstance(p, TrajectoryFinished):
             d.stop_reason = p.reason
     out: list[TraceLine] = []
-    for d in drafts.values():
-        s = d.started
-        if s.trajectory_id in superseded:
-            continue
-        q = gold.get(s.qid)
+    for stream, s in cells.current():
+        d = drafts[stream]
         out.append(
             TraceLine(
                 trajectory_id=s.trajectory_id,
                 provider=s.provider,
                 qid=s.qid,
-                question=s.question or (q.question if q else ""),
-                gold_answer=s.gold_answer or (q.gold_answer if q else ""),
-                final_answer=d.final_answer,
+                question=cells.question(s),
+                gold_answer=cells.gold(s),
+                final_answer=cells.final(stream),
                 stop_reason=d.stop_reason,  # type: ignore[arg-type]
                 steps=d.steps,
                 epoch=epoch_of(s),
             )
         )
-    return out, superseded
+    return out, cells.superseded
 
 
 def _judgments(log: EventLog, skip: set[str]) -> list[JudgmentLine]:

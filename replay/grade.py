@@ -6,15 +6,9 @@ from collections.abc import Iterator
 
 import msgspec
 
+from searchtrace.analytics.rules import CELL_EVENT_TYPES, Cells
 from searchtrace.analytics.textnorm import tokens
-from searchtrace.store.events import (
-    AnswerFinal,
-    AuditAnswer,
-    DatasetQuestion,
-    NewEvent,
-    TrajectoryStarted,
-    stable_event_id,
-)
+from searchtrace.store.events import AuditAnswer, NewEvent, stable_event_id
 from searchtrace.store.log import EventLog
 
 SOURCE = "grader:normalized-match/1"
@@ -39,27 +33,13 @@ def proposes_match(final_answer: str | None, gold: str) -> bool:
 
 
 def _grades(log: EventLog) -> Iterator[Grade]:
-    golds: dict[str, str] = {}
-    started: dict[str, TrajectoryStarted] = {}
-    finals: dict[str, str] = {}
-    seen: set[str] = set()
-    superseded: set[str] = set()  # errored attempts replaced by a later attempt of the same cell: not graded
-    for ev in log.read(types=["dataset.question", "trajectory.started", "answer.final"]):
-        p = ev.payload
-        if isinstance(p, DatasetQuestion):
-            golds.setdefault(p.qid, p.gold_answer)
-        elif isinstance(p, TrajectoryStarted):
-            started.setdefault(ev.stream_id, p)
-            if p.supersedes is not None and p.supersedes in seen:
-                superseded.add(p.supersedes)
-            seen.add(p.trajectory_id)
-        elif isinstance(p, AnswerFinal):
-            finals.setdefault(ev.stream_id, p.text)
-    for stream, t in started.items():
-        if t.trajectory_id in superseded:
-            continue
-        gold = t.gold_answer or golds.get(t.qid, "")
-        final = finals.get(stream)
+    """One grade per current trajectory (analytics.rules: latest attempt, gold fallback, last final answer)."""
+    cells = Cells()
+    for ev in log.read(types=list(CELL_EVENT_TYPES)):
+        cells.add(ev.stream_id, ev.payload)
+    for stream, t in cells.current():
+        gold = cells.gold(t)
+        final = cells.final(stream)
         yield Grade(
             trajectory_id=t.trajectory_id,
             provider=t.provider,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from searchtrace.analytics import projections
-from searchtrace.analytics.items import items_sql
+from searchtrace.analytics import sources
+from searchtrace.analytics.items import ITEMS_SQL
 from searchtrace.replay import import_common
 from searchtrace.replay.import_common import (
     RUN_ID,
@@ -55,12 +55,12 @@ def db_items(log: EventLog, trajectory_ids: list[str]) -> Items:
         return {}
     cur = log.cursor()
     try:
-        p = projections.sources(cur, writable=not log.read_only)
-        rows = cur.execute(
-            f"SELECT trajectory_id, url_normalized, page_visible FROM ({items_sql(p)}) "
-            "WHERE trajectory_id IN (SELECT unnest(?::VARCHAR[]))",
-            [trajectory_ids],
-        ).fetchall()
+        with sources.reading(cur, writable=not log.read_only):
+            rows = cur.execute(
+                f"SELECT trajectory_id, url_normalized, page_visible FROM ({ITEMS_SQL}) "
+                "WHERE trajectory_id IN (SELECT unnest(?::VARCHAR[]))",
+                [trajectory_ids],
+            ).fetchall()
     finally:
         cur.close()
     out: Items = {}

@@ -20,6 +20,7 @@ class Report(msgspec.Struct, kw_only=True):
 
     data: dict[str, Any]
     html: Path | None = None
+    notes: list[str] = []  # one-line remarks for the reader: judge runs passed over, partial judge coverage
 
 
 def grade(db: Path) -> list[Grade]:
@@ -51,18 +52,21 @@ def write_page(path: Path, text: str) -> Path:
 def report(
     db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None
 ) -> Report:
-    """The §8 report of a judge run (default: the latest), with custom metric files; writes the HTML page when asked."""
+    """The §8 report of a judge run (default: analytics.rules), with custom metric files; writes the HTML page when asked."""
     log, writable = open_for_report(db)
+    notes: list[str] = []
     with log:
         con = log.cursor()
         try:
-            data = build_report(con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics))
+            data = build_report(
+                con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes
+            )
             extra = extras_from_db(log, data["judge_run_id"]) if html is not None else None
         finally:
             con.close()
     if html is not None:
         write_page(html, render(data, extra=extra))
-    return Report(data=data, html=html)
+    return Report(data=data, html=html, notes=notes)
 
 
 def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Report:

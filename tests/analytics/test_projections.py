@@ -21,8 +21,8 @@ from searchtrace.store.log import EventLog
 def same_as_raw(con: duckdb.DuckDBPyConnection) -> None:
     for rel in RELATIONS:
         raw = f"({rel.select_sql()})"
-        a = con.execute(f"SELECT count(*) FROM (SELECT * FROM proj_{rel.name} EXCEPT ALL SELECT * FROM {raw})").fetchone()
-        b = con.execute(f"SELECT count(*) FROM (SELECT * FROM {raw} EXCEPT ALL SELECT * FROM proj_{rel.name})").fetchone()
+        a = con.execute(f"SELECT count(*) FROM (SELECT * FROM proj.{rel.name} EXCEPT ALL SELECT * FROM {raw})").fetchone()
+        b = con.execute(f"SELECT count(*) FROM (SELECT * FROM {raw} EXCEPT ALL SELECT * FROM proj.{rel.name})").fetchone()
         assert a == (0,) and b == (0,), rel.name
 
 
@@ -34,13 +34,13 @@ def test_incremental_equals_rebuild(tmp_path: Path) -> None:
         con = log.cursor()
         import_files(log, [t1], [], [])
         assert projections.catch_up(con) == log.head
-        first = con.execute("SELECT count(*) FROM proj_search_results").fetchone()
+        first = con.execute("SELECT count(*) FROM proj.search_results").fetchone()
         import_files(log, [t2], [j], [])
         assert not projections.is_current(con)
         text_stale_readonly = to_json(build_report(con, judge_run_id="j1", writable=False))
         head = projections.catch_up(con)  # incremental: only the new events
         assert head == log.head and projections.is_current(con)
-        assert con.execute("SELECT count(*) FROM proj_search_results").fetchone() != first
+        assert con.execute("SELECT count(*) FROM proj.search_results").fetchone() != first
         same_as_raw(con)
         incremental = to_json(build_report(con, judge_run_id="j1"))
         states = con.execute("SELECT count(*) FROM projection_state").fetchone()
@@ -57,8 +57,8 @@ def test_other_version_is_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[
     import_fixture(capsys, db, tmp_path / "in")
     before, _ = report_json(capsys, db, "--judge-run-id", "j1")
     con = duckdb.connect(str(db))
-    con.execute("DROP TABLE proj_verdicts")
-    con.execute("CREATE TABLE proj_verdicts AS SELECT 1 AS junk")
+    con.execute("DROP TABLE proj.verdicts")
+    con.execute("CREATE TABLE proj.verdicts AS SELECT 1 AS junk")
     con.execute("INSERT INTO projection_state VALUES ('verdicts', 'old', 999999, 999999)")
     con.close()
     after, _ = report_json(capsys, db, "--judge-run-id", "j1")
@@ -87,9 +87,9 @@ def test_report_falls_back_to_raw_views_read_only(
                                 "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))
     assert rep["custom"]["discovered_share"]["alpha"] == 0.5
     con = duckdb.connect(str(db), read_only=True)
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    objects = con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()
     con.close()
-    assert not any(name.startswith(("proj_", "v_")) for name in tables)  # nothing written
+    assert all(s == "main" and not n.startswith(("proj", "v_", "ev_")) for s, n in objects), objects  # nothing written
     monkeypatch.setattr(reporting, "EventLog", real)
     normal, _ = report_json(capsys, db, "--judge-run-id", "j1",
                             "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from analytics_fixture import report_json, run_cli
 
-from searchtrace.analytics import eventscan
+from searchtrace.analytics import lookups
 from searchtrace.analytics.audit import audit_sample
 from searchtrace.analytics.items import judge_items
 from searchtrace.store.log import EventLog
@@ -67,9 +67,9 @@ def test_judge_items_and_event_scans_skip_superseded_attempts(db: Path) -> None:
         cur = log.cursor()
         items = judge_items(cur)
         cur.close()
-        providers = eventscan.providers(log)
-        per = eventscan.per_trajectory(log)
-        ranks = eventscan.gold_rank_hist(log, JUDGE)
+        providers = lookups.providers(log)
+        per = lookups.per_trajectory(log)
+        ranks = lookups.gold_rank_hist(log, JUDGE)
         _, rows = audit_sample(log, JUDGE, 10, "seed")
     assert sorted((i.trajectory_id, i.url_normalized) for i in items) == [
         (O1, "https://bad.example/a"), (NEW, "https://good.example/x"), (P2, "https://c.example/")]

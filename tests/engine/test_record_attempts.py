@@ -13,7 +13,7 @@ import pytest
 
 from searchtrace.adapters.sandbox import create_app, default_world, question_rows
 from searchtrace.analytics.metrics import trajectory_stats
-from searchtrace.analytics.projections import temp_sources
+from searchtrace.analytics.sources import reading_raw
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
 from searchtrace.store.errors import BadInput
@@ -88,7 +88,8 @@ async def test_errored_cells_are_retried_until_answered_or_out_of_attempts(tmp_p
     # the metrics see one trajectory per cell: the latest attempt
     with EventLog(db, read_only=True) as log:
         cur = log.cursor()
-        stats = trajectory_stats(cur, temp_sources(cur), None)
+        with reading_raw(cur):
+            stats = trajectory_stats(cur, None)
         cur.close()
     assert sorted(s.trajectory_id for s in stats) == sorted([tid[q_ok], tid[q_flaky] + "#2", tid[q_down] + "#2"])
 

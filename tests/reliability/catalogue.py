@@ -101,7 +101,7 @@ def snapshot(db: Path) -> tuple[object, ...]:
         blobs = con.execute("SELECT sha256 FROM blobs ORDER BY sha256").fetchall()
         tables = con.execute(  # views and projections are derived from events (report may install them)
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-            "AND table_name NOT LIKE 'proj%' ORDER BY 1").fetchall()
+            "AND table_schema = 'main' AND table_name NOT LIKE 'proj%' ORDER BY 1").fetchall()
         meta = con.execute("SELECT * FROM searchtrace_meta ORDER BY ALL").fetchall()
         from searchtrace.store.verify import verify
 

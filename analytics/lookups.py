@@ -1,9 +1,9 @@
-"""Narrow reads of the events for the audit and the HTML plots: judge runs, providers, verdicts, two aggregates.
+"""Narrow lookups for the audit and the HTML plots: the judge run to use, providers, verdicts, two aggregates.
 
 Works on an EventLog or any DuckDB connection to the store, read-only included, whether the data was recorded
-live or imported. Current trajectories and the HTML aggregates are SQL over the typed relations (the `proj_*`
-tables when current, else temporary views over the events) with `shared_sql.trajectories_cte`; judge items
-(SPEC §4) are not derived here: the audit reads them from `analytics.items.judge_items`.
+live or imported. Current trajectories and the HTML aggregates are SQL over the typed relations (the `proj`
+tables when current, else views over the raw events: analytics.sources) with the rules of analytics.rules;
+judge items (SPEC §4) are not derived here: the audit reads them from `analytics.items.judge_items`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import duckdb
 
-from searchtrace.analytics import projections
-from searchtrace.analytics.shared_sql import trajectories_cte
+from searchtrace.analytics import rules, sources
+from searchtrace.analytics.rules import TRAJECTORIES_CTE
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import JudgeVerdict, decode_payload
 
@@ -23,33 +23,37 @@ class HasCursor(Protocol):
     def cursor(self) -> duckdb.DuckDBPyConnection: ...
 
 
-def _relations(cur: duckdb.DuckDBPyConnection) -> str:
-    """Prefix of the typed relations on this cursor: the projections when current (the report just caught them
-    up), else temporary views over the raw events (a read-only store)."""
-    return projections.sources(cur, writable=False)
+def judge_run(source: HasCursor, judge_run_id: str | None) -> str:
+    """The given judge run when the store has it, else the default one (analytics.rules); BadInput when none."""
+    cur = source.cursor()
+    try:
+        with sources.reading(cur, writable=False):
+            run, _ = rules.resolve_judge_run(cur, judge_run_id)
+    finally:
+        cur.close()
+    if run is None:
+        raise BadInput("no judge run with a valid verdict in this database; run `searchtrace judge` or import judgments first")
+    return run
 
 
-def latest_judge_run(source: HasCursor) -> str:
-    """The judge run of the last judge.started (as the report picks it), else of the last verdict; BadInput when none."""
-    row = (
-        source.cursor()
-        .execute(
-            "SELECT json_extract_string(payload, '$.judge_run_id') FROM events "
-            "WHERE type IN ('judge.started', 'judge.verdict') "
-            "ORDER BY (type = 'judge.started') DESC, position DESC LIMIT 1"
-        )
-        .fetchone()
-    )
-    if row is None or row[0] is None:
-        raise BadInput("no judge run in this database; run `searchtrace judge` or import judgments first")
-    return str(row[0])
+def known_judge_runs(source: HasCursor) -> set[str]:
+    """The judge runs the report knows (a judge.started or a verdict names them)."""
+    cur = source.cursor()
+    try:
+        with sources.reading(cur, writable=False):
+            return {r.judge_run_id for r in rules.judge_runs(cur)}
+    finally:
+        cur.close()
 
 
 def providers(source: HasCursor) -> dict[str, str]:
     """trajectory_id -> provider of every current trajectory (no superseded attempt)."""
     cur = source.cursor()
-    rows = cur.execute(f"WITH {trajectories_cte(_relations(cur))} SELECT trajectory_id, provider FROM tr").fetchall()
-    cur.close()
+    try:
+        with sources.reading(cur, writable=False):
+            rows = cur.execute(f"WITH {TRAJECTORIES_CTE} SELECT trajectory_id, provider FROM tr").fetchall()
+    finally:
+        cur.close()
     return {str(t): str(p) for t, p in rows}
 
 
@@ -85,46 +89,43 @@ def verdicts(
 def gold_rank_hist(source: HasCursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
     """{provider: {rank: appearances}} over search.result appearances whose item's snippet supports gold."""
     cur = source.cursor()
-    p = _relations(cur)
-    with_tr = f"WITH {trajectories_cte(p)}"
+    try:
+        with sources.reading(cur, writable=False):
+            return _gold_rank_hist(cur, judge_run_id)
+    finally:
+        cur.close()
+
+
+def _gold_rank_hist(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> dict[str, dict[int, int]]:
+    with_tr = f"WITH {TRAJECTORIES_CTE}"
     providers = [r[0] for r in cur.execute(f"{with_tr} SELECT DISTINCT provider FROM tr").fetchall()]
     out: dict[str, dict[int, int]] = {p: {} for p in sorted(providers)}
     if judge_run_id is None:
-        cur.close()
         return out
     rows = cur.execute(
         f"""{with_tr},
 v AS (
   SELECT trajectory_id, url_normalized, arg_min(coalesce(valid AND snippet_supports_gold, false), position) AS s
-  FROM {p}verdicts WHERE judge_run_id = ? GROUP BY 1, 2
+  FROM verdicts WHERE judge_run_id = ? GROUP BY 1, 2
 )
-SELECT tr.provider, r.rank, count(*) FROM {p}search_results r
+SELECT tr.provider, r.rank, count(*) FROM search_results r
 JOIN tr USING (stream_id)
 JOIN v ON v.trajectory_id = tr.trajectory_id AND v.url_normalized = r.url_normalized
 WHERE v.s GROUP BY 1, 2 ORDER BY 1, 2
 """,
         [judge_run_id],
     ).fetchall()
-    cur.close()
     for provider, rank, n in rows:
         out.setdefault(provider, {})[int(rank)] = int(n)
     return out
 
 
-def per_trajectory(source: HasCursor) -> dict[str, list[dict[str, Any]]]:
-    """{provider: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id.
-
-    Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
-    """
-    cur = source.cursor()
-    p = _relations(cur)
-    rows = cur.execute(
-        f"""
-WITH {trajectories_cte(p)},
-sc AS (SELECT stream_id, count(*) AS searches FROM {p}search_calls GROUP BY stream_id),
-fc AS (SELECT stream_id, count(*) AS fetches FROM {p}fetch_calls GROUP BY stream_id),
+PER_TRAJECTORY_SQL = f"""
+WITH {TRAJECTORIES_CTE},
+sc AS (SELECT stream_id, count(*) AS searches FROM search_calls GROUP BY stream_id),
+fc AS (SELECT stream_id, count(*) AS fetches FROM fetch_calls GROUP BY stream_id),
 mu AS (SELECT stream_id, coalesce(sum(input_tokens), 0) AS mi, coalesce(sum(output_tokens), 0) AS mo
-       FROM {p}model_responses GROUP BY stream_id),
+       FROM model_responses GROUP BY stream_id),
 fin AS (  -- the usage totals of trajectory.finished are not a relation column
   SELECT stream_id, max(CAST(j[1] AS BIGINT)) AS fi, max(CAST(j[2] AS BIGINT)) AS fo
   FROM (SELECT stream_id, json_extract_string(payload, ['$.usage.input_tokens', '$.usage.output_tokens']) AS j
@@ -137,8 +138,19 @@ SELECT tr.provider, tr.trajectory_id, coalesce(searches, 0), coalesce(fetches, 0
 FROM tr LEFT JOIN sc USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN mu USING (stream_id)
 LEFT JOIN fin USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
 """
-    ).fetchall()
-    cur.close()
+
+
+def per_trajectory(source: HasCursor) -> dict[str, list[dict[str, Any]]]:
+    """{provider: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id.
+
+    Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
+    """
+    cur = source.cursor()
+    try:
+        with sources.reading(cur, writable=False):
+            rows = cur.execute(PER_TRAJECTORY_SQL).fetchall()
+    finally:
+        cur.close()
     out: dict[str, list[dict[str, Any]]] = {}
     for provider, tid, searches, fetches, inp, outp in rows:
         out.setdefault(provider, []).append(
