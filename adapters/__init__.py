@@ -1,4 +1,4 @@
-"""Provider adapters: search (Brave, Tavily, Firecrawl), the Jina fetch backend, OpenAI-compatible chat."""
+"""Provider adapters: search (registry.SEARCH_PROVIDERS), the Jina fetch backend, OpenAI-compatible chat."""
 
 from searchtrace.adapters.brave import BraveSearch
 from searchtrace.adapters.errors import AdapterError, ChatError, MissingKey

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters.http import Reply
-from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url
+from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url, join_surface
 from searchtrace.adapters.types import SearchHit
 
 DEFAULT_BASE_URL = "https://api.search.brave.com"
@@ -59,8 +59,7 @@ class BraveSearch(SearchAdapter):
         results = parsed.web.results if parsed.web is not None else []
         hits = []
         for rank, r in enumerate(results, start=1):
-            parts = [clean_text(r.description)] + [clean_text(s) for s in (r.extra_snippets or [])]
-            snippet = "\n".join(dict.fromkeys(p for p in parts if p))  # joined, empty and repeated parts dropped
+            snippet = join_surface([clean_text(r.description)] + [clean_text(s) for s in (r.extra_snippets or [])])
             meta = {k: v for k, v in (("age", r.age), ("page_age", r.page_age), ("language", r.language)) if v}
             host = r.meta_url.hostname if r.meta_url is not None else None
             hits.append(SearchHit(rank=rank, title=clean_text(r.title), url=r.url,

@@ -8,7 +8,7 @@ import msgspec
 
 from searchtrace.adapters.http import Reply
 from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url
+from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url, join_surface
 from searchtrace.adapters.types import SearchHit
 
 DEFAULT_BASE_URL = "https://api.firecrawl.dev"
@@ -20,6 +20,7 @@ class _Result(msgspec.Struct):
     description: str | None = None
     position: int | None = None
     category: str | None = None
+    markdown: str | None = None  # only with scrapeOptions: page text, part of the surface (SPEC §14)
 
 
 class _V2Data(msgspec.Struct):
@@ -43,6 +44,11 @@ class FirecrawlSearch(SearchAdapter):
     def default_params(cls) -> dict[str, Any]:
         return {"api": "v2", "sources": ["web"], "limit": 10}
 
+    @classmethod
+    def page_text(cls, params: dict[str, Any]) -> bool:
+        opts = params.get("scrapeOptions")
+        return isinstance(opts, dict) and bool(opts.get("formats"))
+
     async def _send(self, query: str, trace_id: str | None) -> Reply:
         api = str(self.params.get("api", "v2"))
         body: dict[str, Any] = {"query": query, **{k: v for k, v in self.params.items() if k != "api"}}
@@ -62,7 +68,7 @@ class FirecrawlSearch(SearchAdapter):
         for rank, r in enumerate(results, start=1):
             meta = {k: v for k, v in (("position", r.position), ("category", r.category)) if v is not None}
             hits.append(SearchHit(rank=rank, title=clean_text(r.title), url=r.url, domain=domain_or_url(None, r.url),
-                                  snippet=(r.description or "").strip(), metadata=meta))
+                                  snippet=join_surface([r.description, r.markdown]), metadata=meta))
         return hits
 
     def error_message(self, body: Any, text: str) -> str:

@@ -35,6 +35,11 @@ class _Envelope(msgspec.Struct):
     data: _Data | None = None
 
 
+def envelope_message(body: dict[str, Any], text: str) -> str:
+    """The message of Jina's error envelope `{code, name, status, message, readableMessage}` (Reader and Search)."""
+    return str(body.get("readableMessage") or body.get("message") or body.get("name") or text)
+
+
 def estimate_tokens(text: str) -> int:
     """A provider-independent estimate, len(text) // 4 (about 4 characters per token for English markdown)."""
     return len(text) // 4
@@ -119,7 +124,7 @@ class JinaFetcher(OwnsClient):
 
         def message_of(body: Any, text: str) -> str:
             if isinstance(body, dict):
-                return str(body.get("readableMessage") or body.get("message") or body.get("name") or text)
+                return envelope_message(body, text)
             if "<html" in text[:500].lower():
                 return f"HTML error page from the edge (HTTP {reply.http_status})"
             return text

@@ -8,22 +8,53 @@ from typing import Any
 
 import httpx
 
-from searchtrace.adapters import brave, firecrawl, jina, openai_chat, tavily
+from searchtrace.adapters import (
+    brave,
+    exa,
+    firecrawl,
+    jina,
+    jina_search,
+    linkup,
+    openai_chat,
+    parallel,
+    perplexity,
+    serpapi,
+    serper,
+    tavily,
+    youcom,
+)
 from searchtrace.adapters.brave import BraveSearch
+from searchtrace.adapters.exa import ExaSearch
 from searchtrace.adapters.firecrawl import FirecrawlSearch
 from searchtrace.adapters.jina import JinaFetcher
+from searchtrace.adapters.jina_search import JinaSearch
 from searchtrace.adapters.keys import DEFAULT_KEY_ENV
+from searchtrace.adapters.linkup import LinkupSearch
 from searchtrace.adapters.openai_chat import OpenAIChat
+from searchtrace.adapters.parallel import ParallelSearch
+from searchtrace.adapters.perplexity import PerplexitySearch
 from searchtrace.adapters.search_base import SearchAdapter
+from searchtrace.adapters.serpapi import SerpApiSearch
+from searchtrace.adapters.serper import SerperSearch
 from searchtrace.adapters.tavily import TavilySearch
 from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters.youcom import YouComSearch
 from searchtrace.store.errors import BadInput
 
 SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {
     "brave": BraveSearch,
     "tavily": TavilySearch,
     "firecrawl": FirecrawlSearch,
+    "exa": ExaSearch,
+    "perplexity": PerplexitySearch,
+    "serpapi": SerpApiSearch,
+    "serper": SerperSearch,
+    "parallel": ParallelSearch,
+    "youcom": YouComSearch,
+    "linkup": LinkupSearch,
+    "jina_search": JinaSearch,
 }
+PAPER_PROVIDERS = ("brave", "tavily", "firecrawl")  # the paper's three: the default demo and sandbox personas
 FETCHERS = ("jina",)
 
 # name -> (default base URL, env var overriding it, sandbox sub-path)
@@ -31,6 +62,14 @@ BASE_URLS: dict[str, tuple[str, str, str]] = {
     "brave": (brave.DEFAULT_BASE_URL, "SEARCHTRACE_BRAVE_BASE_URL", "brave"),
     "tavily": (tavily.DEFAULT_BASE_URL, "SEARCHTRACE_TAVILY_BASE_URL", "tavily"),
     "firecrawl": (firecrawl.DEFAULT_BASE_URL, "SEARCHTRACE_FIRECRAWL_BASE_URL", "firecrawl"),
+    "exa": (exa.DEFAULT_BASE_URL, "SEARCHTRACE_EXA_BASE_URL", "exa"),
+    "perplexity": (perplexity.DEFAULT_BASE_URL, "SEARCHTRACE_PERPLEXITY_BASE_URL", "perplexity"),
+    "serpapi": (serpapi.DEFAULT_BASE_URL, "SEARCHTRACE_SERPAPI_BASE_URL", "serpapi"),
+    "serper": (serper.DEFAULT_BASE_URL, "SEARCHTRACE_SERPER_BASE_URL", "serper"),
+    "parallel": (parallel.DEFAULT_BASE_URL, "SEARCHTRACE_PARALLEL_BASE_URL", "parallel"),
+    "youcom": (youcom.DEFAULT_BASE_URL, "SEARCHTRACE_YOUCOM_BASE_URL", "youcom"),
+    "linkup": (linkup.DEFAULT_BASE_URL, "SEARCHTRACE_LINKUP_BASE_URL", "linkup"),
+    "jina_search": (jina_search.DEFAULT_BASE_URL, "SEARCHTRACE_JINA_SEARCH_BASE_URL", "jina_search"),
     "jina": (jina.DEFAULT_BASE_URL, "SEARCHTRACE_JINA_BASE_URL", "jina"),
     "openai": (openai_chat.DEFAULT_BASE_URL, "OPENAI_BASE_URL", "openai/v1"),
 }
@@ -39,6 +78,14 @@ _LIMITS: dict[str, dict[str, Any]] = {
     "brave": {"rps": 1.0, "concurrency": 2, "timeout_s": 30.0},
     "tavily": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
     "firecrawl": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
+    "exa": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # /search 10 QPS
+    "perplexity": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 50 req/s, any tier
+    "serpapi": {"rps": 1.0, "concurrency": 2, "timeout_s": 60.0},  # hourly caps per plan
+    "serper": {"rps": 5.0, "concurrency": 4, "timeout_s": 30.0},  # 50 QPS on the smallest pack
+    "parallel": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 600 per minute
+    "youcom": {"rps": 5.0, "concurrency": 4, "timeout_s": 30.0},  # 10 req/s
+    "linkup": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 10 QPS per organisation
+    "jina_search": {"rps": 1.5, "concurrency": 2, "timeout_s": 60.0},  # 100 RPM on a free key
     "jina": {"rps": 3.0, "concurrency": jina.CONCURRENCY, "timeout_s": jina.TIMEOUT_S},
     "openai": {"rps": 5.0, "concurrency": 8, "timeout_s": 120.0},
 }

@@ -16,7 +16,9 @@ _BODY_WAIT = re.compile(
     r"(?:try again|retry)\s+(?:in|after)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)\b", re.I
 )
 # Messages that mean "no retry will help": monthly quota, billing, a request too large for the limit.
-_TERMINAL_429 = ("insufficient_quota", "quota_limited", "request too large", "exceeded your current quota")
+# SerpApi "run out of searches", Linkup INSUFFICIENT_FUNDS_CREDITS / EXCEED_BUDGET_LIMIT share the 429 status too.
+_TERMINAL_429 = ("insufficient_quota", "quota_limited", "request too large", "exceeded your current quota",
+                 "run out of searches", "insufficient_funds_credits", "exceed_budget_limit")
 
 
 def stated_wait(headers: Mapping[str, str] | None, body: Any = None, text: str | None = None) -> float | None:
@@ -38,8 +40,9 @@ def stated_wait(headers: Mapping[str, str] | None, body: Any = None, text: str |
                     return max(0.0, parsed.timestamp() - time.time())
     if isinstance(body, Mapping):
         for holder in (body, body.get("error") if isinstance(body.get("error"), Mapping) else None):
-            if isinstance(holder, Mapping) and isinstance(holder.get("retry_after_seconds"), int | float):
-                return max(0.0, float(holder["retry_after_seconds"]))
+            for name in ("retry_after_seconds", "retryAfter"):  # OpenAI-style / Jina's error envelope
+                if isinstance(holder, Mapping) and isinstance(holder.get(name), int | float):
+                    return max(0.0, float(holder[name]))
     if text:
         m = _BODY_WAIT.search(text)
         if m:

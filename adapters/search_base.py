@@ -1,10 +1,10 @@
-"""What the three search adapters share: key, client, the call, and mapping a Reply to a SearchResponse."""
+"""What every search adapter shares: key, client, the call, the surface rule, and mapping a Reply to a SearchResponse."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import httpx
@@ -15,7 +15,7 @@ from searchtrace.adapters.errors import key_rejected
 from searchtrace.adapters.http import OwnsClient, Reply
 from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
 from searchtrace.adapters.types import Endpoint, SearchHit, SearchResponse
-from searchtrace.adapters.urls import domain_of
+from searchtrace.adapters.urls import domain_of, normalize_url
 
 log = structlog.get_logger("searchtrace.adapters")
 
@@ -33,6 +33,31 @@ def clean_text(text: str | None) -> str:
 def domain_or_url(domain: str | None, url: str) -> str:
     """The provider's domain when it gave one, else the URL's host."""
     return (domain or "").strip().lower() or domain_of(url)
+
+
+def join_surface(parts: Iterable[str | None]) -> str:
+    """The snippet surface of SPEC §14: every per-result text part the provider returned, stripped, empty and
+    repeated parts dropped, joined by newlines in the provider's order."""
+    return "\n".join(dict.fromkeys(t for t in (p.strip() for p in parts if p) if t))
+
+
+def add_answer(hits: list[SearchHit], url: str, text: str) -> None:
+    """A page-level answer box becomes part of the surface of the result it cites (dropped when none is shown)."""
+    target = normalize_url(url)
+    for i, hit in enumerate(hits):
+        if text and normalize_url(hit.url) == target:
+            hits[i] = msgspec.structs.replace(hit, snippet=join_surface([text, hit.snippet]),
+                                              metadata={**hit.metadata, "answer_box": True})
+            return
+
+
+def str_message(value: Any) -> str:
+    """An error field that is a message, or an object holding `message`; '' otherwise."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("message"):
+        return str(value["message"])
+    return ""
 
 
 def shorten(message: str) -> str:
@@ -65,6 +90,11 @@ class SearchAdapter(OwnsClient):
     def default_params(cls) -> dict[str, Any]:
         return {}
 
+    @classmethod
+    def page_text(cls, params: dict[str, Any]) -> bool:
+        """Whether `params` put full page text into the results (SPEC §14: off by default, recorded when on)."""
+        return False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.endpoint.base_url!r}, params={self.params!r})"
 
@@ -91,14 +121,22 @@ class SearchAdapter(OwnsClient):
     def is_auth_failure(self, http_status: int, body: Any) -> bool:
         return http_status in self.auth_statuses
 
+    def no_results(self, http_status: int, body: Any) -> bool:
+        """An error status that means "found nothing" for this provider (Linkup's 400), recorded as zero hits."""
+        return False
+
     def _to_response(self, reply: Reply) -> SearchResponse:
         raw = scrub_bytes(reply.body, self._key) if reply.body else None
         common: dict[str, Any] = dict(raw=raw, latency_ms=reply.latency_ms, http_status=reply.http_status,
                                       retries=reply.retries)
         if reply.outcome == "timeout":
-            return SearchResponse(status="timeout", error=reply.error, **common)
+            return SearchResponse(status="timeout", error=scrub_text(reply.error or "", self._key) or None, **common)
         if reply.outcome in ("too_large", "bad_response"):
-            return SearchResponse(status="bad_response", error=reply.error, **common)
+            return SearchResponse(status="bad_response", error=scrub_text(reply.error or "", self._key) or None,
+                                  **common)
+        if reply.outcome == "http_error" and reply.http_status is not None and self.no_results(
+                reply.http_status, reply.json_or_none()):
+            return SearchResponse(status="ok", **common)
         if reply.outcome == "http_error":
             return SearchResponse(status="http_error", error=scrub_text(self._http_error(reply), self._key), **common)
         try:

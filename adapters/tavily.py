@@ -8,7 +8,7 @@ import msgspec
 
 from searchtrace.adapters.http import Reply
 from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url
+from searchtrace.adapters.search_base import SearchAdapter, clean_text, domain_or_url, join_surface
 from searchtrace.adapters.types import SearchHit
 
 DEFAULT_BASE_URL = "https://api.tavily.com"
@@ -18,6 +18,7 @@ class _Result(msgspec.Struct):
     url: str
     title: str | None = None
     content: str | None = None
+    raw_content: str | None = None  # only with include_raw_content: page text, part of the surface (SPEC §14)
     score: float | None = None
     published_date: str | None = None
 
@@ -38,6 +39,10 @@ class TavilySearch(SearchAdapter):
         return {"search_depth": "basic", "topic": "general", "max_results": 10, "include_raw_content": False,
                 "include_answer": False, "include_images": False}
 
+    @classmethod
+    def page_text(cls, params: dict[str, Any]) -> bool:
+        return bool(params.get("include_raw_content"))
+
     async def _send(self, query: str, trace_id: str | None) -> Reply:
         headers = json_headers(self._key)
         return await self._http.call("POST", "search", what=f"search:{self.name}", headers=headers,
@@ -53,7 +58,7 @@ class TavilySearch(SearchAdapter):
             if r.published_date:
                 meta["published_date"] = r.published_date
             hits.append(SearchHit(rank=rank, title=clean_text(r.title), url=r.url, domain=domain_or_url(None, r.url),
-                                  snippet=(r.content or "").strip(), metadata=meta))
+                                  snippet=join_surface([r.content, r.raw_content]), metadata=meta))
         return hits
 
     def error_message(self, body: Any, text: str) -> str:

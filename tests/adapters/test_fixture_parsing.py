@@ -16,7 +16,7 @@ from searchtrace.adapters import (
     OpenAIChat,
     TavilySearch,
 )
-from searchtrace.adapters.search_base import SearchAdapter
+from searchtrace.adapters.search_base import SearchAdapter, join_surface
 from searchtrace.adapters.types import SearchResponse
 from tests.adapters.support import FIXTURES, fast_endpoint, fixture, serve_fixture
 
@@ -172,7 +172,8 @@ async def test_firecrawl_v1_and_v2_shapes(name: str, urls: list[str]) -> None:
     assert [h.url for h in resp.hits] == urls  # v2: web only, images and news are not web results
     data = json.loads(fixture(name))["data"]
     items = data if isinstance(data, list) else data["web"]
-    assert [h.snippet for h in resp.hits] == [i["description"] for i in items]
+    # with scrape options the page markdown is part of the surface (SPEC §14)
+    assert [h.snippet for h in resp.hits] == [join_surface([i["description"], i.get("markdown")]) for i in items]
     assert [h.rank for h in resp.hits] == list(range(1, len(urls) + 1))
     if isinstance(data, dict):
         assert [h.metadata["position"] for h in resp.hits] == [i["position"] for i in items]
