@@ -28,7 +28,8 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unknown_names_list_the_known_ones() -> None:
-    with pytest.raises(BadInput, match=r"unknown search provider 'bing' \(known providers: brave, firecrawl, tavily\)"):
+    known = "brave, exa, firecrawl, jina_search, linkup, parallel, perplexity, serpapi, serper, tavily, youcom"
+    with pytest.raises(BadInput, match=rf"unknown search provider 'bing' \(known providers: {known}\)"):
         build_search("bing")
     with pytest.raises(BadInput, match="known fetch backends: jina"):
         build_fetcher("curl")
