@@ -309,7 +309,7 @@ TABLE_FIELDS = (
     "trajectories", "correct", "accuracy", "exact_match", "token_f1", "searches_per_trajectory",
     "fetches_per_trajectory", "input_tokens_per_trajectory", "output_tokens_per_trajectory", "items",
     "valid_items", "invalid_items", "snippet_only_items", "page_visible_items", "discovered_support",
-    "surface_support_rate", "surface_answerable_queries", "gold_rank1_share", "contradiction_gold_ratio",
+    "surface_support_rate", "surface_chars_mean", "surface_chars_median", "surface_answerable_queries", "gold_rank1_share", "contradiction_gold_ratio",
 )  # fmt: skip
 
 
@@ -366,6 +366,10 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
         '<p class="note">Items whose snippet supports the gold answer next to items whose snippet asserts '
         "an incompatible answer; the ratio is contradicting / supporting.</p>",
         contradiction_chart(providers),
+        "<h2>How much text each result carries</h2>",
+        '<p class="note">Mean characters of pre-fetch surface per search result (SPEC §14): a longer surface has '
+        "more chances to hold the answer, so read the support rates next to it.</p>",
+        mean_chart(providers, "surface_chars_mean", "surface characters per result"),
         "<h2>Tokens per trajectory</h2>",
         '<p class="note">Box: middle half of the trajectories; thick line: median; dot: mean; whiskers: min to max.</p>',
         box_chart(

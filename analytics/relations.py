@@ -120,6 +120,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("domain", "VARCHAR", "$.domain"),
             ("snippet", "VARCHAR", "$.snippet"),
             ("metadata", "VARCHAR", "$.metadata"),
+            ("surface_chars", "INTEGER", "$.surface_chars"),  # null before SPEC §14 and on imports: length(snippet)
         ),
     ),
     Relation(

@@ -4,7 +4,8 @@ Keys beyond the §8 contract, per provider: `reasoning_tokens_per_trajectory`, `
 (fetch.completed n_tokens), `latency_ms_per_trajectory` (model + search + fetch latencies),
 `distinct_domains_per_trajectory`, `tokens_per_correct` ((input + output) / correct, null without a correct
 answer), `surface_supported_items` and `surface_contradicted_items` (the ratios' numerators), and
-`query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories). At the top:
+`query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
+`surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result). At the top:
 `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """
 
@@ -20,6 +21,7 @@ import duckdb
 from searchtrace.analytics import sources
 from searchtrace.analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
 from searchtrace.analytics.rules import resolve_judge_run
+from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
 
 SCHEMA = "searchtrace.report/1"
@@ -45,13 +47,15 @@ def build_report(
         run, passed_over = resolve_judge_run(con, judge_run_id)
         rows = trajectory_stats(con, run)
         pairs = complementarity(con, rows)
+        sizes = surface_sizes(con)
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "judge_run_id": run,
-        "providers": {name: provider_metrics(by_provider[name]) for name in sorted(by_provider)},
+        "providers": {name: {**provider_metrics(by_provider[name]), **sizes.get(name, NO_SIZES)}
+                      for name in sorted(by_provider)},
         "complementarity": pairs,
     }
     if metric_files:

@@ -39,6 +39,12 @@ AUDIT_RANK = (
 
 
 # -- the latest attempt, its question, gold and final answer (SQL) ---------------------------------------------
+def surface_chars_sql(alias: str) -> str:
+    """A search result's surface size: its recorded `surface_chars`, else (recorded before SPEC §14, or imported)
+    the length of its snippet, which is the same rule (store.events.surface_chars)."""
+    return f"coalesce({alias}.surface_chars, length({alias}.snippet))"
+
+
 def not_superseded(alias: str) -> str:
     """SQL condition: the trajectory.started row `alias` is the latest attempt of its cell (no later one supersedes it)."""
     return (

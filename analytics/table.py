@@ -34,6 +34,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("partition.NO-OP", "NO-OP (no S, not fetched)"),
     ("discovered_support", "discovered support"),
     ("surface_support_rate", "surface support rate"),
+    ("surface_chars_mean", "surface chars / result (mean)"),
+    ("surface_chars_median", "surface chars / result (median)"),
     ("surface_answerable_queries", "surface-answerable queries"),
     ("gold_rank1_share", "gold rank-1 share"),
     ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),

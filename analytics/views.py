@@ -16,7 +16,13 @@ import duckdb
 from searchtrace.analytics.items import ITEMS_SQL
 from searchtrace.analytics.projections import STATE_DDL
 from searchtrace.analytics.relations import RELATIONS
-from searchtrace.analytics.rules import ANSWERS_CTE, AUDIT_CTE, SUPERSEDED_IDS, TRAJECTORIES_CTE
+from searchtrace.analytics.rules import (
+    ANSWERS_CTE,
+    AUDIT_CTE,
+    SUPERSEDED_IDS,
+    TRAJECTORIES_CTE,
+    surface_chars_sql,
+)
 from searchtrace.analytics.sources import EV, LOCK, memory_catalog, relation_views
 
 VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed
@@ -42,7 +48,7 @@ FROM tr LEFT JOIN fa USING (stream_id) LEFT JOIN fin USING (stream_id) LEFT JOIN
 LEFT JOIN fc USING (stream_id) LEFT JOIN mu USING (stream_id) LEFT JOIN aud USING (stream_id)""",
         "v_search_results": f"""{with_tr}
 SELECT tr.trajectory_id, tr.provider, tr.qid, r.stream_id, r.call_id, r.doc_id, r.rank, r.title, r.url,
-       r.url_normalized, r.domain, r.snippet, r.metadata, r.position
+       r.url_normalized, r.domain, r.snippet, r.metadata, r.position, {surface_chars_sql("r")} AS surface_chars
 FROM search_results r JOIN tr USING (stream_id)""",
         "v_searches": f"""{with_tr}
 SELECT tr.trajectory_id, tr.provider, tr.qid, c.stream_id, c.call_id, c.iteration, c.query, d.status, d.n_results,

@@ -20,7 +20,8 @@ timeout_s = 15.0
 max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
-[providers.brave]                 # `kind` defaults to the table name: brave, tavily, firecrawl
+[providers.brave]                 # `kind` defaults to the table name: brave, tavily, firecrawl, exa, perplexity,
+                                  # serpapi, serper, parallel, youcom, linkup, jina_search (SPEC §14)
 params = { country = "US", safesearch = "moderate", count = 10 }   # merged over the adapter's defaults
 rps = 1.0
 [providers.tavily]
@@ -52,7 +53,10 @@ import msgspec
 
 from searchtrace.store.errors import BadInput
 
-PROVIDER_KINDS = ("brave", "tavily", "firecrawl")
+# every search adapter (adapters.registry.SEARCH_PROVIDERS, SPEC §14); the paper's three are the default demo
+PROVIDER_KINDS = ("brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom",
+                  "linkup", "jina_search")
+PAPER_KINDS = ("brave", "tavily", "firecrawl")
 SANDBOX_AGENT = "sandbox-agent"
 SANDBOX_DATASET = "sandbox"
 
@@ -155,6 +159,11 @@ class RunConfig(_Cfg):
         if self.run.epochs == 1:  # the default leaves run.started of a single-epoch run byte for byte as before
             del body["run"]
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
+        from searchtrace.adapters.registry import SEARCH_PROVIDERS
+
+        for name, p in self.providers.items():  # SPEC §14: page text in the surface is a recorded choice
+            cls = SEARCH_PROVIDERS.get(p.kind)
+            body["providers"][name]["page_text"] = bool(cls is not None and cls.page_text(p.params))
         body["identity_sha256"] = self.identity_sha256()
         body["run_id"] = self.effective_run_id()
         return body
@@ -329,13 +338,14 @@ def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunCo
 
 
 def sandbox_config(
-    *, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "", epochs: int = 1
+    *, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "", epochs: int = 1,
+    providers: tuple[str, ...] = PAPER_KINDS,
 ) -> RunConfig:
-    """The demo's config: the three personas, the scripted agent and the sandbox's own questions."""
+    """The demo's config: the personas (default the paper's three), the scripted agent and the sandbox's questions."""
     data: dict[str, Any] = {
         "run_id": run_id,
         "agent": {"model": SANDBOX_AGENT, "rps": 10_000.0, "concurrency": 64, "timeout_s": 10.0},
-        "providers": {k: {"rps": 10_000.0, "concurrency": 32, "timeout_s": 10.0} for k in PROVIDER_KINDS},
+        "providers": {k: {"rps": 10_000.0, "concurrency": 32, "timeout_s": 10.0} for k in providers},
         "fetch": {"rps": 10_000.0, "concurrency": 16, "timeout_s": 10.0, "cache_dir": cache_dir},
         "limits": {"max_iterations": max_iterations, "max_trajectories": 64},
         "dataset": {"path": SANDBOX_DATASET},

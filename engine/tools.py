@@ -13,7 +13,7 @@ import msgspec
 from searchtrace.adapters.types import SearchHit
 from searchtrace.adapters.urls import domain_of, normalize_url
 from searchtrace.engine.documents import document_block
-from searchtrace.store.events import FetchCompleted, SearchCompleted, SearchResult
+from searchtrace.store.events import FetchCompleted, SearchCompleted, SearchResult, surface_chars
 
 SEARCH_WEB = "search_web"
 FETCH_PAGE = "fetch_page"
@@ -93,6 +93,7 @@ class DocRegistry:
                 domain=hit.domain or domain_of(hit.url),
                 snippet=hit.snippet,
                 metadata=dict(hit.metadata),
+                surface_chars=surface_chars(hit.snippet),
             )
             self.docs[doc_id] = doc
             out.append(doc)

@@ -126,6 +126,14 @@ class SearchResult(_Body, tag="search.result"):
     domain: str
     snippet: str
     metadata: JSON = {}
+    # SPEC §14: characters of the surface text (`surface_chars(snippet)`); left out (UNSET) on events recorded
+    # before it and on imported traces, so their bytes stay as they were; readers use length(snippet) then
+    surface_chars: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def surface_chars(snippet: str) -> int:
+    """Size of a result's snippet surface: Unicode code points, as DuckDB's length() counts them."""
+    return len(snippet)
 
 
 SearchStatus = Literal["ok", "http_error", "timeout", "bad_response"]

@@ -99,6 +99,7 @@ def provider(partition: dict[str, int], ratio: float | None, **more: Any) -> dic
         "invalid_items": 1, "snippet_only_items": sum(partition.values()) - 2, "page_visible_items": 2,
         "partition": partition, "discovered_support": 1, "surface_support_rate": s / sum(partition.values()),
         "surface_answerable_queries": 2, "gold_rank1_share": 0.5 if s else None, "contradiction_gold_ratio": ratio,
+        "surface_chars_mean": 640.0 if s else 150.0, "surface_chars_median": 600.0 if s else 150.0,
     }  # fmt: skip
     base.update(more)
     return base
@@ -134,10 +135,13 @@ def test_render_with_extras() -> None:
     page = render(REPORT, extra=EXTRA)
     c = check(page)
     charts = svg_texts(page)
-    # partition, rank, contradiction, input tokens, output tokens, fetches
-    assert page.count("<svg") == 6 and len(charts) == 6
+    # partition, rank, contradiction, surface size, input tokens, output tokens, fetches
+    assert page.count("<svg") == 7 and len(charts) == 7
     assert "<b>&beta" not in page and "&lt;b&gt;&amp;beta" in page
-    part, ranks, contra, _, _, fetches = charts
+    part, ranks, contra, surface, _, _, fetches = charts
+    svg = re.findall(r"<svg.*?</svg>", page, re.S)[3]
+    assert "<title>mean 640</title>" in svg and "<title>mean 150</title>" in svg  # per provider, SPEC §14
+    assert "800" in surface  # the axis reaches past the longest surface
     assert "SMART 3 · MISSED 9 · BLIND 5 · NO-OP 83  (of 100 items)" in part
     assert "83%" in part  # NO-OP share of alpha inside its bar
     assert "n=10" in ranks and "60%" in ranks and "30%" in ranks and "10%" in ranks
@@ -155,7 +159,7 @@ def test_render_without_extras_falls_back_to_report_numbers() -> None:
     page = render(REPORT)
     check(page)
     charts = svg_texts(page)
-    assert len(charts) == 6
+    assert len(charts) == 7
     assert "50%" in charts[1]  # gold rank-1 share of alpha
     assert any("mean only" in t for t in re.findall(r'aria-label="([^"]*)"', page))
     assert render(REPORT) == page  # deterministic
@@ -166,7 +170,7 @@ def test_render_empty_report() -> None:
         {"schema": "searchtrace.report/1", "judge_run_id": "x", "providers": {}, "complementarity": {}}
     )
     check(page)
-    assert page.count("<svg") == 6
+    assert page.count("<svg") == 7
 
 
 def build(path: Path) -> None:
