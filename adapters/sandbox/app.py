@@ -1,7 +1,8 @@
-"""The sandbox ASGI app: Brave, Tavily, Firecrawl, Jina Reader and chat-completions routes over one World.
+"""The sandbox ASGI app: eleven search providers, Jina Reader and chat completions over one World.
 
-Routes (root R): GET R/brave/res/v1/web/search, POST R/tavily/search, POST R/firecrawl/v2/search and
-R/firecrawl/v1/search, GET R/jina/{url}, POST R/openai/v1/chat/completions, GET R/ (an index).
+Routes (root R): R/<provider>/<the provider's own path> (route_groups), e.g. GET R/brave/res/v1/web/search,
+POST R/tavily/search, POST R/exa/search, GET R/jina/{url}, POST R/openai/v1/chat/completions; GET R/ (an index).
+`create_apps` also gives one app per provider with its routes at the root (`sandbox serve` puts each on a port).
 `app.state.counters[(route, trace_id)]` counts requests per `X-Searchtrace-Trace` header (None when absent),
 `app.state.totals[route]` per route.
 """
@@ -18,7 +19,7 @@ import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from searchtrace.adapters.sandbox.faults import Attempts, FaultPlan, choose
 from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle
@@ -95,10 +96,11 @@ async def index(request: Request) -> Response:
                           "pages": len(sandbox_of(request).world.pages)})
 
 
-def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0) -> Starlette:
-    """One ASGI app serving every sandbox route; `hang_s` is how long a `timeout` fault sleeps."""
+def route_groups() -> dict[str, list[Route]]:
+    """Each provider's routes at its own root, as the real API has them (mounted under /<name> in the one app)."""
+    from searchtrace.adapters.sandbox import search_routes_more as more
     from searchtrace.adapters.sandbox.chat_route import chat_completions
-    from searchtrace.adapters.sandbox.fetch_route import jina_read
+    from searchtrace.adapters.sandbox.fetch_route import jina_read, jina_read_post
     from searchtrace.adapters.sandbox.search_routes import (
         brave_search,
         firecrawl_v1,
@@ -106,17 +108,44 @@ def create_app(world: World | None = None, faults: FaultPlan | None = None, *, h
         tavily_search,
     )
 
-    app = Starlette(routes=[
-        Route("/", index),
-        Route("/brave/res/v1/web/search", brave_search, methods=["GET", "POST"]),
-        Route("/tavily/search", tavily_search, methods=["POST"]),
-        Route("/firecrawl/v2/search", firecrawl_v2, methods=["POST"]),
-        Route("/firecrawl/v1/search", firecrawl_v1, methods=["POST"]),
-        Route("/jina/{url:path}", jina_read, methods=["GET"]),
-        Route("/openai/v1/chat/completions", chat_completions, methods=["POST"]),
-    ])
-    sb = Sandbox(world or default_world(), faults, hang_s)
+    return {
+        "brave": [Route("/res/v1/web/search", brave_search, methods=["GET", "POST"])],
+        "tavily": [Route("/search", tavily_search, methods=["POST"])],
+        "firecrawl": [Route("/v2/search", firecrawl_v2, methods=["POST"]),
+                      Route("/v1/search", firecrawl_v1, methods=["POST"])],
+        "exa": [Route("/search", more.exa_search, methods=["POST"])],
+        "perplexity": [Route("/search", more.perplexity_search, methods=["POST"])],
+        "serpapi": [Route("/search.json", more.serpapi_search, methods=["GET"]),
+                    Route("/search", more.serpapi_search, methods=["GET"])],
+        "serper": [Route("/search", more.serper_search, methods=["POST"])],
+        "parallel": [Route("/v1/search", more.parallel_search, methods=["POST"])],
+        "youcom": [Route("/v1/search", more.youcom_search, methods=["GET", "POST"])],
+        "linkup": [Route("/v1/search", more.linkup_search, methods=["POST"])],
+        "jina_search": [Route("/", more.jina_search, methods=["GET", "POST"])],
+        "jina": [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])],
+        "openai": [Route("/v1/chat/completions", chat_completions, methods=["POST"])],
+    }
+
+
+def _app(routes: list[Route | Mount], sb: Sandbox) -> Starlette:
+    app = Starlette(routes=routes)
     app.state.sandbox = sb
     app.state.counters = sb.counters
     app.state.totals = sb.totals
     return app
+
+
+def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0) -> Starlette:
+    """One ASGI app serving every sandbox route under /<provider>; `hang_s` is how long a `timeout` fault sleeps."""
+    return create_apps(world, faults, hang_s=hang_s)[0]
+
+
+def create_apps(
+    world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0
+) -> tuple[Starlette, dict[str, Starlette]]:
+    """The one app, and one app per provider serving that provider at its root (for official clients, which
+    join their own absolute paths onto the base URL); all share one Sandbox (world, faults, counters)."""
+    sb = Sandbox(world or default_world(), faults, hang_s)
+    groups = route_groups()
+    combined = _app([Route("/", index), *(Mount(f"/{name}", routes=routes) for name, routes in groups.items())], sb)
+    return combined, {name: _app(list(routes), sb) for name, routes in groups.items()}

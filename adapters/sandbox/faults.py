@@ -21,7 +21,8 @@ import msgspec
 HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401")
 JUDGE_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
 KINDS = HTTP_KINDS + JUDGE_KINDS
-ROUTES = ("brave", "tavily", "firecrawl", "jina", "chat")
+ROUTES = ("brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup",
+          "jina_search", "jina", "chat")
 
 _MARKER = re.compile(r"!fault:(" + "|".join(sorted(KINDS, key=len, reverse=True)) + r")(?:x(\d+))?")
 

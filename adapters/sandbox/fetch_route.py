@@ -1,4 +1,5 @@
-"""Jina Reader route: GET R/jina/{url} returns the page as Reader text (or the JSON envelope on Accept: json)."""
+"""Jina Reader routes: GET R/jina/{url} (or POST R/jina/ with the URL in the body) returns the page as Reader
+text, or the JSON envelope on Accept: json."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from searchtrace.adapters.sandbox import wire
-from searchtrace.adapters.sandbox.app import request_key, sandbox_of
+from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.corpus import Page
 from searchtrace.adapters.sandbox.faults import strip_markers
 from searchtrace.adapters.sandbox.responses import json_response, oversized
@@ -62,10 +63,24 @@ def _plain_errors(response: Response, accept: str) -> Response:
 
 async def jina_read(request: Request) -> Response:
     accept = request.headers.get("accept", "")
-    return _plain_errors(await _read(request, "application/json" in accept), accept)
+    return _plain_errors(await _read(request, "application/json" in accept, target_url(request)), accept)
 
 
-async def _read(request: Request, as_json: bool) -> Response:
+async def jina_read_post(request: Request) -> Response:
+    """Reader's POST form: `POST R/jina/` with `{"url": …}` as JSON (or a form field), as its clients send it."""
+    accept = request.headers.get("accept", "")
+    url: object = None
+    if request.headers.get("content-type", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        url = (await request.form()).get("url")
+    else:
+        url = (await json_body(request) or {}).get("url")
+    if not isinstance(url, str) or not url.strip():
+        missing = wire.jina_error(400, "ParamValidationError", 40001, "url is required in the request body")
+        return _plain_errors(json_response(missing, 400), accept)
+    return _plain_errors(await _read(request, "application/json" in accept, url.strip()), accept)
+
+
+async def _read(request: Request, as_json: bool, url: str) -> Response:
     sb = sandbox_of(request)
     sb.count("jina", request)
     auth = request.headers.get("authorization")
@@ -73,7 +88,6 @@ async def _read(request: Request, as_json: bool) -> Response:
         token = auth.partition(" ")[2].strip()
         if not token or token.startswith("bad"):
             return json_response(wire.jina_error(401, *wire.JINA_401), 401)
-    url = target_url(request)
     host = (urlsplit(url).hostname or "").lower()
     key = request_key("jina", url, str(as_json))
     kind = sb.fault("jina", key, url)

@@ -117,6 +117,8 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
         }
         jname, jcode, jmsg = jina[status]
         return json_response(wire.jina_error(status, jname, jcode, jmsg), status, headers)
+    if route in _MORE:
+        return _more_fault(route, status, key, headers)
     if status == 429:
         return json_response(wire.openai_error(wire.OPENAI_429, "requests", "rate_limit_exceeded"), 429,
                              {**headers, "x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
@@ -128,3 +130,40 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
                                                "server_error", None), 500)
     return json_response(wire.openai_error("The engine is currently overloaded, please try again later.",
                                            "server_error", None), 503)
+
+
+_MORE = ("exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup", "jina_search")
+
+
+def _more_fault(route: str, status: int, key: str, headers: dict[str, str]) -> Response:
+    """The SPEC §14 providers' own replies for an injected 429 / 401 / 500 / 503 (research/providers2.md)."""
+    from searchtrace.adapters.sandbox import wire_more as w
+
+    text = {429: "Rate limit exceeded", 401: "Invalid API key", 500: "Internal server error",
+            503: "Service temporarily unavailable"}[status]
+    body: object
+    if route == "exa":
+        tag = {429: "RATE_LIMIT_EXCEEDED", 401: "INVALID_API_KEY", 500: "INTERNAL_ERROR", 503: "SERVICE_OVERLOADED"}
+        body = w.exa_error(tag[status], text, key)
+    elif route == "perplexity":
+        kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 500: "api_error", 503: "api_error"}[status]
+        body = w.perplexity_error(w.PERPLEXITY_401 if status == 401 else text, kind, status)
+    elif route == "serpapi":
+        body = w.serpapi_error({429: w.SERPAPI_THROUGHPUT, 401: w.SERPAPI_401}.get(status, text))
+    elif route == "serper":
+        body = w.serper_error({401: "Unauthorized."}.get(status, text), status)
+    elif route == "parallel":
+        body = w.parallel_error(text + ".", key)
+    elif route == "youcom":
+        body = {"detail": {429: "Too Many Requests", 401: "Invalid or expired API key"}.get(status, text)}
+        if status == 429:
+            headers = {**headers, **w.YOUCOM_RATE_HEADERS, "X-RateLimit-Remaining": "0"}
+    elif route == "linkup":
+        body = w.linkup_error(status, {429: "TOO_MANY_REQUESTS", 401: "UNAUTHORIZED", 500: "INTERNAL_SERVER_ERROR",
+                                       503: "SERVICE_UNAVAILABLE"}[status], text)
+    else:
+        jina: dict[int, tuple[str, int]] = {429: ("RateLimitTriggeredError", 42903),
+                                            401: ("AuthenticationFailedError", 40103),
+                                            500: ("InternalServerError", 50000), 503: ("ServiceUnavailableError", 50301)}
+        body = wire.jina_error(status, jina[status][0], jina[status][1], text)
+    return json_response(body, status, headers)

@@ -8,6 +8,10 @@ import click
 
 from searchtrace.store.errors import BadInput
 
+# the sandbox's route names (adapters/sandbox/faults.ROUTES), spelled here so `--help` does not import the sandbox
+FAULT_ROUTES = ["brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom",
+                "linkup", "jina_search", "jina", "chat"]
+
 
 @click.group()
 def sandbox() -> None:
@@ -20,7 +24,7 @@ def sandbox() -> None:
               help="Chaos faults, e.g. '429=0.05,timeout=0.01' (a bare number spreads over 429/500/503).")
 @click.option("--fault-seed", type=int, default=0, show_default=True, help="Seed of the fault draws.")
 @click.option("--fault-route", "fault_routes", multiple=True,
-              type=click.Choice(["brave", "tavily", "firecrawl", "jina", "chat"]), help="Limit chaos faults to these routes.")
+              type=click.Choice(FAULT_ROUTES), help="Limit chaos faults to these routes.")
 @click.option("--hang-seconds", type=float, default=3600.0, show_default=True, help="How long a `timeout` fault hangs.")
 def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float) -> None:
     """Serve the sandbox until interrupted; prints the base URLs and the environment to point adapters at it."""
