@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from searchtrace.adapters.sandbox.faults import Attempts, FaultPlan, choose
-from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle
+from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle, quota_reply
 from searchtrace.adapters.sandbox.world import World, default_world
 
 TRACE_HEADER = "x-searchtrace-trace"
@@ -53,6 +53,8 @@ class Sandbox:
         """Applies a fault kind around `produce()` (an async callable returning a Response)."""
         if kind in ("429", "500", "503", "401"):
             return fault_reply(route, kind, key)
+        if kind == "quota":
+            return quota_reply(route, key)
         if kind == "timeout":
             return Hang(self.hang_s)
         if kind == "slow":

@@ -5,6 +5,7 @@ path form `https://faults.sandbox.test/!fault:timeout/x`), or the last chat mess
 `x<N>` limits it to the first N attempts of that same request (same route and request key), default every
 attempt. A FaultPlan(seed, rates={kind: p}, routes=None) decides per (seed, route, request key, attempt) with a
 hash, so a chaos run is reproducible and a retry (next attempt) gets a fresh, equally reproducible draw.
+`quota` answers with the provider's own out-of-credit reply (its status differs: 402, 429, 401, 400, 432).
 Judge-reply kinds (`prose`, `badjson`, `wrongshape`, `pagemismatch`) are 200 replies with a bad body, and
 apply to the chat route only.
 """
@@ -18,7 +19,7 @@ from collections import Counter
 
 import msgspec
 
-HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401")
+HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401", "quota")
 JUDGE_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
 KINDS = HTTP_KINDS + JUDGE_KINDS
 ROUTES = ("brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup",

@@ -167,3 +167,35 @@ def _more_fault(route: str, status: int, key: str, headers: dict[str, str]) -> R
                                             500: ("InternalServerError", 50000), 503: ("ServiceUnavailableError", 50301)}
         body = wire.jina_error(status, jina[status][0], jina[status][1], text)
     return json_response(body, status, headers)
+
+
+def quota_reply(route: str, key: str) -> Response:
+    """Each provider's own out-of-credit reply; the status says little (research/providers*.md), the body tells."""
+    from searchtrace.adapters.sandbox import wire_more as w
+
+    replies: dict[str, tuple[object, int]] = {
+        "brave": (wire.brave_error(429, "QUOTA_LIMITED", "Request quota limit exceeded for plan",
+                                   {"plan": "Free", "quota_limit": 2000, "quota_current": 2000}, key), 429),
+        "tavily": (wire.tavily_error("This request exceeds your plan's set usage limit. Please upgrade your plan or "
+                                     "contact support@tavily.com"), 432),
+        "firecrawl": (wire.firecrawl_error("Payment required to access this resource."), 402),
+        "exa": (w.exa_error("NO_MORE_CREDITS", "You have exceeded your credits limit", key), 402),
+        "perplexity": (w.perplexity_error("You exceeded your current quota, please check your plan and billing "
+                                          "details.", "insufficient_quota", 401), 401),
+        "serpapi": (w.serpapi_error(w.SERPAPI_429), 429),
+        "serper": (w.serper_error("Not enough credits", 400), 400),
+        "parallel": (w.parallel_error("Insufficient credit in account, please check your plan and billing settings.",
+                                      key), 402),
+        "youcom": ({"error": "payment_required", "message": "Your account has no remaining API credits.",
+                    "upgrade_url": "https://you.com/platform/billing", "limit": 20000, "used": 20000,
+                    "period": "lifetime", "reset_at": None}, 402),
+        "linkup": (w.linkup_error(429, "INSUFFICIENT_FUNDS_CREDITS", "Insufficient funds credits"), 429),
+        "jina_search": (wire.jina_error(402, "InsufficientBalanceError", 40203,
+                                        "Account balance not enough to run this query, please recharge."), 402),
+        "jina": (wire.jina_error(402, "InsufficientBalanceError", 40203,
+                                 "Account balance not enough to run this query, please recharge."), 402),
+    }
+    body, status = replies.get(route, (wire.openai_error(
+        "You exceeded your current quota, please check your plan and billing details.", "insufficient_quota",
+        "insufficient_quota"), 429))
+    return json_response(body, status)

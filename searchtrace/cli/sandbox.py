@@ -27,8 +27,17 @@ def sandbox() -> None:
               type=click.Choice(FAULT_ROUTES), help="Limit chaos faults to these routes.")
 @click.option("--hang-seconds", type=float, default=3600.0, show_default=True, help="How long a `timeout` fault hangs.")
 def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float) -> None:
-    """Serve the sandbox until interrupted; prints the base URLs and the environment to point adapters at it."""
-    from searchtrace.adapters.sandbox import FaultPlan, create_app, env_exports, free_port, parse_rates
+    """Serve the sandbox until interrupted: every route under one port, and each provider at the root of a port of
+    its own (so official clients work); prints the environment and an example per provider."""
+    from searchtrace.adapters.sandbox import (
+        EXAMPLES,
+        FaultPlan,
+        Served,
+        create_apps,
+        env_exports,
+        free_port,
+        parse_rates,
+    )
     from searchtrace.adapters.sandbox import serve as run_server
 
     try:
@@ -36,16 +45,28 @@ def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes
         plan = FaultPlan(seed=fault_seed, rates=rates, routes=frozenset(fault_routes) if fault_routes else None) if rates else None
     except ValueError as exc:
         raise BadInput(f"--fault-rate: {exc}") from None
-    if port < 0 or port > 65535:
-        raise BadInput(f"--port: {port} is not a TCP port")
+    if port < 0 or port > 65535 - 16:
+        raise BadInput(f"--port: {port} is not a TCP port with 16 free ports above it")
+    own_ports = port != 0  # --port 0: every port free, else the providers on the ports above --port
     port = port or free_port()
-    root = f"http://127.0.0.1:{port}"
-    click.echo(f"sandbox listening on {root}  (Ctrl-C to stop)")
-    for name, value in env_exports(root).items():
-        click.echo(f"export {name}={value}")
-    if plan is not None:
-        click.echo(f"# faults: seed={plan.seed} rates={plan.rates} routes={sorted(plan.routes) if plan.routes else 'all'}")
-    run_server(port, create_app(faults=plan, hang_s=hang_seconds))
+
+    def announce(served: Served) -> None:
+        click.echo(f"sandbox listening on {served.root} (every provider under /<name>; Ctrl-C to stop)")
+        click.echo("# each provider at the root of its own port (works for searchtrace and for official clients):")
+        for name, value in env_exports(served.urls).items():
+            click.echo(f"export {name}={value}")
+        click.echo("# for example:")
+        for name, url in served.urls.items():
+            if name in EXAMPLES:
+                click.echo(f"#   {name}: {EXAMPLES[name].format(url=url)}")
+        if plan is not None:
+            click.echo(f"# faults: seed={plan.seed} rates={plan.rates} routes={sorted(plan.routes) if plan.routes else 'all'}")
+
+    app, apps = create_apps(faults=plan, hang_s=hang_seconds)
+    try:
+        run_server(port, app, apps, on_start=announce, consecutive=own_ports)
+    except RuntimeError as exc:
+        raise BadInput(f"--port: {exc}") from None
 
 
 @sandbox.command()
