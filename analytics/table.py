@@ -42,6 +42,10 @@ ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
+_LABEL_WIDTH = 36  # the metric column and the table's borders
+_CELL_WIDTH = 12  # one provider column ("12,345.6" plus padding)
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -70,15 +74,19 @@ def render_table(report: dict[str, Any], console: Console) -> None:
         console.print("no trajectories in this database yet (record, demo or import some)")
         return
     title = f"searchtrace report · judge run {report.get('judge_run_id') or '(none)'}"
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric")
-    for name in names:
-        table.add_column(name, justify="right")
-    for key, label in ROWS:
-        table.add_row(label, *(fmt(_get(providers[n], key)) for n in names))
-    for metric, values in sorted((report.get("custom") or {}).items()):
-        table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in names))
-    console.print(table)
+    per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
+    for start in range(0, len(names), per):
+        part = names[start : start + per]
+        more = f" (providers {start + 1}–{start + len(part)} of {len(names)})" if len(names) > per else ""
+        table = Table(title=title + more, title_justify="left")
+        table.add_column("metric")
+        for name in part:
+            table.add_column(name, justify="right")
+        for key, label in ROWS:
+            table.add_row(label, *(fmt(_get(providers[n], key)) for n in part))
+        for metric, values in sorted((report.get("custom") or {}).items()):
+            table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
+        console.print(table)
     comp = report.get("complementarity") or {}
     if comp:
         ct = Table(title="complementarity (questions both providers ran)", title_justify="left")

@@ -1,7 +1,7 @@
 """`searchtrace demo`: the whole pipeline on the embedded sandbox world; no key, no network, about a minute.
 
-Starts the sandbox in-process (httpx ASGI transport), samples its questions, records all three personas
-(the production Brave / Tavily / Firecrawl adapters against it), judges every item with `sandbox-judge`,
+Starts the sandbox in-process (httpx ASGI transport), samples its questions, records the paper's three personas
+(the production Brave / Tavily / Firecrawl adapters against it; `--providers all` adds the eight of SPEC §14), judges every item with `sandbox-judge`,
 prints the report and says where the database and the HTML report are. Running it again resumes: recorded
 trajectories and judged items are not called again.
 """
@@ -28,11 +28,14 @@ from searchtrace.cli.record import summary_text
 @click.option("--n", type=int, default=30, show_default=True, help="Questions sampled from the sandbox world.")
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Record every (provider, question) cell this many times (SPEC §12).")
+@click.option("--providers", "providers_spec", default="paper", show_default=True,
+              help="Sandbox personas: paper (brave, tavily, firecrawl), all (eleven), or names separated by commas.")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")
-def demo(db: Path | None, out: Path, n: int, epochs: int, as_json: bool) -> None:
-    """Record the three sandbox personas, judge every item, print the report (no key, no network)."""
+def demo(db: Path | None, out: Path, n: int, epochs: int, providers_spec: str, as_json: bool) -> None:
+    """Record sandbox personas (the paper's three by default), judge every item, print the report (no key, no network)."""
+    providers = pipeline.demo_providers(providers_spec)
     db = db or out / "demo.duckdb"
-    result = anyio.run(lambda: pipeline.demo(db, out, n, epochs=epochs), backend="asyncio")
+    result = anyio.run(lambda: pipeline.demo(db, out, n, epochs=epochs, providers=providers), backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return

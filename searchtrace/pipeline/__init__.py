@@ -17,7 +17,7 @@ from searchtrace.pipeline.probing import probe_fetch, probe_search
 from searchtrace.pipeline.recording import aim, check_sandbox_url, record, record_into
 from searchtrace.pipeline.replaying import replay
 from searchtrace.pipeline.reporting import Report, grade, grade_and_report, open_for_report, report
-from searchtrace.pipeline.sandbox_demo import DemoResult, demo
+from searchtrace.pipeline.sandbox_demo import DemoResult, demo, demo_providers
 
 __all__ = [
     "SANDBOX_JUDGE",
@@ -31,6 +31,7 @@ __all__ = [
     "audit_sample",
     "check_sandbox_url",
     "demo",
+    "demo_providers",
     "export",
     "grade",
     "grade_and_report",

@@ -1,4 +1,4 @@
-"""The whole pipeline on the embedded sandbox world: record three personas, judge, grade, report; resumable."""
+"""The whole pipeline on the embedded sandbox world: record personas (three, or all eleven), judge, grade, report."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import msgspec
 
 from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
 from searchtrace.adapters.sandbox import InProcess, in_process
-from searchtrace.engine.config import point_at_sandbox, sandbox_config
+from searchtrace.engine.config import PAPER_KINDS, PROVIDER_KINDS, point_at_sandbox, sandbox_config
 from searchtrace.engine.record import RunSummary
 from searchtrace.pipeline.judging import SANDBOX_JUDGE
 from searchtrace.pipeline.recording import record_into
 from searchtrace.pipeline.reporting import grade_and_report
 from searchtrace.replay.judge import run_judge
+from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
 
 
@@ -41,15 +42,31 @@ async def _judge(log: EventLog, box: InProcess) -> dict[str, Any]:
     return out
 
 
+def demo_providers(spec: str) -> tuple[str, ...]:
+    """`--providers`: "paper" (brave, tavily, firecrawl), "all" (every persona), or names separated by commas."""
+    if spec == "paper":
+        return PAPER_KINDS
+    if spec == "all":
+        return PROVIDER_KINDS
+    names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    unknown = [n for n in names if n not in PROVIDER_KINDS]
+    if unknown or not names:
+        raise BadInput(f"--providers: unknown provider {', '.join(unknown) or '(none given)'} "
+                       f"(known: paper, all, {', '.join(PROVIDER_KINDS)})")
+    return names
+
+
 async def demo(
-    db: Path, out: Path, n: int | None, *, progress: bool | None = None, epochs: int = 1
+    db: Path, out: Path, n: int | None, *, progress: bool | None = None, epochs: int = 1,
+    providers: tuple[str, ...] = PAPER_KINDS,
 ) -> DemoResult:
-    """Records the sandbox's three personas on `n` questions, judges every item, grades and reports (report.html next to db)."""
+    """Records sandbox personas (the paper's three by default) on `n` questions, judges every item, grades and
+    reports (report.html next to db)."""
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     box = in_process()
-    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs)
+    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=providers)
     point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:

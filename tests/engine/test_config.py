@@ -126,3 +126,33 @@ def test_questions_without_strata_are_sampled_by_seeded_hash(tmp_path: Path) -> 
     cfg.sample.n = None
     with pytest.raises(BadInput, match="column 'answer' must be a string"):
         load_questions(cfg)
+
+
+MORE = """
+[agent]
+model = "gpt-5.4"
+[providers.exa]
+[providers.exa-text]
+kind = "exa"
+params = { contents = { text = { maxCharacters = 4000 } } }
+[providers.jina_search]
+params = { content = true }
+[providers.serper]
+[dataset]
+path = "q.jsonl"
+"""
+
+
+def test_new_providers_take_their_defaults_and_the_run_records_page_text(tmp_path: Path) -> None:
+    """SPEC §14: page text is off by default; turned on, run.started's config says so."""
+    env = {"SEARCHTRACE_SERPER_BASE_URL": "http://127.0.0.1:9/serper"}
+    cfg = load_config(write(tmp_path, MORE), env=env)
+    assert cfg.providers["exa"].base_url == "https://api.exa.ai" and cfg.providers["exa"].key_env == "EXA_API_KEY"
+    assert cfg.providers["serper"].base_url == "http://127.0.0.1:9/serper"
+    assert cfg.providers["jina_search"].key_env == "JINA_API_KEY"
+    assert cfg.providers["exa"].params["contents"] == {"highlights": True}
+    providers = cfg.to_event()["providers"]
+    assert {n: p["page_text"] for n, p in providers.items()} == {
+        "exa": False, "exa-text": True, "jina_search": True, "serper": False}
+    with pytest.raises(BadInput, match="unknown provider 'bing'"):
+        load_config(write(tmp_path, MORE.replace('kind = "exa"', 'kind = "bing"')), env={})
