@@ -161,9 +161,9 @@ class RunConfig(_Cfg):
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         from searchtrace.adapters.registry import SEARCH_PROVIDERS
 
-        for name, p in self.providers.items():  # SPEC §14: page text in the surface is a recorded choice
-            cls = SEARCH_PROVIDERS.get(p.kind)
-            body["providers"][name]["page_text"] = bool(cls is not None and cls.page_text(p.params))
+        # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
+        body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
+                             for name, p in sorted(self.providers.items())}
         body["identity_sha256"] = self.identity_sha256()
         body["run_id"] = self.effective_run_id()
         return body

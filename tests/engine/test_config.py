@@ -151,8 +151,6 @@ def test_new_providers_take_their_defaults_and_the_run_records_page_text(tmp_pat
     assert cfg.providers["serper"].base_url == "http://127.0.0.1:9/serper"
     assert cfg.providers["jina_search"].key_env == "JINA_API_KEY"
     assert cfg.providers["exa"].params["contents"] == {"highlights": True}
-    providers = cfg.to_event()["providers"]
-    assert {n: p["page_text"] for n, p in providers.items()} == {
-        "exa": False, "exa-text": True, "jina_search": True, "serper": False}
+    assert cfg.to_event()["page_text"] == {"exa": False, "exa-text": True, "jina_search": True, "serper": False}
     with pytest.raises(BadInput, match="unknown provider 'bing'"):
         load_config(write(tmp_path, MORE.replace('kind = "exa"', 'kind = "bing"')), env={})
