@@ -392,6 +392,11 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
         )
         if per_traj
         else mean_chart(providers, "fetches_per_trajectory", "fetches per trajectory"),
+    ]
+    from searchtrace.analytics.interval_plots import interval_section
+
+    parts += interval_section(report)
+    parts += [
         "<h2>Per provider</h2>",
         provider_table(providers),
     ]

@@ -154,17 +154,27 @@ def _ratio(num: int | Fraction, den: int) -> float | None:
     return None if den == 0 else float(Fraction(num) / den)
 
 
-def provider_metrics(rows: list[TrajectoryStats]) -> dict[str, Any]:
-    """The §8 provider block (plus a few extra keys) from one provider's trajectories."""
+Scores = list[tuple[int, Fraction]]
+
+
+def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
+    """(exact match, token F1) of each trajectory's final answer against its gold answer (SPEC §5)."""
+    return [(exact_match(r.final_answer, r.gold_answer), token_f1(r.final_answer, r.gold_answer)) for r in rows]
+
+
+def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> dict[str, Any]:
+    """The §8 provider block (plus a few extra keys) from one provider's trajectories (`scores`: their
+    answer_scores, when the caller already has them)."""
     n = len(rows)
+    scores = answer_scores(rows) if scores is None else scores
 
     def total(attr: str) -> int:
         return sum(getattr(r, attr) for r in rows)
 
     audited = sum(1 for r in rows if r.semantic_match is not None)
     correct = sum(1 for r in rows if r.semantic_match)
-    em = sum(exact_match(r.final_answer, r.gold_answer) for r in rows)
-    f1 = sum((token_f1(r.final_answer, r.gold_answer) for r in rows), Fraction(0))
+    em = sum(s[0] for s in scores)
+    f1 = sum((s[1] for s in scores), Fraction(0))
     valid, supported = total("valid"), total("supported")
     outcome: dict[str, dict[str, int]] = {
         k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")

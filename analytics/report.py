@@ -19,12 +19,20 @@ from typing import Any
 import duckdb
 
 from searchtrace.analytics import sources
-from searchtrace.analytics.metrics import TrajectoryStats, complementarity, provider_metrics, trajectory_stats
+from searchtrace.analytics.metrics import (
+    TrajectoryStats,
+    answer_scores,
+    complementarity,
+    provider_metrics,
+    trajectory_stats,
+)
 from searchtrace.analytics.rules import resolve_judge_run
 from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
 
 SCHEMA = "searchtrace.report/1"
+DEFAULT_BOOTSTRAP = 2000
+DEFAULT_SEED = "searchtrace"
 
 
 def build_report(
@@ -34,9 +42,13 @@ def build_report(
     writable: bool = True,
     metric_files: list[Path] | None = None,
     notes: list[str] | None = None,
+    bootstrap: int = 0,
+    seed: str = DEFAULT_SEED,
 ) -> dict[str, Any]:
     """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
 
+    `bootstrap` B > 0 adds SPEC §12's intervals (`<metric>_ci`, `accuracy_wilson` per provider), the paired tests
+    (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed), from B replicates drawn from `seed`.
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
     for `searchtrace sql`); without it everything is computed from views over the raw events. `notes`, when
     given, receives one-line remarks for the reader: judge runs passed over, a judge run that covers fewer items.
@@ -51,13 +63,22 @@ def build_report(
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
+    scores = {name: answer_scores(r) for name, r in by_provider.items()}
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "judge_run_id": run,
-        "providers": {name: {**provider_metrics(by_provider[name]), **sizes.get(name, NO_SIZES)}
+        "providers": {name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES)}
                       for name in sorted(by_provider)},
         "complementarity": pairs,
     }
+    if bootstrap > 0 and by_provider:
+        from searchtrace.analytics.uncertainty import LEVEL, uncertainty
+
+        per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores)
+        for name, extra in per_provider.items():
+            report["providers"][name].update(extra)
+        report["paired"] = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
+        report["uncertainty"] = {"bootstrap": bootstrap, "seed": seed, "level": LEVEL, "unit": "question"}
     if metric_files:
         from searchtrace.analytics.custom import run_metrics
 

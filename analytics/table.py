@@ -58,6 +58,30 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def short(v: float) -> str:
+    """A number in at most ~6 characters, for interval cells."""
+    if abs(v) >= 10_000:
+        return f"{v / 1000:.0f}k"
+    if abs(v) >= 1000:
+        return f"{v / 1000:.1f}k"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3f}"
+
+
+def interval(ci: Any) -> str:
+    """`0.170–0.340`: a 95% interval in one short cell ("–" when there is none)."""
+    if not isinstance(ci, list) or len(ci) != 2:
+        return "–"
+    lo, hi = float(ci[0]), float(ci[1])
+    return f"[{short(lo)}, {short(hi)}]" if lo < 0 else f"{short(lo)}–{short(hi)}"
+
+
+TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact": "sign-flip", "sign_flip_mc": "sign-flip (drawn)"}
+
+
 def _get(block: dict[str, Any], key: str) -> Any:
     for part in key.split("."):
         if not isinstance(block, dict):
@@ -74,6 +98,8 @@ def render_table(report: dict[str, Any], console: Console) -> None:
         console.print("no trajectories in this database yet (record, demo or import some)")
         return
     title = f"searchtrace report · judge run {report.get('judge_run_id') or '(none)'}"
+    if u := report.get("uncertainty"):
+        title += f"\n95% intervals: bootstrap over questions, {u['bootstrap']:,} replicates, seed {u['seed']}"
     per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
     for start in range(0, len(names), per):
         part = names[start : start + per]
@@ -84,6 +110,11 @@ def render_table(report: dict[str, Any], console: Console) -> None:
             table.add_column(name, justify="right")
         for key, label in ROWS:
             table.add_row(label, *(fmt(_get(providers[n], key)) for n in part))
+            if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
+                table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
+            if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):
+                table.add_row("  Wilson 95%", *(interval(providers[n].get("accuracy_wilson")) for n in part),
+                              style="dim")
         for metric, values in sorted((report.get("custom") or {}).items()):
             table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
         console.print(table)
@@ -98,3 +129,18 @@ def render_table(report: dict[str, Any], console: Console) -> None:
                 pair, *(fmt(c[k]) for k in ("a_only", "b_only", "both", "neither", "url_jaccard"))
             )
         console.print(ct)
+    comp = report.get("paired") or {}
+    paired = [p for p in sorted(comp) if "accuracy_diff" in comp[p]]
+    if paired:
+        pt = Table(title="paired differences A − B over the n questions both ran (p: accuracy)", title_justify="left")
+        for col in ("pair", "n", "Δ accuracy", "p", "Δ surface support"):
+            pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
+        for pair in paired:
+            c = comp[pair]
+            p = c.get("accuracy_diff_p")
+            test = TESTS.get(str(c.get("accuracy_test")), "")
+            pt.add_row(pair, fmt(c.get("paired_questions")), fmt(c.get("accuracy_diff")),
+                       "–" if p is None else f"{p:.3g}", fmt(c.get("surface_support_rate_diff")))
+            pt.add_row("  95% interval", "", interval(c.get("accuracy_diff_ci")), test,
+                       interval(c.get("surface_support_rate_diff_ci")), style="dim")
+        console.print(pt)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from searchtrace import pipeline
-from searchtrace.analytics.report import to_json
+from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, to_json
 
 
 @click.command("report")
@@ -23,9 +23,15 @@ from searchtrace.analytics.report import to_json
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A custom metric file (.py with metric(con, judge_run_id), or .sql returning provider, value); repeatable.",
 )
-def report(db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...]) -> None:
-    """Evidence metrics per provider for one judge run (SPEC §5, §8)."""
-    result = pipeline.report(db, judge_run_id=judge_run_id, metrics=metrics, html=html)
+@click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=DEFAULT_BOOTSTRAP, show_default=True,
+              help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §12); 0 turns them off.")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
+def report(
+    db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...], bootstrap: int,
+    seed: str,
+) -> None:
+    """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§12)."""
+    result = pipeline.report(db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed)
     data = result.data
     for note in result.notes:  # on stderr: stdout keeps exactly the table or the JSON
         click.echo(note, err=True)

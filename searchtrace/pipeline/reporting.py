@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.analytics.html import extras_from_db, render
-from searchtrace.analytics.report import build_report
+from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, build_report
 from searchtrace.replay.grade import Grade, grade_answers
 from searchtrace.store.errors import BadInput, NotAStore
 from searchtrace.store.log import EventLog
@@ -50,16 +50,19 @@ def write_page(path: Path, text: str) -> Path:
 
 
 def report(
-    db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None
+    db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP, seed: str = DEFAULT_SEED,
 ) -> Report:
-    """The §8 report of a judge run (default: analytics.rules), with custom metric files; writes the HTML page when asked."""
+    """The §8 report of a judge run (default: analytics.rules), with custom metric files and §12 intervals from
+    `bootstrap` replicates (0: none); writes the HTML page when asked."""
     log, writable = open_for_report(db)
     notes: list[str] = []
     with log:
         con = log.cursor()
         try:
             data = build_report(
-                con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes
+                con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes,
+                bootstrap=bootstrap, seed=seed,
             )
             extra = extras_from_db(log, data["judge_run_id"]) if html is not None else None
         finally:
@@ -74,7 +77,7 @@ def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Rep
     grade_answers(log)
     cur = log.cursor()
     try:
-        data = build_report(cur, judge_run_id=judge_run_id)
+        data = build_report(cur, judge_run_id=judge_run_id, bootstrap=DEFAULT_BOOTSTRAP)
         page = render(data, extra=extras_from_db(cur, data.get("judge_run_id")))
     finally:
         cur.close()
