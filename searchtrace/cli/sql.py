@@ -13,7 +13,8 @@ import msgspec
 
 from searchtrace.analytics.views import ensure_views
 from searchtrace.store.errors import BadInput
-from searchtrace.store.readonly import open_read_only, read_statements
+from searchtrace.store.readonly import read_statements
+from searchtrace.store.readserver import read_connection
 
 
 def _jsonable(value: Any) -> Any:
@@ -61,11 +62,13 @@ def _print_table(names: list[str], rows: list[tuple[Any, ...]]) -> None:
 @click.option("--json", "fmt", flag_value="json", help="Rows as one JSON array of objects (JSON columns parsed).")
 @click.option("--csv", "fmt", flag_value="csv", help="Rows as CSV with a header line.")
 def sql(query: str, db: Path, fmt: str | None) -> None:
-    """Run read-only SQL (SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN) over the events and blobs tables."""
+    """Run read-only SQL (SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN) over the events and blobs tables.
+
+    Works while a run records: the recording process answers through `<db>.sock`."""
     statements = read_statements(query)  # refuses writes before the file is even opened
-    con = open_read_only(db)
+    con = read_connection(db)  # the file, or a read session on the process that holds it
     try:
-        cur = con.cursor()
+        cur = con
         ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
         for text in statements:
             try:

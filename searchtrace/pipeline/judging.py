@@ -11,6 +11,7 @@ import anyio
 from searchtrace.adapters.protocols import ClosableChat
 from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, default_endpoint, sandbox_endpoint
 from searchtrace.adapters.sandbox import in_process
+from searchtrace.pipeline.live import serving_reads
 from searchtrace.replay.judge import JudgeStats, run_judge
 from searchtrace.store.log import EventLog
 
@@ -39,8 +40,10 @@ async def judge(
     """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store."""
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id, prompt_version=prompt_version,
-                               concurrency=concurrency, params=params, progress=progress)
+        with serving_reads(log):
+            return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
+                                   prompt_version=prompt_version, concurrency=concurrency, params=params,
+                                   progress=progress)
     finally:
         await chat.aclose()
         await anyio.to_thread.run_sync(log.close)

@@ -19,6 +19,7 @@ from searchtrace.engine.record import (
     preflight,
     record_run,
 )
+from searchtrace.pipeline.live import serving_reads
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
 
@@ -49,7 +50,8 @@ async def record(
     preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        return await record_into(log, cfg, transport, progress=progress, questions=questions)
+        with serving_reads(log):
+            return await record_into(log, cfg, transport, progress=progress, questions=questions)
     finally:
         await anyio.to_thread.run_sync(log.close)
 

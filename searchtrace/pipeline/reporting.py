@@ -13,6 +13,7 @@ from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, build_
 from searchtrace.replay.grade import Grade, grade_answers
 from searchtrace.store.errors import BadInput, NotAStore
 from searchtrace.store.log import EventLog
+from searchtrace.store.readserver import ReadsEnded, RemoteStore, while_held
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -29,12 +30,20 @@ def grade(db: Path) -> list[Grade]:
         return grade_answers(log)
 
 
-def open_for_report(db: Path) -> tuple[EventLog, bool]:
-    """Read-write when possible (to catch the projections up), else read-only (raw views); never creates a file."""
+def open_for_report(db: Path) -> tuple[EventLog | RemoteStore, bool]:
+    """Read-write when possible (to catch the projections up), else read-only (raw views), else a read session on
+    the process that holds the file (a run recording); never creates a file."""
     if not db.exists():
         raise BadInput(f"{db}: no such database; record, demo or import something first")
-    try:
+
+    def the_file() -> tuple[EventLog | RemoteStore, bool]:
         return EventLog(db), True
+
+    def a_session() -> tuple[EventLog | RemoteStore, bool]:
+        return RemoteStore(db), False
+
+    try:
+        return while_held(the_file, a_session)
     except NotAStore:
         # e.g. a read-only file or folder: read it as it is
         return EventLog(db, read_only=True), False
@@ -55,18 +64,26 @@ def report(
 ) -> Report:
     """The §8 report of a judge run (default: analytics.rules), with custom metric files and §12 intervals from
     `bootstrap` replicates (0: none); writes the HTML page when asked."""
-    log, writable = open_for_report(db)
     notes: list[str] = []
-    with log:
-        con = log.cursor()
-        try:
-            data = build_report(
-                con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes,
-                bootstrap=bootstrap, seed=seed,
-            )
-            extra = extras_from_db(log, data["judge_run_id"]) if html is not None else None
-        finally:
-            con.close()
+
+    def read() -> tuple[dict[str, Any], dict[str, Any] | None]:
+        log, writable = open_for_report(db)
+        with log:
+            con = log.cursor()
+            try:
+                data = build_report(
+                    con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes,
+                    bootstrap=bootstrap, seed=seed,
+                )
+                return data, extras_from_db(log, data["judge_run_id"]) if html is not None else None
+            finally:
+                con.close()
+
+    try:
+        data, extra = read()
+    except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
+        notes.clear()
+        data, extra = read()
     if html is not None:
         write_page(html, render(data, extra=extra))
     return Report(data=data, html=html, notes=notes)

@@ -14,6 +14,7 @@ from searchtrace.adapters.sandbox import InProcess, in_process
 from searchtrace.engine.config import PAPER_KINDS, PROVIDER_KINDS, point_at_sandbox, sandbox_config
 from searchtrace.engine.record import RunSummary
 from searchtrace.pipeline.judging import SANDBOX_JUDGE
+from searchtrace.pipeline.live import serving_reads
 from searchtrace.pipeline.recording import record_into
 from searchtrace.pipeline.reporting import grade_and_report
 from searchtrace.replay.judge import run_judge
@@ -70,9 +71,11 @@ async def demo(
     point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        summary = await record_into(log, cfg, box.transport, progress=progress, label="demo")
-        judged = await _judge(log, box)
-        rep = await anyio.to_thread.run_sync(grade_and_report, log, db.parent / "report.html", judged.get("judge_run_id"))
+        with serving_reads(log):
+            summary = await record_into(log, cfg, box.transport, progress=progress, label="demo")
+            judged = await _judge(log, box)
+            rep = await anyio.to_thread.run_sync(grade_and_report, log, db.parent / "report.html",
+                                                 judged.get("judge_run_id"))
     finally:
         await anyio.to_thread.run_sync(log.close)
     return DemoResult(record=summary, judge=judged, db=str(db), html=str(rep.html), report=rep.data,

@@ -1,0 +1,335 @@
+"""Reads while a run records: the writing process answers read-only queries for other processes on `<db>.sock`.
+
+DuckDB lets one process hold a file for writing and no other process open it at all. So the process that holds
+the writer serves reads: a Unix socket beside the file (mode 0600, removed on close; a stale one left by a
+killed process is replaced), one session per client connection, each on its own DuckDB cursor in its own
+thread, so a query sees every committed event and never holds the writer's lock. A session accepts the same
+statements as `searchtrace sql` plus `CREATE [OR REPLACE] TEMP VIEW` (visible to that session only), which
+the report's raw-event views need. Frames are a 4-byte big-endian length and a msgpack body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import stat
+import struct
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import duckdb
+import msgspec
+
+from searchtrace.store.errors import ReadOnlyViolation, StoreLocked
+from searchtrace.store.readonly import read_statements
+from searchtrace.store.schema import first_line, lock_message
+
+_LEN = struct.Struct(">I")
+_MAX_FRAME = 1 << 31
+_SUN_PATH_MAX = 107  # bytes a sockaddr_un path may hold (without its NUL)
+_TEMP_VIEW = re.compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s", re.IGNORECASE)
+_SESSIONS = 16  # concurrent client sessions; more wait for a free one
+
+
+class Request(msgspec.Struct, kw_only=True):
+    sql: str
+    params: list[Any] | dict[str, Any] | None = None
+
+
+class Reply(msgspec.Struct, kw_only=True):
+    error: str | None = None
+    columns: list[tuple[str, str]] = []
+    rows: list[list[Any]] = []
+
+
+def socket_path(db: str | Path) -> Path:
+    """Where the writer of `db` serves reads: the file's absolute path plus `.sock`."""
+    return Path(os.path.abspath(db) + ".sock")
+
+
+@contextlib.contextmanager
+def _addressable(path: Path) -> Iterator[str]:
+    """An address for `path` that fits sockaddr_un: the path itself, or its name through an open fd of its folder."""
+    if len(os.fsencode(str(path))) <= _SUN_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def _encode(value: Any) -> Any:
+    """Values msgpack has no native form for (DuckDB hands out a few) go as text."""
+    return str(value)
+
+
+_encoder = msgspec.msgpack.Encoder(enc_hook=_encode)
+_reply_decoder = msgspec.msgpack.Decoder(Reply)
+_request_decoder = msgspec.msgpack.Decoder(Request)
+
+
+def _send(sock: socket.socket, body: bytes) -> None:
+    sock.sendall(_LEN.pack(len(body)) + body)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv(sock: socket.socket) -> bytes | None:
+    head = _recv_exact(sock, _LEN.size)
+    if head is None:
+        return None
+    (n,) = _LEN.unpack(head)
+    if n > _MAX_FRAME:
+        return None
+    return _recv_exact(sock, n)
+
+
+def session_statements(sql: str) -> list[str]:
+    """The statements a read session runs: reads as `searchtrace sql` allows them, and session-local temp views."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ReadOnlyViolation(f"sql: {first_line(str(exc))}") from None
+    out: list[str] = []
+    for st in statements:
+        if st.type == duckdb.StatementType.CREATE and _TEMP_VIEW.match(st.query):
+            out.append(st.query)
+        else:
+            out.extend(read_statements(st.query))
+    if not out:
+        raise ReadOnlyViolation("sql: no statement given")
+    return out
+
+
+def run_request(cur: duckdb.DuckDBPyConnection, req: Request) -> Reply:
+    """Run one request on a session's cursor; every failure comes back as one line."""
+    try:
+        statements = session_statements(req.sql)
+        for i, text in enumerate(statements):
+            params = req.params if i == len(statements) - 1 else None
+            cur.execute(text, params) if params is not None else cur.execute(text)
+        desc = cur.description
+        if not desc:
+            return Reply()
+        columns = [(str(d[0]), str(d[1])) for d in desc]
+        return Reply(columns=columns, rows=[list(r) for r in cur.fetchall()])
+    except ReadOnlyViolation as exc:
+        return Reply(error=str(exc))
+    except duckdb.Error as exc:
+        return Reply(error=f"sql: {first_line(str(exc))}")
+
+
+class ReadServer:
+    """Serves read sessions for other processes on the socket beside the store, until `close`."""
+
+    def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+        self.path = socket_path(db)
+        self._cursor = cursor  # a new DuckDB cursor on the writer's database
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._slots = threading.BoundedSemaphore(_SESSIONS)
+        self._closing = threading.Event()
+        self._clients: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._bind()
+        self._thread = threading.Thread(target=self._accept_loop, name="searchtrace-reads", daemon=True)
+        self._thread.start()
+
+    def _bind(self) -> None:
+        with _addressable(self.path) as addr:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    os.unlink(addr)  # we hold the file's write lock, so whoever served here is gone
+            self._sock.bind(addr)
+            os.chmod(addr, 0o600)  # before listen: nobody can connect while it is still open to others
+        self._ino = os.lstat(self.path).st_ino
+        self._sock.listen(64)
+
+    def _accept_loop(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._clients.add(client)
+            threading.Thread(target=self._session, args=(client,), name="searchtrace-read-session", daemon=True).start()
+
+    def _session(self, client: socket.socket) -> None:
+        """One client: its own cursor (its temp views stay its own), requests answered in order."""
+        cur = None
+        try:
+            with self._slots:
+                cur = self._cursor()
+                while True:
+                    body = _recv(client)
+                    if body is None:
+                        return
+                    try:
+                        req = _request_decoder.decode(body)
+                    except msgspec.DecodeError:
+                        return
+                    reply = run_request(cur, req)
+                    _send(client, _encoder.encode(reply))
+        except OSError:
+            return
+        finally:
+            if cur is not None:
+                cur.close()
+            with self._lock:
+                self._clients.discard(client)
+            client.close()
+
+    def close(self) -> None:
+        """Stop serving and remove the socket (only if it is still ours)."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        with self._lock:
+            for c in self._clients:
+                with contextlib.suppress(OSError):
+                    c.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=5)
+        with contextlib.suppress(FileNotFoundError):
+            if os.lstat(self.path).st_ino == self._ino:
+                with _addressable(self.path) as addr:
+                    os.unlink(addr)
+
+    def __enter__(self) -> ReadServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteCursor:
+    """One read session on another process's store; answers `execute` / `fetch*` / `description` like a DuckDB cursor."""
+
+    def __init__(self, db: str | Path) -> None:
+        self.db = Path(db)
+        self._sock = _connect(self.db)
+        self._rows: list[tuple[Any, ...]] = []
+        self._next = 0
+        self.description: list[tuple[str, str, None, None, None, None, None]] | None = None
+
+    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> RemoteCursor:
+        params = list(parameters) if isinstance(parameters, Sequence) else parameters
+        try:
+            _send(self._sock, _encoder.encode(Request(sql=sql, params=params)))
+            body = _recv(self._sock)
+        except OSError:
+            body = None
+        if body is None:
+            raise duckdb.ConnectionException(f"{self.db}: the process holding it stopped serving reads")
+        reply = _reply_decoder.decode(body)
+        if reply.error is not None:
+            if reply.error.startswith("sql: statement"):
+                raise ReadOnlyViolation(reply.error)
+            raise duckdb.Error(reply.error.removeprefix("sql: "))
+        self.description = [(n, t, None, None, None, None, None) for n, t in reply.columns] or None
+        self._rows = [tuple(r) for r in reply.rows]
+        self._next = 0
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        out = self._rows[self._next : self._next + size]
+        self._next += len(out)
+        return out
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        out = self._rows[self._next :]
+        self._next = len(self._rows)
+        return out
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new session (as a DuckDB cursor is a new connection: temp views are not shared)."""
+        return as_duckdb(RemoteCursor(self.db))
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> RemoteCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def as_duckdb(cur: RemoteCursor) -> duckdb.DuckDBPyConnection:
+    """A remote session where code wants a DuckDB cursor: it implements the part readers use (execute, fetch*,
+    description, cursor, close); anything else fails loudly (AttributeError)."""
+    return cast(duckdb.DuckDBPyConnection, cur)
+
+
+def _connect(db: Path) -> socket.socket:
+    path = socket_path(db)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with _addressable(path) as addr:
+            sock.connect(addr)
+    except OSError:
+        sock.close()
+        raise StoreLocked(lock_message(db) + " (it serves no reads: it predates live reads or is not a searchtrace run)") from None
+    return sock
+
+
+def open_remote(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read session on the process that holds `db`; StoreLocked (the usual message) when none serves it."""
+    return as_duckdb(RemoteCursor(db))
+
+
+class RemoteStore:
+    """Stands in for a read-only EventLog where readers only want cursors (`report`, `export`, `view`)."""
+
+    def __init__(self, db: str | Path) -> None:
+        self.path = Path(db)
+        self._first: RemoteCursor | None = RemoteCursor(db)  # fail now (StoreLocked) rather than at the first query
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return as_duckdb(first)
+        return open_remote(self.path)
+
+    def close(self) -> None:
+        if self._first is not None:
+            self._first.close()
+            self._first = None
+
+    def __enter__(self) -> RemoteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_connection(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to `db`: the file itself when free, else a session on the process that holds it."""
+    from searchtrace.store.readonly import open_read_only
+
+    try:
+        return open_read_only(db)
+    except StoreLocked:
+        return open_remote(db)

@@ -1,0 +1,74 @@
+"""A `searchtrace record` against a slowed real sandbox server is read by other processes while it runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.store.log import EventLog
+from searchtrace.store.readserver import socket_path
+from tests.engine.test_resume_kill import CONFIG
+
+SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
+
+
+def st(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SEARCHTRACE, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def shape(db: Path) -> Counter[tuple[str, int, str]]:
+    """Which events a run wrote (stream, sequence, type); latencies and clocks differ between runs."""
+    with EventLog(db, read_only=True) as log:
+        cur = log.cursor()
+        rows = cur.execute("SELECT stream_id, stream_seq, type FROM events").fetchall()
+        cur.close()
+    return Counter((str(a), int(b), str(c)) for a, b, c in rows)
+
+
+def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_alone(tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG)
+    db, alone = tmp_path / "live.duckdb", tmp_path / "alone.duckdb"
+    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))  # 250 ms a turn
+    with running(app=app) as root:
+        cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress"]
+        proc = subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        counts: list[int] = []
+        reports = 0
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if not socket_path(db).exists():
+                time.sleep(0.05)
+                continue
+            done = st("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
+            if proc.poll() is not None:
+                break  # the run ended while we asked: its answer may be the file's or the lock's
+            assert done.returncode == 0, done.stderr
+            counts.append(json.loads(done.stdout)[0]["n"])
+            if reports < 2 and len(counts) % 2 == 0:
+                rep = st("report", "--db", str(db), "--json")
+                if proc.poll() is None:
+                    assert rep.returncode == 0, rep.stderr
+                    data = json.loads(rep.stdout)
+                    assert data["schema"] == "searchtrace.report/1" and data["providers"]
+                    reports += 1
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert len(counts) >= 3 and reports >= 1, (counts, reports)
+        assert counts == sorted(counts) and counts[-1] > counts[0]  # every read saw more committed events
+        assert not socket_path(db).exists()
+        app.state.sandbox.faults = None
+        ref = subprocess.run([*cmd, "--db", str(alone)], capture_output=True, text=True, timeout=120)
+        assert ref.returncode == 0, ref.stderr
+    assert st("verify", "--db", str(db)).returncode == 0
+    assert shape(db) == shape(alone)  # the readers changed nothing the run wrote
+    with EventLog(alone, read_only=True) as log:  # a store only `record` wrote has the documented views
+        cur = log.cursor()
+        views = {r[0] for r in cur.execute("SELECT view_name FROM duckdb_views() WHERE NOT temporary").fetchall()}
+        cur.close()
+    assert {"v_trajectories", "v_search_results", "v_verdicts", "v_judge_items"} <= views

@@ -1,0 +1,101 @@
+"""Reads while a run records: the writing process serves read-only sessions on `<db>.sock` to other processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from store_support import ev
+
+from searchtrace.store import EventLog
+from searchtrace.store.errors import ReadOnlyViolation, StoreLocked
+from searchtrace.store.readserver import ReadServer, RemoteCursor, open_remote, socket_path
+
+SEARCHTRACE = Path(sys.executable).with_name("searchtrace")
+
+
+def count(cur: RemoteCursor) -> int:
+    row = cur.execute("SELECT count(*) FROM events").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_session_sees_each_commit_and_can_only_read(tmp_path: Path) -> None:
+    path = tmp_path / "live.duckdb"
+    with EventLog(path) as log, ReadServer(path, log.cursor) as server:
+        sock = socket_path(path)
+        assert server.path == sock and stat.S_ISSOCK(os.lstat(sock).st_mode)
+        assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o600
+        with RemoteCursor(path) as cur:
+            assert count(cur) == 0
+            log.append([ev("s0", i) for i in range(3)], blobs=[b"page body"])
+            assert count(cur) == 3
+            log.append([ev("s1", 0)])
+            assert count(cur) == 4
+            rows = cur.execute("SELECT stream_id, stream_seq FROM events WHERE position > ? ORDER BY position", [2]).fetchall()
+            assert rows == [("s0", 2), ("s1", 0)]
+            assert cur.description is not None and [d[0] for d in cur.description] == ["stream_id", "stream_seq"]
+            for bad in ("DELETE FROM events", "CREATE TABLE x AS SELECT 1", "CREATE VIEW v AS SELECT 1",
+                        "SELECT 1; DROP TABLE blobs", "ATTACH 'other.duckdb'"):
+                with pytest.raises(ReadOnlyViolation):
+                    cur.execute(bad)
+            with pytest.raises(duckdb.Error, match="no_such_table"):
+                cur.execute("SELECT * FROM no_such_table")
+            cur.execute("CREATE TEMP VIEW mine AS SELECT position FROM events")  # the report's raw views need this
+            assert cur.execute("SELECT count(*) FROM mine").fetchone() == (4,)
+            other = cur.cursor()  # another session: its own temp catalogue, as a DuckDB cursor
+            with pytest.raises(duckdb.Error):
+                other.execute("SELECT * FROM mine")
+            other.close()
+            assert count(cur) == 4  # the refused statements changed nothing
+    assert not sock.exists()  # removed on close
+    with pytest.raises(StoreLocked, match="held by another searchtrace process"):
+        open_remote(path)  # nobody serves: the usual lock message
+
+
+def test_a_stale_socket_is_replaced_and_a_long_path_works(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path = deep / "store.duckdb"
+    assert len(str(socket_path(path))) > 108  # beyond sockaddr_un: served through the folder's descriptor
+    with EventLog(path) as log:
+        log.append([ev("s", 0)])
+        stale = socket.socket(socket.AF_UNIX)
+        fd = os.open(deep, os.O_RDONLY)
+        stale.bind(f"/proc/self/fd/{fd}/{socket_path(path).name}")  # as a killed writer leaves it
+        stale.close()
+        os.close(fd)
+        assert socket_path(path).exists()
+        with ReadServer(path, log.cursor), RemoteCursor(path) as cur:
+            assert count(cur) == 1
+    assert not socket_path(path).exists()
+
+
+def test_commands_read_a_held_store_through_its_writer(tmp_path: Path) -> None:
+    path = tmp_path / "held.duckdb"
+    with EventLog(path) as log, ReadServer(path, log.cursor):
+        log.append([ev(f"s{i % 3}", i // 3) for i in range(9)])
+        with pytest.raises(StoreLocked):
+            EventLog(path, read_only=True)  # this process holds it (another would get the lock error)
+        done = subprocess.run([str(SEARCHTRACE), "sql", "--db", str(path), "--json",
+                               "SELECT count(*) AS n FROM events"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == [{"n": 9}]
+        done = subprocess.run([str(SEARCHTRACE), "sql", "--db", str(path), "DELETE FROM events"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and "read-only" in done.stderr
+        done = subprocess.run([str(SEARCHTRACE), "sql", "--db", str(path), "--json",
+                               "SELECT count(*) AS n FROM v_trajectories"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr  # the documented views, even where no report ran
+        done = subprocess.run([str(SEARCHTRACE), "report", "--db", str(path), "--json"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["schema"] == "searchtrace.report/1"
+        assert log.head == 9
