@@ -98,27 +98,56 @@ def _recv(sock: socket.socket) -> bytes | None:
     return _recv_exact(sock, n)
 
 
-def session_statements(sql: str) -> list[str]:
-    """The statements a read session runs: reads as `searchtrace sql` allows them, and session-local temp views."""
+def session_statements(sql: str, cur: duckdb.DuckDBPyConnection) -> list[str]:
+    """The statements a read session runs: reads as `searchtrace sql` allows them, and what derived views need
+    without writing the file: temp views, `SET search_path`, attaching `:memory:`, schemas and views inside an
+    in-memory catalog."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise ReadOnlyViolation(f"sql: {first_line(str(exc))}") from None
     out: list[str] = []
-    for st in statements:
-        if st.type == duckdb.StatementType.CREATE and _TEMP_VIEW.match(st.query):
-            out.append(st.query)
+    for i, st in enumerate(statements, 1):
+        text = st.query
+        if st.type in (duckdb.StatementType.CREATE, duckdb.StatementType.ATTACH, duckdb.StatementType.SET):
+            if not _derived_only(text, cur):
+                raise ReadOnlyViolation(
+                    f"sql: statement {i} is {st.type.name}; a read session runs only reads, temp views, "
+                    "SET search_path and views in an in-memory catalog (nothing was executed)"
+                )
+            out.append(text)
         else:
-            out.extend(read_statements(st.query))
+            out.extend(read_statements(text))
     if not out:
         raise ReadOnlyViolation("sql: no statement given")
     return out
 
 
+_SET_PATH = re.compile(r"\s*SET\s+search_path\s*=\s*'[\w.,\s]*'\s*;?\s*\Z", re.IGNORECASE)
+_ATTACH_MEMORY = re.compile(r"\s*ATTACH\s+(?:IF\s+NOT\s+EXISTS\s+)?':memory:'\s+AS\s+\w+(?:\s*\(READ_ONLY\s+false\))?\s*;?\s*\Z",
+                            re.IGNORECASE)
+_CREATE_IN = re.compile(
+    r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:(SCHEMA)|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\.(\w+)(\.\w+)?[\s;]", re.IGNORECASE
+)
+
+
+def _derived_only(text: str, cur: duckdb.DuckDBPyConnection) -> bool:
+    """True for a statement that can only touch session state or an in-memory catalog, never the file."""
+    if _TEMP_VIEW.match(text) or _SET_PATH.match(text) or _ATTACH_MEMORY.match(text):
+        return True
+    m = _CREATE_IN.match(text + " ")
+    if m is None or (m.group(1) is None) != (m.group(4) is not None):  # schema: catalog.schema; view: catalog.schema.name
+        return False
+    row = cur.execute(
+        "SELECT count(*) FROM duckdb_databases() WHERE database_name = ? AND path IS NULL AND NOT internal", [m.group(2)]
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def run_request(cur: duckdb.DuckDBPyConnection, req: Request) -> Reply:
     """Run one request on a session's cursor; every failure comes back as one line."""
     try:
-        statements = session_statements(req.sql)
+        statements = session_statements(req.sql, cur)
         for i, text in enumerate(statements):
             params = req.params if i == len(statements) - 1 else None
             cur.execute(text, params) if params is not None else cur.execute(text)

@@ -43,13 +43,19 @@ def test_a_session_sees_each_commit_and_can_only_read(tmp_path: Path) -> None:
             assert rows == [("s0", 2), ("s1", 0)]
             assert cur.description is not None and [d[0] for d in cur.description] == ["stream_id", "stream_seq"]
             for bad in ("DELETE FROM events", "CREATE TABLE x AS SELECT 1", "CREATE VIEW v AS SELECT 1",
-                        "SELECT 1; DROP TABLE blobs", "ATTACH 'other.duckdb'"):
+                        "SELECT 1; DROP TABLE blobs", "ATTACH 'other.duckdb'", "CREATE VIEW live.main.v AS SELECT 1",
+                        "CREATE SCHEMA live.s", "SET threads = 1", "CREATE TABLE mem.s.t AS SELECT 1"):
                 with pytest.raises(ReadOnlyViolation):
                     cur.execute(bad)
             with pytest.raises(duckdb.Error, match="no_such_table"):
                 cur.execute("SELECT * FROM no_such_table")
             cur.execute("CREATE TEMP VIEW mine AS SELECT position FROM events")  # the report's raw views need this
             assert cur.execute("SELECT count(*) FROM mine").fetchone() == (4,)
+            # derived views in an in-memory catalog, found through the search path (the analytics' raw sources)
+            cur.execute("ATTACH IF NOT EXISTS ':memory:' AS mem (READ_ONLY false)")
+            cur.execute("CREATE SCHEMA IF NOT EXISTS mem.s; CREATE OR REPLACE VIEW mem.s.seqs AS SELECT stream_seq FROM events")
+            cur.execute("SET search_path = 'mem.s,main'")
+            assert cur.execute("SELECT max(stream_seq) FROM seqs").fetchone() == (2,)
             other = cur.cursor()  # another session: its own temp catalogue, as a DuckDB cursor
             with pytest.raises(duckdb.Error):
                 other.execute("SELECT * FROM mine")
