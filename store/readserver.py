@@ -17,22 +17,31 @@ import socket
 import stat
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import duckdb
 import msgspec
 
-from searchtrace.store.errors import ReadOnlyViolation, StoreLocked
+from searchtrace.store.errors import ReadOnlyViolation, StoreError, StoreLocked
 from searchtrace.store.readonly import read_statements
 from searchtrace.store.schema import first_line, lock_message
 
+T = TypeVar("T")
 _LEN = struct.Struct(">I")
 _MAX_FRAME = 1 << 31
 _SUN_PATH_MAX = 107  # bytes a sockaddr_un path may hold (without its NUL)
 _TEMP_VIEW = re.compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s", re.IGNORECASE)
 _SESSIONS = 16  # concurrent client sessions; more wait for a free one
+
+
+WAIT_S = 2.0  # how long a reader retries while a run hands the file over (its socket closes, then its lock goes)
+
+
+class ReadsEnded(StoreError):
+    """The run serving reads ended during a session (read the file again: it is free, or about to be)."""
 
 
 class Request(msgspec.Struct, kw_only=True):
@@ -265,7 +274,7 @@ class RemoteCursor:
         except OSError:
             body = None
         if body is None:
-            raise duckdb.ConnectionException(f"{self.db}: the process holding it stopped serving reads")
+            raise ReadsEnded(f"{self.db}: the run holding it ended during the read; run the command again")
         reply = _reply_decoder.decode(body)
         if reply.error is not None:
             if reply.error.startswith("sql: statement"):
@@ -354,11 +363,24 @@ class RemoteStore:
         self.close()
 
 
+def while_held(open_file: Callable[[], T], open_session: Callable[[], T], wait_s: float = WAIT_S) -> T:
+    """The file when free, else a session on the run that holds it; retried for `wait_s` while a run ends (its
+    socket goes before its lock), then the usual lock message."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return open_file()
+        except StoreLocked:
+            try:
+                return open_session()
+            except StoreLocked:
+                if time.monotonic() > deadline:
+                    raise
+        time.sleep(0.05)
+
+
 def read_connection(db: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to `db`: the file itself when free, else a session on the process that holds it."""
     from searchtrace.store.readonly import open_read_only
 
-    try:
-        return open_read_only(db)
-    except StoreLocked:
-        return open_remote(db)
+    return while_held(lambda: open_read_only(db), lambda: open_remote(db))

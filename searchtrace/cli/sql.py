@@ -14,7 +14,7 @@ import msgspec
 from searchtrace.analytics.views import ensure_views
 from searchtrace.store.errors import BadInput
 from searchtrace.store.readonly import read_statements
-from searchtrace.store.readserver import read_connection
+from searchtrace.store.readserver import ReadsEnded, read_connection
 
 
 def _jsonable(value: Any) -> Any:
@@ -66,9 +66,22 @@ def sql(query: str, db: Path, fmt: str | None) -> None:
 
     Works while a run records: the recording process answers through `<db>.sock`."""
     statements = read_statements(query)  # refuses writes before the file is even opened
-    con = read_connection(db)  # the file, or a read session on the process that holds it
     try:
-        cur = con
+        names, json_cols, rows = _run(db, statements)
+    except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
+        names, json_cols, rows = _run(db, statements)
+    if fmt == "json":
+        _print_json(names, json_cols, rows)
+    elif fmt == "csv":
+        _print_csv(names, rows)
+    else:
+        _print_table(names, rows)
+
+
+def _run(db: Path, statements: list[str]) -> tuple[list[str], set[int], list[tuple[Any, ...]]]:
+    """Column names, JSON columns and rows of the last statement."""
+    cur = read_connection(db)  # the file, or a read session on the process that holds it
+    try:
         ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
         for text in statements:
             try:
@@ -79,10 +92,5 @@ def sql(query: str, db: Path, fmt: str | None) -> None:
         json_cols = _json_columns(list(cur.description or []))
         rows = cur.fetchall() if cur.description else []
     finally:
-        con.close()
-    if fmt == "json":
-        _print_json(names, json_cols, rows)
-    elif fmt == "csv":
-        _print_csv(names, rows)
-    else:
-        _print_table(names, rows)
+        cur.close()
+    return names, json_cols, rows

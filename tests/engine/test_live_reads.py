@@ -30,6 +30,27 @@ def shape(db: Path) -> Counter[tuple[str, int, str]]:
     return Counter((str(a), int(b), str(c)) for a, b, c in rows)
 
 
+def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int]:
+    """`sql` and `report --json` in other processes while the run records; every one must succeed."""
+    counts: list[int] = []
+    reports = 0
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if not socket_path(db).exists():
+            time.sleep(0.05)
+            continue
+        done = st("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
+        assert done.returncode == 0, done.stderr
+        counts.append(json.loads(done.stdout)[0]["n"])
+        if reports < 2 and len(counts) % 2 == 0:
+            rep = st("report", "--db", str(db), "--json")
+            assert rep.returncode == 0, rep.stderr
+            data = json.loads(rep.stdout)
+            assert data["schema"] == "searchtrace.report/1" and data["providers"]
+            reports += 1
+    return counts, reports
+
+
 def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_alone(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
     cfg.write_text(CONFIG)
@@ -37,27 +58,13 @@ def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_
     app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))  # 250 ms a turn
     with running(app=app) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress"]
-        proc = subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        counts: list[int] = []
-        reports = 0
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            if not socket_path(db).exists():
-                time.sleep(0.05)
-                continue
-            done = st("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
-            if proc.poll() is not None:
-                break  # the run ended while we asked: its answer may be the file's or the lock's
-            assert done.returncode == 0, done.stderr
-            counts.append(json.loads(done.stdout)[0]["n"])
-            if reports < 2 and len(counts) % 2 == 0:
-                rep = st("report", "--db", str(db), "--json")
+        with subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                counts, reports = read_while_running(proc, db)
+            finally:
                 if proc.poll() is None:
-                    assert rep.returncode == 0, rep.stderr
-                    data = json.loads(rep.stdout)
-                    assert data["schema"] == "searchtrace.report/1" and data["providers"]
-                    reports += 1
-        out, err = proc.communicate(timeout=120)
+                    proc.kill()
+                out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert len(counts) >= 3 and reports >= 1, (counts, reports)
         assert counts == sorted(counts) and counts[-1] > counts[0]  # every read saw more committed events
