@@ -84,6 +84,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("reasoning_tokens", "BIGINT", "$.usage.reasoning_tokens"),
             ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
             ("finish_reason", "VARCHAR", "$.finish_reason"),
         ),
     ),
@@ -105,6 +107,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("status", "VARCHAR", "$.status"),
             ("n_results", "INTEGER", "$.n_results"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
         ),
     ),
     Relation(
@@ -145,6 +149,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("n_tokens", "BIGINT", "$.n_tokens"),
             ("cache_hit", "BOOLEAN", "$.cache_hit"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
         ),
     ),
     Relation(
@@ -205,6 +211,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("input_tokens", "BIGINT", "$.usage.input_tokens"),
             ("output_tokens", "BIGINT", "$.usage.output_tokens"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
         ),
     ),
     Relation(

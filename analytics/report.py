@@ -5,7 +5,9 @@ Keys beyond the §8 contract, per provider: `reasoning_tokens_per_trajectory`, `
 `distinct_domains_per_trajectory`, `tokens_per_correct` ((input + output) / correct, null without a correct
 answer), `surface_supported_items` and `surface_contradicted_items` (the ratios' numerators), and
 `query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
-`surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result). At the top:
+`surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
+`search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics.latency: provider time
+only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included). At the top:
 `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """
 
@@ -27,6 +29,7 @@ from searchtrace.analytics.metrics import (
     trajectory_stats,
 )
 from searchtrace.analytics.rules import resolve_judge_run
+from searchtrace.analytics.latency import NO_LATENCY, provider_latency
 from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
 
@@ -60,6 +63,7 @@ def build_report(
         rows = trajectory_stats(con, run)
         pairs = complementarity(con, rows)
         sizes = surface_sizes(con)
+        latency = provider_latency(con)
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
@@ -67,7 +71,8 @@ def build_report(
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "judge_run_id": run,
-        "providers": {name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES)}
+        "providers": {name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
+                             **latency.get(name, NO_LATENCY)}
                       for name in sorted(by_provider)},
         "complementarity": pairs,
     }
