@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from searchtrace.analytics import sources
+from searchtrace.analytics.latency import NO_LATENCY, provider_latency
 from searchtrace.analytics.metrics import (
     TrajectoryStats,
     answer_scores,
@@ -29,7 +30,6 @@ from searchtrace.analytics.metrics import (
     trajectory_stats,
 )
 from searchtrace.analytics.rules import resolve_judge_run
-from searchtrace.analytics.latency import NO_LATENCY, provider_latency
 from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
 
