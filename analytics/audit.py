@@ -6,10 +6,11 @@ import csv
 import hashlib
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from searchtrace.analytics.agreement import cohen_kappa
 from searchtrace.analytics.items import JudgeItem, judge_items
 from searchtrace.analytics.lookups import HasCursor, judge_run, known_judge_runs, providers, verdicts
 from searchtrace.store import blobs
@@ -339,6 +340,7 @@ class Tally:
     labelled: int = 0
     unclear: int = 0
     agree: int = 0
+    table: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # clear cases: (judge, human) TT, TF, FT, FF
 
     @property
     def clear(self) -> int:
@@ -351,6 +353,7 @@ class Tally:
             "clear": self.clear,
             "agree": self.agree,
             "agreement": self.agree / self.clear if self.clear else None,
+            "kappa": cohen_kappa((self.table[0], self.table[1], self.table[2], self.table[3])),
         }
 
 
@@ -370,8 +373,10 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
             t.labelled += 1
             if a.human_value == "unclear":
                 t.unclear += 1
-            elif a.human_value == a.judge_value:
+                continue
+            if a.human_value == a.judge_value:
                 t.agree += 1
+            t.table[(0 if a.judge_value else 2) + (0 if a.human_value else 1)] += 1
     return {
         "judge_run_id": jr,
         "overall": overall.as_dict(),

@@ -57,7 +57,7 @@ def import_cmd(db: Path, tsv: Path) -> None:
 @_judge_run
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
-    """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
+    """Agreement = agreeing / clear cases (unclear excluded) and Cohen's kappa, overall and per leaf."""
     result = pipeline.audit_agreement(db, judge_run_id)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
@@ -67,7 +67,8 @@ def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
 
 def _fmt(t: dict[str, Any]) -> str:
     share = "-" if t["agreement"] is None else f"{t['agreement']:.1%}"
-    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9}"
+    kappa = "-" if t.get("kappa") is None else f"{t['kappa']:.3f}"
+    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9} {kappa:>6}"
 
 
 def _table(result: dict[str, Any]) -> str:
@@ -76,7 +77,7 @@ def _table(result: dict[str, Any]) -> str:
     width = max([len(head), *(len(n) for n in names)])
     lines = [
         f"judge run {result['judge_run_id']}" + ("" if names else ": no audit labels imported yet"),
-        f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9}",
+        f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9} {'kappa':>6}",
     ]
     lines += [f"{n:<{width}} {_fmt(result['leaves'][n])}" for n in names]
     lines.append(f"{'overall':<{width}} {_fmt(result['overall'])}")

@@ -8,9 +8,11 @@ calls failed for good on transient errors (run again to judge them), 2 on bad in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
@@ -62,7 +64,7 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
         yield tick
 
 
-@click.command("judge")
+@click.group("judge", invoke_without_command=True)
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
 @click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
@@ -78,12 +80,17 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--sandbox-url", default=None, help="Use a running `searchtrace sandbox serve` (http://127.0.0.1:PORT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@click.pass_context
 def judge(
-    db: Path, model: str | None, base_url: str | None, key_env: str | None, prompt_version: str,
+    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None, prompt_version: str,
     judge_run_id: str | None, rps: float | None, concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
 ) -> None:
-    """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it."""
+    """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
+
+    `searchtrace judge compare A B` compares two judge runs instead (SPEC §12)."""
+    if ctx.invoked_subcommand is not None:
+        return
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
     pipeline.check_sandbox_url(sandbox_url)
@@ -116,3 +123,69 @@ def judge(
         for err in stats.errors:
             click.echo(f"searchtrace: judge call failed: {err}", err=True)
         raise SystemExit(1)
+
+
+@judge.command("compare")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--tsv", "as_tsv", is_flag=True, help="Print every disagreeing item as TSV.")
+def compare(db: Path, run_a: str, run_b: str, as_json: bool, as_tsv: bool) -> None:
+    """Agreement of two judge runs over the items both judged validly: per label n, agreement, Cohen's kappa and
+    the 2x2 table; each provider's partition and surface support rate under A and B; every disagreeing item."""
+    if as_json and as_tsv:
+        raise click.UsageError("use either --json or --tsv, not both")
+    result = pipeline.judge_compare(db, run_a, run_b)
+    if as_json:
+        click.echo(json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False))
+    elif as_tsv:
+        click.echo(compare_tsv(result), nl=False)
+    else:
+        click.echo(compare_text(result))
+
+
+def _labels_text(labels: dict[str, Any]) -> str:
+    parts = []
+    for surface in ("snippet", "page"):
+        got = labels.get(surface)
+        if got:
+            parts.append(surface + ":" + ",".join(f"{k}={'T' if v else 'F'}" for k, v in sorted(got.items())))
+    return " ".join(parts)
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def compare_tsv(result: dict[str, Any]) -> str:
+    """One line per disagreeing item: trajectory, url, provider, differing labels, both labels and rationales."""
+    head = ("trajectory_id", "url", "provider", "differs", "labels_a", "labels_b", "rationale_a", "rationale_b")
+    lines = ["\t".join(head)]
+    for d in result["disagreements"]:
+        lines.append("\t".join(_cell(x) for x in (
+            d["trajectory_id"], d["url"], d["provider"], ",".join(d["differs"]), _labels_text(d["a"]),
+            _labels_text(d["b"]), d["a_rationale"], d["b_rationale"])))
+    return "\n".join(lines) + "\n"
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    def num(v: Any, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    lines = [f"judge runs A = {result['a']}, B = {result['b']}: {result['items_valid_in_both']:,} items with a valid "
+             "verdict in both",
+             f"{'label':<26} {'n':>7} {'agreement':>9} {'kappa':>6} {'TT':>6} {'TF':>6} {'FT':>6} {'FF':>6}"]
+    for name, s in result["labels"].items():
+        t = s["table"]
+        lines.append(f"{name:<26} {s['n']:>7,} {num(s['agreement'], '.1%'):>9} {num(s['kappa'], '.3f'):>6} "
+                     f"{t['a_true_b_true']:>6,} {t['a_true_b_false']:>6,} {t['a_false_b_true']:>6,} "
+                     f"{t['a_false_b_false']:>6,}")
+    lines.append(f"{'provider':<16} {'run':<3} {'SMART':>6} {'MISSED':>6} {'BLIND':>6} {'NO-OP':>6} {'S rate':>7}")
+    for name, sides in result["providers"].items():
+        for side in ("a", "b"):
+            part = sides[side]["partition"]
+            lines.append(f"{name:<16} {side.upper():<3} {part['SMART']:>6,} {part['MISSED']:>6,} {part['BLIND']:>6,} "
+                         f"{part['NO-OP']:>6,} {num(sides[side]['surface_support_rate'], '.3f'):>7}")
+    lines.append(f"{len(result['disagreements']):,} disagreeing items (--tsv lists them with both rationales)")
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ from searchtrace.pipeline.auditing import (
     audit_agreement,
     audit_import,
     audit_sample,
+    judge_compare,
 )
 from searchtrace.pipeline.interchange import export, import_files
 from searchtrace.pipeline.judging import SANDBOX_JUDGE, judge, judge_chat
@@ -27,6 +28,7 @@ __all__ = [
     "Report",
     "aim",
     "audit_agreement",
+    "judge_compare",
     "audit_import",
     "audit_sample",
     "check_sandbox_url",

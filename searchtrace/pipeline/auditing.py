@@ -50,6 +50,16 @@ def audit_import(db: Path, tsv: Path) -> AuditImport:
                        unlabelled=counts["unlabelled"])
 
 
+def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
+    """Two judge runs over the same items (SPEC §12): per-label agreement and kappa, partitions, disagreements."""
+    from searchtrace.analytics.agreement import compare_judge_runs
+
+    if not db.exists():
+        raise BadInput(f"{db}: no such database; record or import something first")
+    with EventLog(db, read_only=True) as log:
+        return compare_judge_runs(log, run_a, run_b)
+
+
 def audit_agreement(db: Path, judge_run_id: str | None) -> dict[str, Any]:
     """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
     with EventLog(db, read_only=True) as log:

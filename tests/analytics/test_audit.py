@@ -269,7 +269,16 @@ def test_import_and_agreement(
     code, out, _ = run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")
     result = json.loads(out)
     assert result["judge_run_id"] == "j1"
-    assert result["overall"] == {"labelled": 5, "unclear": 1, "clear": 4, "agree": 3, "agreement": 0.75}
+    # Cohen's kappa over the 4 clear cases, by hand: judge values j, human values h (row 2 flipped)
+    j = [rows[i]["judge_value"] == "true" for i in (0, 1, 2, 5)]
+    h = [j[0], j[1], not j[2], j[3]]
+    pj, ph = sum(j) / 4, sum(h) / 4
+    pe = pj * ph + (1 - pj) * (1 - ph)
+    kappa = None if pe == 1 else (0.75 - pe) / (1 - pe)
+    overall = dict(result["overall"])
+    got_kappa = overall.pop("kappa")
+    assert overall == {"labelled": 5, "unclear": 1, "clear": 4, "agree": 3, "agreement": 0.75}
+    assert (got_kappa is None and kappa is None) or got_kappa == pytest.approx(kappa, rel=1e-12)
     leaf = lambda r: f"{r['provider']}|{r['surface']}|{r['label']}|{r['judge_value']}"  # noqa: E731
     assert result["leaves"][leaf(rows[2])]["agree"] == 0
     assert result["leaves"][leaf(rows[3])] == {
@@ -278,6 +287,7 @@ def test_import_and_agreement(
         "clear": 0,
         "agree": 0,
         "agreement": None,
+        "kappa": None,
     }
     assert leaf(rows[4]) not in result["leaves"] or result["leaves"][leaf(rows[4])]["labelled"] == 0
     # the human changes their mind on row 2 and back: each change is an event, the latest counts

@@ -1,0 +1,72 @@
+"""SPEC §12 judge agreement: Cohen's kappa against hand-computed 2x2 tables, and `judge compare A B`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from analytics_fixture import import_fixture, labels, run_cli, verdict, write_jsonl
+
+from searchtrace.analytics.agreement import cohen_kappa
+
+
+def test_kappa_by_hand() -> None:
+    # the textbook table (20, 5 / 10, 15): p_o = 35/50, p_e = (25·30 + 25·20) / 50² = 0.5 -> kappa = 0.4
+    assert cohen_kappa((20, 5, 10, 15)) == pytest.approx(0.4, rel=1e-15)
+    assert cohen_kappa((10, 0, 0, 10)) == 1.0  # perfect agreement
+    assert cohen_kappa((0, 10, 10, 0)) == -1.0  # perfect disagreement, balanced marginals
+    assert cohen_kappa((6, 0, 0, 0)) is None  # both constant and equal: chance agreement is 1
+    assert cohen_kappa((0, 0, 0, 0)) is None
+    assert cohen_kappa((0, 1, 0, 0)) == 0.0  # p_o = 0, p_e = 0
+
+
+J3 = [  # against j1 of the fixture (A = j1, B = j3); comments: j1 -> j3
+    verdict("j3", "t-a1", "https://example.com/a", labels(True, False)),  # same
+    verdict("j3", "t-a1", "https://other.org/b", labels(True, False, page=False)),  # S F->T, page S T->F
+    verdict("j3", "t-a1", "https://third.net/c", labels(False, False)),  # invalid in j1: not compared
+    verdict("j3", "t-a1", "https://fourth.io/d", labels(True, False)),  # C T->F
+    verdict("j3", "t-a2", "https://x.org", labels(False, True)),  # same
+    verdict("j3", "t-b1", "https://example.com/a", labels(False, False)),  # S T->F
+    verdict("j3", "t-g1", "https://gamma.com/p", labels(False, False)),  # same (beta-only.com/z: not in j3)
+]
+
+
+def test_judge_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "c.duckdb"
+    import_fixture(capsys, db, tmp_path / "in")
+    code, _, err = run_cli(capsys, "import", "--db", str(db), "--judgments", str(write_jsonl(tmp_path / "j3.jsonl", J3)))
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["items_valid_in_both"] == 6
+    lab = res["labels"]
+    # snippet.supports_gold: TT 2 (example.com/a, fourth.io/d), TF 1 (t-b1), FT 1 (other.org/b), FF 2
+    assert lab["snippet.supports_gold"]["table"] == {"a_true_b_true": 2, "a_true_b_false": 1, "a_false_b_true": 1,
+                                                     "a_false_b_false": 2}
+    assert lab["snippet.supports_gold"]["agreement"] == pytest.approx(4 / 6)
+    assert lab["snippet.supports_gold"]["kappa"] == pytest.approx(1 / 3)  # (2/3 − 1/2) / (1 − 1/2)
+    # snippet.contradicts_gold: TT 1, TF 1, FF 4 -> p_o 5/6, p_e 22/36 -> kappa 4/7
+    assert lab["snippet.contradicts_gold"]["kappa"] == pytest.approx(4 / 7)
+    assert lab["snippet.relevant"] == {"n": 6, "agreement": 1.0, "kappa": None,
+                                       "table": {"a_true_b_true": 6, "a_true_b_false": 0, "a_false_b_true": 0,
+                                                 "a_false_b_false": 0}}
+    assert lab["page.supports_gold"]["n"] == 1 and lab["page.supports_gold"]["kappa"] == 0.0
+    assert [(d["trajectory_id"], d["url"], d["differs"]) for d in res["disagreements"]] == [
+        ("t-a1", "https://fourth.io/d", ["snippet.contradicts_gold"]),
+        ("t-a1", "https://other.org/b", ["snippet.supports_gold", "page.supports_gold"]),
+        ("t-b1", "https://example.com/a", ["snippet.supports_gold"]),
+    ]
+    assert res["disagreements"][0]["a_rationale"] == "fixture" and res["disagreements"][0]["provider"] == "alpha"
+    beta = res["providers"]["beta"]
+    assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.5}
+    assert beta["b"] == {"partition": {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.0}
+    code, out, _ = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3", "--tsv")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("trajectory_id\turl\tprovider") and len(lines) == 4
+    assert all(len(line.split("\t")) == 8 for line in lines)
+    code, out, _ = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3")
+    assert code == 0 and "0.333" in out and "3 disagreeing items" in out
+    code, _, err = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "nope")
+    assert code == 2 and "'nope' not found" in err and len(err.strip().splitlines()) == 1
