@@ -3,7 +3,7 @@ text, or the JSON envelope on Accept: json."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 from starlette.requests import Request
@@ -67,11 +67,11 @@ async def jina_read(request: Request) -> Response:
 
 
 async def jina_read_post(request: Request) -> Response:
-    """Reader's POST form: `POST R/jina/` with `{"url": …}` as JSON (or a form field), as its clients send it."""
+    """Reader's POST form: `POST R/jina/` with `{"url": …}` as JSON (or a url-encoded form field)."""
     accept = request.headers.get("accept", "")
     url: object = None
-    if request.headers.get("content-type", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-        url = (await request.form()).get("url")
+    if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        url = (parse_qs((await request.body()).decode("utf-8", "replace")).get("url") or [None])[0]
     else:
         url = (await json_body(request) or {}).get("url")
     if not isinstance(url, str) or not url.strip():

@@ -150,6 +150,14 @@ def _best(world: World, query: str, i: int, k: int) -> list[str]:
     return [sents[j] for _, j in scored[:k]] or sents[:1]
 
 
+def answer(world: World, query: str, hits: list[Hit], k: int = 1) -> str | None:
+    """A generated answer (Tavily's include_answer): the k best sentences of the top result's page; None without one."""
+    if not hits:
+        return None
+    i = next((j for j, p in enumerate(world.pages) if p.url == hits[0].page.url), None)
+    return " ".join(_best(world, query, i, k)) if i is not None else None
+
+
 def _plain(world: World, i: int) -> str:
     return " ".join(x for x, _ in world.page_sentences(i))
 

@@ -28,6 +28,11 @@ def _false(value: Any) -> bool:
     return str(value).lower() in ("false", "0", "no")
 
 
+def _on(value: Any) -> bool:
+    """A request flag that is set (true, "basic", 1, …), not absent, null or a false spelling."""
+    return bool(value) and not _false(value)
+
+
 # ---------------------------------------------------------------- Brave
 
 async def brave_search(request: Request) -> Response:
@@ -93,14 +98,24 @@ async def tavily_search(request: Request) -> Response:
     except (TypeError, ValueError):
         return json_response(wire.tavily_error("max_results must be an integer between 0 and 20."), 400)
     n = max(0, min(n, 20))
-    raw = bool(body.get("include_raw_content")) and not _false(body.get("include_raw_content"))
+    raw = _on(body.get("include_raw_content"))
     topic = str(body.get("topic", "general"))
+    depth = str(body.get("search_depth", "basic"))
+    answer_mode = body.get("include_answer")
+    images = ("described" if _on(body.get("include_image_descriptions")) else "urls") if _on(body.get("include_images")) else ""
+    auto = {"topic": topic, "search_depth": depth} if _on(body.get("auto_parameters")) else None
     canon = {k: v for k, v in body.items() if k != "api_key"}
     key = request_key("tavily", _canon.encode(canon))
 
     async def produce() -> Response:
         hits = personas.search(sb.world, "tavily", query, n)
-        return json_response(wire.tavily_ok(query, hits, raw=raw, topic=topic, key=key))
+        answer = None
+        if _on(answer_mode):  # true / "basic": the best sentence of the top page; "advanced": its two best
+            answer = personas.answer(sb.world, query, hits, 2 if answer_mode == "advanced" else 1)
+        return json_response(wire.tavily_ok(query, hits, raw=raw, topic=topic, key=key, answer=answer,
+                                            favicon=_on(body.get("include_favicon")), images=images,
+                                            usage=(2 if depth == "advanced" else 1) if _on(body.get("include_usage")) else None,
+                                            auto=auto))
 
     return await sb.run("tavily", sb.fault("tavily", key, query), key, produce)
 

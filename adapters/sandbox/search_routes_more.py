@@ -15,7 +15,7 @@ from starlette.responses import Response
 from searchtrace.adapters.sandbox import personas, wire_more
 from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.responses import json_response
-from searchtrace.adapters.sandbox.search_routes import _bearer, _false
+from searchtrace.adapters.sandbox.search_routes import _bearer, _on
 
 _canon = msgspec.json.Encoder(order="sorted")
 
@@ -37,10 +37,6 @@ def _int(value: Any, default: int) -> int | None:
 def _obj(value: Any) -> dict[str, Any]:
     """A nested request object, {} when absent or not an object."""
     return value if isinstance(value, dict) else {}
-
-
-def _on(value: Any) -> bool:
-    return bool(value) and not _false(value)
 
 
 # ---------------------------------------------------------------- Exa

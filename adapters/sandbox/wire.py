@@ -109,17 +109,34 @@ def brave_rate_limited(key: str = "") -> dict[str, Any]:
 
 # ---------------------------------------------------------------- Tavily
 
-def tavily_ok(query: str, hits: list[Hit], *, raw: bool, topic: str, key: str) -> dict[str, Any]:
+def tavily_ok(query: str, hits: list[Hit], *, raw: bool, topic: str, key: str, answer: str | None = None,
+              favicon: bool = False, images: str = "", usage: int | None = None,
+              auto: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Tavily's body; the documented optional parts (answer, favicons, images, usage, auto_parameters) when asked.
+
+    `images`: "" none, "urls" a list of URLs, "described" objects with a description.
+    """
     results = []
     for h in hits:
         r: dict[str, Any] = {"url": h.url, "title": h.title, "content": h.content, "score": h.score,
                              "raw_content": h.page.body if raw else None}
         if topic == "news":
             r["published_date"] = h.page.published
+        if favicon:
+            r["favicon"] = f"https://{domain_of(h.url)}/favicon.ico"
         results.append(r)
-    return {"query": query, "follow_up_questions": None, "answer": None, "images": [], "results": results,
-            "response_time": round(0.4 + (int(digest(key, n=4), 16) % 900) / 1000, 2),
-            "request_id": stable_uuid("tavily", key)}
+    pictures: list[Any] = [f"https://{domain_of(h.url)}/images/{digest(h.url, n=12)}.jpg" for h in hits[:3]]
+    if images == "described":
+        pictures = [{"url": u, "description": f"An image from {h.title}"} for u, h in zip(pictures, hits, strict=False)]
+    body: dict[str, Any] = {"query": query, "follow_up_questions": None, "answer": answer,
+                            "images": pictures if images else [], "results": results}
+    if auto is not None:
+        body["auto_parameters"] = auto
+    body["response_time"] = round(0.4 + (int(digest(key, n=4), 16) % 900) / 1000, 2)
+    if usage is not None:
+        body["usage"] = {"credits": usage}
+    body["request_id"] = stable_uuid("tavily", key)
+    return body
 
 
 def tavily_error(message: str) -> dict[str, Any]:
