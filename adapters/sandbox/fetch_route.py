@@ -71,7 +71,7 @@ async def jina_read_post(request: Request) -> Response:
     accept = request.headers.get("accept", "")
     url: object = None
     if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-        url = (parse_qs((await request.body()).decode("utf-8", "replace")).get("url") or [None])[0]
+        url = next(iter(parse_qs((await request.body()).decode("utf-8", "replace")).get("url", [])), None)
     else:
         url = (await json_body(request) or {}).get("url")
     if not isinstance(url, str) or not url.strip():
