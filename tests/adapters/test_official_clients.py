@@ -60,8 +60,9 @@ def test_serve_prints_every_base_url_and_an_example(env: dict[str, str]) -> None
         assert client in env["_examples"]
 
 
-def test_openai_plain_and_streamed(env: dict[str, str]) -> None:
+def test_openai_plain_and_streamed(env: dict[str, str], request: pytest.FixtureRequest) -> None:
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
+    request.addfinalizer(client.close)
     messages = [{"role": "user", "content": QUESTION}]
     plain = client.chat.completions.create(model="sandbox-agent", messages=messages, tools=TOOL_SCHEMAS)  # type: ignore[arg-type]
     call = plain.choices[0].message.tool_calls[0]  # type: ignore[index]
@@ -81,10 +82,10 @@ def test_openai_plain_and_streamed(env: dict[str, str]) -> None:
 
 def test_openai_async_streamed(env: dict[str, str]) -> None:
     async def run() -> str:
-        client = AsyncOpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
-        stream = await client.chat.completions.create(model="sandbox-judge", stream=True,
-                                                      messages=[{"role": "user", "content": QUESTION}])
-        return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+        async with AsyncOpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox") as client:
+            stream = await client.chat.completions.create(model="sandbox-judge", stream=True,
+                                                          messages=[{"role": "user", "content": QUESTION}])
+            return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
 
     assert '"supports_gold"' in asyncio.run(run())
 
