@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import msgspec
 
+from searchtrace.adapters.urls import base_url_problem
+from searchtrace.store.errors import BadInput
 from searchtrace.store.events import FetchStatus, SearchStatus, ToolCall, Usage
 
 
@@ -72,6 +75,16 @@ class Endpoint(msgspec.Struct, kw_only=True):
     timeout_s: float = 30.0
     max_retries: int = 4
     max_wait_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        """The one gate every adapter's endpoint passes: no credentials in the URL, finite rates and timeouts."""
+        problem = base_url_problem(self.base_url)
+        if problem:
+            raise BadInput(f"base URL: {problem}")
+        for name in ("rps", "timeout_s", "max_wait_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise BadInput(f"{name}: must be a finite number >= 0, got {value}")
 
 
 ChatStatus = Literal["ok", "http_error", "timeout", "bad_response"]

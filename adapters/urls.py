@@ -81,3 +81,25 @@ def domain_of(url: str) -> str:
     except ValueError:
         return ""
     return _split_host_port(netloc)[0].lower()
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why a configured base URL cannot be used (None when it can); never repeats a password it holds.
+
+    User information (`user:password@`) is refused rather than stripped: it would otherwise be stored in
+    `run.started` / `judge.started`, exported and sent; keys belong in the key variable (`key_env`).
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "not a usable URL (its host part cannot be parsed)"
+    if "@" in parts.netloc:
+        shown = urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+        return f"{shown!r} holds a user name or password; remove it (keys come from the key variable)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        return "holds a control character"
+    try:
+        _ = parts.port  # a port that is not a number raises here (its text is not repeated: it may be a secret)
+    except ValueError:
+        return "not a usable URL (its port is not a number)"
+    return None

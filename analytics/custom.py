@@ -1,6 +1,8 @@
 """User metrics without touching the package: a Python file with `metric(con, judge_run_id)` or a `.sql` file.
 
-A Python metric gets a DuckDB cursor on which the documented views (`v_*`, analytics/VIEWS.md) exist and the
+Metrics run on a connection of their own: read-only, with external access (files, ATTACH, COPY, extensions)
+off and the configuration locked, and a SQL metric is one statement that `sql` would also accept. A Python
+metric gets a DuckDB cursor of that connection on which the documented views (`v_*`, analytics/VIEWS.md) exist and the
 judge run the report uses (None when there is none); it returns `{provider: number or None}`. A SQL metric
 returns rows `(provider, value)` and may use the parameter `$judge_run_id`. The results go into the table and
 into the JSON under `"custom"`, keyed by the file's stem.
@@ -17,7 +19,8 @@ from typing import Any
 import duckdb
 
 from searchtrace.analytics.views import ensure_views
-from searchtrace.store.errors import BadInput
+from searchtrace.store.errors import BadInput, StoreError
+from searchtrace.store.readonly import open_read_only, read_statements
 
 Number = int | float | None
 
@@ -62,7 +65,16 @@ def _run_python(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | 
 
 
 def _run_sql(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> dict[str, Number]:
-    sql = path.read_text(encoding="utf-8")
+    try:
+        sql = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read the metric ({exc})") from None
+    try:
+        statements = read_statements(sql)
+    except StoreError as exc:  # the same rules as `searchtrace sql`: one plain read
+        raise BadInput(f"{path}: query failed: {str(exc).removeprefix('sql: ')}") from None
+    if len(statements) != 1:
+        raise BadInput(f"{path}: a SQL metric is one SELECT statement, this file has {len(statements)}")
     try:
         cur = con.execute(sql, {"judge_run_id": judge_run_id}) if "$judge_run_id" in sql else con.execute(sql)
         rows = cur.fetchall()
@@ -73,13 +85,15 @@ def _run_sql(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | Non
     return _check(path, {r[0]: r[1] for r in rows})
 
 
-def run_metrics(
-    con: duckdb.DuckDBPyConnection, files: list[Path], judge_run_id: str | None, *, writable: bool
-) -> dict[str, dict[str, Number]]:
-    """Each file's result keyed by its stem (two files with one stem are refused)."""
+def run_metrics(db: Path, files: list[Path], judge_run_id: str | None) -> dict[str, dict[str, Number]]:
+    """Each file's result keyed by its stem (two files with one stem are refused), on a read-only connection.
+
+    The caller must have closed its own connection to `db` first (DuckDB allows one mode per file per process).
+    """
+    con = open_read_only(db)
     cur = con.cursor()
     try:
-        ensure_views(cur, temp=not writable)
+        ensure_views(cur, temp=True)
         out: dict[str, dict[str, Number]] = {}
         for path in files:
             if path.stem in out:
@@ -95,3 +109,4 @@ def run_metrics(
         return out
     finally:
         cur.close()
+        con.close()

@@ -12,6 +12,13 @@ import hashlib
 from dataclasses import dataclass
 
 
+def _typed(expr: str, typ: str) -> str:
+    """A stored value as its column type; one the type cannot hold reads as NULL, so no stored value breaks a reader."""
+    if typ == "DOUBLE":  # not inf/nan either: sums and the report's JSON stay finite
+        return f"CASE WHEN isfinite(TRY_CAST({expr} AS DOUBLE)) THEN TRY_CAST({expr} AS DOUBLE) END"
+    return f"TRY_CAST({expr} AS {typ})"
+
+
 @dataclass(frozen=True)
 class Relation:
     """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload`)."""
@@ -31,9 +38,9 @@ class Relation:
                 if typ == "PRESENT":  # a JSON value that is there and not null (e.g. labels.page)
                     exprs.append(f"(j[{idx}] IS NOT NULL) AS {col}")
                 else:
-                    exprs.append(f"CAST(j[{idx}] AS {typ}) AS {col}")
+                    exprs.append(f"{_typed(f'j[{idx}]', typ)} AS {col}")
             else:
-                exprs.append(f"CAST({path} AS {typ}) AS {col}")
+                exprs.append(f"{_typed(path, typ)} AS {col}")
         plist = ", ".join(f"'{p}'" for p in paths)
         extra = f" AND ({where})" if where else ""
         return (

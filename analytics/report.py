@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -43,7 +42,6 @@ def build_report(
     *,
     judge_run_id: str | None = None,
     writable: bool = True,
-    metric_files: list[Path] | None = None,
     notes: list[str] | None = None,
     bootstrap: int = 0,
     seed: str = DEFAULT_SEED,
@@ -84,10 +82,6 @@ def build_report(
             report["providers"][name].update(extra)
         report["paired"] = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report["uncertainty"] = {"bootstrap": bootstrap, "seed": seed, "level": LEVEL, "unit": "question"}
-    if metric_files:
-        from searchtrace.analytics.custom import run_metrics
-
-        report["custom"] = run_metrics(con, metric_files, run, writable=writable)
     if notes is not None:
         notes.extend(passed_over)
         items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)

@@ -40,6 +40,8 @@ from typing import Any
 import click
 import duckdb
 
+from searchtrace.store.schema import OFFLINE
+
 PROVIDERS = ("brave", "tavily", "firecrawl")
 RATES = {"429": 0.10, "500": 0.03, "503": 0.03, "timeout": 0.05, "malformed": 0.02, "truncated": 0.01,
          "oversized": 0.15}
@@ -183,7 +185,7 @@ def durable(db: Path) -> tuple[set[str], set[tuple[str, str]]]:
     """(trajectory ids with trajectory.finished, (trajectory id, url) with a verdict) committed in the store now."""
     if not db.exists():
         return set(), set()
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         if not (con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'events'").fetchone()
                 or (0,))[0]:
@@ -202,7 +204,7 @@ def item_keys(db: Path) -> set[tuple[str, str]]:
     """Every judge item of the store as (trajectory id, normalised URL)."""
     from searchtrace.analytics.items import judge_items
 
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         return {(i.trajectory_id, i.url_normalized) for i in judge_items(con)}
     finally:
@@ -264,7 +266,7 @@ def cli(c: Chaos, *args: str) -> subprocess.CompletedProcess[str]:
 
 def event_counts(db: Path) -> dict[str, dict[str, int]]:
     """Typed failure evidence: counts of call.retried reasons, completion statuses, finish reasons, verdict validity."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         out: dict[str, dict[str, int]] = {}
         for typ, fld in (("call.retried", "reason"), ("search.completed", "status"), ("fetch.completed", "status"),
@@ -281,7 +283,7 @@ def run_finished(db: Path) -> bool:
     """The chaos run has its run.finished: every cell is final (answered, max_iterations, or errored on every attempt)."""
     if not db.exists():
         return False
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         row = con.execute("SELECT count(*) FROM events WHERE type = 'run.finished' AND run_id = ?", [RUN_ID]).fetchone()
         return bool(row and row[0])
@@ -300,7 +302,7 @@ cur AS (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM s x WHERE x.supersedes =
 def cells(db: Path) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], int]:
     """Finished trajectories per (qid, provider) counting only the latest attempt of each cell, verdicts per
     (trajectory id, url) in the chaos judge run, and the errored attempts a later attempt superseded."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         fin = Counter({(q, p): int(n) for q, p, n in con.execute(
             f"{_STARTS} SELECT cur.qid, cur.provider, count(*) FROM events f JOIN cur ON cur.stream_id = f.stream_id "
@@ -347,7 +349,7 @@ def redone_calls(c: Chaos, db: Path) -> dict[str, int]:
     Per trajectory, chat answers beyond its `model.responded` events and search answers beyond its `ok`
     `search.completed` events; per judge item, answers beyond its one verdict.
     """
-    con = duckdb.connect(str(db), read_only=True)
+    con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:
         used: Counter[tuple[str, str | None]] = Counter()
         for tid, provider, typ, n in con.execute(

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from searchtrace.benchmarks.synthetic import batches
 from searchtrace.store.log import EventLog
-from searchtrace.store.schema import DDL
+from searchtrace.store.schema import DDL, OFFLINE
 from searchtrace.store.writer import open_writer
 
 RAW_BATCHES = (50_000, 122_880)  # rows per INSERT tried for the raw bulk path; the fastest is reported
@@ -85,7 +85,7 @@ def bench_writer(path: Path, n: int, producers: int, per_call: int, *, seed: int
 def _rows(store_path: Path, size: int) -> Iterator[pa.Table]:
     """The stored rows as DuckDB exports them losslessly (UUID as arrow.uuid, JSON as arrow.json): the Arrow
     types DuckDB inserts fastest (plain strings would be parsed as UUIDs and validated as JSON again)."""
-    con = duckdb.connect(str(store_path), read_only=True)
+    con = duckdb.connect(str(store_path), read_only=True, config=OFFLINE)
     try:
         con.execute("SET arrow_lossless_conversion = true")
         reader = con.sql("SELECT * FROM events ORDER BY position").to_arrow_reader(size)
@@ -98,7 +98,7 @@ def _rows(store_path: Path, size: int) -> Iterator[pa.Table]:
 def bench_raw(store_path: Path, path: Path, batch: int) -> dict[str, float]:
     """Arrow table -> `INSERT INTO events SELECT * FROM t`, one transaction per batch, checkpoint threshold 1 GB."""
     tables = list(_rows(store_path, batch))  # the store's own rows, read before the clock starts
-    con = duckdb.connect(str(_fresh(path)))
+    con = duckdb.connect(str(_fresh(path)), config=OFFLINE)
     try:
         con.execute(DDL)
         con.execute("SET checkpoint_threshold = '1GB'")
@@ -122,7 +122,7 @@ def bench_raw(store_path: Path, path: Path, batch: int) -> dict[str, float]:
 def bench_naive(store_path: Path, path: Path, n: int) -> dict[str, float]:
     """One `INSERT … VALUES` statement (and so one transaction) per row, on the first n stored rows."""
     rows = next(_rows(store_path, n)).to_pylist()
-    con = duckdb.connect(str(_fresh(path)))
+    con = duckdb.connect(str(_fresh(path)), config=OFFLINE)
     try:
         con.execute(DDL)
         sql = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"

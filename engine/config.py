@@ -43,6 +43,7 @@ name upper-cased, `-` as `_`). Rates, concurrency and timeouts left out (or 0) t
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import tomllib
@@ -51,6 +52,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters.urls import base_url_problem
 from searchtrace.store.errors import BadInput
 
 # every search adapter (adapters.registry.SEARCH_PROVIDERS, SPEC §14); the paper's three are the default demo
@@ -171,7 +173,35 @@ class RunConfig(_Cfg):
 
 EXAMPLE_CONFIG = __doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else ""
 
-_ID_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_ID_RE = re.compile(r"[A-Za-z0-9._-]+")  # always fullmatch: `$` would let a trailing newline through
+# Sane bounds of the pacing numbers: outside them a run hangs (rps 1e-9, inf) or never waits at all (timeout inf).
+RPS_RANGE = (0.01, 1e6)
+SECONDS_RANGE = (0.001, 86_400.0)
+
+
+def rate_problem(name: str, value: float, lo_hi: tuple[float, float], *, zero_ok: bool = False) -> str | None:
+    """Why a rate or a duration is unusable (None when it is fine); nan, inf and absurd values included."""
+    lo, hi = lo_hi
+    if zero_ok and value == 0:
+        return None
+    if not math.isfinite(value) or not lo <= value <= hi:
+        return f"{name} must be a number from {lo:g} to {hi:g}{' (or 0)' if zero_ok else ''}, got {value}"
+    return None
+
+
+def cache_dir_problem(cache_dir: str) -> str | None:
+    """Why the fetch cache cannot live there (a file in the way, a folder without write access), before any call."""
+    path = Path(cache_dir)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{cache_dir!r} cannot be a folder: {str(probe)!r} is a file"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{cache_dir!r}: no permission to write in {str(probe)!r}"
+    return None
 
 
 def _where(exc: msgspec.ValidationError) -> tuple[str, str]:
@@ -187,14 +217,14 @@ def _check(cfg: RunConfig, src: str) -> None:
     def bad(key: str, what: str) -> BadInput:
         return BadInput(f"{src}: key {key}: {what}")
 
-    if cfg.run_id and not _ID_RE.match(cfg.run_id):
+    if cfg.run_id and not _ID_RE.fullmatch(cfg.run_id):
         raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
     if not cfg.agent.model.strip():
         raise bad("agent.model", "required (the chat model name)")
     if not cfg.providers:
         raise bad("providers", "at least one [providers.<name>] table is required")
     for name, p in cfg.providers.items():
-        if not _ID_RE.match(name):
+        if not _ID_RE.fullmatch(name):
             raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
         if p.kind not in PROVIDER_KINDS:
             raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
@@ -206,6 +236,9 @@ def _check(cfg: RunConfig, src: str) -> None:
         for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s), ("max_wait_s", e.max_wait_s)):
             if not v > 0:
                 raise bad(f"{where}.{name}", f"must be > 0, got {v}")
+            problem = rate_problem(name, v, RPS_RANGE if name == "rps" else SECONDS_RANGE)
+            if problem:
+                raise bad(f"{where}.{name}", problem.removeprefix(f"{name} "))
         for name, n in (("concurrency", e.concurrency - 1), ("burst", e.burst), ("max_retries", e.max_retries)):
             if n < 0:
                 raise bad(f"{where}.{name}", f"must be >= {1 if name == 'concurrency' else 0}, got {getattr(e, name)}")
@@ -221,8 +254,12 @@ def _check(cfg: RunConfig, src: str) -> None:
     for key, url in [("agent.base_url", cfg.agent.base_url), ("fetch.base_url", cfg.fetch.base_url)] + [
         (f"providers.{n}.base_url", p.base_url) for n, p in cfg.providers.items()
     ]:
-        if not re.match(r"^https?://[^/\s]+", url):
+        if (problem := base_url_problem(url)) is not None:
+            raise bad(key, problem)
+        if not re.match(r"https?://[^/\s]+", url):
             raise bad(key, f"{url!r} is not an http(s) URL")
+    if cfg.fetch.cache_dir and (problem := cache_dir_problem(cfg.fetch.cache_dir)):
+        raise bad("fetch.cache_dir", problem)
     if cfg.sample.n is not None and cfg.sample.n < 1:
         raise bad("sample.n", f"must be >= 1, got {cfg.sample.n}")
     if cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_file():

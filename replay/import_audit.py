@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail
+from searchtrace.replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail, read_input
 from searchtrace.replay.interchange import AUDIT_HEADER, AUDIT_VALUES
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import AuditAnswer, NewEvent
@@ -13,8 +13,8 @@ from searchtrace.store.events import AuditAnswer, NewEvent
 # -- audit ------------------------------------------------------------------------------------------
 def validate_audit(path: Path, known: Known) -> list[NewEvent]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: cannot read ({exc})") from None
     lines = text.splitlines()
     if not lines:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
+import shutil
+import stat
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,12 +129,57 @@ def decode_line(decoder: Any, path: Path, n: int, raw: bytes) -> Any:
         raise fail(path, n, f, msg) from None
     except msgspec.DecodeError as exc:
         raise fail(path, n, "(line)", f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise fail(path, n, "(line)", "JSON nested too deeply") from None
+
+
+_FROZEN: dict[Path, Path] = {}  # input file as named -> the private copy every pass reads
+
+
+def _freeze(path: Path, copy: Path) -> None:
+    """Read `path` once into `copy`: a regular file or a pipe (process substitution, FIFO); nothing else."""
+    try:
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+            raise BadInput(f"{path}: {kind}, not a file or a pipe; nothing was imported")
+        with path.open("rb") as src, copy.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read for import ({exc.strerror}); nothing was imported") from None
+
+
+@contextmanager
+def frozen_inputs(paths: Iterable[Path]) -> Iterator[None]:
+    """Each input read exactly once, before validation: every later pass reads the same bytes (SPEC §9 import).
+
+    A pipe can be read only once and a file can grow or change between passes; validating one reading and
+    writing another would store unchecked lines. Messages still name the files as given.
+    """
+    with tempfile.TemporaryDirectory(prefix="searchtrace-import-") as tmp:
+        todo = list(dict.fromkeys(paths))
+        try:
+            for i, p in enumerate(todo):
+                _freeze(p, Path(tmp) / f"{i}.in")
+                _FROZEN[p] = Path(tmp) / f"{i}.in"
+            yield
+        finally:
+            for p in todo:
+                _FROZEN.pop(p, None)
+
+
+def read_input(path: Path) -> bytes:
+    """The whole input as read once (see frozen_inputs); the file itself when not frozen."""
+    try:
+        return _FROZEN.get(path, path).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, bytes) of every non-blank line."""
+    """(1-based line number, bytes) of every non-blank line (of the frozen copy during an import)."""
     try:
-        fh = path.open("rb", buffering=1 << 20)
+        fh = _FROZEN.get(path, path).open("rb", buffering=1 << 20)
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
     with fh:

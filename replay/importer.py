@@ -16,7 +16,7 @@ from pathlib import Path
 
 from searchtrace.replay import import_judgments
 from searchtrace.replay.import_audit import validate_audit
-from searchtrace.replay.import_common import Known
+from searchtrace.replay.import_common import Known, frozen_inputs
 from searchtrace.replay.import_traces import append_traces, validate_traces
 from searchtrace.store.events import AuditAnswer
 from searchtrace.store.log import EventLog
@@ -52,7 +52,7 @@ def import_files(
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
     """Validate every file fully (nothing written when any is bad), then append each file's events."""
-    with _no_cycle_collection():
+    with _no_cycle_collection(), frozen_inputs([*traces, *judgments, *audits]):
         return _import(log, traces, judgments, audits, on_stage)
 
 

@@ -9,7 +9,15 @@ import msgspec
 from searchtrace.store.events import FetchStatus, TrajectoryReason, Verdict
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]  # ids and URLs may not be empty
-Count = Annotated[int, msgspec.Meta(ge=0)]
+# Every number is checked against the column it lands in (analytics.relations: iteration and rank INTEGER, token
+# counts BIGINT, latencies DOUBLE), with room for sums: a value the store cannot hold never passes validation.
+INT32_MAX = 2**31 - 1
+TOKENS_MAX = 10**12  # per call; a million such calls still sum inside BIGINT
+MILLIS_MAX = 1e12  # ~30 years; finite, so sums stay finite too
+Count = Annotated[int, msgspec.Meta(ge=0, le=TOKENS_MAX)]
+Iteration = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
+Rank = Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)]
+Millis = Annotated[float, msgspec.Meta(ge=0, le=MILLIS_MAX)]
 
 
 class StepUsage(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
@@ -19,14 +27,14 @@ class StepUsage(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 
 
 class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
-    iteration: Count
+    iteration: Iteration
     usage: StepUsage = msgspec.field(default_factory=StepUsage)
-    latency_ms: float = 0.0
+    latency_ms: Millis = 0.0
 
 
 class Result(msgspec.Struct, kw_only=True):
     doc_id: Id
-    rank: Annotated[int, msgspec.Meta(ge=1)]
+    rank: Rank
     url: Id
     title: str | None = ""  # null is read as "" (and metadata null as {})
     domain: str | None = ""  # empty: derived from the URL
@@ -35,22 +43,22 @@ class Result(msgspec.Struct, kw_only=True):
 
 
 class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
-    iteration: Count
+    iteration: Iteration
     call_id: Id
     query: str
     results: list[Result]
-    latency_ms: float = 0.0
+    latency_ms: Millis = 0.0
 
 
 class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
-    iteration: Count
+    iteration: Iteration
     call_id: Id
     doc_id: Id
     url: str
     status: FetchStatus
     content: str | None = None
     n_tokens: Count = 0
-    latency_ms: float = 0.0
+    latency_ms: Millis = 0.0
 
 
 Step = ModelStep | SearchStep | FetchStep

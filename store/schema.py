@@ -78,14 +78,24 @@ def lock_message(path: Path, detail: str = "") -> str:
     return f"{path}: the database is held by {who}; wait for it to finish or use another --db"
 
 
+# Every connection the project opens: DuckDB never downloads or loads an extension on its own (a SQLite file
+# given as --db would otherwise fetch the sqlite extension from the network and create folders in $HOME).
+OFFLINE: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
 def connect(path: Path, *, read_only: bool, config: dict[str, str | bool | int | float | list[str]] | None = None) -> duckdb.DuckDBPyConnection:
-    """Open the file, turning DuckDB's lock and format errors into one-line store errors."""
+    """Open the file offline (see OFFLINE), turning DuckDB's lock and format errors into one-line store errors."""
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=config or {})
+        return duckdb.connect(str(path), read_only=read_only, config={**(config or {}), **OFFLINE})
     except duckdb.IOException as exc:
         msg = str(exc)
         if "lock" in msg.lower():
             raise StoreLocked(lock_message(path, msg)) from None
+        if "extension" in msg.lower():  # DuckDB recognised another database format (SQLite, ...)
+            raise NotAStore(f"{path}: not a DuckDB database (another database format); not a searchtrace store") from None
         raise NotAStore(f"{path}: cannot open as a DuckDB database ({first_line(msg)})") from None
     except duckdb.Error as exc:
         if "different configuration" in str(exc):

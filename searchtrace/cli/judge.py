@@ -19,6 +19,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
+from searchtrace.engine.config import RPS_RANGE, SECONDS_RANGE, rate_problem
 from searchtrace.replay.judge import JudgeStats, default_judge_run_id
 from searchtrace.replay.judge_prompt import DEFAULT_VERSION, versions
 from searchtrace.store.errors import BadInput
@@ -102,6 +103,9 @@ def judge(
         rps = 0.0 if (sandbox or sandbox_url) else DEFAULT_RPS
     if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
         raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
+    if problem := (rate_problem("--rps", rps, RPS_RANGE, zero_ok=True)
+                   or rate_problem("--timeout", timeout_s, SECONDS_RANGE)):
+        raise BadInput(problem)
     if not db.exists():
         raise BadInput(f"{db}: no such database; record or import something first")
     chat = pipeline.judge_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,

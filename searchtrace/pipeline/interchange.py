@@ -16,16 +16,26 @@ def import_files(
     db: Path, traces: Sequence[Path] = (), judgments: Sequence[Path] = (), audits: Sequence[Path] = (), *,
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
-    """Strict import (a bad line stops it, nothing of that file written), then the typed projections caught up."""
-    with EventLog(db) as log:
-        res = import_into(log, list(traces), list(judgments), list(audits), on_stage=on_stage)
-        on_stage("building the typed projections")
-        cur = log.cursor()
-        try:
-            views.ensure_views(cur)
-            projections.catch_up(cur)
-        finally:
-            cur.close()
+    """Strict import (a bad line stops it, nothing of that file written), then the typed projections caught up.
+
+    A failed import into a store that did not exist before leaves no store behind.
+    """
+    new = not db.exists()
+    try:
+        with EventLog(db) as log:
+            res = import_into(log, list(traces), list(judgments), list(audits), on_stage=on_stage)
+            on_stage("building the typed projections")
+            cur = log.cursor()
+            try:
+                views.ensure_views(cur)
+                projections.catch_up(cur)
+            finally:
+                cur.close()
+    except BaseException:
+        if new:
+            for leftover in (db, db.with_name(db.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
     return res
 
 

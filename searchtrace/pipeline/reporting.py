@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.analytics.custom import run_metrics
 from searchtrace.analytics.html import extras_from_db, render
 from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, build_report
 from searchtrace.replay.grade import Grade, grade_answers
@@ -72,7 +73,7 @@ def report(
             con = log.cursor()
             try:
                 data = build_report(
-                    con, judge_run_id=judge_run_id, writable=writable, metric_files=list(metrics), notes=notes,
+                    con, judge_run_id=judge_run_id, writable=writable, notes=notes,
                     bootstrap=bootstrap, seed=seed,
                 )
                 return data, extras_from_db(log, data["judge_run_id"]) if html is not None else None
@@ -84,6 +85,8 @@ def report(
     except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
         notes.clear()
         data, extra = read()
+    if metrics:  # user code: on a read-only, offline connection of its own, once the report's own is closed
+        data["custom"] = run_metrics(db, list(metrics), data["judge_run_id"])
     if html is not None:
         write_page(html, render(data, extra=extra))
     return Report(data=data, html=html, notes=notes)
