@@ -13,7 +13,7 @@ import msgspec
 import structlog
 from aiolimiter import AsyncLimiter
 
-from searchtrace.adapters.keys import Secret, read_key
+from searchtrace.adapters.keys import Secret, configured_secrets, read_key
 from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
 from searchtrace.adapters.types import Endpoint, RetryInfo
 
@@ -48,7 +48,7 @@ class Reply:
         """The body decoded as JSON, or None when it is not JSON (error bodies may be HTML or plain text)."""
         try:
             return msgspec.json.decode(self.body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # not JSON, or nested deeper than can be followed
             return None
 
 
@@ -264,6 +264,10 @@ class OwnsClient:
         self._key = key if key is not None else read_key(self.label, endpoint.key_env, required=key_required,
                                                          fallback=key_fallback)
         self._http = EndpointClient(endpoint, transport)
+
+    def secrets(self) -> list[Secret]:
+        """This adapter's key and every other configured key: what to scrub from anything parsed out of a reply."""
+        return configured_secrets(self._key)
 
     async def __aenter__(self) -> Self:
         return self

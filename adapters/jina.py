@@ -11,7 +11,7 @@ import structlog
 
 from searchtrace.adapters.fetch_cache import CachedPage, FetchCache
 from searchtrace.adapters.http import OwnsClient, Reply
-from searchtrace.adapters.keys import Secret, json_headers, scrub_text
+from searchtrace.adapters.keys import Secret, json_headers, scrub_parsed, scrub_text
 from searchtrace.adapters.search_base import http_error_text
 from searchtrace.adapters.types import Endpoint, FetchResponse
 from searchtrace.adapters.urls import normalize_url
@@ -114,9 +114,9 @@ class JinaFetcher(OwnsClient):
         ctype = reply.headers.get("content-type", "") if reply.headers is not None else ""
         try:
             content = page_markdown(reply.body, ctype)
-        except (ValueError, UnicodeDecodeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             return FetchResponse(status="bad_response", error=scrub_text(f"unusable body: {exc}", self._key), **common)
-        content = scrub_text(content, self._key)
+        content = scrub_parsed(content, self.secrets())
         return FetchResponse(status="ok", content=content, n_tokens=estimate_tokens(content), **common)
 
     def _http_error(self, reply: Reply) -> str:

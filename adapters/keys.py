@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any, TypeVar
+
+import msgspec
 
 from searchtrace.adapters.errors import MissingKey
+from searchtrace.store.errors import BadInput
+
+T = TypeVar("T")
 
 DEFAULT_KEY_ENV: dict[str, str] = {
     "brave": "BRAVE_API_KEY",
@@ -24,6 +30,7 @@ DEFAULT_KEY_ENV: dict[str, str] = {
 }
 
 _MIN_SECRET = 4  # shorter values are not scrubbed (they would mangle ordinary text)
+_KEY_ENVS: set[str] = set(DEFAULT_KEY_ENV.values())  # every key variable known in this process (read_key adds)
 
 
 class Secret:
@@ -47,6 +54,10 @@ class Secret:
 def read_key(provider: str, env_var: str | None, *, required: bool = True, fallback: str | None = None) -> Secret | None:
     """The key for `provider` from `env_var`; `fallback` (e.g. the sandbox's dummy key) when unset; else MissingKey."""
     value = os.environ.get(env_var, "").strip() if env_var else ""
+    if env_var:
+        _KEY_ENVS.add(env_var)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):  # would break (or inject into) the request header
+        raise BadInput(f"{env_var}: the key holds a line break or another control character; set the key alone")
     if value:
         return Secret(value)
     if fallback:
@@ -80,3 +91,43 @@ def scrub_bytes(body: bytes, *secrets: Secret | None) -> bytes:
         if s is not None and len(s.reveal()) >= _MIN_SECRET:
             body = body.replace(s.reveal().encode(), b"***")
     return body
+
+
+def configured_secrets(*own: Secret | None) -> list[Secret]:
+    """`own` plus the value of every key variable configured in this process (a reply may echo any of them)."""
+    out = [s for s in own if s is not None]
+    for name in sorted(_KEY_ENVS):
+        value = os.environ.get(name, "").strip()
+        if len(value) >= _MIN_SECRET and all(value != s.reveal() for s in out):
+            out.append(Secret(value))
+    return out
+
+
+def _scrub_any(value: Any, secrets: list[Secret]) -> Any:
+    if isinstance(value, str):
+        return scrub_text(value, *secrets)
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub_any(v, secrets) for v in value)
+    if isinstance(value, dict):
+        return {_scrub_any(k, secrets): _scrub_any(v, secrets) for k, v in value.items()}
+    if isinstance(value, msgspec.Struct):
+        changes = {f: _scrub_any(getattr(value, f), secrets) for f in value.__struct_fields__}
+        return msgspec.structs.replace(value, **changes)
+    return value
+
+
+def scrub_parsed(value: T, secrets: list[Secret]) -> T:
+    """Every string inside `value` (Structs, lists, dicts) with each secret replaced by `***`; unchanged when none
+    occurs. Parsed replies go through this before they are stored or shown to a model (SPEC: keys never stored)."""
+    live = [s for s in secrets if len(s.reveal()) >= _MIN_SECRET]
+    if not live:
+        return value
+    if all(msgspec.json.encode(s.reveal())[1:-1] == s.reveal().encode() for s in live):  # each appears verbatim
+        try:
+            text: bytes | None = msgspec.json.encode(value)
+        except (TypeError, RecursionError):
+            text = None
+        if text is not None and not any(s.reveal().encode() in text for s in live):
+            return value  # the usual case: one encode and a search, no copy
+    result: T = _scrub_any(value, live)
+    return result

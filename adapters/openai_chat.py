@@ -11,7 +11,7 @@ import structlog
 
 from searchtrace.adapters.errors import ChatError, key_rejected
 from searchtrace.adapters.http import OwnsClient, Reply
-from searchtrace.adapters.keys import Secret, json_headers, scrub_bytes, scrub_text
+from searchtrace.adapters.keys import Secret, json_headers, scrub_bytes, scrub_parsed, scrub_text
 from searchtrace.adapters.search_base import shorten
 from searchtrace.adapters.types import ChatResponse, Endpoint
 from searchtrace.store.events import ToolCall, Usage
@@ -102,7 +102,7 @@ def _parses(body: bytes) -> bool:
     """A 2xx chat body we can use; a malformed or truncated one is worth another attempt (it was not an answer)."""
     try:
         parse_completion(body)
-    except (ValueError, TypeError, msgspec.DecodeError, msgspec.ValidationError):
+    except (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError):
         return False
     return True
 
@@ -150,14 +150,14 @@ class OpenAIChat(OwnsClient):
         if reply.outcome != "ok":
             raise self._error(reply)
         try:
-            text, calls, usage, finish = parse_completion(reply.body)
-        except (ValueError, TypeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            text, calls, usage, finish = scrub_parsed(parse_completion(reply.body), self.secrets())
+        except (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ChatError("bad_response", scrub_text(f"{self.model}: unusable body: {exc}", self._key),
                             reply.retries, http_status=reply.http_status) from None
         log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,
                  latency_ms=round(reply.latency_ms, 1), retries=len(reply.retries))
         return ChatResponse(text=text, tool_calls=calls, usage=usage, latency_ms=reply.latency_ms,
-                            finish_reason=finish, raw=scrub_bytes(reply.body, self._key), retries=reply.retries)
+                            finish_reason=finish, raw=scrub_bytes(reply.body, *self.secrets()), retries=reply.retries)
 
     def _error(self, reply: Reply) -> ChatError:
         status = "bad_response" if reply.outcome == "too_large" else reply.outcome

@@ -13,7 +13,7 @@ import structlog
 
 from searchtrace.adapters.errors import key_rejected
 from searchtrace.adapters.http import OwnsClient, Reply
-from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
+from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_parsed, scrub_text
 from searchtrace.adapters.types import Endpoint, SearchHit, SearchResponse
 from searchtrace.adapters.urls import domain_of, normalize_url
 
@@ -126,7 +126,8 @@ class SearchAdapter(OwnsClient):
         return False
 
     def _to_response(self, reply: Reply) -> SearchResponse:
-        raw = scrub_bytes(reply.body, self._key) if reply.body else None
+        secrets = self.secrets()
+        raw = scrub_bytes(reply.body, *secrets) if reply.body else None
         common: dict[str, Any] = dict(raw=raw, latency_ms=reply.latency_ms, http_status=reply.http_status,
                                       retries=reply.retries)
         if reply.outcome == "timeout":
@@ -140,8 +141,8 @@ class SearchAdapter(OwnsClient):
         if reply.outcome == "http_error":
             return SearchResponse(status="http_error", error=scrub_text(self._http_error(reply), self._key), **common)
         try:
-            hits = self.parse_hits(reply.body)
-        except (ValueError, TypeError, KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            hits = scrub_parsed(self.parse_hits(reply.body), secrets)
+        except (ValueError, TypeError, KeyError, RecursionError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             return SearchResponse(status="bad_response", error=scrub_text(f"unusable body: {exc}", self._key),
                                   **common)
         return SearchResponse(status="ok", hits=hits, **common)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.replay.import_common import AUDIT_SOURCE, AUDIT_STREAM, RUN_ID, Known, event_id, fail, read_input
+from searchtrace.replay.import_common import (
+    AUDIT_SOURCE,
+    AUDIT_STREAM,
+    RUN_ID,
+    Known,
+    event_id,
+    fail,
+    read_input,
+)
 from searchtrace.replay.interchange import AUDIT_HEADER, AUDIT_VALUES
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import AuditAnswer, NewEvent
