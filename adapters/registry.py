@@ -38,6 +38,7 @@ from searchtrace.adapters.serpapi import SerpApiSearch
 from searchtrace.adapters.serper import SerperSearch
 from searchtrace.adapters.tavily import TavilySearch
 from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters.urls import base_url_problem
 from searchtrace.adapters.youcom import YouComSearch
 from searchtrace.store.errors import BadInput
 
@@ -102,6 +103,8 @@ def default_endpoint(name: str, *, base_url: str | None = None, key_env: str | N
         raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', BASE_URLS)})")
     default, env, _ = BASE_URLS[name]
     url = base_url or os.environ.get(env, "").strip() or default
+    if not base_url and (problem := base_url_problem(url)):
+        raise BadInput(f"{env}: base URL {problem}")
     fields = {**_LIMITS[name], **limits}
     return Endpoint(base_url=url, key_env=key_env or DEFAULT_KEY_ENV.get(name), **fields)
 

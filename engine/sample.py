@@ -76,6 +76,8 @@ def _read_jsonl(p: Path, text: str) -> list[Row]:
             obj = msgspec.json.decode(line)
         except msgspec.DecodeError as exc:
             raise BadInput(f"{p}: line {lineno}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise BadInput(f"{p}: line {lineno}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise BadInput(f"{p}: line {lineno}: expected a JSON object, found {type(obj).__name__}")
         rows.append(obj)

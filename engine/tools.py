@@ -107,7 +107,7 @@ class DocRegistry:
         """Validates one tool call against the schemas and this trajectory's doc_ids; never performs it."""
         try:
             args = _args_decoder.decode(arguments or "{}")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return Refusal(call_id, name, arguments, "arguments are not a JSON object")
         if name == SEARCH_WEB:
             query = args.get("query")

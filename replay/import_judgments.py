@@ -76,7 +76,7 @@ def read_line(path: Path, n: int, raw: bytes) -> Line:
     """The typed decode when the line has §4 labels (or null), else the generic one that reports what is wrong."""
     try:
         return typed_judgment_decoder.decode(raw)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         j: JudgmentLine = decode_line(judgment_decoder, path, n, raw)
         return j
 
@@ -119,7 +119,7 @@ def prepare(path: Path, known: Known, items: Items, log: EventLog) -> None:
     for _, raw in lines(path):
         try:
             names = _names.decode(raw)
-        except msgspec.MsgspecError:
+        except (msgspec.MsgspecError, RecursionError):
             continue  # the validating pass reports it with its line and field
         runs.add(names.judge_run_id)
         if names.trajectory_id not in items:

@@ -48,6 +48,8 @@ def parse_verdict(text: str | None, *, page_visible: bool, finish_reason: str | 
         verdict = _decoder.decode(body)
     except msgspec.ValidationError as exc:
         return Parsed(valid=False, reason=_one_line(f"wrong shape: {exc}"))
+    except RecursionError:
+        return Parsed(valid=False, reason="not valid JSON: nested too deeply")
     except msgspec.DecodeError as exc:
         cut = " (finish_reason=length)" if finish_reason == "length" else ""
         return Parsed(valid=False, reason=_one_line(f"not valid JSON: {exc}{cut}"))

@@ -61,9 +61,14 @@ def cli(log_json: bool, verbose: int) -> None:
     configure_logging(json=log_json, verbosity=verbose)
 
 
+def one_line(message: str) -> str:
+    """The message on one line: line breaks and other control characters (from names, values) shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
+
+
 def fail(message: str) -> None:
     """One clear line on stderr and exit 2 (bad usage or bad input)."""
-    click.echo(f"searchtrace: error: {message}", err=True)
+    click.echo(f"searchtrace: error: {one_line(message)}", err=True)
     sys.exit(2)
 
 

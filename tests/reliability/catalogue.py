@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -64,6 +65,9 @@ class Case:
     locked: bool = False  # run while a second process holds the store read-write
     target: str = "store"  # "store": the populated store must be unchanged; else a file name under root whose bytes must not change
     absent: tuple[str, ...] = ()  # files that must not exist afterwards
+    env: dict[str, str] = field(default_factory=dict)  # environment variables set while it runs
+    forbid: tuple[str, ...] = ()  # text that must appear nowhere in its output (a password, a key)
+    code: int = 2  # the exit code due (1: a check that failed)
 
 
 @dataclass
@@ -264,6 +268,7 @@ def write_files(env: Env) -> None:
     other = duckdb.connect(str(w("other.duckdb")))
     other.execute("CREATE TABLE customers(id INTEGER, name VARCHAR); INSERT INTO customers VALUES (1, 'a')")
     other.close()
+    write_round_two(env, trace, j)
 
 
 # ---------------------------------------------------------------- the cases
@@ -416,7 +421,7 @@ def cases() -> list[Case]:
         ("cte-delete", "WITH x AS (SELECT 1) DELETE FROM events"),
     ):
         out.append(Case(f"sql-{name}", _sql(query), ("sql",), absent=("copied.csv", "attached.duckdb")))
-    return out
+    return out + round_two_cases()
 
 
 # ---------------------------------------------------------------- running them
@@ -449,11 +454,14 @@ def held(db: Path) -> Iterator[subprocess.Popen[str]]:
         proc.stdout.close()
 
 
-def check(case: Case, code: int, err: str) -> str:
+def check(case: Case, code: int, err: str, out: str = "") -> str:
     """Why the command's outcome is not a clean rejection ('' when it is)."""
     lines = err.splitlines()
-    if code != 2:
-        return f"exit {code}, not 2; stderr: {err.strip()[-500:]}"
+    leaked = [f for f in case.forbid if f in err or f in out]
+    if leaked:
+        return f"the output holds {leaked}"
+    if code != case.code:
+        return f"exit {code}, not {case.code}; stderr: {err.strip()[-500:]}"
     if len(lines) != 1:
         return f"{len(lines)} stderr lines, not 1: {err.strip()[-500:]}"
     if not lines[0].startswith("searchtrace: error: "):
@@ -472,18 +480,25 @@ def run_case(env: Env, case: Case) -> Result:
         before = file_digest(env.path(case.target))
     cwd = os.getcwd()
     os.chdir(env.root)  # relative paths in SQL cases resolve inside the catalogue folder
+    saved = {k: os.environ.get(k) for k in case.env}
+    os.environ.update(case.env)
     try:
         if case.locked:
             env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
             with held(env.db):
-                code, _, err = run_cli(case.argv(env))
+                code, out, err = run_cli(case.argv(env))
         else:
             if not env.path("cfg_lock.toml").exists():
                 env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
-            code, _, err = run_cli(case.argv(env))
+            code, out, err = run_cli(case.argv(env))
     finally:
         os.chdir(cwd)
-    problem = check(case, code, err)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    problem = check(case, code, err, out)
     after = snapshot(env.db) if case.target == "store" else file_digest(env.path(case.target))
     if not problem and after != before:
         problem = f"the {case.target} changed: {before} -> {after}"
@@ -499,3 +514,168 @@ def run_catalogue(root: Path) -> list[Result]:
     """Every case against one freshly built environment."""
     env = build_env(root)
     return [run_case(env, c) for c in cases()]
+
+
+# ---------------------------------------------------------------- round two (issue #15): what a fresh adversary found
+
+PASSWORD = "hunter2pw-catalogue"  # in base URLs: must never be echoed
+CONTROL_KEY = "ctlkey-first\nctlkey-second"  # a key value with a line break
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def write_round_two(env: Env, trace: dict[str, object], judgment: dict[str, object]) -> None:
+    """The files of the round-two cases: metrics that try to write, out-of-range imports, configs that hang."""
+    w = env.path
+    # 1. user metrics that try to write, copy, read files, attach, install, or re-enable file access
+    for name, sql in (
+        ("delete", "DELETE FROM events"), ("copy", "COPY (SELECT 1) TO 'copied.csv'"),
+        ("read_file", "SELECT 'x', count(*) FROM read_text('questions.jsonl')"),
+        ("two", "SELECT 'a', 1; DELETE FROM events"), ("attach", "ATTACH 'attached.duckdb' AS x"),
+        ("install", "INSTALL httpfs"), ("cte_update", "WITH x AS (SELECT 1) UPDATE events SET type = 'x'"),
+        ("set_access", "SET enable_external_access = true"), ("pragma", "PRAGMA enable_profiling"),
+    ):
+        w(f"m_{name}.sql").write_text(sql + "\n")
+    for name, stmt in (
+        ("delete", "DELETE FROM events"), ("copy", "COPY (SELECT 1) TO 'copied.csv'"),
+        ("set_access", "SET enable_external_access = true"), ("attach", "ATTACH 'attached.duckdb' AS x"),
+        ("replace_view", "CREATE OR REPLACE VIEW v_trajectories AS SELECT 1 AS x"),
+        ("drop", "DROP TABLE blobs"), ("insert", "INSERT INTO searchtrace_meta VALUES ('k', 'v')"),
+    ):
+        w(f"m_{name}.py").write_text(f"def metric(con, judge_run_id):\n    con.execute({stmt!r})\n    return {{}}\n")
+    # 2. imports with a value its column cannot hold, on the second line (nothing of the first may be written)
+
+    def variant(tid: str, edit: Callable[[dict[str, Any]], object]) -> str:
+        t: dict[str, Any] = json.loads(json.dumps({**trace, "trajectory_id": tid, "qid": f"{tid}-q"}))
+        edit(t)
+        return json.dumps(t)
+
+    fetch = {"kind": "fetch", "iteration": 2, "call_id": "c2", "doc_id": "d1", "url": "https://imp.test/a",
+             "status": "ok", "content": "x", "n_tokens": 1, "latency_ms": 1.0}
+    good = variant("r2-good", lambda t: None)
+    ranges: dict[str, Callable[[dict[str, Any]], object]] = {
+        "rank_2e40": lambda t: t["steps"][1]["results"][0].update(rank=2**40),
+        "rank_2e31": lambda t: t["steps"][1]["results"][0].update(rank=2**31),
+        "iteration_2e33": lambda t: t["steps"][0].update(iteration=2**33),
+        "tokens_2e62": lambda t: t["steps"][0]["usage"].update(input_tokens=2**62),
+        "tokens_2e70": lambda t: t["steps"][0]["usage"].update(output_tokens=2**70),
+        "latency_1e300": lambda t: t["steps"][0].update(latency_ms=1e300),
+        "latency_negative": lambda t: t["steps"][0].update(latency_ms=-3.5),
+        "fetch_tokens_2e50": lambda t: t["steps"].append({**fetch, "n_tokens": 2**50}),
+        "fetch_latency_1e20": lambda t: t["steps"].append({**fetch, "latency_ms": 1e20}),
+        "nested_metadata": lambda t: None,
+    }
+    for name, edit in ranges.items():
+        line = variant("r2-bad", edit)
+        if name == "nested_metadata":  # deeper than any parser follows
+            line = line.replace('"metadata": {}', '"metadata": {"x": ' + _deep(100_000) + "}", 1)
+        w(f"t_range_{name}.jsonl").write_text(good + "\n" + line + "\n")
+    w("j_nested.jsonl").write_text(
+        json.dumps(judgment).replace('"rationale": "r"', '"rationale": ' + _deep(100_000), 1) + "\n")
+    # 6. a SQLite database given as --db
+    import sqlite3
+
+    lite = sqlite3.connect(w("lite.sqlite"))
+    lite.execute("CREATE TABLE events(x)")
+    lite.commit()
+    lite.close()
+    # 9 + 4. rates and timeouts that hang, names with a trailing newline, a cache folder that is a file, credentials
+    base = GOOD_CONFIG.format(run_id="bad", questions=env.questions)
+    for name, (old, new) in {
+        "rps_inf": ("rps = 10000\nconcurrency", "rps = inf\nconcurrency"),
+        "rps_nan": ("rps = 10000\nconcurrency", "rps = nan\nconcurrency"),
+        "rps_tiny": ("[providers.brave]\nrps = 10000", "[providers.brave]\nrps = 1e-9"),
+        "rps_huge": ("[fetch]\nrps = 10000", "[fetch]\nrps = 1e300"),
+        "timeout_inf": ("timeout_s = 5", "timeout_s = inf"),
+        "timeout_nan": ("timeout_s = 5", "timeout_s = nan"),
+        "max_wait_inf": ("[providers.tavily]\nrps = 10000", "[providers.tavily]\nrps = 10000\nmax_wait_s = inf"),
+        "name_newline": ("[providers.brave]", '[providers."brave\\n"]'),
+        "run_id_newline": ('run_id = "bad"', 'run_id = "bad\\n"'),
+        "cache_dir_file": ('cache_dir = ""', f'cache_dir = "{env.questions}"'),
+        "cache_dir_under_file": ('cache_dir = ""', f'cache_dir = "{env.questions}/pages"'),
+        "userinfo_agent": ("[agent]\n", f'[agent]\nbase_url = "http://user:{PASSWORD}@127.0.0.1:9/v1"\n'),
+        "userinfo_provider": ("[providers.brave]\n", f'[providers.brave]\nbase_url = "https://k:{PASSWORD}@127.0.0.1:9/"\n'),
+        "userinfo_fetch": ("[fetch]\n", f'[fetch]\nbase_url = "http://{PASSWORD}@127.0.0.1:9"\n'),
+        "bad_port": ("[fetch]\n", '[fetch]\nbase_url = "http://127.0.0.1:port/"\n'),
+    }.items():
+        assert old in base, name
+        w(f"c2_{name}.toml").write_text(base.replace(old, new, 1))
+
+
+def _report_metric(name: str) -> Callable[[Env], list[str]]:
+    return lambda e: ["report", "--db", str(e.db), "--json", "--metric", str(e.path(name))]
+
+
+def round_two_cases() -> list[Case]:
+    """Issue #15's classes, each with variants: one line, exit 2, nothing written, no secret echoed."""
+    out: list[Case] = []
+    # 1. metrics run read-only, offline, with the sql rules
+    for stem in ("delete", "copy", "read_file", "two", "attach", "install", "cte_update", "set_access", "pragma"):
+        out.append(Case(f"metric-sql-{stem}", _report_metric(f"m_{stem}.sql"), (f"m_{stem}.sql",),
+                        absent=("copied.csv", "attached.duckdb")))
+    for stem in ("delete", "copy", "set_access", "attach", "replace_view", "drop", "insert"):
+        out.append(Case(f"metric-py-{stem}", _report_metric(f"m_{stem}.py"), (f"m_{stem}.py",),
+                        absent=("copied.csv", "attached.duckdb")))
+    # 2. import: every value against its column's range; deep nesting; nothing written, no store left behind
+    for name in ("rank_2e40", "rank_2e31", "iteration_2e33", "tokens_2e62", "tokens_2e70", "latency_1e300",
+                 "latency_negative", "fetch_tokens_2e50", "fetch_latency_1e20", "nested_metadata"):
+        f = f"t_range_{name}.jsonl"
+        out.append(Case(f"import-range-{name.replace('_', '-')}", _imp(f), (f, "line 2")))
+    out.append(Case("import-range-new-db", lambda e: ["import", "--db", str(e.path("fresh-import.duckdb")),
+                                                      str(e.path("t_range_rank_2e40.jsonl"))],
+                    ("t_range_rank_2e40.jsonl",), absent=("fresh-import.duckdb", "fresh-import.duckdb.wal")))
+    out.append(Case("import-judgments-nested", _imp("--judgments", "j_nested.jsonl"), ("j_nested.jsonl", "line 1")))
+    # 3. inputs that are neither files nor pipes
+    out.append(Case("import-device", lambda e: ["import", "--db", str(e.db), "/dev/zero"], ("/dev/zero",)))
+    out.append(Case("import-device-audit", lambda e: ["import", "--db", str(e.db), str(e.path("t_good.jsonl")),
+                                                      "--audit", "/dev/urandom"], ("/dev/urandom",)))
+    # 6. a SQLite file as --db: no extension download, one line
+    for command in STORE_COMMANDS:
+        out.append(Case(f"sqlite-db-{command}", _on("lite.sqlite", command), ("lite.sqlite",), target="lite.sqlite"))
+    # 9 + 4. configs: rates, names, cache folder, credentials in base URLs
+    for name, words in (("rps_inf", ("agent.rps",)), ("rps_nan", ("agent.rps",)), ("rps_tiny", ("providers.brave.rps",)),
+                        ("rps_huge", ("fetch.rps",)), ("timeout_inf", ("timeout_s",)), ("timeout_nan", ("timeout_s",)),
+                        ("max_wait_inf", ("max_wait_s",)), ("name_newline", ("providers.brave",)),
+                        ("run_id_newline", ("run_id",)), ("cache_dir_file", ("cache_dir",)),
+                        ("cache_dir_under_file", ("cache_dir",)), ("userinfo_agent", ("agent.base_url",)),
+                        ("userinfo_provider", ("providers.brave.base_url",)), ("userinfo_fetch", ("fetch.base_url",)),
+                        ("bad_port", ("fetch.base_url",))):
+        out.append(Case(f"config-{name.replace('_', '-')}", _record(f"c2_{name}.toml"), (f"c2_{name}.toml", *words),
+                        forbid=(PASSWORD,)))
+    cred = f"http://user:{PASSWORD}@127.0.0.1:9"
+    dummy = {"OPENAI_API_KEY": "sk-catalogue-dummy"}
+    probes: list[tuple[str, Callable[[Env], list[str]], tuple[str, ...], dict[str, str]]] = [
+        ("search-base-url-userinfo", lambda e: ["search", "-p", "brave", "--base-url", cred, "q"], ("base URL",), {}),
+        ("fetch-base-url-userinfo", lambda e: ["fetch", "--no-cache", "--base-url", cred, "https://x.test/"],
+         ("base URL",), {}),
+        ("judge-base-url-userinfo", lambda e: ["judge", "--db", str(e.db), "--model", "m", "--base-url", cred],
+         ("base URL",), dummy),
+        ("judge-env-base-url-userinfo", lambda e: ["judge", "--db", str(e.db), "--model", "m"], ("base URL",),
+         {"OPENAI_BASE_URL": cred, **dummy}),
+        ("search-env-base-url-userinfo", lambda e: ["search", "-p", "tavily", "q"], ("base URL",),
+         {"SEARCHTRACE_TAVILY_BASE_URL": cred, "TAVILY_API_KEY": "tvly-catalogue-dummy"}),
+        ("record-env-base-url-userinfo", _record("cfg_lock.toml"), ("base_url",), {"SEARCHTRACE_BRAVE_BASE_URL": cred}),
+        ("search-base-url-bad-port", lambda e: ["search", "-p", "brave", "--base-url", "http://h:99999999/", "q"],
+         ("base URL",), {"BRAVE_API_KEY": "brave-catalogue-dummy"}),
+        ("judge-rps-inf", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--rps", "inf"], ("--rps",), {}),
+        ("judge-rps-nan", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--rps", "nan"], ("--rps",), {}),
+        ("judge-rps-tiny", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--rps", "1e-9"], ("--rps",), {}),
+        ("judge-timeout-nan", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--timeout", "nan"], ("--timeout",), {}),
+        ("judge-timeout-inf", lambda e: ["judge", "--sandbox", "--db", str(e.db), "--timeout", "inf"], ("--timeout",), {}),
+        ("search-timeout-nan", lambda e: ["search", "-p", "brave", "--sandbox", "--timeout", "nan", "q"], ("timeout",), {}),
+        ("fetch-timeout-inf", lambda e: ["fetch", "--sandbox", "--no-cache", "--timeout", "inf", "https://x.test/"],
+         ("timeout",), {}),
+        # 8. keys with a line break or a control character
+        ("search-key-newline", lambda e: ["search", "-p", "brave", "--sandbox", "q"], ("BRAVE_API_KEY",),
+         {"BRAVE_API_KEY": CONTROL_KEY}),
+        ("fetch-key-control", lambda e: ["fetch", "--sandbox", "--no-cache", "https://x.test/"], ("JINA_API_KEY",),
+         {"JINA_API_KEY": "ctlkey-first\x07ctlkey-second"}),
+        ("record-key-newline", _record("cfg_lock.toml"), ("OPENAI_API_KEY",), {"OPENAI_API_KEY": CONTROL_KEY}),
+        ("judge-key-newline", lambda e: ["judge", "--db", str(e.db), "--model", "m", "--base-url", "http://127.0.0.1:9"],
+         ("OPENAI_API_KEY",), {"OPENAI_API_KEY": CONTROL_KEY}),
+    ]
+    for name, argv, words, env in probes:
+        out.append(Case(name, argv, words, env=env, forbid=(PASSWORD, "ctlkey-first", "ctlkey-second")))
+    return out
