@@ -1,0 +1,239 @@
+"""Issue #15's classes beyond one-line refusals: what each guard must let through, and what it must keep out."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+from searchtrace.benchmarks.chaos import SEARCHTRACE
+from tests.reliability.catalogue import run_cli, snapshot
+from tests.reliability.test_security import SECRETS, leaks, store_texts, write_trace
+
+# ---------------------------------------------------------------- 5. a key echoed in a successful reply
+
+
+def echoing_world() -> Any:
+    """The sandbox world plus a page whose title, snippet and body repeat every configured key."""
+    from searchtrace.adapters.sandbox.corpus import Corpus, Page, build_corpus
+    from searchtrace.adapters.sandbox.personas import covered
+    from searchtrace.adapters.sandbox.world import World
+
+    echo = " ".join(SECRETS.values())
+    base = build_corpus()
+    url = next(u for u in (f"https://echo.sandbox.test/zebra-{n}" for n in range(100))  # one each persona indexes
+               if all(covered(p, Page(url=u, title="", site="", description="", body="", published="", authority=0,
+                                      kind="filler")) for p in ("brave", "tavily")))
+    page = Page(url=url, title=f"Zebra notice board {SECRETS['BRAVE_API_KEY']}",
+                site="Echo", description=f"Zebra notice. The keys: {echo}", body=f"# Zebra notice\n\nThe zebra notice says: {echo}",
+                published="2026-01-01", authority=0.9, kind="filler")
+    return World(Corpus(pages=[*base.pages, page], questions=list(base.questions)))
+
+
+class Reader:
+    """A chat model that searches 'zebra notice', fetches the echo page, and keeps every message it was shown."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    async def handle(self, request: Request) -> Response:
+        from searchtrace.adapters.sandbox import wire
+
+        body = await request.json()
+        self.requests.append(body["messages"])
+        turns = sum(m["role"] == "assistant" for m in body["messages"])
+        seen = "\n".join(str(m.get("content") or "") for m in body["messages"])
+        calls: list[tuple[str, dict[str, str]]] = []
+        if turns == 0:
+            calls.append(("search_web", {"query": "zebra notice"}))
+        elif turns == 1:
+            calls += [("fetch_page", {"doc_id": d}) for d in re.findall(r'<document doc_id="(d\d+)"[^>]*echo\.sandbox', seen)]
+        tool_calls = [{"id": f"call_{turns}_{i}", "type": "function",
+                       "function": {"name": n, "arguments": json.dumps(a)}} for i, (n, a) in enumerate(calls)]
+        reply = wire.chat_completion(key=f"r{len(self.requests)}", model=body["model"],
+                                     content=None if calls else "FINAL ANSWER: echo", tool_calls=tool_calls or None,
+                                     prompt_tokens=10, completion_tokens=5, reasoning_tokens=0, cached_tokens=0)
+        return Response(wire.encode(reply), media_type="application/json")
+
+
+def test_keys_echoed_in_successful_replies_reach_no_event_and_no_model(tmp_path: Path) -> None:
+    from searchtrace.adapters.sandbox import create_app, running
+
+    model = Reader()
+    app = Starlette(routes=[Route("/openai/v1/chat/completions", model.handle, methods=["POST"]),
+                            Mount("", app=create_app(world=echoing_world()))])
+    (tmp_path / "q.jsonl").write_text(json.dumps({"qid": "echo-1", "question": "What does the zebra echo say?",
+                                                  "answer": "nothing"}) + "\n")
+    (tmp_path / "run.toml").write_text(
+        'run_id = "echo"\n[agent]\nmodel = "sandbox-reader"\n[providers.brave]\n[providers.tavily]\n'
+        '[fetch]\ncache_dir = ""\n[dataset]\npath = "q.jsonl"\n')
+    db = tmp_path / "echo.duckdb"
+    with running(app=app) as root:
+        done = subprocess.run([SEARCHTRACE, "record", "--config", str(tmp_path / "run.toml"), "--sandbox-url", root,
+                               "--db", str(db), "--no-progress"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **SECRETS})
+        probe = subprocess.run([SEARCHTRACE, "search", "-p", "brave", "--base-url", f"{root}/brave", "zebra notice"],
+                               capture_output=True, text=True, timeout=60, env={**os.environ, **SECRETS})
+    assert done.returncode == 0, done.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        shown = con.execute("SELECT count(*) FROM events WHERE type = 'search.result' "
+                            "AND payload->>'url' LIKE '%echo.sandbox%'").fetchone()
+        fetched = con.execute("SELECT count(*) FROM events WHERE type = 'fetch.completed' "
+                              "AND payload->>'status' = 'ok'").fetchone()
+    finally:
+        con.close()
+    assert shown and shown[0] >= 1 and fetched and fetched[0] >= 1  # the echo page was found and read
+    assert "***" in probe.stdout and probe.returncode == 0
+    n, found = leaks(iter([*store_texts(db), ("model requests", json.dumps(model.requests).encode()),
+                           ("search stdout", probe.stdout.encode()), ("record stderr", done.stderr.encode())]))
+    assert n > 20 and found == [], found
+
+
+# ---------------------------------------------------------------- 6. no connection reaches the network
+
+
+def test_a_sqlite_file_as_db_reaches_no_extension(tmp_path: Path) -> None:
+    import sqlite3
+
+    lite = tmp_path / "lite.db"
+    con = sqlite3.connect(lite)
+    con.execute("CREATE TABLE t(x)")
+    con.commit()
+    con.close()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    for argv in (["report", "--json"], ["export", "--out", str(tmp_path / "ex")], ["judge", "--sandbox"],
+                 ["import", str(write_trace(tmp_path))]):
+        done = subprocess.run([SEARCHTRACE, argv[0], "--db", str(lite), *argv[1:]], capture_output=True, text=True,
+                              timeout=60, env=env)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, (argv, done.stderr)
+        assert "not a DuckDB database" in done.stderr
+    assert list(home.rglob("*")) == []  # no ~/.duckdb/extensions folder was made
+
+
+def test_every_store_connection_is_offline(tmp_path: Path) -> None:
+    from searchtrace.store.log import EventLog
+    from searchtrace.store.readonly import open_read_only
+
+    db = tmp_path / "s.duckdb"
+    with EventLog(db) as log:
+        cur = log.cursor()
+        rows = cur.execute("SELECT current_setting('autoinstall_known_extensions'), "
+                           "current_setting('autoload_known_extensions')").fetchone()
+        cur.close()
+    assert rows == (False, False)
+    ro = open_read_only(db)
+    try:
+        assert ro.execute("SELECT current_setting('autoinstall_known_extensions'), "
+                          "current_setting('autoload_known_extensions')").fetchone() == (False, False)
+    finally:
+        ro.close()
+
+
+# ---------------------------------------------------------------- 1. metrics see a read-only, offline store
+
+
+def test_a_python_metric_gets_a_read_only_offline_connection(tmp_path: Path) -> None:
+    db = tmp_path / "m.duckdb"
+    assert run_cli(["import", "--db", str(db), str(write_trace(tmp_path))])[0] == 0
+    metric = tmp_path / "probe.py"
+    metric.write_text(
+        "def metric(con, judge_run_id):\n"
+        "    access = con.execute(\"SELECT current_setting('enable_external_access')\").fetchone()[0]\n"
+        "    n = con.execute('SELECT count(*) FROM v_trajectories').fetchone()[0]\n"
+        "    return {'access': int(access), 'trajectories': n}\n")
+    before = snapshot(db)
+    code, out, err = run_cli(["report", "--db", str(db), "--json", "--metric", str(metric)])
+    assert code == 0, err
+    assert json.loads(out)["custom"]["probe"] == {"access": 0, "trajectories": 1}
+    assert snapshot(db) == before
+
+
+# ---------------------------------------------------------------- 2. stored data cannot break a reader
+
+
+def test_readers_survive_values_their_columns_cannot_hold(tmp_path: Path) -> None:
+    """Values written by another tool (or an older importer): report, judge and export still run."""
+    from searchtrace.store.events import NewEvent, SearchResult
+    from searchtrace.store.log import EventLog
+
+    db = tmp_path / "r.duckdb"
+    assert run_cli(["import", "--db", str(db), str(write_trace(tmp_path))])[0] == 0
+    with EventLog(db) as log:
+        odd = SearchResult(call_id="c1", doc_id="d2", rank=2**40, title="t", url="https://b.test/",
+                           url_normalized="https://b.test/", domain="b.test", snippet="s", metadata={})
+        log.append([NewEvent(stream_id="traj:t1", run_id="other", payload=odd)])
+    for argv in (["report", "--json"], ["judge", "--sandbox", "--no-progress"], ["export", "--out", str(tmp_path / "x")],
+                 ["verify"]):
+        code, _, err = run_cli([argv[0], "--db", str(db), *argv[1:]])
+        assert code == 0, (argv, err)
+
+
+# ---------------------------------------------------------------- 3. import reads its input once
+
+
+def test_import_from_a_pipe_and_a_fifo(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path).read_bytes()
+    db = tmp_path / "p.duckdb"
+    done = subprocess.run([SEARCHTRACE, "import", "--db", str(db), "/dev/stdin"], input=trace, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0 and b"1 new trajectories" in done.stdout, done.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    other = trace.replace(b'"t1"', b'"t2"').replace(b'"q1"', b'"q2"')
+    writer = threading.Thread(target=fifo.write_bytes, args=(other,))
+    writer.start()
+    code, out, err = run_cli(["import", "--db", str(db), str(fifo)])
+    writer.join(10)
+    assert code == 0 and "1 new trajectories" in out, err
+    assert snapshot(db)[0] is True
+
+
+@pytest.mark.parametrize("how", ["grow", "rewrite"])
+def test_lines_added_or_changed_during_an_import_are_not_written(tmp_path: Path, how: str) -> None:
+    from searchtrace.replay.importer import import_files
+    from searchtrace.store.log import EventLog
+
+    path = write_trace(tmp_path)
+    good = path.read_bytes()
+    sneaky = good.replace(b'"t1"', b'"t9"').replace(b'"q1"', b'"q9"').replace(b'"rank": 1', b'"rank": 2147483648')
+
+    def stage(name: str) -> None:
+        if name.startswith("appending"):  # validation is over: change the file under the importer
+            path.write_bytes(good + sneaky if how == "grow" else sneaky)
+
+    with EventLog(tmp_path / "g.duckdb") as log:
+        res = import_files(log, [path], [], [], on_stage=stage)
+        cur = log.cursor()
+        tids = cur.execute("SELECT DISTINCT payload->>'trajectory_id' FROM events "
+                           "WHERE type = 'trajectory.started'").fetchall()
+        cur.close()
+    assert res.trajectories == 1 and tids == [("t1",)]
+
+
+# ---------------------------------------------------------------- 9. a re-imported export
+
+
+def test_no_traceback_for_a_key_with_a_line_break_in_a_subprocess(tmp_path: Path) -> None:
+    done = subprocess.run([SEARCHTRACE, "search", "-p", "brave", "--sandbox", "q"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "BRAVE_API_KEY": "first-part\nsecond-part"})
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "first-part" not in done.stderr + done.stdout and "BRAVE_API_KEY" in done.stderr
+
+
+def test_python_executable_is_the_venv() -> None:
+    assert Path(sys.executable).parent == Path(SEARCHTRACE).parent
