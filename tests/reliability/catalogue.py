@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -526,7 +526,7 @@ def _deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-def write_round_two(env: Env, trace: dict[str, object], judgment: dict[str, object]) -> None:
+def write_round_two(env: Env, trace: Mapping[str, Any], judgment: Mapping[str, Any]) -> None:
     """The files of the round-two cases: metrics that try to write, out-of-range imports, configs that hang."""
     w = env.path
     # 1. user metrics that try to write, copy, read files, attach, install, or re-enable file access
@@ -635,13 +635,14 @@ def round_two_cases() -> list[Case]:
     for command in STORE_COMMANDS:
         out.append(Case(f"sqlite-db-{command}", _on("lite.sqlite", command), ("lite.sqlite",), target="lite.sqlite"))
     # 9 + 4. configs: rates, names, cache folder, credentials in base URLs
-    for name, words in (("rps_inf", ("agent.rps",)), ("rps_nan", ("agent.rps",)), ("rps_tiny", ("providers.brave.rps",)),
+    config_words: list[tuple[str, tuple[str, ...]]] = [("rps_inf", ("agent.rps",)), ("rps_nan", ("agent.rps",)), ("rps_tiny", ("providers.brave.rps",)),
                         ("rps_huge", ("fetch.rps",)), ("timeout_inf", ("timeout_s",)), ("timeout_nan", ("timeout_s",)),
                         ("max_wait_inf", ("max_wait_s",)), ("name_newline", ("providers.brave",)),
                         ("run_id_newline", ("run_id",)), ("cache_dir_file", ("cache_dir",)),
                         ("cache_dir_under_file", ("cache_dir",)), ("userinfo_agent", ("agent.base_url",)),
                         ("userinfo_provider", ("providers.brave.base_url",)), ("userinfo_fetch", ("fetch.base_url",)),
-                        ("bad_port", ("fetch.base_url",))):
+                        ("bad_port", ("fetch.base_url",))]
+    for name, words in config_words:
         out.append(Case(f"config-{name.replace('_', '-')}", _record(f"c2_{name}.toml"), (f"c2_{name}.toml", *words),
                         forbid=(PASSWORD,)))
     cred = f"http://user:{PASSWORD}@127.0.0.1:9"
