@@ -541,7 +541,7 @@ def write_round_two(env: Env, trace: Mapping[str, Any], judgment: Mapping[str, A
     for name, stmt in (
         ("delete", "DELETE FROM events"), ("copy", "COPY (SELECT 1) TO 'copied.csv'"),
         ("set_access", "SET enable_external_access = true"), ("attach", "ATTACH 'attached.duckdb' AS x"),
-        ("replace_view", "CREATE OR REPLACE VIEW v_trajectories AS SELECT 1 AS x"),
+        ("update", "UPDATE events SET type = 'x'"),
         ("drop", "DROP TABLE blobs"), ("insert", "INSERT INTO searchtrace_meta VALUES ('k', 'v')"),
     ):
         w(f"m_{name}.py").write_text(f"def metric(con, judge_run_id):\n    con.execute({stmt!r})\n    return {{}}\n")
@@ -615,7 +615,7 @@ def round_two_cases() -> list[Case]:
     for stem in ("delete", "copy", "read_file", "two", "attach", "install", "cte_update", "set_access", "pragma"):
         out.append(Case(f"metric-sql-{stem}", _report_metric(f"m_{stem}.sql"), (f"m_{stem}.sql",),
                         absent=("copied.csv", "attached.duckdb")))
-    for stem in ("delete", "copy", "set_access", "attach", "replace_view", "drop", "insert"):
+    for stem in ("delete", "copy", "set_access", "attach", "update", "drop", "insert"):
         out.append(Case(f"metric-py-{stem}", _report_metric(f"m_{stem}.py"), (f"m_{stem}.py",),
                         absent=("copied.csv", "attached.duckdb")))
     # 2. import: every value against its column's range; deep nesting; nothing written, no store left behind
