@@ -1,6 +1,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BROWSER := $(VENV)/.browser
 
 .PHONY: demo test lint typecheck bench clean
 
@@ -19,7 +20,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy -p searchtrace
 
-test: $(STAMP) lint typecheck
+# The explorer's browser tests drive Debian's chromium through Playwright (never a browser download).
+$(BROWSER):
+	@if command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "no chromium and not root: install Debian's chromium (apt-get install chromium), else the browser tests skip"; fi
+	@touch $@
+
+test: $(STAMP) $(BROWSER) lint typecheck
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

@@ -18,7 +18,13 @@ import duckdb
 import msgspec
 
 from searchtrace.analytics.items import ITEMS_SQL
-from searchtrace.analytics.rules import ANSWERS_CTE, AUDIT_CTE, TRAJECTORIES_CTE
+from searchtrace.analytics.rules import (
+    ANSWERS_CTE,
+    AUDIT_CTE,
+    TRAJECTORIES_CTE,
+    first_verdicts,
+    partition_cell,
+)
 from searchtrace.analytics.textnorm import exact_match, token_f1
 
 
@@ -73,15 +79,15 @@ mu AS (SELECT stream_id, sum(coalesce(input_tokens, 0)) AS i, sum(coalesce(outpu
        FROM model_responses GROUP BY stream_id),
 dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM search_results GROUP BY stream_id),
 it AS ({ITEMS_SQL}),
-v AS (SELECT * FROM verdicts WHERE judge_run_id = $run
-      QUALIFY row_number() OVER (PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1),
+v AS ({first_verdicts("$run")}),
 iv AS (
   SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
          coalesce(v.valid, false) AS ok,
          coalesce(v.snippet_supports_gold, false) AS s,
          coalesce(v.snippet_contradicts_gold, false) AS c,
          coalesce(v.has_page, false) AS pg,
-         coalesce(v.page_supports_gold, false) AS ps
+         coalesce(v.page_supports_gold, false) AS ps,
+         {partition_cell("coalesce(v.snippet_supports_gold, false)", "it.fetched")} AS cell
   FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ),
 ist AS (
@@ -90,10 +96,10 @@ ist AS (
     count(*) FILTER (WHERE valid = false) AS invalid,
     count(*) FILTER (WHERE ok AND NOT pg) AS snippet_only,
     count(*) FILTER (WHERE ok AND pg) AS page_visible,
-    count(*) FILTER (WHERE ok AND s AND fetched) AS smart,
-    count(*) FILTER (WHERE ok AND s AND NOT fetched) AS missed,
-    count(*) FILTER (WHERE ok AND NOT s AND fetched) AS blind,
-    count(*) FILTER (WHERE ok AND NOT s AND NOT fetched) AS noop,
+    count(*) FILTER (WHERE ok AND cell = 'SMART') AS smart,
+    count(*) FILTER (WHERE ok AND cell = 'MISSED') AS missed,
+    count(*) FILTER (WHERE ok AND cell = 'BLIND') AS blind,
+    count(*) FILTER (WHERE ok AND cell = 'NO-OP') AS noop,
     count(*) FILTER (WHERE ok AND fetched AND NOT s AND ps) AS discovered,
     count(*) FILTER (WHERE ok AND s) AS supported,
     count(*) FILTER (WHERE ok AND c) AS contradicted,

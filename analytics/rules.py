@@ -194,3 +194,18 @@ def resolve_judge_run(con: duckdb.DuckDBPyConnection, judge_run_id: str | None) 
         if r.valid_verdicts == 0 and r.latest_position > after
     ]
     return (None if chosen is None else chosen.judge_run_id), notes
+
+
+# -- the item's cell of the support partition (SPEC §5) --------------------------------------------------------
+def partition_cell(s: str, f: str) -> str:
+    """SQL of an item's cell from pre-fetch surface support `s` and the fetch decision `f` (SQL booleans):
+    SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F, NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
+    return f"(CASE WHEN {s} AND {f} THEN 'SMART' WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)"
+
+
+def first_verdicts(run: str) -> str:
+    """SELECT of the verdict each item counts with in judge run `run` (a SQL expression, e.g. `$run`): its first."""
+    return (
+        f"SELECT * FROM verdicts WHERE judge_run_id = {run} "
+        "QUALIFY row_number() OVER (PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1"
+    )

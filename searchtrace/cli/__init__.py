@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "export": "searchtrace.cli.interchange:export_cmd",
     "report": "searchtrace.cli.report:report",
     "sql": "searchtrace.cli.sql:sql",
+    "view": "searchtrace.cli.view:view",
     "verify": "searchtrace.cli.verify:verify",
     "sample": "searchtrace.cli.sample:sample",
     "audit": "searchtrace.cli.audit:audit",

@@ -1,0 +1,106 @@
+"""Where the explorer reads from: the file itself when no run holds it, else a read session on the process that does.
+
+A read-only connection to the file is kept while requests come and closed after `IDLE_S` without one, so a
+`record` started after the explorer can take the file; while a run holds it every request opens a session on
+the run's `<db>.sock` (store.readserver), which sees each commit as it lands.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from searchtrace.analytics import projections
+from searchtrace.analytics.views import ensure_views
+from searchtrace.store.errors import NotAStore, StoreLocked
+from searchtrace.store.log import EventLog
+from searchtrace.store.readonly import open_read_only
+from searchtrace.store.readserver import open_remote
+
+IDLE_S = 2.0
+
+
+class Source:
+    """Hands out one DuckDB cursor (or remote session) per request."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self._lock = threading.Lock()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._users = 0
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._reaper = threading.Thread(target=self._reap, name="searchtrace-view-idle", daemon=True)
+        self._reaper.start()
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for one request: on the kept read-only connection, else a remote session (StoreLocked if none)."""
+        cur = self._local()
+        if cur is None:
+            remote = open_remote(self.db)
+            try:
+                yield remote
+            finally:
+                remote.close()
+            return
+        try:
+            yield cur
+        finally:
+            cur.close()
+            with self._lock:
+                self._users -= 1
+                self._last = time.monotonic()
+
+    def _local(self) -> duckdb.DuckDBPyConnection | None:
+        with self._lock:
+            if self._con is None:
+                try:
+                    self._con = open_read_only(self.db)
+                except StoreLocked:
+                    return None
+            self._users += 1
+            return self._con.cursor()
+
+    def _reap(self) -> None:
+        while not self._stop.wait(IDLE_S / 4):
+            with self._lock:
+                if self._con is not None and self._users == 0 and time.monotonic() - self._last > IDLE_S:
+                    self._con.close()
+                    self._con = None
+
+    def close(self) -> None:
+        self._stop.set()
+        self._reaper.join(timeout=5)
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+
+def prepare(db: Path) -> bool:
+    """Make reads fast before serving: when the file is free, catch the report's projections up and install the
+    documented views (as `report` does); True when a run holds it (then reads go through the run)."""
+    try:
+        log = EventLog(db)
+    except StoreLocked:
+        open_remote(db).close()  # a run holds it: it must serve reads (else the usual lock message)
+        return True
+    except NotAStore:
+        open_read_only(db).close()  # e.g. a read-only file: served as it is (or the one-line reason it is not a store)
+        return False
+    try:
+        cur = log.cursor()
+        try:
+            projections.catch_up(cur)
+            ensure_views(cur)
+        finally:
+            cur.close()
+    finally:
+        log.close()
+    return False

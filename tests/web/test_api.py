@@ -1,0 +1,107 @@
+"""The explorer's JSON API (SPEC §16) over a real demo store, in process through httpx's ASGI transport."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from searchtrace.analytics.report import build_report, to_json
+from searchtrace.store.log import EventLog
+from searchtrace.web.app import create_app
+
+
+def get_all(db: Path, *requests: tuple[str, str, Any]) -> list[httpx.Response]:
+    app = create_app(db)
+
+    async def go() -> list[httpx.Response]:
+        out = []
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://view") as c:
+            for method, url, body in requests:
+                out.append(await c.request(method, url, json=body))
+        return out
+
+    try:
+        return anyio.run(go)
+    finally:
+        app.state.source.close()  # the ASGI transport runs no lifespan
+
+
+def test_lists_filters_and_counts_agree_with_the_report(demo_db: Path) -> None:
+    runs, jruns, brave, everything, report = get_all(
+        demo_db, ("GET", "/api/runs", None), ("GET", "/api/judge-runs", None),
+        ("GET", "/api/trajectories?provider=brave&limit=4", None), ("GET", "/api/trajectories?limit=500", None),
+        ("GET", "/api/report", None))
+    assert sum(r["trajectories"] for r in runs.json()) == 18
+    assert jruns.json()[0]["valid"] > 0
+    page = brave.json()
+    assert page["total"] == 6 and len(page["trajectories"]) == 4 and page["counts"]["providers"] == {"brave": 6}
+    rows = everything.json()["trajectories"]
+    assert [r["position"] for r in rows] == sorted((r["position"] for r in rows), reverse=True)  # newest first
+    rep = report.json()
+    with EventLog(demo_db, read_only=True) as log:
+        cur = log.cursor()
+        assert to_json(rep) == to_json(build_report(cur, writable=False))  # the report's own JSON, byte for byte
+        cur.close()
+    for provider, block in rep["providers"].items():
+        mine = [r for r in rows if r["provider"] == provider]
+        assert len(mine) == block["trajectories"]
+        assert sum((Counter(r["partition"]) for r in mine), Counter()) == Counter(
+            {k: v for k, v in block["partition"].items() if v})
+        assert sum(1 for r in mine if r["correct"]) == block["correct"]
+
+
+def test_one_trajectory_has_its_steps_items_and_pages(demo_db: Path) -> None:
+    (listing,) = get_all(demo_db, ("GET", "/api/trajectories?limit=500", None))
+    fetched = next(r for r in listing.json()["trajectories"] if r["partition"]["SMART"] or r["partition"]["BLIND"])
+    one, question, missing = get_all(
+        demo_db, ("GET", f"/api/trajectories/{fetched['trajectory_id']}", None),
+        ("GET", f"/api/questions/{fetched['qid']}", None), ("GET", "/api/trajectories/nope", None))
+    t = one.json()
+    positions = [s["position"] for s in t["steps"]]
+    assert positions == sorted(positions) and t["steps"][0]["type"] == "trajectory.started"
+    assert t["partition"] == fetched["partition"]
+    results = [s["payload"] for s in t["steps"] if s["type"] == "search.result"]
+    items = {i["url_normalized"]: i for i in t["items"]}
+    assert {r["url_normalized"] for r in results} == set(items)
+    assert all(i["part"] in ("SMART", "MISSED", "BLIND", "NO-OP") and i["rationale"] for i in items.values())
+    digests = [s["payload"]["content_digest"] for s in t["steps"]
+               if s["type"] == "fetch.completed" and s["payload"]["status"] == "ok"]
+    assert digests and all(t["pages"][d]["text"] for d in digests)
+    assert t["answer"]["gold"] == fetched["gold_answer"] and t["answer"]["exact_match"] in (0, 1)
+    q = question.json()
+    assert sorted(x["provider"] for x in q["trajectories"]) == ["brave", "firecrawl", "tavily"]
+    assert all(set(ps) <= {"brave", "firecrawl", "tavily"} and len(ps) > 1 for ps in q["shared_urls"].values())
+    assert missing.status_code == 404
+
+
+def test_judge_compare_and_the_read_only_sql_box(demo_db: Path) -> None:
+    before = demo_db.read_bytes()
+    (jruns,) = get_all(demo_db, ("GET", "/api/judge-runs", None))
+    jr = jruns.json()[0]["judge_run_id"]
+    same, unknown, ok, refused, broken = get_all(
+        demo_db, ("GET", f"/api/judge-compare?a={jr}&b={jr}", None), ("GET", f"/api/judge-compare?a={jr}&b=x", None),
+        ("POST", "/api/sql", {"sql": "SELECT provider, count(*) AS n FROM v_trajectories GROUP BY 1 ORDER BY 1"}),
+        ("POST", "/api/sql", {"sql": "DELETE FROM events"}), ("POST", "/api/sql", {"sql": "SELECT * FROM nope"}))
+    c = same.json()
+    assert c["disagreeing"] == 0 and c["items"] == jruns.json()[0]["verdicts"]
+    assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
+    assert ok.json() == {"columns": ["provider", "n"], "rows": [["brave", 6], ["firecrawl", 6], ["tavily", 6]],
+                         "truncated": False}
+    assert refused.status_code == 200 and "read-only" in refused.json()["error"]  # an answer, not a failed request
+    assert broken.status_code == 200 and "nope" in broken.json()["error"] and broken.json()["rows"] == []
+    assert demo_db.read_bytes() == before
+
+
+@pytest.mark.parametrize("url", ["/", "/static/app.js", "/static/app.css"])
+def test_pages_are_served_by_the_app_with_a_strict_policy(demo_db: Path, url: str) -> None:
+    (r,) = get_all(demo_db, ("GET", url, None))
+    assert r.status_code == 200
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert "http://" not in r.text and "https://" not in r.text  # nothing from elsewhere
+    json.dumps(r.text)

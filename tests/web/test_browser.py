@@ -1,0 +1,118 @@
+"""The explorer in a real headless Chromium (Debian's `chromium`, driven by Playwright): list, filter, timeline with
+verdict badges and a fetched page, the question side by side, the report, judge runs, SQL; no console error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from searchtrace.adapters.sandbox import free_port
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SHOT = os.environ.get("SEARCHTRACE_SCREENSHOT")  # set to docs/trajectory.png to refresh the README's picture
+
+if os.environ.get("CI") != "true":  # CI installs both (Makefile): there a missing browser is a failure, not a skip
+    pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make` (the dev extra)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no chromium here: `apt-get install chromium` (the Makefile does it as root)", allow_module_level=True)
+from playwright import sync_api as playwright_sync  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(demo_db: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(demo_db), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{root}/api/runs", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1] if proc.poll() is not None else "slow"
+        time.sleep(0.1)
+    try:
+        yield root
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with playwright_sync.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: object, tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 1100, "height": 820})  # type: ignore[attr-defined]
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    page.on("request", lambda r: None if r.url.startswith((server, "data:")) else problems.append(f"outside: {r.url}"))
+
+    page.goto(f"{server}/")
+    rows = page.get_by_test_id("trajectory-row")
+    rows.first.wait_for()
+    assert rows.count() == 18 and "18 trajectories" in page.get_by_test_id("total").inner_text()
+
+    page.get_by_test_id("filter-provider").select_option("brave")
+    playwright_sync.expect(page.get_by_test_id("total")).to_have_text("6 trajectories")
+    assert rows.count() == 6
+    assert {rows.nth(i).locator("td").first.inner_text() for i in range(6)} == {"brave"}
+
+    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50").json()["trajectories"]
+    target = next(t for t in fetched if t["partition"]["SMART"] + t["partition"]["BLIND"] > 0)
+    page.locator(f'a[href="#/t/{quote(target["trajectory_id"], safe="")}"]').click()
+    page.get_by_test_id("timeline").wait_for()
+    results = page.get_by_test_id("result")
+    assert results.count() > 0
+    badges = {page.get_by_test_id("badge").nth(i).inner_text() for i in range(page.get_by_test_id("badge").count())}
+    assert badges and badges <= {"SMART", "MISSED", "BLIND", "NO-OP"}
+    assert results.first.get_by_test_id("labels").inner_text().strip() != ""
+    assert "fetched" in page.get_by_test_id("timeline").inner_text()
+    page.screenshot(path=SHOT or str(tmp_path / "trajectory.png"))  # the top of the timeline (README's picture)
+    first_page = page.get_by_test_id("page").first
+    first_page.locator("summary").click()
+    text = first_page.locator("pre").inner_text()
+    assert len(text) > 50
+
+    page.get_by_test_id("question-link").first.click()
+    page.get_by_test_id("side-by-side").wait_for()
+    assert page.get_by_test_id("provider-column").count() == 3
+
+    page.goto(f"{server}/#/report")
+    page.frame_locator("iframe.report").locator("h1").wait_for()
+    page.goto(f"{server}/#/compare")
+    page.get_by_text("Item by item").wait_for()
+
+    page.goto(f"{server}/#/sql")
+    page.get_by_test_id("sql-input").fill("SELECT provider, count(*) AS n FROM v_trajectories GROUP BY 1 ORDER BY 1")
+    page.get_by_test_id("sql-run").click()
+    page.get_by_test_id("sql-result").locator("table").wait_for()
+    assert "brave" in page.get_by_test_id("sql-result").inner_text()
+    page.get_by_test_id("sql-input").fill("DELETE FROM events")
+    page.get_by_test_id("sql-run").click()
+    page.get_by_test_id("sql-result").get_by_role("alert").wait_for()
+    assert "read-only" in page.get_by_test_id("sql-result").inner_text()
+    page.close()
+    assert problems == []
