@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from searchtrace.analytics import sources
+from searchtrace.analytics.cost import Prices, provider_costs, recorded_prices, warning_line
 from searchtrace.analytics.latency import NO_LATENCY, provider_latency
 from searchtrace.analytics.metrics import (
     TrajectoryStats,
@@ -45,11 +46,14 @@ def build_report(
     notes: list[str] | None = None,
     bootstrap: int = 0,
     seed: str = DEFAULT_SEED,
+    prices: Prices | None = None,
 ) -> dict[str, Any]:
     """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
 
     `bootstrap` B > 0 adds SPEC §12's intervals (`<metric>_ci`, `accuracy_wilson` per provider), the paired tests
     (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed), from B replicates drawn from `seed`.
+    `prices` (else the `[prices]` a run config recorded, else none) adds SPEC §13's cost keys (analytics.cost)
+    per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in `notes`.
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
     for `searchtrace sql`); without it everything is computed from views over the raw events. `notes`, when
     given, receives one-line remarks for the reader: judge runs passed over, a judge run that covers fewer items.
@@ -62,6 +66,13 @@ def build_report(
         pairs = complementarity(con, rows)
         sizes = surface_sizes(con)
         latency = provider_latency(con)
+        prices = prices or recorded_prices(con)
+        if prices is not None:
+            counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for r in rows:
+                counts[r.provider][0] += 1
+                counts[r.provider][1] += bool(r.semantic_match)
+            cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
@@ -74,6 +85,13 @@ def build_report(
                       for name in sorted(by_provider)},
         "complementarity": pairs,
     }
+    if prices is not None:
+        for name, extra in cost.items():
+            report["providers"][name].update(extra)
+        report["prices_as_of"] = prices.as_of
+        report["prices_unpriced"] = unpriced
+        if notes is not None and (line := warning_line(unpriced)):
+            notes.append(line)
     if bootstrap > 0 and by_provider:
         from searchtrace.analytics.uncertainty import LEVEL, uncertainty
 

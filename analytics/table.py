@@ -42,6 +42,12 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("surface_answerable_queries", "surface-answerable queries"),
     ("gold_rank1_share", "gold rank-1 share"),
     ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),
+    ("search_usd", "USD search"),
+    ("fetch_usd", "USD fetch"),
+    ("agent_model_usd", "USD agent model"),
+    ("judge_model_usd", "USD judge model"),
+    ("usd_per_trajectory", "USD / trajectory"),
+    ("usd_per_correct", "USD / correct answer"),
 )
 
 
@@ -59,6 +65,11 @@ def fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"
     return str(value)
+
+
+def fmt_usd(value: Any) -> str:
+    """Dollars with four significant digits (small per-call costs stay visible)."""
+    return "–" if value is None else f"${value:,.4g}" if abs(value) < 1000 else f"${value:,.0f}"
 
 
 def short(v: float) -> str:
@@ -112,7 +123,12 @@ def render_table(report: dict[str, Any], console: Console) -> None:
         for name in part:
             table.add_column(name, justify="right")
         for key, label in ROWS:
-            table.add_row(label, *(fmt(_get(providers[n], key)) for n in part))
+            if key.endswith("_usd") or key.startswith("usd_"):
+                if "prices_as_of" not in report:
+                    continue
+                label += f" (prices {report['prices_as_of']})" if key == "search_usd" else ""
+            show = fmt_usd if key.endswith("_usd") or key.startswith("usd_") else fmt
+            table.add_row(label, *(show(_get(providers[n], key)) for n in part))
             if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
                 table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
             if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):

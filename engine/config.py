@@ -23,7 +23,8 @@ cache_dir = ".searchtrace-cache/fetch"
 [providers.brave]                 # `kind` defaults to the table name: brave, tavily, firecrawl, exa, perplexity,
                                   # serpapi, serper, parallel, youcom, linkup, jina_search (SPEC §14)
 params = { country = "US", safesearch = "moderate", count = 10 }   # merged over the adapter's defaults
-rps = 1.0
+rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (SPEC §13),
+                                  # so this client-side limit never makes the provider look slower
 [providers.tavily]
 params = { search_depth = "basic", max_results = 10 }
 [providers.firecrawl]
@@ -128,6 +129,7 @@ class RunConfig(_Cfg):
     limits: LimitsCfg = msgspec.field(default_factory=LimitsCfg)
     sample: SampleCfg = msgspec.field(default_factory=SampleCfg)
     run: RunCfg = msgspec.field(default_factory=RunCfg)
+    prices: dict[str, Any] = {}  # SPEC §13 price table (engine.prices checks it on load); the report may use it
     sandbox: bool = False  # set by `--sandbox` / the demo, never read from the file
 
     def identity(self) -> dict[str, Any]:
@@ -160,6 +162,8 @@ class RunConfig(_Cfg):
         body: dict[str, Any] = msgspec.to_builtins(self)
         if self.run.epochs == 1:  # the default leaves run.started of a single-epoch run byte for byte as before
             del body["run"]
+        if not self.prices:
+            del body["prices"]
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         from searchtrace.adapters.registry import SEARCH_PROVIDERS
 
@@ -262,6 +266,10 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("fetch.cache_dir", problem)
     if cfg.sample.n is not None and cfg.sample.n < 1:
         raise bad("sample.n", f"must be >= 1, got {cfg.sample.n}")
+    if cfg.prices:
+        from searchtrace.engine.prices import parse_prices
+
+        parse_prices(cfg.prices, f"{src}: [prices]")
     if cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_file():
         raise bad("dataset.path", f"no such file {cfg.dataset.path!r}")
 

@@ -26,12 +26,15 @@ from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, to_jso
 @click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=DEFAULT_BOOTSTRAP, show_default=True,
               help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §12); 0 turns them off.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
 def report(
     db: Path, judge_run_id: str | None, as_json: bool, html: Path | None, metrics: tuple[Path, ...], bootstrap: int,
-    seed: str,
+    seed: str, prices: Path | None,
 ) -> None:
     """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§12)."""
-    result = pipeline.report(db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed)
+    result = pipeline.report(db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed,
+                             prices=prices)
     data = result.data
     for note in result.notes:  # on stderr: stdout keeps exactly the table or the JSON
         click.echo(note, err=True)

@@ -61,10 +61,13 @@ def write_page(path: Path, text: str) -> Path:
 
 def report(
     db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None,
-    bootstrap: int = DEFAULT_BOOTSTRAP, seed: str = DEFAULT_SEED,
+    bootstrap: int = DEFAULT_BOOTSTRAP, seed: str = DEFAULT_SEED, prices: Path | None = None,
 ) -> Report:
     """The §8 report of a judge run (default: analytics.rules), with custom metric files and §12 intervals from
-    `bootstrap` replicates (0: none); writes the HTML page when asked."""
+    `bootstrap` replicates (0: none) and §13 costs from the price file `prices`; writes the HTML page when asked."""
+    from searchtrace.engine.prices import load_prices
+
+    price_table = None if prices is None else load_prices(prices)  # a bad file stops us before the store is read
     notes: list[str] = []
 
     def read() -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -74,7 +77,7 @@ def report(
             try:
                 data = build_report(
                     con, judge_run_id=judge_run_id, writable=writable, notes=notes,
-                    bootstrap=bootstrap, seed=seed,
+                    bootstrap=bootstrap, seed=seed, prices=price_table,
                 )
                 return data, extras_from_db(log, data["judge_run_id"]) if html is not None else None
             finally:
