@@ -22,7 +22,8 @@ _TERMINAL_429 = ("insufficient_quota", "quota_limited", "request too large", "ex
 
 
 def stated_wait(headers: Mapping[str, str] | None, body: Any = None, text: str | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, `Retry-After` (seconds or HTTP date), or the body."""
+    """Seconds the server asked us to wait: `retry-after-ms`, `Retry-After` (seconds or HTTP date), an
+    `X-RateLimit-Reset` Unix time, or the body."""
     if headers is not None:
         ms = headers.get("retry-after-ms")
         if ms:
@@ -38,6 +39,9 @@ def stated_wait(headers: Mapping[str, str] | None, body: Any = None, text: str |
                 parsed = email.utils.parsedate_to_datetime(ra) if _looks_like_date(ra) else None
                 if parsed is not None:
                     return max(0.0, parsed.timestamp() - time.time())
+        reset = _reset_epoch(headers.get("x-ratelimit-reset"))
+        if reset is not None:
+            return max(0.0, reset - time.time())
     if isinstance(body, Mapping):
         for holder in (body, body.get("error") if isinstance(body.get("error"), Mapping) else None):
             for name in ("retry_after_seconds", "retryAfter"):  # OpenAI-style / Jina's error envelope
@@ -49,6 +53,15 @@ def stated_wait(headers: Mapping[str, str] | None, body: Any = None, text: str |
             value = float(m.group(1))
             return value / 1000.0 if m.group(2).lower().startswith("m") else value
     return None
+
+
+def _reset_epoch(value: str | None) -> float | None:
+    """`X-RateLimit-Reset` as a Unix time (You.com); None for other spellings (Brave's "1, 1419704" windows)."""
+    try:
+        reset = float(value) if value else None
+    except ValueError:
+        return None
+    return reset if reset is not None and reset > 1e9 else None
 
 
 def _looks_like_date(value: str) -> bool:

@@ -95,3 +95,25 @@ async def test_bad_key_is_named_by_its_variable(served: Served, name: str, monke
     resp = await _search(served, name, key="bad-secret-key", monkeypatch=monkeypatch)
     assert resp.status == "http_error" and resp.http_status in (401, 403) and resp.retries == []
     assert resp.error is not None and DEFAULT_KEY_ENV[name] in resp.error and "bad-secret-key" not in resp.error
+
+
+@pytest.mark.anyio
+async def test_every_own_port_url_works_for_searchtrace_adapters(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPEC §14: the per-provider URL `sandbox serve` prints works for the adapters too (the paper's three, Reader,
+    chat), not only for official clients."""
+    from searchtrace.adapters import build_chat, build_fetcher
+
+    for name in ("brave", "tavily", "firecrawl"):
+        resp = await _search(served, name, monkeypatch=monkeypatch)
+        assert resp.status == "ok" and resp.hits, name
+    monkeypatch.setenv("JINA_API_KEY", "sandbox-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "sandbox-key")
+    fast = {"rps": 0.0, "timeout_s": 5.0, "max_retries": 1, "max_wait_s": 0.02}
+    async with build_fetcher("jina", Endpoint(base_url=served.urls["jina"], key_env="JINA_API_KEY", **fast),
+                             cache_dir=None) as reader:
+        page = await reader.fetch(GOLD)
+    assert page.status == "ok" and page.content and "Elmwyn" in page.content
+    async with build_chat("sandbox-agent", Endpoint(base_url=served.urls["openai"], key_env="OPENAI_API_KEY",
+                                                    **fast)) as chat:
+        reply = await chat.complete([{"role": "user", "content": QUESTION}])
+    assert reply.text

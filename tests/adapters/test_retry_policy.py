@@ -24,6 +24,10 @@ def test_stated_wait_sources() -> None:
     assert stated_wait(None, None, "or please retry after 1s, resets at Sat") == 1.0
     assert stated_wait(None, {"error": {"retry_after_seconds": 7}}) == 7.0
     assert stated_wait(httpx.Headers({}), {}, "nothing here") is None
+    reset = str(int(time.time()) + 20)  # You.com: a Unix time, used when no Retry-After came
+    assert 18 <= (stated_wait(httpx.Headers({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})) or 0) <= 21
+    assert stated_wait(httpx.Headers({"Retry-After": "2", "X-RateLimit-Reset": reset})) == 2.0
+    assert stated_wait(httpx.Headers({"X-RateLimit-Reset": "1, 1419704"})) is None  # Brave's per-window form
 
 
 def test_retry_reasons() -> None:
