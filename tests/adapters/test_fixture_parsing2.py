@@ -151,3 +151,42 @@ def test_surface_is_the_provider_text_only() -> None:
     lean = _jina(json.loads((FIXTURES2 / "jina" / "ok_no_content.json").read_bytes()))
     assert [u for u, _ in full] == [u for u, _ in lean]
     assert all(len(s) > len(t) for (_, s), (_, t) in zip(full, lean, strict=True))
+
+
+# where each provider takes its key, and an error body that echoes it (a hostile or careless server)
+KEY_IN: dict[str, tuple[str, str]] = {
+    "exa": ("header", "x-api-key"), "perplexity": ("header", "authorization"), "serpapi": ("query", "api_key"),
+    "serper": ("header", "x-api-key"), "parallel": ("header", "x-api-key"), "youcom": ("header", "x-api-key"),
+    "linkup": ("header", "authorization"), "jina_search": ("header", "authorization")}
+ECHO: dict[str, Callable[[str], Any]] = {
+    "exa": lambda m: {"error": m, "tag": "INVALID_API_KEY"},
+    "perplexity": lambda m: {"error": {"message": m, "type": "invalid_api_key", "code": 401}},
+    "serpapi": lambda m: {"error": m}, "serper": lambda m: {"message": m, "statusCode": 401},
+    "parallel": lambda m: {"type": "error", "error": {"ref_id": "x", "message": m}},
+    "youcom": lambda m: {"detail": m},
+    "linkup": lambda m: {"statusCode": 401, "error": {"code": "UNAUTHORIZED", "message": m, "details": []}},
+    "jina_search": lambda m: {"data": None, "code": 401, "name": "AuthenticationFailedError", "message": m,
+                              "readableMessage": f"AuthenticationFailedError: {m}"}}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", sorted(FOLDER))
+async def test_key_is_sent_where_the_provider_reads_it_and_never_kept(provider: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-live-0123456789abcdef"
+    var = DEFAULT_KEY_ENV[provider]
+    monkeypatch.setenv(var, secret)
+    where, name = KEY_IN[provider]
+
+    def answer(request: httpx.Request, _n: int) -> httpx.Response:
+        got = request.url.params.get(name) if where == "query" else request.headers.get(name, "")
+        assert got in (secret, f"Bearer {secret}"), (where, name, got)
+        return httpx.Response(401, json=ECHO[provider](f"invalid key {secret}"))
+
+    rec = Recorder(answer)
+    async with SEARCH_PROVIDERS[provider](fast_endpoint("http://provider", var), transport=rec.transport) as adapter:
+        resp = await adapter.search("q")
+    assert resp.status == "http_error" and resp.error is not None and var in resp.error
+    assert secret not in resp.error and "invalid key ***" in resp.error
+    assert resp.raw is not None and secret.encode() not in resp.raw
+    assert secret not in repr(adapter)
