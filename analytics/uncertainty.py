@@ -159,9 +159,12 @@ def replicate_all(seed: str, replicates: int, tables: Sequence[QuestionTable]) -
     for qids, members in groups.items():
         ints: dict[int, list[Floats]] = defaultdict(list)
         f1s: dict[int, list[Floats]] = defaultdict(list)
+        wide = np.hstack([tables[i].ints for i in members])  # one product for every member: faster than one each
+        k = len(COLUMNS)
         for w in weight_chunks(seed, qids, replicates):
-            for i in members:
-                ints[i].append(w @ tables[i].ints)  # exact: integer values far below 2**53
+            sums = w @ wide  # exact: integer values far below 2**53
+            for j, i in enumerate(members):
+                ints[i].append(sums[:, j * k:(j + 1) * k])
                 f1s[i].append((w * tables[i].f1).sum(axis=1))  # numpy's fixed-order reduction
         for i in members:
             out[i] = Replicates(np.concatenate(ints[i]), np.concatenate(f1s[i]))
