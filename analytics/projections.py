@@ -13,7 +13,7 @@ import threading
 
 import duckdb
 
-from searchtrace.analytics.relations import RELATIONS, version
+from searchtrace.analytics.relations import RELATIONS, Relation, version
 
 PROJ = "proj"  # the schema of the projection tables, named like their relations
 STATE_DDL = (
@@ -48,6 +48,33 @@ def _head(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def _stale(con: duckdb.DuckDBPyConnection, rel: Relation, built_to: int, head: int) -> bool:
+    """A projection that cannot be caught up: ahead of the log (events were deleted), or holding another number of
+    rows than the log has for it (rows deleted or added by hand). Value edits are `mismatched`'s job (verify)."""
+    if built_to > head:
+        return True
+    have = con.execute(f"SELECT count(*) FROM {PROJ}.{rel.name}").fetchone()
+    due = con.execute(f"SELECT count(*) FROM ({rel.select_sql(f'position <= {built_to}')})").fetchone()
+    return have != due
+
+
+def mismatched(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Projection tables whose rows differ from what their relation gives over the log (the full check, for verify)."""
+    state, _ = _state(con)
+    tables, out = _tables(con, PROJ), []
+    for rel in RELATIONS:
+        have = state.get(rel.name)
+        if have is None or rel.name not in tables or have[0] != version():
+            continue  # absent or of another version: the next catch-up builds it anyway
+        rows = con.execute(
+            f"SELECT count(*) FROM ((SELECT * FROM {PROJ}.{rel.name} EXCEPT ALL {rel.select_sql(f'position <= {have[1]}')})"
+            f" UNION ALL ({rel.select_sql(f'position <= {have[1]}')} EXCEPT ALL SELECT * FROM {PROJ}.{rel.name}))"
+        ).fetchone()
+        if have[1] > _head(con) or (rows and rows[0]):
+            out.append(f"{PROJ}.{rel.name}")
+    return out
+
+
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
     """True when every projection exists, is of this version and has seen the last event."""
     state, _ = _state(con)
@@ -68,7 +95,7 @@ def catch_up(con: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> int:
             for rel in RELATIONS:
                 table = f"{PROJ}.{rel.name}"
                 have = state.get(rel.name)
-                if rebuild or have is None or have[0] != ver or rel.name not in tables:
+                if rebuild or have is None or have[0] != ver or rel.name not in tables or _stale(con, rel, have[1], head):
                     con.execute(f"DROP TABLE IF EXISTS main.proj_{rel.name}")  # where earlier versions kept it
                     con.execute(f"DROP TABLE IF EXISTS {table}")
                     con.execute(f"CREATE TABLE {table} AS {rel.select_sql(f'position <= {head}')}")

@@ -115,7 +115,16 @@ def _current(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute(
         "SELECT arg_max(version, n) FROM main.projection_state WHERE name = ?", [VIEWS_STATE]
     ).fetchone()
-    return bool(row and row[0] == views_version())
+    return bool(row and row[0] == _stamp(con, db))
+
+
+def _stamp(con: duckdb.DuckDBPyConnection, db: str) -> str:
+    """The views' version and a digest of their SQL as stored: a view replaced by hand no longer matches."""
+    rows = con.execute(
+        "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = ? AND NOT internal "
+        "AND schema_name IN ('main', ?) ORDER BY 1, 2", [db, EV]
+    ).fetchall()
+    return f"{views_version()}:{hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}"
 
 
 def _install(con: duckdb.DuckDBPyConnection, catalog: str) -> None:
@@ -146,7 +155,8 @@ def ensure_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> None:
         con.execute(STATE_DDL)
         n = con.execute("SELECT coalesce(max(n), 0) + 1 FROM main.projection_state").fetchone()
         con.execute(
-            "INSERT INTO main.projection_state VALUES (?, ?, 0, ?)", [VIEWS_STATE, views_version(), n[0] if n else 1]
+            "INSERT INTO main.projection_state VALUES (?, ?, 0, ?)",
+            [VIEWS_STATE, _stamp(con, _database(con)), n[0] if n else 1],
         )
         con.execute("COMMIT")
     except BaseException:

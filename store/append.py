@@ -19,6 +19,7 @@ from searchtrace.store import blobs as _blobs
 from searchtrace.store.errors import ConcurrencyError
 from searchtrace.store.events import NewEvent
 from searchtrace.store.rows import Chain, Columns, fill
+from searchtrace.store.schema import HEAD_KEY
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
@@ -160,6 +161,8 @@ def append_groups(
             results, delta, last = _build(inserter, head, None, groups, failed)
             inserter.finish(last)
             inserter.restore()
+            if delta.position != head.position:
+                con.execute(head_sql(delta.position, delta.hash))
             con.execute("COMMIT")
         except _GroupFailed as exc:  # a payload msgspec cannot encode: run again without that group
             _abort(con, inserter)
@@ -204,10 +207,12 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
     tables = prepared.tables
     table = (pa.concat_tables(tables) if len(tables) > 1 else tables[0]) if tables else None
     narrow = threads is not None and len(tables) > 1
+    moved = prepared.delta.position != prepared.base[0]
+    head = head_sql(prepared.delta.position, prepared.delta.hash) if moved else ""
     try:
         if table is not None and not prepared.blobs:
             # one call, so the thread waits for the GIL once on return, not after BEGIN, INSERT and COMMIT each
-            statement = f"BEGIN; {_INSERT}; COMMIT"
+            statement = f"BEGIN; {_INSERT}; {head} COMMIT"
             if narrow:
                 statement = f"SET threads = 1; {statement}; SET threads = {threads}"
             insert(con, table, statement)
@@ -217,12 +222,25 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
                 _blobs.insert(con, prepared.blobs)
             if table is not None:
                 insert(con, table)
+            if head:
+                con.execute(head)
             con.execute("COMMIT")
     except BaseException:
         rollback(con)
         if narrow:
             con.execute(f"SET threads = {threads}")
         raise
+
+
+def head_sql(position: int, hash_: str) -> str:
+    """The statements (inside the append's transaction) that record the log's head: its last position and hash.
+
+    `verify` compares the events with it, so deleting the last events (a plain DELETE) does not go unseen.
+    """
+    if not all(c in "0123456789abcdef" for c in hash_):
+        raise ValueError("a head hash is hex")
+    return (f"DELETE FROM searchtrace_meta WHERE key = '{HEAD_KEY}'; "
+            f"INSERT INTO searchtrace_meta VALUES ('{HEAD_KEY}', '{int(position)}:{hash_}');")
 
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from searchtrace.store.errors import StoreError
+
 CODEC = "zlib"
 
 
@@ -51,7 +53,13 @@ def get(con: duckdb.DuckDBPyConnection, sha256: str) -> bytes:
     if row is None:
         raise KeyError(f"blob {sha256} is not in the store")
     raw = bytes(row[0])
-    return zlib.decompress(raw) if row[1] == CODEC else raw
+    try:
+        data = zlib.decompress(raw) if row[1] == CODEC else raw
+    except zlib.error:
+        data = None
+    if data is None or digest(data) != sha256:  # never hand on bytes other than the ones that were stored
+        raise StoreError(f"blob {sha256[:16]}: its bytes do not match its digest; `searchtrace verify` tells more")
+    return data
 
 
 def exists(con: duckdb.DuckDBPyConnection, sha256: str) -> bool:

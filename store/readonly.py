@@ -39,7 +39,10 @@ def read_statements(sql: str) -> list[str]:
         text = st.query
         if kind == duckdb.StatementType.EXPLAIN:
             m = _EXPLAIN.match(text)
-            inner = duckdb.extract_statements(m.group(1)) if m else []
+            try:
+                inner = duckdb.extract_statements(m.group(1)) if m else []
+            except duckdb.Error:
+                inner = []
             if not inner or any(s.type != duckdb.StatementType.SELECT for s in inner):
                 raise ReadOnlyViolation(_refusal(i, "EXPLAIN of a statement that is not a read"))
         elif kind != duckdb.StatementType.SELECT:

@@ -13,6 +13,7 @@ import duckdb
 from searchtrace.store.errors import NotAStore, StoreLocked
 
 SCHEMA_VERSION = "1"
+HEAD_KEY = "head"  # searchtrace_meta row "<last position>:<last hash>", written by every append's transaction
 GENESIS = "0" * 64
 SEP = "\x1f"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import sys
 from typing import Any
 
 import click
+import duckdb
 
 from searchtrace.engine.logs import configure_logging
 from searchtrace.store.errors import BadInput, StoreError
@@ -34,6 +36,21 @@ COMMANDS: dict[str, str] = {
 }
 
 
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # no room: the disk, the file size limit, the quota
+
+
+def _no_room(exc: BaseException) -> bool:
+    """A write that failed for want of space (disk, file size limit, quota), from Python or from DuckDB."""
+    if isinstance(exc, OSError):
+        return exc.errno in _FULL
+    text = str(exc)
+    return any(s in text for s in ("No space left", "File too large", "Disk quota", "Could not write file"))
+
+
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past click (which would print an empty line and "Aborted!" for it)."""
+
+
 class LazyGroup(click.Group):
     """Imports a subcommand only when it is run, so `--help` and unrelated commands stay fast."""
 
@@ -44,6 +61,12 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         present = {n for n, target in self.lazy.items() if importlib.util.find_spec(target.split(":")[0])}
         return sorted(set(super().list_commands(ctx)) | present)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy and importlib.util.find_spec(self.lazy[cmd_name].split(":")[0]):
@@ -87,6 +110,13 @@ def main(argv: list[str] | None = None) -> None:
         fail(exc.format_message())
     except (BadInput, StoreError) as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
+    except (OSError, duckdb.Error) as exc:
+        if not _no_room(exc):
+            raise
+        text = exc.strerror if isinstance(exc, OSError) else str(exc).strip().splitlines()[-1]
+        click.echo(f"searchtrace: error: cannot write: {one_line(str(text))} (is the disk full?); what was "
+                   "committed is kept", err=True)
+        sys.exit(1)
+    except (KeyboardInterrupt, Interrupted):
         click.echo("searchtrace: interrupted; what was committed is kept, run the same command again to resume", err=True)
         sys.exit(130)

@@ -13,8 +13,10 @@ import msgspec
 
 from searchtrace.analytics.views import ensure_views
 from searchtrace.store.errors import BadInput
+from searchtrace.store.interrupt import close_when_free, interruptible
 from searchtrace.store.readonly import read_statements
 from searchtrace.store.readserver import ReadsEnded, read_connection
+from searchtrace.store.schema import first_line
 
 
 def _jsonable(value: Any) -> Any:
@@ -33,7 +35,10 @@ def _print_json(names: list[str], json_cols: set[int], rows: list[tuple[Any, ...
         item = {}
         for i, (name, value) in enumerate(zip(names, row, strict=True)):
             if i in json_cols and isinstance(value, str):
-                value = msgspec.json.decode(value)
+                try:
+                    value = msgspec.json.decode(value)
+                except (msgspec.DecodeError, RecursionError):  # nested deeper than can be followed: kept as text
+                    pass
             item[name] = value
         out.append(item)
     sys.stdout.buffer.write(msgspec.json.encode(out, enc_hook=_jsonable) + b"\n")
@@ -81,16 +86,20 @@ def sql(query: str, db: Path, fmt: str | None) -> None:
 def _run(db: Path, statements: list[str]) -> tuple[list[str], set[int], list[tuple[Any, ...]]]:
     """Column names, JSON columns and rows of the last statement."""
     cur = read_connection(db)  # the file, or a read session on the process that holds it
-    try:
+
+    def work() -> tuple[list[str], set[int], list[tuple[Any, ...]]]:
         ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
-        for text in statements:
-            try:
+        try:
+            for text in statements:
                 cur.execute(text)
-            except duckdb.Error as exc:
-                raise BadInput(f"sql: {str(exc).strip().splitlines()[0]}") from None
-        names = [d[0] for d in cur.description or []]
-        json_cols = _json_columns(list(cur.description or []))
-        rows = cur.fetchall() if cur.description else []
+            names = [d[0] for d in cur.description or []]
+            json_cols = _json_columns(list(cur.description or []))
+            rows = cur.fetchall() if cur.description else []  # errors can come while fetching, too
+        except duckdb.Error as exc:
+            raise BadInput(f"sql: {first_line(str(exc))}") from None
+        return names, json_cols, rows
+
+    try:
+        return interruptible(cur, work)
     finally:
-        cur.close()
-    return names, json_cols, rows
+        close_when_free(cur)

@@ -572,6 +572,7 @@ def write_round_two(env: Env, trace: Mapping[str, Any], judgment: Mapping[str, A
         if name == "nested_metadata":  # deeper than any parser follows
             line = line.replace('"metadata": {}', '"metadata": {"x": ' + _deep(100_000) + "}", 1)
         w(f"t_range_{name}.jsonl").write_text(good + "\n" + line + "\n")
+    w("q_nested.jsonl").write_text(env.questions.read_text().splitlines(keepends=True)[0] + _deep(100_000) + "\n")
     w("j_nested.jsonl").write_text(
         json.dumps(judgment).replace('"rationale": "r"', '"rationale": ' + _deep(100_000), 1) + "\n")
     # 6. a SQLite database given as --db
@@ -627,6 +628,13 @@ def round_two_cases() -> list[Case]:
                                                       str(e.path("t_range_rank_2e40.jsonl"))],
                     ("t_range_rank_2e40.jsonl",), absent=("fresh-import.duckdb", "fresh-import.duckdb.wal")))
     out.append(Case("import-judgments-nested", _imp("--judgments", "j_nested.jsonl"), ("j_nested.jsonl", "line 1")))
+    out.append(Case("sample-nested-json", _sample("q_nested.jsonl"), ("q_nested.jsonl", "line 2")))
+    # 8. sql: odd statement types, errors raised while fetching rows
+    for name, query in (("explain-broken", "EXPLAIN SELEC 1"), ("error-while-fetching", "SELECT CAST('x' || range AS "
+                        "INTEGER) FROM range(5000)"), ("error-function", "SELECT error('boom')"),
+                        ("prepare", "PREPARE p AS SELECT 1"), ("load", "LOAD httpfs"), ("vacuum", "VACUUM"),
+                        ("call", "CALL pragma_version()"), ("export-database", "EXPORT DATABASE 'dumped'")):
+        out.append(Case(f"sql-{name}", _sql(query), ("sql",), absent=("dumped",)))
     # 3. inputs that are neither files nor pipes
     out.append(Case("import-device", lambda e: ["import", "--db", str(e.db), "/dev/zero"], ("/dev/zero",)))
     out.append(Case("import-device-audit", lambda e: ["import", "--db", str(e.db), str(e.path("t_good.jsonl")),

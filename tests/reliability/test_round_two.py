@@ -237,3 +237,169 @@ def test_no_traceback_for_a_key_with_a_line_break_in_a_subprocess(tmp_path: Path
 
 def test_python_executable_is_the_venv() -> None:
     assert Path(sys.executable).parent == Path(SEARCHTRACE).parent
+
+
+# ---------------------------------------------------------------- 7. what verify sees
+
+
+def _trace(tid: str, qid: str, page: str) -> dict[str, Any]:
+    return {"trajectory_id": tid, "provider": "brave", "qid": qid, "question": "Q?", "gold_answer": "A",
+            "final_answer": "A", "stop_reason": "answered", "steps": [
+                {"kind": "search", "iteration": 1, "call_id": "c1", "query": "q", "latency_ms": 1.0, "results": [
+                    {"doc_id": "d1", "rank": 1, "title": "t", "url": f"https://{tid}.test/", "domain": f"{tid}.test",
+                     "snippet": "s", "metadata": {}}]},
+                {"kind": "fetch", "iteration": 2, "call_id": "c2", "doc_id": "d1", "url": f"https://{tid}.test/",
+                 "status": "ok", "content": page, "n_tokens": 3, "latency_ms": 2.0}]}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(_trace(f"t{i}", f"q{i}", f"page {i} " * 50)) + "\n" for i in range(3)))
+    db = tmp_path / "v.duckdb"
+    code, _, err = run_cli(["import", "--db", str(db), str(src)])
+    assert code == 0, err
+    code, _, err = run_cli(["report", "--db", str(db), "--json"])  # builds the projections
+    assert code == 0, err
+    return db
+
+
+def _tamper(db: Path, *statements: str) -> None:
+    con = duckdb.connect(str(db))
+    try:
+        for s in statements:
+            con.execute(s)
+    finally:
+        con.close()
+
+
+def _verify(db: Path) -> tuple[int, str, str]:
+    return run_cli(["verify", "--db", str(db)])
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM events WHERE position > (SELECT max(position) - 3 FROM events)",
+    "DELETE FROM events WHERE position = (SELECT max(position) FROM events)",
+    "DELETE FROM events WHERE stream_id = (SELECT arg_max(stream_id, position) FROM events)",
+])
+def test_verify_sees_a_deleted_tail(store: Path, statement: str) -> None:
+    assert _verify(store)[0] == 0
+    _tamper(store, statement)
+    code, _, err = _verify(store)
+    assert code == 1 and len(err.splitlines()) == 1 and "were deleted" in err, err
+
+
+def test_appends_after_a_verify_keep_the_head(store: Path, tmp_path: Path) -> None:
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps(_trace("t7", "q7", "seven")) + "\n")
+    assert run_cli(["import", "--db", str(store), str(more)])[0] == 0
+    code, out, err = _verify(store)
+    assert code == 0 and "ok:" in out, err
+
+
+@pytest.mark.parametrize("how", ["other bytes", "garbage", "deleted"])
+def test_verify_and_export_see_blob_tampering(store: Path, tmp_path: Path, how: str) -> None:
+    import zlib
+
+    statement = {
+        "other bytes": "UPDATE blobs SET bytes = ? WHERE sha256 = (SELECT min(sha256) FROM blobs)",
+        "garbage": "UPDATE blobs SET bytes = 'not zlib'::BLOB WHERE sha256 = (SELECT min(sha256) FROM blobs)",
+        "deleted": "DELETE FROM blobs WHERE sha256 = (SELECT min(sha256) FROM blobs)",
+    }[how]
+    con = duckdb.connect(str(store))
+    try:
+        con.execute(statement, [zlib.compress(b"an altered page")] if how == "other bytes" else [])
+    finally:
+        con.close()
+    code, _, err = _verify(store)
+    assert code == 1 and len(err.splitlines()) == 1 and "blob" in err, err
+    code, _, err = run_cli(["export", "--db", str(store), "--out", str(tmp_path / "ex")])
+    assert (code != 0 or how == "deleted") and len(err.splitlines()) <= 1 and "Traceback" not in err, err
+    pages = (tmp_path / "ex" / "traces.jsonl")
+    assert not pages.exists() or "an altered page" not in pages.read_text()
+
+
+def test_projections_edited_by_hand_are_rebuilt(store: Path) -> None:
+    before = run_cli(["report", "--db", str(store), "--json"])[1]
+    _tamper(store, "UPDATE proj.search_results SET rank = 99")
+    code, out, err = _verify(store)
+    assert code == 0 and "proj.search_results did not match the log and were rebuilt" in out, err
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        assert con.execute("SELECT DISTINCT rank FROM proj.search_results").fetchall() == [(1,)]
+    finally:
+        con.close()
+    assert run_cli(["report", "--db", str(store), "--json"])[1] == before
+
+
+def test_projections_ahead_of_the_log_or_short_of_rows_are_rebuilt(store: Path) -> None:
+    before = run_cli(["report", "--db", str(store), "--json"])[1]
+    _tamper(store, "DELETE FROM proj.search_results", "INSERT INTO projection_state SELECT name, version, "
+            "last_position + 5, n + 100 FROM projection_state WHERE name = 'fetch_completions'")
+    assert run_cli(["report", "--db", str(store), "--json"])[1] == before
+
+
+def test_a_view_replaced_by_hand_is_installed_again(store: Path) -> None:
+    _tamper(store, "CREATE OR REPLACE VIEW main.v_trajectories AS SELECT 42 AS trajectory_id")
+    assert run_cli(["report", "--db", str(store), "--json"])[0] == 0
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM main.v_trajectories").fetchone() == (3,)
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------- 8. Ctrl-C, odd statements, full disk
+
+
+def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen([SEARCHTRACE, "sql", "--db", str(store),
+                             "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the query has run a while (start-up alone takes ~1 s of CPU)
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") > 4.0:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 5, "sql did not stop promptly"
+    assert proc.returncode == 130 and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("query", [
+    "EXPLAIN SELEC 1", "SELECT error('boom')", "SELECT CAST('x' || range AS INTEGER) FROM range(5000)",
+    "PREPARE p AS SELECT 1", "EXECUTE p", "CALL pragma_version()", "VACUUM", "LOAD httpfs",
+    "SELECT json_extract(payload, '$') FROM events WHERE false UNION ALL SELECT '" + "[" * 3000 + "]" * 3000 + "'::JSON",
+])
+def test_sql_odd_statements_give_one_line(store: Path, query: str) -> None:
+    code, _, err = run_cli(["sql", "--db", str(store), "--json", query])
+    assert code in (0, 2) and (code == 0 or len(err.splitlines()) == 1), (query, err)
+    assert "Traceback" not in err
+
+
+FSIZE_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+from searchtrace.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("limit", [20_000, 600_000])
+def test_a_full_disk_during_import_and_export_is_one_line(tmp_path: Path, limit: int) -> None:
+    src = tmp_path / "big.jsonl"
+    src.write_text("".join(json.dumps(_trace(f"t{i}", f"q{i}", f"page {i} " * 500)) + "\n" for i in range(60)))
+    for argv in (["import", "--db", str(tmp_path / "full.duckdb"), str(src)],
+                 ["export", "--db", str(tmp_path / "full.duckdb"), "--out", str(tmp_path / "ex")]):
+        done = subprocess.run([sys.executable, "-c", FSIZE_CHILD, str(limit), *argv], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode == 0:
+            continue  # it fitted
+        assert done.returncode in (1, 2) and len(done.stderr.splitlines()) == 1, (argv, done.stderr[-800:])
+        assert "Traceback" not in done.stderr
