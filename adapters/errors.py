@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from searchtrace.store.errors import BadInput
 
 if TYPE_CHECKING:
@@ -32,6 +34,9 @@ class ChatError(AdapterError):
         self.retries = list(retries or [])
         self.http_status = http_status
         self.auth = auth  # True when the endpoint rejected the key
+        # SPEC §13 timings of the failed call (final attempt on the wire; waits for our own limits), when measured
+        self.provider_ms: float | msgspec.UnsetType = msgspec.UNSET
+        self.queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class MissingKey(BadInput, AdapterError):

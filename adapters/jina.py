@@ -105,7 +105,8 @@ class JinaFetcher(OwnsClient):
         return response
 
     def _to_response(self, reply: Reply) -> FetchResponse:
-        common: dict[str, Any] = dict(latency_ms=reply.latency_ms, http_status=reply.http_status,
+        common: dict[str, Any] = dict(latency_ms=reply.latency_ms, provider_ms=reply.provider_ms,
+                                      queue_ms=reply.queue_ms, http_status=reply.http_status,
                                       retries=reply.retries, n_bytes=reply.n_read)
         if reply.outcome in ("timeout", "too_large", "bad_response"):
             return FetchResponse(status=reply.outcome, error=reply.error, **common)

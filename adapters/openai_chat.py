@@ -148,7 +148,9 @@ class OpenAIChat(OwnsClient):
         reply = await self._http.call("POST", "chat/completions", what=f"chat:{self.model}", headers=headers,
                                       json=body, trace_id=trace_id, accept=_parses)
         if reply.outcome != "ok":
-            raise self._error(reply)
+            error = self._error(reply)
+            error.provider_ms, error.queue_ms = reply.provider_ms, reply.queue_ms
+            raise error
         try:
             text, calls, usage, finish = scrub_parsed(parse_completion(reply.body), self.secrets())
         except (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -157,6 +159,7 @@ class OpenAIChat(OwnsClient):
         log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,
                  latency_ms=round(reply.latency_ms, 1), retries=len(reply.retries))
         return ChatResponse(text=text, tool_calls=calls, usage=usage, latency_ms=reply.latency_ms,
+                            provider_ms=reply.provider_ms, queue_ms=reply.queue_ms,
                             finish_reason=finish, raw=scrub_bytes(reply.body, *self.secrets()), retries=reply.retries)
 
     def _error(self, reply: Reply) -> ChatError:

@@ -128,8 +128,8 @@ class SearchAdapter(OwnsClient):
     def _to_response(self, reply: Reply) -> SearchResponse:
         secrets = self.secrets()
         raw = scrub_bytes(reply.body, *secrets) if reply.body else None
-        common: dict[str, Any] = dict(raw=raw, latency_ms=reply.latency_ms, http_status=reply.http_status,
-                                      retries=reply.retries)
+        common: dict[str, Any] = dict(raw=raw, latency_ms=reply.latency_ms, provider_ms=reply.provider_ms,
+                                      queue_ms=reply.queue_ms, http_status=reply.http_status, retries=reply.retries)
         if reply.outcome == "timeout":
             return SearchResponse(status="timeout", error=scrub_text(reply.error or "", self._key) or None, **common)
         if reply.outcome in ("too_large", "bad_response"):

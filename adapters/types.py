@@ -32,11 +32,19 @@ class SearchHit(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = {}
 
 
+# SPEC §13 clean latency, beside latency_ms (the whole call): provider_ms is the final attempt from request sent to
+# last byte read, queue_ms the waits for our own concurrency and rate limits over all attempts. UNSET where no
+# request was made (a fetch cache hit) or an adapter does not measure them; events then omit them.
+OptionalMs = float | msgspec.UnsetType
+
+
 class SearchResponse(msgspec.Struct, kw_only=True):
     status: SearchStatus
     hits: list[SearchHit] = []
     raw: bytes | None = None  # the provider's body, for a blob (never request headers)
     latency_ms: float = 0.0
+    provider_ms: OptionalMs = msgspec.UNSET
+    queue_ms: OptionalMs = msgspec.UNSET
     http_status: int | None = None
     error: str | None = None  # the provider's own error message
     retries: list[RetryInfo] = []
@@ -49,6 +57,8 @@ class FetchResponse(msgspec.Struct, kw_only=True):
     n_tokens: int = 0
     cache_hit: bool = False
     latency_ms: float = 0.0
+    provider_ms: OptionalMs = msgspec.UNSET
+    queue_ms: OptionalMs = msgspec.UNSET
     http_status: int | None = None
     error: str | None = None
     retries: list[RetryInfo] = []
@@ -59,6 +69,8 @@ class ChatResponse(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCall] = []
     usage: Usage = msgspec.field(default_factory=Usage)
     latency_ms: float = 0.0
+    provider_ms: OptionalMs = msgspec.UNSET
+    queue_ms: OptionalMs = msgspec.UNSET
     finish_reason: str | None = None
     raw: bytes | None = None
     retries: list[RetryInfo] = []

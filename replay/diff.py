@@ -11,7 +11,7 @@ import msgspec
 from searchtrace.store.events import CallRetried, ModelResponded, Payload, type_of
 
 # Wire facts that legitimately differ between a recording and its replay (timing, retries, cache, byte counts).
-VOLATILE = frozenset({"latency_ms", "cache_hit", "wait_s", "n_bytes", "raw_digest"})
+VOLATILE = frozenset({"latency_ms", "provider_ms", "queue_ms", "cache_hit", "wait_s", "n_bytes", "raw_digest"})
 # Ids a producer may mint afresh; compared by order of first appearance, not by value.
 MINTED = frozenset({"trajectory_id", "run_id"})
 _MAX_VALUE = 240

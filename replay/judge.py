@@ -167,7 +167,8 @@ class _Run:
             if http_status in _REFUSED:
                 latency = (time.perf_counter() - started) * 1000
                 reason = f"judge call refused: HTTP {http_status}: {_line(exc.message)}"
-                await self._record(item, trace, None, reason, None, Usage(), latency, exc.retries)
+                await self._record(item, trace, None, reason, None, Usage(), latency, exc.retries,
+                                   provider_ms=exc.provider_ms, queue_ms=exc.queue_ms)
                 return
             self.stats.failed += 1
             self.stats.retried += len(exc.retries)
@@ -181,7 +182,8 @@ class _Run:
             return
         parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
         raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
-        await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries)
+        await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries,
+                           provider_ms=reply.provider_ms, queue_ms=reply.queue_ms)
 
     def _retry_event(self, trace: str, r: Any) -> NewEvent:
         body = CallRetried(what=r.what, call_id=trace, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
@@ -197,6 +199,9 @@ class _Run:
         usage: Usage,
         latency_ms: float,
         retries: Sequence[Any],
+        *,
+        provider_ms: float | msgspec.UnsetType = msgspec.UNSET,
+        queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
         valid = labels is not None
         verdict = JudgeVerdict(
@@ -209,6 +214,8 @@ class _Run:
             raw_digest=digest(raw) if raw is not None else None,
             usage=usage,
             latency_ms=latency_ms,
+            provider_ms=provider_ms,
+            queue_ms=queue_ms,
         )
         events = [self._retry_event(trace, r) for r in retries]
         events.append(

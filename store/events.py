@@ -106,6 +106,12 @@ class ModelResponded(_Body, tag="model.responded"):
     # over exactly the `messages`/`tools` passed to `complete(...)`. Storing the same bytes as a blob (its digest is
     # this value) lets replay print a message-level diff. None: recorded without it (replay then cannot see prompt changes).
     request_sha256: str | None = None
+    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
+    # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
+    # so those events keep their bytes; SQL reads them as NULL.
+    provider_ms: float | msgspec.UnsetType = msgspec.UNSET
+    queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchCalled(_Body, tag="search.called"):
@@ -148,6 +154,12 @@ class SearchCompleted(_Body, tag="search.completed"):
     raw_digest: str | None = None
     http_status: int | None = None
     error: str | None = None
+    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
+    # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
+    # so those events keep their bytes; SQL reads them as NULL.
+    provider_ms: float | msgspec.UnsetType = msgspec.UNSET
+    queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class FetchCalled(_Body, tag="fetch.called"):
@@ -168,6 +180,12 @@ class FetchCompleted(_Body, tag="fetch.completed"):
     latency_ms: float
     http_status: int | None = None
     error: str | None = None
+    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
+    # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
+    # so those events keep their bytes; SQL reads them as NULL.
+    provider_ms: float | msgspec.UnsetType = msgspec.UNSET
+    queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class ToolRefused(_Body, tag="tool.refused"):
@@ -233,6 +251,12 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     raw_digest: str | None = None
     usage: Usage = msgspec.field(default_factory=Usage)
     latency_ms: float = 0.0
+    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
+    # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
+    # so those events keep their bytes; SQL reads them as NULL.
+    provider_ms: float | msgspec.UnsetType = msgspec.UNSET
+    queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class AuditAnswer(_Body, tag="audit.answer"):
