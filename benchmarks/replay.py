@@ -185,13 +185,14 @@ def _report_json(db: Path, bootstrap: int = 0) -> tuple[str, float]:
 def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
     from searchtrace.replay.importer import import_files
     from searchtrace.store.log import EventLog
+    from searchtrace.store.tuning import bulk_appends
 
     t0 = time.perf_counter()
     files = generate(folder, scale, seed)
     gen = time.perf_counter() - t0
     db = folder / "bench.duckdb"
     t0 = time.perf_counter()
-    with EventLog(db) as log:
+    with EventLog(db) as log, bulk_appends(log):  # as `searchtrace import` does
         import_files(log, [files.traces], [files.judgments], [files.audit])
         events = log.head
     imp = time.perf_counter() - t0

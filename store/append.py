@@ -87,9 +87,12 @@ def insert(con: duckdb.DuckDBPyConnection, table: pa.Table, statement: str = _IN
 class _Inserter:
     """Inserts chunks in order; all but the last run on the worker thread while the caller builds the next."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, executor: ThreadPoolExecutor, recorded_at_us: int) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, executor: ThreadPoolExecutor, recorded_at_us: int, narrow: bool = False
+    ) -> None:
         self.con = con
         self.executor = executor
+        self.narrow = narrow  # run DuckDB on one thread while this thread prepares the next chunk (bulk tuning)
         self.ts = recorded_at_us
         self.pending: Future[None] | None = None
         self.threads: str | None = None  # DuckDB's thread count while lowered to 1
@@ -100,7 +103,7 @@ class _Inserter:
     def submit(self, cols: Columns) -> None:
         table = cols.table(self.ts)
         self.wait()
-        if self.threads is None:  # a multi-chunk transaction: DuckDB on one core, this thread on the other
+        if self.narrow and self.threads is None:  # a multi-chunk transaction: DuckDB on one core, this on the other
             self.threads = str(self.con.execute("SELECT current_setting('threads')").fetchone()[0])  # type: ignore[index]
             self.con.execute("SET threads = 1")
         self.pending = self.executor.submit(self._insert, table)
@@ -149,12 +152,16 @@ def append_groups(
     groups: Sequence[Group],
     blobs: Sequence[bytes],
     recorded_at_us: int,
+    *,
+    narrow: bool = False,
 ) -> tuple[list[Result], Head]:
-    """Commit the groups in one transaction; returns each group's positions (or its error) and the new head."""
+    """Commit the groups in one transaction; returns each group's positions (or its error) and the new head.
+
+    `narrow`: a multi-chunk transaction runs DuckDB on one thread and gives its threads back (bulk tuning only)."""
     failed: dict[int, Exception] = {}
     while True:
         con.execute("BEGIN")
-        inserter = _Inserter(con, executor, recorded_at_us)
+        inserter = _Inserter(con, executor, recorded_at_us, narrow)
         try:
             if blobs:
                 _blobs.insert(con, blobs)

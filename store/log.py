@@ -15,7 +15,6 @@ from searchtrace.store import append as _append
 from searchtrace.store import blobs as _blobs
 from searchtrace.store.append import Group, Head, Pending, Prepared, Stale
 from searchtrace.store.events import NewEvent, StoredEvent, decode_payload
-from searchtrace.store.gil import short_gil_turns
 from searchtrace.store.schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
@@ -40,8 +39,8 @@ class EventLog:
         try:
             if not read_only:
                 self._con.execute(f"SET checkpoint_threshold = '{_CHECKPOINT_THRESHOLD}'")
-            row = self._con.execute("SELECT current_setting('threads')").fetchone()
-            self._threads = int(row[0]) if row else None
+            # DuckDB's thread count to give back after a one-thread multi-chunk transaction; None: never narrowed
+            self._bulk_threads: int | None = None
             self._load_heads()
         except BaseException:
             self._con.close()
@@ -110,14 +109,27 @@ class EventLog:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-insert")
         head = Head(self._position, self._hash, self._heads, self._stored_ids())
-        with short_gil_turns():  # chunks are prepared here while the previous one inserts on the executor
-            results, head = _append.append_groups(
-                self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC))
-            )
+        results, head = _append.append_groups(
+            self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC)),
+            narrow=self._bulk_threads is not None,
+        )
         with self._ahead_lock:
             self._position, self._hash, self._heads = head.position, head.hash, head.streams
             self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again
         return results
+
+    def bulk_threads(self, on: bool) -> bool:
+        """Run multi-chunk transactions with DuckDB on one thread (the next chunk is prepared on the other core),
+        each giving back the thread count read when this was turned on; off (the default), DuckDB's threads are
+        never touched. Returns the previous setting. `store.tuning.bulk_appends` is the way to turn it on."""
+        with self._lock:
+            was = self._bulk_threads is not None
+            if on and not was:
+                rows = self._con.execute("SELECT current_setting('threads')").fetchall()
+                self._bulk_threads = int(rows[0][0]) if rows else None
+            elif not on:
+                self._bulk_threads = None
+            return was
 
     # -- pipelined appends (the Writer): prepare the next transaction while the previous one commits ----------
     def prepare_groups(self, groups: Sequence[Group], *, blobs: Sequence[bytes] = ()) -> Prepared:
@@ -154,7 +166,7 @@ class EventLog:
                     self._ahead.clear()
                 raise Stale(f"prepared after position {prepared.base[0]}, the log is at {self._position}")
             try:
-                _append.commit(self._con, prepared, self._threads)
+                _append.commit(self._con, prepared, self._bulk_threads)
             except BaseException:
                 self._drop_from(prepared)
                 raise

@@ -19,7 +19,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from searchtrace.store.append import Result, Stale
 from searchtrace.store.blobs import digest
 from searchtrace.store.events import NewEvent
-from searchtrace.store.gil import short_gil_turns
 from searchtrace.store.log import EventLog
 
 _Submitted = Future[list[Result]] | BaseException
@@ -137,10 +136,9 @@ class Writer:
 async def open_writer(log: EventLog, *, max_events: int = 20_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
     """Run the writer task for the duration of the block; pending appends are flushed on exit."""
     writer = Writer(log, max_events, max_delay)
-    with short_gil_turns():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(writer._run)
-            try:
-                yield writer
-            finally:
-                await writer.aclose()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer._run)
+        try:
+            yield writer
+        finally:
+            await writer.aclose()

@@ -10,6 +10,7 @@ from searchtrace.replay.export import export_all
 from searchtrace.replay.importer import ImportResult
 from searchtrace.replay.importer import import_files as import_into
 from searchtrace.store.log import EventLog
+from searchtrace.store.tuning import bulk_appends
 
 
 def import_files(
@@ -23,7 +24,8 @@ def import_files(
     new = not db.exists()
     try:
         with EventLog(db) as log:
-            res = import_into(log, list(traces), list(judgments), list(audits), on_stage=on_stage)
+            with bulk_appends(log):  # short GIL turns, one-thread chunks for the appends; restored after
+                res = import_into(log, list(traces), list(judgments), list(audits), on_stage=on_stage)
             on_stage("building the typed projections")
             cur = log.cursor()
             try:

@@ -16,6 +16,7 @@ from searchtrace.store import ConcurrencyError, EventLog, NewEvent, encode_paylo
 from searchtrace.store import append as append_mod
 from searchtrace.store.events import TYPE_NAMES, RunStarted, type_of
 from searchtrace.store.readonly import open_read_only
+from searchtrace.store.tuning import bulk_appends
 from searchtrace.store.verify import verify
 
 
@@ -259,7 +260,7 @@ def _not_an_event() -> NewEvent:
 
 def test_a_big_append_gives_duckdb_its_threads_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(append_mod, "CHUNK_ROWS", 64)
-    with EventLog(tmp_path / "t.duckdb") as log:
+    with EventLog(tmp_path / "t.duckdb") as log, bulk_appends(log):  # narrowing is bulk tuning only
         cur = log.cursor()
         before = cur.execute("SELECT current_setting('threads')").fetchone()
         assert log.append([ev(f"s{i % 5}", i) for i in range(300)]) == list(range(1, 301))

@@ -13,6 +13,7 @@ from store_support import ev, intact
 from searchtrace.store import EventLog, open_writer
 from searchtrace.store import append as append_mod
 from searchtrace.store.append import Stale
+from searchtrace.store.tuning import bulk_appends
 
 
 def test_prepared_ahead_continues_positions_ids_and_streams_and_commits_only_in_order(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_a_multi_chunk_prepared_commit_gives_duckdb_its_threads_back(
         con.execute("SET threads = 1")  # as far as the statement got before failing
         raise duckdb.IOException("disk went away")
 
-    with EventLog(tmp_path / "t.duckdb") as log:
+    with EventLog(tmp_path / "t.duckdb") as log, bulk_appends(log):  # narrowing is bulk tuning only
         cur = log.cursor()
         before = cur.execute("SELECT current_setting('threads')").fetchone()
         p = log.prepare_groups([([ev(f"s{i % 5}", i) for i in range(300)], None)])
@@ -140,21 +141,3 @@ def test_a_multi_chunk_prepared_commit_gives_duckdb_its_threads_back(
         assert cur.execute("SELECT current_setting('threads')").fetchone() == before
         cur.close()
         intact(log, 300)
-
-
-@pytest.mark.anyio
-async def test_writer_shortens_gil_turns_while_open_and_restores_them(tmp_path: Path) -> None:
-    import sys
-
-    from searchtrace.store.gil import GIL_TURN_S as _GIL_TURN_S
-
-    before = sys.getswitchinterval()
-    log = EventLog(tmp_path / "g.duckdb")
-    try:
-        async with open_writer(log):
-            async with open_writer(log):
-                assert sys.getswitchinterval() == min(before, _GIL_TURN_S)
-            assert sys.getswitchinterval() == min(before, _GIL_TURN_S)  # still one writer open
-        assert sys.getswitchinterval() == before
-    finally:
-        log.close()
