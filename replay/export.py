@@ -86,7 +86,8 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                 output_tokens=p.usage.output_tokens,
                 reasoning_tokens=p.usage.reasoning_tokens,
             )
-            d.steps.append(ModelStep(iteration=p.iteration, usage=u, latency_ms=p.latency_ms))
+            d.steps.append(ModelStep(iteration=p.iteration, usage=u, latency_ms=p.latency_ms,
+                                     provider_ms=p.provider_ms, queue_ms=p.queue_ms))
         elif isinstance(p, SearchCalled):
             d.steps.append(SearchStep(iteration=p.iteration, call_id=p.call_id, query=p.query, results=[]))
         elif isinstance(p, SearchResult | SearchCompleted):
@@ -106,7 +107,7 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                     )
                 )
             else:
-                step.latency_ms = p.latency_ms
+                step.latency_ms, step.provider_ms, step.queue_ms = p.latency_ms, p.provider_ms, p.queue_ms
         elif isinstance(p, FetchCalled):
             d.steps.append(
                 FetchStep(iteration=p.iteration, call_id=p.call_id, doc_id=p.doc_id, url=p.url, status="http_error")
@@ -123,6 +124,7 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
             if fetch is None:
                 continue
             fetch.status, fetch.n_tokens, fetch.latency_ms = p.status, p.n_tokens, p.latency_ms
+            fetch.provider_ms, fetch.queue_ms = p.provider_ms, p.queue_ms
             if p.content_digest is not None and log.has_blob(p.content_digest):
                 fetch.content = log.get_blob(p.content_digest).decode("utf-8", errors="replace")
         elif isinstance(p, TrajectoryFinished):

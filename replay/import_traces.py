@@ -153,7 +153,8 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Paylo
                 reasoning_tokens=step.usage.reasoning_tokens,
             )
             total = total + u
-            payloads.append(ModelResponded(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms))
+            payloads.append(ModelResponded(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms,
+                                           provider_ms=step.provider_ms, queue_ms=step.queue_ms))
         elif isinstance(step, SearchStep):
             payloads.append(SearchCalled(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider))
             for r in step.results:
@@ -171,7 +172,8 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Paylo
                     )
                 )
             payloads.append(
-                SearchCompleted(call_id=step.call_id, status="ok", n_results=len(step.results), latency_ms=step.latency_ms)
+                SearchCompleted(call_id=step.call_id, status="ok", n_results=len(step.results), latency_ms=step.latency_ms,
+                                provider_ms=step.provider_ms, queue_ms=step.queue_ms)
             )
         else:
             payloads.append(FetchCalled(call_id=step.call_id, iteration=step.iteration, doc_id=step.doc_id, url=step.url))
@@ -192,6 +194,8 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Paylo
                     n_tokens=step.n_tokens,
                     cache_hit=False,
                     latency_ms=step.latency_ms,
+                    provider_ms=step.provider_ms,
+                    queue_ms=step.queue_ms,
                 )
             )
     if t.final_answer is not None:

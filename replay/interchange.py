@@ -18,6 +18,7 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=TOKENS_MAX)]
 Iteration = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 Rank = Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)]
 Millis = Annotated[float, msgspec.Meta(ge=0, le=MILLIS_MAX)]
+Ms = Millis | msgspec.UnsetType
 
 
 class StepUsage(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
@@ -30,6 +31,8 @@ class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
     iteration: Iteration
     usage: StepUsage = msgspec.field(default_factory=StepUsage)
     latency_ms: Millis = 0.0
+    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
 
 
 class Result(msgspec.Struct, kw_only=True):
@@ -48,6 +51,8 @@ class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
     query: str
     results: list[Result]
     latency_ms: Millis = 0.0
+    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
 
 
 class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
@@ -59,6 +64,8 @@ class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
     content: str | None = None
     n_tokens: Count = 0
     latency_ms: Millis = 0.0
+    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
 
 
 Step = ModelStep | SearchStep | FetchStep
