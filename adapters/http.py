@@ -15,11 +15,10 @@ from aiolimiter import AsyncLimiter
 
 from searchtrace.adapters.keys import Secret, configured_secrets, read_key
 from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
-from searchtrace.adapters.types import Endpoint, RetryInfo
+from searchtrace.adapters.types import TRACE_HEADER, Endpoint, RetryInfo
 
 log = structlog.get_logger("searchtrace.adapters")
 
-TRACE_HEADER = "X-Searchtrace-Trace"
 USER_AGENT = "searchtrace/0.1"
 DEFAULT_READ_CAP = 16 * 1024 * 1024  # search and chat bodies; the fetch backend sets its own (2 MB)
 _URL_CACHE = 256  # parsed request URLs kept per endpoint

@@ -11,6 +11,11 @@ from searchtrace.adapters.urls import base_url_problem
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import FetchStatus, SearchStatus, ToolCall, Usage
 
+# The request header that names the trajectory a call belongs to: our client sends it, the sandbox counts by it and
+# the replay transport serves by it (HTTP header names are case-insensitive; raw ASGI scopes hold it lower-case).
+TRACE_HEADER = "X-Searchtrace-Trace"
+TRACE_HEADER_RAW = TRACE_HEADER.lower().encode("ascii")
+
 
 class RetryInfo(msgspec.Struct, kw_only=True):
     """One retry an adapter made; the engine records it as `call.retried`."""

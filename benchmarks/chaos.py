@@ -40,6 +40,7 @@ from typing import Any
 import click
 import duckdb
 
+from searchtrace.adapters.types import TRACE_HEADER_RAW
 from searchtrace.store.schema import OFFLINE
 
 PROVIDERS = ("brave", "tavily", "firecrawl")
@@ -144,7 +145,7 @@ class Served:
 
         await self.app(scope, receive, watch)
         route = _ROUTE_OF.get(scope["path"].strip("/").split("/", 1)[0])
-        trace = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode() or None
+        trace = dict(scope["headers"]).get(TRACE_HEADER_RAW, b"").decode() or None
         if route and status == [200] and not faults:
             self.c.served[(route, trace)] += 1
         for kind in faults:

@@ -26,6 +26,7 @@ from searchtrace.engine.agent import Agent, Stats, Trajectory
 from searchtrace.engine.config import SANDBOX_DATASET, RunConfig
 from searchtrace.engine.fanout import bad_input_alone, fan_out
 from searchtrace.engine.prompts import Prompt, get_prompt
+from searchtrace.engine.sample import STRATA
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
 from searchtrace.store.log import EventLog
@@ -33,7 +34,6 @@ from searchtrace.store.writer import open_writer
 
 log = structlog.get_logger("searchtrace.record")
 
-STRATA = ("freshness", "search_results", "topic")
 
 
 class Question(msgspec.Struct, frozen=True, kw_only=True):

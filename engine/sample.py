@@ -14,7 +14,7 @@ import msgspec
 
 from searchtrace.store.errors import BadInput
 
-STRATA: tuple[str, str, str] = ("freshness", "search_results", "topic")
+STRATA: tuple[str, str, str] = ("freshness", "search_results", "topic")  # the dataset fields sampling (and record) stratify by
 StratumKey = tuple[str, ...]
 Row = dict[str, Any]
 

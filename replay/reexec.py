@@ -17,6 +17,7 @@ from urllib.parse import unquote
 import httpx
 import msgspec
 
+from searchtrace.adapters.types import TRACE_HEADER
 from searchtrace.adapters.urls import normalize_url
 from searchtrace.engine.transcript import assistant_message
 from searchtrace.store.events import (
@@ -30,7 +31,6 @@ from searchtrace.store.events import (
     TrajectoryStarted,
 )
 
-TRACE_HEADER = "x-searchtrace-trace"
 _SEARCH_SUFFIXES = ("/res/v1/web/search", "/search")
 _JSON = {"content-type": "application/json"}
 

@@ -24,8 +24,8 @@ from starlette.routing import Mount, Route
 from searchtrace.adapters.sandbox.faults import Attempts, FaultPlan, choose
 from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle, quota_reply
 from searchtrace.adapters.sandbox.world import World, default_world
+from searchtrace.adapters.types import TRACE_HEADER
 
-TRACE_HEADER = "x-searchtrace-trace"
 SLOW_S = 0.25
 
 

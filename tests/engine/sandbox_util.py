@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters.types import TRACE_HEADER_RAW
 from searchtrace.engine.config import RunConfig, parse_config
 from searchtrace.store.events import Payload
 from searchtrace.store.log import EventLog
@@ -27,7 +28,7 @@ class Capture:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
-            trace_id = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode()
+            trace_id = dict(scope["headers"]).get(TRACE_HEADER_RAW, b"").decode()
             self.arrivals.append((trace_id, scope["path"], time.perf_counter()))
         if scope.get("type") != "http" or not scope["path"].endswith("/chat/completions"):
             await self.app(scope, receive, send)
@@ -39,7 +40,7 @@ class Capture:
             chunks.append(msg.get("body", b""))
             more = msg.get("more_body", False)
         body = b"".join(chunks)
-        trace = dict(scope["headers"]).get(b"x-searchtrace-trace", b"").decode()
+        trace = dict(scope["headers"]).get(TRACE_HEADER_RAW, b"").decode()
         self.chats[trace].append(msgspec.json.decode(body)["messages"])
         sent = False
 
