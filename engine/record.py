@@ -35,7 +35,6 @@ from searchtrace.store.writer import open_writer
 log = structlog.get_logger("searchtrace.record")
 
 
-
 class Question(msgspec.Struct, frozen=True, kw_only=True):
     qid: str
     question: str
