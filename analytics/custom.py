@@ -13,11 +13,13 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from searchtrace.analytics.rules import RUNS_VARIABLE
 from searchtrace.analytics.views import ensure_views
 from searchtrace.store.errors import BadInput, StoreError
 from searchtrace.store.readonly import open_read_only, read_statements
@@ -85,8 +87,11 @@ def _run_sql(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | Non
     return _check(path, {r[0]: r[1] for r in rows})
 
 
-def run_metrics(db: Path, files: list[Path], judge_run_id: str | None) -> dict[str, dict[str, Number]]:
-    """Each file's result keyed by its stem (two files with one stem are refused), on a read-only connection.
+def run_metrics(
+    db: Path, files: list[Path], judge_run_id: str | None, runs: Sequence[str] | None = None
+) -> dict[str, dict[str, Number]]:
+    """Each file's result keyed by its stem (two files with one stem are refused), on a read-only connection; the
+    views show only the trajectories of `runs` (None: every run).
 
     The caller must have closed its own connection to `db` first (DuckDB allows one mode per file per process).
     """
@@ -94,6 +99,8 @@ def run_metrics(db: Path, files: list[Path], judge_run_id: str | None) -> dict[s
     cur = con.cursor()
     try:
         ensure_views(cur, temp=True)
+        if runs is not None:
+            cur.execute(f"SET VARIABLE {RUNS_VARIABLE} = ?::VARCHAR[]", [list(runs)])
         out: dict[str, dict[str, Number]] = {}
         for path in files:
             if path.stem in out:

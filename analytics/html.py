@@ -408,10 +408,10 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
     return "\n".join(parts) + "\n"
 
 
-def extras_from_db(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
+def extras_from_db(source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None) -> dict[str, Any]:
     """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None)."""
     try:
         jr = judge_run(source, judge_run_id)
     except BadInput:
         jr = None
-    return {"gold_rank_hist": gold_rank_hist(source, jr), "per_trajectory": per_trajectory(source)}
+    return {"gold_rank_hist": gold_rank_hist(source, jr, runs), "per_trajectory": per_trajectory(source, runs)}

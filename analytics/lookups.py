@@ -8,7 +8,7 @@ judge items (SPEC §4) are not derived here: the audit reads them from `analytic
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 import duckdb
@@ -86,11 +86,13 @@ def verdicts(
 # -- set-based aggregates for the HTML page (SQL over the typed relations) ------------------------------------
 
 
-def gold_rank_hist(source: HasCursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
+def gold_rank_hist(
+    source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None
+) -> dict[str, dict[int, int]]:
     """{provider: {rank: appearances}} over search.result appearances whose item's snippet supports gold."""
     cur = source.cursor()
     try:
-        with sources.reading(cur, writable=False):
+        with sources.reading(cur, writable=False), rules.only_runs(cur, runs):
             return _gold_rank_hist(cur, judge_run_id)
     finally:
         cur.close()
@@ -140,14 +142,14 @@ LEFT JOIN fin USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
 """
 
 
-def per_trajectory(source: HasCursor) -> dict[str, list[dict[str, Any]]]:
+def per_trajectory(source: HasCursor, runs: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """{provider: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id.
 
     Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
     """
     cur = source.cursor()
     try:
-        with sources.reading(cur, writable=False):
+        with sources.reading(cur, writable=False), rules.only_runs(cur, runs):
             rows = cur.execute(PER_TRAJECTORY_SQL).fetchall()
     finally:
         cur.close()

@@ -21,7 +21,7 @@ def _typed(expr: str, typ: str) -> str:
 
 @dataclass(frozen=True)
 class Relation:
-    """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload`)."""
+    """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload` / `run_id`)."""
 
     name: str
     event_type: str
@@ -45,7 +45,7 @@ class Relation:
         extra = f" AND ({where})" if where else ""
         return (
             f"SELECT position, stream_id, {', '.join(exprs)} FROM ("
-            f"SELECT position, stream_id, payload, json_extract_string(payload, [{plist}]) AS j "
+            f"SELECT position, stream_id, run_id, payload, json_extract_string(payload, [{plist}]) AS j "
             f"FROM events WHERE type = '{self.event_type}'{extra})"
         )
 
@@ -70,6 +70,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("supersedes", "VARCHAR", "$.supersedes"),
             # SPEC §12: epoch e of the (provider, qid) cell; 1 when absent (events before epochs, and epoch 1 itself)
             ("epoch", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.epoch') AS INTEGER), 1)"),
+            ("run_id", "VARCHAR", "run_id"),  # the run that recorded it (`import` for imported traces)
         ),
     ),
     Relation(

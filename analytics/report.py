@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -29,7 +30,7 @@ from searchtrace.analytics.metrics import (
     provider_metrics,
     trajectory_stats,
 )
-from searchtrace.analytics.rules import resolve_judge_run
+from searchtrace.analytics.rules import only_runs, resolve_judge_run, resolve_runs
 from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
 
@@ -47,6 +48,7 @@ def build_report(
     bootstrap: int = 0,
     seed: str = DEFAULT_SEED,
     prices: Prices | None = None,
+    run_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
 
@@ -57,22 +59,25 @@ def build_report(
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
     for `searchtrace sql`); without it everything is computed from views over the raw events. `notes`, when
     given, receives one-line remarks for the reader: judge runs passed over, a judge run that covers fewer items.
+    `run_ids`: the runs to report (analytics.rules.resolve_runs: required when the store holds several).
     """
     if writable:
         ensure_views(con)
     with sources.reading(con, writable=writable):
+        runs = resolve_runs(con, run_ids)
         run, passed_over = resolve_judge_run(con, judge_run_id)
-        rows = trajectory_stats(con, run)
-        pairs = complementarity(con, rows)
-        sizes = surface_sizes(con)
-        latency = provider_latency(con)
-        prices = prices or recorded_prices(con)
-        if prices is not None:
-            counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for r in rows:
-                counts[r.provider][0] += 1
-                counts[r.provider][1] += bool(r.semantic_match)
-            cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
+        with only_runs(con, runs):
+            rows = trajectory_stats(con, run)
+            pairs = complementarity(con, rows)
+            sizes = surface_sizes(con)
+            latency = provider_latency(con)
+            prices = prices or recorded_prices(con)
+            if prices is not None:
+                counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+                for r in rows:
+                    counts[r.provider][0] += 1
+                    counts[r.provider][1] += bool(r.semantic_match)
+                cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)

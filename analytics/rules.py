@@ -16,7 +16,8 @@ search_path (analytics.sources) says whether they are the `proj` tables or views
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import duckdb
@@ -59,6 +60,8 @@ SUPERSEDED_IDS = (
 )
 """SELECT of the trajectory ids that a later attempt of the same cell supersedes (for rows keyed by trajectory_id)."""
 
+RUNS_VARIABLE = "searchtrace_runs"  # a connection's DuckDB variable: the runs `tr` keeps (unset: every run)
+
 TRAJECTORIES_CTE = f"""
 tr AS (
   SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.epoch, t.position, t.attempt, t.supersedes,
@@ -67,10 +70,10 @@ tr AS (
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
   LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
              FROM questions GROUP BY qid) q ON q.qid = t.qid
-  WHERE {not_superseded("t")}
+  WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
 )"""
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
-back to the dataset."""
+back to the dataset; only the runs `only_runs` names, when it names any."""
 
 AUDIT_CTE = f"""
 aud_match AS (
@@ -89,6 +92,41 @@ aud AS (
 ANSWERS_CTE = """
 fa AS (SELECT stream_id, arg_max(text, position) AS final_answer FROM answers GROUP BY stream_id)"""
 """`fa`: the last answer.final text of each stream (no row when the trajectory gave none)."""
+
+
+# -- which run ------------------------------------------------------------------------------------------------
+RUNS_SQL = "SELECT run_id FROM trajectories GROUP BY run_id ORDER BY min(position)"
+"""The runs that recorded (or imported) trajectories, oldest first."""
+
+
+def resolve_runs(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[str] | None:
+    """The runs to report: the given ones (BadInput for an unknown one), else None (every run) when the store holds
+    one run; several runs and none given is BadInput naming them, so runs are never merged silently."""
+    known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
+    for run in run_ids:
+        if run not in known:
+            raise BadInput(f"run {run!r} not found in the database (known: {', '.join(known) or 'none'})")
+    if run_ids:
+        return list(dict.fromkeys(run_ids))
+    if len(known) > 1:
+        raise BadInput(
+            f"this store holds {len(known)} runs ({', '.join(known)}); choose one with --run-id "
+            "(repeat it to report several together)"
+        )
+    return None
+
+
+@contextmanager
+def only_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str] | None) -> Iterator[None]:
+    """Keep only trajectories of `runs` in `tr` on `con` for the block (None: every run)."""
+    if runs is None:
+        yield
+        return
+    con.execute(f"SET VARIABLE {RUNS_VARIABLE} = ?::VARCHAR[]", [list(runs)])
+    try:
+        yield
+    finally:
+        con.execute(f"RESET VARIABLE {RUNS_VARIABLE}")
 
 
 # -- the same rules over a stream of events (Python) -----------------------------------------------------------

@@ -60,8 +60,15 @@ def write_page(path: Path, text: str) -> Path:
 
 
 def report(
-    db: Path, *, judge_run_id: str | None = None, metrics: Sequence[Path] = (), html: Path | None = None,
-    bootstrap: int = DEFAULT_BOOTSTRAP, seed: str = DEFAULT_SEED, prices: Path | None = None,
+    db: Path,
+    *,
+    judge_run_id: str | None = None,
+    metrics: Sequence[Path] = (),
+    html: Path | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: str = DEFAULT_SEED,
+    prices: Path | None = None,
+    run_ids: Sequence[str] = (),
 ) -> Report:
     """The §8 report of a judge run (default: analytics.rules), with custom metric files and §12 intervals from
     `bootstrap` replicates (0: none) and §13 costs from the price file `prices`; writes the HTML page when asked."""
@@ -77,9 +84,10 @@ def report(
             try:
                 data = build_report(
                     con, judge_run_id=judge_run_id, writable=writable, notes=notes,
-                    bootstrap=bootstrap, seed=seed, prices=price_table,
+                    bootstrap=bootstrap, seed=seed, prices=price_table, run_ids=run_ids,
                 )
-                return data, extras_from_db(log, data["judge_run_id"]) if html is not None else None
+                runs = list(run_ids) or None
+                return data, extras_from_db(log, data["judge_run_id"], runs) if html is not None else None
             finally:
                 con.close()
 
@@ -89,7 +97,7 @@ def report(
         notes.clear()
         data, extra = read()
     if metrics:  # user code: on a read-only, offline connection of its own, once the report's own is closed
-        data["custom"] = run_metrics(db, list(metrics), data["judge_run_id"])
+        data["custom"] = run_metrics(db, list(metrics), data["judge_run_id"], list(run_ids) or None)
     if html is not None:
         write_page(html, render(data, extra=extra))
     return Report(data=data, html=html, notes=notes)
