@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from searchtrace.adapters.errors import ChatError
 from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
 from searchtrace.adapters.types import ChatResponse, FetchResponse, RetryInfo, SearchResponse
 from searchtrace.engine.prompts import FINAL_PREFIX, Prompt
@@ -202,8 +203,6 @@ class Agent:
 
     async def run(self, traj: Trajectory, rec: Recorder) -> TrajectoryFinished:
         """Runs the loop, filling `rec`; a ChatError ends it with reason `error`, other exceptions propagate."""
-        from searchtrace.adapters.errors import ChatError
-
         tid = traj.trajectory_id
         rec.add(
             TrajectoryStarted(

@@ -53,7 +53,9 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters.registry import BASE_URLS, SEARCH_PROVIDERS, default_endpoint, sandbox_endpoint
 from searchtrace.adapters.urls import base_url_problem
+from searchtrace.engine.prompts import get_prompt
 from searchtrace.store.errors import BadInput
 
 # every search adapter (adapters.registry.SEARCH_PROVIDERS, SPEC §14); the paper's three are the default demo
@@ -68,7 +70,7 @@ class _Cfg(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pass
 
 
-class _EndpointCfg(_Cfg):
+class EndpointCfg(_Cfg):
     """Where and how fast; a missing value takes the endpoint kind's default from adapters.registry."""
 
     base_url: str = ""
@@ -81,18 +83,18 @@ class _EndpointCfg(_Cfg):
     max_wait_s: float = 60.0  # cap of one backoff wait (a stated Retry-After is honoured up to this)
 
 
-class AgentCfg(_EndpointCfg):
+class AgentCfg(EndpointCfg):
     model: str = ""  # required (checked in _check)
     prompt_version: str = "agent/1"
     params: dict[str, Any] = {}
 
 
-class ProviderCfg(_EndpointCfg):
+class ProviderCfg(EndpointCfg):
     kind: str = ""  # defaults to the table name
     params: dict[str, Any] = {}
 
 
-class FetchCfg(_EndpointCfg):
+class FetchCfg(EndpointCfg):
     backend: str = "jina"
     max_bytes: int = 2 * 1024 * 1024
     cache_dir: str = ".searchtrace-cache/fetch"  # "" disables the cache
@@ -134,8 +136,6 @@ class RunConfig(_Cfg):
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs the same protocol (not rates, base URLs or concurrency): hashed into run_id."""
-        from searchtrace.engine.prompts import get_prompt
-
         prompt = get_prompt(self.agent.prompt_version)
         return {
             "agent": {"model": self.agent.model, "params": self.agent.params},
@@ -156,8 +156,6 @@ class RunConfig(_Cfg):
 
     def to_event(self) -> dict[str, Any]:
         """The full config for `run.started` (key variable names only, never key values)."""
-        from searchtrace.engine.prompts import get_prompt
-
         prompt = get_prompt(self.agent.prompt_version)
         body: dict[str, Any] = msgspec.to_builtins(self)
         if self.run.epochs == 1:  # the default leaves run.started of a single-epoch run byte for byte as before
@@ -165,8 +163,6 @@ class RunConfig(_Cfg):
         if not self.prices:
             del body["prices"]
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
-        from searchtrace.adapters.registry import SEARCH_PROVIDERS
-
         # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
                              for name, p in sorted(self.providers.items())}
@@ -234,7 +230,7 @@ def _check(cfg: RunConfig, src: str) -> None:
             raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
     if cfg.fetch.backend != "jina":
         raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
-    endpoints: list[tuple[str, _EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
+    endpoints: list[tuple[str, EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
     endpoints += [(f"providers.{n}", p) for n, p in cfg.providers.items()]
     for where, e in endpoints:
         for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s), ("max_wait_s", e.max_wait_s)):
@@ -274,9 +270,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("dataset.path", f"no such file {cfg.dataset.path!r}")
 
 
-def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
-    from searchtrace.adapters.registry import BASE_URLS, default_endpoint
-
+def _fill_endpoint(e: EndpointCfg, kind: str) -> None:
     if kind not in BASE_URLS:
         return
     d = default_endpoint(kind)
@@ -288,8 +282,6 @@ def _fill_endpoint(e: _EndpointCfg, kind: str) -> None:
 
 
 def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
-    from searchtrace.adapters.registry import SEARCH_PROVIDERS
-
     for name, p in cfg.providers.items():
         p.kind = p.kind or name
         _fill_endpoint(p, p.kind)
@@ -321,8 +313,6 @@ def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
 
 def point_at_sandbox(cfg: RunConfig, root: str) -> None:
     """Every endpoint at the sandbox world rooted at `root`; the agent becomes the scripted `sandbox-agent`."""
-    from searchtrace.adapters.registry import sandbox_endpoint
-
     cfg.sandbox = True
     cfg.agent.base_url = sandbox_endpoint("openai", root).base_url
     if not cfg.agent.model.startswith("sandbox-"):

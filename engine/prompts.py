@@ -6,6 +6,8 @@ import hashlib
 
 import msgspec
 
+from searchtrace.store.errors import BadInput
+
 FINAL_PREFIX = "FINAL ANSWER:"
 
 _PROMPTS: dict[str, str] = {
@@ -38,8 +40,6 @@ class Prompt(msgspec.Struct, frozen=True, kw_only=True):
 
 def get_prompt(version: str = DEFAULT_VERSION) -> Prompt:
     """The frozen prompt of a version; unknown versions are a usage error naming the known ones."""
-    from searchtrace.store.errors import BadInput
-
     try:
         text = _PROMPTS[version]
     except KeyError:

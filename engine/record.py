@@ -15,18 +15,26 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import msgspec
 import structlog
 
-from searchtrace.adapters.protocols import ChatModel
+from searchtrace.adapters.keys import read_key
+from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
+from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
+from searchtrace.adapters.sandbox.corpus import question_rows
+from searchtrace.adapters.sandbox.world import default_world
+from searchtrace.adapters.types import Endpoint
 from searchtrace.engine.agent import Agent, Stats, Trajectory
-from searchtrace.engine.config import SANDBOX_DATASET, RunConfig
+from searchtrace.engine.config import SANDBOX_DATASET, EndpointCfg, RunConfig
 from searchtrace.engine.fanout import bad_input_alone, fan_out
 from searchtrace.engine.prompts import Prompt, get_prompt
-from searchtrace.engine.sample import STRATA
+from searchtrace.engine.sample import STRATA, prepare, read_questions, sample
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
 from searchtrace.store.log import EventLog
@@ -45,9 +53,9 @@ class Question(msgspec.Struct, frozen=True, kw_only=True):
 class Endpoints(msgspec.Struct, kw_only=True):
     """The live adapters of a run: one chat model, one fetch backend, one search adapter per provider name."""
 
-    chat: Any
-    fetch: Any
-    search: dict[str, Any]
+    chat: ChatModel
+    fetch: Fetcher
+    search: dict[str, SearchProvider]
 
 
 class RunSummary(msgspec.Struct, kw_only=True):
@@ -72,8 +80,6 @@ class RunSummary(msgspec.Struct, kw_only=True):
 
 
 def code_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("searchtrace")
     except PackageNotFoundError:
@@ -86,12 +92,7 @@ def run_stream(run_id: str) -> str:
 
 def load_questions(cfg: RunConfig) -> list[Question]:
     """The run's questions: the file (or the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
-    from searchtrace.engine.sample import prepare, read_questions, sample
-
     if cfg.dataset.path == SANDBOX_DATASET:
-        from searchtrace.adapters.sandbox.corpus import question_rows
-        from searchtrace.adapters.sandbox.world import default_world
-
         rows: list[dict[str, Any]] = list(question_rows(default_world().questions))
     else:
         rows = read_questions(cfg.dataset.path)
@@ -338,8 +339,6 @@ def summary_dict(s: RunSummary) -> Mapping[str, Any]:
 
 def preflight(cfg: RunConfig) -> None:
     """Fails on a missing key (one line naming the variable) before the store is opened; keys never leave here."""
-    from searchtrace.adapters.keys import read_key
-
     if cfg.sandbox:
         return
     read_key("agent model", cfg.agent.key_env or None)
@@ -347,22 +346,17 @@ def preflight(cfg: RunConfig) -> None:
         read_key(f"provider {name}", p.key_env or None)
 
 
-def _endpoint(e: Any) -> Any:
-    from searchtrace.adapters.types import Endpoint
-
+def _endpoint(e: EndpointCfg) -> Endpoint:
+    """The adapters' Endpoint of a config section (its defaults were filled in on load)."""
     return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
                     concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries,
                     max_wait_s=e.max_wait_s)
 
 
-def endpoint_factory(transport: Any = None) -> AdapterFactory:
+def endpoint_factory(transport: httpx.AsyncBaseTransport | None = None) -> AdapterFactory:
     """Builds the production adapters of a config (real HTTP through aiohttp, or `transport`, e.g. ASGI)."""
 
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
-        from pathlib import Path
-
-        from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
-
         fallback = SANDBOX_KEY if cfg.sandbox else None
         chat = build_chat(cfg.agent.model, _endpoint(cfg.agent), params=dict(cfg.agent.params), transport=transport,
                           key_fallback=fallback)
@@ -372,7 +366,7 @@ def endpoint_factory(transport: Any = None) -> AdapterFactory:
         fetch = build_fetcher(f.backend, _endpoint(f), cache_dir=cache, read_cap=f.max_bytes, transport=transport,
                               key_fallback=fallback)
         stack.push_async_callback(fetch.aclose)
-        search: dict[str, Any] = {}
+        search: dict[str, SearchProvider] = {}
         for name, p in cfg.providers.items():
             adapter = build_search(p.kind, _endpoint(p), params=dict(p.params), transport=transport, key_fallback=fallback)
             adapter.name = name  # the provider name of this run (a kind may appear under several names)

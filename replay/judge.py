@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from searchtrace.adapters.errors import ChatError
 from searchtrace.adapters.protocols import ChatModel
 from searchtrace.analytics.items import JudgeItem, judge_items
 from searchtrace.engine.documents import document_block
@@ -150,8 +151,6 @@ class _Run:
         )
 
     async def judge_one(self, item: JudgeItem) -> None:
-        from searchtrace.adapters.errors import ChatError
-
         page = None
         if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
             page = await anyio.to_thread.run_sync(self._page, item.page_digest)

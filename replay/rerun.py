@@ -19,7 +19,9 @@ import msgspec
 
 from searchtrace.adapters.types import ChatResponse
 from searchtrace.engine.agent import Recorder, Trajectory, rebuild_messages, request_sha256
+from searchtrace.engine.config import RunConfig
 from searchtrace.engine.fanout import worker_pool
+from searchtrace.engine.prompts import get_prompt
 from searchtrace.engine.record import endpoint_factory, make_agents, run_started
 from searchtrace.replay.diff import Divergence, first_divergence, request_diff, steps
 from searchtrace.replay.reexec import ReplayMiss, ReplayTransport, Tape
@@ -108,10 +110,8 @@ def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
     return dict(started.config) if started is not None else None
 
 
-def replay_config(config: dict[str, Any], prompt_version: str | None) -> Any:
+def replay_config(config: dict[str, Any], prompt_version: str | None) -> RunConfig:
     """The recorded RunConfig made safe to replay: no limits, no retries, no fetch cache, no key needed."""
-    from searchtrace.engine.config import RunConfig
-
     fields = set(RunConfig.__struct_fields__)  # `to_event` adds derived keys (prompt, identity_sha256, ...)
     body = {k: v for k, v in config.items() if k in fields}
     try:
@@ -153,8 +153,6 @@ class CapturingChat:
 
 def _recorded_prompt_text(config: dict[str, Any], version: str) -> str | None:
     """The system prompt the run was recorded with, when this code still has that exact text."""
-    from searchtrace.engine.prompts import get_prompt
-
     rec = config.get("prompt") or {}
     try:
         p = get_prompt(rec.get("version", version))
@@ -227,8 +225,6 @@ async def replay_trajectories(
     concurrency: int = 8,
 ) -> ReplayReport:
     """Re-runs each trajectory's agent loop from its events and reports the first divergent step of each."""
-    from searchtrace.engine.prompts import get_prompt
-
     tapes = {r.trajectory_id: Tape.from_payloads(r.trajectory_id, r.payloads) for r in recorded}
     transport = ReplayTransport(tapes, log.get_blob)
     configs = {run_id: await anyio.to_thread.run_sync(run_config, log, run_id) for run_id in {r.run_id for r in recorded}}
