@@ -1,4 +1,5 @@
-"""A small hand-computed dataset in the SPEC §9 formats, and helpers to import it and run the CLI in-process.
+"""A small hand-computed dataset in the SPEC §9 formats, and helpers to import it and read its report
+(trace-line builders and the CLI runner: tests/builders.py).
 
 Providers: alpha (q1, q2), beta (q1 only), gamma (q1, q2). Judge runs j1 (full) then j2 (one verdict).
 The expected numbers in the tests are worked out by hand from the comments below.
@@ -10,36 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from searchtrace.cli import main
-
-
-def r(doc_id: str, rank: int, url: str, snippet: str = "") -> dict[str, Any]:
-    return {"doc_id": doc_id, "rank": rank, "title": f"T {doc_id}", "url": url, "domain": "", "snippet": snippet,
-            "metadata": {"age": "1d"}}
-
-
-def model(it: int, i: int, o: int, reasoning: int = 0, latency: float = 1000.0) -> dict[str, Any]:
-    return {"kind": "model", "iteration": it, "usage": {"input_tokens": i, "output_tokens": o,
-            "reasoning_tokens": reasoning}, "latency_ms": latency}
-
-
-def search(it: int, call_id: str, results: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": "search", "iteration": it, "call_id": call_id, "query": f"q {call_id}", "latency_ms": 500,
-            "results": results}
-
-
-def fetch(it: int, call_id: str, doc_id: str, url: str, status: str, content: str | None) -> dict[str, Any]:
-    return {"kind": "fetch", "iteration": it, "call_id": call_id, "doc_id": doc_id, "url": url, "status": status,
-            "content": content, "n_tokens": 40 if status == "ok" else 0, "latency_ms": 250}
-
-
-def traj(tid: str, provider: str, qid: str, gold: str, final: str | None, steps: list[dict[str, Any]],
-         stop: str = "answered") -> dict[str, Any]:
-    return {"trajectory_id": tid, "provider": provider, "qid": qid, "question": f"What is {qid}?",
-            "gold_answer": gold, "final_answer": final, "stop_reason": stop, "steps": steps}
-
+from tests.builders import fetch, model, run_cli, search, traj, write_jsonl
+from tests.builders import result as r
 
 TRACES: list[dict[str, Any]] = [
     # alpha q1: 4 items. example.com/a appears twice (utm + case variant), both rank 1.
@@ -106,11 +79,6 @@ JUDGMENTS: list[dict[str, Any]] = [
 AUDIT = "provider\tqid\tsemantic_match\nalpha\tq1\t TRUE \nalpha\tq2\t0\ngamma\tq1\tfalse\ngamma\tq2\t1\n"
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
-    return path
-
-
 def write_fixture(folder: Path) -> tuple[Path, Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     t = write_jsonl(folder / "traces.jsonl", TRACES)
@@ -120,25 +88,13 @@ def write_fixture(folder: Path) -> tuple[Path, Path, Path]:
     return t, j, a
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run `searchtrace ARGV` in this process; returns (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def import_fixture(capsys: pytest.CaptureFixture[str], db: Path, folder: Path) -> None:
+def import_fixture(db: Path, folder: Path) -> None:
     t, j, a = write_fixture(folder)
-    code, _, err = run_cli(capsys, "import", "--db", str(db), str(t), "--judgments", str(j), "--audit", str(a))
+    code, _, err = run_cli("import", "--db", str(db), str(t), "--judgments", str(j), "--audit", str(a))
     assert code == 0, err
 
 
-def report_json(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> tuple[str, dict[str, Any]]:
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "--json", *extra)
+def report_json(db: Path, *extra: str) -> tuple[str, dict[str, Any]]:
+    code, out, err = run_cli("report", "--db", str(db), "--json", *extra)
     assert code == 0, err
     return out, json.loads(out)

@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from analytics_fixture import run_cli
 
 from searchtrace.store.events import (
     FetchCalled,
@@ -27,6 +26,7 @@ from searchtrace.store.events import (
     Verdict,
 )
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import run_cli
 
 LABELS = ("supports_gold", "contradicts_gold", "relevant")
 Expected = list[tuple[str, str, str, str, str, bool]]  # provider, tid, url_n, surface, label, value
@@ -181,11 +181,11 @@ def store(tmp_path: Path) -> tuple[Path, Expected]:
 
 
 def test_sample_is_balanced_and_deterministic(
-    store: tuple[Path, Expected], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[Path, Expected], tmp_path: Path
 ) -> None:
     db, expected = store
     out = tmp_path / "a.tsv"
-    code, stdout, err = run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))
+    code, stdout, err = run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))
     assert code == 0, err
     rows = read_tsv(out)
     leaves: dict[tuple[str, str, str, bool], list[tuple[str, str, str, str]]] = {}
@@ -222,12 +222,12 @@ def test_sample_is_balanced_and_deterministic(
             assert r["gold_answer"] in r["evidence"] and "\t" not in r["evidence"]
     # same seed -> same file; another seed -> another choice in the leaves that have more than k
     out2 = tmp_path / "b.tsv"
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out2))
+    run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out2))
     assert out2.read_bytes() == out.read_bytes()
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "2", "--seed", "other", "--out", str(out2))
+    run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "other", "--out", str(out2))
     assert out2.read_bytes() != out.read_bytes()
     # all of a leaf when it has fewer than k; explicit judge run
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "100", "--judge-run-id", "j1", "--out", str(out2))
+    run_cli("audit", "sample", "--db", str(db), "--k", "100", "--judge-run-id", "j1", "--out", str(out2))
     assert len(read_tsv(out2)) == len(expected)
 
 
@@ -241,11 +241,11 @@ def count_labels(db: Path) -> int:
 
 
 def test_import_and_agreement(
-    store: tuple[Path, Expected], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[Path, Expected], tmp_path: Path
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
+    run_cli("audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = read_tsv(tsv)[:6]
     # agree, agree, disagree, unclear, (unlabelled), agree -- written with the judge's own value where agreeing
     flip = {"true": "false", "false": "true"}
@@ -259,14 +259,14 @@ def test_import_and_agreement(
     ]
     labelled = tmp_path / "l.tsv"
     write_tsv(labelled, fill(rows, values))
-    code, out, err = run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
+    code, out, err = run_cli("audit", "import", "--db", str(db), str(labelled))
     assert code == 0, err
     assert "5 new labels" in out and "1 without a human value" in out
     assert count_labels(db) == 5
     # idempotent
-    code, out, _ = run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
+    code, out, _ = run_cli("audit", "import", "--db", str(db), str(labelled))
     assert code == 0 and "0 new labels" in out and count_labels(db) == 5
-    code, out, _ = run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")
+    code, out, _ = run_cli("audit", "agreement", "--db", str(db), "--json")
     result = json.loads(out)
     assert result["judge_run_id"] == "j1"
     # Cohen's kappa over the 4 clear cases, by hand: judge values j, human values h (row 2 flipped)
@@ -293,18 +293,18 @@ def test_import_and_agreement(
     # the human changes their mind on row 2 and back: each change is an event, the latest counts
     values[2] = rows[2]["judge_value"]
     write_tsv(labelled, fill(rows, values))
-    run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
+    run_cli("audit", "import", "--db", str(db), str(labelled))
     assert count_labels(db) == 6
-    result = json.loads(run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")[1])
+    result = json.loads(run_cli("audit", "agreement", "--db", str(db), "--json")[1])
     assert result["overall"]["agree"] == 4 and result["overall"]["agreement"] == 1.0
     values[2] = flip[rows[2]["judge_value"]]
     write_tsv(labelled, fill(rows, values))
-    run_cli(capsys, "audit", "import", "--db", str(db), str(labelled))
+    run_cli("audit", "import", "--db", str(db), str(labelled))
     assert count_labels(db) == 7
-    result = json.loads(run_cli(capsys, "audit", "agreement", "--db", str(db), "--json")[1])
+    result = json.loads(run_cli("audit", "agreement", "--db", str(db), "--json")[1])
     assert result["overall"]["agree"] == 3
     # terminal table names every leaf and the overall line
-    code, out, _ = run_cli(capsys, "audit", "agreement", "--db", str(db))
+    code, out, _ = run_cli("audit", "agreement", "--db", str(db))
     assert code == 0 and "overall" in out and leaf(rows[0]) in out and "75.0%" in out
 
 
@@ -331,37 +331,36 @@ def test_import_and_agreement(
 def test_import_is_strict_and_writes_nothing(
     store: tuple[Path, Expected],
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
     mutate: object,
     needle: str,
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
+    run_cli("audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = fill(read_tsv(tsv)[:3], ["true", "false", "true"])
     assert callable(mutate)
     mutate(rows[1])
     bad = tmp_path / "bad.tsv"
     write_tsv(bad, rows)
-    code, out, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
+    code, out, err = run_cli("audit", "import", "--db", str(db), str(bad))
     assert code == 2, out
     assert len(err.strip().splitlines()) == 1 and needle in err and str(bad) in err
     assert count_labels(db) == 0
 
 
 def test_import_rejects_duplicates_missing_columns_and_page_on_snippet_item(
-    store: tuple[Path, Expected], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[Path, Expected], tmp_path: Path
 ) -> None:
     db, _ = store
     tsv = tmp_path / "a.tsv"
-    run_cli(capsys, "audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
+    run_cli("audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = fill(read_tsv(tsv)[:2], ["true", "false"])
     bad = tmp_path / "bad.tsv"
     write_tsv(bad, [rows[0], rows[1], dict(rows[0], human_value="false")])
-    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
+    code, _, err = run_cli("audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "line 4" in err and "line 2" in err
     write_tsv(bad, [{k: v for k, v in r.items() if k != "human_value"} for r in rows])
-    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
+    code, _, err = run_cli("audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "'human_value'" in err
     snippet_only = next(
         r
@@ -369,21 +368,21 @@ def test_import_rejects_duplicates_missing_columns_and_page_on_snippet_item(
         if r["surface"] == "snippet" and not r["url_normalized"].startswith("https://site2")
     )
     write_tsv(bad, [dict(snippet_only, surface="page", human_value="true")])
-    code, _, err = run_cli(capsys, "audit", "import", "--db", str(db), str(bad))
+    code, _, err = run_cli("audit", "import", "--db", str(db), str(bad))
     assert code == 2 and "not page-visible" in err
     assert count_labels(db) == 0
 
 
-def test_no_judge_run_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_judge_run_is_bad_input(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
-    code, _, err = run_cli(capsys, "audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv"))
+    code, _, err = run_cli("audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv"))
     assert code == 2 and "no judge run" in err
-    code, _, err = run_cli(capsys, "audit", "agreement", "--db", str(db), "--judge-run-id", "zz")
+    code, _, err = run_cli("audit", "agreement", "--db", str(db), "--judge-run-id", "zz")
     assert code == 2 and "'zz'" in err
     missing = tmp_path / "missing.duckdb"
     (tmp_path / "x.tsv").write_text("judge_run_id\n")
-    code, _, err = run_cli(capsys, "audit", "import", "--db", str(missing), str(tmp_path / "x.tsv"))
+    code, _, err = run_cli("audit", "import", "--db", str(missing), str(tmp_path / "x.tsv"))
     assert code == 2 and "no such database" in err and not missing.exists()
-    code, _, err = run_cli(capsys, "audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv"))
+    code, _, err = run_cli("audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv"))
     assert code == 2 and not missing.exists()

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analytics_fixture import report_json, run_cli
 
+from tests.analytics.analytics_fixture import report_json, run_cli
 from tests.shared_data import shared_path
 
 DATA = shared_path("conformance/report-1")  # ../shared, else the copy in tests/data
@@ -50,8 +50,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("run", ["j1", "j2"])
-def test_report_equals_expected(db: Path, run: str, capsys: pytest.CaptureFixture[str]) -> None:
-    text, got = report_json(capsys, db, "--judge-run-id", run)
+def test_report_equals_expected(db: Path, run: str) -> None:
+    text, got = report_json(db, "--judge-run-id", run)
     want = json.loads((DATA / f"expected-report-{run}.json").read_text(encoding="utf-8"))
     assert differences(got, want) == []
     # same layout as the expected files: keys sorted, indent 1, one trailing newline
@@ -66,13 +66,13 @@ def test_differences_catches_a_change() -> None:
     assert differences({"a": {"b": 0.5, "d": None}}, want) == ["/a/c: missing"]
 
 
-def test_reimport_changes_nothing(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before, _ = report_json(capsys, db, "--judge-run-id", "j1")
+def test_reimport_changes_nothing(db: Path) -> None:
+    before, _ = report_json(db, "--judge-run-id", "j1")
     code, out, err = run_cli(
-        capsys, "import", "--db", str(db), str(DATA / "traces.jsonl"),
+        "import", "--db", str(db), str(DATA / "traces.jsonl"),
         "--judgments", str(DATA / "judgments.jsonl"), "--audit", str(DATA / "audit.tsv"),
     )
     assert code == 0, err
     assert "0 new trajectories" in out and " 0 new events" in out
-    after, _ = report_json(capsys, db, "--judge-run-id", "j1")
+    after, _ = report_json(db, "--judge-run-id", "j1")
     assert after == before

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analytics_fixture import (  # noqa: I001
+
+from tests.analytics.analytics_fixture import (  # noqa: I001
     JUDGMENTS,
     TRACES,
     import_fixture,
@@ -18,14 +19,14 @@ from analytics_fixture import (  # noqa: I001
 
 
 @pytest.fixture
-def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def db(tmp_path: Path) -> Path:
     path = tmp_path / "m.duckdb"
-    import_fixture(capsys, path, tmp_path / "in")
+    import_fixture(path, tmp_path / "in")
     return path
 
 
-def test_alpha_j1_every_metric(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1")
+def test_alpha_j1_every_metric(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", "j1")
     assert rep["schema"] == "searchtrace.report/1" and rep["judge_run_id"] == "j1"
     a = rep["providers"]["alpha"]
     expected: dict[str, Any] = {
@@ -48,8 +49,8 @@ def test_alpha_j1_every_metric(db: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert a["query_outcome"]["answerable"] == {"correct": 1, "incorrect": 0, "unaudited": 0}
 
 
-def test_beta_unaudited_and_f1(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1")
+def test_beta_unaudited_and_f1(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", "j1")
     b = rep["providers"]["beta"]
     assert (b["trajectories"], b["audited"], b["correct"], b["accuracy"]) == (1, 0, 0, None)
     assert b["exact_match"] == 0.0 and b["token_f1"] == 0.5  # [city, is, paris] vs [paris]
@@ -57,8 +58,8 @@ def test_beta_unaudited_and_f1(db: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert (b["gold_rank1_share"], b["contradiction_gold_ratio"], b["surface_support_rate"]) == (1.0, 0.0, 0.5)
 
 
-def test_provider_without_surface_support_has_null_ratios(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1")
+def test_provider_without_surface_support_has_null_ratios(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", "j1")
     g = rep["providers"]["gamma"]
     assert g["items"] == 2 and g["valid_items"] == 1 and g["surface_answerable_queries"] == 0
     assert g["surface_support_rate"] == 0.0
@@ -67,8 +68,8 @@ def test_provider_without_surface_support_has_null_ratios(db: Path, capsys: pyte
     assert g["accuracy"] == 0.5
 
 
-def test_complementarity_partial_provider(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1")
+def test_complementarity_partial_provider(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", "j1")
     c = rep["complementarity"]
     assert sorted(c) == ["alpha|beta", "alpha|gamma", "beta|gamma"]
     assert c["alpha|beta"] == {"a_only": 0, "b_only": 0, "both": 1, "neither": 0, "url_jaccard": 0.2}  # only q1 shared
@@ -76,8 +77,8 @@ def test_complementarity_partial_provider(db: Path, capsys: pytest.CaptureFixtur
     assert c["beta|gamma"] == {"a_only": 1, "b_only": 0, "both": 0, "neither": 0, "url_jaccard": 0.0}
 
 
-def test_latest_judge_run_by_default(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db)
+def test_latest_judge_run_by_default(db: Path) -> None:
+    _, rep = report_json(db)
     assert rep["judge_run_id"] == "j2"
     a, b = rep["providers"]["alpha"], rep["providers"]["beta"]
     assert a["items"] == 6 and a["valid_items"] == 1 and a["invalid_items"] == 0
@@ -86,20 +87,20 @@ def test_latest_judge_run_by_default(db: Path, capsys: pytest.CaptureFixture[str
     assert rep["complementarity"]["alpha|beta"]["a_only"] == 1
 
 
-def test_unknown_judge_run_is_exit_2(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(capsys, "report", "--db", str(db), "--judge-run-id", "nope", "--json")
+def test_unknown_judge_run_is_exit_2(db: Path) -> None:
+    code, _, err = run_cli("report", "--db", str(db), "--judge-run-id", "nope", "--json")
     assert code == 2 and "nope" in err and "j1" in err
 
 
-def test_report_json_twice_byte_identical_and_sorted(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first, rep = report_json(capsys, db, "--judge-run-id", "j1")
-    second, _ = report_json(capsys, db, "--judge-run-id", "j1")
+def test_report_json_twice_byte_identical_and_sorted(db: Path) -> None:
+    first, rep = report_json(db, "--judge-run-id", "j1")
+    second, _ = report_json(db, "--judge-run-id", "j1")
     assert first == second
     assert first.endswith("}\n") and first.startswith('{\n "complementarity"')  # indent 1, keys sorted
 
 
-def test_same_numbers_from_several_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], db: Path) -> None:
-    one, _ = report_json(capsys, db, "--judge-run-id", "j1")
+def test_same_numbers_from_several_files(tmp_path: Path, db: Path) -> None:
+    one, _ = report_json(db, "--judge-run-id", "j1")
     t1 = write_jsonl(tmp_path / "t1.jsonl", TRACES[:2])
     t2 = write_jsonl(tmp_path / "t2.jsonl", TRACES[2:])
     j1 = write_jsonl(tmp_path / "j1.jsonl", JUDGMENTS[4:])
@@ -107,48 +108,48 @@ def test_same_numbers_from_several_files(tmp_path: Path, capsys: pytest.CaptureF
     _, _, audit = write_fixture(tmp_path / "again")
     other = tmp_path / "several.duckdb"
     # judgments for t-b1.. in a later call than their trajectories; files in another order
-    assert run_cli(capsys, "import", "--db", str(other), str(t2))[0] == 0
-    assert run_cli(capsys, "import", "--db", str(other), str(t1), "--judgments", str(j2))[0] == 0
-    assert run_cli(capsys, "import", "--db", str(other), "--judgments", str(j1), "--audit", str(audit))[0] == 0
-    several, _ = report_json(capsys, other, "--judge-run-id", "j1")
+    assert run_cli("import", "--db", str(other), str(t2))[0] == 0
+    assert run_cli("import", "--db", str(other), str(t1), "--judgments", str(j2))[0] == 0
+    assert run_cli("import", "--db", str(other), "--judgments", str(j1), "--audit", str(audit))[0] == 0
+    several, _ = report_json(other, "--judge-run-id", "j1")
     assert several == one
 
 
-def test_terminal_table(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "--judge-run-id", "j1")
+def test_terminal_table(db: Path) -> None:
+    code, out, err = run_cli("report", "--db", str(db), "--judge-run-id", "j1")
     assert code == 0, err
     assert "alpha" in out and "gamma" in out and "SMART" in out and "alpha|gamma" in out
 
 
-def test_report_on_missing_db_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(capsys, "report", "--db", str(tmp_path / "none.duckdb"), "--json")
+def test_report_on_missing_db_is_exit_2(tmp_path: Path) -> None:
+    code, _, err = run_cli("report", "--db", str(tmp_path / "none.duckdb"), "--json")
     assert code == 2 and "none.duckdb" in err
     assert not (tmp_path / "none.duckdb").exists()
 
 
-def test_report_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_on_an_empty_store(tmp_path: Path) -> None:
     from searchtrace.store.log import EventLog
 
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
-    _, rep = report_json(capsys, db)
+    _, rep = report_json(db)
     assert rep == {"complementarity": {}, "judge_run_id": None, "providers": {}, "schema": "searchtrace.report/1"}
-    code, out, _ = run_cli(capsys, "report", "--db", str(db))
+    code, out, _ = run_cli("report", "--db", str(db))
     assert code == 0 and "no trajectories" in out
 
 
-def test_no_judge_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_judge_run_yet(tmp_path: Path) -> None:
     db = tmp_path / "nj.duckdb"
     t = write_jsonl(tmp_path / "t.jsonl", TRACES)
-    assert run_cli(capsys, "import", "--db", str(db), str(t))[0] == 0
-    _, rep = report_json(capsys, db)
+    assert run_cli("import", "--db", str(db), str(t))[0] == 0
+    _, rep = report_json(db)
     a = rep["providers"]["alpha"]
     assert rep["judge_run_id"] is None and a["items"] == 6 and a["valid_items"] == 0 and a["invalid_items"] == 0
     assert a["surface_support_rate"] is None and a["partition"] == {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 0}
     assert a["exact_match"] == 0.5 and a["audited"] == 0
 
 
-def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path) -> None:
     """An imported audit beats an LLM grader in either order; gold falls back to dataset.question; first verdict wins."""
     from searchtrace.store.events import (
         AnswerFinal,
@@ -203,7 +204,7 @@ def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path, capsys
             verdict("t1", True), verdict("t1", False),  # a second verdict for the same item is ignored
             verdict("t2", False),
         )])
-    _, rep = report_json(capsys, tmp_path / "a.duckdb")
+    _, rep = report_json(tmp_path / "a.duckdb")
     p = rep["providers"]["p"]
     assert (p["audited"], p["correct"]) == (3, 1)
     assert p["exact_match"] == 1.0  # "Paris" against the dataset's "paris"

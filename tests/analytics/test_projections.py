@@ -7,7 +7,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture, write_jsonl
 
 import searchtrace.pipeline.reporting as reporting
 from searchtrace.analytics import projections
@@ -16,6 +15,14 @@ from searchtrace.analytics.report import build_report, to_json
 from searchtrace.replay.importer import import_files
 from searchtrace.store.errors import NotAStore
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import (
+    JUDGMENTS,
+    TRACES,
+    import_fixture,
+    report_json,
+    write_fixture,
+    write_jsonl,
+)
 
 
 def same_as_raw(con: duckdb.DuckDBPyConnection) -> None:
@@ -52,16 +59,16 @@ def test_incremental_equals_rebuild(tmp_path: Path) -> None:
         con.close()
 
 
-def test_other_version_is_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_other_version_is_rebuilt(tmp_path: Path) -> None:
     db = tmp_path / "v.duckdb"
-    import_fixture(capsys, db, tmp_path / "in")
-    before, _ = report_json(capsys, db, "--judge-run-id", "j1")
+    import_fixture(db, tmp_path / "in")
+    before, _ = report_json(db, "--judge-run-id", "j1")
     con = duckdb.connect(str(db))
     con.execute("DROP TABLE proj.verdicts")
     con.execute("CREATE TABLE proj.verdicts AS SELECT 1 AS junk")
     con.execute("INSERT INTO projection_state VALUES ('verdicts', 'old', 999999, 999999)")
     con.close()
-    after, _ = report_json(capsys, db, "--judge-run-id", "j1")
+    after, _ = report_json(db, "--judge-run-id", "j1")
     assert after == before
     con = duckdb.connect(str(db), read_only=True)
     assert projections.is_current(con) and version() != "old"
@@ -69,7 +76,7 @@ def test_other_version_is_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_report_falls_back_to_raw_views_read_only(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "r.duckdb"
     t, j, a = write_fixture(tmp_path / "in")
@@ -83,7 +90,7 @@ def test_report_falls_back_to_raw_views_read_only(
         return real(path, read_only=True)
 
     monkeypatch.setattr(reporting, "EventLog", read_only_file)
-    fallback, rep = report_json(capsys, db, "--judge-run-id", "j1",
+    fallback, rep = report_json(db, "--judge-run-id", "j1",
                                 "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))
     assert rep["custom"]["discovered_share"]["alpha"] == 0.5
     con = duckdb.connect(str(db), read_only=True)
@@ -91,7 +98,7 @@ def test_report_falls_back_to_raw_views_read_only(
     con.close()
     assert all(s == "main" and not n.startswith(("proj", "v_", "ev_")) for s, n in objects), objects  # nothing written
     monkeypatch.setattr(reporting, "EventLog", real)
-    normal, _ = report_json(capsys, db, "--judge-run-id", "j1",
+    normal, _ = report_json(db, "--judge-run-id", "j1",
                             "--metric", str(Path(__file__).parents[2] / "analytics/examples/discovered_share.py"))
     assert normal == fallback
     assert json.loads(normal)["providers"]["alpha"]["items"] == 6

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from analytics_fixture import report_json, run_cli
 
 from searchtrace.analytics import lookups
 from searchtrace.analytics.audit import audit_sample
 from searchtrace.analytics.items import judge_items
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import report_json, run_cli
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, OLD, P2, build
 
 
@@ -22,8 +22,8 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def test_report_counts_only_the_latest_attempt(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, rep = report_json(capsys, db, "--judge-run-id", JUDGE)
+def test_report_counts_only_the_latest_attempt(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", JUDGE)
     p = rep["providers"]["p"]
     expected = {
         "trajectories": 2, "audited": 2, "correct": 2, "accuracy": 1.0, "exact_match": 1.0,
@@ -39,8 +39,8 @@ def test_report_counts_only_the_latest_attempt(db: Path, capsys: pytest.CaptureF
     assert rep["complementarity"]["o|p"] == {"a_only": 0, "b_only": 1, "both": 0, "neither": 0, "url_jaccard": 0.0}
 
 
-def test_views_show_the_latest_attempt_and_ev_trajectories_every_attempt(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(capsys, "report", "--db", str(db), "--json")  # installs the v_* views
+def test_views_show_the_latest_attempt_and_ev_trajectories_every_attempt(db: Path) -> None:
+    code, _, err = run_cli("report", "--db", str(db), "--json")  # installs the v_* views
     assert code == 0, err
     con = duckdb.connect(str(db), read_only=True)
     try:

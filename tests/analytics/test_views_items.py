@@ -7,19 +7,19 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from analytics_fixture import import_fixture
 
 from searchtrace.analytics.items import judge_items
 from searchtrace.analytics.views import USER_VIEWS
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import import_fixture
 
 DOC = (Path(__file__).resolve().parents[2] / "analytics" / "VIEWS.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture
-def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def db(tmp_path: Path) -> Path:
     path = tmp_path / "v.duckdb"
-    import_fixture(capsys, path, tmp_path / "in")
+    import_fixture(path, tmp_path / "in")
     return path
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,8 @@ from searchtrace.engine.record import endpoint_factory, record_run
 from searchtrace.pipeline import demo
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
-from tests.engine.sandbox_util import config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
-from analytics_fixture import TRACES, run_cli, write_jsonl  # noqa: E402
+from tests.analytics.analytics_fixture import TRACES, run_cli, write_jsonl  # noqa: E402
+from tests.builders import sandbox_config
 
 
 def started(db: Path) -> list[dict[str, Any]]:
@@ -71,7 +68,7 @@ async def test_demo_with_three_epochs(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_raising_epochs_resumes_with_the_missing_epochs_only(tmp_path: Path) -> None:
-    cfg = config(tmp_path, n=2)
+    cfg = sandbox_config(tmp_path, n=2)
     box = in_process()
     point_at_sandbox(cfg, box.root)
     db = tmp_path / "r.duckdb"
@@ -111,25 +108,25 @@ def test_accuracy_epoch_sd_by_hand() -> None:
     assert epoch_spread([_stats(1, True), _stats(2, None)]) == {"accuracy_epoch_sd": None}
 
 
-def test_import_and_export_carry_the_epoch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_and_export_carry_the_epoch(tmp_path: Path) -> None:
     again = dict(TRACES[0], trajectory_id="t-a1~2", epoch=2)
     t = write_jsonl(tmp_path / "t.jsonl", [*TRACES, again])
     db = tmp_path / "i.duckdb"
-    code, _, err = run_cli(capsys, "import", "--db", str(db), str(t))
+    code, _, err = run_cli("import", "--db", str(db), str(t))
     assert code == 0, err
     heads = {h["trajectory_id"]: h for h in started(db)}
     assert heads["t-a1~2"]["epoch"] == 2 and "epoch" not in heads["t-a1"]
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "--json")
+    code, out, err = run_cli("report", "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(out)["providers"]["alpha"]["trajectories"] == 3
-    code, _, err = run_cli(capsys, "export", "--db", str(db), "--out", str(tmp_path / "x"))
+    code, _, err = run_cli("export", "--db", str(db), "--out", str(tmp_path / "x"))
     assert code == 0, err
     lines = [json.loads(x) for x in (tmp_path / "x" / "traces.jsonl").read_text().splitlines()]
     assert {x["trajectory_id"]: x.get("epoch") for x in lines if x["provider"] == "alpha"} == {
         "t-a1": None, "t-a2": None, "t-a1~2": 2}
     # the same (provider, qid, epoch) twice is the duplicate import refuses; another id in epoch 2 too
     dup = write_jsonl(tmp_path / "dup.jsonl", [*TRACES, again, dict(again, trajectory_id="t-a1~2b")])
-    code, _, err = run_cli(capsys, "import", "--db", str(tmp_path / "j.duckdb"), str(dup))
+    code, _, err = run_cli("import", "--db", str(tmp_path / "j.duckdb"), str(dup))
     assert code == 2 and "epoch 2" in err and "line 7" in err.replace(str(dup), "")
 
 

@@ -7,11 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
-from searchtrace.adapters.sandbox import create_app, default_world, question_rows
+from searchtrace.adapters.sandbox import ROOT, create_app, default_world, in_process, question_rows
 from searchtrace.analytics.metrics import trajectory_stats
 from searchtrace.analytics.sources import reading_raw
 from searchtrace.engine.config import point_at_sandbox
@@ -19,16 +18,15 @@ from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import RunFinished, TrajectoryFinished, TrajectoryStarted
 from searchtrace.store.log import EventLog
-from tests.engine.sandbox_util import check_chain, config, trajectories
+from tests.builders import check_chain, sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio
-ROOT = "http://sandbox"
 
 
 async def record(cfg: Any, db: Path, app: Any) -> RunSummary:
     log = EventLog(db)
     try:
-        return await record_run(cfg, log, endpoint_factory(httpx.ASGITransport(app=app)))
+        return await record_run(cfg, log, endpoint_factory(in_process(app).transport))
     finally:
         log.close()
 
@@ -45,7 +43,7 @@ async def test_errored_cells_are_retried_until_answered_or_out_of_attempts(tmp_p
     rows[1]["question"] += " !fault:500"  # the chat fails every attempt: every attempt of the cell errors
     qfile = tmp_path / "q.jsonl"
     qfile.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in rows))
-    cfg = config(tmp_path, n=None, dataset=str(qfile), limits={"max_attempts": 2})
+    cfg = sandbox_config(tmp_path, n=None, dataset=str(qfile), limits={"max_attempts": 2})
     cfg.providers = {"brave": cfg.providers["brave"]}  # one provider: the flaky request is asked by one cell only
     point_at_sandbox(cfg, ROOT)
     app = create_app()
@@ -104,7 +102,7 @@ async def test_max_attempts_one_keeps_the_first_error_final(tmp_path: Path) -> N
     rows[0]["question"] += " !fault:500"
     qfile = tmp_path / "q.jsonl"
     qfile.write_bytes(msgspec.json.encode(rows[0]) + b"\n")
-    cfg = config(tmp_path, n=None, dataset=str(qfile), limits={"max_attempts": 1})
+    cfg = sandbox_config(tmp_path, n=None, dataset=str(qfile), limits={"max_attempts": 1})
     cfg.providers = {"brave": cfg.providers["brave"]}
     point_at_sandbox(cfg, ROOT)
     app = create_app()
@@ -118,5 +116,5 @@ async def test_max_attempts_one_keeps_the_first_error_final(tmp_path: Path) -> N
 
 def test_max_attempts_is_validated(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"limits\.max_attempts: must be >= 1, got 0"):
-        config(tmp_path, limits={"max_attempts": 0})
-    assert config(tmp_path).limits.max_attempts == 3
+        sandbox_config(tmp_path, limits={"max_attempts": 0})
+    assert sandbox_config(tmp_path).limits.max_attempts == 3

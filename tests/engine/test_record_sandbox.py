@@ -40,7 +40,7 @@ from searchtrace.store.events import (
     TrajectoryStarted,
 )
 from searchtrace.store.log import EventLog
-from tests.engine.sandbox_util import Capture, check_chain, config, trajectories
+from tests.builders import Capture, check_chain, sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,7 @@ def check_trajectory(tid: str, payloads: list[Any], sent: list[list[dict[str, An
 
 async def test_recorded_run_rebuilds_every_trajectory_over_real_loopback(tmp_path: Path) -> None:
     app = Capture(create_app())
-    cfg = config(tmp_path, n=9)
+    cfg = sandbox_config(tmp_path, n=9)
     with running(app=app) as root:  # type: ignore[arg-type]
         point_at_sandbox(cfg, root)
         summary = await record(cfg, tmp_path / "r.duckdb", None)  # production transport (aiohttp) over TCP
@@ -116,7 +116,7 @@ async def test_recorded_run_rebuilds_every_trajectory_over_real_loopback(tmp_pat
 
 async def test_max_iterations_and_parallel_calls_in_process(tmp_path: Path) -> None:
     app = Capture(create_app())
-    cfg = config(tmp_path, n=None, limits={"max_iterations": 2})
+    cfg = sandbox_config(tmp_path, n=None, limits={"max_iterations": 2})
     point_at_sandbox(cfg, ROOT)
     summary = await record(cfg, tmp_path / "m.duckdb", app)
     assert summary.reasons.get("max_iterations", 0) > 0
@@ -156,7 +156,7 @@ class ForgingChat:
 
 async def test_forged_doc_id_is_refused_without_a_fetch(tmp_path: Path) -> None:
     app = Capture(create_app())
-    cfg = config(tmp_path, n=4)
+    cfg = sandbox_config(tmp_path, n=4)
     point_at_sandbox(cfg, ROOT)
     base = endpoint_factory(in_process(app).transport)
 
@@ -192,7 +192,7 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
     qfile = tmp_path / "q.jsonl"
     qfile.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in rows))
     app = create_app(faults=FaultPlan(seed=1, rates={"503": 1.0}, routes=frozenset({"tavily"})))
-    cfg = config(tmp_path, n=None, dataset=str(qfile), providers={"tavily": {"max_retries": 1}})
+    cfg = sandbox_config(tmp_path, n=None, dataset=str(qfile), providers={"tavily": {"max_retries": 1}})
     point_at_sandbox(cfg, ROOT)
     summary = await record(cfg, tmp_path / "e.duckdb", app)
     assert summary.recorded == 18 and not summary.finished and summary.to_retry == 6  # the next record retries them
@@ -224,7 +224,7 @@ async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path,
     from searchtrace.store.errors import BadInput
 
     monkeypatch.setenv(var, "bad-key-for-test")
-    cfg = config(tmp_path, n=3)
+    cfg = sandbox_config(tmp_path, n=3)
     point_at_sandbox(cfg, ROOT)
     with pytest.raises(BadInput) as err:
         await pipeline.record(cfg, tmp_path / "k.duckdb", in_process().transport, progress=False)
@@ -239,7 +239,7 @@ async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path,
 async def test_tool_calls_of_one_turn_run_at_the_same_time(tmp_path: Path) -> None:
     # every search takes 250 ms; two searches of one turn must overlap, not queue
     app = Capture(create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"brave"}))))
-    cfg = config(tmp_path, n=None, limits={"max_iterations": 2})
+    cfg = sandbox_config(tmp_path, n=None, limits={"max_iterations": 2})
     cfg.providers = {"brave": cfg.providers["brave"]}
     point_at_sandbox(cfg, ROOT)
     await record(cfg, tmp_path / "p.duckdb", app)

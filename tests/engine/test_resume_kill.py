@@ -14,7 +14,7 @@ from typing import Any
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store.events import RunStarted, TrajectoryFinished
 from searchtrace.store.log import EventLog
-from tests.engine.sandbox_util import check_chain, trajectories
+from tests.builders import check_chain, trajectories
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
 ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from analytics_fixture import run_cli
 
 from searchtrace.engine.sample import quotas, read_questions, sample
+from tests.analytics.analytics_fixture import run_cli
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sealqa" / "seal-hard.parquet"
 STRATA = ("freshness", "search_results", "topic")
@@ -53,18 +53,18 @@ def write_csv(rows: list[dict], path: Path) -> None:
             w.writerow([json.dumps(r[c]) if isinstance(r[c], list) else r[c] for c in cols])
 
 
-def sampled_qids(path: Path, n: int, seed: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, out, err = run_cli(capsys, "sample", "--questions", str(path), "--n", str(n), "--seed", seed)
+def sampled_qids(path: Path, n: int, seed: str) -> list[str]:
+    code, out, err = run_cli("sample", "--questions", str(path), "--n", str(n), "--seed", seed)
     assert code == 0, err
     return [json.loads(line)["qid"] for line in out.splitlines()]
 
 
 @needs_real
-def test_real_file_counts_are_largest_remainder_quotas(capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_file_counts_are_largest_remainder_quotas() -> None:
     table = pq.read_table(REAL)
     rows = table.to_pylist()
     sizes = Counter(tuple(r[c] for c in STRATA) for r in rows)
-    code, out, err = run_cli(capsys, "sample", "--questions", str(REAL), "--n", "100", "--seed", "paper")
+    code, out, err = run_cli("sample", "--questions", str(REAL), "--n", "100", "--seed", "paper")
     assert code == 0, err
     got = [json.loads(line) for line in out.splitlines()]
     assert len(got) == 100
@@ -92,10 +92,10 @@ def test_real_file_counts_are_largest_remainder_quotas(capsys: pytest.CaptureFix
 
 @needs_real
 def test_real_file_same_sample_for_any_order_and_format(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path
 ) -> None:
     table = pq.read_table(REAL)
-    base = sampled_qids(REAL, 100, "7", capsys)
+    base = sampled_qids(REAL, 100, "7")
     perm = list(range(table.num_rows))
     random.Random(3).shuffle(perm)
     shuffled = table.take(pa.array(perm))
@@ -104,9 +104,9 @@ def test_real_file_same_sample_for_any_order_and_format(
     write_jsonl(rows, tmp_path / "shuffled.jsonl")
     write_csv(rows, tmp_path / "shuffled.csv")
     for name in ("shuffled.parquet", "shuffled.jsonl", "shuffled.csv"):
-        assert sampled_qids(tmp_path / name, 100, "7", capsys) == base, name
+        assert sampled_qids(tmp_path / name, 100, "7") == base, name
     # a different seed gives a different sample with the same stratum counts
-    other = sampled_qids(REAL, 100, "8", capsys)
+    other = sampled_qids(REAL, 100, "8")
     assert other != base
     by_qid = {sha_qid(r["question"]): tuple(r[c] for c in STRATA) for r in rows}
     assert Counter(by_qid[q] for q in other) == Counter(by_qid[q] for q in base)
@@ -125,7 +125,7 @@ def test_ties_go_to_larger_stratum_then_smaller_key() -> None:
     assert quotas({("b", "a"): 1, ("a", "z"): 1}, 1) == {("a", "z"): 1, ("b", "a"): 0}
 
 
-def test_within_stratum_order_and_qid_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_within_stratum_order_and_qid_rule(tmp_path: Path) -> None:
     rows = [
         {"qid": "q1", "question": "one?", "freshness": "f", "search_results": "s", "topic": "t"},
         {"qid": "", "question": "two?", "freshness": "f", "search_results": "s", "topic": "t"},
@@ -138,10 +138,10 @@ def test_within_stratum_order_and_qid_rule(tmp_path: Path, capsys: pytest.Captur
     assert [r["qid"] for r in picked] == ranked[:2]
     path = tmp_path / "q.jsonl"
     write_jsonl(rows, path)
-    assert sampled_qids(path, 4, "s1", capsys) == ranked
+    assert sampled_qids(path, 4, "s1") == ranked
 
 
-def test_numpy_and_nested_values_serialise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_numpy_and_nested_values_serialise(tmp_path: Path) -> None:
     table = pa.table(
         {
             "question": ["a?", "b?"],
@@ -154,17 +154,17 @@ def test_numpy_and_nested_values_serialise(tmp_path: Path, capsys: pytest.Captur
         }
     )
     pq.write_table(table, tmp_path / "q.parquet")
-    code, out, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "q.parquet"), "--n", "2")
+    code, out, err = run_cli("sample", "--questions", str(tmp_path / "q.parquet"), "--n", "2")
     assert code == 0, err
     got = sorted((json.loads(line) for line in out.splitlines()), key=lambda r: r["question"])
     assert got[0]["urls"] == ["x", "y"] and got[0]["year"] == 2024 and got[1]["year"] is None
 
 
-def test_out_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_file(tmp_path: Path) -> None:
     rows = [{"question": f"q{i}?", "freshness": "f", "search_results": "s", "topic": "t"} for i in range(5)]
     write_jsonl(rows, tmp_path / "q.jsonl")
     out = tmp_path / "s.jsonl"
-    code, stdout, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "q.jsonl"), "--n", "3", "--out", str(out))
+    code, stdout, err = run_cli("sample", "--questions", str(tmp_path / "q.jsonl"), "--n", "3", "--out", str(out))
     assert code == 0, err
     assert stdout == ""
     assert len(out.read_text().splitlines()) == 3
@@ -201,11 +201,11 @@ GOOD = '{"question": "q?", "freshness": "f", "search_results": "s", "topic": "t"
     ],
 )
 def test_bad_input_exits_2_with_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, n: int, needle: str
+    tmp_path: Path, name: str, content: str, n: int, needle: str
 ) -> None:
     path = tmp_path / name
     path.write_text(content)
-    code, out, err = run_cli(capsys, "sample", "--questions", str(path), "--n", str(n))
+    code, out, err = run_cli("sample", "--questions", str(path), "--n", str(n))
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -214,15 +214,15 @@ def test_bad_input_exits_2_with_one_line(
         assert str(path) in err
 
 
-def test_truncated_parquet_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_truncated_parquet_and_missing_file(tmp_path: Path) -> None:
     table = pa.table(
         {"question": ["a?"] * 50, "freshness": ["f"] * 50, "search_results": ["s"] * 50, "topic": ["t"] * 50}
     )
     pq.write_table(table, tmp_path / "full.parquet")
     data = (tmp_path / "full.parquet").read_bytes()
     (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
-    code, _, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "cut.parquet"), "--n", "1")
+    code, _, err = run_cli("sample", "--questions", str(tmp_path / "cut.parquet"), "--n", "1")
     assert code == 2 and "cut.parquet" in err and "Parquet" in err
-    code, _, err = run_cli(capsys, "sample", "--questions", str(tmp_path / "nope.jsonl"), "--n", "1")
+    code, _, err = run_cli("sample", "--questions", str(tmp_path / "nope.jsonl"), "--n", "1")
     assert code == 2 and "no such question file" in err
     assert read_questions(tmp_path / "full.parquet")[0]["question"] == "a?"

@@ -21,6 +21,8 @@ from typing import Any
 
 import duckdb
 
+from tests.builders import run_cli
+
 SECRET_FREE_ENV = ("OPENAI_API_KEY", "BRAVE_API_KEY", "TAVILY_API_KEY", "FIRECRAWL_API_KEY", "JINA_API_KEY")
 
 GOOD_CONFIG = """run_id = "{run_id}"
@@ -80,23 +82,6 @@ class Result:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """`searchtrace ARGV` in this process: (exit code, stdout, stderr)."""
-    from searchtrace.cli import main
-
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # with a .buffer, as commands writing bytes expect
-    err = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out.flush()
-    assert isinstance(out.buffer, io.BytesIO)
-    return code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue()
-
-
 def snapshot(db: Path) -> tuple[object, ...]:
     """What must not change: event count, last position, a digest over every row's (position, id, hash), blobs, tables."""
     con = duckdb.connect(str(db), read_only=True)
@@ -135,7 +120,7 @@ def build_env(root: Path) -> Env:
     cfg.write_text(GOOD_CONFIG.format(run_id="good", questions=questions) + "[sample]\nn = 2\nseed = \"x\"\n")
     for argv in (["record", "--config", str(cfg), "--sandbox", "--db", str(env.db), "--no-progress"],
                  ["judge", "--sandbox", "--db", str(env.db), "--no-progress"]):
-        code, _, err = run_cli(argv)
+        code, _, err = run_cli(*argv)
         if code != 0:
             raise RuntimeError(f"building the catalogue store failed: {argv[0]}: {err}")
     write_files(env)
@@ -486,11 +471,11 @@ def run_case(env: Env, case: Case) -> Result:
         if case.locked:
             env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
             with held(env.db):
-                code, out, err = run_cli(case.argv(env))
+                code, out, err = run_cli(*case.argv(env))
         else:
             if not env.path("cfg_lock.toml").exists():
                 env.path("cfg_lock.toml").write_text(GOOD_CONFIG.format(run_id="lock", questions=env.questions))
-            code, out, err = run_cli(case.argv(env))
+            code, out, err = run_cli(*case.argv(env))
     finally:
         os.chdir(cwd)
         for k, v in saved.items():

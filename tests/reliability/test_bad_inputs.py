@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.catalogue import Case, Env, build_env, cases, run_case, run_cli, snapshot
+from tests.builders import run_cli
+from tests.reliability.catalogue import Case, Env, build_env, cases, run_case, snapshot
 
 CASES = cases()
 
@@ -48,6 +49,6 @@ def test_a_changed_store_is_noticed(env: Env, tmp_path: Path) -> None:
     copy = tmp_path / "copy.duckdb"
     shutil.copyfile(env.db, copy)
     before = snapshot(copy)
-    code, _, err = run_cli(["import", "--db", str(copy), str(env.path("t_good.jsonl"))])
+    code, _, err = run_cli("import", "--db", str(copy), str(env.path("t_good.jsonl")))
     assert code == 0, err
     assert snapshot(copy) != before and snapshot(env.db) != snapshot(copy)

@@ -20,7 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from searchtrace.benchmarks.chaos import SEARCHTRACE, Chaos, run_chaos
-from tests.reliability.catalogue import run_cli, snapshot
+from tests.builders import run_cli
+from tests.reliability.catalogue import snapshot
 
 # Known secret strings, one per key variable; none starts with "bad" (the sandbox accepts them).
 SECRETS = {name: f"sk-{name.split('_')[0].lower()}-ZQ7{i}X-9f3c1e5b7d2a4c6e8f0b1d3f5a7c9e1b"
@@ -144,17 +145,17 @@ def test_sql_cannot_write_or_read_other_files(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRETS["OPENAI_API_KEY"])
     db = tmp_path / "s.duckdb"
-    code, _, err = run_cli(["import", "--db", str(db), str(write_trace(tmp_path))])
+    code, _, err = run_cli("import", "--db", str(db), str(write_trace(tmp_path)))
     assert code == 0, err
     before = snapshot(db)
     for query in ("DELETE FROM events", "UPDATE events SET type = 'x'", "INSERT INTO blobs VALUES ('a', 'b')",
                   f"SELECT * FROM read_text('{secret}')", f"COPY events TO '{tmp_path / 'out.csv'}'",
                   "SELECT 1; DROP TABLE events", "PRAGMA enable_external_access"):
-        code, out, err = run_cli(["sql", "--db", str(db), query])
+        code, out, err = run_cli("sql", "--db", str(db), query)
         assert code == 2 and err.startswith("searchtrace: error: sql") and len(err.splitlines()) == 1, (query, err)
         assert SECRETS["OPENAI_API_KEY"] not in out + err
     assert snapshot(db) == before and not (tmp_path / "out.csv").exists()
-    code, out, _ = run_cli(["sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events"])
+    code, out, _ = run_cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
     assert code == 0 and json.loads(out)[0]["n"] == before[1]
 
 

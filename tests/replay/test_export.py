@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import duckdb
-import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
-from analytics_fixture import import_fixture, report_json, run_cli  # noqa: E402
+from tests.analytics.analytics_fixture import import_fixture, report_json, run_cli  # noqa: E402
 
 
-def test_round_trip_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_round_trip_same_report(tmp_path: Path) -> None:
     first = tmp_path / "a.duckdb"
-    import_fixture(capsys, first, tmp_path / "in")
+    import_fixture(first, tmp_path / "in")
     out = tmp_path / "out"
-    code, text, err = run_cli(capsys, "export", "--db", str(first), "--out", str(out))
+    code, text, err = run_cli("export", "--db", str(first), "--out", str(out))
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judgments.jsonl", "traces.jsonl"]
     traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
@@ -37,28 +34,28 @@ def test_round_trip_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[st
     src.close()
 
     second = tmp_path / "b.duckdb"
-    code, _, err = run_cli(capsys, "import", "--db", str(second), str(out / "traces.jsonl"),
+    code, _, err = run_cli("import", "--db", str(second), str(out / "traces.jsonl"),
                            "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0, err
     for run in ("j1", "j2"):
-        assert report_json(capsys, first, "--judge-run-id", run)[0] == report_json(capsys, second, "--judge-run-id", run)[0]
+        assert report_json(first, "--judge-run-id", run)[0] == report_json(second, "--judge-run-id", run)[0]
     # the export re-imported into the original database is a no-op
-    code, text, err = run_cli(capsys, "import", "--db", str(first), str(out / "traces.jsonl"),
+    code, text, err = run_cli("import", "--db", str(first), str(out / "traces.jsonl"),
                               "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0 and " 0 new events" in text, err
 
 
-def test_round_trip_of_recorded_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_round_trip_of_recorded_events(tmp_path: Path) -> None:
     """Events recorded live (sandbox demo: engine + judge) export and re-import to the same report."""
     recorded = tmp_path / "demo.duckdb"
-    code, _, err = run_cli(capsys, "demo", "--db", str(recorded), "--out", str(tmp_path / "demo"), "--n", "6")
+    code, _, err = run_cli("demo", "--db", str(recorded), "--out", str(tmp_path / "demo"), "--n", "6")
     assert code == 0, err
     out = tmp_path / "out"
-    assert run_cli(capsys, "export", "--db", str(recorded), "--out", str(out))[0] == 0
+    assert run_cli("export", "--db", str(recorded), "--out", str(out))[0] == 0
     again = tmp_path / "again.duckdb"
-    code, _, err = run_cli(capsys, "import", "--db", str(again), str(out / "traces.jsonl"),
+    code, _, err = run_cli("import", "--db", str(again), str(out / "traces.jsonl"),
                            "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0, err
-    first, rep = report_json(capsys, recorded)
+    first, rep = report_json(recorded)
     assert rep["judge_run_id"] is not None and sum(p["valid_items"] for p in rep["providers"].values()) > 0
-    assert report_json(capsys, again)[0] == first
+    assert report_json(again)[0] == first

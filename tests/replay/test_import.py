@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
-from analytics_fixture import AUDIT, JUDGMENTS, TRACES, run_cli, write_fixture, write_jsonl  # noqa: E402
+from tests.analytics.analytics_fixture import AUDIT, JUDGMENTS, TRACES, run_cli, write_fixture, write_jsonl  # noqa: E402
 
 
 def counts(db: Path) -> dict[str, int]:
@@ -27,15 +25,15 @@ def counts(db: Path) -> dict[str, int]:
     return out
 
 
-def do_import(capsys: pytest.CaptureFixture[str], db: Path, *args: Path | str) -> tuple[int, str]:
-    code, _, err = run_cli(capsys, "import", "--db", str(db), *map(str, args))
+def do_import(db: Path, *args: Path | str) -> tuple[int, str]:
+    code, _, err = run_cli("import", "--db", str(db), *map(str, args))
     return code, err
 
 
-def test_events_of_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_events_of_an_import(tmp_path: Path) -> None:
     t, j, a = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
-    assert do_import(capsys, db, t, "--judgments", j, "--audit", a)[0] == 0
+    assert do_import(db, t, "--judgments", j, "--audit", a)[0] == 0
     c = counts(db)
     assert c["trajectory.started"] == 5 and c["trajectory.finished"] == 5
     assert c["dataset.question"] == 2  # q1 and q2, shared across providers
@@ -66,12 +64,12 @@ def test_events_of_an_import(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert {m[0] for m in model} == {"imported"}
 
 
-def test_import_twice_adds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_twice_adds_nothing(tmp_path: Path) -> None:
     t, j, a = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
-    assert do_import(capsys, db, t, "--judgments", j, "--audit", a)[0] == 0
+    assert do_import(db, t, "--judgments", j, "--audit", a)[0] == 0
     before = counts(db)
-    code, _, _ = run_cli(capsys, "import", "--db", str(db), str(t), "--judgments", str(j), "--audit", str(a))
+    code, _, _ = run_cli("import", "--db", str(db), str(t), "--judgments", str(j), "--audit", str(a))
     assert code == 0
     assert counts(db) == before
 
@@ -102,23 +100,23 @@ TRACE_CASES: list[tuple[str, Any, int, str]] = [
 
 @pytest.mark.parametrize(("name", "mutate", "line", "field"), TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
 def test_bad_traces_write_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, mutate: Any, line: int, field: str
+    tmp_path: Path, name: str, mutate: Any, line: int, field: str
 ) -> None:
     db = tmp_path / "x.duckdb"
     _, j, a = write_fixture(tmp_path)
     bad = write_jsonl(tmp_path / "bad.jsonl", _bad_trace(mutate))
-    code, err = do_import(capsys, db, bad, "--audit", a)
+    code, err = do_import(db, bad, "--audit", a)
     assert code == 2
     assert f"{bad}: line {line}: field {field}:" in err, err
     assert err.count("\n") == 1
     assert not db.exists()  # a failed import into a new store leaves no store behind
 
 
-def test_unreadable_json_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_json_line(tmp_path: Path) -> None:
     db = tmp_path / "x.duckdb"
     bad = tmp_path / "t.jsonl"
     bad.write_text(json.dumps(TRACES[0]) + "\n{not json\n", encoding="utf-8")
-    code, err = do_import(capsys, db, bad)
+    code, err = do_import(db, bad)
     assert code == 2 and f"{bad}: line 2: field (line): not valid JSON" in err
     assert not db.exists()  # a failed import into a new store leaves no store behind
 
@@ -164,33 +162,33 @@ VERDICT_CASES: list[tuple[str, list[dict[str, Any]], int, str]] = [
 
 @pytest.mark.parametrize(("name", "rows", "line", "field"), VERDICT_CASES, ids=[c[0] for c in VERDICT_CASES])
 def test_bad_judgments_write_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, rows: list[dict[str, Any]], line: int, field: str
+    tmp_path: Path, name: str, rows: list[dict[str, Any]], line: int, field: str
 ) -> None:
     t, _, _ = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
-    assert do_import(capsys, db, t)[0] == 0
+    assert do_import(db, t)[0] == 0
     before = counts(db)
     bad = write_jsonl(tmp_path / "j.jsonl", rows)
-    code, err = do_import(capsys, db, "--judgments", bad)
+    code, err = do_import(db, "--judgments", bad)
     assert code == 2
     assert f"{bad}: line {line}: field {field}" in err, err
     assert counts(db) == before
 
 
-def test_bad_judgments_in_the_same_call_write_nothing_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_judgments_in_the_same_call_write_nothing_at_all(tmp_path: Path) -> None:
     t, _, _ = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
     bad = write_jsonl(tmp_path / "j.jsonl", [_v("https://nope.org/", _labels())])
-    code, err = do_import(capsys, db, t, "--judgments", bad)
+    code, err = do_import(db, t, "--judgments", bad)
     assert code == 2 and "field url" in err
     assert not db.exists()  # a failed import into a new store leaves no store behind
 
 
-def test_invalid_verdict_needs_no_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_verdict_needs_no_labels(tmp_path: Path) -> None:
     t, _, _ = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
     ok = write_jsonl(tmp_path / "j.jsonl", [_v("https://other.org/b", {"garbage": 1}, valid=False)])
-    assert do_import(capsys, db, t, "--judgments", ok)[0] == 0
+    assert do_import(db, t, "--judgments", ok)[0] == 0
     assert counts(db)["judge.verdict"] == 1
 
 
@@ -204,39 +202,39 @@ AUDIT_CASES: list[tuple[str, str, int, str]] = [
 
 @pytest.mark.parametrize(("name", "text", "line", "field"), AUDIT_CASES, ids=[c[0] for c in AUDIT_CASES])
 def test_bad_audit_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, line: int, field: str
+    tmp_path: Path, name: str, text: str, line: int, field: str
 ) -> None:
     db = tmp_path / "x.duckdb"
     bad = tmp_path / "a.tsv"
     bad.write_text(text, encoding="utf-8")
-    code, err = do_import(capsys, db, "--audit", bad)
+    code, err = do_import(db, "--audit", bad)
     assert code == 2
     assert f"{bad}: line {line}: field {field}" in err, err
     assert not db.exists()  # a failed import into a new store leaves no store behind
 
 
-def test_conflicts_with_the_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_conflicts_with_the_database(tmp_path: Path) -> None:
     t, j, a = write_fixture(tmp_path)
     db = tmp_path / "x.duckdb"
-    assert do_import(capsys, db, t, "--judgments", j, "--audit", a)[0] == 0
+    assert do_import(db, t, "--judgments", j, "--audit", a)[0] == 0
     before = counts(db)
     changed = copy.deepcopy(TRACES[:1])
     changed[0]["final_answer"] = "Lyon"
-    code, err = do_import(capsys, db, write_jsonl(tmp_path / "t2.jsonl", changed))
+    code, err = do_import(db, write_jsonl(tmp_path / "t2.jsonl", changed))
     assert code == 2 and "line 1: field trajectory_id" in err and "other content" in err
     other_id = [{**copy.deepcopy(TRACES[0]), "trajectory_id": "t-a1-bis"}]
-    code, err = do_import(capsys, db, write_jsonl(tmp_path / "t3.jsonl", other_id))
+    code, err = do_import(db, write_jsonl(tmp_path / "t3.jsonl", other_id))
     assert code == 2 and "line 1: field qid" in err
     flipped = [{**JUDGMENTS[0], "labels": {**JUDGMENTS[0]["labels"], "rationale": "changed"}}]
-    code, err = do_import(capsys, db, "--judgments", write_jsonl(tmp_path / "j2.jsonl", flipped))
+    code, err = do_import(db, "--judgments", write_jsonl(tmp_path / "j2.jsonl", flipped))
     assert code == 2 and "line 1: field url" in err
     a2 = tmp_path / "a2.tsv"
     a2.write_text("provider\tqid\tsemantic_match\nalpha\tq1\tfalse\n", encoding="utf-8")
-    code, err = do_import(capsys, db, "--audit", a2)
+    code, err = do_import(db, "--audit", a2)
     assert code == 2 and "line 2: field semantic_match" in err
     assert counts(db) == before
 
 
-def test_nothing_to_import_is_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(capsys, "import", "--db", str(tmp_path / "x.duckdb"))
+def test_nothing_to_import_is_usage_error(tmp_path: Path) -> None:
+    code, _, err = run_cli("import", "--db", str(tmp_path / "x.duckdb"))
     assert code == 2 and "nothing to import" in err

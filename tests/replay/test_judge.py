@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
@@ -93,10 +92,12 @@ def build_store(path: Path, trajectories: dict[str, list[tuple[str, str, str | N
 
 def sandbox_chat(app: Any, *, model: str = "sandbox-judge", **limits: Any) -> Any:
     from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters.sandbox import in_process
 
     fields = {"max_retries": 2, "max_wait_s": 0.05, **limits}
-    return build_chat(model, sandbox_endpoint("openai", "http://sandbox", **fields),
-                      transport=httpx.ASGITransport(app=app), key_fallback=SANDBOX_KEY)
+    box = in_process(app)
+    return build_chat(model, sandbox_endpoint("openai", box.root, **fields), transport=box.transport,
+                      key_fallback=SANDBOX_KEY)
 
 
 def verdicts(log: EventLog, judge_run_id: str) -> dict[str, JudgeVerdict]:
@@ -232,9 +233,11 @@ async def test_rejected_key_stops_the_run(store: Path, app: Any) -> None:
     from searchtrace.adapters.keys import Secret
     from searchtrace.adapters.openai_chat import OpenAIChat
     from searchtrace.adapters.registry import sandbox_endpoint
+    from searchtrace.adapters.sandbox import in_process
 
-    chat = OpenAIChat(sandbox_endpoint("openai", "http://sandbox", max_retries=0), "sandbox-judge",
-                      transport=httpx.ASGITransport(app=app), key=Secret("bad-key-123456"))
+    box = in_process(app)
+    chat = OpenAIChat(sandbox_endpoint("openai", box.root, max_retries=0), "sandbox-judge",
+                      transport=box.transport, key=Secret("bad-key-123456"))
     with EventLog(store) as log, pytest.raises(BadInput) as info:
         await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=2)
     await chat.aclose()

@@ -21,6 +21,7 @@ from searchtrace.store.events import (
     StoredEvent,
 )
 from searchtrace.store.log import EventLog
+from tests.builders import Ran, run_cli
 
 CONFIG = """
 [agent]
@@ -72,27 +73,9 @@ def copy_store(src: Path, dst: Path, edit: Callable[[StoredEvent], Payload | Non
         b.append(out, blobs=blobs)
 
 
-class Ran(msgspec.Struct):
-    exit_code: int
-    stdout: str
-    output: str
-
-
-def run_cli(*args: str) -> Ran:
-    """`searchtrace replay ...` in-process through `main` (exit codes as the installed command gives them)."""
-    import contextlib
-    import io
-
-    from searchtrace.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(["replay", *args])
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return Ran(code, out.getvalue(), out.getvalue() + err.getvalue())
+def replay_cli(*args: str) -> Ran:
+    """`searchtrace replay ...` in-process (exit codes as the installed command gives them)."""
+    return run_cli("replay", *args)
 
 
 @pytest.mark.anyio
@@ -117,24 +100,24 @@ async def test_unchanged_recording_replays_exactly(recorded: Path, monkeypatch: 
 
 
 def test_cli_replay_exit_codes(recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ok = run_cli("--db", str(recorded))
-    assert ok.exit_code == 0, ok.output
-    assert "6 trajectories, 6 match, 0 diverge" in ok.stdout
+    ok = replay_cli("--db", str(recorded))
+    assert ok.code == 0, (ok.out + ok.err)
+    assert "6 trajectories, 6 match, 0 diverge" in ok.out
     with EventLog(recorded, read_only=True) as log:
         one = load_recorded(log)[0].trajectory_id
-    single = run_cli("--db", str(recorded), "--trajectory", one, "--json")
-    assert single.exit_code == 0 and msgspec.json.decode(single.stdout)["trajectories"] == 1
-    unknown = run_cli("--db", str(recorded), "--trajectory", "nope")
-    assert unknown.exit_code == 2 and "nope" in unknown.output
+    single = replay_cli("--db", str(recorded), "--trajectory", one, "--json")
+    assert single.code == 0 and msgspec.json.decode(single.out)["trajectories"] == 1
+    unknown = replay_cli("--db", str(recorded), "--trajectory", "nope")
+    assert unknown.code == 2 and "nope" in (unknown.out + unknown.err)
 
     import searchtrace.engine.prompts as prompts
 
     original = prompts._PROMPTS["agent/1"]
     monkeypatch.setitem(prompts._PROMPTS, "agent/1", original.replace("careful research assistant", "hasty assistant"))
-    changed = run_cli("--db", str(recorded), "--trajectory", one)
-    assert changed.exit_code == 1
-    assert f"trajectory {one}: first divergent step 2 (iteration 1, model request)" in changed.stdout
-    assert "system prompt" in changed.stdout and "0 match, 1 diverge" in changed.stdout
+    changed = replay_cli("--db", str(recorded), "--trajectory", one)
+    assert changed.code == 1
+    assert f"trajectory {one}: first divergent step 2 (iteration 1, model request)" in changed.out
+    assert "system prompt" in changed.out and "0 match, 1 diverge" in changed.out
 
 
 @pytest.mark.anyio
@@ -183,10 +166,10 @@ def test_replay_miss_fails_loudly(recorded: Path, tmp_path: Path) -> None:
 
     db = tmp_path / "miss.duckdb"
     copy_store(recorded, db, edit)
-    res = run_cli("--db", str(db))
-    assert res.exit_code == 1
-    assert "replay miss: " in res.stdout and "no recorded search for query" in res.stdout
-    assert "5 match, 1 diverge" in res.stdout
+    res = replay_cli("--db", str(db))
+    assert res.code == 1
+    assert "replay miss: " in res.out and "no recorded search for query" in res.out
+    assert "5 match, 1 diverge" in res.out
 
 
 @pytest.mark.anyio
@@ -224,8 +207,8 @@ def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
     db = tmp_path / "imported.duckdb"
     with EventLog(db) as log:
         import_files(log, [traces], [], [])
-    res = run_cli("--db", str(db))
-    assert res.exit_code == 2 and "nothing to replay" in res.output and "run.started" in res.output
+    res = replay_cli("--db", str(db))
+    assert res.code == 2 and "nothing to replay" in (res.out + res.err) and "run.started" in (res.out + res.err)
 
 
 @pytest.mark.anyio

@@ -4,7 +4,6 @@ re-imports to the same report), the grader skips them, replay re-executes every 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import duckdb
@@ -14,19 +13,17 @@ import pytest
 from searchtrace.replay.grade import grade_answers
 from searchtrace.replay.rerun import load_recorded, replay_trajectories
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import report_json, run_cli  # noqa: E402
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, P2, build
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
-from analytics_fixture import report_json, run_cli  # noqa: E402
 
 
 def test_export_writes_the_latest_attempt_and_reimports_to_the_same_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path
 ) -> None:
     first = tmp_path / "a.duckdb"
     build(first)
     out = tmp_path / "out"
-    code, _, err = run_cli(capsys, "export", "--db", str(first), "--out", str(out))
+    code, _, err = run_cli("export", "--db", str(first), "--out", str(out))
     assert code == 0, err
     traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
     assert [t["trajectory_id"] for t in traces] == [O1, P2, NEW]  # one per (provider, qid): the latest attempt
@@ -39,11 +36,11 @@ def test_export_writes_the_latest_attempt_and_reimports_to_the_same_report(
     assert parquet == (4,)  # every attempt stays in the event export
 
     second = tmp_path / "b.duckdb"
-    code, _, err = run_cli(capsys, "import", "--db", str(second), str(out / "traces.jsonl"),
+    code, _, err = run_cli("import", "--db", str(second), str(out / "traces.jsonl"),
                            "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0, err
-    _, a = report_json(capsys, first, "--judge-run-id", JUDGE)
-    _, b = report_json(capsys, second, "--judge-run-id", JUDGE)
+    _, a = report_json(first, "--judge-run-id", JUDGE)
+    _, b = report_json(second, "--judge-run-id", JUDGE)
     assert a["providers"] == b["providers"] and a["complementarity"] == b["complementarity"]
     assert b["providers"]["p"]["trajectories"] == 2
 

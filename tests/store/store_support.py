@@ -1,12 +1,9 @@
-"""Helpers for the store tests: one example of every event type, small event factories, the CLI, verify."""
+"""Helpers for the store tests: one example of every event type, small event factories, verify (the CLI runner: tests/builders.py)."""
 
 from __future__ import annotations
 
 import uuid
 
-import pytest
-
-from searchtrace.cli import main
 from searchtrace.store import EventLog
 from searchtrace.store.events import (
     PAYLOAD_TYPES,
@@ -121,15 +118,6 @@ def ev(stream: str, i: int = 0, *, run: str = "run-1", text: str | None = None, 
     if event_id is None:
         return NewEvent(stream_id=stream, run_id=run, payload=payload)
     return NewEvent(stream_id=stream, run_id=run, payload=payload, event_id=event_id)
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """`searchtrace argv` in this process: exit code, stdout, stderr."""
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
 
 
 def intact(log: EventLog, events: int | None = None) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev, run
 
 from searchtrace.store import EventLog, NotAStore, StoreLocked
 from searchtrace.store.readonly import open_read_only
 from searchtrace.store.verify import verify
+from tests.builders import run_cli
+from tests.store.store_support import ev
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCHTRACE = Path(sys.executable).with_name("searchtrace")
@@ -64,7 +65,7 @@ def spawn(code: str, *args: str) -> subprocess.Popen[str]:
 
 @pytest.mark.parametrize("mode", ["write", "read"])
 def test_a_held_database_gives_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+    tmp_path: Path, mode: str
 ) -> None:
     path = tmp_path / "held.duckdb"
     with EventLog(path) as log:
@@ -77,7 +78,7 @@ def test_a_held_database_gives_one_line_and_exit_2(
             EventLog(path)  # one read-only reader locks out a writer too
         if mode == "write":
             for argv in (["verify", "--db", str(path)], ["sql", "SELECT count(*) FROM events", "--db", str(path)]):
-                code, out, err = run(argv, capsys)
+                code, out, err = run_cli(*argv)
                 assert code == 2 and out == "" and err.count("\n") == 1
                 assert str(path) in err and "held by another searchtrace process" in err
             done = subprocess.run(
@@ -96,7 +97,7 @@ def test_a_held_database_gives_one_line_and_exit_2(
         assert log.head == 1
 
 
-def test_files_that_are_not_stores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_files_that_are_not_stores(tmp_path: Path) -> None:
     noise = tmp_path / "noise.duckdb"
     noise.write_bytes(os.urandom(20_000))
     other = tmp_path / "other.duckdb"
@@ -108,7 +109,7 @@ def test_files_that_are_not_stores(tmp_path: Path, capsys: pytest.CaptureFixture
     for path, why in ((noise, "not a valid DuckDB database"), (other, "not a searchtrace store"), (empty, "empty")):
         before = path.read_bytes()
         for argv in (["verify", "--db", str(path)], ["sql", "SELECT 1", "--db", str(path)]):
-            code, out, err = run(argv, capsys)
+            code, out, err = run_cli(*argv)
             assert code == 2 and out == "" and err.count("\n") == 1, err
             assert str(path) in err and why in err
         assert path.read_bytes() == before

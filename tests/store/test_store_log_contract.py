@@ -10,7 +10,6 @@ from pathlib import Path
 import duckdb
 import msgspec
 import pytest
-from store_support import covered_types, ev, every_payload, intact
 
 from searchtrace.store import ConcurrencyError, EventLog, NewEvent, encode_payload
 from searchtrace.store import append as append_mod
@@ -18,6 +17,7 @@ from searchtrace.store.events import TYPE_NAMES, RunStarted, type_of
 from searchtrace.store.readonly import open_read_only
 from searchtrace.store.tuning import bulk_appends
 from searchtrace.store.verify import verify
+from tests.store.store_support import covered_types, ev, every_payload, intact
 
 
 def count(path: Path) -> int:

@@ -8,7 +8,6 @@ from pathlib import Path
 import anyio
 import duckdb
 import pytest
-from store_support import ev, intact
 
 from searchtrace.store import EventLog, open_writer
 from searchtrace.store import append as append_mod

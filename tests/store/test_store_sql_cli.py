@@ -10,9 +10,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev, run
 
 from searchtrace.store import EventLog
+from tests.builders import run_cli
+from tests.store.store_support import ev
 
 
 @pytest.fixture
@@ -32,22 +33,22 @@ def snapshot(path: Path) -> tuple[str, list[tuple[object, ...]]]:
     return digest, rows
 
 
-def test_json_csv_and_table_output(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_csv_and_table_output(db: Path) -> None:
     q = "SELECT position, stream_id, event_id, payload FROM events WHERE stream_id = 's1' ORDER BY position"
-    code, out, _ = run(["sql", q, "--db", str(db), "--json"], capsys)
+    code, out, _ = run_cli("sql", q, "--db", str(db), "--json")
     assert code == 0
     rows = json.loads(out)
     assert [r["position"] for r in rows] == [2, 4, 6]
     assert rows[0]["payload"] == {"type": "answer.final", "iteration": 1, "text": "s1:1"}
-    code, out, _ = run(["sql", "WITH x AS (SELECT * FROM events) SELECT type, count(*) AS n FROM x GROUP BY type",
-                        "--db", str(db), "--csv"], capsys)
+    code, out, _ = run_cli("sql", "WITH x AS (SELECT * FROM events) SELECT type, count(*) AS n FROM x GROUP BY type",
+                        "--db", str(db), "--csv")
     assert code == 0 and list(csv.reader(io.StringIO(out))) == [["type", "n"], ["answer.final", "6"]]
-    code, out, _ = run(["sql", "SELECT stream_id, max(stream_seq) AS head FROM events GROUP BY 1 ORDER BY 1",
-                        "--db", str(db)], capsys)
+    code, out, _ = run_cli("sql", "SELECT stream_id, max(stream_seq) AS head FROM events GROUP BY 1 ORDER BY 1",
+                        "--db", str(db))
     assert code == 0 and "s0" in out and "s1" in out and "head" in out and "2 rows" in out
-    code, out, _ = run(["sql", "DESCRIBE events", "--db", str(db), "--csv"], capsys)
+    code, out, _ = run_cli("sql", "DESCRIBE events", "--db", str(db), "--csv")
     assert code == 0 and "payload,JSON" in out
-    code, out, _ = run(["sql", "EXPLAIN SELECT count(*) FROM events", "--db", str(db)], capsys)
+    code, out, _ = run_cli("sql", "EXPLAIN SELECT count(*) FROM events", "--db", str(db))
     assert code == 0
 
 
@@ -75,10 +76,10 @@ def test_json_csv_and_table_output(db: Path, capsys: pytest.CaptureFixture[str])
     ],
 )
 def test_writing_statements_fail_with_exit_2_and_change_nothing(
-    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], statement: str
+    db: Path, tmp_path: Path, statement: str
 ) -> None:
     before = snapshot(db)
-    code, out, err = run(["sql", statement.format(tmp=tmp_path), "--db", str(db)], capsys)
+    code, out, err = run_cli("sql", statement.format(tmp=tmp_path), "--db", str(db))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "read-only" in err
     assert snapshot(db) == before
@@ -95,19 +96,19 @@ def test_writing_statements_fail_with_exit_2_and_change_nothing(
     ],
 )
 def test_no_reaching_other_files(
-    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], statement: str
+    db: Path, tmp_path: Path, statement: str
 ) -> None:
     before = snapshot(db)
-    code, out, err = run(["sql", statement.format(tmp=tmp_path), "--db", str(db)], capsys)
+    code, out, err = run_cli("sql", statement.format(tmp=tmp_path), "--db", str(db))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert snapshot(db) == before
 
 
-def test_bad_sql_and_missing_db(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["sql", "SELECT * FROM nowhere", "--db", str(db)], capsys)
+def test_bad_sql_and_missing_db(db: Path, tmp_path: Path) -> None:
+    code, _, err = run_cli("sql", "SELECT * FROM nowhere", "--db", str(db))
     assert code == 2 and "nowhere" in err and err.count("\n") == 1
-    code, _, err = run(["sql", "SELEKT 1", "--db", str(db)], capsys)
+    code, _, err = run_cli("sql", "SELEKT 1", "--db", str(db))
     assert code == 2 and err.count("\n") == 1
-    code, _, err = run(["sql", "SELECT 1", "--db", str(tmp_path / "absent.duckdb")], capsys)
+    code, _, err = run_cli("sql", "SELECT 1", "--db", str(tmp_path / "absent.duckdb"))
     assert code == 2 and "absent.duckdb" in err and "no such database" in err
     assert not (tmp_path / "absent.duckdb").exists()

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev, run
 
 from searchtrace.store import EventLog
+from tests.builders import run_cli
+from tests.store.store_support import ev
 
 
 def build(path: Path, n: int = 30) -> None:
@@ -22,22 +23,22 @@ def tamper(path: Path, sql: str) -> None:
     con.close()
 
 
-def run_verify(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    return run(["verify", "--db", str(path)], capsys)
+def run_verify(path: Path) -> tuple[int, str, str]:
+    return run_cli("verify", "--db", str(path))
 
 
-def test_intact_log_exits_0_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_intact_log_exits_0_with_one_line(tmp_path: Path) -> None:
     path = tmp_path / "t.duckdb"
     build(path)
-    code, out, err = run_verify(path, capsys)
+    code, out, err = run_verify(path)
     assert code == 0 and err == ""
     assert out.count("\n") == 1 and "ok: 30 events in 3 streams" in out
 
 
-def test_empty_store_is_intact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_store_is_intact(tmp_path: Path) -> None:
     path = tmp_path / "t.duckdb"
     EventLog(path).close()
-    code, out, _ = run_verify(path, capsys)
+    code, out, _ = run_verify(path)
     assert code == 0 and "ok: 0 events" in out
 
 
@@ -58,21 +59,21 @@ def test_empty_store_is_intact(tmp_path: Path, capsys: pytest.CaptureFixture[str
     ],
 )
 def test_tampering_exits_1_naming_the_first_broken_position(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str, expect: str
+    tmp_path: Path, sql: str, expect: str
 ) -> None:
     path = tmp_path / "t.duckdb"
     build(path)
     tamper(path, sql)
-    code, out, err = run_verify(path, capsys)
+    code, out, err = run_verify(path)
     assert code == 1 and out == ""
     assert expect in err and err.count("\n") == 1
 
 
-def test_a_re_hashed_forgery_is_caught_at_the_next_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_re_hashed_forgery_is_caught_at_the_next_row(tmp_path: Path) -> None:
     path = tmp_path / "t.duckdb"
     build(path)
     # forge row 10's payload and give it a freshly computed, self-consistent hash: row 11 no longer chains
     tamper(path, "UPDATE events SET payload = '{\"type\":\"answer.final\",\"iteration\":9,\"text\":\"x\"}', "
                  "hash = sha256('forged') WHERE position = 10")
-    code, _, err = run_verify(path, capsys)
+    code, _, err = run_verify(path)
     assert code == 1 and "broken at position 10" in err

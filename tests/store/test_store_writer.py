@@ -6,10 +6,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from store_support import ev
 
 from searchtrace.store import ConcurrencyError, EventLog, open_writer
 from searchtrace.store.verify import verify
+from tests.store.store_support import ev
 
 pytestmark = pytest.mark.anyio
 

@@ -7,13 +7,12 @@ from typing import Any
 
 import httpx
 
-from searchtrace.adapters.sandbox import base_urls, create_app
+from searchtrace.adapters.sandbox import ROOT, base_urls, create_app, in_process
 from searchtrace.adapters.sandbox.reading import strip_tags
 from searchtrace.adapters.urls import domain_of
 from searchtrace.engine.documents import document_block
 from searchtrace.engine.tools import TOOL_SCHEMAS
 
-ROOT = "http://sandbox"
 HEADERS = {
     "brave": {"X-Subscription-Token": "test-key"},
     "tavily": {"Authorization": "Bearer tvly-test"},
@@ -24,7 +23,8 @@ HEADERS = {
 
 def app_client(**kw: Any) -> httpx.AsyncClient:
     """A client of a fresh sandbox app in-process (`create_app(**kw)`) at ROOT."""
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(**kw)), base_url=ROOT)
+    box = in_process(create_app(**kw))
+    return httpx.AsyncClient(transport=box.transport, base_url=box.root)
 
 
 async def search(client: httpx.AsyncClient, provider: str, query: str, n: int = 10) -> list[dict[str, Any]]:
