@@ -1,0 +1,30 @@
+"""A fresh install gets one import package: the wheel holds `searchtrace/<layer>/...` and no top-level layer folder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("store", "adapters", "engine", "analytics", "replay", "benchmarks")
+
+
+def test_the_wheel_installs_only_the_searchtrace_package(tmp_path: Path) -> None:
+    # the venv's own setuptools, no index: the build needs no network
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(tmp_path), "-q"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = tmp_path.glob("searchtrace-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert not tops & set(LAYERS)  # no top-level engine/, store/, ... in site-packages
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"searchtrace"}
+    for layer in (*LAYERS, "cli", "pipeline"):
+        assert f"searchtrace/{layer}/__init__.py" in names, layer
+    assert {"searchtrace/store/schema.py", "searchtrace/py.typed", "searchtrace/adapters/sandbox/app.py",
+            "searchtrace/analytics/examples/discovered_share.py"} <= set(names)
