@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,14 +13,21 @@ LAYERS = ("store", "adapters", "engine", "analytics", "replay", "benchmarks")
 
 
 def test_the_wheel_installs_only_the_searchtrace_package(tmp_path: Path) -> None:
+    src = tmp_path / "src"  # a copy, so setuptools' build/ and egg-info land in tmp, not in the checkout
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for folder in ("searchtrace", *LAYERS):
+        shutil.copytree(ROOT / folder, src / folder, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     # the venv's own setuptools, no index: the build needs no network
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(tmp_path), "-q"],
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(tmp_path / "dist"), "-q"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    (wheel,) = tmp_path.glob("searchtrace-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("searchtrace-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert not tops & set(LAYERS)  # no top-level engine/, store/, ... in site-packages
