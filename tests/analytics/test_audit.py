@@ -26,7 +26,7 @@ from searchtrace.store.events import (
     Verdict,
 )
 from searchtrace.store.log import EventLog
-from tests.analytics.analytics_fixture import run_cli
+from tests.builders import run_cli
 
 LABELS = ("supports_gold", "contradicts_gold", "relevant")
 Expected = list[tuple[str, str, str, str, str, bool]]  # provider, tid, url_n, surface, label, value

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.analytics.analytics_fixture import report_json, run_cli
+from tests.analytics.analytics_fixture import report_json
+from tests.builders import run_cli
 from tests.shared_data import shared_path
 
 DATA = shared_path("conformance/report-1")  # ../shared, else the copy in tests/data

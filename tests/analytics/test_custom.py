@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.analytics.analytics_fixture import import_fixture, report_json, run_cli
+from tests.analytics.analytics_fixture import import_fixture, report_json
+from tests.builders import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "analytics" / "examples" / "discovered_share.py"
 

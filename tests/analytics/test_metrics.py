@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.analytics.analytics_fixture import (  # noqa: I001
-    JUDGMENTS,
-    TRACES,
-    import_fixture,
-    report_json,
-    run_cli,
-    write_fixture,
-    write_jsonl,
-)
+from tests.analytics.analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture
+from tests.builders import run_cli, write_jsonl
 
 
 @pytest.fixture

@@ -15,14 +15,8 @@ from searchtrace.analytics.report import build_report, to_json
 from searchtrace.replay.importer import import_files
 from searchtrace.store.errors import NotAStore
 from searchtrace.store.log import EventLog
-from tests.analytics.analytics_fixture import (
-    JUDGMENTS,
-    TRACES,
-    import_fixture,
-    report_json,
-    write_fixture,
-    write_jsonl,
-)
+from tests.analytics.analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture
+from tests.builders import write_jsonl
 
 
 def same_as_raw(con: duckdb.DuckDBPyConnection) -> None:

@@ -11,8 +11,9 @@ from searchtrace.analytics import lookups
 from searchtrace.analytics.audit import audit_sample
 from searchtrace.analytics.items import judge_items
 from searchtrace.store.log import EventLog
-from tests.analytics.analytics_fixture import report_json, run_cli
+from tests.analytics.analytics_fixture import report_json
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, OLD, P2, build
+from tests.builders import run_cli
 
 
 @pytest.fixture

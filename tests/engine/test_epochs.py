@@ -18,8 +18,8 @@ from searchtrace.engine.record import endpoint_factory, record_run
 from searchtrace.pipeline import demo
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
-from tests.analytics.analytics_fixture import TRACES, run_cli, write_jsonl  # noqa: E402
-from tests.builders import sandbox_config
+from tests.analytics.analytics_fixture import TRACES
+from tests.builders import run_cli, sandbox_config, write_jsonl
 
 
 def started(db: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from searchtrace.engine.sample import quotas, read_questions, sample
-from tests.analytics.analytics_fixture import run_cli
+from tests.builders import run_cli
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sealqa" / "seal-hard.parquet"
 STRATA = ("freshness", "search_results", "topic")

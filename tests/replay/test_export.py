@@ -7,7 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from tests.analytics.analytics_fixture import import_fixture, report_json, run_cli  # noqa: E402
+from tests.analytics.analytics_fixture import import_fixture, report_json
+from tests.builders import run_cli
 
 
 def test_round_trip_same_report(tmp_path: Path) -> None:

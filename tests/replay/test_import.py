@@ -10,7 +10,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.analytics.analytics_fixture import AUDIT, JUDGMENTS, TRACES, run_cli, write_fixture, write_jsonl  # noqa: E402
+from tests.analytics.analytics_fixture import AUDIT, JUDGMENTS, TRACES, write_fixture
+from tests.builders import run_cli, write_jsonl
 
 
 def counts(db: Path) -> dict[str, int]:

@@ -13,8 +13,9 @@ import pytest
 from searchtrace.replay.grade import grade_answers
 from searchtrace.replay.rerun import load_recorded, replay_trajectories
 from searchtrace.store.log import EventLog
-from tests.analytics.analytics_fixture import report_json, run_cli  # noqa: E402
+from tests.analytics.analytics_fixture import report_json
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, P2, build
+from tests.builders import run_cli
 
 
 def test_export_writes_the_latest_attempt_and_reimports_to_the_same_report(
