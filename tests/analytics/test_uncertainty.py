@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from analytics_fixture import import_fixture, report_json
 
 from searchtrace.analytics.metrics import TrajectoryStats, provider_metrics
 from searchtrace.analytics.uncertainty import RATIOS, mcnemar_exact, sign_flip, uncertainty, wilson
+from tests.analytics.analytics_fixture import import_fixture, report_json
 
 Z = 1.959964
 ZERO = ("searches fetches input_tokens output_tokens reasoning_tokens page_tokens latency_us domains items valid invalid "
@@ -134,16 +134,16 @@ def test_bootstrap_contains_points_is_seeded_and_narrows_with_more_questions() -
     assert 0.4 < float(np.median(ratios)) < 0.6 and all(0.3 < x < 0.75 for x in ratios), ratios  # 1/sqrt(4) = 0.5
 
 
-def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -> None:
     db = tmp_path / "u.duckdb"
-    import_fixture(capsys, db, tmp_path / "in")
-    text, rep = report_json(capsys, db, "--judge-run-id", "j1")
-    again, _ = report_json(capsys, db, "--judge-run-id", "j1")
+    import_fixture(db, tmp_path / "in")
+    text, rep = report_json(db, "--judge-run-id", "j1")
+    again, _ = report_json(db, "--judge-run-id", "j1")
     assert text == again
     assert rep["uncertainty"] == {"bootstrap": 2000, "seed": "searchtrace", "level": 0.95, "unit": "question"}
-    other, _ = report_json(capsys, db, "--judge-run-id", "j1", "--seed", "another", "--bootstrap", "500")
+    other, _ = report_json(db, "--judge-run-id", "j1", "--seed", "another", "--bootstrap", "500")
     assert other != text
-    off, plain = report_json(capsys, db, "--judge-run-id", "j1", "--bootstrap", "0")
+    off, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
     assert "uncertainty" not in plain and not any(k.endswith("_ci") for b in plain["providers"].values() for k in b)
     # the intervals only add keys: every key of the plain report keeps its value
     for name, block in plain["providers"].items():
@@ -153,12 +153,12 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path, c
     assert json.loads(off) == plain
 
 
-def test_html_draws_the_intervals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_draws_the_intervals(tmp_path: Path) -> None:
     from searchtrace.analytics.html import render
 
     db = tmp_path / "h.duckdb"
-    import_fixture(capsys, db, tmp_path / "in")
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1")
+    import_fixture(db, tmp_path / "in")
+    _, rep = report_json(db, "--judge-run-id", "j1")
     page = render(rep)
     section = page.split("<h2>How sure: 95% intervals</h2>", 1)[1].split("<h2>Per provider</h2>", 1)[0]
     # one whisker (line + two caps) and one dot per provider with a defined estimate, per metric chart
@@ -166,5 +166,5 @@ def test_html_draws_the_intervals(tmp_path: Path, capsys: pytest.CaptureFixture[
     acc = section.split("<h3>accuracy</h3>", 1)[1].split("<h3>", 1)[0]
     assert acc.count("<circle") == defined and acc.count('stroke-width="2"') == defined
     assert "Wilson" in acc and "Paired differences" in section and "p=" in section
-    _, plain = report_json(capsys, db, "--judge-run-id", "j1", "--bootstrap", "0")
+    _, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
     assert "How sure" not in render(plain)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev
 
 from searchtrace.store import EventLog
 from searchtrace.store.errors import ReadOnlyViolation, StoreLocked
 from searchtrace.store.readserver import ReadServer, RemoteCursor, open_remote, socket_path
+from tests.store.store_support import ev
 
 SEARCHTRACE = Path(sys.executable).with_name("searchtrace")
 
