@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from analytics_fixture import import_fixture, labels, run_cli, verdict, write_jsonl
 
 from searchtrace.analytics.agreement import cohen_kappa
+from tests.analytics.analytics_fixture import import_fixture, labels, verdict
+from tests.builders import run_cli, write_jsonl
 
 
 def test_kappa_by_hand() -> None:
@@ -32,12 +33,12 @@ J3 = [  # against j1 of the fixture (A = j1, B = j3); comments: j1 -> j3
 ]
 
 
-def test_judge_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_judge_compare(tmp_path: Path) -> None:
     db = tmp_path / "c.duckdb"
-    import_fixture(capsys, db, tmp_path / "in")
-    code, _, err = run_cli(capsys, "import", "--db", str(db), "--judgments", str(write_jsonl(tmp_path / "j3.jsonl", J3)))
+    import_fixture(db, tmp_path / "in")
+    code, _, err = run_cli("import", "--db", str(db), "--judgments", str(write_jsonl(tmp_path / "j3.jsonl", J3)))
     assert code == 0, err
-    code, out, err = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3", "--json")
+    code, out, err = run_cli("judge", "compare", "--db", str(db), "j1", "j3", "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["items_valid_in_both"] == 6
@@ -62,11 +63,11 @@ def test_judge_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     beta = res["providers"]["beta"]
     assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.5}
     assert beta["b"] == {"partition": {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.0}
-    code, out, _ = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3", "--tsv")
+    code, out, _ = run_cli("judge", "compare", "--db", str(db), "j1", "j3", "--tsv")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("trajectory_id\turl\tprovider") and len(lines) == 4
     assert all(len(line.split("\t")) == 8 for line in lines)
-    code, out, _ = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "j3")
+    code, out, _ = run_cli("judge", "compare", "--db", str(db), "j1", "j3")
     assert code == 0 and "0.333" in out and "3 disagreeing items" in out
-    code, _, err = run_cli(capsys, "judge", "compare", "--db", str(db), "j1", "nope")
+    code, _, err = run_cli("judge", "compare", "--db", str(db), "j1", "nope")
     assert code == 2 and "'nope' not found" in err and len(err.strip().splitlines()) == 1

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from analytics_fixture import import_fixture, report_json
-
 from searchtrace.analytics.latency import KEYS
+from tests.analytics.analytics_fixture import import_fixture, report_json
 
 
-def test_stores_without_provider_time_report_null(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stores_without_provider_time_report_null(tmp_path: Path) -> None:
     db = tmp_path / "l.duckdb"
-    import_fixture(capsys, db, tmp_path / "in")  # imported traces carry latency_ms only
-    _, rep = report_json(capsys, db, "--judge-run-id", "j1", "--bootstrap", "0")
+    import_fixture(db, tmp_path / "in")  # imported traces carry latency_ms only
+    _, rep = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
     for name, block in rep["providers"].items():
         assert {k: block[k] for k in KEYS} == dict.fromkeys(KEYS), name
         assert block["latency_ms_per_trajectory"] > 0  # the wall-time figure is still there
