@@ -19,7 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from searchtrace.benchmarks.chaos import SEARCHTRACE
-from tests.reliability.catalogue import run_cli, snapshot
+from tests.builders import run_cli
+from tests.reliability.catalogue import snapshot
 from tests.reliability.test_security import SECRETS, leaks, store_texts, write_trace
 
 # ---------------------------------------------------------------- 5. a key echoed in a successful reply
@@ -149,7 +150,7 @@ def test_every_store_connection_is_offline(tmp_path: Path) -> None:
 
 def test_a_python_metric_gets_a_read_only_offline_connection(tmp_path: Path) -> None:
     db = tmp_path / "m.duckdb"
-    assert run_cli(["import", "--db", str(db), str(write_trace(tmp_path))])[0] == 0
+    assert run_cli("import", "--db", str(db), str(write_trace(tmp_path)))[0] == 0
     metric = tmp_path / "probe.py"
     metric.write_text(
         "def metric(con, judge_run_id):\n"
@@ -157,7 +158,7 @@ def test_a_python_metric_gets_a_read_only_offline_connection(tmp_path: Path) -> 
         "    n = con.execute('SELECT count(*) FROM v_trajectories').fetchone()[0]\n"
         "    return {'access': int(access), 'trajectories': n}\n")
     before = snapshot(db)
-    code, out, err = run_cli(["report", "--db", str(db), "--json", "--metric", str(metric)])
+    code, out, err = run_cli("report", "--db", str(db), "--json", "--metric", str(metric))
     assert code == 0, err
     assert json.loads(out)["custom"]["probe"] == {"access": 0, "trajectories": 1}
     assert snapshot(db) == before
@@ -172,14 +173,14 @@ def test_readers_survive_values_their_columns_cannot_hold(tmp_path: Path) -> Non
     from searchtrace.store.log import EventLog
 
     db = tmp_path / "r.duckdb"
-    assert run_cli(["import", "--db", str(db), str(write_trace(tmp_path))])[0] == 0
+    assert run_cli("import", "--db", str(db), str(write_trace(tmp_path)))[0] == 0
     with EventLog(db) as log:
         odd = SearchResult(call_id="c1", doc_id="d2", rank=2**40, title="t", url="https://b.test/",
                            url_normalized="https://b.test/", domain="b.test", snippet="s", metadata={})
         log.append([NewEvent(stream_id="traj:t1", run_id="other", payload=odd)])
     for argv in (["report", "--json"], ["judge", "--sandbox", "--no-progress"], ["export", "--out", str(tmp_path / "x")],
                  ["verify"]):
-        code, _, err = run_cli([argv[0], "--db", str(db), *argv[1:]])
+        code, _, err = run_cli(argv[0], "--db", str(db), *argv[1:])
         assert code == 0, (argv, err)
 
 
@@ -197,7 +198,7 @@ def test_import_from_a_pipe_and_a_fifo(tmp_path: Path) -> None:
     other = trace.replace(b'"t1"', b'"t2"').replace(b'"q1"', b'"q2"')
     writer = threading.Thread(target=fifo.write_bytes, args=(other,))
     writer.start()
-    code, out, err = run_cli(["import", "--db", str(db), str(fifo)])
+    code, out, err = run_cli("import", "--db", str(db), str(fifo))
     writer.join(10)
     assert code == 0 and "1 new trajectories" in out, err
     assert snapshot(db)[0] is True
