@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import duckdb
 import pytest
-from analytics_fixture import run_cli
 
 from searchtrace import pipeline
 from searchtrace.engine.prices import load_prices
+from tests.builders import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "prices-example.toml"
 
@@ -69,10 +69,10 @@ def expected(db: Path, prices: dict[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_costs_match_an_independent_count(demo_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_costs_match_an_independent_count(demo_db: Path, tmp_path: Path) -> None:
     file = tmp_path / "p.toml"
     file.write_text(PRICES)
-    code, out, err = run_cli(capsys, "report", "--db", str(demo_db), "--json", "--bootstrap", "0", "--prices", str(file))
+    code, out, err = run_cli("report", "--db", str(demo_db), "--json", "--bootstrap", "0", "--prices", str(file))
     assert code == 0, err
     rep = json.loads(out)
     assert rep["prices_as_of"] == "2026-01-02" and rep["prices_unpriced"] == [] and "prices:" not in err
@@ -82,14 +82,14 @@ def test_costs_match_an_independent_count(demo_db: Path, tmp_path: Path, capsys:
             assert rep["providers"][p][k] == pytest.approx(v, rel=1e-12), (p, k)
         assert rep["providers"][p]["search_usd"] > 0 and rep["providers"][p]["judge_model_usd"] > 0
     # nothing priced without a price file (no run config had [prices])
-    _, plain = run_cli(capsys, "report", "--db", str(demo_db), "--json", "--bootstrap", "0")[1:]
+    _, plain = run_cli("report", "--db", str(demo_db), "--json", "--bootstrap", "0")[1:]
     assert "prices_as_of" not in json.loads(_) and "search_usd" not in json.loads(_)["providers"]["brave"]
 
 
-def test_unpriced_is_null_and_named_once(demo_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unpriced_is_null_and_named_once(demo_db: Path, tmp_path: Path) -> None:
     file = tmp_path / "p.toml"
     file.write_text(PRICES.replace("tavily = 8.0\n", "").replace("[models.sandbox-judge]\ninput = 0.6\noutput = 2.5\n", ""))
-    code, out, err = run_cli(capsys, "report", "--db", str(demo_db), "--json", "--bootstrap", "0", "--prices", str(file))
+    code, out, err = run_cli("report", "--db", str(demo_db), "--json", "--bootstrap", "0", "--prices", str(file))
     assert code == 0, err
     rep = json.loads(out)
     assert rep["prices_unpriced"] == ["judge model sandbox-judge", "search tavily"]
@@ -102,12 +102,12 @@ def test_unpriced_is_null_and_named_once(demo_db: Path, tmp_path: Path, capsys: 
     assert rep["providers"]["brave"]["search_usd"] > 0 and rep["providers"]["brave"]["usd_total"] is None
 
 
-def test_bad_price_files(tmp_path: Path, demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_price_files(tmp_path: Path, demo_db: Path) -> None:
     for body, what in (("[search]\nbrave = 5\n", "as_of"), ('as_of = "x"\n[search]\nbrave = -1\n', "search.brave"),
                        ('as_of = "x"\n[models.m]\ninput = 1\n', "output"), ("as_of = ", "not valid TOML")):
         f = tmp_path / "bad.toml"
         f.write_text(body)
-        code, out, err = run_cli(capsys, "report", "--db", str(demo_db), "--prices", str(f))
+        code, out, err = run_cli("report", "--db", str(demo_db), "--prices", str(f))
         assert code == 2 and out == "" and what in err and len(err.strip().splitlines()) == 1, (body, err)
 
 

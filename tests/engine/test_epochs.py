@@ -132,11 +132,11 @@ def test_import_and_export_carry_the_epoch(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_run_config_prices_are_recorded_and_used_by_the_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path
 ) -> None:
     prices = {"as_of": "2026-02-03", "search": {"brave": 5.0, "tavily": 8.0, "firecrawl": 1.0},
               "models": {"sandbox-agent": {"input": 1.0, "output": 2.0}}}
-    cfg = config(tmp_path, n=1, prices=prices)
+    cfg = sandbox_config(tmp_path, n=1, prices=prices)
     box = in_process()
     point_at_sandbox(cfg, box.root)
     db = tmp_path / "p.duckdb"
@@ -145,11 +145,11 @@ async def test_run_config_prices_are_recorded_and_used_by_the_report(
         await record_run(cfg, log, endpoint_factory(box.transport))
     finally:
         log.close()
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "--json", "--bootstrap", "0")
+    code, out, err = run_cli("report", "--db", str(db), "--json", "--bootstrap", "0")
     assert code == 0, err
     rep = json.loads(out)
     assert rep["prices_as_of"] == "2026-02-03" and rep["providers"]["brave"]["search_usd"] > 0
     assert rep["prices_unpriced"] == ["fetch jina"] and "prices: no price for fetch jina" in err
     bad = dict(prices, search={"brave": "cheap"})
     with pytest.raises(BadInput, match=r"<test>: \[prices\]: key search.brave"):
-        config(tmp_path, n=1, prices=bad)
+        sandbox_config(tmp_path, n=1, prices=bad)
