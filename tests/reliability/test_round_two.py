@@ -258,9 +258,9 @@ def store(tmp_path: Path) -> Path:
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(_trace(f"t{i}", f"q{i}", f"page {i} " * 50)) + "\n" for i in range(3)))
     db = tmp_path / "v.duckdb"
-    code, _, err = run_cli(["import", "--db", str(db), str(src)])
+    code, _, err = run_cli("import", "--db", str(db), str(src))
     assert code == 0, err
-    code, _, err = run_cli(["report", "--db", str(db), "--json"])  # builds the projections
+    code, _, err = run_cli("report", "--db", str(db), "--json")  # builds the projections
     assert code == 0, err
     return db
 
@@ -275,7 +275,7 @@ def _tamper(db: Path, *statements: str) -> None:
 
 
 def _verify(db: Path) -> tuple[int, str, str]:
-    return run_cli(["verify", "--db", str(db)])
+    return run_cli("verify", "--db", str(db))
 
 
 @pytest.mark.parametrize("statement", [
@@ -293,7 +293,7 @@ def test_verify_sees_a_deleted_tail(store: Path, statement: str) -> None:
 def test_appends_after_a_verify_keep_the_head(store: Path, tmp_path: Path) -> None:
     more = tmp_path / "more.jsonl"
     more.write_text(json.dumps(_trace("t7", "q7", "seven")) + "\n")
-    assert run_cli(["import", "--db", str(store), str(more)])[0] == 0
+    assert run_cli("import", "--db", str(store), str(more))[0] == 0
     code, out, err = _verify(store)
     assert code == 0 and "ok:" in out, err
 
@@ -314,14 +314,14 @@ def test_verify_and_export_see_blob_tampering(store: Path, tmp_path: Path, how: 
         con.close()
     code, _, err = _verify(store)
     assert code == 1 and len(err.splitlines()) == 1 and "blob" in err, err
-    code, _, err = run_cli(["export", "--db", str(store), "--out", str(tmp_path / "ex")])
+    code, _, err = run_cli("export", "--db", str(store), "--out", str(tmp_path / "ex"))
     assert (code != 0 or how == "deleted") and len(err.splitlines()) <= 1 and "Traceback" not in err, err
     pages = (tmp_path / "ex" / "traces.jsonl")
     assert not pages.exists() or "an altered page" not in pages.read_text()
 
 
 def test_projections_edited_by_hand_are_rebuilt(store: Path) -> None:
-    before = run_cli(["report", "--db", str(store), "--json"])[1]
+    before = run_cli("report", "--db", str(store), "--json")[1]
     _tamper(store, "UPDATE proj.search_results SET rank = 99")
     code, out, err = _verify(store)
     assert code == 0 and "proj.search_results did not match the log and were rebuilt" in out, err
@@ -330,19 +330,19 @@ def test_projections_edited_by_hand_are_rebuilt(store: Path) -> None:
         assert con.execute("SELECT DISTINCT rank FROM proj.search_results").fetchall() == [(1,)]
     finally:
         con.close()
-    assert run_cli(["report", "--db", str(store), "--json"])[1] == before
+    assert run_cli("report", "--db", str(store), "--json")[1] == before
 
 
 def test_projections_ahead_of_the_log_or_short_of_rows_are_rebuilt(store: Path) -> None:
-    before = run_cli(["report", "--db", str(store), "--json"])[1]
+    before = run_cli("report", "--db", str(store), "--json")[1]
     _tamper(store, "DELETE FROM proj.search_results", "INSERT INTO projection_state SELECT name, version, "
             "last_position + 5, n + 100 FROM projection_state WHERE name = 'fetch_completions'")
-    assert run_cli(["report", "--db", str(store), "--json"])[1] == before
+    assert run_cli("report", "--db", str(store), "--json")[1] == before
 
 
 def test_a_view_replaced_by_hand_is_installed_again(store: Path) -> None:
     _tamper(store, "CREATE OR REPLACE VIEW main.v_trajectories AS SELECT 42 AS trajectory_id")
-    assert run_cli(["report", "--db", str(store), "--json"])[0] == 0
+    assert run_cli("report", "--db", str(store), "--json")[0] == 0
     con = duckdb.connect(str(store), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM main.v_trajectories").fetchone() == (3,)
@@ -379,7 +379,7 @@ def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
     "SELECT json_extract(payload, '$') FROM events WHERE false UNION ALL SELECT '" + "[" * 3000 + "]" * 3000 + "'::JSON",
 ])
 def test_sql_odd_statements_give_one_line(store: Path, query: str) -> None:
-    code, _, err = run_cli(["sql", "--db", str(store), "--json", query])
+    code, _, err = run_cli("sql", "--db", str(store), "--json", query)
     assert code in (0, 2) and (code == 0 or len(err.splitlines()) == 1), (query, err)
     assert "Traceback" not in err
 
