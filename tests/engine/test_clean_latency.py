@@ -19,7 +19,7 @@ from searchtrace.adapters.sandbox import in_process
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.store.events import FetchCompleted, ModelResponded, SearchCompleted, TrajectoryStarted
 from searchtrace.store.log import EventLog
-from tests.engine.sandbox_util import config, trajectories
+from tests.builders import sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ def _searches(db: Path) -> dict[str, list[SearchCompleted]]:
 
 
 async def test_a_rate_limited_provider_queues_but_its_provider_time_stays_the_same(tmp_path: Path) -> None:
-    cfg = config(tmp_path, n=4, providers={"brave": {"rps": 1.0}},
+    cfg = sandbox_config(tmp_path, n=4, providers={"brave": {"rps": 1.0}},
                  limits={"max_trajectories": 8})
     sandbox = in_process()
     point_at_sandbox(cfg, sandbox.root)

@@ -13,6 +13,7 @@ from searchtrace.store import EventLog, open_writer
 from searchtrace.store import append as append_mod
 from searchtrace.store.append import Stale
 from searchtrace.store.tuning import bulk_appends
+from tests.store.store_support import ev, intact
 
 
 def test_prepared_ahead_continues_positions_ids_and_streams_and_commits_only_in_order(tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_support import ev, intact
 
 from searchtrace.store import EventLog, open_writer
 from searchtrace.store import append as append_mod
 from searchtrace.store.tuning import GIL_TURN_S, bulk_appends
+from tests.store.store_support import ev, intact
 
 THREADS = 3  # not the machine's default, so "given back" cannot be confused with "reset to the default"
 INTERVAL = 0.0025  # likewise for the switch interval
