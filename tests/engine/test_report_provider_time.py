@@ -16,13 +16,13 @@ from searchtrace import pipeline
 from searchtrace.adapters.sandbox import in_process
 from searchtrace.analytics.latency import KEYS
 from searchtrace.engine.config import point_at_sandbox
-from tests.engine.sandbox_util import config
+from tests.builders import sandbox_config
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_report_latency_is_provider_time(tmp_path: Path) -> None:
-    cfg = config(tmp_path, n=4, providers={"brave": {"rps": 1.0}}, limits={"max_trajectories": 8})
+    cfg = sandbox_config(tmp_path, n=4, providers={"brave": {"rps": 1.0}}, limits={"max_trajectories": 8})
     cfg.providers = {k: v for k, v in cfg.providers.items() if k in ("brave", "tavily")}
     box = in_process()
     point_at_sandbox(cfg, box.root)
