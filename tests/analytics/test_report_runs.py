@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from analytics_fixture import import_fixture, report_json, run_cli
 
 from searchtrace.analytics.html import extras_from_db
 from searchtrace.store.events import (
@@ -22,6 +21,8 @@ from searchtrace.store.events import (
     Usage,
 )
 from searchtrace.store.log import EventLog
+from tests.analytics.analytics_fixture import import_fixture, report_json
+from tests.builders import run_cli
 
 
 def _second_run(db: Path) -> None:
@@ -42,27 +43,27 @@ def _second_run(db: Path) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def db(tmp_path: Path) -> Path:
     path = tmp_path / "runs.duckdb"
-    import_fixture(capsys, path, tmp_path / "in")  # run `import`: alpha, beta, gamma
+    import_fixture(path, tmp_path / "in")  # run `import`: alpha, beta, gamma
     return path
 
 
-def test_several_runs_need_run_id(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    alone, _ = report_json(capsys, db, "--judge-run-id", "j1")
+def test_several_runs_need_run_id(db: Path) -> None:
+    alone, _ = report_json(db, "--judge-run-id", "j1")
     _second_run(db)
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "--json", "--judge-run-id", "j1")
+    code, out, err = run_cli("report", "--db", str(db), "--json", "--judge-run-id", "j1")
     assert code == 2 and out == ""
     assert err.strip() == "searchtrace: error: this store holds 2 runs (import, rec); choose one with --run-id (repeat it to report several together)"
-    imported, _ = report_json(capsys, db, "--judge-run-id", "j1", "--run-id", "import")
+    imported, _ = report_json(db, "--judge-run-id", "j1", "--run-id", "import")
     assert imported == alone  # the other run's trajectory changes nothing
-    _, rec = report_json(capsys, db, "--judge-run-id", "j1", "--run-id", "rec")
+    _, rec = report_json(db, "--judge-run-id", "j1", "--run-id", "rec")
     assert sorted(rec["providers"]) == ["delta"] and rec["providers"]["delta"]["trajectories"] == 1
     assert rec["complementarity"] == {}
-    _, both = report_json(capsys, db, "--judge-run-id", "j1", "--run-id", "import", "--run-id", "rec")
+    _, both = report_json(db, "--judge-run-id", "j1", "--run-id", "import", "--run-id", "rec")
     assert sorted(both["providers"]) == ["alpha", "beta", "delta", "gamma"]
     assert both["providers"]["alpha"] == json.loads(alone)["providers"]["alpha"]
-    code, _, err = run_cli(capsys, "report", "--db", str(db), "--run-id", "nope")
+    code, _, err = run_cli("report", "--db", str(db), "--run-id", "nope")
     assert code == 2 and err.strip() == "searchtrace: error: run 'nope' not found in the database (known: import, rec)"
 
 
