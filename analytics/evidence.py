@@ -1,7 +1,8 @@
 """Per-item evidence for the explorer: each judge item of a trajectory with the verdict it counts with and its cell.
 
-The cell is `rules.partition_cell`, the same expression the metrics count, and the verdict `rules.first_verdicts`,
-the one the metrics use; run inside `analytics.sources.reading` (relations by their bare names).
+The items are `items.ITEMS_SQL`, the cell `rules.partition_cell` (the expression the metrics count), the verdict
+`rules.first_verdicts` (the one the metrics use); `scoped` narrows the relations to the trajectories asked for,
+so one trajectory of millions of events reads only its own rows.
 """
 
 from __future__ import annotations
@@ -12,12 +13,32 @@ import duckdb
 
 from searchtrace.analytics.items import ITEMS_SQL
 from searchtrace.analytics.rules import first_verdicts, partition_cell
+from searchtrace.store.events import trajectory_stream
 
-ITEM_EVIDENCE_SQL = f"""
-WITH it AS (SELECT * FROM ({ITEMS_SQL}) WHERE stream_id = $stream),
+PER_STREAM = ("search_results", "search_calls", "search_completions", "fetch_calls", "fetch_completions",
+              "model_responses", "answers", "finishes")
+
+
+def scoped(schema: str, streams: str, trajectory_ids: str) -> str:
+    """CTEs that narrow the relations in `schema` to some trajectories (SQL list expressions of their stream ids and
+    trajectory ids), under the relations' own names, so the shared SQL reads only their rows. Exact for those
+    trajectories: `trajectories` keeps every row that supersedes another (the latest-attempt rule looks at them)."""
+    parts = [f"{r} AS (SELECT * FROM {schema}.{r} WHERE stream_id IN ({streams}))" for r in PER_STREAM]
+    parts.append(f"trajectories AS (SELECT * FROM {schema}.trajectories "
+                 f"WHERE stream_id IN ({streams}) OR supersedes IS NOT NULL)")
+    parts.append(f"verdicts AS (SELECT * FROM {schema}.verdicts WHERE trajectory_id IN ({trajectory_ids}))")
+    return ",\n".join(parts)
+
+
+def item_evidence_sql(schema: str) -> str:
+    """Every item of the trajectories `$streams` / `$tids` with its verdict in judge run `$run`; `part` NULL unless
+    the verdict is valid."""
+    return f"""
+WITH {scoped(schema, "SELECT unnest($streams::VARCHAR[])", "SELECT unnest($tids::VARCHAR[])")},
+it AS ({ITEMS_SQL}),
 v AS ({first_verdicts("$run")})
-SELECT it.url_normalized, it.first_position, it.rank, it.title, it.url, it.domain, it.n_appearances, it.n_fetches,
-       it.fetched, it.page_visible, it.page_digest, v.valid, v.surface, v.invalid_reason,
+SELECT it.stream_id, it.url_normalized, it.first_position, it.rank, it.title, it.url, it.domain, it.n_appearances,
+       it.n_fetches, it.fetched, it.page_visible, it.page_digest, v.valid, v.surface, v.invalid_reason,
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer,
        v.position AS verdict_position,
@@ -26,7 +47,6 @@ SELECT it.url_normalized, it.first_position, it.rank, it.title, it.url, it.domai
 FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ORDER BY it.first_position
 """
-"""Every item of trajectory stream `$stream` with its verdict in judge run `$run`; `part` NULL unless valid."""
 
 
 def rationales(con: duckdb.DuckDBPyConnection, positions: list[int]) -> dict[int, str | None]:
@@ -41,9 +61,13 @@ def rationales(con: duckdb.DuckDBPyConnection, positions: list[int]) -> dict[int
     return {int(pos): text for pos, text in rows}
 
 
-def item_evidence(con: duckdb.DuckDBPyConnection, stream_id: str, judge_run_id: str | None) -> list[dict[str, Any]]:
-    """Rows of ITEM_EVIDENCE_SQL as dicts, each with its verdict's rationale."""
-    cur = con.execute(ITEM_EVIDENCE_SQL, {"stream": stream_id, "run": judge_run_id})
+def item_evidence(
+    con: duckdb.DuckDBPyConnection, schema: str, trajectory_ids: list[str], judge_run_id: str | None
+) -> list[dict[str, Any]]:
+    """Rows of `item_evidence_sql` for some trajectories (in `analytics.sources.reading`, which names `schema`),
+    each with its verdict's rationale."""
+    streams = [trajectory_stream(t) for t in trajectory_ids]
+    cur = con.execute(item_evidence_sql(schema), {"streams": streams, "tids": trajectory_ids, "run": judge_run_id})
     names = [d[0] for d in cur.description or []]
     rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     why = rationales(con, [r["verdict_position"] for r in rows if r["verdict_position"] is not None])

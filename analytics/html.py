@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from searchtrace.analytics.lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
+from searchtrace.analytics.table import ROWS, is_cost, lookup
 from searchtrace.store.errors import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -31,7 +32,8 @@ _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;color:#212121;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin:2.2rem 0 .3rem}
 p.note{color:#555;margin:.2rem 0 .8rem;font-size:.92rem}
-svg{width:100%;height:auto;display:block}svg text{font:12px system-ui,sans-serif;fill:#333}
+svg{width:100%;min-width:600px;height:auto;display:block}svg text{font:13px system-ui,sans-serif;fill:#333}
+.chart{overflow-x:auto;margin:.3rem 0}.chart-title{font-weight:600;font-size:.95rem;margin:.9rem 0 .1rem}
 table{border-collapse:collapse;font-size:.86rem;margin-top:.5rem}th,td{padding:.25rem .55rem;border-bottom:1px solid #e0e0e0;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}
 .legend span{display:inline-block;margin-right:1rem;font-size:.85rem}
@@ -70,10 +72,11 @@ def _rect(x: float, y: float, w: float, h: float, fill: str, title: str, opacity
 
 
 def _svg(height: float, body: Sequence[str], label: str) -> str:
+    """A chart drawn W wide; on a narrow screen it scrolls sideways rather than shrinking its text below ~11 px."""
     return (
-        f'<svg viewBox="0 0 {W} {_num(height)}" role="img" aria-label="{escape(label)}">'
+        f'<div class="chart"><svg viewBox="0 0 {W} {_num(height)}" role="img" aria-label="{escape(label)}">'
         + "".join(body)
-        + "</svg>"
+        + "</svg></div>"
     )
 
 
@@ -92,6 +95,19 @@ def _nice_max(v: float) -> float:
         if m * exp >= v:
             return float(m * exp)
     return float(10 * exp)
+
+
+def count_axis_end(v: float) -> tuple[float, int]:
+    """An axis end and tick count for counts: whole-number ticks only (a count is never 0.6)."""
+    top = max(1, math.ceil(v))
+    if top <= 5:
+        return float(top), top
+    end = max(top, math.ceil(_nice_max(v)))
+    for ticks in (5, 4, 6, 3, 2):
+        if end % ticks == 0:
+            return float(end), ticks
+    end += -end % 5
+    return float(end), 5
 
 
 def _axis(
@@ -142,7 +158,7 @@ def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
         counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in PARTS)
         body.append(
             _text(
-                x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555;font-size:11px"'
+                x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555"'
             )
         )
     return _svg(height, body, "support partition per provider") + _legend(
@@ -238,11 +254,11 @@ def contradiction_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
         ratio = p.get("contradiction_gold_ratio")
         contra = round(ratio * support) if isinstance(ratio, int | float) else 0
         rows.append((name, support, contra, ratio))
-    vmax = _nice_max(max([1, *(max(s, c) for _, s, c, _ in rows)]))
+    vmax, ticks = count_axis_end(max([1, *(max(s, c) for _, s, c, _ in rows)]))
     row, top = 46, 10
     height = top + row * len(rows) + 30
     x0, x1 = LEFT, W - 110
-    body = _axis(x0, x1, top + row * len(rows) + 4, top, vmax)
+    body = _axis(x0, x1, top + row * len(rows) + 4, top, vmax, ticks)
     for i, (name, support, contra, ratio) in enumerate(rows):
         y = top + i * row
         body.append(_text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
@@ -264,14 +280,17 @@ def _quantile(xs: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def box_chart(values: Mapping[str, Sequence[float]], label: str) -> str:
-    """Box plot per provider (min, quartiles, median, max) with the mean as a dot."""
+def box_chart(values: Mapping[str, Sequence[float]], label: str, *, counts: bool = True) -> str:
+    """Box plot per provider (min, quartiles, median, max) with the mean as a dot, under a visible title.
+
+    `counts`: the values are counts (tokens, fetches), so the axis ticks are whole numbers."""
     names = sorted(values)
-    vmax = _nice_max(max([1.0, *(max(v) for v in values.values() if v)]))
+    peak = max([1.0, *(max(v) for v in values.values() if v)])
+    vmax, ticks = count_axis_end(peak) if counts else (_nice_max(peak), 5)
     row, top = 34, 10
     height = top + row * max(len(names), 1) + 30
     x0, x1 = LEFT, W - 20
-    body = _axis(x0, x1, top + row * max(len(names), 1) + 4, top, vmax)
+    body = _axis(x0, x1, top + row * max(len(names), 1) + 4, top, vmax, ticks)
 
     def sx(v: float) -> float:
         return x0 + (x1 - x0) * v / vmax
@@ -296,34 +315,27 @@ def box_chart(values: Mapping[str, Sequence[float]], label: str) -> str:
         body.append(
             f'<circle cx="{_num(sx(mean))}" cy="{_num(mid)}" r="3.5" fill="#212121"><title>mean {_num(mean)}</title></circle>'
         )
-    return _svg(height, body, label)
+    return f'<p class="chart-title">{escape(label)}</p>' + _svg(height, body, label)
 
 
 def mean_chart(providers: Mapping[str, Mapping[str, Any]], field: str, label: str) -> str:
     """Fallback when no per-trajectory values were given: the report's mean per provider as a bar."""
-    return box_chart({n: [float(p.get(field) or 0.0)] for n, p in providers.items()}, label + " (mean only)")
+    return box_chart({n: [float(p.get(field) or 0.0)] for n, p in providers.items()}, label + " (mean only)",
+                     counts=False)
 
 
 # -- page ------------------------------------------------------------------------
-TABLE_FIELDS = (
-    "trajectories", "correct", "accuracy", "exact_match", "token_f1", "searches_per_trajectory",
-    "fetches_per_trajectory", "input_tokens_per_trajectory", "output_tokens_per_trajectory", "items",
-    "valid_items", "invalid_items", "snippet_only_items", "page_visible_items", "discovered_support",
-    "surface_support_rate", "surface_chars_mean", "surface_chars_median", "surface_answerable_queries", "gold_rank1_share", "contradiction_gold_ratio",
-)  # fmt: skip
-
-
-def provider_table(providers: Mapping[str, Mapping[str, Any]]) -> str:
+def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool = False) -> str:
+    """The terminal table's rows (analytics.table.ROWS, one definition; USD rows only when priced), one column per
+    provider."""
     names = sorted(providers)
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
     rows = [f"<tr><th>metric</th>{head}</tr>"]
-    for f in TABLE_FIELDS:
-        rows.append(
-            f"<tr><td>{f}</td>" + "".join(f"<td>{_fmt(providers[n].get(f))}</td>" for n in names) + "</tr>"
-        )
-    for p in PARTS:
-        cells = "".join(f"<td>{_fmt((providers[n].get('partition') or {}).get(p))}</td>" for n in names)
-        rows.append(f"<tr><td>partition {p}</td>{cells}</tr>")
+    for key, label in ROWS:
+        if is_cost(key) and not priced:
+            continue
+        cells = "".join(f"<td>{_fmt(lookup(providers[n], key))}</td>" for n in names)
+        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
 
@@ -398,7 +410,7 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
     parts += interval_section(report)
     parts += [
         "<h2>Per provider</h2>",
-        provider_table(providers),
+        provider_table(providers, priced="prices_as_of" in report),
     ]
     if report.get("complementarity"):
         parts += ["<h2>Complementarity</h2>", complementarity_table(report["complementarity"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -96,12 +97,19 @@ def interval(ci: Any) -> str:
 TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact": "sign-flip", "sign_flip_mc": "sign-flip (drawn)"}
 
 
-def _get(block: dict[str, Any], key: str) -> Any:
+def is_cost(key: str) -> bool:
+    """A USD row of ROWS: shown only when the report was priced (`prices_as_of`)."""
+    return key.endswith("_usd") or key.startswith("usd_")
+
+
+def lookup(block: Mapping[str, Any], key: str) -> Any:
+    """A report value by its ROWS key (`partition.SMART` reaches into the partition)."""
+    value: Any = block
     for part in key.split("."):
-        if not isinstance(block, dict):
+        if not isinstance(value, Mapping):
             return None
-        block = block.get(part)  # type: ignore[assignment]
-    return block
+        value = value.get(part)
+    return value
 
 
 def render_table(report: dict[str, Any], console: Console) -> None:
@@ -123,12 +131,12 @@ def render_table(report: dict[str, Any], console: Console) -> None:
         for name in part:
             table.add_column(name, justify="right")
         for key, label in ROWS:
-            if key.endswith("_usd") or key.startswith("usd_"):
+            if is_cost(key):
                 if "prices_as_of" not in report:
                     continue
                 label += f" (prices {report['prices_as_of']})" if key == "search_usd" else ""
-            show = fmt_usd if key.endswith("_usd") or key.startswith("usd_") else fmt
-            table.add_row(label, *(show(_get(providers[n], key)) for n in part))
+            show = fmt_usd if is_cost(key) else fmt
+            table.add_row(label, *(show(lookup(providers[n], key)) for n in part))
             if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
                 table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
             if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):

@@ -62,5 +62,15 @@ def get(con: duckdb.DuckDBPyConnection, sha256: str) -> bytes:
     return data
 
 
+def get_many(con: duckdb.DuckDBPyConnection, digests: Sequence[str]) -> dict[str, bytes]:
+    """The content of every digest that is stored, in one scan (a digest not stored is left out)."""
+    if not digests:
+        return {}
+    rows = con.execute(
+        "SELECT sha256, bytes, codec FROM blobs WHERE sha256 IN (SELECT unnest(?::VARCHAR[]))", [list(set(digests))]
+    ).fetchall()
+    return {d: zlib.decompress(bytes(raw)) if codec == CODEC else bytes(raw) for d, raw, codec in rows}
+
+
 def exists(con: duckdb.DuckDBPyConnection, sha256: str) -> bool:
     return con.execute("SELECT 1 FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone() is not None

@@ -13,9 +13,10 @@ BENCHMARKS: dict[str, str] = {
     "judge": "searchtrace.benchmarks.judge:command",
     "http": "searchtrace.benchmarks.http:command",
     "chaos": "searchtrace.benchmarks.chaos:command",
+    "view": "searchtrace.benchmarks.view:command",
 }
 
 
 @click.group(cls=LazyGroup, lazy=BENCHMARKS)
 def bench() -> None:
-    """Throughput benchmarks (ingest, replay, fan-out, judge, http) and the chaos suite."""
+    """Throughput benchmarks (ingest, replay, fan-out, judge, http), the explorer's API latency (view) and the chaos suite."""

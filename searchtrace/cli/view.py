@@ -42,4 +42,4 @@ def view(db: Path, port: int) -> None:
     live = prepare(db)
     click.echo(f"searchtrace view: http://127.0.0.1:{port}/  ({db}{', read through the run that holds it' if live else ''}; Ctrl-C to stop)",
                nl=True)
-    uvicorn.run(create_app(db), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    uvicorn.run(create_app(db, warm=True), host="127.0.0.1", port=port, log_level="warning", access_log=False)

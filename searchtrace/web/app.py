@@ -7,6 +7,7 @@ text (never parsed as HTML), and a strict Content-Security-Policy forbids inline
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -48,14 +49,26 @@ def json_response(body: Any, status: int = 200) -> Response:
     return Response(_encoder.encode(body), status_code=status, media_type="application/json")
 
 
+def _warm(source: Source, index: data.TrajectoryIndex) -> None:
+    """Build the list index for the default judge run (errors surface on the first request instead)."""
+    try:
+        with source.cursor() as cur:
+            index.rows(cur, index.resolve(cur, None))
+    except (BadInput, StoreError, duckdb.Error):
+        pass
+
+
 def _static(name: str) -> bytes:
     return resources.files("searchtrace.web").joinpath("static").joinpath(name).read_bytes()
 
 
-def create_app(db: Path) -> Starlette:
-    """The app over one store (read through `Source`: the file, or the run that holds it)."""
+def create_app(db: Path, *, warm: bool = False) -> Starlette:
+    """The app over one store (read through `Source`: the file, or the run that holds it). `warm`: build the
+    trajectory list index in the background at once, so the first list page need not wait for it."""
     source = Source(db)
     index = data.TrajectoryIndex()
+    if warm:
+        threading.Thread(target=_warm, args=(source, index), name="searchtrace-view-warm", daemon=True).start()
     assets = {name: _static(name) for name in STATIC}
 
     def api(fn: Callable[[duckdb.DuckDBPyConnection, Request], Any]) -> Callable[[Request], Response]:
@@ -86,14 +99,15 @@ def create_app(db: Path) -> Starlette:
                              limit=int(qp.get("limit") or 50), offset=int(qp.get("offset") or 0))
         except ValueError:
             raise BadInput("epoch, limit and offset are integers") from None
-        run = data.resolve(cur, q(request, "judge_run_id"))
-        return {**data.list_trajectories(index.rows(cur, run), f), "judge_run_id": run}
+        run = index.resolve(cur, q(request, "judge_run_id"))
+        rows = index.rows(cur, run)
+        return {**data.list_trajectories(rows, f, index.facets), "judge_run_id": run}
 
     def trajectory_page(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
-        return data.trajectory(cur, request.path_params["tid"], q(request, "judge_run_id"))
+        return data.trajectory(cur, request.path_params["tid"], index.resolve(cur, q(request, "judge_run_id")))
 
     def question_page(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
-        return data.question(cur, request.path_params["qid"], q(request, "judge_run_id"))
+        return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
     def report(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
         return data.report(cur, q(request, "judge_run_id"))

@@ -16,7 +16,7 @@ import duckdb
 import msgspec
 
 from searchtrace.analytics import sources
-from searchtrace.analytics.evidence import item_evidence, rationales
+from searchtrace.analytics.evidence import item_evidence, rationales, scoped
 from searchtrace.analytics.metrics import trajectory_stats
 from searchtrace.analytics.report import build_report
 from searchtrace.analytics.rules import (
@@ -100,12 +100,27 @@ def resolve(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> str | N
 
 
 class TrajectoryIndex:
-    """Every current trajectory's list row for one judge run, rebuilt only when the log's head moves."""
+    """Every current trajectory's list row for one judge run, and the judge run a request means, both kept until
+    the log's head moves (a store of millions of events is not aggregated again for each page)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key: tuple[int, str | None] | None = None
         self._rows: list[Row] = []
+        self.facets: Row = facets([])
+        self._runs: dict[tuple[int, str | None], str | None] = {}
+
+    def resolve(self, cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> str | None:
+        """`resolve` for the current head (BadInput for an unknown run is never kept)."""
+        key = (head(cur), judge_run_id or None)
+        with self._lock:
+            if key in self._runs:
+                return self._runs[key]
+        run = resolve(cur, judge_run_id)
+        with self._lock:
+            self._runs = {k: v for k, v in self._runs.items() if k[0] == key[0]}
+            self._runs[key] = run
+        return run
 
     def rows(self, cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> list[Row]:
         key = (head(cur), judge_run_id)
@@ -113,8 +128,9 @@ class TrajectoryIndex:
             if self._key == key:
                 return self._rows
         rows = self._build(cur, judge_run_id)
+        choices = facets(rows)
         with self._lock:
-            self._key, self._rows = key, rows
+            self._key, self._rows, self.facets = key, rows, choices
         return rows
 
     @staticmethod
@@ -169,56 +185,66 @@ def _keep(r: Row, f: Filters, q: str | None) -> bool:
     return True
 
 
-def list_trajectories(rows: list[Row], f: Filters) -> Row:
+def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
     """One page of matching rows (newest first), their `total`, and counts over all matches for the filter bar."""
     if f.limit < 1 or f.limit > LIST_MAX or f.offset < 0:
         raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
     q = (f.q or "").strip().lower() or None
-    hits = [r for r in rows if _keep(r, f, q)]
-    parts: Counter[str] = Counter()
+    filtered = any((f.run, f.provider, f.epoch is not None, f.correct, f.partition, q))
+    hits = [r for r in rows if _keep(r, f, q)] if filtered else rows
+    parts = dict.fromkeys(("SMART", "MISSED", "BLIND", "NO-OP"), 0)
     correct: Counter[str] = Counter()
+    providers: Counter[str] = Counter()
     for r in hits:
-        parts.update(r["partition"])
-        correct["unaudited" if r["correct"] is None else str(bool(r["correct"])).lower()] += 1
+        for k, v in r["partition"].items():
+            parts[k] += v
+        correct["unaudited" if r["correct"] is None else "true" if r["correct"] else "false"] += 1
+        providers[r["provider"]] += 1
     return {
         "total": len(hits),
         "offset": f.offset,
         "limit": f.limit,
         "trajectories": hits[f.offset : f.offset + f.limit],
         "counts": {
-            "providers": dict(Counter(r["provider"] for r in hits)),
+            "providers": dict(providers),
             "correct": dict(correct),
-            "partition": {k: parts.get(k, 0) for k in ("SMART", "MISSED", "BLIND", "NO-OP")},
+            "partition": parts,
         },
-        "facets": {
-            "providers": sorted({r["provider"] for r in rows}),
-            "runs": sorted({r["run_id"] for r in rows if r["run_id"]}),
-            "epochs": sorted({r["epoch"] for r in rows}),
-        },
+        "facets": choices,
     }
 
 
-def _answer_row(cur: duckdb.DuckDBPyConnection, stream: str) -> Row:
+def facets(rows: list[Row]) -> Row:
+    """The filter bar's choices over every row."""
+    return {"providers": sorted({r["provider"] for r in rows}), "runs": sorted({r["run_id"] for r in rows if r["run_id"]}),
+            "epochs": sorted({r["epoch"] for r in rows})}
+
+
+def _answer_row(cur: duckdb.DuckDBPyConnection, schema: str, trajectory_id: str) -> Row:
+    stream = trajectory_stream(trajectory_id)
     found = _rows(
         cur,
-        f"""WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE}
+        f"""WITH {scoped(schema, "SELECT $stream", "SELECT $tid")}, {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE}
 SELECT tr.question, tr.gold_answer, fa.final_answer, aud.semantic_match, aud.audit_source
-FROM tr LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) WHERE tr.stream_id = ?""",
-        [stream],
+FROM tr LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) WHERE tr.stream_id = $stream""",
+        {"stream": stream, "tid": trajectory_id},
     )
     return found[0] if found else {}
 
 
-def _page(cur: duckdb.DuckDBPyConnection, digest: str) -> Row:
-    try:
-        data = blobs.get(cur, digest)
-    except KeyError:
-        return {"text": None, "n_bytes": 0, "truncated": False}
-    text = data.decode("utf-8", errors="replace")
-    return {"text": text[:PAGE_CHARS], "n_bytes": len(data), "truncated": len(text) > PAGE_CHARS}
+def _pages(cur: duckdb.DuckDBPyConnection, digests: list[str]) -> dict[str, Row]:
+    """Fetched pages by digest as text (cut at PAGE_CHARS for the view; the blob keeps every byte)."""
+    found = blobs.get_many(cur, digests)
+    out: dict[str, Row] = {}
+    for d in digests:
+        raw = found.get(d)
+        text = None if raw is None else raw.decode("utf-8", errors="replace")
+        out[d] = {"text": None if text is None else text[:PAGE_CHARS], "n_bytes": 0 if raw is None else len(raw),
+                  "truncated": text is not None and len(text) > PAGE_CHARS}
+    return out
 
 
-def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, judge_run_id: str | None) -> Row:
+def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, run: str | None) -> Row:
     """The trajectory's events in order (the timeline), its items with verdicts, fetched pages, answer and audit."""
     stream = trajectory_stream(trajectory_id)
     events = _rows(
@@ -231,15 +257,11 @@ def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, judge_run_id:
         raise NotFound(f"trajectory {trajectory_id!r} is not in the store")
     steps = [{**{k: v for k, v in e.items() if k != "payload"}, "payload": msgspec.json.decode(e["payload"])} for e in events]
     started: dict[str, Any] = next((s["payload"] for s in steps if s["type"] == "trajectory.started"), {})
-    run = resolve(cur, judge_run_id)
-    with reading(cur):
-        items = item_evidence(cur, stream, run)
-        ans = _answer_row(cur, stream)
-    pages = {
-        s["payload"]["content_digest"]: _page(cur, s["payload"]["content_digest"])
-        for s in steps
-        if s["type"] == "fetch.completed" and s["payload"].get("content_digest")
-    }
+    with reading(cur) as schema:
+        items = item_evidence(cur, schema, [trajectory_id], run)
+        ans = _answer_row(cur, schema, trajectory_id)
+    pages = _pages(cur, [s["payload"]["content_digest"] for s in steps
+                         if s["type"] == "fetch.completed" and s["payload"].get("content_digest")])
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or started.get("gold_answer") or ""
     parts = Counter(i["part"] for i in items if i["part"])
@@ -266,14 +288,13 @@ def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, judge_run_id:
     }
 
 
-def question(cur: duckdb.DuckDBPyConnection, qid: str, judge_run_id: str | None) -> Row:
+def question(cur: duckdb.DuckDBPyConnection, qid: str, run: str | None) -> Row:
     """Every provider's current trajectories for one question: searches with results, items, answers, shared URLs."""
-    run = resolve(cur, judge_run_id)
-    with reading(cur):
-        return _question(cur, qid, run)
+    with reading(cur) as schema:
+        return _question(cur, schema, qid, run)
 
 
-def _question(cur: duckdb.DuckDBPyConnection, qid: str, run: str | None) -> Row:
+def _question(cur: duckdb.DuckDBPyConnection, schema: str, qid: str, run: str | None) -> Row:
     trs = _rows(cur, f"WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE} "
                      "SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.epoch, tr.question, tr.gold_answer, "
                      "fa.final_answer, "
@@ -294,8 +315,11 @@ def _question(cur: duckdb.DuckDBPyConnection, qid: str, run: str | None) -> Row:
         by_call[(r["stream_id"], r["call_id"])].append(r)
     seen: dict[str, set[str]] = defaultdict(set)
     out = []
+    per_stream: dict[str, dict[str, Row]] = defaultdict(dict)
+    for i in item_evidence(cur, schema, [t["trajectory_id"] for t in trs], run):
+        per_stream[i["stream_id"]][i["url_normalized"]] = i
     for t in trs:
-        items = {i["url_normalized"]: i for i in item_evidence(cur, t["stream_id"], run)}
+        items = per_stream[t["stream_id"]]
         for u in items:
             seen[u].add(t["provider"])
         searches = [

@@ -20,7 +20,7 @@ from searchtrace.analytics.views import ensure_views
 from searchtrace.store.errors import NotAStore, StoreLocked
 from searchtrace.store.log import EventLog
 from searchtrace.store.readonly import open_read_only
-from searchtrace.store.readserver import open_remote
+from searchtrace.store.readserver import open_remote, while_held
 
 IDLE_S = 2.0
 
@@ -40,32 +40,27 @@ class Source:
 
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor for one request: on the kept read-only connection, else a remote session (StoreLocked if none)."""
-        cur = self._local()
-        if cur is None:
-            remote = open_remote(self.db)
-            try:
-                yield remote
-            finally:
-                remote.close()
-            return
+        """A cursor for one request: on the kept read-only connection, else a session on the run that holds the
+        file (retried while a run hands the file over; StoreLocked when nobody serves it)."""
+        local, cur = while_held(self._local, self._remote)
         try:
             yield cur
         finally:
             cur.close()
-            with self._lock:
-                self._users -= 1
-                self._last = time.monotonic()
+            if local:
+                with self._lock:
+                    self._users -= 1
+                    self._last = time.monotonic()
 
-    def _local(self) -> duckdb.DuckDBPyConnection | None:
+    def _local(self) -> tuple[bool, duckdb.DuckDBPyConnection]:
         with self._lock:
             if self._con is None:
-                try:
-                    self._con = open_read_only(self.db)
-                except StoreLocked:
-                    return None
+                self._con = open_read_only(self.db)  # StoreLocked while a run holds the file
             self._users += 1
-            return self._con.cursor()
+            return True, self._con.cursor()
+
+    def _remote(self) -> tuple[bool, duckdb.DuckDBPyConnection]:
+        return False, open_remote(self.db)
 
     def _reap(self) -> None:
         while not self._stop.wait(IDLE_S / 4):

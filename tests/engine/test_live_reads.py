@@ -8,10 +8,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
 
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store.log import EventLog
 from searchtrace.store.readserver import socket_path
+from searchtrace.web.app import create_app as create_view
 from tests.engine.test_resume_kill import CONFIG
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
@@ -30,9 +35,24 @@ def shape(db: Path) -> Counter[tuple[str, int, str]]:
     return Counter((str(a), int(b), str(c)) for a, b, c in rows)
 
 
-def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int]:
-    """`sql` and `report --json` in other processes while the run records; every one must succeed."""
+def listed(app: Any) -> int:
+    """`total` of the explorer's /api/trajectories (in this process: it reads through the run's socket)."""
+
+    async def get() -> int:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://view") as c:
+            r = await c.get("/api/trajectories?limit=5")
+            assert r.status_code == 200, r.text
+            return int(r.json()["total"])
+
+    return anyio.run(get)
+
+
+def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int, list[int]]:
+    """`sql` and `report --json` in other processes, the explorer's list here, while the run records; every one
+    must succeed."""
     counts: list[int] = []
+    totals: list[int] = []
+    view = create_view(db)
     reports = 0
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
@@ -42,25 +62,28 @@ def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int]
         done = st("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
         assert done.returncode == 0, done.stderr
         counts.append(json.loads(done.stdout)[0]["n"])
+        if proc.poll() is None:
+            totals.append(listed(view))
         if reports < 2 and len(counts) % 2 == 0:
             rep = st("report", "--db", str(db), "--json")
             assert rep.returncode == 0, rep.stderr
             data = json.loads(rep.stdout)
             assert data["schema"] == "searchtrace.report/1" and data["providers"]
             reports += 1
-    return counts, reports
+    view.state.source.close()
+    return counts, reports, totals
 
 
 def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_alone(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2"))  # a run of ~20 s
     db, alone = tmp_path / "live.duckdb", tmp_path / "alone.duckdb"
     app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))  # 250 ms a turn
     with running(app=app) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress"]
         with subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             try:
-                counts, reports = read_while_running(proc, db)
+                counts, reports, totals = read_while_running(proc, db)
             finally:
                 if proc.poll() is None:
                     proc.kill()
@@ -68,6 +91,7 @@ def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_
         assert proc.returncode == 0, err
         assert len(counts) >= 3 and reports >= 1, (counts, reports)
         assert counts == sorted(counts) and counts[-1] > counts[0]  # every read saw more committed events
+        assert totals == sorted(totals) and totals[-1] > totals[0], totals  # the explorer lists new trajectories
         assert not socket_path(db).exists()
         app.state.sandbox.faults = None
         ref = subprocess.run([*cmd, "--db", str(alone)], capture_output=True, text=True, timeout=120)

@@ -116,3 +116,16 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     assert "read-only" in page.get_by_test_id("sql-result").inner_text()
     page.close()
     assert problems == []
+
+
+def test_the_report_page_stays_readable_400_px_wide(server: str, browser: object) -> None:
+    """`report --html` (served as the explorer's report page): chart text at least ~11 px on a 400 px screen."""
+    page = browser.new_page(viewport={"width": 400, "height": 800})  # type: ignore[attr-defined]
+    page.goto(f"{server}/report.html")
+    texts = page.locator("svg text")
+    texts.first.wait_for()
+    heights = [texts.nth(i).bounding_box()["height"] for i in range(min(texts.count(), 40))]
+    small = [texts.nth(i).inner_html() for i, h in enumerate(heights) if h < 11]
+    assert min(heights) >= 11, (heights, small)  # 12 px text drawn 720 wide and squeezed into 368 px rendered at ~7 px
+    assert page.get_by_text("input tokens per trajectory").first.is_visible()
+    page.close()
