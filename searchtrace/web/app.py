@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchtrace.analytics.html import extras_from_db, render
 from searchtrace.store.errors import BadInput, StoreError
+from searchtrace.store.readserver import ReadsEnded
 from searchtrace.web import data
 from searchtrace.web.source import Source
 
@@ -74,10 +75,17 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
     def api(fn: Callable[[duckdb.DuckDBPyConnection, Request], Any]) -> Callable[[Request], Response]:
         """A sync endpoint (Starlette runs it in a worker thread) with one cursor and errors as JSON."""
 
-        def endpoint(request: Request) -> Response:
+        def answer(request: Request) -> Response:
             try:
                 with source.cursor() as cur:
                     return json_response(fn(cur, request))
+            except ReadsEnded:  # the run that served the read ended: the file is (about to be) free, read again
+                with source.cursor() as cur:
+                    return json_response(fn(cur, request))
+
+        def endpoint(request: Request) -> Response:
+            try:
+                return answer(request)
             except data.NotFound as exc:
                 return json_response({"error": str(exc)}, 404)
             except (BadInput, StoreError, ValueError) as exc:
