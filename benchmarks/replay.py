@@ -183,7 +183,7 @@ def _report_json(db: Path, bootstrap: int = 0) -> tuple[str, float]:
 
 
 def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
-    from searchtrace.replay.importer import import_files
+    from searchtrace.replay.interchange.importer import import_files
     from searchtrace.store.log import EventLog
     from searchtrace.store.tuning import bulk_appends
 

@@ -27,9 +27,9 @@ _EXPORTS: dict[str, str] = {
     "load_recorded": "searchtrace.replay.rerun",
     "replay_trajectories": "searchtrace.replay.rerun",
     # interchange (SPEC §9)
-    "import_files": "searchtrace.replay.importer",
-    "ImportResult": "searchtrace.replay.importer",
-    "export_all": "searchtrace.replay.export",
+    "import_files": "searchtrace.replay.interchange",
+    "ImportResult": "searchtrace.replay.interchange",
+    "export_all": "searchtrace.replay.interchange",
     "TraceLine": "searchtrace.replay.interchange",
     "JudgmentLine": "searchtrace.replay.interchange",
 }

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchtrace.analytics import projections, views
-from searchtrace.replay.export import export_all
-from searchtrace.replay.importer import ImportResult
-from searchtrace.replay.importer import import_files as import_into
+from searchtrace.replay.interchange.export import export_all
+from searchtrace.replay.interchange.importer import ImportResult
+from searchtrace.replay.interchange.importer import import_files as import_into
 from searchtrace.store.log import EventLog
 from searchtrace.store.tuning import bulk_appends
 

@@ -12,7 +12,7 @@ import searchtrace.pipeline.reporting as reporting
 from searchtrace.analytics import projections
 from searchtrace.analytics.relations import RELATIONS, version
 from searchtrace.analytics.report import build_report, to_json
-from searchtrace.replay.importer import import_files
+from searchtrace.replay.interchange.importer import import_files
 from searchtrace.store.errors import NotAStore
 from searchtrace.store.log import EventLog
 from tests.analytics.analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture

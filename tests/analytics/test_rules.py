@@ -8,8 +8,8 @@ from pathlib import Path
 
 from searchtrace.analytics import sources
 from searchtrace.analytics.rules import ANSWERS_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells
-from searchtrace.replay.export import export_all
 from searchtrace.replay.grade import grade_answers
+from searchtrace.replay.interchange.export import export_all
 from searchtrace.store.events import AnswerFinal, DatasetQuestion, NewEvent
 from searchtrace.store.log import EventLog
 from tests.analytics.attempts_fixture import NEW, O1, OLD, P2, build

@@ -206,7 +206,7 @@ def test_import_from_a_pipe_and_a_fifo(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("how", ["grow", "rewrite"])
 def test_lines_added_or_changed_during_an_import_are_not_written(tmp_path: Path, how: str) -> None:
-    from searchtrace.replay.importer import import_files
+    from searchtrace.replay.interchange.importer import import_files
     from searchtrace.store.log import EventLog
 
     path = write_trace(tmp_path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from searchtrace.analytics.report import build_report
 from searchtrace.replay.grade import SOURCE, grade_answers, proposes_match
-from searchtrace.replay.importer import import_files
+from searchtrace.replay.interchange.importer import import_files
 from searchtrace.store.log import EventLog
 
 
@@ -59,7 +59,7 @@ def test_grades_then_imported_audit_wins(tmp_path: Path) -> None:
 
 
 def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -> None:
-    from searchtrace.replay.export import export_all
+    from searchtrace.replay.interchange.export import export_all
 
     traces = tmp_path / "t.jsonl"
     traces.write_text(json.dumps(_trace("t1", "q1", "Paris", "Paris")) + "\n")

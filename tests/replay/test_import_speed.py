@@ -16,9 +16,9 @@ import duckdb
 import pytest
 
 from searchtrace.adapters.urls import domain_of, normalize_url
-from searchtrace.replay import import_common
-from searchtrace.replay.import_common import event_id, event_ids, norm_url, url_domain
-from searchtrace.replay.importer import import_files
+from searchtrace.replay.interchange import common as import_common
+from searchtrace.replay.interchange.common import event_id, event_ids, norm_url, url_domain
+from searchtrace.replay.interchange.importer import import_files
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import stable_event_id
 from searchtrace.store.log import EventLog

@@ -194,7 +194,7 @@ async def test_transport_never_answers_what_was_not_recorded() -> None:
 
 
 def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
-    from searchtrace.replay.importer import import_files
+    from searchtrace.replay.interchange.importer import import_files
 
     line = {
         "trajectory_id": "x1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A",

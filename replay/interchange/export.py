@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from searchtrace.analytics.rules import Cells, is_proposal
-from searchtrace.replay.interchange import (
+from searchtrace.replay.interchange.formats import (
     AUDIT_HEADER,
     FetchStep,
     JudgmentLine,

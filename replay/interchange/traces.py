@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.replay import import_common
-from searchtrace.replay.import_common import (
+from searchtrace.replay.interchange import common as import_common
+from searchtrace.replay.interchange.common import (
     DATASET_STREAM,
     RUN_ID,
     Known,
@@ -25,7 +25,7 @@ from searchtrace.replay.import_common import (
     norm_url,
     url_domain,
 )
-from searchtrace.replay.interchange import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
+from searchtrace.replay.interchange.formats import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
 from searchtrace.store import blobs as _blobs
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.replay.import_common import (
+from searchtrace.replay.interchange.common import (
     AUDIT_SOURCE,
     AUDIT_STREAM,
     RUN_ID,
@@ -13,7 +13,7 @@ from searchtrace.replay.import_common import (
     fail,
     read_input,
 )
-from searchtrace.replay.interchange import AUDIT_HEADER, AUDIT_VALUES
+from searchtrace.replay.interchange.formats import AUDIT_HEADER, AUDIT_VALUES
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import AuditAnswer, NewEvent
 

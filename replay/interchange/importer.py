@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchtrace.replay import import_judgments
-from searchtrace.replay.import_audit import validate_audit
-from searchtrace.replay.import_common import Known, frozen_inputs
-from searchtrace.replay.import_traces import append_traces, validate_traces
+from searchtrace.replay.interchange import judgments as import_judgments
+from searchtrace.replay.interchange.audit import validate_audit
+from searchtrace.replay.interchange.common import Known, frozen_inputs
+from searchtrace.replay.interchange.traces import append_traces, validate_traces
 from searchtrace.store.events import AuditAnswer
 from searchtrace.store.log import EventLog
 

@@ -15,8 +15,8 @@ import msgspec
 
 from searchtrace.analytics import sources
 from searchtrace.analytics.items import ITEMS_SQL
-from searchtrace.replay import import_common
-from searchtrace.replay.import_common import (
+from searchtrace.replay.interchange import common as import_common
+from searchtrace.replay.interchange.common import (
     RUN_ID,
     Known,
     decode_line,
@@ -29,7 +29,7 @@ from searchtrace.replay.import_common import (
     norm_url,
     uuid_of_int,
 )
-from searchtrace.replay.interchange import (
+from searchtrace.replay.interchange.formats import (
     JudgmentLine,
     TypedJudgmentLine,
     judgment_decoder,
