@@ -49,7 +49,7 @@ class ViewTiming:
 
 def build(folder: Path, scale: int, seed: int) -> tuple[Path, int, float]:
     """The `bench replay` store at `scale` (kept in `folder` and reused when present); (db, events, seconds)."""
-    from searchtrace.replay.importer import import_files
+    from searchtrace.replay.interchange import import_files
     from searchtrace.store.log import EventLog
 
     db = folder / "bench.duckdb"
