@@ -116,6 +116,24 @@ class Stats:
     input_tokens: int = 0
     output_tokens: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    error_kinds: dict[str, int] = field(default_factory=dict)  # why trajectories ended in `error`, by error_kind
+
+
+_DNS = ("name or service not known", "nodename nor servname", "temporary failure in name resolution",
+        "getaddrinfo", "name resolution", "no address associated", "dns")
+
+
+def error_kind(error: str | None) -> str:
+    """The kind of a trajectory's error for the run summary: dns, refused, timeout, http_error, bad_response, ..."""
+    text = (error or "").lower()
+    if any(s in text for s in _DNS):
+        return "dns"
+    if "connection refused" in text or "connecterror" in text or "cannot connect" in text:
+        return "connection"
+    for kind in ("timeout", "http_error", "bad_response", "too_large"):
+        if f"({kind})" in text or text.startswith(kind):
+            return kind
+    return text.split(":", 1)[0].strip()[:40] or "unknown"
 
 
 class Recorder:

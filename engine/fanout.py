@@ -19,7 +19,7 @@ from typing import TypeVar
 import anyio
 import structlog
 
-from searchtrace.engine.agent import Agent, Recorder, Trajectory
+from searchtrace.engine.agent import Agent, Recorder, Trajectory, error_kind
 from searchtrace.store.errors import BadInput, ConcurrencyError
 from searchtrace.store.writer import Writer
 
@@ -94,6 +94,9 @@ async def run_one(agent: Agent, traj: Trajectory, writer: Writer) -> str:
     stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
     if reason == "error":
         stats.failed += 1
+        last = rec.payloads[-1] if rec.payloads else None
+        kind = error_kind(getattr(last, "error", None))
+        stats.error_kinds[kind] = stats.error_kinds.get(kind, 0) + 1
     log.debug("trajectory finished", trajectory_id=traj.trajectory_id, reason=reason, s=round(time.perf_counter() - t0, 3))
     return reason
 

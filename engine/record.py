@@ -24,6 +24,7 @@ import httpx
 import msgspec
 import structlog
 
+from searchtrace.adapters.errors import MissingKey
 from searchtrace.adapters.keys import read_key
 from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
 from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
@@ -77,6 +78,7 @@ class RunSummary(msgspec.Struct, kw_only=True):
     errored_final: int = 0  # cells whose every attempt (limits.max_attempts) ended in `error`: final, not retried
     superseded: int = 0  # errored attempts in the store replaced by a later attempt of the same cell
     to_retry: int = 0  # cells whose latest attempt ended in `error`: the next `record` records them again
+    error_kinds: dict[str, int] = {}  # why this invocation's trajectories ended in `error` (dns, timeout, http_error...)
 
 
 def code_version() -> str:
@@ -283,6 +285,7 @@ async def record_run(
         already=already,
         recorded=stats.done,
         reasons=dict(stats.reasons),
+        error_kinds=dict(stats.error_kinds),
         failed=stats.failed,
         model_calls=stats.model_calls,
         search_calls=stats.search_calls,
@@ -341,9 +344,15 @@ def preflight(cfg: RunConfig) -> None:
     """Fails on a missing key (one line naming the variable) before the store is opened; keys never leave here."""
     if cfg.sandbox:
         return
-    read_key("agent model", cfg.agent.key_env or None)
-    for name, p in cfg.providers.items():
-        read_key(f"provider {name}", p.key_env or None)
+    missing: list[str] = []  # every missing key at once, not one per attempt
+    for who, env in [("agent model", cfg.agent.key_env), *((f"provider {n}", p.key_env) for n, p in cfg.providers.items())]:
+        try:
+            read_key(who, env or None)
+        except MissingKey:
+            missing.append(f"{env} ({who})" if env else who)
+    if missing:
+        raise BadInput(f"no API key; set the environment variable{'s' if len(missing) > 1 else ''} "
+                       f"{', '.join(dict.fromkeys(missing))}")
 
 
 def _endpoint(e: EndpointCfg) -> Endpoint:

@@ -66,3 +66,8 @@ def record(
         click.echo(msgspec.json.encode(summary).decode())
     else:
         click.echo(summary_text(summary))
+    if summary.failed:  # a run that failed never exits 0
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())) or "unknown"
+        click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
+                   f"error ({kinds}); run the same command again to record them again", err=True)
+        raise SystemExit(1)

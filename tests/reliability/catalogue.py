@@ -669,6 +669,10 @@ def round_two_cases() -> list[Case]:
         ("record-key-newline", _record("cfg_lock.toml"), ("OPENAI_API_KEY",), {"OPENAI_API_KEY": CONTROL_KEY}),
         ("judge-key-newline", lambda e: ["judge", "--db", str(e.db), "--model", "m", "--base-url", "http://127.0.0.1:9"],
          ("OPENAI_API_KEY",), {"OPENAI_API_KEY": CONTROL_KEY}),
+        # 10. every missing key named at once
+        ("record-missing-keys", lambda e: ["record", "--config", str(e.path("cfg_lock.toml")), "--db", str(e.db),
+                                           "--no-progress"], ("OPENAI_API_KEY", "BRAVE_API_KEY", "TAVILY_API_KEY"),
+         {"OPENAI_API_KEY": "", "BRAVE_API_KEY": "", "TAVILY_API_KEY": "", "FIRECRAWL_API_KEY": ""}),
     ]
     for name, argv, words, env in probes:
         out.append(Case(name, argv, words, env=env, forbid=(PASSWORD, "ctlkey-first", "ctlkey-second")))

@@ -404,3 +404,21 @@ def test_a_full_disk_during_import_and_export_is_one_line(tmp_path: Path, limit:
             continue  # it fitted
         assert done.returncode in (1, 2) and len(done.stderr.splitlines()) == 1, (argv, done.stderr[-800:])
         assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- 10. a live run that fails says so
+
+
+@pytest.mark.parametrize(("base_url", "kind"), [("http://127.0.0.1:9/v1", "connection"),
+                                                ("http://no-such-host.invalid/v1", "dns")])
+def test_a_record_whose_every_cell_fails_exits_1_with_reasons_by_kind(tmp_path: Path, base_url: str, kind: str) -> None:
+    (tmp_path / "q.jsonl").write_text('{"qid": "a", "question": "Q?", "answer": "x"}\n'
+                                      '{"qid": "b", "question": "Q2?", "answer": "y"}\n')
+    (tmp_path / "run.toml").write_text(
+        f'run_id = "allfail"\n[agent]\nmodel = "m"\nbase_url = "{base_url}"\nmax_retries = 0\ntimeout_s = 3\n'
+        '[providers.brave]\n[fetch]\ncache_dir = ""\n[dataset]\npath = "q.jsonl"\n')
+    done = subprocess.run([SEARCHTRACE, "record", "--config", str(tmp_path / "run.toml"), "--db",
+                           str(tmp_path / "f.duckdb"), "--no-progress"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OPENAI_API_KEY": "sk-allfail-test", "BRAVE_API_KEY": "brave-allfail"})
+    assert done.returncode == 1, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and f"({kind} 2)" in done.stderr, done.stderr
