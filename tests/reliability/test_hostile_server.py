@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.catalogue import run_cli
+from tests.builders import run_cli
 from tests.reliability.test_security import SECRETS, leaks, store_texts
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -81,8 +81,8 @@ def _clean(code: int, out: str, err: str) -> None:
 @pytest.mark.parametrize("mode", sorted(REPLIES))
 def test_search_and_fetch_against_a_hostile_server(mode: str) -> None:
     with Hostile(REPLIES[mode]) as root:
-        _clean(*run_cli(["search", "-p", "brave", "--base-url", root, "--max-retries", "0", "--timeout", "3", "q"]))
-        _clean(*run_cli(["fetch", "--no-cache", "--base-url", root, "--max-retries", "0", "--timeout", "3",
+        _clean(*run_cli(*["search", "-p", "brave", "--base-url", root, "--max-retries", "0", "--timeout", "3", "q"]))
+        _clean(*run_cli(*["fetch", "--no-cache", "--base-url", root, "--max-retries", "0", "--timeout", "3",
                          "https://x.test/"]))
 
 
@@ -96,14 +96,14 @@ def judged_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                       "snippet": "s", "metadata": {}}]}]}
     (root / "t.jsonl").write_text(json.dumps(trace) + "\n")
     db = root / "h.duckdb"
-    assert run_cli(["import", "--db", str(db), str(root / "t.jsonl")])[0] == 0
+    assert run_cli(*["import", "--db", str(db), str(root / "t.jsonl")])[0] == 0
     return db
 
 
 @pytest.mark.parametrize("mode", ["not-http", "negative-length", "huge-header", "deep-json", "closed"])
 def test_judge_against_a_hostile_server(judged_store: Path, mode: str) -> None:
     with Hostile(REPLIES[mode]) as root:
-        _clean(*run_cli(["judge", "--db", str(judged_store), "--model", "m", "--base-url", root, "--max-retries", "0",
+        _clean(*run_cli(*["judge", "--db", str(judged_store), "--model", "m", "--base-url", root, "--max-retries", "0",
                          "--timeout", "3", "--no-progress"]))
     assert leaks(store_texts(judged_store))[1] == []
 
@@ -117,5 +117,5 @@ def test_record_against_a_hostile_server(tmp_path: Path, mode: str) -> None:
             f'[providers.brave]\nbase_url = "{root}"\nmax_retries = 0\n[fetch]\ncache_dir = ""\nbase_url = "{root}"\n'
             '[dataset]\npath = "q.jsonl"\n')
         db = tmp_path / "r.duckdb"
-        _clean(*run_cli(["record", "--config", str(tmp_path / "run.toml"), "--db", str(db), "--no-progress"]))
+        _clean(*run_cli(*["record", "--config", str(tmp_path / "run.toml"), "--db", str(db), "--no-progress"]))
     assert leaks(store_texts(db))[1] == []
