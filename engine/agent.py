@@ -235,7 +235,7 @@ class Agent:
             )
         )
         docs = DocRegistry()
-        messages = opening_messages(self.prompt.text, traj.question)
+        messages = opening_messages(self.prompt.text, traj.question, self.prompt.user_template)
         for iteration in range(1, self.max_iterations + 1):
             request_digest = request_sha256(messages, TOOL_SCHEMAS)
             try:

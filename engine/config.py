@@ -86,6 +86,7 @@ class EndpointCfg(_Cfg):
 class AgentCfg(EndpointCfg):
     model: str = ""  # required (checked in _check)
     prompt_version: str = "agent/1"
+    prompt_file: str = ""  # a TOML prompt file; sets prompt_version to `<name>@<sha256[:12]>` on load
     params: dict[str, Any] = {}
 
 
@@ -162,6 +163,8 @@ class RunConfig(_Cfg):
             del body["run"]
         if not self.prices:
             del body["prices"]
+        if not self.agent.prompt_file:
+            del body["agent"]["prompt_file"]  # configs without one keep their run.started bytes
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
@@ -288,6 +291,14 @@ def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
         if p.kind in SEARCH_PROVIDERS:  # the effective params, so run.started and the run id say what was sent
             p.params = {**SEARCH_PROVIDERS[p.kind].default_params(), **p.params}
     _fill_endpoint(cfg.agent, "openai")
+    if cfg.agent.prompt_file:
+        from searchtrace.engine.prompts import load_prompt_file
+
+        path = Path(cfg.agent.prompt_file)
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        cfg.agent.prompt_file = str(path)
+        cfg.agent.prompt_version = load_prompt_file(path).version
     _fill_endpoint(cfg.fetch, cfg.fetch.backend)
     if base_dir is not None and cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_absolute():
         cfg.dataset.path = str(base_dir / cfg.dataset.path)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import msgspec
 
 from searchtrace.store.errors import BadInput
+from searchtrace.engine.prompt_file import PromptFile
 
 FINAL_PREFIX = "FINAL ANSWER:"
 
@@ -36,10 +38,38 @@ class Prompt(msgspec.Struct, frozen=True, kw_only=True):
     version: str
     text: str
     sha256: str
+    user_template: str = "{question}"  # a prompt file's user template (field: question)
+    blob: bytes | None = None  # a prompt file's canonical bytes, stored as the blob named by `sha256`
+
+    def user(self, question: str) -> str:
+        """The first user turn of a trajectory."""
+        return user_message(question) if self.user_template == "{question}" else self.user_template.format(question=question)
+
+
+# The fields an agent prompt file's user template may name.
+FIELDS = frozenset({"question"})
+# Prompt files seen by this process (loaded from a file or a recorded blob), by version.
+_FILES: dict[str, Prompt] = {}
+
+
+def from_prompt_file(pf: PromptFile) -> Prompt:
+    """A prompt file as the agent's prompt; registered so `get_prompt(version)` finds it in this process."""
+    prompt = Prompt(version=pf.version(), text=pf.system, sha256=pf.sha256(), user_template=pf.user, blob=pf.canonical())
+    _FILES[prompt.version] = prompt
+    return prompt
+
+
+def load_prompt_file(path: str | Path) -> Prompt:
+    """`[agent] prompt_file`: read, check and register an agent prompt file."""
+    from searchtrace.engine.prompt_file import load
+
+    return from_prompt_file(load(path, FIELDS, 1))
 
 
 def get_prompt(version: str = DEFAULT_VERSION) -> Prompt:
     """The frozen prompt of a version; unknown versions are a usage error naming the known ones."""
+    if version in _FILES:
+        return _FILES[version]
     try:
         text = _PROMPTS[version]
     except KeyError:

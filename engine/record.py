@@ -264,7 +264,8 @@ async def record_run(
             eps = await make_endpoints(cfg, stack) if jobs else None  # a missing key fails here, before any write
             writer = await stack.enter_async_context(open_writer(log_))
             if prev is None:
-                await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1})
+                await writer.append(_run_head(cfg, run_id, questions), expected={run_stream(run_id): -1},
+                                    blobs=[prompt.blob] if prompt.blob is not None else [])
             if eps is not None:
                 await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer,
                               max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)

@@ -37,9 +37,10 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def opening_messages(prompt_text: str, question: str) -> list[dict[str, Any]]:
-    """The first request of a trajectory: the system prompt and the question."""
-    return [{"role": "system", "content": prompt_text}, {"role": "user", "content": user_message(question)}]
+def opening_messages(prompt_text: str, question: str, user_template: str = "{question}") -> list[dict[str, Any]]:
+    """The first request of a trajectory: the system prompt and the question (through a prompt file's template)."""
+    user = user_message(question) if user_template == "{question}" else user_template.format(question=question)
+    return [{"role": "system", "content": prompt_text}, {"role": "user", "content": user}]
 
 
 def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -51,7 +52,9 @@ def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[s
     return out
 
 
-def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes]) -> list[list[dict[str, Any]]]:
+def rebuild_messages(
+    payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes], user_template: str = "{question}"
+) -> list[list[dict[str, Any]]]:
     """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
     docs = DocRegistry()
     messages: list[dict[str, Any]] = []
@@ -71,7 +74,7 @@ def rebuild_messages(payloads: list[Payload], prompt_text: str, get_blob: Callab
 
     for p in payloads:
         if isinstance(p, TrajectoryStarted):
-            messages = opening_messages(prompt_text, p.question)
+            messages = opening_messages(prompt_text, p.question, user_template)
         elif isinstance(p, ModelResponded):
             flush()
             sent.append([dict(m) for m in messages])

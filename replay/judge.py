@@ -13,9 +13,16 @@ import msgspec
 from searchtrace.adapters.errors import ChatError
 from searchtrace.adapters.protocols import ChatModel
 from searchtrace.analytics.items import JudgeItem, judge_items
+from searchtrace.engine import prompt_file
 from searchtrace.engine.documents import document_block
 from searchtrace.engine.fanout import bad_input_alone, worker_pool
-from searchtrace.replay.judge_prompt import JudgePrompt, get_judge_prompt
+from searchtrace.replay.judge_prompt import (
+    DEFAULT_VERSION,
+    JudgePrompt,
+    from_prompt_file,
+    get_judge_prompt,
+    versions,
+)
 from searchtrace.replay.verdicts import SCHEMA_VERSION, parse_verdict
 from searchtrace.store.blobs import digest
 from searchtrace.store.errors import BadInput
@@ -250,6 +257,7 @@ async def run_judge(
     chat: ChatModel,
     judge_run_id: str | None = None,
     prompt_version: str | None = None,
+    prompt: JudgePrompt | None = None,
     concurrency: int = 8,
     params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None,
@@ -261,7 +269,8 @@ async def run_judge(
     """
     if concurrency < 1:
         raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
-    prompt = get_judge_prompt(prompt_version) if prompt_version else get_judge_prompt()
+    if prompt is None:
+        prompt = await anyio.to_thread.run_sync(lambda: resolve_prompt(log, prompt_version, judge_run_id))
     jrid = judge_run_id or default_judge_run_id(model, prompt.version)
     t0 = time.perf_counter()
 
@@ -281,6 +290,33 @@ async def run_judge(
                              None if prev is not None else _started_event(jrid, model, prompt, concurrency, params))
     stats.elapsed_s = time.perf_counter() - t0
     return stats
+
+
+def resolve_prompt(log: EventLog, version: str | None, judge_run_id: str | None) -> JudgePrompt:
+    """The judge prompt of a version: built in, loaded earlier, or a prompt file's words recorded in this store.
+
+    Without a version, an existing `judge_run_id` resumes with the prompt it was started with.
+    """
+    if version is None and judge_run_id is not None and (prev := _started(log, judge_run_id)) is not None:
+        version = prev.prompt_version
+    version = version or DEFAULT_VERSION
+    if prompt_file.is_file_version(version) and version not in versions():
+        for ev in log.read(types=["judge.started"]):
+            assert isinstance(ev.payload, JudgeStarted)
+            if ev.payload.prompt_version == version:
+                return recorded_prompt(log, ev.payload)
+    return get_judge_prompt(version)
+
+
+def recorded_prompt(log: EventLog, started: JudgeStarted) -> JudgePrompt:
+    """The exact prompt a judge run used, from the blob its `judge.started` names (prompt files only)."""
+    if not prompt_file.is_file_version(started.prompt_version):
+        return get_judge_prompt(started.prompt_version)
+    try:
+        data = log.get_blob(started.prompt_sha256)
+    except KeyError:
+        raise BadInput(f"judge run {started.judge_run_id!r}: its prompt blob {started.prompt_sha256[:12]} is missing") from None
+    return from_prompt_file(prompt_file.from_blob(data, f"judge run {started.judge_run_id!r}"))
 
 
 def commit_delay(pace_rps: float, concurrency: int) -> float:
@@ -316,8 +352,8 @@ async def _judge_pending(
 ) -> None:
     """The fan-out: `concurrency` workers over one shared iterator, every verdict through one group-commit writer."""
     async with open_writer(log, max_delay=commit_delay_s) as writer:
-        if started is not None:
-            await writer.append([started])
+        if started is not None:  # a prompt file's words go in with it, as the blob its prompt_sha256 names
+            await writer.append([started], blobs=[prompt.blob] if prompt.blob is not None else [])
         run = _Run(log, writer, chat, prompt, stats, progress)
         run._tick()
         await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))

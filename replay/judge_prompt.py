@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import msgspec
 
+from searchtrace.engine import prompt_file
+from searchtrace.engine.prompt_file import PromptFile
+from searchtrace.replay.verdicts import SCHEMA_VERSION
 from searchtrace.store.errors import BadInput
 
 _SYSTEM_1 = """\
@@ -52,6 +56,7 @@ class JudgePrompt(msgspec.Struct, frozen=True, kw_only=True):
     system: str
     user_template: str
     sha256: str
+    blob: bytes | None = None  # a prompt file's canonical bytes (stored as the blob named by `sha256`)
 
     def messages(self, *, question: str, gold_answer: str, final_answer: str | None, document: str) -> list[dict[str, str]]:
         """The chat messages of one judge call (one document per call)."""
@@ -60,6 +65,8 @@ class JudgePrompt(msgspec.Struct, frozen=True, kw_only=True):
             gold=_clean(gold_answer),
             final=_clean(final_answer) if final_answer is not None else "(no final answer)",
             document=document,
+            gold_answer=_clean(gold_answer),
+            final_answer=_clean(final_answer) if final_answer is not None else "(no final answer)",
         )
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
@@ -71,11 +78,35 @@ def _clean(value: str) -> str:
     return value
 
 
+# The fields a judge prompt file's user template may name (gold/final also under their long names).
+FIELDS = frozenset({"question", "gold", "gold_answer", "final", "final_answer", "document"})
+# Prompt files seen by this process (loaded from a file or from a recorded blob), by version.
+_FILES: dict[str, JudgePrompt] = {}
+
+
+def from_prompt_file(pf: PromptFile) -> JudgePrompt:
+    """A prompt file as a judge prompt; registered so `get_judge_prompt(version)` finds it in this process."""
+    prompt = JudgePrompt(version=pf.version(), system=pf.system, user_template=pf.user, sha256=pf.sha256(),
+                         blob=pf.canonical())
+    _FILES[prompt.version] = prompt
+    return prompt
+
+
+def load_judge_prompt_file(path: str | Path) -> JudgePrompt:
+    """`judge --prompt-file`: read, check (fields, schema version) and register a prompt file."""
+    return from_prompt_file(prompt_file.load(path, FIELDS, SCHEMA_VERSION))
+
+
 def get_judge_prompt(version: str = DEFAULT_VERSION) -> JudgePrompt:
     """The frozen prompt of a version; an unknown version is bad input naming the known ones."""
+    if version in _FILES:
+        return _FILES[version]
     try:
         system, user = _PROMPTS[version]
     except KeyError:
+        if prompt_file.is_file_version(version):
+            raise BadInput(f"judge prompt {version!r} is neither a built-in version nor recorded in this store; "
+                           "pass its file with --prompt-file") from None
         raise BadInput(f"unknown judge prompt version {version!r} (known: {', '.join(sorted(_PROMPTS))})") from None
     digest = hashlib.sha256(f"{system}\x1f{user}".encode()).hexdigest()
     return JudgePrompt(version=version, system=system, user_template=user, sha256=digest)
@@ -85,4 +116,4 @@ def versions() -> list[str]:
     return sorted(_PROMPTS)
 
 
-__all__ = ["DEFAULT_VERSION", "JudgePrompt", "get_judge_prompt", "versions"]
+__all__ = ["DEFAULT_VERSION", "FIELDS", "JudgePrompt", "from_prompt_file", "get_judge_prompt", "load_judge_prompt_file", "versions"]

@@ -151,14 +151,23 @@ class CapturingChat:
         return reply
 
 
-def _recorded_prompt_text(config: dict[str, Any], version: str) -> str | None:
-    """The system prompt the run was recorded with, when this code still has that exact text."""
+def recorded_prompt(config: dict[str, Any], version: str, get_blob: Callable[[str], bytes]) -> Any:
+    """The agent prompt the run was recorded with: a prompt file's words from their blob, else this code's text
+    when it is still the exact text recorded (None otherwise)."""
+    from searchtrace.engine.prompt_file import from_blob, is_file_version
+    from searchtrace.engine.prompts import from_prompt_file, get_prompt
+
     rec = config.get("prompt") or {}
+    version = rec.get("version", version)
+    if is_file_version(version) and rec.get("sha256"):
+        blob = _blob_or_none(get_blob, str(rec["sha256"]))
+        if blob is not None:
+            return from_prompt_file(from_blob(blob, f"run {config.get('run_id')!r}"))
     try:
-        p = get_prompt(rec.get("version", version))
+        p = get_prompt(version)
     except BadInput:
         return None
-    return p.text if p.sha256 == rec.get("sha256") else None
+    return p if p.sha256 == rec.get("sha256") else None
 
 
 def _request_divergence(
@@ -171,8 +180,9 @@ def _request_divergence(
     recorded_steps = steps(rec.payloads)
     replies = [(i, p) for i, p in enumerate(recorded_steps) if isinstance(p, ModelResponded)]
     version = (config.get("agent") or {}).get("prompt_version", "")
-    prompt_text = _recorded_prompt_text(config, version)
-    rebuilt = rebuild_messages(rec.payloads, prompt_text, get_blob) if prompt_text is not None else None
+    prompt = recorded_prompt(config, version, get_blob)
+    prompt_text = prompt.text if prompt is not None else None
+    rebuilt = rebuild_messages(rec.payloads, prompt.text, get_blob, prompt.user_template) if prompt is not None else None
     for n, (msgs, tools) in enumerate(sent):
         if n >= len(replies):
             return None  # more requests than recorded replies: the transport reports the miss
@@ -235,6 +245,8 @@ async def replay_trajectories(
             if config is None:
                 continue
             cfg = replay_config(config, prompt_version)
+            if not prompt_version:  # a prompt file's words come from the store, not from the file
+                recorded_prompt(config, cfg.agent.prompt_version, log.get_blob)
             eps = await endpoint_factory(transport)(cfg, stack)
             chat = CapturingChat(eps.chat)
             for name, agent in make_agents(cfg, eps, get_prompt(cfg.agent.prompt_version), chat=chat).items():

@@ -70,7 +70,10 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
 @click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY).")
-@click.option("--prompt-version", default=DEFAULT_VERSION, show_default=True, type=click.Choice(versions()))
+@click.option("--prompt-version", default=None,
+              help=f"Built-in ({', '.join(versions())}; default {DEFAULT_VERSION}) or a prompt file's recorded name@hash.")
+@click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="TOML prompt file (name, system, user template, schema_version); recorded as name@<sha256[:12]>.")
 @click.option("--judge-run-id", default=None, help="Default: <model>@<prompt version>, so the same command resumes.")
 @click.option("--rps", default=None, type=float,
               help="Judge requests per second, 0 for unlimited [default: 5; unlimited with --sandbox/--sandbox-url].")
@@ -83,8 +86,9 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.pass_context
 def judge(
-    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None, prompt_version: str,
-    judge_run_id: str | None, rps: float | None, concurrency: int, timeout_s: float, max_retries: int,
+    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None,
+    prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
+    concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
@@ -108,16 +112,25 @@ def judge(
         raise BadInput(problem)
     if not db.exists():
         raise BadInput(f"{db}: no such database; record or import something first")
+    prompt = None
+    if prompt_file is not None:
+        if prompt_version is not None:
+            raise click.UsageError("use either --prompt-version or --prompt-file, not both")
+        from searchtrace.replay.judge_prompt import load_judge_prompt_file
+
+        prompt = load_judge_prompt_file(prompt_file)
+        prompt_version = prompt.version
     chat = pipeline.judge_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,
                       timeout_s=timeout_s, max_retries=max_retries, sandbox=sandbox, sandbox_url=sandbox_url)
     params = {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
               "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")}
-    jrid = judge_run_id or default_judge_run_id(model, prompt_version)
+    # without --judge-run-id the run id names the prompt; with one, an unnamed prompt resumes the run's own
+    jrid = judge_run_id or default_judge_run_id(model, prompt_version or DEFAULT_VERSION)
     judged = model
     with judge_progress(False if no_progress or as_json else None) as tick:
         # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
         stats = anyio.run(lambda: pipeline.judge(db, chat, model=judged, judge_run_id=jrid, prompt_version=prompt_version,
-                                                 concurrency=concurrency, params=params, progress=tick),
+                                                 prompt=prompt, concurrency=concurrency, params=params, progress=tick),
                           backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(stats).decode())

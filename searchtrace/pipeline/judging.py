@@ -13,6 +13,7 @@ from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, default_endpo
 from searchtrace.adapters.sandbox import in_process
 from searchtrace.pipeline.live import serving_reads
 from searchtrace.replay.judge import JudgeStats, run_judge
+from searchtrace.replay.judge_prompt import JudgePrompt
 from searchtrace.store.log import EventLog
 
 SANDBOX_JUDGE = "sandbox-judge"
@@ -34,7 +35,7 @@ def judge_chat(
 
 async def judge(
     db: Path, chat: ClosableChat, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
-    concurrency: int = 8, params: dict[str, Any] | None = None,
+    prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None,
 ) -> JudgeStats:
     """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store."""
@@ -42,8 +43,8 @@ async def judge(
     try:
         with serving_reads(log):
             return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
-                                   prompt_version=prompt_version, concurrency=concurrency, params=params,
-                                   progress=progress)
+                                   prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
+                                   params=params, progress=progress)
     finally:
         await chat.aclose()
         await anyio.to_thread.run_sync(log.close)
