@@ -105,9 +105,10 @@ def get_judge_prompt(version: str = DEFAULT_VERSION) -> JudgePrompt:
         system, user = _PROMPTS[version]
     except KeyError:
         if prompt_file.is_file_version(version):
-            raise BadInput(f"judge prompt {version!r} is neither a built-in version nor recorded in this store; "
+            raise BadInput(f"--prompt-version {version!r}: neither a built-in judge prompt nor recorded in this store; "
                            "pass its file with --prompt-file") from None
-        raise BadInput(f"unknown judge prompt version {version!r} (known: {', '.join(sorted(_PROMPTS))})") from None
+        raise BadInput(f"--prompt-version {version!r}: unknown judge prompt version (known: {', '.join(sorted(_PROMPTS))}, "
+                       "or a prompt file's name@hash)") from None
     digest = hashlib.sha256(f"{system}\x1f{user}".encode()).hexdigest()
     return JudgePrompt(version=version, system=system, user_template=user, sha256=digest)
 
