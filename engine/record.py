@@ -94,17 +94,22 @@ def run_stream(run_id: str) -> str:
 
 def load_questions(cfg: RunConfig) -> list[Question]:
     """The run's questions: the file (or the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
-    if cfg.dataset.path == SANDBOX_DATASET:
+    return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed)
+
+
+def question_file(path: str, n: int | None = None, seed: str = "searchtrace") -> list[Question]:
+    """The questions of a file (JSONL / CSV / Parquet) or of the sandbox world (`sandbox`), sampled when `n` is set."""
+    if path == SANDBOX_DATASET:
         rows: list[dict[str, Any]] = list(question_rows(default_world().questions))
     else:
-        rows = read_questions(cfg.dataset.path)
-    source = cfg.dataset.path
+        rows = read_questions(path)
+    source = path
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()
-    if cfg.sample.n is not None:
-        if cfg.sample.n > len(rows):
-            raise BadInput(f"sample.n = {cfg.sample.n} is more than the {len(rows)} questions in {source}")
-        chosen = sample(rows, cfg.sample.n, cfg.sample.seed, source=source, strata=strata)
+    if n is not None:
+        if n > len(rows):
+            raise BadInput(f"sample.n = {n} is more than the {len(rows)} questions in {source}")
+        chosen = sample(rows, n, seed, source=source, strata=strata)
     else:
         chosen = [row for _, _, row in prepare(rows, source, strata)]
     out = []

@@ -89,7 +89,7 @@ def rebuild_messages(
             contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
         elif isinstance(p, FetchCalled):
             order.append(p.call_id)
-        elif isinstance(p, FetchCompleted):
+        elif isinstance(p, FetchCompleted) and p.doc_id is not None:
             page = get_blob(p.content_digest).decode() if p.content_digest else None
             contents[p.call_id] = fetch_content(p, docs.docs[p.doc_id], page)
         elif isinstance(p, ToolRefused):

@@ -165,13 +165,13 @@ class SearchCompleted(_Body, tag="search.completed"):
 class FetchCalled(_Body, tag="fetch.called"):
     call_id: str
     iteration: int
-    doc_id: str
+    doc_id: str | None  # None: a proxied fetch of a URL no result of the trajectory showed (no judge item)
     url: str
 
 
 class FetchCompleted(_Body, tag="fetch.completed"):
     call_id: str
-    doc_id: str
+    doc_id: str | None
     status: FetchStatus
     content_digest: str | None
     n_bytes: int
@@ -222,7 +222,8 @@ class AnswerFinal(_Body, tag="answer.final"):
     text: str
 
 
-TrajectoryReason = Literal["answered", "max_iterations", "error"]
+# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped.
+TrajectoryReason = Literal["answered", "max_iterations", "error", "abandoned"]
 
 
 class TrajectoryFinished(_Body, tag="trajectory.finished"):

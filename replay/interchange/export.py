@@ -108,7 +108,9 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                 )
             else:
                 step.latency_ms, step.provider_ms, step.queue_ms = p.latency_ms, p.provider_ms, p.queue_ms
-        elif isinstance(p, FetchCalled):
+        elif isinstance(p, FetchCalled | FetchCompleted) and p.doc_id is None:
+            continue  # a proxied fetch of a URL no result showed: no judge item, and §9 has no step for it
+        elif isinstance(p, FetchCalled) and p.doc_id is not None:
             d.steps.append(
                 FetchStep(iteration=p.iteration, call_id=p.call_id, doc_id=p.doc_id, url=p.url, status="http_error")
             )

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "audit": "searchtrace.cli.audit:audit",
     "sandbox": "searchtrace.cli.sandbox:sandbox",
     "bench": "searchtrace.cli.bench:bench",
+    "proxy": "searchtrace.cli.proxy:proxy",
 }
 
 

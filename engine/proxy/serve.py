@@ -1,0 +1,90 @@
+"""Run the recording proxy on 127.0.0.1 until SIGINT/SIGTERM; open trajectories then end `abandoned`."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable, Generator
+from pathlib import Path
+
+import anyio
+import httpx
+import uvicorn
+
+from searchtrace.adapters.registry import SEARCH_PROVIDERS
+from searchtrace.engine.proxy.app import Proxy
+from searchtrace.engine.proxy.recorder import ProxyRecorder, config_of
+from searchtrace.engine.record import question_file
+from searchtrace.store.log import EventLog
+from searchtrace.store.writer import open_writer
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the proxy stops on its own signal receiver, then finishes up."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def dataset_id(path: str) -> str:
+    import hashlib
+
+    if path == "sandbox":
+        return "sandbox"
+    return f"{Path(path).name}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]}"
+
+
+async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str,
+                ready: Callable[[str, int], None] | None = None) -> tuple[int, int]:
+    """Serve until a signal; returns (trajectories abandoned, events appended)."""
+    questions = await anyio.to_thread.run_sync(question_file, questions_path)
+    providers = sorted(SEARCH_PROVIDERS)
+    recorder = ProxyRecorder(run_id, questions, providers,
+                             config_of(upstream=upstream, questions=questions_path, dataset_id=dataset_id(questions_path),
+                                       providers=providers))
+    log = await anyio.to_thread.run_sync(EventLog, db)
+    try:
+        head = await anyio.to_thread.run_sync(recorder.head, log)
+        await anyio.to_thread.run_sync(recorder.restore, log)
+        transport: httpx.AsyncBaseTransport | None = None
+        if upstream == "sandbox":
+            from searchtrace.adapters.sandbox import create_app
+
+            transport = httpx.ASGITransport(app=create_app())
+        proxy = Proxy(recorder, live=upstream == "live", transport=transport)
+        server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
+                                        access_log=False, lifespan="off", timeout_graceful_shutdown=2))
+        abandoned = 0
+        async with open_writer(log) as writer:
+            if head:
+                await writer.append(head)
+            async with anyio.create_task_group() as recording:
+                recording.start_soon(recorder.run, writer)
+                try:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_stop_on_signal, server)
+                        if ready is not None:
+                            tg.start_soon(_announce, server, ready, port)
+                        await server.serve()
+                        tg.cancel_scope.cancel()
+                finally:
+                    abandoned = recorder.abandon_open()
+                    recorder.close()  # the recorder drains what is queued, then its task ends
+        await proxy.aclose()
+        return abandoned, recorder.appended
+    finally:
+        await anyio.to_thread.run_sync(log.close)
+
+
+async def _stop_on_signal(server: uvicorn.Server) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            server.should_exit = True
+            return
+
+
+async def _announce(server: uvicorn.Server, ready: Callable[[str, int], None], port: int) -> None:
+    while not server.started:
+        await anyio.sleep(0.01)
+    ready("127.0.0.1", port)
