@@ -104,6 +104,9 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
     return out
 
 
+PROXY_KEY = "proxy"  # run.started config key of a run recorded by `searchtrace proxy` (engine.proxy.recorder)
+
+
 def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
     """The recorded config of a run, or None (imported traces have no agent config to re-run)."""
     started = run_started(log, run_id)
@@ -242,7 +245,7 @@ async def replay_trajectories(
     async with AsyncExitStack() as stack:
         agents: dict[tuple[str, str], tuple[Any, CapturingChat]] = {}
         for run_id, config in configs.items():
-            if config is None:
+            if config is None or PROXY_KEY in config:
                 continue
             cfg = replay_config(config, prompt_version)
             if not prompt_version:  # a prompt file's words come from the store, not from the file
@@ -257,6 +260,10 @@ async def replay_trajectories(
             config = configs[rec.run_id]
             if config is None:
                 why = f"run {rec.run_id!r} has no run.started (imported traces carry no agent config to re-run)"
+                outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=True, steps=0, skipped=why))
+                return
+            if PROXY_KEY in config:
+                why = f"run {rec.run_id!r} was recorded through `searchtrace proxy`: the agent loop is the client's own, not re-executable"
                 outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=True, steps=0, skipped=why))
                 return
             if key not in agents:

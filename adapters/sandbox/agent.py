@@ -19,15 +19,15 @@ import msgspec
 from searchtrace.adapters.sandbox.reading import (
     Doc,
     Subject,
-    documents,
     mentions,
     message_text,
     same_answer,
     stated_answers,
     subject_of,
 )
+from searchtrace.adapters.sandbox.toolset import DEFAULT, FETCH, SEARCH, Tools, read_page, read_results
 
-SEARCH, FETCH = "search_web", "fetch_page"
+__all__ = ["FETCH", "SEARCH", "Turn", "decide"]
 FETCHES_PER_SEARCH = 2
 
 
@@ -45,7 +45,8 @@ def _h(text: str) -> int:
 class _State:
     """What the conversation so far tells the agent."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, messages: list[dict[str, Any]], tools: Tools = DEFAULT) -> None:
+        self.tools = tools
         users = [message_text(m.get("content")) for m in messages if m.get("role") == "user"]
         self.question = users[0].strip() if users else ""
         self.subject: Subject | None = subject_of(self.question)
@@ -65,26 +66,33 @@ class _State:
                     args = {}
                 args = args if isinstance(args, dict) else {}
                 calls[tc.get("id", "")] = (fn.get("name", ""), args)
-                if fn.get("name") == SEARCH:
-                    self.queries.append(str(args.get("query", "")))
+                if fn.get("name") == tools.search:
+                    self.queries.append(str(args.get(tools.search_arg, "")))
                     self.fetched_since_search = 0
-                elif fn.get("name") == FETCH:
-                    self.fetched.append(str(args.get("doc_id", "")))
+                elif fn.get("name") == tools.fetch:
+                    self.fetched.append(str(args.get(tools.fetch_arg, "")))
                     self.fetched_since_search += 1
             if m.get("role") == "tool":
                 name, args = calls.get(m.get("tool_call_id", ""), ("", {}))
                 text = message_text(m.get("content"))
-                if name == FETCH:
-                    blocks = documents(text)
-                    page = blocks[0].page if blocks and blocks[0].page is not None else None
-                    if page is None and not text.startswith("Error"):
-                        page = text
+                if name == tools.fetch:  # a <page> element, a reader's JSON, or the text
+                    page = read_page(text)
                     if page is not None:
-                        self.pages.append((str(args.get("doc_id", "")), page))
-                else:
-                    for d in documents(text):
-                        if d.page is None:
-                            self.docs.setdefault(d.doc_id, d)
+                        self.pages.append((str(args.get(tools.fetch_arg, "")), page))
+                else:  # <document> blocks, any provider's JSON, or (another harness' tools) plain text
+                    for d in read_results(text, plain_text=tools != DEFAULT):
+                        self.docs.setdefault(d.doc_id, d)
+
+    def is_fetched(self, d: Doc) -> bool:
+        return d.doc_id in self.fetched or (bool(d.url) and d.url in self.fetched)
+
+    def fetch_call(self, d: Doc) -> tuple[str, dict[str, Any]]:
+        t = self.tools
+        assert t.fetch is not None
+        return t.fetch, {t.fetch_arg: d.url if t.fetch_by_url else d.doc_id}
+
+    def search_call(self, query: str) -> tuple[str, dict[str, Any]]:
+        return self.tools.search, {self.tools.search_arg: query}
 
 
 def _queries(s: _State) -> list[str]:
@@ -105,9 +113,8 @@ def _next_query(s: _State) -> str:
 
 def _promising(s: _State) -> list[Doc]:
     """Unfetched results about the subject: those whose surface names the attribute first, then by rank."""
-    fetched = set(s.fetched)
     order = {d: i for i, d in enumerate(s.docs)}
-    docs = [d for d in s.docs.values() if d.doc_id not in fetched]
+    docs = [d for d in s.docs.values() if not s.is_fetched(d)]
     if s.subject is None:
         return sorted(docs, key=lambda d: (d.rank, order[d.doc_id]))
     subject = s.subject
@@ -126,15 +133,15 @@ def _best_effort(s: _State) -> Turn:
     return Turn(text="I cannot answer this without searching, and no tool is available.")
 
 
-def decide(messages: list[dict[str, Any]], can_call_tools: bool = True) -> Turn:
-    """The agent's next turn, a pure function of the conversation (and of whether it may call tools)."""
-    s = _State(messages)
+def decide(messages: list[dict[str, Any]], can_call_tools: bool = True, tools: Tools = DEFAULT) -> Turn:
+    """The agent's next turn, a pure function of the conversation, of whether it may call tools and of which."""
+    s = _State(messages, tools)
     if not can_call_tools:
         return _best_effort(s)
     if not s.queries:
-        calls = [(SEARCH, {"query": s.question})]
+        calls = [s.search_call(s.question)]
         if s.subject is not None and _h(s.question) % 3 == 0:  # sometimes two searches in parallel
-            calls.append((SEARCH, {"query": f"{s.subject.entity} {s.subject.attribute}"}))
+            calls.append(s.search_call(f"{s.subject.entity} {s.subject.attribute}"))
         return Turn(calls=calls)
     if s.subject is not None:
         for _, page in s.pages:  # a page that states the answer settles it
@@ -147,14 +154,13 @@ def decide(messages: list[dict[str, Any]], can_call_tools: bool = True) -> Turn:
             first = stated[0][1]
             if all(same_answer(a, first) for _, a in stated):
                 return Turn(text=f"FINAL ANSWER: {first}")
-            fetched = set(s.fetched)
-            to_check = [d for d, _ in stated if d.doc_id not in fetched][:1]  # verify the top claim
-            if to_check:
-                return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in to_check])
+            to_check = [d for d, _ in stated if not s.is_fetched(d)][:1]  # verify the top claim
+            if to_check and tools.fetch is not None:
+                return Turn(calls=[s.fetch_call(d) for d in to_check])
             return Turn(text=f"FINAL ANSWER: {first}")
     promising = _promising(s)
     budget = FETCHES_PER_SEARCH - s.fetched_since_search  # then a new query beats reading further down the list
-    if promising and budget > 0:
+    if promising and budget > 0 and tools.fetch is not None:
         k = min(budget, 2 if (_h(s.question) + s.turns) % 2 == 0 else 1)
-        return Turn(calls=[(FETCH, {"doc_id": d.doc_id}) for d in promising[:k]])
-    return Turn(calls=[(SEARCH, {"query": _next_query(s)})])
+        return Turn(calls=[s.fetch_call(d) for d in promising[:k]])
+    return Turn(calls=[s.search_call(_next_query(s))])

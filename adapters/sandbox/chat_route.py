@@ -15,7 +15,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from searchtrace.adapters.sandbox import agent, judge, wire
+from searchtrace.adapters.sandbox import agent, judge, toolset, wire
 from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox.reading import message_text
@@ -119,7 +119,7 @@ async def chat_completions(request: Request) -> Response:
 
     async def produce() -> Response:
         if model in AGENT_MODELS:
-            turn = agent.decide(messages, can_call_tools=bool(tools) and choice != "none")
+            turn = agent.decide(messages, can_call_tools=bool(tools) and choice != "none", tools=toolset.pick(tools))
             calls = [{"id": f"call_{wire.digest(key, str(i), n=24)}", "type": "function",
                       "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False, separators=(",", ":"))}}
                      for i, (name, args) in enumerate(turn.calls)]

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from searchtrace.adapters.types import SearchHit
 from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.engine.agent import trajectory_id
 from searchtrace.engine.record import Question, code_version, run_stream
 from searchtrace.store.blobs import digest
 from searchtrace.store.errors import BadInput
@@ -49,12 +51,6 @@ from searchtrace.store.log import EventLog
 from searchtrace.store.writer import Writer
 
 _Item = tuple[list[NewEvent], list[bytes], anyio.Event | None]
-
-
-def proxy_trajectory_id(run_id: str, provider: str, qid: str, epoch: int = 1) -> str:
-    """`<R>:<provider>:<qid>`, epoch e >= 2 as `~e` (SPEC §12)."""
-    base = f"{run_id}:{provider}:{qid}"
-    return base if epoch == 1 else f"{base}~{epoch}"
 
 
 @dataclass
@@ -178,12 +174,12 @@ class ProxyRecorder:
         q = self.questions.get(qid)
         if q is None:
             return None, f"unknown qid {qid!r}: not in the question file of run {self.run_id!r}"
-        tid = proxy_trajectory_id(self.run_id, provider, qid, epoch)
+        tid = trajectory_id(self.run_id, provider, qid, epoch=epoch)  # `<R>:<provider>:<qid>`, epoch e >= 2 `~e`
         t = self.trajs.get(tid)
         if t is None:
             self.trajs[tid] = t = Traj(trajectory_id=tid, provider=provider, qid=qid)
             self._emit(t, [TrajectoryStarted(trajectory_id=tid, qid=qid, provider=provider, question=q.question,
-                                             gold_answer=q.answer)])
+                                             gold_answer=q.answer, epoch=epoch if epoch > 1 else msgspec.UNSET)])
         return t, None
 
     def search(

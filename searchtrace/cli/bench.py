@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "http": "searchtrace.benchmarks.http:command",
     "chaos": "searchtrace.benchmarks.chaos:command",
     "view": "searchtrace.benchmarks.view:command",
+    "proxy": "searchtrace.benchmarks.proxy:command",
 }
 
 

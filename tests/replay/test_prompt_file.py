@@ -120,7 +120,7 @@ def test_agent_prompt_file_recorded_and_replayed_without_the_file(tmp_path: Path
     (tmp_path / "agent.toml").write_text(AGENT_PROMPT)
     (tmp_path / "run.toml").write_text(
         '[agent]\nmodel = "sandbox-agent"\nprompt_file = "agent.toml"\n[providers.brave]\n[dataset]\npath = "sandbox"\n'
-        "[sample]\nn = 2\n"
+        "[sample]\nn = 2\n[fetch]\ncache_dir = \"\"\n"
     )
     db = tmp_path / "s.duckdb"
     rc, out, err = run(capsys, "record", "--config", str(tmp_path / "run.toml"), "--sandbox", "--db", str(db), "--json")
