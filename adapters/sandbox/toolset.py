@@ -123,7 +123,7 @@ def read_results(text: str, *, plain_text: bool = True) -> list[Doc]:
             url = next(h[k] for k in _URL_KEYS if isinstance(h.get(k), str) and h[k].startswith("http"))
             snippet = "\n".join(s for s in (_text(h.get(k)) for k in _TEXT_KEYS) if s)
             out.append(Doc(doc_id=str(h.get("doc_id") or h.get("id") or url), rank=rank, domain="",
-                           title=str(h.get("title") or ""), url=url, snippet=snippet))
+                           title=str(h.get("title") or h.get("name") or ""), url=url, snippet=snippet))
         if out:
             return out
     if not plain_text or not text.strip() or text.startswith("Error"):

@@ -6,10 +6,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import msgspec
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -53,9 +53,13 @@ class Proxy:
     """Forwards each request to its endpoint with the proxy's own key and records it in its trajectory."""
 
     def __init__(self, recorder: ProxyRecorder, *, live: bool, transport: httpx.AsyncBaseTransport | None = None,
-                 timeout_s: float = 120.0) -> None:
+                 timeout_s: float = 120.0, durable: bool = False) -> None:
         self.recorder = recorder
         self.live = live
+        # durable: each reply waits for its events' commit (a SIGKILL then loses only calls whose reply was not
+        # sent, at the price of one commit per call); else replies go out at once and the recorder commits behind
+        # them (a SIGKILL may lose the calls of the last commit window). `final` always waits for its commit.
+        self.durable = durable
         self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
         # the adapters' own parsers normalise what the client received (SPEC §2); they never send anything
         self.parsers: dict[str, SearchAdapter] = {
@@ -125,12 +129,15 @@ class Proxy:
         if target.kind == "chat" and _wants_stream(body):
             return await self._stream(t, req, body, secret)
         up = await self._send(req)
+        done: anyio.Event | None = None
         if target.kind == "search":
-            self._record_search(t, target, request, body, up, secret)
+            done = self._record_search(t, target, request, body, up, secret)
         elif target.kind == "fetch":
-            self._record_fetch(t, target, request, up, secret)
+            done = self._record_fetch(t, target, request, up, secret)
         elif target.kind == "chat":
-            self._record_chat(t, body, up, up.body, secret)
+            done = self._record_chat(t, body, up, up.body, secret)
+        if done is not None and self.durable:
+            await done.wait()
         return self._reply(up)
 
     # -- forwarding --------------------------------------------------------------------------------------------------
@@ -182,17 +189,21 @@ class Proxy:
         except httpx.HTTPError as exc:
             up = Upstream(status=None, fault="timeout" if isinstance(exc, httpx.TimeoutException) else "http_error",
                           message=f"upstream failed ({type(exc).__name__})")
-            self._record_chat(t, body, up, b"", secret)
+            await self._record_chat(t, body, up, b"", secret).wait()
             return self._reply(up)
-        parts: list[bytes] = []
 
         async def chunks() -> AsyncIterator[bytes]:
-            async for chunk in resp.aiter_raw():
-                parts.append(chunk)
-                yield chunk
-
-        async def done() -> None:
-            await resp.aclose()
+            """Each chunk as it comes; when durable the last is held until the whole reply is committed."""
+            parts: list[bytes] = []
+            held: bytes | None = None
+            try:
+                async for chunk in resp.aiter_raw():
+                    if held is not None:
+                        yield held
+                    parts.append(chunk)
+                    held = chunk
+            finally:
+                await resp.aclose()
             whole = b"".join(parts)
             up = Upstream(status=resp.status_code, body=whole, latency_ms=(time.perf_counter() - t0) * 1000)
             completion = whole
@@ -201,17 +212,21 @@ class Proxy:
                     completion = assemble(whole)
                 except _BAD_BODY:
                     completion = b""
-            self._record_chat(t, body, up, completion, secret, raw=whole)
+            done = self._record_chat(t, body, up, completion, secret, raw=whole)
+            if self.durable:
+                await done.wait()
+            if held is not None:
+                yield held
 
-        return StreamingResponse(chunks(), resp.status_code, headers=dict(_headers(resp)), background=BackgroundTask(done))
+        return StreamingResponse(chunks(), resp.status_code, headers=dict(_headers(resp)))
 
     # -- recording ---------------------------------------------------------------------------------------------------
 
     def _record_search(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream,
-                       secret: Secret | None) -> None:
+                       secret: Secret | None) -> anyio.Event | None:
         query, params = _query_and_params(request, body)
         if query is None:
-            return  # not a search call (another route of the provider): forwarded, not recorded
+            return None  # not a search call (another route of the provider): forwarded, not recorded
         status: SearchStatus
         hits: list[SearchHit] = []
         err: str | None = None
@@ -226,10 +241,11 @@ class Proxy:
             except _BAD_BODY as exc:
                 status, err = "bad_response", f"unusable body: {exc}"
         raw = scrub_bytes(up.body, secret) if up.body else None
-        self.recorder.search(t, query=query, params=params, status=status, hits=hits, latency_ms=up.latency_ms,
+        return self.recorder.search(t, query=query, params=params, status=status, hits=hits, latency_ms=up.latency_ms,
                              raw=raw, http_status=up.status, error=err)
 
-    def _record_fetch(self, t: Traj, target: routes.Target, request: Request, up: Upstream, secret: Secret | None) -> None:
+    def _record_fetch(self, t: Traj, target: routes.Target, request: Request, up: Upstream,
+                      secret: Secret | None) -> anyio.Event:
         url = target.path + (f"?{request.url.query}" if request.url.query else "")
         status: FetchStatus
         content: str | None = None
@@ -244,28 +260,26 @@ class Proxy:
                 status = "ok"
             except _BAD_BODY as exc:
                 status, err = "bad_response", f"unusable body: {exc}"
-        self.recorder.fetch(t, url=url, status=status, content=content, n_bytes=len(up.body),
+        return self.recorder.fetch(t, url=url, status=status, content=content, n_bytes=len(up.body),
                             n_tokens=estimate_tokens(content) if content is not None else 0, latency_ms=up.latency_ms,
                             http_status=up.status, error=err)
 
     def _record_chat(self, t: Traj, body: bytes, up: Upstream, completion: bytes, secret: Secret | None,
-                     raw: bytes | None = None) -> None:
+                     raw: bytes | None = None) -> anyio.Event:
         request = _json_or_none(body) or {}
         model = str(request.get("model", "chat"))
         if up.status is None or not 200 <= up.status < 300:
             text = scrub_text(up.body.decode("utf-8", "replace"), secret) if up.body else up.message
             status = up.fault or "http_error"
-            self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text))
-            return
+            return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text))
         try:
             text_, calls, usage, finish = parse_completion(completion)
         except _BAD_BODY as exc:
-            self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
-                                      error=f"unusable body: {exc}")
-            return
+            return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
+                                             error=f"unusable body: {exc}")
         messages: list[dict[str, Any]] = request["messages"] if isinstance(request.get("messages"), list) else []
         tools: list[dict[str, Any]] | None = request["tools"] if isinstance(request.get("tools"), list) else None
-        self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
+        return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
                            finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, secret),
                            request_sha256=request_sha256(messages, tools))
 

@@ -185,13 +185,12 @@ class ProxyRecorder:
     def search(
         self, t: Traj, *, query: str, params: dict[str, Any], status: SearchStatus, hits: list[SearchHit],
         latency_ms: float, raw: bytes | None, http_status: int | None, error: str | None,
-    ) -> list[SearchResult]:
+    ) -> anyio.Event:
         """search.called, one search.result per hit (doc_ids in order of appearance), search.completed."""
         t.searches += 1
         call_id = f"s{t.searches}"
         out: list[Payload] = [SearchCalled(call_id=call_id, iteration=t.iteration, query=query, provider=t.provider,
                                            params=params)]
-        results = []
         for hit in hits:
             t.n_docs += 1
             doc_id = f"d{t.n_docs}"
@@ -200,61 +199,58 @@ class ProxyRecorder:
             r = SearchResult(call_id=call_id, doc_id=doc_id, rank=hit.rank, title=hit.title, url=hit.url,
                              url_normalized=url_n, domain=hit.domain or domain_of(hit.url), snippet=hit.snippet,
                              metadata=dict(hit.metadata))
-            results.append(r)
             out.append(r)
         out.append(SearchCompleted(call_id=call_id, status=status, n_results=len(hits), latency_ms=latency_ms,
                                    raw_digest=digest(raw) if raw else None, http_status=http_status, error=error))
-        self._emit(t, out, [raw] if raw else [])
-        return results
+        return self._emit(t, out, [raw] if raw else [])
 
     def fetch(
         self, t: Traj, *, url: str, status: FetchStatus, content: str | None, n_bytes: int, n_tokens: int,
         latency_ms: float, http_status: int | None, error: str | None,
-    ) -> str | None:
+    ) -> anyio.Event:
         """fetch.called / fetch.completed against the doc_id of the result with the same normalised URL."""
         t.fetches += 1
         call_id = f"f{t.fetches}"
         doc_id = t.docs.get(normalize_url(url))
         page = content.encode() if content is not None else None
-        self._emit(t, [
+        return self._emit(t, [
             FetchCalled(call_id=call_id, iteration=t.iteration, doc_id=doc_id, url=url),
             FetchCompleted(call_id=call_id, doc_id=doc_id, status=status, content_digest=digest(page) if page is not None else None,
                            n_bytes=n_bytes, n_tokens=n_tokens, cache_hit=False, latency_ms=latency_ms,
                            http_status=http_status, error=error),
         ], [page] if page is not None else [])
-        return doc_id
 
     def chat(
         self, t: Traj, *, text: str | None, tool_calls: list[ToolCall], usage: Usage, latency_ms: float,
         finish_reason: str | None, raw: bytes | None, request_sha256: str | None,
-    ) -> None:
+    ) -> anyio.Event:
         t.turns += 1
         t.usage = t.usage + usage
-        self._emit(t, [ModelResponded(iteration=t.turns, text=text, tool_calls=tool_calls, usage=usage,
+        return self._emit(t, [ModelResponded(iteration=t.turns, text=text, tool_calls=tool_calls, usage=usage,
                                       latency_ms=latency_ms, finish_reason=finish_reason,
                                       raw_digest=digest(raw) if raw else None, request_sha256=request_sha256)],
                    [raw] if raw else [])
 
-    def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str) -> None:
-        self._emit(t, [CallFailed(what=f"chat:{model}", call_id=None, status=status, http_status=http_status, error=error)])
+    def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str) -> anyio.Event:
+        return self._emit(t, [CallFailed(what=f"chat:{model}", call_id=None, status=status, http_status=http_status, error=error)])
 
     def final(self, t: Traj, answer: str) -> anyio.Event:
         """answer.final and trajectory.finished (answered); the returned event is set once both are committed."""
         t.finished = True
-        done = anyio.Event()
-        self._emit(t, [AnswerFinal(iteration=t.turns, text=answer),
-                       TrajectoryFinished(reason="answered", iterations=t.turns, usage=t.usage)], done=done)
-        return done
+        return self._emit(t, [AnswerFinal(iteration=t.turns, text=answer),
+                              TrajectoryFinished(reason="answered", iterations=t.turns, usage=t.usage)])
 
-    def _emit(self, t: Traj, payloads: list[Payload], blobs: list[bytes] | None = None,
-              done: anyio.Event | None = None) -> None:
+    def _emit(self, t: Traj, payloads: list[Payload], blobs: list[bytes] | None = None) -> anyio.Event:
+        """Queue a call's events; the returned event is set once they are committed (a reply waits for it)."""
         stream = trajectory_stream(t.trajectory_id)
         events = []
         for p in payloads:
             events.append(NewEvent(stream_id=stream, run_id=self.run_id, payload=p,
                                    event_id=_event_id(t.trajectory_id, t.seq)))
             t.seq += 1
+        done = anyio.Event()
         self._send.send_nowait((events, list(blobs or []), done))
+        return done
 
 
 def _event_id(trajectory_id: str, index: int) -> uuid.UUID:

@@ -35,7 +35,7 @@ def dataset_id(path: str) -> str:
     return f"{Path(path).name}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]}"
 
 
-async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str,
+async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str, durable: bool = False,
                 ready: Callable[[str, int], None] | None = None) -> tuple[int, int]:
     """Serve until a signal; returns (trajectories abandoned, events appended)."""
     questions = await anyio.to_thread.run_sync(question_file, questions_path)
@@ -52,11 +52,11 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
             from searchtrace.adapters.sandbox import create_app
 
             transport = httpx.ASGITransport(app=create_app())
-        proxy = Proxy(recorder, live=upstream == "live", transport=transport)
+        proxy = Proxy(recorder, live=upstream == "live", transport=transport, durable=durable)
         server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                         access_log=False, lifespan="off", timeout_graceful_shutdown=2))
         abandoned = 0
-        async with open_writer(log) as writer:
+        async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
             if head:
                 await writer.append(head)
             async with anyio.create_task_group() as recording:

@@ -20,7 +20,9 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 @click.option("--port", default=8790, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--upstream", type=click.Choice(["live", "sandbox"]), default="live", show_default=True,
               help="Forward to the real endpoints (keys from this environment) or to the in-process sandbox world.")
-def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str) -> None:
+@click.option("--durable", is_flag=True,
+              help="Reply only once the call is committed (a SIGKILL then loses only unanswered calls; adds a commit per call).")
+def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durable: bool) -> None:
     """Serve every provider's, the fetch backend's and chat's routes under /t/<provider>/<qid>/ and record them."""
     from searchtrace.engine.proxy.serve import serve
 
@@ -34,7 +36,7 @@ def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str) -> No
                    f"base URLs: http://{host}:{bound}/t/<provider>/<qid>/<route>", err=True)
 
     abandoned, appended = anyio.run(
-        lambda: serve(db, questions, run_id, port=port, upstream=upstream, ready=ready), backend="asyncio"
+        lambda: serve(db, questions, run_id, port=port, upstream=upstream, durable=durable, ready=ready), backend="asyncio"
     )
     click.echo(f"searchtrace proxy: stopped; {appended} events appended, {abandoned} open trajectories abandoned",
                err=True)

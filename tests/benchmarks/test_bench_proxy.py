@@ -1,0 +1,14 @@
+"""`bench proxy` end to end on a tiny budget: sandbox and proxy in child processes, same bodies both ways."""
+
+from __future__ import annotations
+
+from searchtrace.benchmarks.proxy import run
+
+
+def test_bench_proxy_measures_added_latency_on_identical_replies() -> None:
+    result = run(12, "jina")  # raises when a proxied reply differs from the direct one
+    assert result["calls"] == 12
+    for k in ("direct_p50_ms", "proxied_p50_ms", "direct_p99_ms", "proxied_p99_ms"):
+        assert result[k] > 0
+    assert result["added_p50_ms"] == round(result["proxied_p50_ms"] - result["direct_p50_ms"], 3)
+    assert result["ok"] == (result["added_p50_ms"] <= 2.0)

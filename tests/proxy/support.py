@@ -1,0 +1,100 @@
+"""A real `searchtrace proxy` in a child process, question files, and reading what a store holds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from searchtrace.adapters.sandbox.serve import free_port
+from searchtrace.engine.record import question_file
+from searchtrace.store.events import Payload, decode_payload
+from searchtrace.store.log import EventLog
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CLI = "from searchtrace.cli import main; main()"
+
+
+def write_questions(path: Path, n: int) -> list[dict[str, str]]:
+    """The first n sandbox questions as a JSONL question file."""
+    rows = [{"qid": q.qid, "question": q.question, "answer": q.answer} for q in question_file("sandbox")[:n]]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+class Proxy:
+    """A running proxy: its root URL, its process and the file its stderr goes to."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+@contextlib.contextmanager
+def proxy(db: Path, questions: Path, run_id: str, *, upstream: str = "sandbox", env: dict[str, str] | None = None,
+          log: Path | None = None, extra: tuple[str, ...] = ()) -> Iterator[Proxy]:
+    """Start `searchtrace proxy` on a free port; on exit stop it with SIGTERM (if still running)."""
+    port = free_port()
+    log = log or db.with_suffix(f".{port}.log")
+    with log.open("ab") as err:
+        proc = subprocess.Popen([sys.executable, "-c", CLI, "proxy", "--db", str(db), "--questions", str(questions),
+                                 "--run-id", run_id, "--port", str(port), "--upstream", upstream, *extra],
+                                env={**os.environ, **(env or {})}, stdout=err, stderr=err)
+    p = Proxy(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"proxy did not start: {log.read_text()}") from None
+                time.sleep(0.05)
+        yield p
+    finally:
+        if proc.poll() is None:
+            p.stop()
+
+
+def run_example(name: str, proxy_url: str, questions: Path, seen: Path, *extra: str) -> str:
+    out = subprocess.run([sys.executable, str(EXAMPLES / name), "--proxy", proxy_url, "--questions", str(questions),
+                          "--seen", str(seen), *extra], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CLI, *argv], capture_output=True, text=True, timeout=180)
+
+
+def streams(db: Path) -> dict[str, list[tuple[int, str, Payload]]]:
+    """Every trajectory stream: (stream_seq, event_id, payload) in order."""
+    log = EventLog(db, read_only=True)
+    try:
+        cur = log.cursor()
+        rows = cur.execute("SELECT stream_id, stream_seq, event_id::VARCHAR, payload FROM events "
+                           "WHERE stream_id LIKE 'traj:%' ORDER BY position").fetchall()
+        cur.close()
+    finally:
+        log.close()
+    out: dict[str, list[tuple[int, str, Payload]]] = {}
+    for stream, seq, eid, payload in rows:
+        out.setdefault(stream, []).append((seq, eid, decode_payload(payload)))
+    return out
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
