@@ -15,7 +15,7 @@ demo: $(STAMP)
 	$(VENV)/bin/searchtrace demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check searchtrace/cli searchtrace/pipeline searchtrace/web searchtrace/*.py engine adapters store replay analytics tests benchmarks
+	$(VENV)/bin/ruff check searchtrace/cli searchtrace/pipeline searchtrace/web searchtrace/*.py engine adapters store replay analytics tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy -p searchtrace
@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench judge
 	$(VENV)/bin/searchtrace bench http
 	$(VENV)/bin/searchtrace bench chaos
+	$(VENV)/bin/searchtrace bench proxy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

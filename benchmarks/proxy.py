@@ -36,14 +36,16 @@ ROUTES = {
 
 
 @contextlib.contextmanager
-def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", timeout_s: float = 30.0) -> Iterator[str]:
+def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", timeout_s: float = 30.0,
+                 durable: bool = False) -> Iterator[str]:
     """`searchtrace proxy --upstream live` in a child process, every endpoint at `root`; stopped by its pid."""
     from searchtrace.adapters.sandbox.serve import env_exports, free_port
 
     port = free_port()
     env = {**os.environ, **env_exports(root), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
-                             "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live"],
+                             "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
+                             *(["--durable"] if durable else [])],
                             env=env, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + timeout_s
@@ -70,14 +72,14 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def run(calls: int, route: str, per_trajectory: int = 10) -> dict[str, Any]:
+def run(calls: int, route: str, per_trajectory: int = 10, durable: bool = False) -> dict[str, Any]:
     """`calls` direct and `calls` proxied requests, interleaved; percentiles in ms and the added latency."""
     from searchtrace.engine.record import question_file
 
     path, headers = ROUTES[route]
     qids = [q.qid for q in question_file("sandbox")]
     with tempfile.TemporaryDirectory() as tmp, sandbox_server() as root, \
-            proxy_server(Path(tmp) / "bench.duckdb", "sandbox", root) as proxy, httpx.Client(timeout=30) as client:
+            proxy_server(Path(tmp) / "bench.duckdb", "sandbox", root, durable=durable) as proxy, httpx.Client(timeout=30) as client:
         direct: list[float] = []
         proxied: list[float] = []
         for i in range(calls + 5):  # 5 warm-up pairs, not counted
@@ -94,7 +96,7 @@ def run(calls: int, route: str, per_trajectory: int = 10) -> dict[str, Any]:
             if i >= 5:
                 direct.append((t1 - t0) * 1000)
                 proxied.append((t2 - t1) * 1000)
-    out: dict[str, Any] = {"route": route, "calls": calls}
+    out: dict[str, Any] = {"route": route, "calls": calls, "durable": durable}
     for name, q in (("p50", 0.5), ("p99", 0.99)):
         out[f"direct_{name}_ms"] = round(_pct(direct, q), 3)
         out[f"proxied_{name}_ms"] = round(_pct(proxied, q), 3)
@@ -108,14 +110,15 @@ def run(calls: int, route: str, per_trajectory: int = 10) -> dict[str, Any]:
 @click.command("proxy")
 @click.option("--calls", default=500, show_default=True, type=click.IntRange(1), help="Calls each way.")
 @click.option("--route", type=click.Choice(sorted(ROUTES)), default="brave", show_default=True)
+@click.option("--durable", is_flag=True, help="Measure `proxy --durable` (each reply waits for its commit).")
 @click.option("--json", "as_json", is_flag=True)
-def command(calls: int, route: str, as_json: bool) -> None:
+def command(calls: int, route: str, durable: bool, as_json: bool) -> None:
     """Added latency per call of `searchtrace proxy` (p50, p99) against direct calls, same run, loopback."""
-    result = run(calls, route)
+    result = run(calls, route, durable=durable)
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return
-    click.echo(f"proxy, {route}, {calls} calls each way: direct p50 {result['direct_p50_ms']} ms / p99 "
+    click.echo(f"proxy{' --durable' if durable else ''}, {route}, {calls} calls each way: direct p50 {result['direct_p50_ms']} ms / p99 "
                f"{result['direct_p99_ms']} ms; proxied p50 {result['proxied_p50_ms']} / p99 {result['proxied_p99_ms']}; "
                f"added p50 {result['added_p50_ms']} ms, p99 {result['added_p99_ms']} ms "
                f"({'ok' if result['ok'] else 'over'} the {TARGET_P50_MS} ms target)")

@@ -18,6 +18,7 @@ from searchtrace.adapters.jina import estimate_tokens, page_markdown
 from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
 from searchtrace.adapters.openai_chat import parse_completion
 from searchtrace.adapters.registry import SEARCH_PROVIDERS, build_search
+from searchtrace.adapters.sandbox.inproc import ROOT as SANDBOX_ROOT
 from searchtrace.adapters.search_base import SearchAdapter, shorten
 from searchtrace.adapters.types import Endpoint, SearchHit
 from searchtrace.engine.agent import request_sha256
@@ -27,7 +28,6 @@ from searchtrace.engine.proxy.sse import assemble
 from searchtrace.store.events import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
-SANDBOX_ROOT = "http://sandbox"
 _QUERY_FIELDS = ("query", "q")
 _BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, msgspec.DecodeError, msgspec.ValidationError)
 
@@ -147,7 +147,7 @@ class Proxy:
         if self.live:
             url = f"{routes.live_base(target.endpoint)}/{target.path}"
         else:
-            url = f"{SANDBOX_ROOT}/{request.path_params['rest']}"
+            url = f"{SANDBOX_ROOT}/{request.path_params['rest']}"  # the in-process sandbox's root
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
                   if target.kind == "fetch" or k not in routes.KEY_FIELDS]

@@ -49,9 +49,9 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
         await anyio.to_thread.run_sync(recorder.restore, log)
         transport: httpx.AsyncBaseTransport | None = None
         if upstream == "sandbox":
-            from searchtrace.adapters.sandbox import create_app
+            from searchtrace.adapters.sandbox import in_process
 
-            transport = httpx.ASGITransport(app=create_app())
+            transport = in_process().transport
         proxy = Proxy(recorder, live=upstream == "live", transport=transport, durable=durable)
         server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                         access_log=False, lifespan="off", timeout_graceful_shutdown=2))
