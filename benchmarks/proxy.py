@@ -39,10 +39,10 @@ ROUTES = {
 def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", timeout_s: float = 30.0,
                  durable: bool = False) -> Iterator[str]:
     """`searchtrace proxy --upstream live` in a child process, every endpoint at `root`; stopped by its pid."""
-    from searchtrace.adapters.sandbox.serve import env_exports, free_port
+    from searchtrace.adapters.sandbox.serve import base_urls, env_exports, free_port
 
     port = free_port()
-    env = {**os.environ, **env_exports(root), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
+    env = {**os.environ, **env_exports(base_urls(root)), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
                              "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
                              *(["--durable"] if durable else [])],
