@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -36,8 +38,10 @@ def dataset_id(path: str) -> str:
 
 
 async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str, durable: bool = False,
-                ready: Callable[[str, int], None] | None = None) -> tuple[int, int]:
-    """Serve until a signal; returns (trajectories abandoned, events appended)."""
+                ready: Callable[[str, int], None] | None = None,
+                reads: Callable[[EventLog], AbstractContextManager[Any]] = nullcontext) -> tuple[int, int]:
+    """Serve until a signal; returns (trajectories abandoned, events appended). `reads(log)` wraps the serving
+    (the application layer passes the one that serves other processes' reads of the file)."""
     questions = await anyio.to_thread.run_sync(question_file, questions_path)
     providers = sorted(SEARCH_PROVIDERS)
     recorder = ProxyRecorder(run_id, questions, providers,
@@ -45,36 +49,42 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
                                        providers=providers))
     log = await anyio.to_thread.run_sync(EventLog, db)
     try:
-        head = await anyio.to_thread.run_sync(recorder.head, log)
-        await anyio.to_thread.run_sync(recorder.restore, log)
-        transport: httpx.AsyncBaseTransport | None = None
-        if upstream == "sandbox":
-            from searchtrace.adapters.sandbox import in_process
-
-            transport = in_process().transport
-        proxy = Proxy(recorder, live=upstream == "live", transport=transport, durable=durable)
-        server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
-                                        access_log=False, lifespan="off", timeout_graceful_shutdown=2))
-        abandoned = 0
-        async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
-            if head:
-                await writer.append(head)
-            async with anyio.create_task_group() as recording:
-                recording.start_soon(recorder.run, writer)
-                try:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_stop_on_signal, server)
-                        if ready is not None:
-                            tg.start_soon(_announce, server, ready, port)
-                        await server.serve()
-                        tg.cancel_scope.cancel()
-                finally:
-                    abandoned = recorder.abandon_open()
-                    recorder.close()  # the recorder drains what is queued, then its task ends
-        await proxy.aclose()
-        return abandoned, recorder.appended
+        with reads(log):
+            return await _serve_log(log, recorder, port=port, upstream=upstream, durable=durable, ready=ready)
     finally:
         await anyio.to_thread.run_sync(log.close)
+
+
+async def _serve_log(log: EventLog, recorder: ProxyRecorder, *, port: int, upstream: str, durable: bool,
+                     ready: Callable[[str, int], None] | None) -> tuple[int, int]:
+    head = await anyio.to_thread.run_sync(recorder.head, log)
+    await anyio.to_thread.run_sync(recorder.restore, log)
+    transport: httpx.AsyncBaseTransport | None = None
+    if upstream == "sandbox":
+        from searchtrace.adapters.sandbox import in_process
+
+        transport = in_process().transport
+    proxy = Proxy(recorder, live=upstream == "live", transport=transport, durable=durable)
+    server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
+                                    access_log=False, lifespan="off", timeout_graceful_shutdown=2))
+    abandoned = 0
+    async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
+        if head:
+            await writer.append(head)
+        async with anyio.create_task_group() as recording:
+            recording.start_soon(recorder.run, writer)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_stop_on_signal, server)
+                    if ready is not None:
+                        tg.start_soon(_announce, server, ready, port)
+                    await server.serve()
+                    tg.cancel_scope.cancel()
+            finally:
+                abandoned = recorder.abandon_open()
+                recorder.close()  # the recorder drains what is queued, then its task ends
+    await proxy.aclose()
+    return abandoned, recorder.appended
 
 
 async def _stop_on_signal(server: uvicorn.Server) -> None:

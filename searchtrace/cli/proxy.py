@@ -24,7 +24,7 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
               help="Reply only once the call is committed (a SIGKILL then loses only unanswered calls; adds a commit per call).")
 def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durable: bool) -> None:
     """Serve every provider's, the fetch backend's and chat's routes under /t/<provider>/<qid>/ and record them."""
-    from searchtrace.engine.proxy.serve import serve
+    from searchtrace.pipeline.proxying import proxy as serve
 
     if not run_id or not set(run_id) <= _ID_CHARS:
         raise BadInput(f"--run-id {run_id!r}: may only hold letters, digits, '.', '_' and '-'")

@@ -45,6 +45,9 @@ def test_examples_record_through_the_proxy_and_report(tmp_path: Path) -> None:
         assert r.status_code == 409  # finished by the script
         r = httpx.get(f"{p.url}/t/tavily/{rows[0]['qid']}/nowhere/x")
         assert r.status_code == 404
+        # reads while the proxy holds the file (SPEC §16): every committed trajectory is seen
+        live = cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")
+        assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 6, live.stderr
         assert p.stop() == 0
     for row in rows:
         assert f"{row['qid']}: {row['answer']}" in out1 and f"{row['qid']}: {row['answer']}" in out2
