@@ -75,6 +75,11 @@ def test_prompt_file_judge_run_recorded_and_reported(tmp_path: Path, capsys: pyt
         assert rc == 0, err
         reports[j] = json.loads(out)
         assert reports[j]["judge_run_id"] == j
+    # `judge compare` sets the two judge runs side by side
+    rc, out, err = run(capsys, "judge", "compare", "--db", str(db), "sandbox-judge@judge/1", jrid, "--json")
+    assert rc == 0, err
+    cmp = json.loads(out)
+    assert jrid in json.dumps(cmp) and "sandbox-judge@judge/1" in json.dumps(cmp)
     # the re-judge needs no file: the same version resolves from the store and resumes (nothing left to judge)
     pf.unlink()
     rc, out, err = run(capsys, "judge", "--db", str(db), "--sandbox", "--prompt-version", version, "--json")
