@@ -28,11 +28,31 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 @click.command("import")
 @click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
-@click.argument("traces", nargs=-1, type=_file)
+@click.argument("traces", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--from", "source", type=click.Choice(["traces", "inspect"]), default="traces", show_default=True,
+              help="traces: SPEC §9 traces JSONL; inspect: Inspect AI eval logs (.eval / .json files or folders).")
+@click.option("--provider", default=None, help="--from inspect: the search API the logs searched with "
+              "(default: the task's `provider` argument or the sample's `provider` metadata).")
+@click.option("--run-id", default=None, help="--from inspect: run id of the trajectories (default inspect-<eval id>).")
 @click.option("--judgments", "judgments", multiple=True, type=_file, help="Judgments JSONL (repeatable).")
 @click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
-def import_cmd(db: Path, traces: tuple[Path, ...], judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
-    """Import traces, judgments and audits; strict: a bad line stops it (exit 2) and nothing of that file is written."""
+def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | None, run_id: str | None,
+               judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
+    """Import traces, judgments and audits, or Inspect AI logs; strict: a bad line stops it (exit 2) and nothing of
+    that file is written."""
+    if source == "inspect":
+        if not traces or judgments or audits:
+            raise click.UsageError("--from inspect takes Inspect logs (files or folders) and no --judgments / --audit")
+        with _status() as show:
+            res = pipeline.import_inspect(db, traces, provider=provider, run_id=run_id, on_stage=show)
+        click.echo(f"{db}: {res.trajectories} new trajectories from {len(traces)} Inspect log path(s); "
+                   f"{res.events_written} new events")
+        return
+    if provider or run_id:
+        raise click.UsageError("--provider and --run-id apply to --from inspect only")
+    for t in traces:
+        if t.is_dir():
+            raise click.UsageError(f"{t}: a folder; traces are JSONL files (folders only with --from inspect)")
     if not (traces or judgments or audits):
         raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
     with _status() as show:

@@ -12,7 +12,7 @@ from searchtrace.pipeline.auditing import (
     audit_sample,
     judge_compare,
 )
-from searchtrace.pipeline.interchange import export, import_files
+from searchtrace.pipeline.interchange import export, import_files, import_inspect
 from searchtrace.pipeline.judging import SANDBOX_JUDGE, judge, judge_chat
 from searchtrace.pipeline.probing import probe_fetch, probe_search
 from searchtrace.pipeline.recording import aim, check_sandbox_url, record, record_into
@@ -38,6 +38,7 @@ __all__ = [
     "grade",
     "grade_and_report",
     "import_files",
+    "import_inspect",
     "judge",
     "judge_chat",
     "open_for_report",

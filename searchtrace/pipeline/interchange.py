@@ -9,6 +9,7 @@ from searchtrace.analytics import projections, views
 from searchtrace.replay.interchange.export import export_all
 from searchtrace.replay.interchange.importer import ImportResult
 from searchtrace.replay.interchange.importer import import_files as import_into
+from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
 from searchtrace.store.tuning import bulk_appends
 
@@ -45,3 +46,43 @@ def export(db: Path, out: Path) -> dict[str, int]:
     """Writes traces.jsonl, judgments.jsonl, audit.tsv and events.parquet into `out`; file name -> rows written."""
     with EventLog(db, read_only=True) as log:
         return export_all(log, out)
+
+
+def import_inspect(
+    db: Path, logs: Sequence[Path], *, provider: str | None = None, run_id: str | None = None,
+    on_stage: Callable[[str], None] = lambda _stage: None,
+) -> ImportResult:
+    """Inspect AI logs (files or folders) as trajectories: each log becomes §9 trace lines, imported as strictly
+    as traces.jsonl; an error names the log, the sample and the event, and nothing of that log is written."""
+    import re
+    import tempfile
+
+    import msgspec
+
+    from searchtrace.replay.interchange.inspect_logs import log_files, log_traces
+
+    files = log_files(logs)
+    with tempfile.TemporaryDirectory(prefix="searchtrace-inspect-") as tmp:
+        traces: list[Path] = []
+        where: dict[str, tuple[Path, list[str]]] = {}
+        for i, f in enumerate(files):
+            on_stage(f"reading {f.name}")
+            out = Path(tmp) / f"{i}.jsonl"
+            samples: list[str] = []
+            with out.open("wb") as fh:
+                for sample, line in log_traces(f, provider=provider, run_id=run_id):
+                    fh.write(msgspec.json.encode(line) + b"\n")
+                    samples.append(sample)
+            if samples:
+                traces.append(out)
+                where[str(out)] = (f, samples)
+        if not traces:
+            raise BadInput(f"{', '.join(map(str, logs))}: no sample calls a web-search tool (nothing to import)")
+        try:
+            return import_files(db, traces, on_stage=on_stage)
+        except BadInput as exc:  # name the log and the sample, not the intermediate file
+            m = re.match(r"^(.*?): line (\d+): (.*)$", str(exc), re.S)
+            if m is None or m.group(1) not in where:
+                raise
+            log, samples = where[m.group(1)]
+            raise BadInput(f"{log}: sample {samples[int(m.group(2)) - 1]}: {m.group(3)}") from None

@@ -1,0 +1,107 @@
+"""`import --from inspect`: logs made by a real `inspect eval` against the sandbox (tests/data/inspect) report like a
+recorded run; what cannot be mapped is named (file, sample, event) and nothing of that log is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchtrace.store.events import SearchResult, TrajectoryStarted
+from searchtrace.store.log import EventLog
+from tests.proxy.support import streams
+from tests.replay.test_prompt_file import run
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "inspect" / "logs"
+inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
+
+
+def count_events(db: Path) -> int:
+    with EventLog(db, read_only=True) as log:
+        return log.head
+
+
+class Out:
+    """What one in-process command gave (exit code, stdout, stderr)."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], *argv: str) -> None:
+        self.returncode, self.stdout, self.stderr = run(capsys, *argv)
+
+
+def test_inspect_logs_import_judge_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.duckdb"
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(LOGS))
+    assert res.returncode == 0, res.stderr
+    assert "6 new trajectories" in res.stdout
+    recorded = streams(db)
+    started = [ps[0][2] for ps in recorded.values()]
+    assert all(isinstance(t, TrajectoryStarted) for t in started)
+    assert sorted((t.provider, t.qid) for t in started if isinstance(t, TrajectoryStarted)).count(
+        ("brave", "sbx-9ab3167de8")) == 2  # two epochs
+    # the searches are the tool replies of the log: same URLs in the same order
+    log = inspect_log.read_eval_log(str(sorted(LOGS.glob("*.eval"))[0]))
+    sample = next(s for s in log.samples or [] if s.id == "sbx-9ab3167de8")
+    tool = next(e for e in sample.events if e.event == "tool" and e.function == "web_search")
+    urls = [r["url"] for r in json.loads(str(tool.result))["results"]]
+    stream = next(k for k in recorded if k.endswith(f":{log.eval.task_args['provider']}:sbx-9ab3167de8"))
+    assert [p.url for _, _, p in recorded[stream] if isinstance(p, SearchResult)] == urls
+    again = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(LOGS))
+    assert again.returncode == 0 and "0 new trajectories" in again.stdout
+    assert Out(capsys, "judge", "--db", str(db), "--sandbox").returncode == 0
+    rep = Out(capsys, "report", "--db", str(db), "--json")
+    assert rep.returncode == 0, rep.stderr
+    providers = json.loads(rep.stdout)["providers"]
+    assert {k: v["trajectories"] for k, v in providers.items()} == {"brave": 4, "tavily": 2}
+    assert all(v["exact_match"] == 1.0 and v["valid_items"] > 0 and v["fetches_per_trajectory"] > 0
+               for v in providers.values())
+    assert Out(capsys, "verify", "--db", str(db)).returncode == 0
+
+
+def _edited(tmp_path: Path, edit: object, name: str) -> Path:
+    """A copy of the first log, written as a .json log after `edit(log)`."""
+    log = inspect_log.read_eval_log(str(sorted(LOGS.glob("*.eval"))[0]))
+    edit(log)  # type: ignore[operator]
+    out = tmp_path / f"{name}.json"
+    inspect_log.write_eval_log(log, str(out))
+    return out
+
+
+def _unknown_fetch(log: object) -> None:
+    for s in log.samples:  # type: ignore[attr-defined]
+        for e in s.events:
+            if e.event == "tool" and e.function == "read_page" and s.id == "sbx-cf5d760f25":
+                e.arguments["url"] = "https://never-shown.example/x"
+
+
+def _no_provider(log: object) -> None:
+    log.eval.task_args = {}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (_unknown_fetch, "sample sbx-cf5d760f25 (epoch 1), event"),
+    (_no_provider, "no provider: pass --provider"),
+])
+def test_unmappable_log_is_named_and_nothing_written(tmp_path: Path, edit: object, needle: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.duckdb"
+    assert Out(capsys, "import", "--db", str(db), "--from", "inspect", str(sorted(LOGS.glob("*.eval"))[1])).returncode == 0
+    before = count_events(db)
+    bad = _edited(tmp_path, edit, "bad")
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(bad))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert needle in res.stderr and str(bad) in res.stderr
+    assert count_events(db) == before
+    if edit is _no_provider:  # the same log imports once the provider is named
+        ok = Out(capsys, "import", "--db", str(db), "--from", "inspect", "--provider", "exa", str(bad))
+        assert ok.returncode == 0 and "2 new trajectories" in ok.stdout
+
+
+def test_not_a_log_and_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.duckdb"
+    junk = tmp_path / "junk.eval"
+    junk.write_bytes(b"not a zip")
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(junk))
+    assert res.returncode == 2 and "not an Inspect AI log" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = Out(capsys, "import", "--db", str(db), "--provider", "tavily", str(junk))
+    assert res.returncode == 2 and "--from inspect only" in res.stderr
