@@ -200,8 +200,10 @@ class ProxyRecorder:
                              url_normalized=url_n, domain=hit.domain or domain_of(hit.url), snippet=hit.snippet,
                              metadata=dict(hit.metadata))
             out.append(r)
+        # the proxy makes one attempt and has no limits of its own: provider time is the whole call, no queueing
         out.append(SearchCompleted(call_id=call_id, status=status, n_results=len(hits), latency_ms=latency_ms,
-                                   raw_digest=digest(raw) if raw else None, http_status=http_status, error=error))
+                                   raw_digest=digest(raw) if raw else None, http_status=http_status, error=error,
+                                   provider_ms=latency_ms, queue_ms=0.0))
         return self._emit(t, out, [raw] if raw else [])
 
     def fetch(
@@ -217,7 +219,7 @@ class ProxyRecorder:
             FetchCalled(call_id=call_id, iteration=t.iteration, doc_id=doc_id, url=url),
             FetchCompleted(call_id=call_id, doc_id=doc_id, status=status, content_digest=digest(page) if page is not None else None,
                            n_bytes=n_bytes, n_tokens=n_tokens, cache_hit=False, latency_ms=latency_ms,
-                           http_status=http_status, error=error),
+                           http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0),
         ], [page] if page is not None else [])
 
     def chat(
@@ -227,7 +229,8 @@ class ProxyRecorder:
         t.turns += 1
         t.usage = t.usage + usage
         return self._emit(t, [ModelResponded(iteration=t.turns, text=text, tool_calls=tool_calls, usage=usage,
-                                      latency_ms=latency_ms, finish_reason=finish_reason,
+                                      latency_ms=latency_ms, provider_ms=latency_ms, queue_ms=0.0,
+                                      finish_reason=finish_reason,
                                       raw_digest=digest(raw) if raw else None, request_sha256=request_sha256)],
                    [raw] if raw else [])
 
