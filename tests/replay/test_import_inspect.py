@@ -31,9 +31,9 @@ class Out:
 
 def test_inspect_logs_import_judge_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "i.duckdb"
-    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(LOGS))
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", "--run-id", "inspect", str(LOGS))
     assert res.returncode == 0, res.stderr
-    assert "6 new trajectories" in res.stdout
+    assert "6 new trajectories" in res.stdout  # both logs in one run (by default each log is a run of its own)
     recorded = streams(db)
     started = [ps[0][2] for ps in recorded.values()]
     assert all(isinstance(t, TrajectoryStarted) for t in started)
@@ -46,7 +46,7 @@ def test_inspect_logs_import_judge_and_report(tmp_path: Path, capsys: pytest.Cap
     urls = [r["url"] for r in json.loads(str(tool.result))["results"]]
     stream = next(k for k in recorded if k.endswith(f":{log.eval.task_args['provider']}:sbx-9ab3167de8"))
     assert [p.url for _, _, p in recorded[stream] if isinstance(p, SearchResult)] == urls
-    again = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(LOGS))
+    again = Out(capsys, "import", "--db", str(db), "--from", "inspect", "--run-id", "inspect", str(LOGS))
     assert again.returncode == 0 and "0 new trajectories" in again.stdout
     assert Out(capsys, "judge", "--db", str(db), "--sandbox").returncode == 0
     rep = Out(capsys, "report", "--db", str(db), "--json")
