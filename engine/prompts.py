@@ -7,8 +7,8 @@ from pathlib import Path
 
 import msgspec
 
-from searchtrace.store.errors import BadInput
 from searchtrace.engine.prompt_file import PromptFile
+from searchtrace.store.errors import BadInput
 
 FINAL_PREFIX = "FINAL ANSWER:"
 
