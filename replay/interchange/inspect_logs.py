@@ -21,7 +21,14 @@ from searchtrace.adapters.jina import estimate_tokens
 from searchtrace.adapters.sandbox.toolset import Tools, pick, read_page, read_results
 from searchtrace.adapters.urls import domain_of, normalize_url
 from searchtrace.engine.agent import final_answer, trajectory_id
-from searchtrace.replay.interchange.formats import FetchStep, ModelStep, Result, SearchStep, StepUsage, TraceLine
+from searchtrace.replay.interchange.formats import (
+    FetchStep,
+    ModelStep,
+    Result,
+    SearchStep,
+    StepUsage,
+    TraceLine,
+)
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import TrajectoryReason
 
