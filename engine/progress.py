@@ -1,8 +1,10 @@
-"""Progress of a long run on a terminal (rich), silent when stderr is not a TTY (logs carry the story there)."""
+"""Progress of a long run: a live bar on a terminal (rich), a periodic one-line summary on stderr otherwise."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -49,11 +51,48 @@ def _k(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else str(n)
 
 
+LINE_EVERY_S = 10.0  # periodic lines off a terminal; SEARCHTRACE_PROGRESS_EVERY overrides (seconds)
+
+
+def line_interval() -> float:
+    """Seconds between progress lines when stderr is not a terminal (a bad value falls back to the default)."""
+    raw = os.environ.get("SEARCHTRACE_PROGRESS_EVERY", "")
+    try:
+        every = float(raw) if raw else LINE_EVERY_S
+    except ValueError:
+        return LINE_EVERY_S
+    return every if every >= 0 and every == every and every != float("inf") else LINE_EVERY_S
+
+
+@contextmanager
+def periodic_lines(stats: Stats, *, label: str, every_s: float) -> Iterator[Callable[[], None]]:
+    """Off a terminal: one summary line on stderr at most every `every_s` seconds, and a last one if any was printed."""
+    last = time.monotonic()
+    printed = False
+
+    def tick() -> None:
+        nonlocal last, printed
+        now = time.monotonic()
+        if now - last >= every_s:
+            last, printed = now, True
+            print(f"searchtrace {label}: {summary_line(stats)}", file=sys.stderr, flush=True)
+
+    try:
+        yield tick
+    finally:
+        if printed:
+            print(f"searchtrace {label}: {summary_line(stats)}", file=sys.stderr, flush=True)
+
+
 @contextmanager
 def progress_display(stats: Stats, *, label: str = "record", enabled: bool | None = None) -> Iterator[Callable[[], None]]:
-    """Yields a tick() to call after each trajectory; shows a live bar only on an interactive stderr."""
+    """Yields a tick() to call after each trajectory: a live bar on a terminal, periodic lines otherwise."""
     console = Console(stderr=True)
     show = console.is_terminal if enabled is None else enabled
+    if enabled is None and not show:
+        with periodic_lines(stats, label=label, every_s=line_interval()) as line_tick:
+            yield line_tick
+        return
     if not show:
         yield lambda: None
         return

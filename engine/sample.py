@@ -19,6 +19,8 @@ StratumKey = tuple[str, ...]
 Row = dict[str, Any]
 
 _PARQUET_MAGIC = b"PAR1"
+# Where a question's id comes from: the first of these columns the file has; a file with none keys rows by hash.
+ID_COLUMNS: tuple[str, ...] = ("qid", "id", "question_id")
 
 
 # -- reading -------------------------------------------------------------------
@@ -130,6 +132,7 @@ def prepare(
     for col in ("question", *strata):
         if col not in columns:
             raise BadInput(f"{source}: missing column {col!r} (needed for sampling)")
+    id_col = id_column(columns)
     out: list[tuple[str, StratumKey, Row]] = []
     seen: dict[str, int] = {}
     for index, row in enumerate(rows, start=1):
@@ -138,7 +141,7 @@ def prepare(
         if not isinstance(question, str) or not question.strip():
             raise BadInput(f"{where}: column 'question' must be a non-empty string, found {_kind(question)}")
         key = tuple(_stratum_value(row.get(col), where, col) for col in strata)
-        qid = _qid_of(row.get("qid"), question, where)
+        qid = _qid_of(row.get(id_col) if id_col else None, question, where, id_col or "qid")
         if qid in seen:
             raise BadInput(f"{where}: qid {qid!r} already used by row {seen[qid]}")
         seen[qid] = index
@@ -148,14 +151,20 @@ def prepare(
     return out
 
 
-def _qid_of(value: object, question: str, where: str) -> str:
+def id_column(columns: Iterable[str]) -> str | None:
+    """The column that holds question ids (`qid`, else `id`, else `question_id`), or None: ids from the text."""
+    present = set(columns)
+    return next((c for c in ID_COLUMNS if c in present), None)
+
+
+def _qid_of(value: object, question: str, where: str, column: str) -> str:
     if value is None or value == "":
         return question_qid(question)
     if isinstance(value, str):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise BadInput(f"{where}: column 'qid' must be a string, found {_kind(value)}")
+    raise BadInput(f"{where}: column {column!r} must be a string, found {_kind(value)}")
 
 
 def _stratum_value(value: object, where: str, col: str) -> str:

@@ -49,6 +49,9 @@ COMMIT_DELAY_S = 0.02
 _REFUSED = frozenset({400, 404, 413, 422})
 # The endpoint refuses the key: no point in calling anything else.
 _FATAL = frozenset({401, 403})
+# This many judge calls failing in a row (after their retries) means the endpoint is down: stop instead of grinding
+# through every item; what was judged is kept and the same command resumes.
+MAX_CONSECUTIVE_FAILURES = 20
 
 
 class JudgeStats(msgspec.Struct, kw_only=True):
@@ -66,6 +69,7 @@ class JudgeStats(msgspec.Struct, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     elapsed_s: float = 0.0
     errors: list[str] = []
+    stopped: str | None = None  # why the run stopped early (a run of consecutive failures), else None
 
 
 def stream_of(judge_run_id: str) -> str:
@@ -138,6 +142,9 @@ class _Run:
         self.log, self.writer, self.chat, self.prompt = log, writer, chat, prompt
         self.stats, self.progress = stats, progress
         self.jrid = stats.judge_run_id
+        self.in_a_row = 0  # consecutive calls that failed after their retries
+        self.scope = anyio.CancelScope()
+        self.max_in_a_row = MAX_CONSECUTIVE_FAILURES
 
     def _page(self, digest: str) -> str:
         return self.log.get_blob(digest).decode("utf-8", "replace")
@@ -184,8 +191,14 @@ class _Run:
                                       NewEvent(stream_id=stream_of(self.jrid), run_id=self.jrid, payload=failed)])
             if len(self.stats.errors) < 5:
                 self.stats.errors.append(f"{trace}: {exc.status}: {_line(exc.message)}")
+            self.in_a_row += 1
+            if self.in_a_row >= self.max_in_a_row and self.stats.stopped is None:
+                self.stats.stopped = (f"stopped after {self.in_a_row} judge calls in a row failed "
+                                      f"(last: {exc.status}: {_line(exc.message, 120)})")
+                self.scope.cancel()
             self._tick()
             return
+        self.in_a_row = 0
         parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
         raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
         await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries,
@@ -356,7 +369,8 @@ async def _judge_pending(
             await writer.append([started], blobs=[prompt.blob] if prompt.blob is not None else [])
         run = _Run(log, writer, chat, prompt, stats, progress)
         run._tick()
-        await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
+        with run.scope:
+            await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
-__all__ = ["JSON_MODE", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]
+__all__ = ["JSON_MODE", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]

@@ -139,6 +139,9 @@ def judge(
     if stats.failed:
         for err in stats.errors:
             click.echo(f"searchtrace: judge call failed: {err}", err=True)
+        if stats.stopped:
+            click.echo(f"searchtrace: judge {stats.stopped}; check the endpoint, then run the same command "
+                       "again to resume", err=True)
         raise SystemExit(1)
 
 

@@ -41,9 +41,33 @@ async def test_fanout_bench_small(tmp_path: Path) -> None:
     assert r["errors"] == 0 and r["ok_burst"] and r["max_in_any_1s_window"] <= 110
 
 
-def test_progress_is_quiet_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_is_quiet_off_a_terminal_for_short_work(capsys: pytest.CaptureFixture[str]) -> None:
     s = Stats(total=4, done=1, running=2, failed=1, model_calls=7)
-    with progress_display(s) as tick:  # stderr is captured, not a TTY
+    with progress_display(s) as tick:  # stderr is captured, not a TTY; less than the interval passes
         tick()
     assert capsys.readouterr().err == ""
     assert summary_line(s).startswith("done 1/4 · running 2 · failed 1 · model 7")
+
+
+def test_progress_off_a_terminal_prints_periodic_lines(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEARCHTRACE_PROGRESS_EVERY", "0")
+    s = Stats(total=3)
+    with progress_display(s, label="record") as tick:
+        for _ in range(3):
+            s.done += 1
+            tick()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("searchtrace record: done 1/3")
+    assert lines[2].startswith("searchtrace record: done 3/3") and lines[-1].startswith("searchtrace record: done 3/3")
+    assert len(lines) == 4  # one per tick, then the closing line
+
+
+def test_no_progress_means_silent_off_a_terminal(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEARCHTRACE_PROGRESS_EVERY", "0")
+    s = Stats(total=1)
+    with progress_display(s, enabled=False) as tick:
+        s.done = 1
+        tick()
+    assert capsys.readouterr().err == ""

@@ -141,6 +141,19 @@ def test_within_stratum_order_and_qid_rule(tmp_path: Path) -> None:
     assert sampled_qids(path, 4, "s1") == ranked
 
 
+@pytest.mark.parametrize("column", ["id", "question_id"])
+def test_a_common_id_column_gives_the_qids(tmp_path: Path, column: str) -> None:
+    rows = [{column: f"Q{i}", "question": f"q{i}?", "freshness": "f", "search_results": "s", "topic": "t"}
+            for i in range(3)]
+    assert sorted(r["qid"] for r in sample(rows, 3, "s1", source="mem")) == ["Q0", "Q1", "Q2"]
+    # `qid` wins over `id` when a file has both
+    both = [{**r, "qid": f"x{i}"} for i, r in enumerate(rows)]
+    assert sorted(r["qid"] for r in sample(both, 3, "s1", source="mem")) == ["x0", "x1", "x2"]
+    bad = [{**rows[0], column: 1.5}]
+    with pytest.raises(Exception, match=f"column '{column}' must be a string"):
+        sample(bad, 1, "s1", source="mem")
+
+
 def test_numpy_and_nested_values_serialise(tmp_path: Path) -> None:
     table = pa.table(
         {

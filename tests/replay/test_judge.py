@@ -261,3 +261,41 @@ def test_cli_judge_sandbox(store: Path) -> None:
     assert res2.exit_code == 0 and "0 judged now" in res2.stdout
     bad = runner.invoke(cli, ["judge", "--db", str(store)])
     assert bad.exit_code != 0 and "--model" in bad.output
+
+
+@pytest.mark.anyio
+async def test_a_run_of_failures_stops_the_judge_run_with_the_reason(tmp_path: Path, app: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import searchtrace.replay.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "MAX_CONSECUTIVE_FAILURES", 5)
+    path = tmp_path / "down.duckdb"
+    docs: list[tuple[str, str, str | None]] = [
+        (f"https://down{i:02d}.example/x", f"Zembla Works {i}. !fault:500", None) for i in range(12)]
+    build_store(path, {"t1": docs})
+    chat = sandbox_chat(app, max_retries=0)
+    with EventLog(path) as log:
+        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=1)
+        assert stats.items == 12 and stats.failed == 5 and stats.done == 0
+        assert stats.stopped is not None and "5 judge calls in a row failed" in stats.stopped and "500" in stats.stopped
+        assert app.state.totals["chat"] == 5  # the other 7 items were never called
+        assert n_verdicts(log, "j1") == 0
+    await chat.aclose()
+
+
+@pytest.mark.anyio
+async def test_fewer_failures_than_the_limit_do_not_stop_the_run(tmp_path: Path, app: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import searchtrace.replay.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "MAX_CONSECUTIVE_FAILURES", 5)
+    path = tmp_path / "flaky.duckdb"
+    docs: list[tuple[str, str, str | None]] = [
+        (f"https://f{i:02d}.example/x", f"Zembla Works {i}. !fault:500", None) for i in range(4)]
+    docs.append(("https://ok.example/x", "The founding year of Zembla Works is 1987.", None))
+    build_store(path, {"t1": docs})
+    chat = sandbox_chat(app, max_retries=0)
+    with EventLog(path) as log:
+        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=1)
+        assert stats.stopped is None and stats.failed == 4 and stats.done == 1
+    await chat.aclose()
