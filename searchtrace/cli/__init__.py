@@ -17,6 +17,7 @@ from searchtrace.store.errors import BadInput, StoreError
 # name -> "module:attribute"; each module owns one area of the command line.
 COMMANDS: dict[str, str] = {
     "demo": "searchtrace.cli.demo:demo",
+    "doctor": "searchtrace.cli.doctor:doctor",
     "record": "searchtrace.cli.record:record",
     "search": "searchtrace.cli.probe:search",
     "fetch": "searchtrace.cli.probe:fetch",

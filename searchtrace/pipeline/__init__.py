@@ -12,6 +12,7 @@ from searchtrace.pipeline.auditing import (
     audit_sample,
     judge_compare,
 )
+from searchtrace.pipeline.doctor import Check, doctor
 from searchtrace.pipeline.interchange import export, import_files, import_inspect
 from searchtrace.pipeline.judging import SANDBOX_JUDGE, judge, judge_chat
 from searchtrace.pipeline.probing import probe_fetch, probe_search
@@ -22,6 +23,8 @@ from searchtrace.pipeline.sandbox_demo import DemoResult, demo, demo_providers
 
 __all__ = [
     "SANDBOX_JUDGE",
+    "Check",
+    "doctor",
     "AuditImport",
     "AuditSample",
     "DemoResult",
