@@ -181,6 +181,8 @@ class ReadServer:
         self._slots = threading.BoundedSemaphore(_SESSIONS)
         self._closing = threading.Event()
         self._clients: set[socket.socket] = set()
+        self._running: set[duckdb.DuckDBPyConnection] = set()  # session cursors, interrupted on close
+        self._sessions: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._bind()
         self._thread = threading.Thread(target=self._accept_loop, name="searchtrace-reads", daemon=True)
@@ -202,16 +204,25 @@ class ReadServer:
                 client, _ = self._sock.accept()
             except OSError:
                 return
+            session = threading.Thread(target=self._session, args=(client,), name="searchtrace-read-session", daemon=True)
             with self._lock:
+                if self._closing.is_set():
+                    client.close()
+                    return
                 self._clients.add(client)
-            threading.Thread(target=self._session, args=(client,), name="searchtrace-read-session", daemon=True).start()
+                self._sessions.add(session)
+            session.start()
 
     def _session(self, client: socket.socket) -> None:
         """One client: its own cursor (its temp views stay its own), requests answered in order."""
         cur = None
         try:
             with self._slots:
-                cur = self._cursor()
+                with self._lock:
+                    if self._closing.is_set():
+                        return
+                    cur = self._cursor()
+                    self._running.add(cur)
                 while True:
                     body = _recv(client)
                     if body is None:
@@ -225,10 +236,12 @@ class ReadServer:
         except OSError:
             return
         finally:
-            if cur is not None:
-                cur.close()
             with self._lock:
+                if cur is not None:
+                    self._running.discard(cur)
+                    cur.close()
                 self._clients.discard(client)
+                self._sessions.discard(threading.current_thread())
             client.close()
 
     def close(self) -> None:
@@ -243,7 +256,13 @@ class ReadServer:
             for c in self._clients:
                 with contextlib.suppress(OSError):
                     c.shutdown(socket.SHUT_RDWR)
+            for cur in self._running:  # a query in flight would keep the store's connection busy at its close
+                with contextlib.suppress(duckdb.Error):
+                    cur.interrupt()
+            sessions = list(self._sessions)
         self._thread.join(timeout=5)
+        for session in sessions:  # the store closes right after us: no session may still hold a cursor
+            session.join(timeout=10)
         with contextlib.suppress(FileNotFoundError):
             if os.lstat(self.path).st_ino == self._ino:
                 with _addressable(self.path) as addr:

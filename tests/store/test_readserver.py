@@ -105,3 +105,32 @@ def test_commands_read_a_held_store_through_its_writer(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["schema"] == "searchtrace.report/1"
         assert log.head == 9
+
+
+def test_closing_interrupts_a_query_in_flight_so_the_store_closes_cleanly(tmp_path: Path) -> None:
+    """A reader's long query must not keep the writer's connection busy when the run ends (it would abort)."""
+    import threading
+    import time
+
+    path = tmp_path / "busy.duckdb"
+    log = EventLog(path)
+    log.append([ev("s0", 0)])
+    server = ReadServer(path, log.cursor)
+    outcome: list[str] = []
+
+    def long_read() -> None:
+        try:
+            with RemoteCursor(path) as cur:
+                cur.execute("SELECT count(*) FROM range(100000000000) a").fetchall()
+            outcome.append("finished")
+        except (OSError, duckdb.Error, Exception) as exc:  # interrupted or cut off: either is an error line
+            outcome.append(type(exc).__name__)
+
+    reader = threading.Thread(target=long_read)
+    reader.start()
+    time.sleep(0.5)  # the query is running on a session cursor of the writer's database
+    t0 = time.monotonic()
+    server.close()
+    log.close()  # raised "connection is busy" (and aborted the process at exit) before sessions were joined
+    reader.join(timeout=10)
+    assert time.monotonic() - t0 < 10 and outcome and outcome[0] != "finished"
