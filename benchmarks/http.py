@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -35,20 +34,12 @@ _SERVER = (
 @contextlib.contextmanager
 def sandbox_server(port: int | None = None, timeout_s: float = 20.0) -> Iterator[str]:
     """A sandbox server in a child process on 127.0.0.1; yields its root URL; stops it (by its pid) on exit."""
-    from searchtrace.adapters.sandbox.serve import free_port
+    from searchtrace.adapters.sandbox.serve import free_port, wait_listening
 
     port = port or free_port()
     proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=dict(os.environ))
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"sandbox server did not start on 127.0.0.1:{port}") from None
-                time.sleep(0.05)
+        wait_listening(port, proc, timeout_s, "sandbox server")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

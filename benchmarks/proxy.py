@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ ROUTES = {
 def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", timeout_s: float = 30.0,
                  durable: bool = False) -> Iterator[str]:
     """`searchtrace proxy --upstream live` in a child process, every endpoint at `root`; stopped by its pid."""
-    from searchtrace.adapters.sandbox.serve import base_urls, env_exports, free_port
+    from searchtrace.adapters.sandbox.serve import base_urls, env_exports, free_port, wait_listening
 
     port = free_port()
     env = {**os.environ, **env_exports(base_urls(root)), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
@@ -48,15 +47,7 @@ def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", tim
                              *(["--durable"] if durable else [])],
                             env=env, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"proxy did not start on 127.0.0.1:{port}") from None
-                time.sleep(0.05)
+        wait_listening(port, proc, timeout_s, "proxy")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.send_signal(signal.SIGTERM)

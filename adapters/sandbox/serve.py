@@ -4,6 +4,7 @@ provider serving it at its own root (official clients join their absolute paths 
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -65,6 +66,19 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[Any], timeout_s: float, what: str) -> None:
+    """Returns once 127.0.0.1:`port` accepts connections; raises when `proc` died or `timeout_s` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start on 127.0.0.1:{port}") from None
+            time.sleep(0.05)
 
 
 def _config(app: Any, port: int) -> uvicorn.Config:

@@ -6,15 +6,13 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchtrace.adapters.sandbox.serve import free_port
+from searchtrace.adapters.sandbox.serve import free_port, wait_listening
 from searchtrace.engine.record import question_file
 from searchtrace.store.events import Payload, decode_payload
 from searchtrace.store.log import EventLog
@@ -54,15 +52,10 @@ def proxy(db: Path, questions: Path, run_id: str, *, upstream: str = "sandbox", 
                                 env={**os.environ, **(env or {})}, stdout=err, stderr=err)
     p = Proxy(proc, f"http://127.0.0.1:{port}", log)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"proxy did not start: {log.read_text()}") from None
-                time.sleep(0.05)
+        try:
+            wait_listening(port, proc, 30, "proxy")
+        except RuntimeError:
+            raise RuntimeError(f"proxy did not start: {log.read_text()}") from None
         yield p
     finally:
         if proc.poll() is None:
