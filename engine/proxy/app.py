@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -230,10 +230,8 @@ class Proxy:
         status: SearchStatus
         hits: list[SearchHit] = []
         err: str | None = None
-        if up.status is None:
-            status, err = ("timeout" if up.fault == "timeout" else "http_error"), up.message
-        elif not 200 <= up.status < 300:
-            status, err = "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), secret))}"
+        if (failed := _failure(up, secret)) is not None:
+            status, err = failed
         else:
             try:
                 hits = self.parsers[target.endpoint].parse_hits(up.body)
@@ -250,10 +248,8 @@ class Proxy:
         status: FetchStatus
         content: str | None = None
         err: str | None = None
-        if up.status is None:
-            status, err = ("timeout" if up.fault == "timeout" else "http_error"), up.message
-        elif not 200 <= up.status < 300:
-            status, err = "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), secret))}"
+        if (failed := _failure(up, secret)) is not None:
+            status, err = failed
         else:
             try:
                 content = scrub_text(page_markdown(up.body, dict(up.headers).get("content-type", "")), secret)
@@ -316,3 +312,12 @@ def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[s
     query = next((source[f] for f in _QUERY_FIELDS if isinstance(source.get(f), str)), None)
     params = {k: v for k, v in source.items() if k not in _QUERY_FIELDS and k not in routes.KEY_FIELDS}
     return query, params
+
+
+def _failure(up: Upstream, secret: Secret | None) -> tuple[Literal["timeout", "http_error"], str | None] | None:
+    """How a forwarded call failed (no reply, or a non-2xx one), as a status and one line; None when it answered."""
+    if up.status is None:
+        return ("timeout" if up.fault == "timeout" else "http_error"), up.message
+    if not 200 <= up.status < 300:
+        return "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), secret))}"
+    return None
