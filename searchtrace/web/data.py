@@ -16,6 +16,7 @@ import duckdb
 import msgspec
 
 from searchtrace.analytics import sources
+from searchtrace.analytics.agreement import compare_judge_runs
 from searchtrace.analytics.evidence import item_evidence, rationales, scoped
 from searchtrace.analytics.metrics import trajectory_stats
 from searchtrace.analytics.report import build_report
@@ -372,7 +373,9 @@ FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normaliz
         r["a_rationale"], r["b_rationale"] = why.get(r["a_position"]), why.get(r["b_position"])
     return {"a": a, "b": b, "items": len(rows), "disagreeing": sum(1 for r in rows if r["disagree"]),
             "labels": {c: {"both": both[c], "agree": agree[c]} for c in _LABELS}, "rows": shown,
-            "truncated": len(rows) > COMPARE_ROWS}
+            "truncated": len(rows) > COMPARE_ROWS,
+            # SPEC §12's comparison (Cohen's kappa, 2x2 tables, partitions under A and B), as `judge compare` prints it
+            "comparison": compare_judge_runs(cur, a, b)}
 
 
 def run_sql(cur: duckdb.DuckDBPyConnection, sql: str) -> Row:

@@ -90,6 +90,10 @@ def test_judge_compare_and_the_read_only_sql_box(demo_db: Path) -> None:
         ("POST", "/api/sql", {"sql": "DELETE FROM events"}), ("POST", "/api/sql", {"sql": "SELECT * FROM nope"}))
     c = same.json()
     assert c["disagreeing"] == 0 and c["items"] == jruns.json()[0]["verdicts"]
+    # the SPEC §12 comparison of `judge compare`: a run against itself agrees everywhere
+    comp = c["comparison"]
+    assert comp["a"] == comp["b"] == jr and comp["disagreements"] == [] and comp["items_valid_in_both"] > 0
+    assert all(s["agreement"] in (1.0, None) for s in comp["labels"].values())
     assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
     assert ok.json() == {"columns": ["provider", "n"], "rows": [["brave", 6], ["firecrawl", 6], ["tavily", 6]],
                          "truncated": False}

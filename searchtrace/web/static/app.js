@@ -283,6 +283,8 @@ async function viewCompare(params) {
     h("h2", {}, "Item by item"), h("div", { class: "filters" }, h("label", {}, "A ", sel("a", a)), h("label", {}, "B ", sel("b", b)),
       chip(`${fmt(d.items)} items`), chip(`${fmt(d.disagreeing)} disagree`, d.disagreeing ? "bad" : "")),
     h("p", {}, labels.map((l) => chip(`${l}: ${fmt(d.labels[l].agree)}/${fmt(d.labels[l].both)} agree`))),
+    h("p", { "data-testid": "kappa" }, Object.entries(d.comparison.labels).map(([l, s]) =>
+      chip(`${l}: κ ${s.kappa === null ? "–" : s.kappa.toFixed(3)} (n ${fmt(s.n)})`))),
     h("div", { class: "wide" }, h("table", { class: "list" },
       h("thead", {}, h("tr", {}, h("th", {}, "trajectory"), h("th", {}, "url"), labels.map((l) => h("th", {}, l)), h("th", {}, "rationale A"), h("th", {}, "rationale B"))),
       h("tbody", {}, d.rows.map((r) => h("tr", { class: r.disagree.length ? "disagree" : "" },
