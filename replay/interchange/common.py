@@ -10,7 +10,7 @@ import shutil
 import stat
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.replay.interchange.formats import JudgmentLine, TraceLine
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
 
@@ -202,6 +203,13 @@ class Known:
     verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes
     verdict_runs_loaded: set[str] = field(default_factory=set)
     audits: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> event_id
+    # A stored trajectory as its trace line (recorded ones have no content-derived ids, so an export of them is
+    # compared by content); set by the importer, None where nothing is stored.
+    stored_trace: Callable[[str], TraceLine | None] = field(default=lambda _tid: None)
+    same_as_stored: set[str] = field(default_factory=set)  # trajectory ids whose lines repeat the store: not appended
+    # likewise a stored verdict as its judgment line, by (judge_run_id, trajectory_id, url), and the repeated keys
+    stored_judgment: Callable[[str, str, str], JudgmentLine | None] = field(default=lambda _r, _t, _u: None)
+    same_verdicts: set[bytes] = field(default_factory=set)
 
     @classmethod
     def load(cls, log: EventLog) -> Known:

@@ -65,7 +65,7 @@ class _Draft(msgspec.Struct, kw_only=True):
     stop_reason: str = "error"
 
 
-def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
+def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
     """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts)."""
     drafts: dict[str, _Draft] = {}
     cells = Cells()  # which trajectories are current, their question, gold and final answer
@@ -150,7 +150,7 @@ def _traces(log: EventLog) -> tuple[list[TraceLine], set[str]]:
     return out, cells.superseded
 
 
-def _judgments(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
+def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     seen: set[tuple[str, str, str]] = set()
     runs: list[str] = []
     by_run: dict[str, list[JudgmentLine]] = {}
@@ -208,11 +208,11 @@ def export_all(log: EventLog, out: Path) -> dict[str, int]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInput(f"{out}: cannot create the folder ({exc.strerror})") from None
-    traces, superseded = _traces(log)
+    traces, superseded = traces_of(log)
     with (out / "traces.jsonl").open("wb") as fh:
         for t in traces:
             fh.write(encoder.encode(t) + b"\n")
-    judgments = _judgments(log, superseded)
+    judgments = judgments_of(log, superseded)
     with (out / "judgments.jsonl").open("wb") as fh:
         for j in judgments:
             fh.write(encoder.encode(j) + b"\n")

@@ -17,6 +17,9 @@ from pathlib import Path
 from searchtrace.replay.interchange import judgments as import_judgments
 from searchtrace.replay.interchange.audit import validate_audit
 from searchtrace.replay.interchange.common import Known, frozen_inputs
+from searchtrace.replay.interchange.export import judgments_of as export_judgments
+from searchtrace.replay.interchange.export import traces_of as export_traces
+from searchtrace.replay.interchange.formats import JudgmentLine, TraceLine
 from searchtrace.replay.interchange.traces import append_traces, validate_traces
 from searchtrace.store.events import AuditAnswer
 from searchtrace.store.log import EventLog
@@ -56,6 +59,37 @@ def import_files(
         return _import(log, traces, judgments, audits, on_stage)
 
 
+def _stored_traces(log: EventLog) -> Callable[[str], TraceLine | None]:
+    """The store's trajectories as export writes them, derived once and only when a line needs the comparison."""
+    cache: dict[str, TraceLine] = {}
+    loaded = False
+
+    def get(trajectory_id: str) -> TraceLine | None:
+        nonlocal loaded
+        if not loaded:
+            lines, _superseded = export_traces(log)
+            cache.update((t.trajectory_id, t) for t in lines)
+            loaded = True
+        return cache.get(trajectory_id)
+
+    return get
+
+
+def _stored_judgments(log: EventLog) -> Callable[[str, str, str], JudgmentLine | None]:
+    """The store's verdicts as export writes them, derived once and only when a line needs the comparison."""
+    cache: dict[tuple[str, str, str], JudgmentLine] = {}
+    loaded = False
+
+    def get(judge_run_id: str, trajectory_id: str, url: str) -> JudgmentLine | None:
+        nonlocal loaded
+        if not loaded:
+            cache.update(((j.judge_run_id, j.trajectory_id, j.url), j) for j in export_judgments(log, set()))
+            loaded = True
+        return cache.get((judge_run_id, trajectory_id, url))
+
+    return get
+
+
 def _import(
     log: EventLog,
     traces: list[Path],
@@ -65,6 +99,8 @@ def _import(
 ) -> ImportResult:
     on_stage("reading the store")
     known = Known.load(log)
+    known.stored_trace = _stored_traces(log)
+    known.stored_judgment = _stored_judgments(log)
     items: import_judgments.Items = {}
     res = ImportResult()
     for path in traces:
@@ -86,7 +122,7 @@ def _import(
         res.audits += len(evs)
     for path in traces:
         on_stage(f"appending {path.name}")
-        res.events_written += append_traces(log, path)
+        res.events_written += append_traces(log, path, known.same_as_stored)
     for path in judgments:
         on_stage(f"appending {path.name}")
         res.events_written += import_judgments.append(log, path, known, items)

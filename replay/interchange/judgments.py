@@ -162,7 +162,12 @@ def validate(path: Path, known: Known, items: Items) -> int:
         eid = verdict_id(j, url, verdict_payload(j, url, visible, labels)).bytes
         stored = known.verdicts.get(key)
         if stored is not None and stored != eid:
-            raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
+            again = known.stored_judgment(j.judge_run_id, j.trajectory_id, url)
+            if again is None or msgspec.json.encode(again) != msgspec.json.encode(j):
+                raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
+            known.same_verdicts.add(key)  # a recorded verdict's own export: nothing to add
+            count += 1
+            continue
         known.verdicts[key] = eid  # the file's own keys are unique (checked above), so none is compared twice
         count += 1
     return count
@@ -186,7 +191,10 @@ def append(log: EventLog, path: Path, known: Known, items: Items) -> int:
             eid: uuid.UUID = event_id("import", "judge.started", j.judge_run_id)
             batch.append(NewEvent(stream_id=judge_stream(j.judge_run_id), run_id=RUN_ID, payload=started, event_id=eid))
         url, visible, labels = _check(path, n, j, items)
-        eid_bytes = known.verdicts[key_digest(j.judge_run_id, j.trajectory_id, url)]
+        key = key_digest(j.judge_run_id, j.trajectory_id, url)
+        if key in known.same_verdicts:
+            continue
+        eid_bytes = known.verdicts[key]
         batch.append(
             NewEvent(
                 stream_id=judge_stream(j.judge_run_id),

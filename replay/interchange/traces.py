@@ -97,7 +97,10 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             if isinstance(have, tuple):
                 have = _started_at(*have)
             if have != _started(t):
-                raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} is already in the database with other content")
+                if known.stored_trace(t.trajectory_id) != t:
+                    raise fail(path, n, "trajectory_id",
+                               f"{t.trajectory_id!r} is already in the database with other content")
+                known.same_as_stored.add(t.trajectory_id)  # a recorded trajectory's own export: nothing to add
         other = known.traj_keys.get(key)
         if other is not None and other != t.trajectory_id:
             raise fail(
@@ -226,14 +229,17 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
     return [qid_event, *events], blobs
 
 
-def append_traces(log: EventLog, path: Path) -> int:
-    """Second pass over a validated file: append its events in chunks; returns the number written."""
+def append_traces(log: EventLog, path: Path, skip: frozenset[str] | set[str] = frozenset()) -> int:
+    """Second pass over a validated file: append its events in chunks (not those of `skip`); returns the number written."""
     written = 0
     batch: list[NewEvent] = []
     blobs: list[bytes] = []
     chunk = import_common.CHUNK
     for n, raw in lines(path):
-        evs, bl = trace_events(decode_line(trace_decoder, path, n, raw))
+        line = decode_line(trace_decoder, path, n, raw)
+        if line.trajectory_id in skip:
+            continue
+        evs, bl = trace_events(line)
         batch.extend(evs)
         blobs.extend(bl)
         if len(batch) >= chunk:

@@ -60,3 +60,30 @@ def test_round_trip_of_recorded_events(tmp_path: Path) -> None:
     first, rep = report_json(recorded)
     assert rep["judge_run_id"] is not None and sum(p["valid_items"] for p in rep["providers"].values()) > 0
     assert report_json(again)[0] == first
+
+
+def test_an_export_imported_into_its_own_recorded_store_adds_nothing(tmp_path: Path) -> None:
+    """Recorded trajectories and verdicts have no content-derived ids: their export is compared by content."""
+    recorded = tmp_path / "demo.duckdb"
+    code, _, err = run_cli("demo", "--db", str(recorded), "--out", str(tmp_path / "demo"), "--n", "4")
+    assert code == 0, err
+    out = tmp_path / "out"
+    assert run_cli("export", "--db", str(recorded), "--out", str(out))[0] == 0
+    before, _ = report_json(recorded)
+    n_before = duckdb.connect(str(recorded), read_only=True).execute("SELECT count(*) FROM events").fetchone()
+    code, stdout, err = run_cli("import", "--db", str(recorded), str(out / "traces.jsonl"),
+                                "--judgments", str(out / "judgments.jsonl"))
+    assert code == 0, err
+    assert "0 new trajectories" in stdout and "0 new events" in stdout
+    con = duckdb.connect(str(recorded), read_only=True)
+    assert con.execute("SELECT count(*) FROM events").fetchone() == n_before
+    con.close()
+    assert report_json(recorded)[0] == before
+    # a changed line is still a different trajectory under a stored id, and is refused
+    lines = (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["final_answer"] = "something else entirely"
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps(first) + "\n", encoding="utf-8")
+    code, _, err = run_cli("import", "--db", str(recorded), str(changed))
+    assert code == 2 and "already in the database with other content" in err
