@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -61,7 +62,7 @@ def line_interval() -> float:
         every = float(raw) if raw else LINE_EVERY_S
     except ValueError:
         return LINE_EVERY_S
-    return every if every >= 0 and every == every and every != float("inf") else LINE_EVERY_S
+    return every if math.isfinite(every) and every >= 0 else LINE_EVERY_S
 
 
 @contextmanager

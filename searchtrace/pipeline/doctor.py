@@ -51,9 +51,8 @@ async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = No
             detail = f"{len(resp.hits)} results" if ok else f"{resp.status}: {_line(resp.error or '')}"
             checks.append(Check(what=f"search {name}", ok=ok, detail=detail))
         page = await ends.fetch.fetch(PING_URL, trace_id="doctor")
-        # a page the backend cannot find still shows it reachable and the key accepted; only transport and key fail
-        fetch_ok = page.status != "timeout" and page.http_status not in (401, 402, 403) and not (
-            page.http_status is None and page.status != "ok" and page.error)
+        # any answer but a key or balance refusal shows the backend reachable (a page it cannot find included)
+        fetch_ok = page.status == "ok" or (page.http_status is not None and page.http_status not in (401, 402, 403))
         checks.append(Check(what="fetch", ok=fetch_ok,
                             detail="reachable" if fetch_ok else f"{page.status}: {_line(page.error or '')}"))
         try:
