@@ -73,6 +73,22 @@ Plan = SearchPlan | FetchPlan | Refusal
 _args_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
+def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
+    """One normalised hit as its `search.result` event (SPEC §2, §14), for the agent loop and the proxy alike."""
+    return SearchResult(
+        call_id=call_id,
+        doc_id=doc_id,
+        rank=hit.rank,
+        title=hit.title,
+        url=hit.url,
+        url_normalized=normalize_url(hit.url),
+        domain=hit.domain or domain_of(hit.url),
+        snippet=hit.snippet,
+        metadata=dict(hit.metadata),
+        surface_chars=surface_chars(hit.snippet),
+    )
+
+
 class DocRegistry:
     """doc_ids d1, d2, … in order of appearance in one trajectory; each search result gets a new one."""
 
@@ -82,20 +98,8 @@ class DocRegistry:
     def add(self, call_id: str, hits: list[SearchHit]) -> list[SearchResult]:
         out = []
         for hit in hits:
-            doc_id = f"d{len(self.docs) + 1}"
-            doc = SearchResult(
-                call_id=call_id,
-                doc_id=doc_id,
-                rank=hit.rank,
-                title=hit.title,
-                url=hit.url,
-                url_normalized=normalize_url(hit.url),
-                domain=hit.domain or domain_of(hit.url),
-                snippet=hit.snippet,
-                metadata=dict(hit.metadata),
-                surface_chars=surface_chars(hit.snippet),
-            )
-            self.docs[doc_id] = doc
+            doc = search_result(call_id, f"d{len(self.docs) + 1}", hit)
+            self.docs[doc.doc_id] = doc
             out.append(doc)
         return out
 

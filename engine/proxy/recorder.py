@@ -19,9 +19,10 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from searchtrace.adapters.types import SearchHit
-from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.adapters.urls import normalize_url
 from searchtrace.engine.agent import trajectory_id
 from searchtrace.engine.record import Question, code_version, run_stream
+from searchtrace.engine.tools import search_result
 from searchtrace.store.blobs import digest
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import (
@@ -193,12 +194,8 @@ class ProxyRecorder:
                                            params=params)]
         for hit in hits:
             t.n_docs += 1
-            doc_id = f"d{t.n_docs}"
-            url_n = normalize_url(hit.url)
-            t.docs.setdefault(url_n, doc_id)
-            r = SearchResult(call_id=call_id, doc_id=doc_id, rank=hit.rank, title=hit.title, url=hit.url,
-                             url_normalized=url_n, domain=hit.domain or domain_of(hit.url), snippet=hit.snippet,
-                             metadata=dict(hit.metadata))
+            r = search_result(call_id, f"d{t.n_docs}", hit)
+            t.docs.setdefault(r.url_normalized, r.doc_id)
             out.append(r)
         # the proxy makes one attempt and has no limits of its own: provider time is the whole call, no queueing
         out.append(SearchCompleted(call_id=call_id, status=status, n_results=len(hits), latency_ms=latency_ms,

@@ -70,6 +70,7 @@ def test_examples_record_through_the_proxy_and_report(tmp_path: Path) -> None:
         assert len(rec_t) == len(got_t) >= 1
         for rec, got in zip(rec_t, got_t, strict=True):
             assert [(r.rank, r.url, r.snippet) for r in rec] == [(g["rank"], g["url"], g["snippet"].strip()) for g in got]
+            assert all(r.surface_chars == len(r.snippet) for r in rec)  # SPEC §14 on proxied results too
             assert [r.doc_id for r in rec] == [f"d{i}" for i in range(int(rec[0].doc_id[1:]), int(rec[0].doc_id[1:]) + len(rec))]
         rec_b = searches(recorded[f"traj:mine:brave:{row['qid']}"])
         got_b = [s["results"] for s in seen_b if s["qid"] == row["qid"]]
