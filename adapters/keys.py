@@ -31,6 +31,10 @@ DEFAULT_KEY_ENV: dict[str, str] = {
 
 _MIN_SECRET = 4  # shorter values are not scrubbed (they would mangle ordinary text)
 _KEY_ENVS: set[str] = set(DEFAULT_KEY_ENV.values())  # every key variable known in this process (read_key adds)
+# The values of those variables, read once and kept until the next `read_key`: adapters read their keys when a run
+# builds them, so every run starts from the environment as it is then (a test's monkeypatched key included),
+# while the calls within a run do not read the environment again.
+_configured: tuple[Secret, ...] | None = None
 
 
 class Secret:
@@ -53,9 +57,11 @@ class Secret:
 
 def read_key(provider: str, env_var: str | None, *, required: bool = True, fallback: str | None = None) -> Secret | None:
     """The key for `provider` from `env_var`; `fallback` (e.g. the sandbox's dummy key) when unset; else MissingKey."""
+    global _configured
     value = os.environ.get(env_var, "").strip() if env_var else ""
     if env_var:
         _KEY_ENVS.add(env_var)
+    _configured = None  # a run is starting (or a new variable is known): read the key variables afresh
     if any(ord(c) < 32 or ord(c) == 127 for c in value):  # would break (or inject into) the request header
         raise BadInput(f"{env_var}: the key holds a line break or another control character; set the key alone")
     if value:
@@ -95,11 +101,13 @@ def scrub_bytes(body: bytes, *secrets: Secret | None) -> bytes:
 
 def configured_secrets(*own: Secret | None) -> list[Secret]:
     """`own` plus the value of every key variable configured in this process (a reply may echo any of them)."""
+    global _configured
+    configured = _configured
+    if configured is None:
+        values = (os.environ.get(name, "").strip() for name in sorted(_KEY_ENVS))
+        configured = _configured = tuple(Secret(v) for v in dict.fromkeys(values) if len(v) >= _MIN_SECRET)
     out = [s for s in own if s is not None]
-    for name in sorted(_KEY_ENVS):
-        value = os.environ.get(name, "").strip()
-        if len(value) >= _MIN_SECRET and all(value != s.reveal() for s in out):
-            out.append(Secret(value))
+    out += [c for c in configured if all(c.reveal() != s.reveal() for s in out)]
     return out
 
 

@@ -21,7 +21,7 @@ from searchtrace.adapters import (
     build_search,
     default_endpoint,
 )
-from searchtrace.adapters.keys import Secret, read_key
+from searchtrace.adapters.keys import Secret, configured_secrets, read_key, scrub_text
 from searchtrace.adapters.sandbox.serve import running
 from searchtrace.cli import main
 from searchtrace.engine.logs import configure_logging
@@ -47,6 +47,21 @@ def test_secret_never_formats() -> None:
     s = Secret(GOOD)
     assert GOOD not in repr(s) + str(s) + f"{s}" + repr([s]) and s.reveal() == GOOD
     assert read_key("X", "NO_SUCH_VAR_SET", required=False) is None
+
+
+def test_configured_keys_are_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calls of a run share one reading of the key variables; the next run's `read_key` reads them afresh,
+    so a key set later in the process (a custom variable included) is still scrubbed."""
+    monkeypatch.setenv("TAVILY_API_KEY", GOOD)
+    own = read_key("Tavily", "TAVILY_API_KEY")
+    assert [s.reveal() for s in configured_secrets(own)].count(GOOD) == 1  # own key once, not twice
+    monkeypatch.setenv("BRAVE_API_KEY", BAD)
+    monkeypatch.setenv("ST_TEST_CUSTOM_KEY", "custom-key-value")
+    assert BAD not in {s.reveal() for s in configured_secrets(own)}  # mid-run: the run's reading stands
+    read_key("Custom", "ST_TEST_CUSTOM_KEY")  # the next run builds its adapters
+    values = {s.reveal() for s in configured_secrets(None)}
+    assert {GOOD, BAD, "custom-key-value"} <= values
+    assert scrub_text(f"echo {BAD} and custom-key-value", *configured_secrets(None)) == "echo *** and ***"
 
 
 def test_missing_key_cli_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
