@@ -15,7 +15,7 @@ demo: $(STAMP)
 	$(VENV)/bin/searchtrace demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check searchtrace/cli searchtrace/pipeline searchtrace/web searchtrace/*.py engine adapters store replay analytics tests benchmarks examples
+	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy -p searchtrace
