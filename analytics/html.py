@@ -12,6 +12,21 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from searchtrace.analytics.drawing import (
+    LEFT,
+    W,
+    axis,
+    count_axis_end,
+    fmt,
+    legend,
+    nice_max,
+    num,
+    rect,
+    series_colour,
+    svg,
+    text,
+)
+from searchtrace.analytics.interval_plots import interval_section
 from searchtrace.analytics.lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.analytics.table import ROWS, is_cost, lookup
 from searchtrace.store.errors import BadInput
@@ -24,10 +39,6 @@ PART_MEANING = {
     "BLIND": "no surface support, fetched",
     "NO-OP": "no surface support, not fetched",
 }
-PALETTE = ("#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#37474f")
-W = 720  # drawing width of every chart (scaled by CSS)
-LEFT = 120  # room for provider names
-
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;color:#212121;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin:2.2rem 0 .3rem}
@@ -42,95 +53,6 @@ th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}
 """
 
 
-# -- small drawing helpers -------------------------------------------------------
-def _num(x: float) -> str:
-    return f"{x:.1f}".rstrip("0").rstrip(".")
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 10 else f"{v:,.1f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return escape(str(v))
-
-
-def _text(x: float, y: float, s: str, *, anchor: str = "start", extra: str = "") -> str:
-    return f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}"{extra}>{escape(s)}</text>'
-
-
-def _rect(x: float, y: float, w: float, h: float, fill: str, title: str, opacity: float = 1.0) -> str:
-    op = f' fill-opacity="{opacity}"' if opacity < 1 else ""
-    return (
-        f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(max(w, 0.0))}" height="{_num(h)}" fill="{fill}"{op}>'
-        f"<title>{escape(title)}</title></rect>"
-    )
-
-
-def _svg(height: float, body: Sequence[str], label: str) -> str:
-    """A chart drawn W wide; on a narrow screen it scrolls sideways rather than shrinking its text below ~11 px."""
-    return (
-        f'<div class="chart"><svg viewBox="0 0 {W} {_num(height)}" role="img" aria-label="{escape(label)}">'
-        + "".join(body)
-        + "</svg></div>"
-    )
-
-
-def _tick(v: float) -> str:
-    if v >= 1_000_000:
-        return f"{v / 1_000_000:g}M"
-    return f"{v / 1000:g}k" if v >= 1000 else _num(v)
-
-
-def _nice_max(v: float) -> float:
-    """A round axis end at or above v (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k)."""
-    if v <= 0:
-        return 1.0
-    exp = 10 ** math.floor(math.log10(v))
-    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * exp >= v:
-            return float(m * exp)
-    return float(10 * exp)
-
-
-def count_axis_end(v: float) -> tuple[float, int]:
-    """An axis end and tick count for counts: whole-number ticks only (a count is never 0.6)."""
-    top = max(1, math.ceil(v))
-    if top <= 5:
-        return float(top), top
-    end = max(top, math.ceil(_nice_max(v)))
-    for ticks in (5, 4, 6, 3, 2):
-        if end % ticks == 0:
-            return float(end), ticks
-    end += -end % 5
-    return float(end), 5
-
-
-def _axis(
-    x0: float, x1: float, y: float, top: float, vmax: float, ticks: int = 5, pct: bool = False
-) -> list[str]:
-    out = [f'<line x1="{x0}" y1="{_num(y)}" x2="{x1}" y2="{_num(y)}" stroke="#999"/>']
-    for i in range(ticks + 1):
-        v = vmax * i / ticks
-        x = x0 + (x1 - x0) * i / ticks
-        out.append(f'<line x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" y2="{_num(y)}" stroke="#eee"/>')
-        out.append(_text(x, y + 15, f"{v:.0%}" if pct else _tick(v), anchor="middle"))
-    return out
-
-
-def _legend(items: Sequence[tuple[str, str]]) -> str:
-    spans = "".join(f'<span><i style="background:{c}"></i>{escape(n)}</span>' for n, c in items)
-    return f'<div class="legend">{spans}</div>'
-
-
-def _colour(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
-
-
 # -- charts ----------------------------------------------------------------------
 def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     """Stacked share of SMART / MISSED / BLIND / NO-OP per provider, with the counts under each bar."""
@@ -138,30 +60,30 @@ def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     row, top, bar = 50, 10, 26
     height = top + row * len(names) + 30
     x0, x1 = LEFT, W - 20
-    body = _axis(x0, x1, top + row * len(names) + 4, top, 1.0, pct=True)
+    body = axis(x0, x1, top + row * len(names) + 4, top, 1.0, pct=True)
     for i, name in enumerate(names):
         part = providers[name].get("partition") or {}
         total = sum(int(part.get(p, 0)) for p in PARTS)
         y = top + i * row
-        body.append(_text(LEFT - 8, y + bar / 2 + 6, name, anchor="end"))
+        body.append(text(LEFT - 8, y + bar / 2 + 6, name, anchor="end"))
         x = float(x0)
         for p in PARTS:
             n = int(part.get(p, 0))
             w = (x1 - x0) * n / total if total else 0.0
-            body.append(_rect(x, y + 2, w, bar, PART_COLOURS[p], f"{name} {p}: {n} of {total} items"))
+            body.append(rect(x, y + 2, w, bar, PART_COLOURS[p], f"{name} {p}: {n} of {total} items"))
             if w > 40:
                 share = f"{n / total:.0%}"
                 body.append(
-                    _text(x + w / 2, y + bar / 2 + 6, share, anchor="middle", extra=' style="fill:#fff"')
+                    text(x + w / 2, y + bar / 2 + 6, share, anchor="middle", extra=' style="fill:#fff"')
                 )
             x += w
         counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in PARTS)
         body.append(
-            _text(
+            text(
                 x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555"'
             )
         )
-    return _svg(height, body, "support partition per provider") + _legend(
+    return svg(height, body, "support partition per provider") + legend(
         [(f"{p} ({PART_MEANING[p]})", PART_COLOURS[p]) for p in PARTS]
     )
 
@@ -184,11 +106,11 @@ def panel_bars(
         counts = {int(r): int(c) for r, c in hist[name].items()}
         total = sum(counts.values())
         y_base = top + (i + 1) * panel - 12
-        body.append(_text(LEFT - 8, y_base - panel / 2 + 10, name, anchor="end"))
+        body.append(text(LEFT - 8, y_base - panel / 2 + 10, name, anchor="end"))
         body.append(
-            _text(LEFT - 8, y_base - panel / 2 + 25, f"n={total:,}", anchor="end", extra=' style="fill:#777"')
+            text(LEFT - 8, y_base - panel / 2 + 25, f"n={total:,}", anchor="end", extra=' style="fill:#777"')
         )
-        body.append(f'<line x1="{x0}" y1="{_num(y_base)}" x2="{x1}" y2="{_num(y_base)}" stroke="#999"/>')
+        body.append(f'<line x1="{x0}" y1="{num(y_base)}" x2="{x1}" y2="{num(y_base)}" stroke="#999"/>')
         peak = max(counts.values(), default=0)
         for j, r in enumerate(categories):
             c = counts.get(r, 0)
@@ -196,15 +118,15 @@ def panel_bars(
             share = c / total if total else 0.0
             x = x0 + j * slot + slot * 0.15
             body.append(
-                _rect(x, y_base - h, slot * 0.7, h, _colour(i), f"{name} {what} {r}: {c:,} ({share:.0%})")
+                rect(x, y_base - h, slot * 0.7, h, series_colour(i), f"{name} {what} {r}: {c:,} ({share:.0%})")
             )
             if c and slot > 24:
-                body.append(_text(x + slot * 0.35, y_base - h - 3, f"{share:.0%}", anchor="middle"))
+                body.append(text(x + slot * 0.35, y_base - h - 3, f"{share:.0%}", anchor="middle"))
     y_axis = top + panel * max(len(names), 1) + 2
     for j, r in enumerate(categories):
-        body.append(_text(x0 + (j + 0.5) * slot, y_axis + 12, str(r), anchor="middle"))
-    body.append(_text((x0 + x1) / 2, y_axis + 27, what, anchor="middle", extra=' style="fill:#777"'))
-    return _svg(height + 6, body, label)
+        body.append(text(x0 + (j + 0.5) * slot, y_axis + 12, str(r), anchor="middle"))
+    body.append(text((x0 + x1) / 2, y_axis + 27, what, anchor="middle", extra=' style="fill:#777"'))
+    return svg(height + 6, body, label)
 
 
 def rank_chart(hist: Mapping[str, Mapping[Any, int]], providers: Sequence[str]) -> str:
@@ -232,15 +154,15 @@ def rank1_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     row, top = 30, 10
     height = top + row * max(len(names), 1) + 30
     x0, x1 = LEFT, W - 60
-    body = _axis(x0, x1, top + row * max(len(names), 1) + 4, top, 1.0, pct=True)
+    body = axis(x0, x1, top + row * max(len(names), 1) + 4, top, 1.0, pct=True)
     for i, name in enumerate(names):
         share = providers[name].get("gold_rank1_share")
         y = top + i * row
-        body.append(_text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
         w = (x1 - x0) * (share or 0.0)
-        body.append(_rect(x0, y + 6, w, row - 12, _colour(i), f"{name}: gold rank-1 share {_fmt(share)}"))
-        body.append(_text(x0 + w + 4, y + row / 2 + 4, "–" if share is None else f"{share:.0%}"))
-    return _svg(height, body, "gold rank-1 share per provider")
+        body.append(rect(x0, y + 6, w, row - 12, series_colour(i), f"{name}: gold rank-1 share {fmt(share)}"))
+        body.append(text(x0 + w + 4, y + row / 2 + 4, "–" if share is None else f"{share:.0%}"))
+    return svg(height, body, "gold rank-1 share per provider")
 
 
 def contradiction_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
@@ -258,18 +180,18 @@ def contradiction_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     row, top = 46, 10
     height = top + row * len(rows) + 30
     x0, x1 = LEFT, W - 110
-    body = _axis(x0, x1, top + row * len(rows) + 4, top, vmax, ticks)
+    body = axis(x0, x1, top + row * len(rows) + 4, top, vmax, ticks)
     for i, (name, support, contra, ratio) in enumerate(rows):
         y = top + i * row
-        body.append(_text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
         for k, (n, colour, what) in enumerate(
             ((support, "#2e7d32", "support gold"), (contra, "#c62828", "contradict gold"))
         ):
             w = (x1 - x0) * n / vmax
-            body.append(_rect(x0, y + 5 + k * 18, w, 15, colour, f"{name}: {n} items whose snippet {what}"))
-            body.append(_text(x0 + w + 4, y + 17 + k * 18, str(n)))
-        body.append(_text(x1 + 10, y + row / 2 + 4, "ratio " + ("–" if ratio is None else f"{ratio:.2f}")))
-    return _svg(height, body, "contradiction against support") + _legend(
+            body.append(rect(x0, y + 5 + k * 18, w, 15, colour, f"{name}: {n} items whose snippet {what}"))
+            body.append(text(x0 + w + 4, y + 17 + k * 18, str(n)))
+        body.append(text(x1 + 10, y + row / 2 + 4, "ratio " + ("–" if ratio is None else f"{ratio:.2f}")))
+    return svg(height, body, "contradiction against support") + legend(
         [("snippet supports gold", "#2e7d32"), ("snippet contradicts gold", "#c62828")]
     )
 
@@ -286,11 +208,11 @@ def box_chart(values: Mapping[str, Sequence[float]], label: str, *, counts: bool
     `counts`: the values are counts (tokens, fetches), so the axis ticks are whole numbers."""
     names = sorted(values)
     peak = max([1.0, *(max(v) for v in values.values() if v)])
-    vmax, ticks = count_axis_end(peak) if counts else (_nice_max(peak), 5)
+    vmax, ticks = count_axis_end(peak) if counts else (nice_max(peak), 5)
     row, top = 34, 10
     height = top + row * max(len(names), 1) + 30
     x0, x1 = LEFT, W - 20
-    body = _axis(x0, x1, top + row * max(len(names), 1) + 4, top, vmax, ticks)
+    body = axis(x0, x1, top + row * max(len(names), 1) + 4, top, vmax, ticks)
 
     def sx(v: float) -> float:
         return x0 + (x1 - x0) * v / vmax
@@ -298,24 +220,24 @@ def box_chart(values: Mapping[str, Sequence[float]], label: str, *, counts: bool
     for i, name in enumerate(names):
         xs = sorted(float(v) for v in values[name])
         y = top + i * row
-        body.append(_text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
         if not xs:
             continue
         lo, q1, med, q3, hi = (_quantile(xs, q) for q in (0, 0.25, 0.5, 0.75, 1))
         mean = sum(xs) / len(xs)
-        mid, c = y + row / 2, _colour(i)
-        tip = f"{name} {label}: n={len(xs)} min={_num(lo)} q1={_num(q1)} median={_num(med)} q3={_num(q3)} max={_num(hi)} mean={_num(mean)}"
+        mid, c = y + row / 2, series_colour(i)
+        tip = f"{name} {label}: n={len(xs)} min={num(lo)} q1={num(q1)} median={num(med)} q3={num(q3)} max={num(hi)} mean={num(mean)}"
         body.append(
-            f'<line x1="{_num(sx(lo))}" y1="{_num(mid)}" x2="{_num(sx(hi))}" y2="{_num(mid)}" stroke="{c}"/>'
+            f'<line x1="{num(sx(lo))}" y1="{num(mid)}" x2="{num(sx(hi))}" y2="{num(mid)}" stroke="{c}"/>'
         )
-        body.append(_rect(sx(q1), y + 7, sx(q3) - sx(q1), row - 14, c, tip, opacity=0.35))
+        body.append(rect(sx(q1), y + 7, sx(q3) - sx(q1), row - 14, c, tip, opacity=0.35))
         body.append(
-            f'<line x1="{_num(sx(med))}" y1="{y + 7}" x2="{_num(sx(med))}" y2="{y + row - 7}" stroke="{c}" stroke-width="2.5"/>'
+            f'<line x1="{num(sx(med))}" y1="{y + 7}" x2="{num(sx(med))}" y2="{y + row - 7}" stroke="{c}" stroke-width="2.5"/>'
         )
         body.append(
-            f'<circle cx="{_num(sx(mean))}" cy="{_num(mid)}" r="3.5" fill="#212121"><title>mean {_num(mean)}</title></circle>'
+            f'<circle cx="{num(sx(mean))}" cy="{num(mid)}" r="3.5" fill="#212121"><title>mean {num(mean)}</title></circle>'
         )
-    return f'<p class="chart-title">{escape(label)}</p>' + _svg(height, body, label)
+    return f'<p class="chart-title">{escape(label)}</p>' + svg(height, body, label)
 
 
 def mean_chart(providers: Mapping[str, Mapping[str, Any]], field: str, label: str) -> str:
@@ -334,7 +256,7 @@ def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool =
     for key, label in ROWS:
         if is_cost(key) and not priced:
             continue
-        cells = "".join(f"<td>{_fmt(lookup(providers[n], key))}</td>" for n in names)
+        cells = "".join(f"<td>{fmt(lookup(providers[n], key))}</td>" for n in names)
         rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
@@ -345,7 +267,7 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
     for key in sorted(comp):
         rows.append(
             f"<tr><td>{escape(key)}</td>"
-            + "".join(f"<td>{_fmt(comp[key].get(c))}</td>" for c in cols)
+            + "".join(f"<td>{fmt(comp[key].get(c))}</td>" for c in cols)
             + "</tr>"
         )
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
@@ -405,8 +327,6 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
         if per_traj
         else mean_chart(providers, "fetches_per_trajectory", "fetches per trajectory"),
     ]
-    from searchtrace.analytics.interval_plots import interval_section
-
     parts += interval_section(report)
     parts += [
         "<h2>Per provider</h2>",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from searchtrace.analytics.html import LEFT, W, _colour, _fmt, _num, _svg, _text
+from searchtrace.analytics.drawing import LEFT, W, fmt, num, series_colour, svg, text
 
 INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
     ("accuracy", "accuracy"),
@@ -19,7 +19,7 @@ INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
 
 
 def _ci_text(ci: Sequence[float] | None) -> str:
-    return "–" if ci is None else f"[{_fmt(float(ci[0]))}, {_fmt(float(ci[1]))}]"
+    return "–" if ci is None else f"[{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]"
 
 
 def _scale(lo: float, hi: float, x0: float, x1: float) -> Any:
@@ -31,11 +31,11 @@ def _whisker(sx: Any, y: float, point: float, ci: Sequence[float] | None, colour
     out = []
     if ci is not None:
         a, b = sx(float(ci[0])), sx(float(ci[1]))
-        out.append(f'<line x1="{_num(a)}" y1="{_num(y)}" x2="{_num(b)}" y2="{_num(y)}" stroke="{colour}" '
+        out.append(f'<line x1="{num(a)}" y1="{num(y)}" x2="{num(b)}" y2="{num(y)}" stroke="{colour}" '
                    f'stroke-width="2"><title>{escape(title)}</title></line>')
         for x in (a, b):
-            out.append(f'<line x1="{_num(x)}" y1="{_num(y - 5)}" x2="{_num(x)}" y2="{_num(y + 5)}" stroke="{colour}"/>')
-    out.append(f'<circle cx="{_num(sx(point))}" cy="{_num(y)}" r="4" fill="{colour}"><title>{escape(title)}</title>'
+            out.append(f'<line x1="{num(x)}" y1="{num(y - 5)}" x2="{num(x)}" y2="{num(y + 5)}" stroke="{colour}"/>')
+    out.append(f'<circle cx="{num(sx(point))}" cy="{num(y)}" r="4" fill="{colour}"><title>{escape(title)}</title>'
                "</circle>")
     return out
 
@@ -52,24 +52,24 @@ def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, labe
     x0, x1 = LEFT, W - 150
     sx = _scale(lo, hi, x0, x1)
     height = top + row * len(names) + 24
-    body = [f'<line x1="{x0}" y1="{_num(top + row * len(names))}" x2="{x1}" y2="{_num(top + row * len(names))}" '
+    body = [f'<line x1="{x0}" y1="{num(top + row * len(names))}" x2="{x1}" y2="{num(top + row * len(names))}" '
             'stroke="#999"/>']
     for v in (lo, (lo + hi) / 2, hi):
-        body.append(_text(sx(v), top + row * len(names) + 15, _fmt(float(v)), anchor="middle"))
+        body.append(text(sx(v), top + row * len(names) + 15, fmt(float(v)), anchor="middle"))
     for i, (name, point, ci) in enumerate(values):
         y = top + i * row + row / 2
-        body.append(_text(LEFT - 8, y + 4, name, anchor="end"))
+        body.append(text(LEFT - 8, y + 4, name, anchor="end"))
         if point is None:
-            body.append(_text(x0, y + 4, "–"))
+            body.append(text(x0, y + 4, "–"))
             continue
         wil = providers[name].get("accuracy_wilson") if metric == "accuracy" else None
         if wil is not None:
             a, b = sx(float(wil[0])), sx(float(wil[1]))
-            body.append(f'<line x1="{_num(a)}" y1="{_num(y + 7)}" x2="{_num(b)}" y2="{_num(y + 7)}" stroke="#777" '
+            body.append(f'<line x1="{num(a)}" y1="{num(y + 7)}" x2="{num(b)}" y2="{num(y + 7)}" stroke="#777" '
                         f'stroke-dasharray="3 2"><title>Wilson {escape(_ci_text(wil))}</title></line>')
-        body += _whisker(sx, y, float(point), ci, _colour(i), f"{name} {label} {_fmt(float(point))} {_ci_text(ci)}")
-        body.append(_text(x1 + 10, y + 4, f"{_fmt(float(point))} {_ci_text(ci)}"))
-    return f"<h3>{escape(label)}</h3>" + _svg(height, body, f"{label}: estimate and 95% interval per provider")
+        body += _whisker(sx, y, float(point), ci, series_colour(i), f"{name} {label} {fmt(float(point))} {_ci_text(ci)}")
+        body.append(text(x1 + 10, y + 4, f"{fmt(float(point))} {_ci_text(ci)}"))
+    return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: estimate and 95% interval per provider")
 
 
 def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
@@ -82,24 +82,24 @@ def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str)
     x0, x1 = LEFT + 20, W - 170
     sx = _scale(-bound, bound, x0, x1)
     height = top + row * len(keys) + 24
-    body = [f'<line x1="{_num(sx(0.0))}" y1="{top}" x2="{_num(sx(0.0))}" y2="{_num(top + row * len(keys))}" '
+    body = [f'<line x1="{num(sx(0.0))}" y1="{top}" x2="{num(sx(0.0))}" y2="{num(top + row * len(keys))}" '
             'stroke="#999" stroke-dasharray="4 3"/>']
     for v in (-bound, 0.0, bound):
-        body.append(_text(sx(v), top + row * len(keys) + 15, _fmt(float(v)), anchor="middle"))
+        body.append(text(sx(v), top + row * len(keys) + 15, fmt(float(v)), anchor="middle"))
     for i, key in enumerate(keys):
         c = comp[key]
         y = top + i * row + row / 2
-        body.append(_text(x0 - 8, y + 4, key.replace("|", " − "), anchor="end"))
+        body.append(text(x0 - 8, y + 4, key.replace("|", " − "), anchor="end"))
         d = c.get(f"{metric}_diff")
         if d is None:
-            body.append(_text(x0, y + 4, "–"))
+            body.append(text(x0, y + 4, "–"))
             continue
         ci = c.get(f"{metric}_diff_ci")
         p = c.get("accuracy_diff_p") if metric == "accuracy" else None
-        note = f"{_fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
-        body += _whisker(sx, y, float(d), ci, _colour(i), f"{key} {label} {note}")
-        body.append(_text(x1 + 10, y + 4, note))
-    return f"<h3>{escape(label)}</h3>" + _svg(height, body, f"{label}: paired difference and 95% interval per pair")
+        note = f"{fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
+        body += _whisker(sx, y, float(d), ci, series_colour(i), f"{key} {label} {note}")
+        body.append(text(x1 + 10, y + 4, note))
+    return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: paired difference and 95% interval per pair")
 
 
 def interval_section(report: Mapping[str, Any]) -> list[str]:
