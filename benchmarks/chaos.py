@@ -473,21 +473,6 @@ def run_chaos(c: Chaos) -> dict[str, Any]:
     }
 
 
-def bad_input_figures() -> dict[str, Any] | None:
-    """Runs the bad-input catalogue of tests/reliability (present in a source checkout) and counts its outcomes."""
-    root = Path(__file__).resolve().parents[1]
-    if not (root / "tests" / "reliability" / "catalogue.py").exists():
-        return None
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from tests.reliability.catalogue import run_catalogue
-
-    with tempfile.TemporaryDirectory(prefix="searchtrace-badinput-") as tmp:
-        results = run_catalogue(Path(tmp))
-    return {"tried": len(results), "rejected_cleanly": sum(r.ok for r in results),
-            "failures": [f"{r.name}: {r.problem}" for r in results if not r.ok]}
-
-
 def _n(value: int | None) -> str:
     return "NONE (a check failed)" if value is None else f"{value:,}"
 
@@ -503,7 +488,7 @@ def _kv(counts: dict[str, int], *skip: str) -> str:
     return ", ".join(f"{k} {n:,}" for k, n in counts.items() if k not in skip) or "none"
 
 
-def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
+def markdown(f: dict[str, Any]) -> str:
     """The figures as the README's reliability section body."""
     kinds = ", ".join(f"{k} {n}" for k, n in f["faults_injected"].items())
     ev = f["events"]
@@ -534,9 +519,6 @@ def markdown(f: dict[str, Any], bad: dict[str, Any] | None) -> str:
         f"| `searchtrace verify` / `report --json` | {'pass' if f['verify'] else 'FAIL'} / "
         f"{'computes' if f['report'] else 'FAIL'} |",
     ]
-    if bad is not None:
-        lines.append(f"| bad inputs tried (one error line, exit 2, store unchanged) | {bad['tried']} "
-                     f"({bad['rejected_cleanly']} rejected cleanly) |")
     if f["problems"]:
         lines += ["", "Problems: " + "; ".join(f["problems"])]
     return "\n".join(lines) + "\n"
@@ -567,13 +549,11 @@ def command(trajectories: int, kills: int, seed: int, workdir: Path | None, as_j
     """Record + judge under faults and SIGKILLs; check nothing was lost or paid twice; print the figures."""
     with tempfile.TemporaryDirectory(prefix="searchtrace-chaos-") as tmp:
         figures = run_chaos(Chaos(workdir or Path(tmp), trajectories=trajectories, kills=kills, seed=seed))
-    bad = bad_input_figures()
-    figures["bad_inputs"] = bad
     if readme is not None:
-        write_section(readme, markdown(figures, bad))
+        write_section(readme, markdown(figures))
     if as_json:
         click.echo(json.dumps(figures))
     else:
-        click.echo(markdown(figures, bad), nl=False)
-    if figures["problems"] or (bad is not None and bad["failures"]):
+        click.echo(markdown(figures), nl=False)
+    if figures["problems"]:
         raise SystemExit(1)

@@ -1,8 +1,8 @@
 """The bad-input catalogue: every case must give exactly one `searchtrace: error:` line, exit 2, and leave the store as it was.
 
-Used by tests/reliability/test_bad_inputs.py (one test per case) and by `searchtrace bench chaos` (which counts
-the cases tried for the README figures). Commands run in-process through `searchtrace.cli.main`; the "database in
-use" cases hold the store open read-write from a second process.
+Used by tests/reliability/test_bad_inputs.py (one test per case), so `make test` runs every case. Commands run
+in-process through `searchtrace.cli.main`; the "database in use" cases hold the store open read-write from a
+second process.
 """
 
 from __future__ import annotations

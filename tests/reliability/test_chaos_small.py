@@ -25,11 +25,11 @@ def test_chaos_small(tmp_path: Path) -> None:
     # the figures land between the markers of a README, and a second write replaces them
     readme = tmp_path / "README.md"
     readme.write_text("# x\n\n## Reliability\n\n<!-- reliability:begin -->\nold\n<!-- reliability:end -->\n\ntail\n")
-    write_section(readme, markdown(figures, None))
-    write_section(readme, markdown(figures, {"tried": 3, "rejected_cleanly": 3, "failures": []}))
+    write_section(readme, markdown(figures))
+    write_section(readme, markdown(figures))
     text = readme.read_text()
     assert "old" not in text and text.count("<!-- reliability:begin -->") == 1 and text.endswith("tail\n")
-    assert "| SIGKILLs survived (record + judge) | 4 (" in text and "| bad inputs tried" in text
+    assert "| SIGKILLs survived (record + judge) | 4 (" in text and "| `searchtrace verify` / `report --json` |" in text
 
 
 def test_a_call_repeated_after_a_kill_is_counted() -> None:
