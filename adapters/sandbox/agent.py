@@ -17,7 +17,6 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters.sandbox.reading import (
-    Doc,
     Subject,
     mentions,
     message_text,
@@ -25,7 +24,7 @@ from searchtrace.adapters.sandbox.reading import (
     stated_answers,
     subject_of,
 )
-from searchtrace.adapters.sandbox.toolset import DEFAULT, FETCH, SEARCH, Tools, read_page, read_results
+from searchtrace.adapters.toolset import DEFAULT, FETCH, SEARCH, Doc, Tools, read_page, read_results
 
 __all__ = ["FETCH", "SEARCH", "Turn", "decide"]
 FETCHES_PER_SEARCH = 2

@@ -15,7 +15,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from searchtrace.adapters.sandbox import agent, judge, toolset, wire
+from searchtrace.adapters import toolset
+from searchtrace.adapters.sandbox import agent, judge, wire
 from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox.reading import message_text

@@ -18,14 +18,13 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters.sandbox.reading import (
-    Doc,
     Subject,
-    documents,
     mentions,
     same_answer,
     stated_answers,
     subject_of,
 )
+from searchtrace.adapters.toolset import Doc, documents
 
 _enc = msgspec.json.Encoder()
 BAD_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")

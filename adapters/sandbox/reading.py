@@ -1,4 +1,4 @@
-"""How the scripted agent and judge read text: the question's subject, document blocks, and stated facts.
+"""How the scripted agent and judge read text: the question's subject and the facts a text states.
 
 Both only understand the corpus' fact phrasing ("The <attribute> of <entity> is <answer>." or an infobox row
 "| <Attribute> | <answer> |"), which makes them honest functions of what they are shown.
@@ -12,26 +12,12 @@ from typing import Any
 import msgspec
 
 _SUBJECT = re.compile(r"\bthe ([a-z][a-z\- ]*?) of ((?:Port )?[A-Z][\w'\-]*(?: [A-Z0-9][\w'\-]*)*)")
-_DOC = re.compile(r"<document ([^>]*)>(.*?)</document>", re.S)
-_ATTR = re.compile(r'(\w+)="([^"]*)"')
 _TAG = re.compile(r"<[^>]+>")
 
 
 class Subject(msgspec.Struct, frozen=True):
     attribute: str
     entity: str
-
-
-class Doc(msgspec.Struct, kw_only=True):
-    """One parsed <document> block."""
-
-    doc_id: str
-    rank: int
-    domain: str
-    title: str
-    url: str
-    snippet: str
-    page: str | None = None
 
 
 def message_text(content: Any) -> str:
@@ -51,31 +37,6 @@ def subject_of(question: str) -> Subject | None:
 
 def strip_tags(text: str) -> str:
     return _TAG.sub("", text).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
-def _element(body: str, tag: str) -> str | None:
-    """The text of one element; <page> counts only as the element after </metadata>, not inside a snippet."""
-    start = body.find(f"<{tag}>", body.find("</metadata>") + 1 if tag == "page" else 0)
-    if start < 0:
-        return None
-    end = body.rfind(f"</{tag}>") if tag == "page" else body.find(f"</{tag}>", start)
-    return body[start + len(tag) + 2 : end if end >= 0 else len(body)]
-
-
-def documents(text: str) -> list[Doc]:
-    """Every <document> block in a text (as engine/documents.py renders them)."""
-    out = []
-    for m in _DOC.finditer(text):
-        attrs: dict[str, Any] = dict(_ATTR.findall(m.group(1)))
-        body = m.group(2)
-        try:
-            rank = int(attrs.get("rank", "0"))
-        except ValueError:
-            rank = 0
-        out.append(Doc(doc_id=attrs.get("doc_id", ""), rank=rank, domain=attrs.get("domain", ""),
-                       title=_element(body, "title") or "", url=_element(body, "url") or "",
-                       snippet=_element(body, "snippet") or "", page=_element(body, "page")))
-    return out
 
 
 def stated_answers(text: str, subject: Subject) -> list[str]:

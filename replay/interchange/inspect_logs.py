@@ -4,7 +4,7 @@ A sample whose transcript calls a web-search tool becomes one trajectory: questi
 target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step per model
 event (its usage and working time), one search step per call of the searching tool (results read from the tool's
 reply in any provider's shape or as <document> blocks), one fetch step per call of the fetching tool. Which tools
-search and fetch is read from the tool definitions the model was given (adapters.sandbox.toolset.pick). The provider
+search and fetch is read from the tool definitions the model was given (adapters/toolset.py, `pick`). The provider
 is `--provider`, else the task's `provider` argument or the sample's `provider` metadata. What cannot be mapped is
 named (file, sample, event) and nothing of that file is written.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters.jina import estimate_tokens
-from searchtrace.adapters.sandbox.toolset import Tools, pick, read_page, read_results
+from searchtrace.adapters.toolset import Tools, pick, read_page, read_results
 from searchtrace.adapters.urls import domain_of, normalize_url
 from searchtrace.engine.agent import final_answer, trajectory_id
 from searchtrace.replay.interchange.formats import (

@@ -9,7 +9,7 @@ import pytest
 
 from searchtrace.adapters.openai_chat import parse_completion
 from searchtrace.adapters.sandbox import agent
-from searchtrace.adapters.sandbox.toolset import DEFAULT, Tools, pick, read_page, read_results
+from searchtrace.adapters.toolset import DEFAULT, Tools, pick, read_page, read_results
 from searchtrace.engine.proxy.sse import assemble
 from searchtrace.engine.tools import TOOL_SCHEMAS
 from tests.shared_data import shared_path

@@ -1,8 +1,9 @@
 """Which of a client's declared tools searches and which fetches, and how their replies read, whatever the shape.
 
-The scripted agent drives any tool loop: the searching tool is the one with a single string parameter (a name with
-`search` wins a tie), the fetching one takes a URL or an id. Replies are read as the project's <document> blocks, any
-search provider's JSON (a list of objects with a URL and text fields, wherever it sits), a reader's JSON, or text.
+For any tool loop (an Inspect log being imported, the sandbox's scripted agent): the searching tool is the one with
+a single string parameter (a name with `search` wins a tie), the fetching one takes a URL or an id. Replies are read
+as the project's <document> blocks (engine/documents.py renders them), any search provider's JSON (a list of
+objects with a URL and text fields, wherever it sits), a reader's JSON, or text.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.sandbox.reading import Doc, documents
-
 SEARCH, FETCH = "search_web", "fetch_page"
 _URL_PARAMS = ("url", "link", "uri", "href", "page_url", "urls")
 _ID_PARAMS = ("doc_id", "id", "document_id", "result_id", "docid")
@@ -21,6 +20,20 @@ _URL_KEYS = ("url", "link", "href", "uri")
 _TEXT_KEYS = ("snippet", "description", "content", "text", "summary", "snippets", "extra_snippets", "highlights",
               "excerpts", "excerpt")
 _URL_RE = re.compile(r"https?://[^\s<>\"')\]]+")
+_DOC = re.compile(r"<document ([^>]*)>(.*?)</document>", re.S)
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+class Doc(msgspec.Struct, kw_only=True):
+    """One parsed <document> block."""
+
+    doc_id: str
+    rank: int
+    domain: str
+    title: str
+    url: str
+    snippet: str
+    page: str | None = None
 
 
 class Tools(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,6 +47,31 @@ class Tools(msgspec.Struct, frozen=True, kw_only=True):
 
 
 DEFAULT = Tools()
+
+
+def _element(body: str, tag: str) -> str | None:
+    """The text of one element; <page> counts only as the element after </metadata>, not inside a snippet."""
+    start = body.find(f"<{tag}>", body.find("</metadata>") + 1 if tag == "page" else 0)
+    if start < 0:
+        return None
+    end = body.rfind(f"</{tag}>") if tag == "page" else body.find(f"</{tag}>", start)
+    return body[start + len(tag) + 2 : end if end >= 0 else len(body)]
+
+
+def documents(text: str) -> list[Doc]:
+    """Every <document> block in a text (as engine/documents.py renders them)."""
+    out = []
+    for m in _DOC.finditer(text):
+        attrs: dict[str, Any] = dict(_ATTR.findall(m.group(1)))
+        body = m.group(2)
+        try:
+            rank = int(attrs.get("rank", "0"))
+        except ValueError:
+            rank = 0
+        out.append(Doc(doc_id=attrs.get("doc_id", ""), rank=rank, domain=attrs.get("domain", ""),
+                       title=_element(body, "title") or "", url=_element(body, "url") or "",
+                       snippet=_element(body, "snippet") or "", page=_element(body, "page")))
+    return out
 
 
 def _params(tool: dict[str, Any]) -> tuple[str, str, dict[str, Any], list[str]]:
