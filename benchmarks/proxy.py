@@ -66,9 +66,10 @@ def _pct(values: list[float], q: float) -> float:
 def run(calls: int, route: str, per_trajectory: int = 10, durable: bool = False) -> dict[str, Any]:
     """`calls` direct and `calls` proxied requests, interleaved; percentiles in ms and the added latency."""
     from searchtrace.engine.record import question_file
+    from searchtrace.pipeline.recording import sandbox_rows
 
     path, headers = ROUTES[route]
-    qids = [q.qid for q in question_file("sandbox")]
+    qids = [q.qid for q in question_file("sandbox", rows=sandbox_rows("sandbox"))]
     with tempfile.TemporaryDirectory() as tmp, sandbox_server() as root, \
             proxy_server(Path(tmp) / "bench.duckdb", "sandbox", root, durable=durable) as proxy, httpx.Client(timeout=30) as client:
         direct: list[float] = []

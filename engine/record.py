@@ -13,7 +13,7 @@ errored one in `supersedes`); nothing is updated or deleted, the analytics read 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -28,8 +28,6 @@ from searchtrace.adapters.errors import MissingKey
 from searchtrace.adapters.keys import read_key
 from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
 from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, build_fetcher, build_search
-from searchtrace.adapters.sandbox.corpus import question_rows
-from searchtrace.adapters.sandbox.world import default_world
 from searchtrace.adapters.types import Endpoint
 from searchtrace.engine.agent import Agent, Stats, Trajectory
 from searchtrace.engine.config import SANDBOX_DATASET, EndpointCfg, RunConfig
@@ -92,17 +90,18 @@ def run_stream(run_id: str) -> str:
     return f"run:{run_id}"
 
 
-def load_questions(cfg: RunConfig) -> list[Question]:
-    """The run's questions: the file (or the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
-    return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed)
+def load_questions(cfg: RunConfig, rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
+    """The run's questions: the file, or `rows` (the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
+    return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed, rows=rows)
 
 
-def question_file(path: str, n: int | None = None, seed: str = "searchtrace") -> list[Question]:
-    """The questions of a file (JSONL / CSV / Parquet) or of the sandbox world (`sandbox`), sampled when `n` is set."""
-    if path == SANDBOX_DATASET:
-        rows: list[dict[str, Any]] = list(question_rows(default_world().questions))
-    else:
-        rows = read_questions(path)
+def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
+                  rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
+    """The questions of a file (JSONL / CSV / Parquet), sampled when `n` is set. The dataset `sandbox` is the
+    sandbox world's own set: the application layer, which starts the sandbox, passes its `rows`."""
+    if path == SANDBOX_DATASET and rows is None:
+        raise BadInput(f"dataset {path!r}: the sandbox world's questions, given only where a command runs the sandbox")
+    rows = list(rows) if rows is not None else read_questions(path)
     source = path
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()

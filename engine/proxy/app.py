@@ -18,7 +18,6 @@ from searchtrace.adapters.jina import estimate_tokens, page_markdown
 from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
 from searchtrace.adapters.openai_chat import parse_completion
 from searchtrace.adapters.registry import SEARCH_PROVIDERS, build_search
-from searchtrace.adapters.sandbox.inproc import ROOT as SANDBOX_ROOT
 from searchtrace.adapters.search_base import SearchAdapter, shorten
 from searchtrace.adapters.types import Endpoint, SearchHit
 from searchtrace.engine.agent import request_sha256
@@ -53,9 +52,13 @@ class Proxy:
     """Forwards each request to its endpoint with the proxy's own key and records it in its trajectory."""
 
     def __init__(self, recorder: ProxyRecorder, *, live: bool, transport: httpx.AsyncBaseTransport | None = None,
-                 timeout_s: float = 120.0, durable: bool = False) -> None:
+                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False) -> None:
+        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`)."""
+        if not live and root is None:
+            raise ValueError("a proxy that is not live needs the root of the world it forwards to")
         self.recorder = recorder
         self.live = live
+        self.root = root
         # durable: each reply waits for its events' commit (a SIGKILL then loses only calls whose reply was not
         # sent, at the price of one commit per call); else replies go out at once and the recorder commits behind
         # them (a SIGKILL may lose the calls of the last commit window). `final` always waits for its commit.
@@ -147,7 +150,7 @@ class Proxy:
         if self.live:
             url = f"{routes.live_base(target.endpoint)}/{target.path}"
         else:
-            url = f"{SANDBOX_ROOT}/{request.path_params['rest']}"  # the in-process sandbox's root
+            url = f"{self.root}/{request.path_params['rest']}"  # the in-process sandbox's root
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
                   if target.kind == "fetch" or k not in routes.KEY_FIELDS]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
@@ -37,12 +37,23 @@ def dataset_id(path: str) -> str:
     return f"{Path(path).name}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]}"
 
 
+class Upstream(NamedTuple):
+    """The world a `sandbox` proxy forwards to: its root URL and the transport that reaches it."""
+
+    root: str
+    transport: httpx.AsyncBaseTransport
+
+
 async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str, durable: bool = False,
                 ready: Callable[[str, int], None] | None = None,
-                reads: Callable[[EventLog], AbstractContextManager[Any]] = nullcontext) -> tuple[int, int]:
-    """Serve until a signal; returns (trajectories abandoned, events appended). `reads(log)` wraps the serving
-    (the application layer passes the one that serves other processes' reads of the file)."""
-    questions = await anyio.to_thread.run_sync(question_file, questions_path)
+                reads: Callable[[EventLog], AbstractContextManager[Any]] = nullcontext,
+                sandbox: Upstream | None = None, rows: Sequence[dict[str, Any]] | None = None) -> tuple[int, int]:
+    """Serve until a signal; returns (trajectories abandoned, events appended). The application layer passes
+    `reads(log)`, which wraps the serving (it serves other processes' reads of the file), and for the sandbox
+    its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`."""
+    if (upstream == "sandbox") != (sandbox is not None):
+        raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
+    questions = await anyio.to_thread.run_sync(lambda: question_file(questions_path, rows=rows))
     providers = sorted(SEARCH_PROVIDERS)
     recorder = ProxyRecorder(run_id, questions, providers,
                              config_of(upstream=upstream, questions=questions_path, dataset_id=dataset_id(questions_path),
@@ -50,21 +61,17 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
     log = await anyio.to_thread.run_sync(EventLog, db)
     try:
         with reads(log):
-            return await _serve_log(log, recorder, port=port, upstream=upstream, durable=durable, ready=ready)
+            return await _serve_log(log, recorder, port=port, sandbox=sandbox, durable=durable, ready=ready)
     finally:
         await anyio.to_thread.run_sync(log.close)
 
 
-async def _serve_log(log: EventLog, recorder: ProxyRecorder, *, port: int, upstream: str, durable: bool,
+async def _serve_log(log: EventLog, recorder: ProxyRecorder, *, port: int, sandbox: Upstream | None, durable: bool,
                      ready: Callable[[str, int], None] | None) -> tuple[int, int]:
     head = await anyio.to_thread.run_sync(recorder.head, log)
     await anyio.to_thread.run_sync(recorder.restore, log)
-    transport: httpx.AsyncBaseTransport | None = None
-    if upstream == "sandbox":
-        from searchtrace.adapters.sandbox import in_process
-
-        transport = in_process().transport
-    proxy = Proxy(recorder, live=upstream == "live", transport=transport, durable=durable)
+    proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
+                  root=sandbox.root if sandbox else None, durable=durable)
     server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                     access_log=False, lifespan="off", timeout_graceful_shutdown=2))
     abandoned = 0

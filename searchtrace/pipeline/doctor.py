@@ -10,7 +10,8 @@ import msgspec
 
 from searchtrace.adapters.errors import AdapterError
 from searchtrace.engine.config import RunConfig
-from searchtrace.engine.record import endpoint_factory, load_questions, preflight
+from searchtrace.engine.record import endpoint_factory, preflight
+from searchtrace.pipeline.recording import questions_of
 from searchtrace.store.errors import BadInput
 
 PING_QUERY = "searchtrace doctor"
@@ -33,7 +34,7 @@ async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = No
     """Dataset readable, keys present, each endpoint reachable and accepting its key; nothing is recorded."""
     checks: list[Check] = []
     try:
-        questions = await anyio.to_thread.run_sync(load_questions, cfg)
+        questions = await anyio.to_thread.run_sync(questions_of, cfg)
         checks.append(Check(what="dataset", ok=True, detail=f"{len(questions)} questions"))
     except BadInput as exc:
         checks.append(Check(what="dataset", ok=False, detail=_line(str(exc))))

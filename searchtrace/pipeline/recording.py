@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
 
-from searchtrace.adapters.sandbox import in_process
+from searchtrace.adapters.sandbox import default_world, in_process, question_rows
 from searchtrace.engine.agent import Stats
-from searchtrace.engine.config import RunConfig, point_at_sandbox
+from searchtrace.engine.config import SANDBOX_DATASET, RunConfig, point_at_sandbox
 from searchtrace.engine.progress import progress_display
 from searchtrace.engine.record import (
     Question,
@@ -22,6 +23,16 @@ from searchtrace.engine.record import (
 from searchtrace.pipeline.live import serving_reads
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
+
+
+def sandbox_rows(path: str) -> list[dict[str, Any]] | None:
+    """The sandbox world's question rows when `path` is the dataset `sandbox`; None for a question file."""
+    return list(question_rows(default_world().questions)) if path == SANDBOX_DATASET else None
+
+
+def questions_of(cfg: RunConfig) -> list[Question]:
+    """The run's questions (engine.record.load_questions), the dataset `sandbox` read from the sandbox world."""
+    return load_questions(cfg, sandbox_rows(cfg.dataset.path))
 
 
 def check_sandbox_url(sandbox_url: str | None) -> None:
@@ -46,7 +57,7 @@ async def record(
     cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None
 ) -> RunSummary:
     """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself."""
-    questions = await anyio.to_thread.run_sync(load_questions, cfg)  # bad input stops us before the store exists
+    questions = await anyio.to_thread.run_sync(questions_of, cfg)  # bad input stops us before the store exists
     preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
@@ -61,6 +72,8 @@ async def record_into(
     label: str = "record", questions: list[Question] | None = None,
 ) -> RunSummary:
     """Records into an open store, with a progress bar on an interactive stderr (`progress` forces it on or off)."""
+    if questions is None:
+        questions = await anyio.to_thread.run_sync(questions_of, cfg)
     stats = Stats()
     with progress_display(stats, label=label, enabled=progress) as tick:
         return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick,

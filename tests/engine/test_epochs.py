@@ -16,6 +16,7 @@ from searchtrace.analytics.metrics import TrajectoryStats, epoch_spread
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.engine.record import endpoint_factory, record_run
 from searchtrace.pipeline import demo
+from searchtrace.pipeline.recording import questions_of
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
 from tests.analytics.analytics_fixture import TRACES
@@ -76,7 +77,7 @@ async def test_raising_epochs_resumes_with_the_missing_epochs_only(tmp_path: Pat
     async def rec() -> Any:
         log = EventLog(db)
         try:
-            return await record_run(cfg, log, endpoint_factory(box.transport))
+            return await record_run(cfg, log, endpoint_factory(box.transport), questions=questions_of(cfg))
         finally:
             log.close()
 
@@ -142,7 +143,7 @@ async def test_run_config_prices_are_recorded_and_used_by_the_report(
     db = tmp_path / "p.duckdb"
     log = EventLog(db)
     try:
-        await record_run(cfg, log, endpoint_factory(box.transport))
+        await record_run(cfg, log, endpoint_factory(box.transport), questions=questions_of(cfg))
     finally:
         log.close()
     code, out, err = run_cli("report", "--db", str(db), "--json", "--bootstrap", "0")

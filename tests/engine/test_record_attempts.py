@@ -15,6 +15,7 @@ from searchtrace.analytics.metrics import trajectory_stats
 from searchtrace.analytics.sources import reading_raw
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
+from searchtrace.pipeline.recording import questions_of
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import RunFinished, TrajectoryFinished, TrajectoryStarted
 from searchtrace.store.log import EventLog
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.anyio
 async def record(cfg: Any, db: Path, app: Any) -> RunSummary:
     log = EventLog(db)
     try:
-        return await record_run(cfg, log, endpoint_factory(in_process(app).transport))
+        return await record_run(cfg, log, endpoint_factory(in_process(app).transport), questions=questions_of(cfg))
     finally:
         log.close()
 

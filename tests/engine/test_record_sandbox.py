@@ -24,6 +24,7 @@ from searchtrace.engine.agent import rebuild_messages
 from searchtrace.engine.config import point_at_sandbox
 from searchtrace.engine.prompts import get_prompt
 from searchtrace.engine.record import endpoint_factory, record_run
+from searchtrace.pipeline.recording import questions_of
 from searchtrace.store.events import (
     AnswerFinal,
     CallRetried,
@@ -49,7 +50,8 @@ async def record(cfg: Any, db: Path, app: Any) -> Any:
     """Records through the in-process sandbox over `app`, or the production transport when `app` is None."""
     log = EventLog(db)
     try:
-        return await record_run(cfg, log, endpoint_factory(in_process(app).transport if app is not None else None))
+        return await record_run(cfg, log, endpoint_factory(in_process(app).transport if app is not None else None),
+                                questions=questions_of(cfg))
     finally:
         log.close()
 
@@ -167,7 +169,7 @@ async def test_forged_doc_id_is_refused_without_a_fetch(tmp_path: Path) -> None:
 
     log = EventLog(tmp_path / "f.duckdb")
     try:
-        await record_run(cfg, log, make)
+        await record_run(cfg, log, make, questions=questions_of(cfg))
         trajs = trajectories(log)
     finally:
         log.close()

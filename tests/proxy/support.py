@@ -14,6 +14,7 @@ from typing import Any
 
 from searchtrace.adapters.sandbox.serve import free_port, wait_listening
 from searchtrace.engine.record import question_file
+from searchtrace.pipeline.recording import sandbox_rows
 from searchtrace.store.events import Payload, decode_payload
 from searchtrace.store.log import EventLog
 
@@ -24,7 +25,7 @@ CLI = "from searchtrace.cli import main; main()"
 
 def write_questions(path: Path, n: int) -> list[dict[str, str]]:
     """The first n sandbox questions as a JSONL question file."""
-    rows = [{"qid": q.qid, "question": q.question, "answer": q.answer} for q in question_file("sandbox")[:n]]
+    rows = [{"qid": q.qid, "question": q.question, "answer": q.answer} for q in question_file("sandbox", rows=sandbox_rows("sandbox"))[:n]]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
