@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -103,5 +103,3 @@ class Endpoint(msgspec.Struct, kw_only=True):
             if not math.isfinite(value) or value < 0:
                 raise BadInput(f"{name}: must be a finite number >= 0, got {value}")
 
-
-ChatStatus = Literal["ok", "http_error", "timeout", "bad_response"]

@@ -236,8 +236,6 @@ RELATIONS: tuple[Relation, ...] = (
     ),
 )
 
-BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
-
 
 def version() -> str:
     """Digest of every relation's SQL: a projection built by another version is rebuilt from position 0."""

@@ -47,7 +47,6 @@ PROVIDERS = ("brave", "tavily", "firecrawl")
 RATES = {"429": 0.10, "500": 0.03, "503": 0.03, "timeout": 0.05, "malformed": 0.02, "truncated": 0.01,
          "oversized": 0.15}
 ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")
-JUDGE_MODEL = "sandbox-judge"
 JUDGE_RUN = "sandbox-judge@judge/1"
 RUN_ID = "chaos"
 BEGIN, END = "<!-- reliability:begin -->", "<!-- reliability:end -->"

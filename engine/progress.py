@@ -117,7 +117,3 @@ def progress_display(stats: Stats, *, label: str = "record", enabled: bool | Non
             yield tick
         finally:
             tick()
-
-
-def is_tty() -> bool:
-    return sys.stderr.isatty()

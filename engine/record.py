@@ -13,7 +13,7 @@ errored one in `supersedes`); nothing is updated or deleted, the analytics read 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -338,11 +338,6 @@ def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[Ne
             )
         )
     return events
-
-
-def summary_dict(s: RunSummary) -> Mapping[str, Any]:
-    out: Mapping[str, Any] = msgspec.to_builtins(s)
-    return out
 
 
 def preflight(cfg: RunConfig) -> None:

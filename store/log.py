@@ -207,11 +207,6 @@ class EventLog:
                 raise
         return digests[0]
 
-    def checkpoint(self) -> None:
-        if not self.read_only:
-            with self._lock:
-                self._con.execute("CHECKPOINT")
-
     # -- reading ---------------------------------------------------------
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor of its own for a reader thread (the connection refuses two callers at once)."""
