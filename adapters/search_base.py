@@ -179,7 +179,7 @@ class ProviderSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Everything about one search provider; the registry finds it as `PROVIDER` in adapters/providers/<name>.py."""
 
     adapter: type[SearchAdapter]  # its `kind` is the provider's name, its `label` how messages call it
-    order: int  # place in listings (the paper's three first, then SPEC §14's order); sandbox serve's port order
+    order: int = 100  # place in listings (the paper's three, then SPEC §14's order); sandbox serve's port order
     paper: bool = False  # one of the paper's three: the default demo set
     key_env: str
     base_url_env: str
@@ -189,6 +189,7 @@ class ProviderSpec(msgspec.Struct, frozen=True, kw_only=True):
     fault: Callable[[int, str], WireReply]  # its own reply to an injected 429 / 401 / 500 / 503 (status, request key)
     quota: Callable[[str], WireReply]  # its own out-of-credit reply (request key)
     example: str  # how to point its official client (or curl) at its sandbox base URL `{url}`
+    sample_config: str = ""  # its `[providers.<name>]` table in the sample run config (engine.config)
     auth_header: str = "Authorization"  # how the proxy sends its key: header name and value format
     auth_format: str = "Bearer {key}"
     key_param: str | None = None  # the query parameter carrying the key instead of a header

@@ -20,15 +20,9 @@ timeout_s = 15.0
 max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
-[providers.brave]                 # `kind` defaults to the table name: any search provider (SPEC §14; the
-                                  # list: `searchtrace probe --help`)
-params = { country = "US", safesearch = "moderate", count = 10 }   # merged over the adapter's defaults
-rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (SPEC §13),
-                                  # so this client-side limit never makes the provider look slower
-[providers.tavily]
-params = { search_depth = "basic", max_results = 10 }
-[providers.firecrawl]
-params = { limit = 10 }
+# one [providers.<name>] table per provider compared; `kind` defaults to the table name, any search provider
+# (SPEC §14; the list: `searchtrace probe --help`); `params` are merged over the adapter's defaults
+{providers}
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"
 [sample]
@@ -60,6 +54,7 @@ from searchtrace.adapters.registry import (
     paper_providers,
     sandbox_endpoint,
     search_provider_names,
+    specs,
 )
 from searchtrace.adapters.urls import base_url_problem
 from searchtrace.engine.prompts import get_prompt
@@ -180,7 +175,9 @@ class RunConfig(_Cfg):
         return body
 
 
-EXAMPLE_CONFIG = __doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else ""
+# the sample above, `{providers}` standing for each paper provider's own sample table (ProviderSpec.sample_config)
+EXAMPLE_CONFIG = (__doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else "").replace(
+    "{providers}\n", "".join(s.sample_config for s in specs() if s.paper))
 
 _ID_RE = re.compile(r"[A-Za-z0-9._-]+")  # always fullmatch: `$` would let a trailing newline through
 # Sane bounds of the pacing numbers: outside them a run hangs (rps 1e-9, inf) or never waits at all (timeout inf).

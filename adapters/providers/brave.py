@@ -297,6 +297,12 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=1.0, concurrency=2, timeout_s=30.0),
     routes=(SandboxRoute("/res/v1/web/search", ("GET", "POST"), search_route),),
     fault=fault, quota=quota,
+    sample_config=(
+        '[providers.brave]\n'
+        'params = { country = "US", safesearch = "moderate", count = 10 }\n'
+        "rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (SPEC §13),\n"
+        '                                  # so this client-side limit never makes the provider look slower\n'
+    ),
     example="curl -H 'X-Subscription-Token: sandbox' '{url}/res/v1/web/search?q=Elmwyn+Athletic'",
     auth_header="X-Subscription-Token", auth_format="{key}",
 )

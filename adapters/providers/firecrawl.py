@@ -265,5 +265,9 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=1.5, concurrency=4, timeout_s=60.0),
     routes=(SandboxRoute("/v2/search", ("POST",), v2_route), SandboxRoute("/v1/search", ("POST",), v1_route)),
     fault=fault, quota=quota,
+    sample_config=(
+        '[providers.firecrawl]\n'
+        'params = { limit = 10 }\n'
+    ),
     example='Firecrawl(api_key="fc-sandbox", api_url="{url}").search("Elmwyn Athletic", limit=5)',
 )

@@ -221,5 +221,9 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=1.5, concurrency=4, timeout_s=60.0),
     routes=(SandboxRoute("/search", ("POST",), search_route),),
     fault=fault, quota=quota,
+    sample_config=(
+        '[providers.tavily]\n'
+        'params = { search_depth = "basic", max_results = 10 }\n'
+    ),
     example='TavilyClient(api_key="tvly-sandbox", api_base_url="{url}").search("Elmwyn Athletic", include_answer=True)',
 )
