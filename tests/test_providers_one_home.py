@@ -79,3 +79,25 @@ def test_provider_modules_never_import_the_sandbox() -> None:
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(m.startswith("searchtrace.adapters.sandbox") for m in modules), (path.name, modules)
+
+
+def test_the_sandbox_modules_import_one_way() -> None:
+    """No cycle among the sandbox's modules (the app imports its routes; routes share state.py, never the app)."""
+    folder = ROOT / "adapters" / "sandbox"
+    pkg = "searchtrace.adapters.sandbox"
+    names = {p.stem for p in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == pkg:
+                edges |= {a.name if a.name in names else "__init__" for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(pkg + "."):
+                edges.add((node.module or "").split(".")[3])
+        graph[path.stem] = edges - {path.stem} if path.stem != "__init__" else set()  # the facade only re-exports
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph.get(start, set()))
+
+    assert {"app", "state", "chat_route", "fetch_route", "serve"} <= set(graph)
+    assert [m for m in graph if reaches(m, m, set())] == []
