@@ -1,12 +1,14 @@
-"""Provider adapters: search (registry.SEARCH_PROVIDERS), the Jina fetch backend, OpenAI-compatible chat."""
+"""Provider adapters: search (one module each in providers/, found by the registry), the Jina fetch backend,
+OpenAI-compatible chat."""
 
-from searchtrace.adapters.brave import BraveSearch
 from searchtrace.adapters.errors import AdapterError, ChatError, MissingKey
 from searchtrace.adapters.fetch_cache import FetchCache, default_cache_dir
-from searchtrace.adapters.firecrawl import FirecrawlSearch
 from searchtrace.adapters.jina import JinaFetcher
 from searchtrace.adapters.openai_chat import OpenAIChat
 from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
+from searchtrace.adapters.providers.brave import BraveSearch
+from searchtrace.adapters.providers.firecrawl import FirecrawlSearch
+from searchtrace.adapters.providers.tavily import TavilySearch
 from searchtrace.adapters.registry import (
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
@@ -16,7 +18,6 @@ from searchtrace.adapters.registry import (
     default_endpoint,
     sandbox_endpoint,
 )
-from searchtrace.adapters.tavily import TavilySearch
 from searchtrace.adapters.types import (
     ChatResponse,
     Endpoint,

@@ -13,7 +13,7 @@ from searchtrace.adapters.fetch_cache import CachedPage, FetchCache
 from searchtrace.adapters.http import OwnsClient, Reply
 from searchtrace.adapters.keys import Secret, json_headers, scrub_parsed, scrub_text
 from searchtrace.adapters.search_base import http_error_text
-from searchtrace.adapters.types import Endpoint, FetchResponse
+from searchtrace.adapters.types import Endpoint, EndpointSpec, FetchResponse, Limits
 from searchtrace.adapters.urls import normalize_url
 
 log = structlog.get_logger("searchtrace.adapters")
@@ -22,6 +22,9 @@ DEFAULT_BASE_URL = "https://r.jina.ai"
 READ_CAP = 2 * 1024 * 1024
 TIMEOUT_S = 15.0
 CONCURRENCY = 4
+ENDPOINT = EndpointSpec(name="jina", key_env="JINA_API_KEY", base_url_env="SEARCHTRACE_JINA_BASE_URL",
+                        default_base_url=DEFAULT_BASE_URL, limits=Limits(rps=3.0, concurrency=CONCURRENCY,
+                                                                         timeout_s=TIMEOUT_S), sandbox_path="jina")
 _TEXT_MARKER = "Markdown Content:\n"
 
 

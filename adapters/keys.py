@@ -12,22 +12,9 @@ from searchtrace.store.errors import BadInput
 
 T = TypeVar("T")
 
-DEFAULT_KEY_ENV: dict[str, str] = {
-    "brave": "BRAVE_API_KEY",
-    "tavily": "TAVILY_API_KEY",
-    "firecrawl": "FIRECRAWL_API_KEY",
-    "jina": "JINA_API_KEY",
-    "exa": "EXA_API_KEY",
-    "perplexity": "PERPLEXITY_API_KEY",
-    "serpapi": "SERPAPI_API_KEY",
-    "serper": "SERPER_API_KEY",
-    "parallel": "PARALLEL_API_KEY",
-    "youcom": "YDC_API_KEY",
-    "linkup": "LINKUP_API_KEY",
-    "jina_search": "JINA_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "moonshot": "MOONSHOT_API_KEY",
-}
+# endpoint name -> its key variable: each endpoint's module declares its own and the registry records it here
+# (register_key_env); MOONSHOT_API_KEY is the usual alternative key of the chat endpoint
+DEFAULT_KEY_ENV: dict[str, str] = {"moonshot": "MOONSHOT_API_KEY"}
 
 _MIN_SECRET = 4  # shorter values are not scrubbed (they would mangle ordinary text)
 _KEY_ENVS: set[str] = set(DEFAULT_KEY_ENV.values())  # every key variable known in this process (read_key adds)
@@ -35,6 +22,17 @@ _KEY_ENVS: set[str] = set(DEFAULT_KEY_ENV.values())  # every key variable known 
 # builds them, so every run starts from the environment as it is then (a test's monkeypatched key included),
 # while the calls within a run do not read the environment again.
 _configured: tuple[Secret, ...] | None = None
+
+
+def register_key_env(name: str, env_var: str) -> None:
+    """Records an endpoint's key variable, so replies echoing its value are scrubbed (SPEC: keys never stored)."""
+    DEFAULT_KEY_ENV[name] = env_var
+    _KEY_ENVS.add(env_var)
+
+
+def default_key_env(name: str) -> str:
+    """The key variable of endpoint `name`; `<NAME>_API_KEY` for one nobody declared."""
+    return DEFAULT_KEY_ENV.get(name) or f"{name.upper()}_API_KEY"
 
 
 class Secret:
@@ -69,7 +67,7 @@ def read_key(provider: str, env_var: str | None, *, required: bool = True, fallb
     if fallback:
         return Secret(fallback)
     if required:
-        raise MissingKey(provider, env_var or DEFAULT_KEY_ENV.get(provider, f"{provider.upper()}_API_KEY"))
+        raise MissingKey(provider, env_var or default_key_env(provider))
     return None
 
 

@@ -13,12 +13,15 @@ from searchtrace.adapters.errors import ChatError, key_rejected
 from searchtrace.adapters.http import OwnsClient, Reply
 from searchtrace.adapters.keys import Secret, json_headers, scrub_bytes, scrub_parsed, scrub_text
 from searchtrace.adapters.search_base import shorten
-from searchtrace.adapters.types import ChatResponse, Endpoint
+from searchtrace.adapters.types import ChatResponse, Endpoint, EndpointSpec, Limits
 from searchtrace.store.events import ToolCall, Usage
 
 log = structlog.get_logger("searchtrace.adapters")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENDPOINT = EndpointSpec(name="openai", key_env="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL",
+                        default_base_url=DEFAULT_BASE_URL, limits=Limits(rps=5.0, concurrency=8, timeout_s=120.0),
+                        sandbox_path="openai/v1")
 
 
 class _Function(msgspec.Struct):

@@ -2,94 +2,83 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
-from searchtrace.adapters import (
-    brave,
-    exa,
-    firecrawl,
-    jina,
-    jina_search,
-    linkup,
-    openai_chat,
-    parallel,
-    perplexity,
-    serpapi,
-    serper,
-    tavily,
-    youcom,
-)
-from searchtrace.adapters.brave import BraveSearch
-from searchtrace.adapters.exa import ExaSearch
-from searchtrace.adapters.firecrawl import FirecrawlSearch
+from searchtrace.adapters import jina, openai_chat, providers
 from searchtrace.adapters.jina import JinaFetcher
-from searchtrace.adapters.jina_search import JinaSearch
-from searchtrace.adapters.keys import DEFAULT_KEY_ENV
-from searchtrace.adapters.linkup import LinkupSearch
+from searchtrace.adapters.keys import register_key_env
 from searchtrace.adapters.openai_chat import OpenAIChat
-from searchtrace.adapters.parallel import ParallelSearch
-from searchtrace.adapters.perplexity import PerplexitySearch
-from searchtrace.adapters.search_base import SearchAdapter
-from searchtrace.adapters.serpapi import SerpApiSearch
-from searchtrace.adapters.serper import SerperSearch
-from searchtrace.adapters.tavily import TavilySearch
-from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters.search_base import ProviderSpec, SearchAdapter
+from searchtrace.adapters.types import Endpoint, EndpointSpec
 from searchtrace.adapters.urls import base_url_problem
-from searchtrace.adapters.youcom import YouComSearch
 from searchtrace.store.errors import BadInput
 
-SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {
-    "brave": BraveSearch,
-    "tavily": TavilySearch,
-    "firecrawl": FirecrawlSearch,
-    "exa": ExaSearch,
-    "perplexity": PerplexitySearch,
-    "serpapi": SerpApiSearch,
-    "serper": SerperSearch,
-    "parallel": ParallelSearch,
-    "youcom": YouComSearch,
-    "linkup": LinkupSearch,
-    "jina_search": JinaSearch,
-}
-PAPER_PROVIDERS = ("brave", "tavily", "firecrawl")  # the paper's three: the default demo and sandbox personas
-FETCHERS = ("jina",)
+_SPECS: dict[str, ProviderSpec] = {}  # name -> spec, in listing order (ProviderSpec.order)
+SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {}  # name -> adapter class, the same order
+FETCHERS = (jina.ENDPOINT.name,)
+_OTHER_ENDPOINTS = (jina.ENDPOINT, openai_chat.ENDPOINT)  # the fetch backend and the chat endpoint
 
-# name -> (default base URL, env var overriding it, sandbox sub-path)
-BASE_URLS: dict[str, tuple[str, str, str]] = {
-    "brave": (brave.DEFAULT_BASE_URL, "SEARCHTRACE_BRAVE_BASE_URL", "brave"),
-    "tavily": (tavily.DEFAULT_BASE_URL, "SEARCHTRACE_TAVILY_BASE_URL", "tavily"),
-    "firecrawl": (firecrawl.DEFAULT_BASE_URL, "SEARCHTRACE_FIRECRAWL_BASE_URL", "firecrawl"),
-    "exa": (exa.DEFAULT_BASE_URL, "SEARCHTRACE_EXA_BASE_URL", "exa"),
-    "perplexity": (perplexity.DEFAULT_BASE_URL, "SEARCHTRACE_PERPLEXITY_BASE_URL", "perplexity"),
-    "serpapi": (serpapi.DEFAULT_BASE_URL, "SEARCHTRACE_SERPAPI_BASE_URL", "serpapi"),
-    "serper": (serper.DEFAULT_BASE_URL, "SEARCHTRACE_SERPER_BASE_URL", "serper"),
-    "parallel": (parallel.DEFAULT_BASE_URL, "SEARCHTRACE_PARALLEL_BASE_URL", "parallel"),
-    "youcom": (youcom.DEFAULT_BASE_URL, "SEARCHTRACE_YOUCOM_BASE_URL", "youcom"),
-    "linkup": (linkup.DEFAULT_BASE_URL, "SEARCHTRACE_LINKUP_BASE_URL", "linkup"),
-    "jina_search": (jina_search.DEFAULT_BASE_URL, "SEARCHTRACE_JINA_SEARCH_BASE_URL", "jina_search"),
-    "jina": (jina.DEFAULT_BASE_URL, "SEARCHTRACE_JINA_BASE_URL", "jina"),
-    "openai": (openai_chat.DEFAULT_BASE_URL, "OPENAI_BASE_URL", "openai/v1"),
-}
-# Conservative real-world defaults (free / entry plans, providers.md); config raises them.
-_LIMITS: dict[str, dict[str, Any]] = {
-    "brave": {"rps": 1.0, "concurrency": 2, "timeout_s": 30.0},
-    "tavily": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
-    "firecrawl": {"rps": 1.5, "concurrency": 4, "timeout_s": 60.0},
-    "exa": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # /search 10 QPS
-    "perplexity": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 50 req/s, any tier
-    "serpapi": {"rps": 1.0, "concurrency": 2, "timeout_s": 60.0},  # hourly caps per plan
-    "serper": {"rps": 5.0, "concurrency": 4, "timeout_s": 30.0},  # 50 QPS on the smallest pack
-    "parallel": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 600 per minute
-    "youcom": {"rps": 5.0, "concurrency": 4, "timeout_s": 30.0},  # 10 req/s
-    "linkup": {"rps": 5.0, "concurrency": 4, "timeout_s": 60.0},  # 10 QPS per organisation
-    "jina_search": {"rps": 1.5, "concurrency": 2, "timeout_s": 60.0},  # 100 RPM on a free key
-    "jina": {"rps": 3.0, "concurrency": jina.CONCURRENCY, "timeout_s": jina.TIMEOUT_S},
-    "openai": {"rps": 5.0, "concurrency": 8, "timeout_s": 120.0},
-}
+
+def discover() -> None:
+    """(Re)reads the providers package: every module in it declares `PROVIDER = ProviderSpec(...)`, named after it."""
+    found: list[ProviderSpec] = []
+    for info in pkgutil.iter_modules(providers.__path__):
+        module = importlib.import_module(f"{providers.__name__}.{info.name}")
+        spec = getattr(module, "PROVIDER", None)
+        if not isinstance(spec, ProviderSpec) or spec.name != info.name:
+            raise TypeError(f"{module.__name__}: PROVIDER must be a ProviderSpec whose adapter kind is {info.name!r}")
+        found.append(spec)
+    found.sort(key=lambda s: (s.order, s.name))
+    _SPECS.clear()
+    _SPECS.update((s.name, s) for s in found)
+    SEARCH_PROVIDERS.clear()
+    SEARCH_PROVIDERS.update((s.name, s.adapter) for s in found)
+    for e in endpoints().values():
+        register_key_env(e.name, e.key_env)
+
+
+def search_provider_names() -> tuple[str, ...]:
+    """Every search provider (SPEC §14), the paper's three first."""
+    return tuple(_SPECS)
+
+
+def paper_providers() -> tuple[str, ...]:
+    """The paper's three: the default demo set."""
+    return tuple(n for n, s in _SPECS.items() if s.paper)
+
+
+def specs() -> list[ProviderSpec]:
+    """Every search provider's spec, in listing order."""
+    return list(_SPECS.values())
+
+
+def spec(name: str) -> ProviderSpec:
+    """The spec of search provider `name`; unknown names are BadInput listing the known."""
+    if name not in _SPECS:
+        raise BadInput(f"unknown search provider {name!r} ({_known('providers', _SPECS)})")
+    return _SPECS[name]
+
+
+def endpoints() -> dict[str, EndpointSpec]:
+    """Every endpoint by name: the search providers, the fetch backend and the chat endpoint."""
+    return {**{n: s.endpoint for n, s in _SPECS.items()}, **{e.name: e for e in _OTHER_ENDPOINTS}}
+
+
+def endpoint_spec(name: str) -> EndpointSpec:
+    """The endpoint `name`; unknown names are BadInput listing the known."""
+    known = endpoints()
+    if name not in known:
+        raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', known)})")
+    return known[name]
+
+
 SANDBOX_KEY = "sandbox-key"  # what the sandbox accepts when no key variable is set
 
 
@@ -99,25 +88,22 @@ def _known(kind: str, names: Any) -> str:
 
 def default_endpoint(name: str, *, base_url: str | None = None, key_env: str | None = None, **limits: Any) -> Endpoint:
     """An Endpoint for `name`: base URL from the argument (config), else its env variable, else the real default."""
-    if name not in BASE_URLS:
-        raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', BASE_URLS)})")
-    default, env, _ = BASE_URLS[name]
-    url = base_url or os.environ.get(env, "").strip() or default
+    e = endpoint_spec(name)
+    url = base_url or os.environ.get(e.base_url_env, "").strip() or e.default_base_url
     if not base_url and (problem := base_url_problem(url)):
-        raise BadInput(f"{env}: base URL {problem}")
-    fields = {**_LIMITS[name], **limits}
-    return Endpoint(base_url=url, key_env=key_env or DEFAULT_KEY_ENV.get(name), **fields)
+        raise BadInput(f"{e.base_url_env}: base URL {problem}")
+    fields = {**msgspec.to_builtins(e.limits), **limits}
+    return Endpoint(base_url=url, key_env=key_env or e.key_env, **fields)
 
 
 def sandbox_endpoint(name: str, root: str, **limits: Any) -> Endpoint:
     """An Endpoint for `name` inside the sandbox app at `root` (e.g. http://sandbox or http://127.0.0.1:PORT)."""
-    if name not in BASE_URLS:
-        raise BadInput(f"unknown endpoint {name!r} ({_known('endpoints', BASE_URLS)})")
+    e = endpoint_spec(name)
     fields: dict[str, Any] = {"rps": 0.0, "concurrency": 16, "timeout_s": 10.0, "max_wait_s": 2.0}
-    if name == "jina":
+    if name in FETCHERS:
         fields["concurrency"] = jina.CONCURRENCY
     fields.update(limits)
-    return Endpoint(base_url=f"{root.rstrip('/')}/{BASE_URLS[name][2]}", key_env=DEFAULT_KEY_ENV.get(name), **fields)
+    return Endpoint(base_url=f"{root.rstrip('/')}/{e.sandbox_path}", key_env=e.key_env, **fields)
 
 
 def build_search(
@@ -130,15 +116,13 @@ def build_search(
     run_name: str | None = None,
 ) -> SearchAdapter:
     """A search provider by kind (`run_name`: what this run calls it); unknown kinds are BadInput listing the known."""
-    cls = SEARCH_PROVIDERS.get(name)
-    if cls is None:
-        raise BadInput(f"unknown search provider {name!r} ({_known('providers', SEARCH_PROVIDERS)})")
+    cls = spec(name).adapter
     return cls(endpoint or default_endpoint(name), params=params, transport=transport, key_fallback=key_fallback,
                name=run_name)
 
 
 def build_fetcher(
-    name: str = "jina",
+    name: str = FETCHERS[0],
     endpoint: Endpoint | None = None,
     *,
     cache_dir: Path | None = None,
@@ -146,7 +130,7 @@ def build_fetcher(
     transport: httpx.AsyncBaseTransport | None = None,
     key_fallback: str | None = None,
 ) -> JinaFetcher:
-    """The fetch backend by name (only "jina" so far); `cache_dir=None` disables the cache."""
+    """The fetch backend by name (only Jina Reader so far); `cache_dir=None` disables the cache."""
     if name not in FETCHERS:
         raise BadInput(f"unknown fetch backend {name!r} ({_known('fetch backends', FETCHERS)})")
     return JinaFetcher(endpoint or default_endpoint(name), cache_dir=cache_dir, read_cap=read_cap,
@@ -164,5 +148,8 @@ def build_chat(
     """A chat model at an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY unless configured)."""
     if not model:
         raise BadInput("chat model: empty model name")
-    return OpenAIChat(endpoint or default_endpoint("openai"), model, params=params, transport=transport,
+    return OpenAIChat(endpoint or default_endpoint(openai_chat.ENDPOINT.name), model, params=params, transport=transport,
                       key_fallback=key_fallback)
+
+
+discover()

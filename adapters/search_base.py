@@ -1,4 +1,5 @@
-"""What every search adapter shares: key, client, the call, the surface rule, and mapping a Reply to a SearchResponse."""
+"""What every search adapter shares: key, client, the call, the surface rule, mapping a Reply to a SearchResponse,
+and the ProviderSpec each provider module (adapters/providers/<name>.py) declares as `PROVIDER`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import structlog
 from searchtrace.adapters.errors import key_rejected
 from searchtrace.adapters.http import OwnsClient, Reply
 from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_parsed, scrub_text
-from searchtrace.adapters.types import Endpoint, SearchHit, SearchResponse
+from searchtrace.adapters.persona import SandboxRoute, WireReply
+from searchtrace.adapters.types import Endpoint, EndpointSpec, Limits, SearchHit, SearchResponse
 from searchtrace.adapters.urls import domain_of, normalize_url
 
 log = structlog.get_logger("searchtrace.adapters")
@@ -171,3 +173,36 @@ def http_error_text(
     if is_auth_failure(reply.http_status, body):
         return key_rejected(label, key_env, reply.http_status, message)
     return f"HTTP {reply.http_status}: {message}"
+
+
+class ProviderSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything about one search provider; the registry finds it as `PROVIDER` in adapters/providers/<name>.py."""
+
+    adapter: type[SearchAdapter]  # its `kind` is the provider's name, its `label` how messages call it
+    order: int = 100  # place in listings (the paper's three, then SPEC §14's order); sandbox serve's port order
+    paper: bool = False  # one of the paper's three: the default demo set
+    key_env: str
+    base_url_env: str
+    default_base_url: str
+    limits: Limits
+    routes: tuple[SandboxRoute, ...]  # its sandbox paths below R/<name>
+    fault: Callable[[int, str], WireReply]  # its own reply to an injected 429 / 401 / 500 / 503 (status, request key)
+    quota: Callable[[str], WireReply]  # its own out-of-credit reply (request key)
+    example: str  # how to point its official client (or curl) at its sandbox base URL `{url}`
+    sample_config: str = ""  # its `[providers.<name>]` table in the sample run config (engine.config)
+    auth_header: str = "Authorization"  # how the proxy sends its key: header name and value format
+    auth_format: str = "Bearer {key}"
+    key_param: str | None = None  # the query parameter carrying the key instead of a header
+
+    @property
+    def name(self) -> str:
+        return self.adapter.kind
+
+    @property
+    def label(self) -> str:
+        return self.adapter.label
+
+    @property
+    def endpoint(self) -> EndpointSpec:
+        return EndpointSpec(name=self.name, key_env=self.key_env, base_url_env=self.base_url_env,
+                            default_base_url=self.default_base_url, limits=self.limits, sandbox_path=self.name)

@@ -17,6 +17,25 @@ TRACE_HEADER = "X-Searchtrace-Trace"
 TRACE_HEADER_RAW = TRACE_HEADER.lower().encode("ascii")
 
 
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """An endpoint's default pacing: conservative real-world plans (free / entry, providers.md); a config raises it."""
+
+    rps: float
+    concurrency: int
+    timeout_s: float
+
+
+class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an endpoint lives and how it is reached by default; declared once, in the endpoint's own module."""
+
+    name: str  # "jina", "openai", or a search provider's name
+    key_env: str
+    base_url_env: str  # the variable overriding the base URL
+    default_base_url: str
+    limits: Limits
+    sandbox_path: str  # its base URL below a sandbox root
+
+
 class RetryInfo(msgspec.Struct, kw_only=True):
     """One retry an adapter made; the engine records it as `call.retried`."""
 

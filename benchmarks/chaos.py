@@ -40,13 +40,14 @@ from typing import Any
 import click
 import duckdb
 
+from searchtrace.adapters.registry import paper_providers
 from searchtrace.adapters.types import TRACE_HEADER_RAW
 from searchtrace.store.schema import OFFLINE
 
-PROVIDERS = ("brave", "tavily", "firecrawl")
+PROVIDERS = paper_providers()
 RATES = {"429": 0.10, "500": 0.03, "503": 0.03, "timeout": 0.05, "malformed": 0.02, "truncated": 0.01,
          "oversized": 0.15}
-ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")
+ROUTES = ("chat", *PROVIDERS, "jina")
 JUDGE_RUN = "sandbox-judge@judge/1"
 RUN_ID = "chaos"
 BEGIN, END = "<!-- reliability:begin -->", "<!-- reliability:end -->"
@@ -120,7 +121,7 @@ def write_inputs(c: Chaos) -> int:
 
 
 _FAULT: contextvars.ContextVar[list[str]] = contextvars.ContextVar("chaos_fault")
-_ROUTE_OF = {"openai": "chat", "brave": "brave", "tavily": "tavily", "firecrawl": "firecrawl", "jina": "jina"}
+_ROUTE_OF = {"openai": "chat", **{p: p for p in PROVIDERS}, "jina": "jina"}
 
 
 class Served:

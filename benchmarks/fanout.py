@@ -20,6 +20,8 @@ import anyio
 import click
 import msgspec
 
+from searchtrace.adapters.registry import paper_providers
+
 
 class TimedASGI:
     """Wraps an ASGI app: counts requests, their arrival times, and the CPU spent inside the app."""
@@ -67,7 +69,7 @@ async def trajectories(n: int, workdir: Path, concurrency: int = 64) -> dict[str
         {
             "run_id": "bench-fanout",
             "agent": {"model": "sandbox-agent", "rps": 1e6, "concurrency": concurrency, "timeout_s": 30.0},
-            "providers": {k: {"rps": 1e6, "concurrency": concurrency, "timeout_s": 30.0} for k in ("brave", "tavily", "firecrawl")},
+            "providers": {k: {"rps": 1e6, "concurrency": concurrency, "timeout_s": 30.0} for k in paper_providers()},
             "fetch": {"rps": 1e6, "concurrency": concurrency, "timeout_s": 30.0, "cache_dir": ""},
             "limits": {"max_trajectories": concurrency},
             "dataset": {"path": str(qfile)},

@@ -21,6 +21,7 @@ import anyio
 import click
 import msgspec
 
+from searchtrace.adapters.registry import paper_providers
 from searchtrace.store.events import (
     AnswerFinal,
     FetchCalled,
@@ -42,7 +43,7 @@ def _trajectory(t: int, n: int, blobs: dict[str, bytes]) -> list[Payload]:
     entity = f"Zembla Works {t}"
     tid = f"bench:{t}"
     out: list[Payload] = [
-        TrajectoryStarted(trajectory_id=tid, qid=f"q{t}", provider=("brave", "tavily", "firecrawl")[t % 3],
+        TrajectoryStarted(trajectory_id=tid, qid=f"q{t}", provider=paper_providers()[t % 3],
                           question=f"What is the founding year of {entity}?", gold_answer="1987")
     ]
     out.append(SearchCalled(call_id="c1", iteration=1, query=f"{entity} founded"))

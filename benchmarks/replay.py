@@ -20,12 +20,10 @@ from typing import Any
 import click
 import msgspec
 
-PROVIDERS = ("brave", "firecrawl", "tavily")
-SUPPORT_RATE = {
-    "brave": 0.07,
-    "firecrawl": 0.04,
-    "tavily": 0.06,
-}  # share of items whose snippet supports gold
+from searchtrace.adapters.registry import paper_providers
+
+PROVIDERS = tuple(sorted(paper_providers()))
+SUPPORT_RATE = dict(zip(PROVIDERS, (0.07, 0.04, 0.06), strict=True))  # share of items whose snippet supports gold
 JUDGE_RUN = "bench-judge"
 URL_POOL = 60  # candidate URLs per question, shared by the providers (so complementarity has overlap)
 CANDIDATES = 36  # URLs one trajectory draws its results from: ~3.2 searches of 10 give ~23 distinct items

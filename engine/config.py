@@ -20,15 +20,9 @@ timeout_s = 15.0
 max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
-[providers.brave]                 # `kind` defaults to the table name: brave, tavily, firecrawl, exa, perplexity,
-                                  # serpapi, serper, parallel, youcom, linkup, jina_search (SPEC §14)
-params = { country = "US", safesearch = "moderate", count = 10 }   # merged over the adapter's defaults
-rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (SPEC §13),
-                                  # so this client-side limit never makes the provider look slower
-[providers.tavily]
-params = { search_depth = "basic", max_results = 10 }
-[providers.firecrawl]
-params = { limit = 10 }
+# one [providers.<name>] table per provider compared; `kind` defaults to the table name, any search provider
+# (SPEC §14; the list: `searchtrace probe --help`); `params` are merged over the adapter's defaults
+{providers}
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"
 [sample]
@@ -53,15 +47,22 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.registry import BASE_URLS, SEARCH_PROVIDERS, default_endpoint, sandbox_endpoint
+from searchtrace.adapters.registry import (
+    SEARCH_PROVIDERS,
+    default_endpoint,
+    endpoints,
+    paper_providers,
+    sandbox_endpoint,
+    search_provider_names,
+    specs,
+)
 from searchtrace.adapters.urls import base_url_problem
 from searchtrace.engine.prompts import get_prompt
 from searchtrace.store.errors import BadInput
 
-# every search adapter (adapters.registry.SEARCH_PROVIDERS, SPEC §14); the paper's three are the default demo
-PROVIDER_KINDS = ("brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom",
-                  "linkup", "jina_search")
-PAPER_KINDS = ("brave", "tavily", "firecrawl")
+# every search provider the registry found (SPEC §14), and the paper's three (the default demo)
+PROVIDER_KINDS = search_provider_names()
+PAPER_KINDS = paper_providers()
 SANDBOX_AGENT = "sandbox-agent"
 SANDBOX_DATASET = "sandbox"
 
@@ -174,7 +175,9 @@ class RunConfig(_Cfg):
         return body
 
 
-EXAMPLE_CONFIG = __doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else ""
+# the sample above, `{providers}` standing for each paper provider's own sample table (ProviderSpec.sample_config)
+EXAMPLE_CONFIG = (__doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__ else "").replace(
+    "{providers}\n", "".join(s.sample_config for s in specs() if s.paper))
 
 _ID_RE = re.compile(r"[A-Za-z0-9._-]+")  # always fullmatch: `$` would let a trailing newline through
 # Sane bounds of the pacing numbers: outside them a run hangs (rps 1e-9, inf) or never waits at all (timeout inf).
@@ -229,8 +232,8 @@ def _check(cfg: RunConfig, src: str) -> None:
     for name, p in cfg.providers.items():
         if not _ID_RE.fullmatch(name):
             raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
-        if p.kind not in PROVIDER_KINDS:
-            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(PROVIDER_KINDS)})")
+        if p.kind not in SEARCH_PROVIDERS:
+            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(SEARCH_PROVIDERS)})")
     if cfg.fetch.backend != "jina":
         raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
     endpoints: list[tuple[str, EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
@@ -274,10 +277,11 @@ def _check(cfg: RunConfig, src: str) -> None:
 
 
 def _fill_endpoint(e: EndpointCfg, kind: str) -> None:
-    if kind not in BASE_URLS:
+    known = endpoints()
+    if kind not in known:
         return
     d = default_endpoint(kind)
-    e.base_url = e.base_url or BASE_URLS[kind][0]  # the real default: env overrides come later, in apply_env
+    e.base_url = e.base_url or known[kind].default_base_url  # the real default: env overrides come later, in apply_env
     e.key_env = e.key_env or d.key_env or ""
     e.rps = e.rps or d.rps
     e.concurrency = e.concurrency or d.concurrency
@@ -385,9 +389,11 @@ def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunCo
 
 def sandbox_config(
     *, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "", epochs: int = 1,
-    providers: tuple[str, ...] = PAPER_KINDS,
+    providers: tuple[str, ...] | None = None,
 ) -> RunConfig:
     """The demo's config: the personas (default the paper's three), the scripted agent and the sandbox's questions."""
+    if providers is None:
+        providers = paper_providers()
     data: dict[str, Any] = {
         "run_id": run_id,
         "agent": {"model": SANDBOX_AGENT, "rps": 10_000.0, "concurrency": 64, "timeout_s": 10.0},

@@ -1,23 +1,18 @@
 """The sandbox world of SPEC §11 and §14: an offline internet speaking the real providers' wire formats.
 
 Routes under one root R (`http://sandbox` in-process, `http://127.0.0.1:PORT` served; `base_urls(R)`), each
-provider under R/<name> with its own paths (app.route_groups); `sandbox serve` also serves each provider at the
+endpoint under R/<its sandbox path> with its own paths (app.route_groups); `sandbox serve` also serves each at the
 root of a port of its own (`create_apps`, `running_all`), so official clients' absolute paths work:
-  GET  R/brave/res/v1/web/search   Brave web search (X-Subscription-Token; missing/`bad…` key -> 422)
-  POST R/tavily/search             Tavily search (api_key in body wins over Authorization: Bearer; -> 401)
-  POST R/firecrawl/v2/search, /v1/search   Firecrawl search (Bearer; -> 401; v1 rejects unknown keys with 400)
-  POST R/exa/search, R/perplexity/search, R/serper/search, R/parallel/v1/search, R/youcom/v1/search,
-       R/linkup/v1/search, R/jina_search/ ; GET R/serpapi/search.json   the SPEC §14 providers
+  R/<provider>/...   each search provider's routes, persona and faults, declared in adapters/providers/<name>.py
+                     (e.g. GET R/brave/res/v1/web/search; a missing or `bad…` key is refused the provider's way)
   GET  R/jina/{url} (or POST R/jina/ {"url"})   Jina Reader: text, or the JSON envelope with Accept: application/json
   POST R/openai/v1/chat/completions  models sandbox-agent, sandbox-judge, sandbox-judge-sloppy (Bearer; -> 401);
        `stream: true` answers with server-sent chunks ending in a usage chunk
-Personas: see personas.py (brave snippet-rich, tavily answer page at rank 1, firecrawl sparse, exa highlights,
-perplexity long excerpts, serpapi/serper SERP snippets with answer boxes, parallel excerpts, youcom snippets,
-linkup page extracts, jina_search descriptions or whole pages).
 Faults: `!fault:<kind>[x<N>]` in a query, a fetched URL (e.g. https://faults.sandbox.test/p?!fault:oversized or
 https://faults.sandbox.test/!fault:timeout/p) or the last chat message; kinds 429 500 503 timeout malformed
 truncated slow oversized(jina) 401 quota, and for the judge prose badjson wrongshape pagemismatch; or
-`create_app(faults=FaultPlan(seed, rates={kind: p}, routes=...))`. `app.state.counters[(route, trace_id)]`.
+`create_app(faults=FaultPlan(seed, rates={kind: p}, routes=...))` (faults.routes() names them);
+`app.state.counters[(route, trace_id)]`.
 """
 
 

@@ -1,7 +1,8 @@
-"""The sandbox ASGI app: eleven search providers, Jina Reader and chat completions over one World.
+"""The sandbox ASGI app: every search provider (the routes its module declares), Jina Reader and chat completions
+over one World.
 
-Routes (root R): R/<provider>/<the provider's own path> (route_groups), e.g. GET R/brave/res/v1/web/search,
-POST R/tavily/search, POST R/exa/search, GET R/jina/{url}, POST R/openai/v1/chat/completions; GET R/ (an index).
+Routes (root R): R/<endpoint's sandbox path>/<its own path> (route_groups), e.g. R/<provider>/… for each search
+provider, GET R/jina/{url}, POST R/openai/v1/chat/completions; GET R/ (an index).
 `create_apps` also gives one app per provider with its routes at the root (`sandbox serve` puts each on a port).
 `app.state.counters[(route, trace_id)]` counts requests per `X-Searchtrace-Trace` header (None when absent),
 `app.state.totals[route]` per route.
@@ -9,124 +10,67 @@ POST R/tavily/search, POST R/exa/search, GET R/jina/{url}, POST R/openai/v1/chat
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-import anyio
-import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
-from searchtrace.adapters.sandbox.faults import Attempts, FaultPlan, choose
-from searchtrace.adapters.sandbox.responses import Hang, fault_reply, json_response, mangle, quota_reply
+from searchtrace.adapters.persona import SandboxRoute, WireReply, WireRequest
+from searchtrace.adapters.registry import endpoints, specs
+from searchtrace.adapters.sandbox.chat_route import chat_completions
+from searchtrace.adapters.sandbox.faults import FaultPlan
+from searchtrace.adapters.sandbox.fetch_route import jina_read, jina_read_post
+from searchtrace.adapters.sandbox.responses import json_response
+from searchtrace.adapters.sandbox.state import Sandbox, json_body, sandbox_of
 from searchtrace.adapters.sandbox.world import World, default_world
-from searchtrace.adapters.types import TRACE_HEADER
-
-SLOW_S = 0.25
 
 
-class Sandbox:
-    """Shared state of one app: the world, fault plan, attempt and request counters."""
-
-    def __init__(self, world: World, faults: FaultPlan | None, hang_s: float) -> None:
-        self.world = world
-        self.faults = faults
-        self.hang_s = hang_s
-        self.attempts = Attempts()
-        self.counters: Counter[tuple[str, str | None]] = Counter()
-        self.totals: Counter[str] = Counter()
-
-    def count(self, route: str, request: Request) -> None:
-        self.counters[(route, request.headers.get(TRACE_HEADER))] += 1
-        self.totals[route] += 1
-
-    def fault(self, route: str, key: str, marker_text: str) -> str | None:
-        """The fault for this request (the attempt number is counted here)."""
-        attempt = self.attempts.next(route, key)
-        return choose(route, key, attempt, marker_text, self.faults)
-
-    async def run(self, route: str, kind: str | None, key: str, produce: Callable[[], Awaitable[Response]]) -> Response:
-        """Applies a fault kind around `produce()` (an async callable returning a Response)."""
-        if kind in ("429", "500", "503", "401"):
-            return fault_reply(route, kind, key)
-        if kind == "quota":
-            return quota_reply(route, key)
-        if kind == "timeout":
-            return Hang(self.hang_s)
-        if kind == "slow":
-            await anyio.sleep(SLOW_S)
-        response = await produce()
-        if kind in ("malformed", "truncated") and response.status_code == 200 and hasattr(response, "body"):
-            return mangle(response, kind)
-        return response
-
-
-def request_key(*parts: str | bytes) -> str:
-    """A stable key for 'the same request' (attempt counting, fault draws, ids)."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else p.encode())
-        h.update(b"\x00")
-    return h.hexdigest()[:32]
-
-
-async def json_body(request: Request) -> dict[str, Any] | None:
-    """The request's JSON object body; None when it does not parse or is not an object."""
-    try:
-        body = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
-def sandbox_of(request: Request) -> Sandbox:
-    sb = request.app.state.sandbox
-    assert isinstance(sb, Sandbox)
-    return sb
+def base_urls(root: str) -> dict[str, str]:
+    """Every base URL (what the adapters are configured with) under one sandbox root URL (the one app)."""
+    r = root.rstrip("/")
+    return {name: f"{r}/{e.sandbox_path}" for name, e in endpoints().items()}
 
 
 async def index(request: Request) -> Response:
     root = str(request.base_url).rstrip("/")
-    from searchtrace.adapters.sandbox.serve import base_urls
-
     return json_response({"sandbox": "searchtrace", "base_urls": base_urls(root),
                           "questions": len(sandbox_of(request).world.questions),
                           "pages": len(sandbox_of(request).world.pages)})
 
 
-def route_groups() -> dict[str, list[Route]]:
-    """Each provider's routes at its own root, as the real API has them (mounted under /<name> in the one app)."""
-    from searchtrace.adapters.sandbox import search_routes_more as more
-    from searchtrace.adapters.sandbox.chat_route import chat_completions
-    from searchtrace.adapters.sandbox.fetch_route import jina_read, jina_read_post
-    from searchtrace.adapters.sandbox.search_routes import (
-        brave_search,
-        firecrawl_v1,
-        firecrawl_v2,
-        tavily_search,
-    )
+def _reply(reply: WireReply) -> Response:
+    return json_response(reply.body, reply.status, reply.headers)
 
-    return {
-        "brave": [Route("/res/v1/web/search", brave_search, methods=["GET", "POST"])],
-        "tavily": [Route("/search", tavily_search, methods=["POST"])],
-        "firecrawl": [Route("/v2/search", firecrawl_v2, methods=["POST"]),
-                      Route("/v1/search", firecrawl_v1, methods=["POST"])],
-        "exa": [Route("/search", more.exa_search, methods=["POST"])],
-        "perplexity": [Route("/search", more.perplexity_search, methods=["POST"])],
-        "serpapi": [Route("/search.json", more.serpapi_search, methods=["GET"]),
-                    Route("/search", more.serpapi_search, methods=["GET"])],
-        "serper": [Route("/search", more.serper_search, methods=["POST"])],
-        "parallel": [Route("/v1/search", more.parallel_search, methods=["POST"])],
-        "youcom": [Route("/v1/search", more.youcom_search, methods=["GET", "POST"])],
-        "linkup": [Route("/v1/search", more.linkup_search, methods=["POST"])],
-        "jina_search": [Route("/", more.jina_search, methods=["GET", "POST"])],
-        "jina": [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])],
-        "openai": [Route("/v1/chat/completions", chat_completions, methods=["POST"])],
-    }
+
+def _endpoint(provider: str, route: SandboxRoute) -> Callable[[Request], Awaitable[Response]]:
+    """A provider module's route handler as a Starlette endpoint: counted, and faulted by the request's key."""
+
+    async def endpoint(request: Request) -> Response:
+        sb = sandbox_of(request)
+        sb.count(provider, request)
+        wire = WireRequest(method=request.method, params=dict(request.query_params),
+                           headers={k.lower(): v for k, v in request.headers.items()}, body=await json_body(request))
+        out = route.handler(wire, sb.shelf)
+        if isinstance(out, WireReply):
+            return _reply(out)
+
+        async def produce() -> Response:
+            return _reply(out.produce())
+
+        return await sb.run(provider, sb.fault(provider, out.key, out.text), out.key, produce)
+
+    return endpoint
+
+
+def route_groups() -> dict[str, list[Route]]:
+    """Each endpoint's routes at its own root, as the real API has them (mounted under its sandbox path)."""
+    groups = {s.name: [Route(r.path, _endpoint(s.name, r), methods=list(r.methods)) for r in s.routes]
+              for s in specs()}
+    groups["jina"] = [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])]
+    groups["openai"] = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]
+    return groups
 
 
 def _app(routes: list[Route | Mount], sb: Sandbox) -> Starlette:

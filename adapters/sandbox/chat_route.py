@@ -16,11 +16,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from searchtrace.adapters import toolset
+from searchtrace.adapters.persona import request_key
 from searchtrace.adapters.sandbox import agent, judge, wire
-from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox.reading import message_text
 from searchtrace.adapters.sandbox.responses import json_response
+from searchtrace.adapters.sandbox.state import json_body, sandbox_of
 from searchtrace.adapters.sandbox.streaming import sse_response
 
 AGENT_MODELS = ("sandbox-agent",)

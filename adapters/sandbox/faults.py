@@ -19,13 +19,19 @@ from collections import Counter
 
 import msgspec
 
+from searchtrace.adapters.registry import search_provider_names
+
 HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401", "quota")
 JUDGE_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
 KINDS = HTTP_KINDS + JUDGE_KINDS
-ROUTES = ("brave", "tavily", "firecrawl", "exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup",
-          "jina_search", "jina", "chat")
+OTHER_ROUTES = ("jina", "chat")  # beside one route per search provider (named after it)
 
 _MARKER = re.compile(r"!fault:(" + "|".join(sorted(KINDS, key=len, reverse=True)) + r")(?:x(\d+))?")
+
+
+def routes() -> tuple[str, ...]:
+    """Every route a fault can be injected on: each search provider's, Jina Reader's and the chat route."""
+    return (*search_provider_names(), *OTHER_ROUTES)
 
 
 class Marker(msgspec.Struct, frozen=True):

@@ -9,11 +9,12 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from searchtrace.adapters.persona import request_key
 from searchtrace.adapters.sandbox import wire
-from searchtrace.adapters.sandbox.app import json_body, request_key, sandbox_of
 from searchtrace.adapters.sandbox.corpus import Page
 from searchtrace.adapters.sandbox.faults import strip_markers
 from searchtrace.adapters.sandbox.responses import json_response, oversized
+from searchtrace.adapters.sandbox.state import json_body, sandbox_of
 
 FAULT_HOST = "faults.sandbox.test"
 PREFIX = "/jina/"

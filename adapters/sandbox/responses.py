@@ -9,6 +9,8 @@ import anyio
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from searchtrace.adapters.persona import WireReply, retry_headers
+from searchtrace.adapters.registry import search_provider_names, spec
 from searchtrace.adapters.sandbox import wire
 
 OVERSIZED_BYTES = 3 * 1024 * 1024
@@ -84,30 +86,16 @@ def mangle(response: Response, kind: str) -> Response:
     return Response(body[: max(1, len(body) // 2)], status_code=200, media_type=media)
 
 
-RETRY_HEADERS = {"Retry-After": "1"}
+def _reply(reply: WireReply) -> Response:
+    return json_response(reply.body, reply.status, reply.headers)
 
 
 def fault_reply(route: str, kind: str, key: str) -> Response:
     """The provider's own error reply for an HTTP fault kind (429 / 500 / 503 / 401)."""
     status = int(kind)
-    headers = dict(RETRY_HEADERS) if status == 429 else {}
-    if route == "brave":
-        if status == 429:
-            return json_response(wire.brave_rate_limited(key), 429, {**headers, **wire.BRAVE_RATE_HEADERS})
-        if status == 401:
-            return json_response(wire.brave_token_invalid(401, key), 401)
-        code = "INTERNAL_ERROR" if status == 500 else "SERVICE_UNAVAILABLE"
-        return json_response(wire.brave_error(status, code, "Something went wrong, please try again later.",
-                                              {"component": "web_search"}, key), status)
-    if route == "tavily":
-        msg = {429: wire.TAVILY_429, 401: wire.TAVILY_401, 500: "Internal Server Error",
-               503: "Service Unavailable"}[status]
-        return json_response(wire.tavily_error(msg), status, headers)
-    if route == "firecrawl":
-        msg = {429: wire.FIRECRAWL_429, 401: wire.FIRECRAWL_401,
-               500: f"An unexpected error occurred. Please contact help@firecrawl.com for help. Your exception ID is {wire.digest(key, n=32)}",
-               503: "Service Unavailable"}[status]
-        return json_response(wire.firecrawl_error(msg), status, headers)
+    headers = retry_headers(status)
+    if route in search_provider_names():
+        return _reply(spec(route).fault(status, key))
     if route == "jina":
         jina: dict[int, tuple[str, int, str]] = {
             429: ("RateLimitTriggeredError", 42903, "Per IP rate limit exceeded (20 RPM)"),
@@ -117,8 +105,6 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
         }
         jname, jcode, jmsg = jina[status]
         return json_response(wire.jina_error(status, jname, jcode, jmsg), status, headers)
-    if route in _MORE:
-        return _more_fault(route, status, key, headers)
     if status == 429:
         return json_response(wire.openai_error(wire.OPENAI_429, "requests", "rate_limit_exceeded"), 429,
                              {**headers, "x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
@@ -132,70 +118,13 @@ def fault_reply(route: str, kind: str, key: str) -> Response:
                                            "server_error", None), 503)
 
 
-_MORE = ("exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup", "jina_search")
-
-
-def _more_fault(route: str, status: int, key: str, headers: dict[str, str]) -> Response:
-    """The SPEC §14 providers' own replies for an injected 429 / 401 / 500 / 503 (research/providers2.md)."""
-    from searchtrace.adapters.sandbox import wire_more as w
-
-    text = {429: "Rate limit exceeded", 401: "Invalid API key", 500: "Internal server error",
-            503: "Service temporarily unavailable"}[status]
-    body: object
-    if route == "exa":
-        tag = {429: "RATE_LIMIT_EXCEEDED", 401: "INVALID_API_KEY", 500: "INTERNAL_ERROR", 503: "SERVICE_OVERLOADED"}
-        body = w.exa_error(tag[status], text, key)
-    elif route == "perplexity":
-        kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 500: "api_error", 503: "api_error"}[status]
-        body = w.perplexity_error(w.PERPLEXITY_401 if status == 401 else text, kind, status)
-    elif route == "serpapi":
-        body = w.serpapi_error({429: w.SERPAPI_THROUGHPUT, 401: w.SERPAPI_401}.get(status, text))
-    elif route == "serper":
-        body = w.serper_error({401: "Unauthorized."}.get(status, text), status)
-    elif route == "parallel":
-        body = w.parallel_error(text + ".", key)
-    elif route == "youcom":
-        body = {"detail": {429: "Too Many Requests", 401: "Invalid or expired API key"}.get(status, text)}
-        if status == 429:
-            headers = {**headers, **w.YOUCOM_RATE_HEADERS, "X-RateLimit-Remaining": "0"}
-    elif route == "linkup":
-        body = w.linkup_error(status, {429: "TOO_MANY_REQUESTS", 401: "UNAUTHORIZED", 500: "INTERNAL_SERVER_ERROR",
-                                       503: "SERVICE_UNAVAILABLE"}[status], text)
-    else:
-        jina: dict[int, tuple[str, int]] = {429: ("RateLimitTriggeredError", 42903),
-                                            401: ("AuthenticationFailedError", 40103),
-                                            500: ("InternalServerError", 50000), 503: ("ServiceUnavailableError", 50301)}
-        body = wire.jina_error(status, jina[status][0], jina[status][1], text)
-    return json_response(body, status, headers)
-
-
 def quota_reply(route: str, key: str) -> Response:
     """Each provider's own out-of-credit reply; the status says little (research/providers*.md), the body tells."""
-    from searchtrace.adapters.sandbox import wire_more as w
-
-    replies: dict[str, tuple[object, int]] = {
-        "brave": (wire.brave_error(429, "QUOTA_LIMITED", "Request quota limit exceeded for plan",
-                                   {"plan": "Free", "quota_limit": 2000, "quota_current": 2000}, key), 429),
-        "tavily": (wire.tavily_error("This request exceeds your plan's set usage limit. Please upgrade your plan or "
-                                     "contact support@tavily.com"), 432),
-        "firecrawl": (wire.firecrawl_error("Payment required to access this resource."), 402),
-        "exa": (w.exa_error("NO_MORE_CREDITS", "You have exceeded your credits limit", key), 402),
-        "perplexity": (w.perplexity_error("You exceeded your current quota, please check your plan and billing "
-                                          "details.", "insufficient_quota", 401), 401),
-        "serpapi": (w.serpapi_error(w.SERPAPI_429), 429),
-        "serper": (w.serper_error("Not enough credits", 400), 400),
-        "parallel": (w.parallel_error("Insufficient credit in account, please check your plan and billing settings.",
-                                      key), 402),
-        "youcom": ({"error": "payment_required", "message": "Your account has no remaining API credits.",
-                    "upgrade_url": "https://you.com/platform/billing", "limit": 20000, "used": 20000,
-                    "period": "lifetime", "reset_at": None}, 402),
-        "linkup": (w.linkup_error(429, "INSUFFICIENT_FUNDS_CREDITS", "Insufficient funds credits"), 429),
-        "jina_search": (wire.jina_error(402, "InsufficientBalanceError", 40203,
-                                        "Account balance not enough to run this query, please recharge."), 402),
-        "jina": (wire.jina_error(402, "InsufficientBalanceError", 40203,
-                                 "Account balance not enough to run this query, please recharge."), 402),
-    }
-    body, status = replies.get(route, (wire.openai_error(
+    if route in search_provider_names():
+        return _reply(spec(route).quota(key))
+    if route == "jina":
+        return json_response(wire.jina_error(402, "InsufficientBalanceError", 40203,
+                                             "Account balance not enough to run this query, please recharge."), 402)
+    return json_response(wire.openai_error(
         "You exceeded your current quota, please check your plan and billing details.", "insufficient_quota",
-        "insufficient_quota"), 429))
-    return json_response(body, status)
+        "insufficient_quota"), 429)

@@ -15,16 +15,14 @@ import msgspec
 import uvicorn
 from starlette.applications import Starlette
 
+from searchtrace.adapters.registry import endpoints, specs
+from searchtrace.adapters.sandbox.app import base_urls, create_app, create_apps
+
+__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "own_root_url", "ports_for", "running", "running_all",
+           "serve", "wait_listening"]
+
 # provider -> its own path prefix under a root of its own (OpenAI's clients take the base URL with /v1)
 OWN_PREFIX = {"openai": "/v1"}
-
-
-def base_urls(root: str) -> dict[str, str]:
-    """Every base URL (what the adapters are configured with) under one sandbox root URL (the one app)."""
-    from searchtrace.adapters.registry import BASE_URLS
-
-    r = root.rstrip("/")
-    return {name: f"{r}/{sub}" for name, (_, _, sub) in BASE_URLS.items()}
 
 
 def own_root_url(name: str, root: str) -> str:
@@ -34,30 +32,17 @@ def own_root_url(name: str, root: str) -> str:
 
 def env_exports(urls: dict[str, str]) -> dict[str, str]:
     """Environment variables that point every adapter at the sandbox (keys are dummies the sandbox accepts)."""
-    from searchtrace.adapters.keys import DEFAULT_KEY_ENV
-    from searchtrace.adapters.registry import BASE_URLS
-
-    out = {BASE_URLS[name][1]: url for name, url in urls.items() if name in BASE_URLS}
-    out.update({DEFAULT_KEY_ENV[name]: "sandbox" for name in urls if name in DEFAULT_KEY_ENV})
+    known = endpoints()
+    out = {known[name].base_url_env: url for name, url in urls.items() if name in known}
+    out.update({known[name].key_env: "sandbox" for name in urls if name in known})
     return out
 
 
-# how to point each official client (or curl) at its sandbox base URL `{url}`
+# how to point each official client (or curl) at its sandbox base URL `{url}` (search providers: their modules')
 EXAMPLES = {
     "openai": 'OpenAI(base_url="{url}", api_key="sandbox").chat.completions.create(model="sandbox-agent", '
               'messages=[{{"role": "user", "content": "When was Elmwyn Athletic founded?"}}], stream=True)',
-    "tavily": 'TavilyClient(api_key="tvly-sandbox", api_base_url="{url}").search("Elmwyn Athletic", include_answer=True)',
-    "firecrawl": 'Firecrawl(api_key="fc-sandbox", api_url="{url}").search("Elmwyn Athletic", limit=5)',
-    "exa": 'Exa(api_key="sandbox", base_url="{url}").search("Elmwyn Athletic", num_results=5)',
-    "brave": "curl -H 'X-Subscription-Token: sandbox' '{url}/res/v1/web/search?q=Elmwyn+Athletic'",
-    "perplexity": "curl -H 'Authorization: Bearer sandbox' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/search",
-    "serpapi": "curl '{url}/search.json?engine=google&q=Elmwyn+Athletic&api_key=sandbox'",
-    "serper": "curl -H 'X-API-KEY: sandbox' -d '{{\"q\": \"Elmwyn Athletic\"}}' {url}/search",
-    "parallel": "curl -H 'x-api-key: sandbox' -d '{{\"search_queries\": [\"Elmwyn Athletic\"]}}' {url}/v1/search",
-    "youcom": "curl -H 'X-API-Key: sandbox' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/v1/search",
-    "linkup": "curl -H 'Authorization: Bearer sandbox' -d '{{\"q\": \"Elmwyn Athletic\", \"depth\": \"fast\", "
-              "\"outputType\": \"searchResults\"}}' {url}/v1/search",
-    "jina_search": "curl -H 'Authorization: Bearer sandbox' -H 'Accept: application/json' '{url}/?q=Elmwyn+Athletic'",
+    **{s.name: s.example for s in specs()},
     "jina": "curl -H 'Accept: application/json' -d '{{\"url\": \"https://almanac-central.example/entries/elmwyn-athletic\"}}' {url}/",
 }
 
@@ -102,8 +87,6 @@ def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starle
           on_start: Any = None, *, consecutive: bool = True) -> None:
     """Blocks serving the one app on 127.0.0.1:port and each provider app on its own port (the ports above `port`,
     or free ones) until interrupted; `on_start(Served)` runs once they all listen."""
-    from searchtrace.adapters.sandbox.app import create_apps
-
     if app is None:
         app, apps = create_apps()
     own = ports_for(port if consecutive else 0, list(apps or {}))
@@ -117,8 +100,6 @@ def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starle
 @contextmanager
 def running(app: Any = None, port: int | None = None) -> Iterator[str]:
     """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL."""
-    from searchtrace.adapters.sandbox.app import create_app
-
     server = uvicorn.Server(_config(app or create_app(), port or free_port()))
     thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
     thread.start()
@@ -137,8 +118,6 @@ def running(app: Any = None, port: int | None = None) -> Iterator[str]:
 @contextmanager
 def running_all(world: Any = None, faults: Any = None) -> Iterator[Served]:
     """The one app and every provider on its own free port, in background threads (tests, notebooks)."""
-    from searchtrace.adapters.sandbox.app import create_apps
-
     app, apps = create_apps(world, faults)
     with ExitStack() as stack:
         root = stack.enter_context(running(app))

@@ -7,8 +7,9 @@ from typing import Literal
 
 import msgspec
 
-from searchtrace.adapters.keys import DEFAULT_KEY_ENV
-from searchtrace.adapters.registry import BASE_URLS, FETCHERS, SANDBOX_KEY, SEARCH_PROVIDERS
+from searchtrace.adapters.keys import default_key_env
+from searchtrace.adapters.openai_chat import ENDPOINT as CHAT
+from searchtrace.adapters.registry import FETCHERS, SANDBOX_KEY, SEARCH_PROVIDERS, endpoints, spec, specs
 
 Kind = Literal["search", "fetch", "chat", "other"]
 
@@ -22,19 +23,12 @@ DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encod
                            "set-cookie", "date", "server"})
 # Query parameters and JSON body fields some providers' clients put the key in.
 KEY_FIELDS = ("api_key", "apiKey", "key")
-# How each endpoint takes its key (header name, value format); the rest use `Authorization: Bearer`.
-AUTH: dict[str, tuple[str, str]] = {
-    "brave": ("X-Subscription-Token", "{key}"),
-    "exa": ("x-api-key", "{key}"),
-    "serper": ("X-API-KEY", "{key}"),
-    "parallel": ("x-api-key", "{key}"),
-    "youcom": ("X-API-Key", "{key}"),
-}
-QUERY_KEY = {"serpapi": "api_key"}  # endpoints that take the key as a query parameter
+# endpoints that take the key as a query parameter, and its name (from each provider's module)
+QUERY_KEY = {s.name: s.key_param for s in specs() if s.key_param}
 
 
 class Target(msgspec.Struct, frozen=True, kw_only=True):
-    """One request's destination: the endpoint name (registry.BASE_URLS), its kind, and the path below it."""
+    """One request's destination: the endpoint name (registry.endpoints), its kind, and the path below it."""
 
     kind: Kind
     endpoint: str
@@ -43,7 +37,7 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
 
 def _prefixes() -> list[tuple[str, str]]:
     """(sandbox sub-path, endpoint name), longest first so `openai/v1` wins over a shorter prefix."""
-    return sorted(((sub, name) for name, (_, _, sub) in BASE_URLS.items()), key=lambda p: -len(p[0]))
+    return sorted(((e.sandbox_path, name) for name, e in endpoints().items()), key=lambda p: -len(p[0]))
 
 
 def classify(rest: str) -> Target | None:
@@ -56,7 +50,7 @@ def classify(rest: str) -> Target | None:
                 kind = "search"
             elif name in FETCHERS:
                 kind = "fetch" if path else "other"
-            elif name == "openai" and path.rstrip("/") == "chat/completions":
+            elif name == CHAT.name and path.rstrip("/") == "chat/completions":
                 kind = "chat"
             else:
                 kind = "other"
@@ -65,7 +59,7 @@ def classify(rest: str) -> Target | None:
 
 
 def key_env(endpoint: str) -> str:
-    return DEFAULT_KEY_ENV.get(endpoint) or f"{endpoint.upper()}_API_KEY"
+    return default_key_env(endpoint)
 
 
 def upstream_key(endpoint: str, live: bool) -> str | None:
@@ -77,13 +71,14 @@ def upstream_key(endpoint: str, live: bool) -> str | None:
 
 def live_base(endpoint: str) -> str:
     """The real endpoint's base URL, or the one its base-URL variable names."""
-    default, env, _ = BASE_URLS[endpoint]
-    return (os.environ.get(env, "").strip() or default).rstrip("/")
+    e = endpoints()[endpoint]
+    return (os.environ.get(e.base_url_env, "").strip() or e.default_base_url).rstrip("/")
 
 
 def auth_header(endpoint: str, key: str) -> tuple[str, str] | None:
-    """The header that carries `key` to `endpoint` (None: it goes in the query)."""
-    if endpoint in QUERY_KEY:
-        return None
-    name, fmt = AUTH.get(endpoint, ("Authorization", "Bearer {key}"))
-    return name, fmt.format(key=key)
+    """The header that carries `key` to `endpoint` (None: it goes in the query, QUERY_KEY); the fetch and chat
+    endpoints take `Authorization: Bearer`, each search provider the way its module says."""
+    if endpoint not in SEARCH_PROVIDERS:
+        return "Authorization", f"Bearer {key}"
+    s = spec(endpoint)
+    return None if s.key_param else (s.auth_header, s.auth_format.format(key=key))

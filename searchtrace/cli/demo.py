@@ -29,7 +29,8 @@ from searchtrace.cli.record import summary_text
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Record every (provider, question) cell this many times (SPEC §12).")
 @click.option("--providers", "providers_spec", default="paper", show_default=True,
-              help="Sandbox personas: paper (brave, tavily, firecrawl), all (eleven), or names separated by commas.")
+              help="Sandbox personas: paper (the paper's three), all (every search provider), or names separated by "
+                   "commas.")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")
 def demo(db: Path | None, out: Path, n: int, epochs: int, providers_spec: str, as_json: bool) -> None:
     """Record sandbox personas (the paper's three by default), judge every item, print the report (no key, no network)."""
