@@ -44,7 +44,7 @@ async def _judge(log: EventLog, box: InProcess) -> dict[str, Any]:
 
 
 def demo_providers(spec: str) -> tuple[str, ...]:
-    """`--providers`: "paper" (brave, tavily, firecrawl), "all" (every persona), or names separated by commas."""
+    """`--providers`: "paper" (the paper's three, as the registry marks them), "all" (every persona), or names separated by commas."""
     if spec == "paper":
         return PAPER_KINDS
     if spec == "all":
