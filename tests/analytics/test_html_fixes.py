@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from html import escape
 
-from searchtrace.analytics.html import count_axis_end, render
+from searchtrace.analytics.html import count_axis_end
 from searchtrace.analytics.table import ROWS, is_cost
-from tests.analytics.test_html import EXTRA, REPORT, check, provider
+from tests.analytics.test_html import EXTRA, REPORT, check, provider, render
 
 
 def ticks(svg: str) -> list[str]:
