@@ -16,6 +16,7 @@ from searchtrace.replay.grade import Grade, grade_answers
 from searchtrace.store.errors import BadInput, NotAStore
 from searchtrace.store.log import EventLog
 from searchtrace.store.readserver import ReadsEnded, RemoteStore, while_held
+from searchtrace.store.schema import require_database
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -35,8 +36,7 @@ def grade(db: Path) -> list[Grade]:
 def open_for_report(db: Path) -> tuple[EventLog | RemoteStore, bool]:
     """Read-write when possible (to catch the projections up), else read-only (raw views), else a read session on
     the process that holds the file (a run recording); never creates a file."""
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record, demo or import something first")
+    require_database(db)
 
     def the_file() -> tuple[EventLog | RemoteStore, bool]:
         return EventLog(db), True

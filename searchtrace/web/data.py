@@ -12,7 +12,6 @@ import threading
 from collections import Counter, defaultdict
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.analytics import sources
@@ -29,12 +28,11 @@ from searchtrace.analytics.rules import (
     resolve_judge_run,
 )
 from searchtrace.analytics.textnorm import exact_match, token_f1
-from searchtrace.analytics.views import ensure_views
+from searchtrace.pipeline.querying import query
 from searchtrace.store import blobs
 from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import trajectory_stream
-from searchtrace.store.readonly import read_statements
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
@@ -380,14 +378,6 @@ FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normaliz
 
 
 def run_sql(cur: Cursor, sql: str) -> Row:
-    """Rows of a read-only query (the rules of `searchtrace sql`), at most SQL_ROWS of them."""
-    statements = read_statements(sql)
-    ensure_views(cur, temp=True)  # the documented v_* views, as `searchtrace sql` has them
-    try:
-        for text in statements:
-            cur.execute(text)
-    except duckdb.Error as exc:
-        raise BadInput(f"sql: {str(exc).strip().splitlines()[0]}") from None
-    columns = [str(d[0]) for d in cur.description or []]
-    rows = cur.fetchmany(SQL_ROWS + 1) if cur.description else []
-    return {"columns": columns, "rows": [list(r) for r in rows[:SQL_ROWS]], "truncated": len(rows) > SQL_ROWS}
+    """Rows of a read-only query (pipeline.querying: the rules of `searchtrace sql`), at most SQL_ROWS of them."""
+    result = query(cur, sql, limit=SQL_ROWS)
+    return {"columns": result.columns, "rows": [list(r) for r in result.rows], "truncated": result.truncated}
