@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
+
 from searchtrace.analytics import projections
 from searchtrace.analytics.views import ensure_views
 from searchtrace.store.cursor import Cursor
@@ -30,7 +32,7 @@ class Source:
     def __init__(self, db: Path) -> None:
         self.db = db
         self._lock = threading.Lock()
-        self._con: Cursor | None = None
+        self._con: duckdb.DuckDBPyConnection | None = None  # the file's own read-only connection
         self._users = 0
         self._last = time.monotonic()
         self._stop = threading.Event()
