@@ -98,15 +98,15 @@ def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, A
             })
     cur = source.cursor()
     try:
-        rep_a = build_report(cur, judge_run_id=run_a, writable=False)
-        rep_b = build_report(cur, judge_run_id=run_b, writable=False)
+        rep_a = build_report(cur, judge_run_id=run_a, writable=False).report
+        rep_b = build_report(cur, judge_run_id=run_b, writable=False).report
     finally:
         cur.close()
     per_provider = {
-        name: {side: {"partition": rep["providers"][name]["partition"],
-                      "surface_support_rate": rep["providers"][name]["surface_support_rate"]}
+        name: {side: {"partition": rep.providers[name]["partition"],
+                      "surface_support_rate": rep.providers[name]["surface_support_rate"]}
                for side, rep in (("a", rep_a), ("b", rep_b))}
-        for name in sorted(rep_a["providers"])
+        for name in sorted(rep_a.providers)
     }
     return {
         "a": run_a,

@@ -22,18 +22,18 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.analytics.rules import TRAJECTORIES_CTE
 from searchtrace.engine.prices import ModelPrice, Prices, load_prices, parse_prices
+from searchtrace.store.cursor import Cursor
 
 __all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "recorded_prices", "warning_line"]
 
 DEFAULT_BACKEND = "jina"
 
 
-def recorded_prices(con: duckdb.DuckDBPyConnection) -> Prices | None:
+def recorded_prices(con: Cursor) -> Prices | None:
     """The `[prices]` table of the latest run.started that has one (a run config's own prices), else None."""
     row = con.execute(
         "SELECT run_id, json_extract(payload, '$.config.prices') FROM events WHERE type = 'run.started' "
@@ -79,7 +79,7 @@ def _model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
 
 
 def provider_costs(
-    con: duckdb.DuckDBPyConnection, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
+    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """({provider: USD components, total, per trajectory, per correct}, sorted names of what had no price).
 

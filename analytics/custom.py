@@ -21,6 +21,7 @@ import duckdb
 
 from searchtrace.analytics.rules import RUNS_VARIABLE
 from searchtrace.analytics.views import ensure_views
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput, StoreError
 from searchtrace.store.readonly import open_read_only, read_statements
 
@@ -45,7 +46,7 @@ def _check(path: Path, result: Any) -> dict[str, Number]:
     return dict(sorted(out.items()))
 
 
-def _run_python(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> dict[str, Number]:
+def _run_python(path: Path, con: Cursor, judge_run_id: str | None) -> dict[str, Number]:
     name = f"searchtrace_metric_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -66,7 +67,7 @@ def _run_python(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | 
         sys.modules.pop(name, None)
 
 
-def _run_sql(path: Path, con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> dict[str, Number]:
+def _run_sql(path: Path, con: Cursor, judge_run_id: str | None) -> dict[str, Number]:
     try:
         sql = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
 from searchtrace.analytics.items import ITEMS_SQL
 from searchtrace.analytics.rules import first_verdicts, partition_cell
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.events import trajectory_stream
 
 PER_STREAM = ("search_results", "search_calls", "search_completions", "fetch_calls", "fetch_completions",
@@ -49,7 +48,7 @@ ORDER BY it.first_position
 """
 
 
-def rationales(con: duckdb.DuckDBPyConnection, positions: list[int]) -> dict[int, str | None]:
+def rationales(con: Cursor, positions: list[int]) -> dict[int, str | None]:
     """The judge's rationale of each verdict event (by position; the typed relation does not carry free text)."""
     if not positions:
         return {}
@@ -62,7 +61,7 @@ def rationales(con: duckdb.DuckDBPyConnection, positions: list[int]) -> dict[int
 
 
 def item_evidence(
-    con: duckdb.DuckDBPyConnection, schema: str, trajectory_ids: list[str], judge_run_id: str | None
+    con: Cursor, schema: str, trajectory_ids: list[str], judge_run_id: str | None
 ) -> list[dict[str, Any]]:
     """Rows of `item_evidence_sql` for some trajectories (in `analytics.sources.reading`, which names `schema`),
     each with its verdict's rationale."""

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+import msgspec
+
 from searchtrace.analytics.drawing import (
     LEFT,
     W,
@@ -28,6 +30,7 @@ from searchtrace.analytics.drawing import (
 )
 from searchtrace.analytics.interval_plots import interval_section
 from searchtrace.analytics.lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
+from searchtrace.analytics.report import Report
 from searchtrace.analytics.table import ROWS, is_cost, lookup
 from searchtrace.store.errors import BadInput
 
@@ -273,9 +276,9 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
 
-def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> str:
+def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
     """The whole page as one string: charts first, then the numbers they come from."""
-    providers: dict[str, dict[str, Any]] = report.get("providers") or {}
+    providers = report.providers
     extra = extra or {}
     names = sorted(providers)
     per_traj: dict[str, list[dict[str, Any]]] = extra.get("per_trajectory") or {}
@@ -284,11 +287,11 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>searchtrace report {escape(str(report.get('judge_run_id', '')))}</title>",
+        f"<title>searchtrace report {escape(str(report.judge_run_id))}</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Search APIs as decision surfaces</h1>",
-        f'<p class="note">judge run <b>{escape(str(report.get("judge_run_id", "–")))}</b> · '
-        f"{escape(str(report.get('schema', '')))} · {len(names)} providers</p>",
+        f'<p class="note">judge run <b>{escape(str(report.judge_run_id))}</b> · '
+        f"{escape(report.schema)} · {len(names)} providers</p>",
         "<h2>What the agent did with the evidence it saw</h2>",
         '<p class="note">Every judge item (a distinct URL in a trajectory) by whether its pre-fetch surface '
         "supported the gold answer and whether the agent fetched it.</p>",
@@ -330,12 +333,12 @@ def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> st
     parts += interval_section(report)
     parts += [
         "<h2>Per provider</h2>",
-        provider_table(providers, priced="prices_as_of" in report),
+        provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET),
     ]
-    if report.get("complementarity"):
-        parts += ["<h2>Complementarity</h2>", complementarity_table(report["complementarity"])]
-    if report.get("custom"):
-        parts += ["<h2>Custom metrics</h2>", f"<pre>{escape(repr(report['custom']))}</pre>"]
+    if report.complementarity:
+        parts += ["<h2>Complementarity</h2>", complementarity_table(report.complementarity)]
+    if report.custom:
+        parts += ["<h2>Custom metrics</h2>", f"<pre>{escape(repr(report.custom))}</pre>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -6,7 +6,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+import msgspec
+
 from searchtrace.analytics.drawing import LEFT, W, fmt, num, series_colour, svg, text
+from searchtrace.analytics.report import Report
 
 INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
     ("accuracy", "accuracy"),
@@ -102,17 +105,17 @@ def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str)
     return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: paired difference and 95% interval per pair")
 
 
-def interval_section(report: Mapping[str, Any]) -> list[str]:
+def interval_section(report: Report) -> list[str]:
     """The page's 'How sure' section (empty when the report has no intervals)."""
-    if "uncertainty" not in report:
+    u = report.uncertainty
+    if isinstance(u, msgspec.UnsetType):
         return []
-    u = report["uncertainty"]
-    providers = report.get("providers") or {}
-    comp = report.get("paired") or {}
+    providers = report.providers
+    comp = report.paired or {}
     parts = [
         "<h2>How sure: 95% intervals</h2>",
-        f'<p class="note">Dot: the estimate; whisker: 95% percentile interval from {int(u["bootstrap"]):,} bootstrap '
-        f"replicates over questions (seed {escape(str(u['seed']))}); dashed: Wilson interval of accuracy.</p>",
+        f'<p class="note">Dot: the estimate; whisker: 95% percentile interval from {u.bootstrap:,} bootstrap '
+        f"replicates over questions (seed {escape(u.seed)}); dashed: Wilson interval of accuracy.</p>",
     ]
     parts += [interval_chart(providers, m, label) for m, label in INTERVAL_METRICS]
     if any("accuracy_diff" in c for c in comp.values()):

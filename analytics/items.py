@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.analytics import sources
 from searchtrace.analytics.rules import ANSWERS_CTE, TRAJECTORIES_CTE
+from searchtrace.store.cursor import Cursor
 
 ITEMS_SQL = f"""
 WITH {TRAJECTORIES_CTE},
@@ -87,7 +87,7 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
 
 
 def judge_items(
-    con: duckdb.DuckDBPyConnection,
+    con: Cursor,
     *,
     trajectory_ids: Sequence[str] | None = None,
     without_verdict_in: str | None = None,
@@ -122,7 +122,7 @@ ORDER BY i.first_position
 """
     with sources.reading(con, writable=True) if use_projections else sources.reading_raw(con):
         cur = con.execute(sql, params)
-        names = [d[0] for d in cur.description]
+        names = [d[0] for d in cur.description or ()]
         rows = cur.fetchall()
     out: list[JudgeItem] = []
     for row in rows:

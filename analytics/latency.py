@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
 from searchtrace.analytics.rules import TRAJECTORIES_CTE
+from searchtrace.store.cursor import Cursor
 
 KEYS = ("search_provider_ms_median", "search_provider_ms_p90", "fetch_provider_ms_median", "fetch_provider_ms_p90")
 NO_LATENCY: dict[str, Any] = dict.fromkeys(KEYS)
 
 
-def provider_latency(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+def provider_latency(con: Cursor) -> dict[str, dict[str, Any]]:
     """{provider: {search|fetch_provider_ms_median|p90}} over the calls of current trajectories (every epoch)."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE},
 calls AS (

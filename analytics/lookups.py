@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-import duckdb
-
 from searchtrace.analytics import rules, sources
 from searchtrace.analytics.rules import TRAJECTORIES_CTE
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import JudgeVerdict, decode_payload
 
 
 class HasCursor(Protocol):
-    def cursor(self) -> duckdb.DuckDBPyConnection: ...
+    def cursor(self) -> Cursor: ...
 
 
 def judge_run(source: HasCursor, judge_run_id: str | None) -> str:
@@ -98,7 +97,7 @@ def gold_rank_hist(
         cur.close()
 
 
-def _gold_rank_hist(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> dict[str, dict[int, int]]:
+def _gold_rank_hist(cur: Cursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
     with_tr = f"WITH {TRAJECTORIES_CTE}"
     providers = [r[0] for r in cur.execute(f"{with_tr} SELECT DISTINCT provider FROM tr").fetchall()]
     out: dict[str, dict[int, int]] = {p: {} for p in sorted(providers)}

@@ -14,7 +14,6 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.analytics.items import ITEMS_SQL
@@ -26,6 +25,7 @@ from searchtrace.analytics.rules import (
     partition_cell,
 )
 from searchtrace.analytics.textnorm import exact_match, token_f1
+from searchtrace.store.cursor import Cursor
 
 
 class TrajectoryStats(msgspec.Struct, kw_only=True):
@@ -143,10 +143,10 @@ UNION ALL SELECT 'x', pa, pb, qid, epoch, n FROM x
 """Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
 
 
-def trajectory_stats(con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> list[TrajectoryStats]:
+def trajectory_stats(con: Cursor, judge_run_id: str | None) -> list[TrajectoryStats]:
     """One row per current trajectory (run inside analytics.sources.reading)."""
     cur = con.execute(TRAJECTORY_SQL, {"run": judge_run_id})
-    names = [d[0] for d in cur.description]
+    names = [d[0] for d in cur.description or ()]
     out: list[TrajectoryStats] = []
     for row in cur.fetchall():
         rec: dict[str, Any] = {
@@ -248,7 +248,7 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
 
 
 def complementarity(
-    con: duckdb.DuckDBPyConnection, rows: Iterable[TrajectoryStats]
+    con: Cursor, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
     """SPEC §5 complementarity for every provider pair (names in code-point order), over the (qid, epoch) cells both
     have (§12)."""

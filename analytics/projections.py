@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import threading
 
-import duckdb
-
 from searchtrace.analytics.relations import RELATIONS, Relation, version
+from searchtrace.store.cursor import Cursor
 
 PROJ = "proj"  # the schema of the projection tables, named like their relations
 STATE_DDL = (
@@ -23,7 +22,7 @@ STATE_DDL = (
 _lock = threading.Lock()  # one catch-up per process at a time (two would both insert the same rows)
 
 
-def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
+def _tables(con: Cursor, schema: str) -> set[str]:
     rows = con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema = ? "
         "AND table_catalog = current_database()",
@@ -32,7 +31,7 @@ def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _state(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[str, int]], int]:
+def _state(con: Cursor) -> tuple[dict[str, tuple[str, int]], int]:
     """Latest (version, last_position) per projection, and the highest state row number."""
     if "projection_state" not in _tables(con, "main"):
         return {}, 0
@@ -43,12 +42,12 @@ def _state(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[str, int]], 
     return {r[0]: (str(r[1]), int(r[2])) for r in rows}, top
 
 
-def _head(con: duckdb.DuckDBPyConnection) -> int:
+def _head(con: Cursor) -> int:
     row = con.execute("SELECT coalesce(max(position), 0) FROM main.events").fetchone()
     return int(row[0]) if row else 0
 
 
-def _stale(con: duckdb.DuckDBPyConnection, rel: Relation, built_to: int, head: int) -> bool:
+def _stale(con: Cursor, rel: Relation, built_to: int, head: int) -> bool:
     """A projection that cannot be caught up: ahead of the log (events were deleted), or holding another number of
     rows than the log has for it (rows deleted or added by hand). Value edits are `mismatched`'s job (verify)."""
     if built_to > head:
@@ -58,7 +57,7 @@ def _stale(con: duckdb.DuckDBPyConnection, rel: Relation, built_to: int, head: i
     return have != due
 
 
-def mismatched(con: duckdb.DuckDBPyConnection) -> list[str]:
+def mismatched(con: Cursor) -> list[str]:
     """Projection tables whose rows differ from what their relation gives over the log (the full check, for verify)."""
     state, _ = _state(con)
     tables, out = _tables(con, PROJ), []
@@ -75,14 +74,14 @@ def mismatched(con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
-def is_current(con: duckdb.DuckDBPyConnection) -> bool:
+def is_current(con: Cursor) -> bool:
     """True when every projection exists, is of this version and has seen the last event."""
     state, _ = _state(con)
     tables, ver, head = _tables(con, PROJ), version(), _head(con)
     return all(r.name in tables and state.get(r.name) == (ver, head) for r in RELATIONS)
 
 
-def catch_up(con: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> int:
+def catch_up(con: Cursor, *, rebuild: bool = False) -> int:
     """Bring every projection up to the last event in one transaction; returns the head position."""
     with _lock:
         con.execute("BEGIN")

@@ -18,10 +18,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
+import msgspec
 
 from searchtrace.analytics import sources
 from searchtrace.analytics.cost import Prices, provider_costs, recorded_prices, warning_line
+from searchtrace.analytics.custom import Number
 from searchtrace.analytics.latency import NO_LATENCY, provider_latency
 from searchtrace.analytics.metrics import (
     TrajectoryStats,
@@ -33,32 +34,68 @@ from searchtrace.analytics.metrics import (
 from searchtrace.analytics.rules import only_runs, resolve_judge_run, resolve_runs
 from searchtrace.analytics.surface import NO_SIZES, surface_sizes
 from searchtrace.analytics.views import ensure_views
+from searchtrace.store.cursor import Cursor
 
 SCHEMA = "searchtrace.report/1"
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = "searchtrace"
 
 
+class Uncertainty(msgspec.Struct, kw_only=True):
+    """How the §12 intervals were drawn: B replicates from `seed`, resampling questions."""
+
+    bootstrap: int
+    seed: str
+    level: float
+    unit: str
+
+
+class Report(msgspec.Struct, kw_only=True):
+    """The §8 report. Per-provider and per-pair blocks stay open mappings: their keys depend on the options (the
+    `_ci` keys with a bootstrap, the cost keys with prices). An UNSET field is not in the JSON at all."""
+
+    schema: str = SCHEMA
+    judge_run_id: str | None = None
+    providers: dict[str, dict[str, Any]] = {}
+    complementarity: dict[str, dict[str, Any]] = {}
+    prices_as_of: str | msgspec.UnsetType = msgspec.UNSET
+    prices_unpriced: list[str] | msgspec.UnsetType = msgspec.UNSET
+    paired: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET  # keyed like complementarity
+    uncertainty: Uncertainty | msgspec.UnsetType = msgspec.UNSET
+    custom: dict[str, dict[str, Number]] | msgspec.UnsetType = msgspec.UNSET  # {metric file stem: {provider: value}}
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The report as plain JSON values (what `to_json` writes)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class Built(msgspec.Struct, kw_only=True):
+    """A report and the one-line remarks for its reader: judge runs passed over, partial judge coverage, prices
+    missing (they go to stderr, never into the JSON)."""
+
+    report: Report
+    notes: list[str] = []
+
+
 def build_report(
-    con: duckdb.DuckDBPyConnection,
+    con: Cursor,
     *,
     judge_run_id: str | None = None,
     writable: bool = True,
-    notes: list[str] | None = None,
     bootstrap: int = 0,
     seed: str = DEFAULT_SEED,
     prices: Prices | None = None,
     run_ids: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The §8 report dict (keys beyond the contract: extra provider keys, `custom`).
+) -> Built:
+    """The §8 report (keys beyond the contract: extra provider keys) and its notes.
 
     `bootstrap` B > 0 adds SPEC §12's intervals (`<metric>_ci`, `accuracy_wilson` per provider), the paired tests
     (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed), from B replicates drawn from `seed`.
     `prices` (else the `[prices]` a run config recorded, else none) adds SPEC §13's cost keys (analytics.cost)
-    per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in `notes`.
+    per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in the notes.
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
-    for `searchtrace sql`); without it everything is computed from views over the raw events. `notes`, when
-    given, receives one-line remarks for the reader: judge runs passed over, a judge run that covers fewer items.
+    for `searchtrace sql`); without it everything is computed from views over the raw events.
     `run_ids`: the runs to report (analytics.rules.resolve_runs: required when the store holds several).
     """
     if writable:
@@ -82,37 +119,36 @@ def build_report(
     for r in rows:
         by_provider[r.provider].append(r)
     scores = {name: answer_scores(r) for name, r in by_provider.items()}
-    report: dict[str, Any] = {
-        "schema": SCHEMA,
-        "judge_run_id": run,
-        "providers": {name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
-                             **latency.get(name, NO_LATENCY)}
-                      for name in sorted(by_provider)},
-        "complementarity": pairs,
-    }
+    report = Report(
+        judge_run_id=run,
+        providers={name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
+                          **latency.get(name, NO_LATENCY)}
+                   for name in sorted(by_provider)},
+        complementarity=pairs,
+    )
+    notes: list[str] = []
     if prices is not None:
         for name, extra in cost.items():
-            report["providers"][name].update(extra)
-        report["prices_as_of"] = prices.as_of
-        report["prices_unpriced"] = unpriced
-        if notes is not None and (line := warning_line(unpriced)):
+            report.providers[name].update(extra)
+        report.prices_as_of = prices.as_of
+        report.prices_unpriced = unpriced
+        if line := warning_line(unpriced):
             notes.append(line)
     if bootstrap > 0 and by_provider:
         from searchtrace.analytics.uncertainty import LEVEL, uncertainty
 
         per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores)
         for name, extra in per_provider.items():
-            report["providers"][name].update(extra)
-        report["paired"] = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
-        report["uncertainty"] = {"bootstrap": bootstrap, "seed": seed, "level": LEVEL, "unit": "question"}
-    if notes is not None:
-        notes.extend(passed_over)
-        items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
-        if run is not None and judged < items:
-            notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
-    return report
+            report.providers[name].update(extra)
+        report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
+        report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
+    notes.extend(passed_over)
+    items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
+    if run is not None and judged < items:
+        notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
+    return Built(report=report, notes=notes)
 
 
-def to_json(report: dict[str, Any]) -> str:
+def to_json(report: Report) -> str:
     """Canonical text: keys sorted, indent 1, trailing newline (byte-identical for the same events)."""
-    return json.dumps(report, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(report.to_builtins(), indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

@@ -20,8 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import duckdb
-
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import AnswerFinal, DatasetQuestion, Payload, TrajectoryStarted
 
@@ -99,7 +98,7 @@ RUNS_SQL = "SELECT run_id FROM trajectories GROUP BY run_id ORDER BY min(positio
 """The runs that recorded (or imported) trajectories, oldest first."""
 
 
-def resolve_runs(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[str] | None:
+def resolve_runs(con: Cursor, run_ids: Sequence[str]) -> list[str] | None:
     """The runs to report: the given ones (BadInput for an unknown one), else None (every run) when the store holds
     one run; several runs and none given is BadInput naming them, so runs are never merged silently."""
     known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
@@ -117,7 +116,7 @@ def resolve_runs(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list
 
 
 @contextmanager
-def only_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str] | None) -> Iterator[None]:
+def only_runs(con: Cursor, runs: Sequence[str] | None) -> Iterator[None]:
     """Keep only trajectories of `runs` in `tr` on `con` for the block (None: every run)."""
     if runs is None:
         yield
@@ -200,7 +199,7 @@ GROUP BY judge_run_id ORDER BY first_position"""
 """Every judge run, oldest first (a judge.started or a verdict names it)."""
 
 
-def judge_runs(con: duckdb.DuckDBPyConnection) -> list[JudgeRun]:
+def judge_runs(con: Cursor) -> list[JudgeRun]:
     """Every judge run, oldest first (run inside analytics.sources.reading)."""
     return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
 
@@ -211,7 +210,7 @@ def default_judge_run(runs: list[JudgeRun]) -> JudgeRun | None:
     return max(useful, key=lambda r: r.latest_position) if useful else None
 
 
-def resolve_judge_run(con: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> tuple[str | None, list[str]]:
+def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None, list[str]]:
     """(the judge run to use, one-line notes about later runs passed over); BadInput for an unknown run id.
 
     A given run is used as it is; by default the latest run with a valid verdict, and every later run that

@@ -19,6 +19,7 @@ import duckdb
 
 from searchtrace.analytics import projections
 from searchtrace.analytics.relations import RELATIONS
+from searchtrace.store.cursor import Cursor
 
 EV = "ev"  # schema of the views over the raw events (in the database, and in the in-memory catalog)
 MEMORY = "searchtrace_derived"  # the in-memory catalog: derived views that must not write the database
@@ -26,7 +27,7 @@ RAW = f"{MEMORY}.{EV}"
 LOCK = threading.RLock()  # one creation of the in-memory views per process at a time
 
 
-def relation_views(con: duckdb.DuckDBPyConnection, schema: str, *, replace: bool) -> None:
+def relation_views(con: Cursor, schema: str, *, replace: bool) -> None:
     """Create the raw-event view of every relation in `schema` (`catalog.schema` or a schema of the database)."""
     verb = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW IF NOT EXISTS"
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
@@ -34,14 +35,14 @@ def relation_views(con: duckdb.DuckDBPyConnection, schema: str, *, replace: bool
         con.execute(f"{verb} {schema}.{rel.name} AS {rel.select_sql()}")
 
 
-def _memory_ready(con: duckdb.DuckDBPyConnection) -> bool:
+def _memory_ready(con: Cursor) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_views() WHERE database_name = ? AND schema_name = ?", [MEMORY, EV]
     ).fetchone()
     return bool(row and row[0] >= len(RELATIONS))
 
 
-def memory_catalog(con: duckdb.DuckDBPyConnection) -> str:
+def memory_catalog(con: Cursor) -> str:
     """The in-memory catalog with the raw relation views (attached and filled once per database instance)."""
     with LOCK:
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {MEMORY} (READ_ONLY false)")
@@ -50,7 +51,7 @@ def memory_catalog(con: duckdb.DuckDBPyConnection) -> str:
     return MEMORY
 
 
-def choose(con: duckdb.DuckDBPyConnection, *, writable: bool) -> str:
+def choose(con: Cursor, *, writable: bool) -> str:
     """The schema to read: `proj` (caught up now when `writable`, or already current), else the raw views."""
     if writable:
         projections.catch_up(con)
@@ -64,7 +65,7 @@ def choose(con: duckdb.DuckDBPyConnection, *, writable: bool) -> str:
 
 
 @contextmanager
-def search_path(con: duckdb.DuckDBPyConnection, schema: str) -> Iterator[None]:
+def search_path(con: Cursor, schema: str) -> Iterator[None]:
     """Resolve bare names in `schema` first (then `main`) on `con` for the block; the old path comes back after."""
     row = con.execute("SELECT current_setting('search_path')").fetchone()
     old = str(row[0]) if row and row[0] is not None else ""
@@ -76,7 +77,7 @@ def search_path(con: duckdb.DuckDBPyConnection, schema: str) -> Iterator[None]:
 
 
 @contextmanager
-def reading(con: duckdb.DuckDBPyConnection, *, writable: bool) -> Iterator[str]:
+def reading(con: Cursor, *, writable: bool) -> Iterator[str]:
     """Read the typed relations by their bare names on `con` for the block (schema chosen by `choose`)."""
     schema = choose(con, writable=writable)
     with search_path(con, schema):
@@ -84,7 +85,7 @@ def reading(con: duckdb.DuckDBPyConnection, *, writable: bool) -> Iterator[str]:
 
 
 @contextmanager
-def reading_raw(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
+def reading_raw(con: Cursor) -> Iterator[str]:
     """Read the views over the raw events (no write to the database, safe while another thread appends)."""
     schema = f"{memory_catalog(con)}.{EV}"
     with search_path(con, schema):

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
 from searchtrace.analytics.rules import TRAJECTORIES_CTE, surface_chars_sql
+from searchtrace.store.cursor import Cursor
 
 NO_SIZES: dict[str, Any] = {"surface_chars_mean": None, "surface_chars_median": None}  # a provider without results
 
 
-def surface_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+def surface_sizes(con: Cursor) -> dict[str, dict[str, Any]]:
     """{provider: {surface_chars_mean, surface_chars_median}} over the results of current trajectories (every epoch)."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}
 SELECT tr.provider, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
+
+from searchtrace.analytics.report import Report
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("trajectories", "trajectories"),
@@ -112,16 +115,16 @@ def lookup(block: Mapping[str, Any], key: str) -> Any:
     return value
 
 
-def render_table(report: dict[str, Any], console: Console) -> None:
+def render_table(report: Report, console: Console) -> None:
     """Print the report as tables (numbers only; `--json` is the contract)."""
-    providers: dict[str, dict[str, Any]] = report["providers"]
+    providers = report.providers
     names = sorted(providers)
     if not names:
         console.print("no trajectories in this database yet (record, demo or import some)")
         return
-    title = f"searchtrace report · judge run {report.get('judge_run_id') or '(none)'}"
-    if u := report.get("uncertainty"):
-        title += f"\n95% intervals: bootstrap over questions, {u['bootstrap']:,} replicates, seed {u['seed']}"
+    title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}"
+    if u := report.uncertainty:
+        title += f"\n95% intervals: bootstrap over questions, {u.bootstrap:,} replicates, seed {u.seed}"
     per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
     for start in range(0, len(names), per):
         part = names[start : start + per]
@@ -132,9 +135,9 @@ def render_table(report: dict[str, Any], console: Console) -> None:
             table.add_column(name, justify="right")
         for key, label in ROWS:
             if is_cost(key):
-                if "prices_as_of" not in report:
+                if isinstance(report.prices_as_of, msgspec.UnsetType):
                     continue
-                label += f" (prices {report['prices_as_of']})" if key == "search_usd" else ""
+                label += f" (prices {report.prices_as_of})" if key == "search_usd" else ""
             show = fmt_usd if is_cost(key) else fmt
             table.add_row(label, *(show(lookup(providers[n], key)) for n in part))
             if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
@@ -142,10 +145,10 @@ def render_table(report: dict[str, Any], console: Console) -> None:
             if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):
                 table.add_row("  Wilson 95%", *(interval(providers[n].get("accuracy_wilson")) for n in part),
                               style="dim")
-        for metric, values in sorted((report.get("custom") or {}).items()):
+        for metric, values in sorted((report.custom or {}).items()):
             table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
         console.print(table)
-    comp = report.get("complementarity") or {}
+    comp = report.complementarity
     if comp:
         ct = Table(title="complementarity (questions both providers ran)", title_justify="left")
         for col in ("pair", "A only", "B only", "both", "neither", "url Jaccard"):
@@ -156,7 +159,7 @@ def render_table(report: dict[str, Any], console: Console) -> None:
                 pair, *(fmt(c[k]) for k in ("a_only", "b_only", "both", "neither", "url_jaccard"))
             )
         console.print(ct)
-    comp = report.get("paired") or {}
+    comp = report.paired or {}
     paired = [p for p in sorted(comp) if "accuracy_diff" in comp[p]]
     if paired:
         pt = Table(title="paired differences A − B over the n questions both ran (p: accuracy)", title_justify="left")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 
-import duckdb
-
 from searchtrace.analytics.items import ITEMS_SQL
 from searchtrace.analytics.projections import STATE_DDL
 from searchtrace.analytics.relations import RELATIONS
@@ -24,6 +22,7 @@ from searchtrace.analytics.rules import (
     surface_chars_sql,
 )
 from searchtrace.analytics.sources import EV, LOCK, memory_catalog, relation_views
+from searchtrace.store.cursor import Cursor
 
 VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed
 
@@ -84,7 +83,7 @@ FROM tr LEFT JOIN fa USING (stream_id) LEFT JOIN aud USING (stream_id)""",
 USER_VIEWS: tuple[str, ...] = tuple(_user_views())
 
 
-def _exists(con: duckdb.DuckDBPyConnection, catalog: str, name: str) -> bool:
+def _exists(con: Cursor, catalog: str, name: str) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND view_name = ?",
         [catalog, name],
@@ -98,12 +97,12 @@ def views_version() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _database(con: duckdb.DuckDBPyConnection) -> str:
+def _database(con: Cursor) -> str:
     row = con.execute("SELECT current_database()").fetchone()
     return str(row[0]) if row else ""
 
 
-def _current(con: duckdb.DuckDBPyConnection) -> bool:
+def _current(con: Cursor) -> bool:
     db = _database(con)
     state = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_catalog = ? AND table_schema = 'main' "
@@ -118,7 +117,7 @@ def _current(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0] == _stamp(con, db))
 
 
-def _stamp(con: duckdb.DuckDBPyConnection, db: str) -> str:
+def _stamp(con: Cursor, db: str) -> str:
     """The views' version and a digest of their SQL as stored: a view replaced by hand no longer matches."""
     rows = con.execute(
         "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = ? AND NOT internal "
@@ -127,7 +126,7 @@ def _stamp(con: duckdb.DuckDBPyConnection, db: str) -> str:
     return f"{views_version()}:{hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}"
 
 
-def _install(con: duckdb.DuckDBPyConnection, catalog: str) -> None:
+def _install(con: Cursor, catalog: str) -> None:
     """Relation views and `v_*` definitions in `catalog`.ev, flat aliases `ev_*` / `v_*` in `catalog`.main."""
     relation_views(con, f"{catalog}.{EV}", replace=True)
     for name, sql in _user_views().items():
@@ -138,7 +137,7 @@ def _install(con: duckdb.DuckDBPyConnection, catalog: str) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {catalog}.main.{name} AS SELECT * FROM {catalog}.{EV}.{name}")
 
 
-def ensure_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> None:
+def ensure_views(con: Cursor, *, temp: bool = False) -> None:
     """Install (or refresh) the `ev_*` and `v_*` views; `temp=True` on a read-only connection (see the docstring)."""
     if temp:
         with LOCK:

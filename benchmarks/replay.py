@@ -174,7 +174,7 @@ def _report_json(db: Path, bootstrap: int = 0) -> tuple[str, float]:
         con = log.cursor()
         try:
             # installs the views and catches the projections up
-            text = to_json(build_report(con, writable=True, bootstrap=bootstrap))
+            text = to_json(build_report(con, writable=True, bootstrap=bootstrap).report)
         finally:
             con.close()
     return text, time.perf_counter() - t0

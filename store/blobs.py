@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import StoreError
 
 CODEC = "zlib"
@@ -48,7 +49,7 @@ def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
     return digests
 
 
-def get(con: duckdb.DuckDBPyConnection, sha256: str) -> bytes:
+def get(con: Cursor, sha256: str) -> bytes:
     row = con.execute("SELECT bytes, codec FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone()
     if row is None:
         raise KeyError(f"blob {sha256} is not in the store")
@@ -62,7 +63,7 @@ def get(con: duckdb.DuckDBPyConnection, sha256: str) -> bytes:
     return data
 
 
-def get_many(con: duckdb.DuckDBPyConnection, digests: Sequence[str]) -> dict[str, bytes]:
+def get_many(con: Cursor, digests: Sequence[str]) -> dict[str, bytes]:
     """The content of every digest that is stored, in one scan (a digest not stored is left out)."""
     if not digests:
         return {}
@@ -72,5 +73,5 @@ def get_many(con: duckdb.DuckDBPyConnection, digests: Sequence[str]) -> dict[str
     return {d: zlib.decompress(bytes(raw)) if codec == CODEC else bytes(raw) for d, raw, codec in rows}
 
 
-def exists(con: duckdb.DuckDBPyConnection, sha256: str) -> bool:
+def exists(con: Cursor, sha256: str) -> bool:
     return con.execute("SELECT 1 FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone() is not None

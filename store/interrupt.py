@@ -6,10 +6,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from searchtrace.store.cursor import Cursor
+
 T = TypeVar("T")
 
 
-def interruptible(con: Any, work: Callable[[], T]) -> T:
+def interruptible(con: Cursor, work: Callable[[], T]) -> T:
     """`work()` (queries on `con`) on a worker thread; Ctrl-C interrupts the running query and raises KeyboardInterrupt.
 
     A query running in DuckDB holds the main thread in C code, where Python cannot deliver SIGINT, so `sql` and
@@ -29,7 +31,7 @@ def interruptible(con: Any, work: Callable[[], T]) -> T:
         while worker.is_alive():
             worker.join(0.05)
     except KeyboardInterrupt:
-        stop = getattr(con, "interrupt", None)
+        stop = getattr(con, "interrupt", None)  # a DuckDB connection has one; a read session (a daemon worker) has none
         for _ in range(200):  # again until it ends: an interrupt before the next query starts is lost
             if callable(stop):
                 stop()
@@ -43,7 +45,7 @@ def interruptible(con: Any, work: Callable[[], T]) -> T:
     return value
 
 
-def close_when_free(con: Any) -> None:
+def close_when_free(con: Cursor) -> None:
     """Close `con`; just after an interrupt DuckDB may still call it busy for a moment, so retry for up to 2 s."""
     import time
 

@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import duckdb
 import msgspec
 
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import ReadOnlyViolation, StoreError, StoreLocked
 from searchtrace.store.readonly import read_statements
 from searchtrace.store.schema import first_line, lock_message
@@ -276,7 +277,7 @@ class ReadServer:
 
 
 class RemoteCursor:
-    """One read session on another process's store; answers `execute` / `fetch*` / `description` like a DuckDB cursor."""
+    """One read session on another process's store: a `Cursor` (store.cursor), as a DuckDB connection is one."""
 
     def __init__(self, db: str | Path) -> None:
         self.db = Path(db)
@@ -285,8 +286,15 @@ class RemoteCursor:
         self._next = 0
         self.description: list[tuple[str, str, None, None, None, None, None]] | None = None
 
-    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> RemoteCursor:
-        params = list(parameters) if isinstance(parameters, Sequence) else parameters
+    def execute(self, sql: str, parameters: object = None, /) -> RemoteCursor:
+        if isinstance(parameters, dict):
+            params: list[Any] | dict[str, Any] | None = dict(parameters)
+        elif isinstance(parameters, Sequence) and not isinstance(parameters, str | bytes):
+            params = list(parameters)
+        elif parameters is None:
+            params = None
+        else:
+            raise TypeError(f"parameters must be a sequence or a mapping, not {type(parameters).__name__}")
         try:
             _send(self._sock, _encoder.encode(Request(sql=sql, params=params)))
             body = _recv(self._sock)
@@ -320,9 +328,9 @@ class RemoteCursor:
         self._next = len(self._rows)
         return out
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
+    def cursor(self) -> RemoteCursor:
         """A new session (as a DuckDB cursor is a new connection: temp views are not shared)."""
-        return as_duckdb(RemoteCursor(self.db))
+        return RemoteCursor(self.db)
 
     def close(self) -> None:
         self._sock.close()
@@ -332,12 +340,6 @@ class RemoteCursor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def as_duckdb(cur: RemoteCursor) -> duckdb.DuckDBPyConnection:
-    """A remote session where code wants a DuckDB cursor: it implements the part readers use (execute, fetch*,
-    description, cursor, close); anything else fails loudly (AttributeError)."""
-    return cast(duckdb.DuckDBPyConnection, cur)
 
 
 def _connect(db: Path) -> socket.socket:
@@ -352,9 +354,9 @@ def _connect(db: Path) -> socket.socket:
     return sock
 
 
-def open_remote(db: str | Path) -> duckdb.DuckDBPyConnection:
+def open_remote(db: str | Path) -> RemoteCursor:
     """A read session on the process that holds `db`; StoreLocked (the usual message) when none serves it."""
-    return as_duckdb(RemoteCursor(db))
+    return RemoteCursor(db)
 
 
 class RemoteStore:
@@ -364,10 +366,10 @@ class RemoteStore:
         self.path = Path(db)
         self._first: RemoteCursor | None = RemoteCursor(db)  # fail now (StoreLocked) rather than at the first query
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
+    def cursor(self) -> RemoteCursor:
         if self._first is not None:
             first, self._first = self._first, None
-            return as_duckdb(first)
+            return first
         return open_remote(self.path)
 
     def close(self) -> None:
@@ -398,8 +400,11 @@ def while_held(open_file: Callable[[], T], open_session: Callable[[], T], wait_s
         time.sleep(0.05)
 
 
-def read_connection(db: str | Path) -> duckdb.DuckDBPyConnection:
+def read_connection(db: str | Path) -> Cursor:
     """A read-only connection to `db`: the file itself when free, else a session on the process that holds it."""
     from searchtrace.store.readonly import open_read_only
 
-    return while_held(lambda: open_read_only(db), lambda: open_remote(db))
+    def the_file() -> Cursor:
+        return open_read_only(db)
+
+    return while_held(the_file, lambda: open_remote(db))

@@ -110,12 +110,18 @@ def first_line(msg: str) -> str:
     return msg.strip().splitlines()[0] if msg.strip() else "unknown error"
 
 
+def require_database(path: Path) -> None:
+    """A command that reads a store never creates one: a missing file is one line, the same for every command."""
+    if not path.exists():
+        raise NotAStore(f"{path}: no such database; record, demo or import something first")
+
+
 def open_store(
     path: Path, *, read_only: bool, config: dict[str, str | bool | int | float | list[str]] | None = None
 ) -> duckdb.DuckDBPyConnection:
     """Open a searchtrace store: a writer creates the schema in a new or empty file, a reader needs a store."""
-    if read_only and not path.exists():
-        raise NotAStore(f"{path}: no such database; record or import something first")
+    if read_only:
+        require_database(path)
     con = connect(path, read_only=read_only, config=config)
     try:
         if not check_schema(con, path):

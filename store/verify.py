@@ -13,9 +13,8 @@ import hashlib
 import zlib
 from dataclasses import dataclass
 
-import duckdb
-
 from searchtrace.store.blobs import CODEC
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.schema import GENESIS, HEAD_KEY, sql_hash_input
 
 _DUPLICATE = "SELECT position, count(*) FROM events GROUP BY position HAVING count(*) > 1 ORDER BY position LIMIT 1"
@@ -47,7 +46,7 @@ WHERE d IS NOT NULL AND d NOT IN (SELECT sha256 FROM blobs) ORDER BY position LI
 """
 
 
-def _head_problem(con: duckdb.DuckDBPyConnection, n: int, last: str | None) -> tuple[int, str] | None:
+def _head_problem(con: Cursor, n: int, last: str | None) -> tuple[int, str] | None:
     """(position, problem) when the events do not reach the head the appends recorded; None when they do."""
     row = con.execute("SELECT value FROM searchtrace_meta WHERE key = ?", [HEAD_KEY]).fetchone()
     if row is None:
@@ -67,7 +66,7 @@ def _head_problem(con: duckdb.DuckDBPyConnection, n: int, last: str | None) -> t
     return None
 
 
-def _blob_problem(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
+def _blob_problem(con: Cursor) -> tuple[int, str] | None:
     """(position, problem) for the first event whose blob is missing; (0, problem) for a blob whose bytes changed."""
     missing = con.execute(_MISSING_BLOB).fetchone()
     cur = con.cursor()
@@ -113,7 +112,7 @@ class Report:
         return f"broken at position {self.broken_at}: {self.problem}"
 
 
-def verify(con: duckdb.DuckDBPyConnection) -> Report:
+def verify(con: Cursor) -> Report:
     """Check the events table through an open connection; the first (lowest) broken position wins."""
     n, streams, head = con.execute(
         "SELECT count(*), count(DISTINCT stream_id), arg_max(hash, position) FROM events"

@@ -19,12 +19,8 @@ import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.engine.config import RPS_RANGE, SECONDS_RANGE, rate_problem
-from searchtrace.replay.judge import JudgeStats, default_judge_run_id
+from searchtrace.replay.judge import JudgeStats
 from searchtrace.replay.judge_prompt import DEFAULT_VERSION, versions
-from searchtrace.store.errors import BadInput
-
-DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
 
 
 def summary_text(s: JudgeStats) -> str:
@@ -96,41 +92,19 @@ def judge(
     `searchtrace judge compare A B` compares two judge runs instead (SPEC §12)."""
     if ctx.invoked_subcommand is not None:
         return
-    if sandbox and sandbox_url:
-        raise click.UsageError("use either --sandbox or --sandbox-url, not both")
-    pipeline.check_sandbox_url(sandbox_url)
-    if model is None:
-        if not (sandbox or sandbox_url):
-            raise click.UsageError("--model is required (or use --sandbox)")
-        model = pipeline.SANDBOX_JUDGE
-    if rps is None:
-        rps = 0.0 if (sandbox or sandbox_url) else DEFAULT_RPS
-    if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
-        raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
-    if problem := (rate_problem("--rps", rps, RPS_RANGE, zero_ok=True)
-                   or rate_problem("--timeout", timeout_s, SECONDS_RANGE)):
-        raise BadInput(problem)
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record or import something first")
-    prompt = None
-    if prompt_file is not None:
-        if prompt_version is not None:
-            raise click.UsageError("use either --prompt-version or --prompt-file, not both")
-        from searchtrace.replay.judge_prompt import load_judge_prompt_file
-
-        prompt = load_judge_prompt_file(prompt_file)
-        prompt_version = prompt.version
-    chat = pipeline.judge_chat(model=model, base_url=base_url, key_env=key_env, rps=rps, concurrency=concurrency,
-                      timeout_s=timeout_s, max_retries=max_retries, sandbox=sandbox, sandbox_url=sandbox_url)
-    params = {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
-              "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")}
-    # without --judge-run-id the run id names the prompt; with one, an unnamed prompt resumes the run's own
-    jrid = judge_run_id or default_judge_run_id(model, prompt_version or DEFAULT_VERSION)
-    judged = model
+    plan = pipeline.plan_judge(
+        db, model=model, base_url=base_url, key_env=key_env, prompt_version=prompt_version, prompt_file=prompt_file,
+        judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
+        sandbox=sandbox, sandbox_url=sandbox_url,
+    )
+    chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
+                               concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
+                               sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
     with judge_progress(False if no_progress or as_json else None) as tick:
         # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
-        stats = anyio.run(lambda: pipeline.judge(db, chat, model=judged, judge_run_id=jrid, prompt_version=prompt_version,
-                                                 prompt=prompt, concurrency=concurrency, params=params, progress=tick),
+        stats = anyio.run(lambda: pipeline.judge(db, chat, model=plan.model, judge_run_id=plan.judge_run_id,
+                                                 prompt_version=plan.prompt_version, prompt=plan.prompt,
+                                                 concurrency=plan.concurrency, params=plan.params, progress=tick),
                           backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(stats).decode())

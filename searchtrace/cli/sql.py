@@ -8,15 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import duckdb
 import msgspec
 
-from searchtrace.analytics.views import ensure_views
-from searchtrace.store.errors import BadInput
-from searchtrace.store.interrupt import close_when_free, interruptible
-from searchtrace.store.readonly import read_statements
-from searchtrace.store.readserver import ReadsEnded, read_connection
-from searchtrace.store.schema import first_line
+from searchtrace import pipeline
 
 
 def _jsonable(value: Any) -> Any:
@@ -25,8 +19,8 @@ def _jsonable(value: Any) -> Any:
     raise NotImplementedError(type(value))
 
 
-def _json_columns(description: list[tuple[Any, ...]]) -> set[int]:
-    return {i for i, d in enumerate(description) if str(d[1]).upper() == "JSON"}
+def _json_columns(types: list[str]) -> set[int]:
+    return {i for i, t in enumerate(types) if t.upper() == "JSON"}
 
 
 def _print_json(names: list[str], json_cols: set[int], rows: list[tuple[Any, ...]]) -> None:
@@ -70,36 +64,10 @@ def sql(query: str, db: Path, fmt: str | None) -> None:
     """Run read-only SQL (SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN) over the events and blobs tables.
 
     Works while a run records: the recording process answers through `<db>.sock`."""
-    statements = read_statements(query)  # refuses writes before the file is even opened
-    try:
-        names, json_cols, rows = _run(db, statements)
-    except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
-        names, json_cols, rows = _run(db, statements)
+    result = pipeline.run_sql(db, query)
     if fmt == "json":
-        _print_json(names, json_cols, rows)
+        _print_json(result.columns, _json_columns(result.types), result.rows)
     elif fmt == "csv":
-        _print_csv(names, rows)
+        _print_csv(result.columns, result.rows)
     else:
-        _print_table(names, rows)
-
-
-def _run(db: Path, statements: list[str]) -> tuple[list[str], set[int], list[tuple[Any, ...]]]:
-    """Column names, JSON columns and rows of the last statement."""
-    cur = read_connection(db)  # the file, or a read session on the process that holds it
-
-    def work() -> tuple[list[str], set[int], list[tuple[Any, ...]]]:
-        ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
-        try:
-            for text in statements:
-                cur.execute(text)
-            names = [d[0] for d in cur.description or []]
-            json_cols = _json_columns(list(cur.description or []))
-            rows = cur.fetchall() if cur.description else []  # errors can come while fetching, too
-        except duckdb.Error as exc:
-            raise BadInput(f"sql: {first_line(str(exc))}") from None
-        return names, json_cols, rows
-
-    try:
-        return interruptible(cur, work)
-    finally:
-        close_when_free(cur)
+        _print_table(result.columns, result.rows)

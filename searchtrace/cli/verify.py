@@ -8,12 +8,7 @@ from pathlib import Path
 
 import click
 
-from searchtrace.analytics.projections import catch_up, mismatched
-from searchtrace.store.errors import StoreError
-from searchtrace.store.interrupt import close_when_free, interruptible
-from searchtrace.store.log import EventLog
-from searchtrace.store.readonly import open_read_only
-from searchtrace.store.verify import verify as verify_log
+from searchtrace import pipeline
 
 
 @click.command("verify")
@@ -22,26 +17,16 @@ from searchtrace.store.verify import verify as verify_log
 def verify(db: Path) -> None:
     """Walk every event: positions gap-free from 1, stream_seq 0,1,2… per stream, each hash recomputed, the last
     event the one appended last, every blob's bytes against its digest; rebuild projections that do not match."""
-    con = open_read_only(db)
-    try:
-        report, stale = interruptible(con, lambda: (verify_log(con), mismatched(con)))
-    finally:
-        close_when_free(con)
-    if not report.ok:
-        click.echo(f"{db}: {report.line()}", err=True)
+    result = pipeline.verify(db)
+    if not result.ok:
+        click.echo(f"{db}: {result.log_line}", err=True)
         sys.exit(1)
-    line = f"{db}: {report.line()}"
-    if stale:
-        try:
-            with EventLog(db) as log:
-                cur = log.cursor()
-                try:
-                    catch_up(cur, rebuild=True)
-                finally:
-                    cur.close()
-        except StoreError as exc:
-            click.echo(f"{db}: the log is intact but projections {', '.join(stale)} do not match it and could not "
-                       f"be rebuilt ({exc})", err=True)
-            sys.exit(1)
-        line += f"; projections {', '.join(stale)} did not match the log and were rebuilt"
+    stale = ", ".join(result.stale)
+    if result.rebuild_error is not None:
+        click.echo(f"{db}: the log is intact but projections {stale} do not match it and could not "
+                   f"be rebuilt ({result.rebuild_error})", err=True)
+        sys.exit(1)
+    line = f"{db}: {result.log_line}"
+    if result.stale:
+        line += f"; projections {stale} did not match the log and were rebuilt"
     click.echo(line)

@@ -26,11 +26,11 @@ def view(db: Path, port: int) -> None:
     """Browse trajectories, evidence, the report and SQL in a web browser; works while a run records."""
     import uvicorn
 
+    from searchtrace.store.schema import require_database
     from searchtrace.web.app import create_app
     from searchtrace.web.source import prepare
 
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record, demo or import something first")
+    require_database(db)
     if not 0 <= port <= 65535:
         raise BadInput(f"--port: {port} is not a TCP port")
     if port == 0:

@@ -11,6 +11,7 @@ from searchtrace.analytics.audit import agreement, prepare_import, to_tsv
 from searchtrace.analytics.audit import audit_sample as draw_sample
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
+from searchtrace.store.schema import require_database
 
 
 class AuditSample(msgspec.Struct, kw_only=True):
@@ -40,8 +41,7 @@ def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Pat
 
 def audit_import(db: Path, tsv: Path) -> AuditImport:
     """Imports human labels as audit.label events; re-importing adds nothing."""
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; the labels belong to a store that has the judge run")
+    require_database(db)  # the labels belong to a store that has the judge run
     with EventLog(db) as log:
         events, counts = prepare_import(log, tsv)
         positions = log.append(events) if events else []
@@ -54,8 +54,7 @@ def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
     """Two judge runs over the same items (SPEC §12): per-label agreement and kappa, partitions, disagreements."""
     from searchtrace.analytics.agreement import compare_judge_runs
 
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record or import something first")
+    require_database(db)
     with EventLog(db, read_only=True) as log:
         return compare_judge_runs(log, run_a, run_b)
 

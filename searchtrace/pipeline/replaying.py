@@ -10,6 +10,7 @@ import anyio
 from searchtrace.replay.rerun import ReplayReport, load_recorded, replay_trajectories
 from searchtrace.store.errors import BadInput
 from searchtrace.store.log import EventLog
+from searchtrace.store.schema import require_database
 
 
 async def replay(
@@ -18,8 +19,7 @@ async def replay(
     """Replays the recorded trajectories (all, or those named); bad input when there is nothing to replay."""
     if concurrency < 1:
         raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record something first")
+    require_database(db)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db, read_only=True))
     try:
         recorded = await anyio.to_thread.run_sync(lambda: load_recorded(log, list(trajectories) or None))

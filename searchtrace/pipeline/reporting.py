@@ -10,17 +10,19 @@ import msgspec
 
 from searchtrace.analytics.custom import run_metrics
 from searchtrace.analytics.html import extras_from_db, render
-from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, build_report
+from searchtrace.analytics.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Built, build_report
+from searchtrace.analytics.report import Report as ReportData
 from searchtrace.replay.grade import Grade, grade_answers
 from searchtrace.store.errors import BadInput, NotAStore
 from searchtrace.store.log import EventLog
 from searchtrace.store.readserver import ReadsEnded, RemoteStore, while_held
+from searchtrace.store.schema import require_database
 
 
 class Report(msgspec.Struct, kw_only=True):
     """The §8 report of one judge run, and the HTML page written for it (None: none asked for)."""
 
-    data: dict[str, Any]
+    data: ReportData
     html: Path | None = None
     notes: list[str] = []  # one-line remarks for the reader: judge runs passed over, partial judge coverage
 
@@ -34,8 +36,7 @@ def grade(db: Path) -> list[Grade]:
 def open_for_report(db: Path) -> tuple[EventLog | RemoteStore, bool]:
     """Read-write when possible (to catch the projections up), else read-only (raw views), else a read session on
     the process that holds the file (a run recording); never creates a file."""
-    if not db.exists():
-        raise BadInput(f"{db}: no such database; record, demo or import something first")
+    require_database(db)
 
     def the_file() -> tuple[EventLog | RemoteStore, bool]:
         return EventLog(db), True
@@ -75,32 +76,31 @@ def report(
     from searchtrace.engine.prices import load_prices
 
     price_table = None if prices is None else load_prices(prices)  # a bad file stops us before the store is read
-    notes: list[str] = []
 
-    def read() -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def read() -> tuple[Built, dict[str, Any] | None]:
         log, writable = open_for_report(db)
         with log:
             con = log.cursor()
             try:
-                data = build_report(
-                    con, judge_run_id=judge_run_id, writable=writable, notes=notes,
+                built = build_report(
+                    con, judge_run_id=judge_run_id, writable=writable,
                     bootstrap=bootstrap, seed=seed, prices=price_table, run_ids=run_ids,
                 )
                 runs = list(run_ids) or None
-                return data, extras_from_db(log, data["judge_run_id"], runs) if html is not None else None
+                return built, extras_from_db(log, built.report.judge_run_id, runs) if html is not None else None
             finally:
                 con.close()
 
     try:
-        data, extra = read()
+        built, extra = read()
     except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
-        notes.clear()
-        data, extra = read()
+        built, extra = read()
+    data = built.report
     if metrics:  # user code: on a read-only, offline connection of its own, once the report's own is closed
-        data["custom"] = run_metrics(db, list(metrics), data["judge_run_id"], list(run_ids) or None)
+        data.custom = run_metrics(db, list(metrics), data.judge_run_id, list(run_ids) or None)
     if html is not None:
         write_page(html, render(data, extra=extra))
-    return Report(data=data, html=html, notes=notes)
+    return Report(data=data, html=html, notes=built.notes)
 
 
 def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Report:
@@ -108,8 +108,8 @@ def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Rep
     grade_answers(log)
     cur = log.cursor()
     try:
-        data = build_report(cur, judge_run_id=judge_run_id, bootstrap=DEFAULT_BOOTSTRAP)
-        page = render(data, extra=extras_from_db(cur, data.get("judge_run_id")))
+        data = build_report(cur, judge_run_id=judge_run_id, bootstrap=DEFAULT_BOOTSTRAP).report
+        page = render(data, extra=extras_from_db(cur, data.judge_run_id))
     finally:
         cur.close()
     html.write_text(page, encoding="utf-8")

@@ -11,6 +11,7 @@ import msgspec
 
 from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
 from searchtrace.adapters.sandbox import InProcess, in_process
+from searchtrace.analytics.report import Report
 from searchtrace.engine.config import PAPER_KINDS, PROVIDER_KINDS, point_at_sandbox, sandbox_config
 from searchtrace.engine.record import RunSummary
 from searchtrace.pipeline.judging import SANDBOX_JUDGE
@@ -27,7 +28,7 @@ class DemoResult(msgspec.Struct, kw_only=True):
     judge: dict[str, Any]
     db: str
     html: str
-    report: dict[str, Any]
+    report: Report
     elapsed_s: float
 
 

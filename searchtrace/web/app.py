@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchtrace.analytics.html import extras_from_db, render
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput, StoreError
 from searchtrace.store.readserver import ReadsEnded
 from searchtrace.web import data
@@ -72,7 +73,7 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         threading.Thread(target=_warm, args=(source, index), name="searchtrace-view-warm", daemon=True).start()
     assets = {name: _static(name) for name in STATIC}
 
-    def api(fn: Callable[[duckdb.DuckDBPyConnection, Request], Any]) -> Callable[[Request], Response]:
+    def api(fn: Callable[[Cursor, Request], Any]) -> Callable[[Request], Response]:
         """A sync endpoint (Starlette runs it in a worker thread) with one cursor and errors as JSON."""
 
         def answer(request: Request) -> Response:
@@ -98,7 +99,7 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
     def q(request: Request, name: str) -> str | None:
         return request.query_params.get(name) or None
 
-    def trajectories(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
+    def trajectories(cur: Cursor, request: Request) -> Any:
         qp = request.query_params
         try:
             f = data.Filters(run=q(request, "run"), provider=q(request, "provider"),
@@ -111,16 +112,16 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         rows = index.rows(cur, run)
         return {**data.list_trajectories(rows, f, index.facets), "judge_run_id": run}
 
-    def trajectory_page(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
+    def trajectory_page(cur: Cursor, request: Request) -> Any:
         return data.trajectory(cur, request.path_params["tid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def question_page(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
+    def question_page(cur: Cursor, request: Request) -> Any:
         return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def report(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
+    def report(cur: Cursor, request: Request) -> Any:
         return data.report(cur, q(request, "judge_run_id"))
 
-    def compare(cur: duckdb.DuckDBPyConnection, request: Request) -> Any:
+    def compare(cur: Cursor, request: Request) -> Any:
         a, b = q(request, "a"), q(request, "b")
         if not a or not b:
             raise BadInput("judge-compare needs two judge runs: ?a=…&b=…")
@@ -131,7 +132,7 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         try:
             with source.cursor() as cur:
                 body = data.report(cur, q(request, "judge_run_id"))
-                html = render(body, extra=extras_from_db(cur, body.get("judge_run_id")))
+                html = render(body, extra=extras_from_db(cur, body.judge_run_id))
         except (BadInput, StoreError) as exc:
             return json_response({"error": str(exc)}, 400)
         return HTMLResponse(html)

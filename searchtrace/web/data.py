@@ -12,14 +12,13 @@ import threading
 from collections import Counter, defaultdict
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.analytics import sources
 from searchtrace.analytics.agreement import compare_judge_runs
 from searchtrace.analytics.evidence import item_evidence, rationales, scoped
 from searchtrace.analytics.metrics import trajectory_stats
-from searchtrace.analytics.report import build_report
+from searchtrace.analytics.report import Report, build_report
 from searchtrace.analytics.rules import (
     ANSWERS_CTE,
     AUDIT_CTE,
@@ -29,11 +28,11 @@ from searchtrace.analytics.rules import (
     resolve_judge_run,
 )
 from searchtrace.analytics.textnorm import exact_match, token_f1
-from searchtrace.analytics.views import ensure_views
+from searchtrace.pipeline.querying import query
 from searchtrace.store import blobs
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import trajectory_stream
-from searchtrace.store.readonly import read_statements
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
@@ -47,23 +46,23 @@ class NotFound(Exception):
     """The id names nothing in the store (HTTP 404)."""
 
 
-def reading(cur: duckdb.DuckDBPyConnection) -> contextlib.AbstractContextManager[str]:
+def reading(cur: Cursor) -> contextlib.AbstractContextManager[str]:
     """The typed relations by their bare names: the report's projections when current, else views over the events."""
     return sources.reading(cur, writable=False)
 
 
-def head(cur: duckdb.DuckDBPyConnection) -> int:
+def head(cur: Cursor) -> int:
     row = cur.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
     return int(row[0]) if row else 0
 
 
-def _rows(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[Row]:
+def _rows(cur: Cursor, sql: str, params: Any = None) -> list[Row]:
     cur.execute(sql, params) if params is not None else cur.execute(sql)
     names = [d[0] for d in cur.description or []]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def runs(cur: duckdb.DuckDBPyConnection) -> list[Row]:
+def runs(cur: Cursor) -> list[Row]:
     """Every run id with its event, trajectory and verdict counts, newest first."""
     return _rows(
         cur,
@@ -74,7 +73,7 @@ def runs(cur: duckdb.DuckDBPyConnection) -> list[Row]:
     )
 
 
-def judge_run_list(cur: duckdb.DuckDBPyConnection) -> list[Row]:
+def judge_run_list(cur: Cursor) -> list[Row]:
     """Judge runs, newest first, with model and verdict counts; `default` marks the report's default."""
     with reading(cur):
         runs = judge_runs(cur)
@@ -94,7 +93,7 @@ def judge_run_list(cur: duckdb.DuckDBPyConnection) -> list[Row]:
     return out
 
 
-def resolve(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> str | None:
+def resolve(cur: Cursor, judge_run_id: str | None) -> str | None:
     """The judge run asked for (BadInput when unknown), else the report's default."""
     with reading(cur):
         return resolve_judge_run(cur, judge_run_id or None)[0]
@@ -111,7 +110,7 @@ class TrajectoryIndex:
         self.facets: Row = facets([])
         self._runs: dict[tuple[int, str | None], str | None] = {}
 
-    def resolve(self, cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> str | None:
+    def resolve(self, cur: Cursor, judge_run_id: str | None) -> str | None:
         """`resolve` for the current head (BadInput for an unknown run is never kept)."""
         key = (head(cur), judge_run_id or None)
         with self._lock:
@@ -123,7 +122,7 @@ class TrajectoryIndex:
             self._runs[key] = run
         return run
 
-    def rows(self, cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> list[Row]:
+    def rows(self, cur: Cursor, judge_run_id: str | None) -> list[Row]:
         key = (head(cur), judge_run_id)
         with self._lock:
             if self._key == key:
@@ -135,7 +134,7 @@ class TrajectoryIndex:
         return rows
 
     @staticmethod
-    def _build(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> list[Row]:
+    def _build(cur: Cursor, judge_run_id: str | None) -> list[Row]:
         with reading(cur):
             meta = {r["stream_id"]: r for r in _rows(cur, f"""WITH {TRAJECTORIES_CTE},
 fin AS (SELECT stream_id, arg_max(reason, position) AS finish_reason FROM finishes GROUP BY stream_id)
@@ -221,7 +220,7 @@ def facets(rows: list[Row]) -> Row:
             "epochs": sorted({r["epoch"] for r in rows})}
 
 
-def _answer_row(cur: duckdb.DuckDBPyConnection, schema: str, trajectory_id: str) -> Row:
+def _answer_row(cur: Cursor, schema: str, trajectory_id: str) -> Row:
     stream = trajectory_stream(trajectory_id)
     found = _rows(
         cur,
@@ -233,7 +232,7 @@ FROM tr LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) WHERE tr.
     return found[0] if found else {}
 
 
-def _pages(cur: duckdb.DuckDBPyConnection, digests: list[str]) -> dict[str, Row]:
+def _pages(cur: Cursor, digests: list[str]) -> dict[str, Row]:
     """Fetched pages by digest as text (cut at PAGE_CHARS for the view; the blob keeps every byte)."""
     found = blobs.get_many(cur, digests)
     out: dict[str, Row] = {}
@@ -245,7 +244,7 @@ def _pages(cur: duckdb.DuckDBPyConnection, digests: list[str]) -> dict[str, Row]
     return out
 
 
-def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, run: str | None) -> Row:
+def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     """The trajectory's events in order (the timeline), its items with verdicts, fetched pages, answer and audit."""
     stream = trajectory_stream(trajectory_id)
     events = _rows(
@@ -289,13 +288,13 @@ def trajectory(cur: duckdb.DuckDBPyConnection, trajectory_id: str, run: str | No
     }
 
 
-def question(cur: duckdb.DuckDBPyConnection, qid: str, run: str | None) -> Row:
+def question(cur: Cursor, qid: str, run: str | None) -> Row:
     """Every provider's current trajectories for one question: searches with results, items, answers, shared URLs."""
     with reading(cur) as schema:
         return _question(cur, schema, qid, run)
 
 
-def _question(cur: duckdb.DuckDBPyConnection, schema: str, qid: str, run: str | None) -> Row:
+def _question(cur: Cursor, schema: str, qid: str, run: str | None) -> Row:
     trs = _rows(cur, f"WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE} "
                      "SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.epoch, tr.question, tr.gold_answer, "
                      "fa.final_answer, "
@@ -335,16 +334,16 @@ def _question(cur: duckdb.DuckDBPyConnection, schema: str, qid: str, run: str | 
             "trajectories": out, "shared_urls": shared}
 
 
-def report(cur: duckdb.DuckDBPyConnection, judge_run_id: str | None) -> Row:
+def report(cur: Cursor, judge_run_id: str | None) -> Report:
     """The §8 report (and every extra key the report carries) for the judge run."""
-    return build_report(cur, judge_run_id=judge_run_id or None, writable=False)
+    return build_report(cur, judge_run_id=judge_run_id or None, writable=False).report
 
 
 _LABELS = ("valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "page_supports_gold",
            "supports_final_answer")
 
 
-def judge_compare(cur: duckdb.DuckDBPyConnection, a: str, b: str) -> Row:
+def judge_compare(cur: Cursor, a: str, b: str) -> Row:
     """Two judge runs item by item: each run's labels side by side, disagreements first (per-label agreement counts)."""
     cols = ", ".join(f"a.{c} AS a_{c}, b.{c} AS b_{c}" for c in _LABELS)
     with reading(cur):
@@ -378,15 +377,7 @@ FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normaliz
             "comparison": compare_judge_runs(cur, a, b)}
 
 
-def run_sql(cur: duckdb.DuckDBPyConnection, sql: str) -> Row:
-    """Rows of a read-only query (the rules of `searchtrace sql`), at most SQL_ROWS of them."""
-    statements = read_statements(sql)
-    ensure_views(cur, temp=True)  # the documented v_* views, as `searchtrace sql` has them
-    try:
-        for text in statements:
-            cur.execute(text)
-    except duckdb.Error as exc:
-        raise BadInput(f"sql: {str(exc).strip().splitlines()[0]}") from None
-    columns = [str(d[0]) for d in cur.description or []]
-    rows = cur.fetchmany(SQL_ROWS + 1) if cur.description else []
-    return {"columns": columns, "rows": [list(r) for r in rows[:SQL_ROWS]], "truncated": len(rows) > SQL_ROWS}
+def run_sql(cur: Cursor, sql: str) -> Row:
+    """Rows of a read-only query (pipeline.querying: the rules of `searchtrace sql`), at most SQL_ROWS of them."""
+    result = query(cur, sql, limit=SQL_ROWS)
+    return {"columns": result.columns, "rows": [list(r) for r in result.rows], "truncated": result.truncated}

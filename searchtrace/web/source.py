@@ -17,6 +17,7 @@ import duckdb
 
 from searchtrace.analytics import projections
 from searchtrace.analytics.views import ensure_views
+from searchtrace.store.cursor import Cursor
 from searchtrace.store.errors import NotAStore, StoreLocked
 from searchtrace.store.log import EventLog
 from searchtrace.store.readonly import open_read_only
@@ -31,7 +32,7 @@ class Source:
     def __init__(self, db: Path) -> None:
         self.db = db
         self._lock = threading.Lock()
-        self._con: duckdb.DuckDBPyConnection | None = None
+        self._con: duckdb.DuckDBPyConnection | None = None  # the file's own read-only connection
         self._users = 0
         self._last = time.monotonic()
         self._stop = threading.Event()
@@ -39,7 +40,7 @@ class Source:
         self._reaper.start()
 
     @contextmanager
-    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def cursor(self) -> Iterator[Cursor]:
         """A cursor for one request: on the kept read-only connection, else a session on the run that holds the
         file (retried while a run hands the file over; StoreLocked when nobody serves it)."""
         local, cur = while_held(self._local, self._remote)
@@ -52,14 +53,14 @@ class Source:
                     self._users -= 1
                     self._last = time.monotonic()
 
-    def _local(self) -> tuple[bool, duckdb.DuckDBPyConnection]:
+    def _local(self) -> tuple[bool, Cursor]:
         with self._lock:
             if self._con is None:
                 self._con = open_read_only(self.db)  # StoreLocked while a run holds the file
             self._users += 1
             return True, self._con.cursor()
 
-    def _remote(self) -> tuple[bool, duckdb.DuckDBPyConnection]:
+    def _remote(self) -> tuple[bool, Cursor]:
         return False, open_remote(self.db)
 
     def _reap(self) -> None:

@@ -7,9 +7,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from searchtrace.analytics.html import extras_from_db, render
+from searchtrace.analytics.html import extras_from_db
+from searchtrace.analytics.html import render as render_page
+from searchtrace.analytics.report import Report
 from searchtrace.store.events import (
     FetchCalled,
     FetchCompleted,
@@ -125,6 +128,11 @@ EXTRA: dict[str, Any] = {
         "<b>&beta": [{"fetches": 2, "input_tokens": 500, "output_tokens": 50}],
     },
 }
+
+
+def render(report: dict[str, Any], *, extra: dict[str, Any] | None = None) -> str:
+    """The page of a report written here as its JSON."""
+    return render_page(msgspec.convert(report, Report), extra=extra)
 
 
 def svg_texts(page: str) -> list[list[str]]:

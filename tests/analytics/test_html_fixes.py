@@ -7,9 +7,8 @@ import re
 from html import escape
 
 from searchtrace.analytics.drawing import count_axis_end
-from searchtrace.analytics.html import render
 from searchtrace.analytics.table import ROWS, is_cost
-from tests.analytics.test_html import EXTRA, REPORT, check, provider
+from tests.analytics.test_html import EXTRA, REPORT, check, provider, render
 
 
 def ticks(svg: str) -> list[str]:

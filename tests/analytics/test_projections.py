@@ -38,18 +38,18 @@ def test_incremental_equals_rebuild(tmp_path: Path) -> None:
         first = con.execute("SELECT count(*) FROM proj.search_results").fetchone()
         import_files(log, [t2], [j], [])
         assert not projections.is_current(con)
-        text_stale_readonly = to_json(build_report(con, judge_run_id="j1", writable=False))
+        text_stale_readonly = to_json(build_report(con, judge_run_id="j1", writable=False).report)
         head = projections.catch_up(con)  # incremental: only the new events
         assert head == log.head and projections.is_current(con)
         assert con.execute("SELECT count(*) FROM proj.search_results").fetchone() != first
         same_as_raw(con)
-        incremental = to_json(build_report(con, judge_run_id="j1"))
+        incremental = to_json(build_report(con, judge_run_id="j1").report)
         states = con.execute("SELECT count(*) FROM projection_state").fetchone()
         projections.catch_up(con)  # nothing new: no state row added
         assert con.execute("SELECT count(*) FROM projection_state").fetchone() == states
         projections.catch_up(con, rebuild=True)
         same_as_raw(con)
-        assert to_json(build_report(con, judge_run_id="j1")) == incremental == text_stale_readonly
+        assert to_json(build_report(con, judge_run_id="j1").report) == incremental == text_stale_readonly
         con.close()
 
 

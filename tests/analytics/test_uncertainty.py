@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -155,11 +156,12 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -
 
 def test_html_draws_the_intervals(tmp_path: Path) -> None:
     from searchtrace.analytics.html import render
+    from searchtrace.analytics.report import Report
 
     db = tmp_path / "h.duckdb"
     import_fixture(db, tmp_path / "in")
     _, rep = report_json(db, "--judge-run-id", "j1")
-    page = render(rep)
+    page = render(msgspec.convert(rep, Report))
     section = page.split("<h2>How sure: 95% intervals</h2>", 1)[1].split("<h2>Per provider</h2>", 1)[0]
     # one whisker (line + two caps) and one dot per provider with a defined estimate, per metric chart
     defined = sum(rep["providers"][n]["accuracy_ci"] is not None for n in rep["providers"])
@@ -167,4 +169,4 @@ def test_html_draws_the_intervals(tmp_path: Path) -> None:
     assert acc.count("<circle") == defined and acc.count('stroke-width="2"') == defined
     assert "Wilson" in acc and "Paired differences" in section and "p=" in section
     _, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
-    assert "How sure" not in render(plain)
+    assert "How sure" not in render(msgspec.convert(plain, Report))

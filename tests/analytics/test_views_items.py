@@ -126,11 +126,11 @@ def test_fetch_on_a_later_appearance_and_refused_calls(tmp_path: Path) -> None:
         log.append([NewEvent(stream_id="traj:t1", run_id="r", payload=p) for p in payloads])
         cur = log.cursor()
         items = {i.url_normalized: i for i in judge_items(cur)}
-        rep = build_report(cur)
+        rep = build_report(cur).report
         cur.close()
     assert set(items) == {"https://a.org/x", "https://b.org/y"}
     x = items["https://a.org/x"]
     assert (x.doc_id, x.n_appearances, x.fetched, x.page_visible, x.page_digest) == ("d1", 2, True, True, "c" * 64)
     assert not items["https://b.org/y"].fetched
-    p = rep["providers"]["p"]
+    p = rep.providers["p"]
     assert p["fetches_per_trajectory"] == 2.0 and p["searches_per_trajectory"] == 2.0 and p["items"] == 2

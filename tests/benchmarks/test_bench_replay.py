@@ -44,9 +44,9 @@ def test_bench_replay_cli_counts_round_trip(tmp_path: Path, capsys: pytest.Captu
 
     with EventLog(tmp_path / "1x" / "bench.duckdb") as log:
         con = log.cursor()
-        report = build_report(con)  # writable: installs the views itself
+        report = build_report(con).report  # writable: installs the views itself
         con.close()
-    providers = report["providers"]
+    providers = report.providers
     assert sorted(providers) == sorted(PROVIDERS)
     assert all(p["trajectories"] == 100 and p["audited"] == 100 for p in providers.values())
     assert sum(p["items"] for p in providers.values()) == len(judgments) == row["judge_items"]

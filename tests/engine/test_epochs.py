@@ -48,13 +48,13 @@ async def test_demo_with_three_epochs(tmp_path: Path) -> None:
             assert h["trajectory_id"] == f"{h['trajectory_id'].split('~')[0]}~{e}"
     assert by_epoch == {1: 90, 2: 90, 3: 90}
     rep = res.report
-    for name, block in rep["providers"].items():
+    for name, block in rep.providers.items():
         assert block["trajectories"] == 90, name
         assert "accuracy_epoch_sd" in block and block["accuracy_epoch_sd"] is not None
         assert [k for k, v in block.items() if v is None] == [], name  # every figure defined
         assert all(isinstance(block[k], float) for k in LATENCY_KEYS)  # provider time (SPEC §13) included
         assert block["audited"] == 90
-    for pair, c in rep["complementarity"].items():  # pairs are (qid, epoch) cells
+    for pair, c in rep.complementarity.items():  # pairs are (qid, epoch) cells
         assert c["a_only"] + c["b_only"] + c["both"] + c["neither"] == 90, pair
     # the judge saw every epoch's items
     con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)

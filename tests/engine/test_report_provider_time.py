@@ -28,7 +28,7 @@ async def test_report_latency_is_provider_time(tmp_path: Path) -> None:
     point_at_sandbox(cfg, box.root)
     db = tmp_path / "lat.duckdb"
     await pipeline.record(cfg, db, box.transport, progress=False)
-    rep = pipeline.report(db, bootstrap=0).data["providers"]
+    rep = pipeline.report(db, bootstrap=0).data.providers
     brave, tavily = rep["brave"], rep["tavily"]
     assert all(isinstance(b[k], float) for b in (brave, tavily) for k in KEYS if k.startswith("search"))
     con = duckdb.connect(str(db), read_only=True)

@@ -31,6 +31,7 @@ from searchtrace.store.events import (
     TrajectoryStarted,
 )
 from searchtrace.store.log import EventLog
+from tests.builders import run_cli
 
 QUESTION = "What is the founding year of Zembla Works?"
 GOLD = "1987"
@@ -259,8 +260,8 @@ def test_cli_judge_sandbox(store: Path) -> None:
     assert stats["invalid"] == 4
     res2 = runner.invoke(cli, ["judge", "--db", str(store), "--sandbox"])
     assert res2.exit_code == 0 and "0 judged now" in res2.stdout
-    bad = runner.invoke(cli, ["judge", "--db", str(store)])
-    assert bad.exit_code != 0 and "--model" in bad.output
+    code, _, err = run_cli("judge", "--db", str(store))  # through the entry point, as the installed command runs
+    assert code == 2 and err == "searchtrace: error: --model is required (or use --sandbox)\n"
 
 
 @pytest.mark.anyio
