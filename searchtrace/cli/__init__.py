@@ -9,9 +9,7 @@ import sys
 from typing import Any
 
 import click
-import duckdb
 
-from searchtrace.engine.logs import configure_logging
 from searchtrace.store.errors import BadInput, StoreError
 
 # name -> "module:attribute"; each module owns one area of the command line.
@@ -39,6 +37,12 @@ COMMANDS: dict[str, str] = {
 
 
 _FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # no room: the disk, the file size limit, the quota
+
+
+def _duckdb_error(exc: BaseException) -> bool:
+    """A DuckDB error; DuckDB is imported by the commands that use it, so none can be raised before it is loaded."""
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(exc, duckdb.Error)
 
 
 def _no_room(exc: BaseException) -> bool:
@@ -84,6 +88,8 @@ class LazyGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(log_json: bool, verbose: int) -> None:
     """Record search agents as immutable events and measure their evidence."""
+    from searchtrace.engine.logs import configure_logging  # structlog: loaded for a command, not for `--help`
+
     configure_logging(json=log_json, verbosity=verbose)
 
 
@@ -112,13 +118,13 @@ def main(argv: list[str] | None = None) -> None:
         fail(exc.format_message())
     except (BadInput, StoreError) as exc:
         fail(str(exc))
-    except (OSError, duckdb.Error) as exc:
-        if not _no_room(exc):
+    except (KeyboardInterrupt, Interrupted):
+        click.echo("searchtrace: interrupted; what was committed is kept, run the same command again to resume", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if not (isinstance(exc, OSError) or _duckdb_error(exc)) or not _no_room(exc):
             raise
         text = exc.strerror if isinstance(exc, OSError) else str(exc).strip().splitlines()[-1]
         click.echo(f"searchtrace: error: cannot write: {one_line(str(text))} (is the disk full?); what was "
                    "committed is kept", err=True)
         sys.exit(1)
-    except (KeyboardInterrupt, Interrupted):
-        click.echo("searchtrace: interrupted; what was committed is kept, run the same command again to resume", err=True)
-        sys.exit(130)
