@@ -28,8 +28,9 @@ $(BROWSER):
 	else echo "no chromium and not root: install Debian's chromium (apt-get install chromium), else the browser tests skip"; fi
 	@touch $@
 
+# The suite on every core (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files).
 test: $(STAMP) $(BROWSER) lint typecheck
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n auto
 
 bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench ingest --events 500000
