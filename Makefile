@@ -29,7 +29,9 @@ $(BROWSER):
 	@touch $@
 
 # The suite on every core (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files).
+# Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package.
 test: $(STAMP) $(BROWSER) lint typecheck
+	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	$(VENV)/bin/pytest -q -n auto
 
 bench: $(STAMP)

@@ -9,7 +9,7 @@ import pytest
 from searchtrace.benchmarks.chaos import RATES, Chaos, markdown, run_chaos, write_section
 
 
-@pytest.mark.slow  # ~15 s: two subprocess phases against a real server, 4 SIGKILLs
+@pytest.mark.slow  # ~20 s, ~18 s CPU: about ten `searchtrace` processes (4 killed) against a real server
 def test_chaos_small(tmp_path: Path) -> None:
     rates = {**RATES, "oversized": 0.4}  # a small run fetches few pages: make oversized ones common enough
     figures = run_chaos(Chaos(tmp_path / "chaos", trajectories=30, kills=4, seed=11, timeout_s=0.5, hang_s=2.0,
