@@ -141,6 +141,6 @@ def test_recorded_and_reported(acme: str, tmp_path: Path) -> None:
     result = anyio.run(lambda: pipeline.demo(tmp_path / "acme.duckdb", tmp_path, 3, progress=False,
                                              providers=(acme,)))
     assert result.record.trajectories == 3
-    assert list(result.report["providers"]) == [acme]
-    row = result.report["providers"][acme]
+    assert list(result.report.providers) == [acme]
+    row = result.report.providers[acme]
     assert row["trajectories"] == 3 and row["searches_per_trajectory"] >= 1 and row["valid_items"] > 0
