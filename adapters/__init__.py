@@ -1,42 +1,123 @@
 """Provider adapters: search (one module each in providers/, found by the registry), the Jina fetch backend,
 OpenAI-compatible chat."""
 
-from searchtrace.adapters.errors import AdapterError, ChatError, MissingKey
-from searchtrace.adapters.fetch_cache import FetchCache, default_cache_dir
-from searchtrace.adapters.jina import JinaFetcher
-from searchtrace.adapters.openai_chat import OpenAIChat
-from searchtrace.adapters.protocols import ChatModel, Fetcher, SearchProvider
-from searchtrace.adapters.providers.brave import BraveSearch
-from searchtrace.adapters.providers.firecrawl import FirecrawlSearch
-from searchtrace.adapters.providers.tavily import TavilySearch
-from searchtrace.adapters.registry import (
-    SANDBOX_KEY,
-    SEARCH_PROVIDERS,
-    build_chat,
-    build_fetcher,
-    build_search,
-    default_endpoint,
-    sandbox_endpoint,
-)
-from searchtrace.adapters.types import (
-    ChatResponse,
-    Endpoint,
-    FetchResponse,
-    RetryInfo,
-    SearchHit,
-    SearchResponse,
-)
-from searchtrace.adapters.urls import domain_of, normalize_url
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
+    from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
+    from searchtrace.adapters._http import EndpointClient, default_transport
+    from searchtrace.adapters._jina import JinaFetcher, estimate_tokens, page_markdown
+    from searchtrace.adapters._keys import Secret, default_key_env, read_key, scrub_bytes, scrub_text
+    from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
+    from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
+    from searchtrace.adapters._registry import (
+        FETCHERS,
+        SANDBOX_KEY,
+        SEARCH_PROVIDERS,
+        build_chat,
+        build_fetcher,
+        build_search,
+        default_endpoint,
+        endpoints,
+        paper_providers,
+        sandbox_endpoint,
+        search_provider_names,
+        spec,
+        specs,
+    )
+    from searchtrace.adapters._search_base import SearchAdapter, shorten
+    from searchtrace.adapters._toolset import Tools, pick, read_page, read_results
+    from searchtrace.adapters._types import (
+        TRACE_HEADER,
+        TRACE_HEADER_RAW,
+        ChatResponse,
+        Endpoint,
+        FetchResponse,
+        RetryInfo,
+        SearchHit,
+        SearchResponse,
+    )
+    from searchtrace.adapters._urls import base_url_problem, domain_of, normalize_url
+    from searchtrace.adapters.providers.brave import BraveSearch
+    from searchtrace.adapters.providers.firecrawl import FirecrawlSearch
+    from searchtrace.adapters.providers.tavily import TavilySearch
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "AdapterError": "searchtrace.adapters._errors",
+    "ChatError": "searchtrace.adapters._errors",
+    "MissingKey": "searchtrace.adapters._errors",
+    "FetchCache": "searchtrace.adapters._fetch_cache",
+    "default_cache_dir": "searchtrace.adapters._fetch_cache",
+    "EndpointClient": "searchtrace.adapters._http",
+    "default_transport": "searchtrace.adapters._http",
+    "JinaFetcher": "searchtrace.adapters._jina",
+    "estimate_tokens": "searchtrace.adapters._jina",
+    "page_markdown": "searchtrace.adapters._jina",
+    "Secret": "searchtrace.adapters._keys",
+    "default_key_env": "searchtrace.adapters._keys",
+    "read_key": "searchtrace.adapters._keys",
+    "scrub_bytes": "searchtrace.adapters._keys",
+    "scrub_text": "searchtrace.adapters._keys",
+    "ENDPOINT": "searchtrace.adapters._openai_chat",
+    "OpenAIChat": "searchtrace.adapters._openai_chat",
+    "parse_completion": "searchtrace.adapters._openai_chat",
+    "ChatModel": "searchtrace.adapters._protocols",
+    "ClosableChat": "searchtrace.adapters._protocols",
+    "Fetcher": "searchtrace.adapters._protocols",
+    "SearchProvider": "searchtrace.adapters._protocols",
+    "FETCHERS": "searchtrace.adapters._registry",
+    "SANDBOX_KEY": "searchtrace.adapters._registry",
+    "SEARCH_PROVIDERS": "searchtrace.adapters._registry",
+    "build_chat": "searchtrace.adapters._registry",
+    "build_fetcher": "searchtrace.adapters._registry",
+    "build_search": "searchtrace.adapters._registry",
+    "default_endpoint": "searchtrace.adapters._registry",
+    "endpoints": "searchtrace.adapters._registry",
+    "paper_providers": "searchtrace.adapters._registry",
+    "sandbox_endpoint": "searchtrace.adapters._registry",
+    "search_provider_names": "searchtrace.adapters._registry",
+    "spec": "searchtrace.adapters._registry",
+    "specs": "searchtrace.adapters._registry",
+    "SearchAdapter": "searchtrace.adapters._search_base",
+    "shorten": "searchtrace.adapters._search_base",
+    "Tools": "searchtrace.adapters._toolset",
+    "pick": "searchtrace.adapters._toolset",
+    "read_page": "searchtrace.adapters._toolset",
+    "read_results": "searchtrace.adapters._toolset",
+    "ChatResponse": "searchtrace.adapters._types",
+    "Endpoint": "searchtrace.adapters._types",
+    "FetchResponse": "searchtrace.adapters._types",
+    "RetryInfo": "searchtrace.adapters._types",
+    "SearchHit": "searchtrace.adapters._types",
+    "SearchResponse": "searchtrace.adapters._types",
+    "TRACE_HEADER": "searchtrace.adapters._types",
+    "TRACE_HEADER_RAW": "searchtrace.adapters._types",
+    "base_url_problem": "searchtrace.adapters._urls",
+    "domain_of": "searchtrace.adapters._urls",
+    "normalize_url": "searchtrace.adapters._urls",
+    "BraveSearch": "searchtrace.adapters.providers.brave",
+    "FirecrawlSearch": "searchtrace.adapters.providers.firecrawl",
+    "TavilySearch": "searchtrace.adapters.providers.tavily",
+}
 
 __all__ = [
-    "SANDBOX_KEY",
-    "SEARCH_PROVIDERS",
     "AdapterError",
     "BraveSearch",
     "ChatError",
     "ChatModel",
     "ChatResponse",
+    "ClosableChat",
+    "ENDPOINT",
     "Endpoint",
+    "EndpointClient",
+    "FETCHERS",
     "FetchCache",
     "FetchResponse",
     "Fetcher",
@@ -45,16 +126,56 @@ __all__ = [
     "MissingKey",
     "OpenAIChat",
     "RetryInfo",
+    "SANDBOX_KEY",
+    "SEARCH_PROVIDERS",
+    "SearchAdapter",
     "SearchHit",
     "SearchProvider",
     "SearchResponse",
+    "Secret",
+    "TRACE_HEADER",
+    "TRACE_HEADER_RAW",
     "TavilySearch",
+    "Tools",
+    "base_url_problem",
     "build_chat",
     "build_fetcher",
     "build_search",
     "default_cache_dir",
     "default_endpoint",
+    "default_key_env",
+    "default_transport",
     "domain_of",
+    "endpoints",
+    "estimate_tokens",
     "normalize_url",
+    "page_markdown",
+    "paper_providers",
+    "parse_completion",
+    "pick",
+    "read_key",
+    "read_page",
+    "read_results",
     "sandbox_endpoint",
+    "scrub_bytes",
+    "scrub_text",
+    "search_provider_names",
+    "shorten",
+    "spec",
+    "specs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

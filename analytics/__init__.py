@@ -14,27 +14,156 @@ Where things are:
 - `table` (terminal form), `html` (the HTML page), `examples/` (a worked metric).
 """
 
-from searchtrace.analytics.html import extras_from_db, render
-from searchtrace.analytics.items import JudgeItem, judge_items
-from searchtrace.analytics.projections import catch_up
-from searchtrace.analytics.report import build_report, to_json
-from searchtrace.analytics.rules import resolve_judge_run
-from searchtrace.analytics.table import render_table
-from searchtrace.analytics.textnorm import exact_match, token_f1, tokens
-from searchtrace.analytics.views import ensure_views
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    import searchtrace.analytics._html as html
+    import searchtrace.analytics._projections as projections
+    import searchtrace.analytics._sources as sources
+    import searchtrace.analytics._views as views
+    from searchtrace.analytics._agreement import compare_judge_runs
+    from searchtrace.analytics._audit import agreement, audit_sample, prepare_import, to_tsv
+    from searchtrace.analytics._custom import run_metrics
+    from searchtrace.analytics._evidence import item_evidence, rationales, scoped
+    from searchtrace.analytics._html import extras_from_db, render
+    from searchtrace.analytics._items import ITEMS_SQL, JudgeItem, judge_items
+    from searchtrace.analytics._metrics import trajectory_stats
+    from searchtrace.analytics._projections import catch_up, mismatched
+    from searchtrace.analytics._report import (
+        DEFAULT_BOOTSTRAP,
+        DEFAULT_SEED,
+        Built,
+        Report,
+        build_report,
+        to_json,
+    )
+    from searchtrace.analytics._rules import (
+        ANSWERS_CTE,
+        AUDIT_CTE,
+        CELL_EVENT_TYPES,
+        TRAJECTORIES_CTE,
+        Cells,
+        first_verdicts,
+        is_proposal,
+        judge_runs,
+        resolve_judge_run,
+    )
+    from searchtrace.analytics._table import render_table
+    from searchtrace.analytics._textnorm import exact_match, token_f1, tokens
+    from searchtrace.analytics._views import ensure_views
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "compare_judge_runs": "searchtrace.analytics._agreement",
+    "agreement": "searchtrace.analytics._audit",
+    "audit_sample": "searchtrace.analytics._audit",
+    "prepare_import": "searchtrace.analytics._audit",
+    "to_tsv": "searchtrace.analytics._audit",
+    "run_metrics": "searchtrace.analytics._custom",
+    "item_evidence": "searchtrace.analytics._evidence",
+    "rationales": "searchtrace.analytics._evidence",
+    "scoped": "searchtrace.analytics._evidence",
+    "extras_from_db": "searchtrace.analytics._html",
+    "render": "searchtrace.analytics._html",
+    "ITEMS_SQL": "searchtrace.analytics._items",
+    "JudgeItem": "searchtrace.analytics._items",
+    "judge_items": "searchtrace.analytics._items",
+    "trajectory_stats": "searchtrace.analytics._metrics",
+    "catch_up": "searchtrace.analytics._projections",
+    "mismatched": "searchtrace.analytics._projections",
+    "Built": "searchtrace.analytics._report",
+    "DEFAULT_BOOTSTRAP": "searchtrace.analytics._report",
+    "DEFAULT_SEED": "searchtrace.analytics._report",
+    "Report": "searchtrace.analytics._report",
+    "build_report": "searchtrace.analytics._report",
+    "to_json": "searchtrace.analytics._report",
+    "ANSWERS_CTE": "searchtrace.analytics._rules",
+    "AUDIT_CTE": "searchtrace.analytics._rules",
+    "CELL_EVENT_TYPES": "searchtrace.analytics._rules",
+    "Cells": "searchtrace.analytics._rules",
+    "TRAJECTORIES_CTE": "searchtrace.analytics._rules",
+    "first_verdicts": "searchtrace.analytics._rules",
+    "is_proposal": "searchtrace.analytics._rules",
+    "judge_runs": "searchtrace.analytics._rules",
+    "resolve_judge_run": "searchtrace.analytics._rules",
+    "render_table": "searchtrace.analytics._table",
+    "exact_match": "searchtrace.analytics._textnorm",
+    "token_f1": "searchtrace.analytics._textnorm",
+    "tokens": "searchtrace.analytics._textnorm",
+    "ensure_views": "searchtrace.analytics._views",
+}
+# modules exported whole, as namespaces (`blobs.get(...)`)
+_MODULES: dict[str, str] = {
+    "html": "searchtrace.analytics._html",
+    "projections": "searchtrace.analytics._projections",
+    "sources": "searchtrace.analytics._sources",
+    "views": "searchtrace.analytics._views",
+}
 
 __all__ = [
+    "ANSWERS_CTE",
+    "AUDIT_CTE",
+    "Built",
+    "CELL_EVENT_TYPES",
+    "Cells",
+    "DEFAULT_BOOTSTRAP",
+    "DEFAULT_SEED",
+    "ITEMS_SQL",
     "JudgeItem",
+    "Report",
+    "TRAJECTORIES_CTE",
+    "agreement",
+    "audit_sample",
     "build_report",
     "catch_up",
+    "compare_judge_runs",
     "ensure_views",
     "exact_match",
     "extras_from_db",
+    "first_verdicts",
+    "html",
+    "is_proposal",
+    "item_evidence",
     "judge_items",
+    "judge_runs",
+    "mismatched",
+    "prepare_import",
+    "projections",
+    "rationales",
     "render",
     "render_table",
     "resolve_judge_run",
+    "run_metrics",
+    "scoped",
+    "sources",
     "to_json",
+    "to_tsv",
     "token_f1",
     "tokens",
+    "trajectory_stats",
+    "views",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+        globals()[name] = value
+        return value
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(_MODULES))

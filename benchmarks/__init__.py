@@ -1,1 +1,78 @@
 """`searchtrace bench <name>`: each module here holds one benchmark's click `command`, measured as ratios."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    import searchtrace.benchmarks._chaos as chaos
+    import searchtrace.benchmarks._fanout as fanout
+    import searchtrace.benchmarks._http as http
+    import searchtrace.benchmarks._ingest as ingest
+    import searchtrace.benchmarks._judge as judge
+    import searchtrace.benchmarks._proxy as proxy
+    import searchtrace.benchmarks._replay as replay
+    import searchtrace.benchmarks._view as view
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+
+}
+# modules exported whole, as namespaces (`blobs.get(...)`)
+_MODULES: dict[str, str] = {
+    "chaos": "searchtrace.benchmarks._chaos",
+    "fanout": "searchtrace.benchmarks._fanout",
+    "http": "searchtrace.benchmarks._http",
+    "ingest": "searchtrace.benchmarks._ingest",
+    "judge": "searchtrace.benchmarks._judge",
+    "proxy": "searchtrace.benchmarks._proxy",
+    "replay": "searchtrace.benchmarks._replay",
+    "view": "searchtrace.benchmarks._view",
+}
+
+__all__ = [
+    "COMMANDS",
+    "chaos",
+    "fanout",
+    "http",
+    "ingest",
+    "judge",
+    "proxy",
+    "replay",
+    "view",
+]
+
+
+# `searchtrace bench <name>` -> the click command that runs it, loaded only when that benchmark is asked for
+COMMANDS: dict[str, str] = {
+    "ingest": "searchtrace.benchmarks._ingest:command",
+    "replay": "searchtrace.benchmarks._replay:command",
+    "fanout": "searchtrace.benchmarks._fanout:command",
+    "judge": "searchtrace.benchmarks._judge:command",
+    "http": "searchtrace.benchmarks._http:command",
+    "chaos": "searchtrace.benchmarks._chaos:command",
+    "view": "searchtrace.benchmarks._view:command",
+    "proxy": "searchtrace.benchmarks._proxy:command",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+        globals()[name] = value
+        return value
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(_MODULES))

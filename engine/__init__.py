@@ -1,10 +1,10 @@
 """The engine: the agent loop, the fan-out over (question, provider), run configs, recording and the CLI.
 
 Public surface (imported lazily so importing any engine module stays cheap for the command line):
-- `Agent`, `Trajectory`, `Recorder`, `Stats`, `rebuild_messages`, `final_answer`, `trajectory_id` (engine.agent)
-- `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine.config)
-- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary` (engine.record)
-- `fan_out` (engine.fanout); `get_prompt`, `TOOL_SCHEMAS` (engine.prompts, engine.tools)
+- `Agent`, `Trajectory`, `Recorder`, `Stats`, `rebuild_messages`, `final_answer`, `trajectory_id` (engine._agent)
+- `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine._config)
+- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary` (engine._record)
+- `fan_out` (engine._fanout); `get_prompt`, `TOOL_SCHEMAS` (engine._prompts, engine._tools)
 """
 
 from __future__ import annotations
@@ -13,80 +13,181 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
-    from searchtrace.engine.agent import (
+    import searchtrace.engine._prompt_file as prompt_file
+    from searchtrace.engine._agent import (
         Agent,
         Recorder,
         Stats,
         Trajectory,
         final_answer,
-        rebuild_messages,
+        request_sha256,
         trajectory_id,
     )
-    from searchtrace.engine.config import (
+    from searchtrace.engine._config import (
+        EXAMPLE_CONFIG,
+        PAPER_KINDS,
+        PROVIDER_KINDS,
+        RPS_RANGE,
+        SANDBOX_DATASET,
+        SECONDS_RANGE,
         RunConfig,
         load_config,
         parse_config,
         point_at_sandbox,
+        rate_problem,
         sandbox_config,
     )
-    from searchtrace.engine.fanout import fan_out
-    from searchtrace.engine.prompts import get_prompt
-    from searchtrace.engine.record import RunSummary, endpoint_factory, load_questions, record_run
-    from searchtrace.engine.sample import read_questions, sample
-    from searchtrace.engine.tools import TOOL_SCHEMAS
+    from searchtrace.engine._documents import document_block
+    from searchtrace.engine._fanout import bad_input_alone, fan_out, worker_pool
+    from searchtrace.engine._logs import configure_logging
+    from searchtrace.engine._prices import ModelPrice, Prices, load_prices, parse_prices
+    from searchtrace.engine._progress import progress_display
+    from searchtrace.engine._prompt_file import PromptFile, from_blob, is_file_version
+    from searchtrace.engine._prompts import from_prompt_file, get_prompt
+    from searchtrace.engine._record import (
+        Question,
+        RunSummary,
+        endpoint_factory,
+        load_questions,
+        make_agents,
+        preflight,
+        question_file,
+        record_run,
+        run_started,
+    )
+    from searchtrace.engine._sample import STRATA, read_questions, sample, to_jsonl
+    from searchtrace.engine._tools import TOOL_SCHEMAS
+    from searchtrace.engine._transcript import assistant_message, rebuild_messages
 
 
-_EXPORTS = {
-    "Agent": "searchtrace.engine.agent",
-    "Trajectory": "searchtrace.engine.agent",
-    "Recorder": "searchtrace.engine.agent",
-    "Stats": "searchtrace.engine.agent",
-    "rebuild_messages": "searchtrace.engine.agent",
-    "final_answer": "searchtrace.engine.agent",
-    "trajectory_id": "searchtrace.engine.agent",
-    "RunConfig": "searchtrace.engine.config",
-    "load_config": "searchtrace.engine.config",
-    "parse_config": "searchtrace.engine.config",
-    "point_at_sandbox": "searchtrace.engine.config",
-    "sandbox_config": "searchtrace.engine.config",
-    "record_run": "searchtrace.engine.record",
-    "endpoint_factory": "searchtrace.engine.record",
-    "load_questions": "searchtrace.engine.record",
-    "RunSummary": "searchtrace.engine.record",
-    "fan_out": "searchtrace.engine.fanout",
-    "get_prompt": "searchtrace.engine.prompts",
-    "TOOL_SCHEMAS": "searchtrace.engine.tools",
-    "read_questions": "searchtrace.engine.sample",
-    "sample": "searchtrace.engine.sample",
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "Agent": "searchtrace.engine._agent",
+    "Recorder": "searchtrace.engine._agent",
+    "Stats": "searchtrace.engine._agent",
+    "Trajectory": "searchtrace.engine._agent",
+    "final_answer": "searchtrace.engine._agent",
+    "request_sha256": "searchtrace.engine._agent",
+    "trajectory_id": "searchtrace.engine._agent",
+    "EXAMPLE_CONFIG": "searchtrace.engine._config",
+    "PAPER_KINDS": "searchtrace.engine._config",
+    "PROVIDER_KINDS": "searchtrace.engine._config",
+    "RPS_RANGE": "searchtrace.engine._config",
+    "RunConfig": "searchtrace.engine._config",
+    "SANDBOX_DATASET": "searchtrace.engine._config",
+    "SECONDS_RANGE": "searchtrace.engine._config",
+    "load_config": "searchtrace.engine._config",
+    "parse_config": "searchtrace.engine._config",
+    "point_at_sandbox": "searchtrace.engine._config",
+    "rate_problem": "searchtrace.engine._config",
+    "sandbox_config": "searchtrace.engine._config",
+    "document_block": "searchtrace.engine._documents",
+    "bad_input_alone": "searchtrace.engine._fanout",
+    "fan_out": "searchtrace.engine._fanout",
+    "worker_pool": "searchtrace.engine._fanout",
+    "configure_logging": "searchtrace.engine._logs",
+    "ModelPrice": "searchtrace.engine._prices",
+    "Prices": "searchtrace.engine._prices",
+    "load_prices": "searchtrace.engine._prices",
+    "parse_prices": "searchtrace.engine._prices",
+    "progress_display": "searchtrace.engine._progress",
+    "PromptFile": "searchtrace.engine._prompt_file",
+    "from_blob": "searchtrace.engine._prompt_file",
+    "is_file_version": "searchtrace.engine._prompt_file",
+    "from_prompt_file": "searchtrace.engine._prompts",
+    "get_prompt": "searchtrace.engine._prompts",
+    "Question": "searchtrace.engine._record",
+    "RunSummary": "searchtrace.engine._record",
+    "endpoint_factory": "searchtrace.engine._record",
+    "load_questions": "searchtrace.engine._record",
+    "make_agents": "searchtrace.engine._record",
+    "preflight": "searchtrace.engine._record",
+    "question_file": "searchtrace.engine._record",
+    "record_run": "searchtrace.engine._record",
+    "run_started": "searchtrace.engine._record",
+    "STRATA": "searchtrace.engine._sample",
+    "read_questions": "searchtrace.engine._sample",
+    "sample": "searchtrace.engine._sample",
+    "to_jsonl": "searchtrace.engine._sample",
+    "TOOL_SCHEMAS": "searchtrace.engine._tools",
+    "assistant_message": "searchtrace.engine._transcript",
+    "rebuild_messages": "searchtrace.engine._transcript",
+}
+# modules exported whole, as namespaces (`blobs.get(...)`)
+_MODULES: dict[str, str] = {
+    "prompt_file": "searchtrace.engine._prompt_file",
 }
 
 __all__ = [
     "Agent",
+    "EXAMPLE_CONFIG",
+    "ModelPrice",
+    "PAPER_KINDS",
+    "PROVIDER_KINDS",
+    "Prices",
+    "PromptFile",
+    "Question",
+    "RPS_RANGE",
     "Recorder",
     "RunConfig",
     "RunSummary",
+    "SANDBOX_DATASET",
+    "SECONDS_RANGE",
+    "STRATA",
     "Stats",
     "TOOL_SCHEMAS",
     "Trajectory",
+    "assistant_message",
+    "bad_input_alone",
+    "configure_logging",
+    "document_block",
     "endpoint_factory",
     "fan_out",
     "final_answer",
+    "from_blob",
+    "from_prompt_file",
     "get_prompt",
+    "is_file_version",
     "load_config",
+    "load_prices",
     "load_questions",
+    "make_agents",
     "parse_config",
+    "parse_prices",
     "point_at_sandbox",
+    "preflight",
+    "progress_display",
+    "prompt_file",
+    "question_file",
+    "rate_problem",
     "read_questions",
     "rebuild_messages",
     "record_run",
+    "request_sha256",
+    "run_started",
     "sample",
     "sandbox_config",
+    "to_jsonl",
     "trajectory_id",
+    "worker_pool",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'searchtrace.engine' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    """Import an export's module on its first use (PEP 562)."""
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+        globals()[name] = value
+        return value
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(_MODULES))

@@ -3,45 +3,97 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# public name -> module that defines it; imported on first use so `import replay` stays cheap
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.replay._diff import Divergence, first_divergence
+    from searchtrace.replay._grade import SOURCE, Grade, grade_answers
+    from searchtrace.replay._judge import JudgeStats, default_judge_run_id, run_judge, trace_id_of
+    from searchtrace.replay._judge_prompt import (
+        DEFAULT_VERSION,
+        JudgePrompt,
+        get_judge_prompt,
+        load_judge_prompt_file,
+        versions,
+    )
+    from searchtrace.replay._reexec import ReplayMiss, ReplayTransport, Tape
+    from searchtrace.replay._rerun import ReplayReport, load_recorded, replay_trajectories
+    from searchtrace.replay._verdicts import Parsed, parse_verdict, strip_fence
+    from searchtrace.replay.interchange import ImportResult, JudgmentLine, TraceLine, export_all, import_files
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
-    # judge runs (SPEC §4)
-    "run_judge": "searchtrace.replay.judge",
-    "JudgeStats": "searchtrace.replay.judge",
-    "default_judge_run_id": "searchtrace.replay.judge",
-    "trace_id_of": "searchtrace.replay.judge",
-    "JudgePrompt": "searchtrace.replay.judge_prompt",
-    "get_judge_prompt": "searchtrace.replay.judge_prompt",
-    "Parsed": "searchtrace.replay.verdicts",
-    "parse_verdict": "searchtrace.replay.verdicts",
-    "strip_fence": "searchtrace.replay.verdicts",
-    # re-execution
-    "ReplayTransport": "searchtrace.replay.reexec",
-    "ReplayMiss": "searchtrace.replay.reexec",
-    "Tape": "searchtrace.replay.reexec",
-    "Divergence": "searchtrace.replay.diff",
-    "first_divergence": "searchtrace.replay.diff",
-    "ReplayReport": "searchtrace.replay.rerun",
-    "load_recorded": "searchtrace.replay.rerun",
-    "replay_trajectories": "searchtrace.replay.rerun",
-    # interchange (SPEC §9)
-    "import_files": "searchtrace.replay.interchange",
+    "Divergence": "searchtrace.replay._diff",
+    "first_divergence": "searchtrace.replay._diff",
+    "Grade": "searchtrace.replay._grade",
+    "SOURCE": "searchtrace.replay._grade",
+    "grade_answers": "searchtrace.replay._grade",
+    "JudgeStats": "searchtrace.replay._judge",
+    "default_judge_run_id": "searchtrace.replay._judge",
+    "run_judge": "searchtrace.replay._judge",
+    "trace_id_of": "searchtrace.replay._judge",
+    "DEFAULT_VERSION": "searchtrace.replay._judge_prompt",
+    "JudgePrompt": "searchtrace.replay._judge_prompt",
+    "get_judge_prompt": "searchtrace.replay._judge_prompt",
+    "load_judge_prompt_file": "searchtrace.replay._judge_prompt",
+    "versions": "searchtrace.replay._judge_prompt",
+    "ReplayMiss": "searchtrace.replay._reexec",
+    "ReplayTransport": "searchtrace.replay._reexec",
+    "Tape": "searchtrace.replay._reexec",
+    "ReplayReport": "searchtrace.replay._rerun",
+    "load_recorded": "searchtrace.replay._rerun",
+    "replay_trajectories": "searchtrace.replay._rerun",
+    "Parsed": "searchtrace.replay._verdicts",
+    "parse_verdict": "searchtrace.replay._verdicts",
+    "strip_fence": "searchtrace.replay._verdicts",
     "ImportResult": "searchtrace.replay.interchange",
-    "export_all": "searchtrace.replay.interchange",
-    "TraceLine": "searchtrace.replay.interchange",
     "JudgmentLine": "searchtrace.replay.interchange",
+    "TraceLine": "searchtrace.replay.interchange",
+    "export_all": "searchtrace.replay.interchange",
+    "import_files": "searchtrace.replay.interchange",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "DEFAULT_VERSION",
+    "Divergence",
+    "Grade",
+    "ImportResult",
+    "JudgePrompt",
+    "JudgeStats",
+    "JudgmentLine",
+    "Parsed",
+    "ReplayMiss",
+    "ReplayReport",
+    "ReplayTransport",
+    "SOURCE",
+    "Tape",
+    "TraceLine",
+    "default_judge_run_id",
+    "export_all",
+    "first_divergence",
+    "get_judge_prompt",
+    "grade_answers",
+    "import_files",
+    "load_judge_prompt_file",
+    "load_recorded",
+    "parse_verdict",
+    "replay_trajectories",
+    "run_judge",
+    "strip_fence",
+    "trace_id_of",
+    "versions",
+]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'replay' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    """Import an export's module on its first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 

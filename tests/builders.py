@@ -20,12 +20,10 @@ from typing import Any, NamedTuple
 import duckdb
 import msgspec
 
-from searchtrace.adapters.types import TRACE_HEADER_RAW
+from searchtrace.adapters import TRACE_HEADER_RAW
 from searchtrace.cli import main
-from searchtrace.engine.config import RunConfig, parse_config
-from searchtrace.store.events import Payload
-from searchtrace.store.log import EventLog
-from searchtrace.store.verify import verify
+from searchtrace.engine import RunConfig, parse_config
+from searchtrace.store import EventLog, Payload, verify
 
 KINDS = ("brave", "tavily", "firecrawl")
 

@@ -127,7 +127,7 @@ def test_layer_folders_are_the_package_subpackages() -> None:
 # -- the module graph: no cycles, no tests/ in shipped code, the sandbox only where a command asks for it ----------
 
 def _module_of(path: Path) -> str:
-    """The dotted name a source file is imported as (`adapters/http.py` -> searchtrace.adapters.http)."""
+    """The dotted name a source file is imported as (`adapters/_http.py` -> searchtrace.adapters._http)."""
     rel = path.relative_to(ROOT).with_suffix("").parts
     parts = list(rel[1:] if rel[0] == "searchtrace" else rel)
     if parts[-1] == "__init__":
@@ -257,17 +257,17 @@ SANDBOX = "searchtrace.adapters.sandbox"
 # Who may import the sandbox world: the sandbox itself, the application modules that start it because a command
 # asks for it (`--sandbox`, `--upstream sandbox`, `demo`, the `sandbox` command), and the benchmarks that drive it.
 SANDBOX_ENTRY_POINTS = {
-    "searchtrace.pipeline.recording",
-    "searchtrace.pipeline.proxying",
-    "searchtrace.pipeline.judging",
-    "searchtrace.pipeline.probing",
-    "searchtrace.pipeline.sandbox_demo",
-    "searchtrace.cli.sandbox",
-    "searchtrace.benchmarks.fanout",
-    "searchtrace.benchmarks.judge",
-    "searchtrace.benchmarks.http",
-    "searchtrace.benchmarks.chaos",
-    "searchtrace.benchmarks.proxy",
+    "searchtrace.pipeline._recording",
+    "searchtrace.pipeline._proxying",
+    "searchtrace.pipeline._judging",
+    "searchtrace.pipeline._probing",
+    "searchtrace.pipeline._sandbox_demo",
+    "searchtrace.cli._sandbox",
+    "searchtrace.benchmarks._fanout",
+    "searchtrace.benchmarks._judge",
+    "searchtrace.benchmarks._http",
+    "searchtrace.benchmarks._chaos",
+    "searchtrace.benchmarks._proxy",
 }
 
 
@@ -307,7 +307,7 @@ def test_the_graph_checks_see_a_violation(tmp_path: Path) -> None:
     (pkg / "engine" / "c.py").write_text(
         "import sys\nsys.path.insert(0, '..')\n"
         "def later():\n    from searchtrace.engine.a import x\n    from tests.reliability import catalogue\n"
-        "    from searchtrace.adapters.sandbox.world import default_world\n", encoding="utf-8")
+        "    from searchtrace.adapters.sandbox._world import default_world\n", encoding="utf-8")
     files = sorted(pkg.rglob("*.py"))
     global ROOT
     saved, ROOT = ROOT, tmp_path
@@ -317,6 +317,6 @@ def test_the_graph_checks_see_a_violation(tmp_path: Path) -> None:
                                    "searchtrace.engine.a"]]
         assert _tests_imports(files) == ["searchtrace/engine/c.py:5 imports tests.reliability",
                                          "searchtrace/engine/c.py edits sys.path"]
-        assert _sandbox_imports(files) == ["searchtrace/engine/c.py:6 imports searchtrace.adapters.sandbox.world"]
+        assert _sandbox_imports(files) == ["searchtrace/engine/c.py:6 imports searchtrace.adapters.sandbox._world"]
     finally:
         ROOT = saved

@@ -34,5 +34,5 @@ def test_the_wheel_installs_only_the_searchtrace_package(tmp_path: Path) -> None
     assert {t for t in tops if not t.endswith(".dist-info")} == {"searchtrace"}
     for layer in (*LAYERS, "cli", "pipeline"):
         assert f"searchtrace/{layer}/__init__.py" in names, layer
-    assert {"searchtrace/store/schema.py", "searchtrace/py.typed", "searchtrace/adapters/sandbox/app.py",
+    assert {"searchtrace/store/_schema.py", "searchtrace/py.typed", "searchtrace/adapters/sandbox/_app.py",
             "searchtrace/analytics/examples/discovered_share.py"} <= set(names)

@@ -9,10 +9,10 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.jina import envelope_message
-from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._jina import envelope_message
+from searchtrace.adapters._keys import json_headers
+from searchtrace.adapters._persona import (
     FAULT_TEXT,
     Deferred,
     Hit,
@@ -29,14 +29,14 @@ from searchtrace.adapters.persona import (
     request_key,
     retry_headers,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     clean_text,
     domain_or_url,
     join_surface,
 )
-from searchtrace.adapters.types import Limits, SearchHit
+from searchtrace.adapters._types import Limits, SearchHit
 
 DEFAULT_BASE_URL = "https://s.jina.ai"
 

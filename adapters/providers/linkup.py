@@ -9,9 +9,9 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._keys import json_headers
+from searchtrace.adapters._persona import (
     FAULT_TEXT,
     Deferred,
     Hit,
@@ -27,7 +27,7 @@ from searchtrace.adapters.persona import (
     request_key,
     retry_headers,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     clean_text,
@@ -35,7 +35,7 @@ from searchtrace.adapters.search_base import (
     join_surface,
     str_message,
 )
-from searchtrace.adapters.types import Limits, SearchHit
+from searchtrace.adapters._types import Limits, SearchHit
 
 DEFAULT_BASE_URL = "https://api.linkup.so"
 NO_RESULT = "SEARCH_QUERY_NO_RESULT"  # Linkup's HTTP 400 for a search that found nothing

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._keys import json_headers
+from searchtrace.adapters._persona import (
     FAULT_TEXT,
     Deferred,
     Hit,
@@ -28,7 +28,7 @@ from searchtrace.adapters.persona import (
     retry_headers,
     stable_uuid,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     clean_text,
@@ -36,7 +36,7 @@ from searchtrace.adapters.search_base import (
     join_surface,
     str_message,
 )
-from searchtrace.adapters.types import Limits, SearchHit
+from searchtrace.adapters._types import Limits, SearchHit
 
 DEFAULT_BASE_URL = "https://api.perplexity.ai"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._persona import (
     FAULT_TEXT,
     Deferred,
     Hit,
@@ -26,7 +26,7 @@ from searchtrace.adapters.persona import (
     request_key,
     retry_headers,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     add_answer,
@@ -35,7 +35,7 @@ from searchtrace.adapters.search_base import (
     join_surface,
     str_message,
 )
-from searchtrace.adapters.types import Limits, SearchHit
+from searchtrace.adapters._types import Limits, SearchHit
 
 DEFAULT_BASE_URL = "https://google.serper.dev"
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.keys import json_headers
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._keys import json_headers
+from searchtrace.adapters._persona import (
     RETRY_HEADERS,
     Deferred,
     Hit,
@@ -27,15 +27,15 @@ from searchtrace.adapters.persona import (
     request_key,
     stable_uuid,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     clean_text,
     domain_or_url,
     join_surface,
 )
-from searchtrace.adapters.types import Limits, SearchHit
-from searchtrace.adapters.urls import domain_of
+from searchtrace.adapters._types import Limits, SearchHit
+from searchtrace.adapters._urls import domain_of
 
 DEFAULT_BASE_URL = "https://api.tavily.com"
 

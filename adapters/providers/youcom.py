@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.persona import (
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._persona import (
     EPOCH,
     FAULT_TEXT,
     Deferred,
@@ -29,7 +29,7 @@ from searchtrace.adapters.persona import (
     retry_headers,
     stable_uuid,
 )
-from searchtrace.adapters.search_base import (
+from searchtrace.adapters._search_base import (
     ProviderSpec,
     SearchAdapter,
     clean_text,
@@ -37,8 +37,8 @@ from searchtrace.adapters.search_base import (
     join_surface,
     str_message,
 )
-from searchtrace.adapters.types import Limits, SearchHit
-from searchtrace.adapters.urls import domain_of
+from searchtrace.adapters._types import Limits, SearchHit
+from searchtrace.adapters._urls import domain_of
 
 DEFAULT_BASE_URL = "https://ydc-index.io"
 

@@ -15,36 +15,74 @@ truncated slow oversized(jina) 401 quota, and for the judge prose badjson wrongs
 `app.state.counters[(route, trace_id)]`.
 """
 
+from __future__ import annotations
 
-from searchtrace.adapters.sandbox.app import create_app, create_apps
-from searchtrace.adapters.sandbox.corpus import (
-    Corpus,
-    Page,
-    Question,
-    build_corpus,
-    question_rows,
-    write_questions_jsonl,
-)
-from searchtrace.adapters.sandbox.faults import KINDS as FAULT_KINDS
-from searchtrace.adapters.sandbox.faults import FaultPlan, parse_rates
-from searchtrace.adapters.sandbox.inproc import ROOT, InProcess, in_process
-from searchtrace.adapters.sandbox.serve import (
-    EXAMPLES,
-    Served,
-    base_urls,
-    env_exports,
-    free_port,
-    own_root_url,
-    running,
-    running_all,
-    serve,
-)
-from searchtrace.adapters.sandbox.world import World, default_world
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.adapters.sandbox._app import base_urls, create_app, create_apps
+    from searchtrace.adapters.sandbox._corpus import (
+        Corpus,
+        Page,
+        Question,
+        build_corpus,
+        question_rows,
+        write_questions_jsonl,
+    )
+    from searchtrace.adapters.sandbox._faults import KINDS as FAULT_KINDS
+    from searchtrace.adapters.sandbox._faults import FaultPlan, parse_rates, routes
+    from searchtrace.adapters.sandbox._inproc import ROOT, InProcess, in_process
+    from searchtrace.adapters.sandbox._serve import (
+        EXAMPLES,
+        Served,
+        env_exports,
+        free_port,
+        own_root_url,
+        running,
+        running_all,
+        serve,
+        wait_listening,
+    )
+    from searchtrace.adapters.sandbox._world import World, default_world
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "base_urls": "searchtrace.adapters.sandbox._app",
+    "create_app": "searchtrace.adapters.sandbox._app",
+    "create_apps": "searchtrace.adapters.sandbox._app",
+    "Corpus": "searchtrace.adapters.sandbox._corpus",
+    "Page": "searchtrace.adapters.sandbox._corpus",
+    "Question": "searchtrace.adapters.sandbox._corpus",
+    "build_corpus": "searchtrace.adapters.sandbox._corpus",
+    "question_rows": "searchtrace.adapters.sandbox._corpus",
+    "write_questions_jsonl": "searchtrace.adapters.sandbox._corpus",
+    "FAULT_KINDS": "searchtrace.adapters.sandbox._faults:KINDS",
+    "FaultPlan": "searchtrace.adapters.sandbox._faults",
+    "parse_rates": "searchtrace.adapters.sandbox._faults",
+    "routes": "searchtrace.adapters.sandbox._faults",
+    "InProcess": "searchtrace.adapters.sandbox._inproc",
+    "ROOT": "searchtrace.adapters.sandbox._inproc",
+    "in_process": "searchtrace.adapters.sandbox._inproc",
+    "EXAMPLES": "searchtrace.adapters.sandbox._serve",
+    "Served": "searchtrace.adapters.sandbox._serve",
+    "env_exports": "searchtrace.adapters.sandbox._serve",
+    "free_port": "searchtrace.adapters.sandbox._serve",
+    "own_root_url": "searchtrace.adapters.sandbox._serve",
+    "running": "searchtrace.adapters.sandbox._serve",
+    "running_all": "searchtrace.adapters.sandbox._serve",
+    "serve": "searchtrace.adapters.sandbox._serve",
+    "wait_listening": "searchtrace.adapters.sandbox._serve",
+    "World": "searchtrace.adapters.sandbox._world",
+    "default_world": "searchtrace.adapters.sandbox._world",
+}
 
 __all__ = [
+    "Corpus",
     "EXAMPLES",
     "FAULT_KINDS",
-    "Corpus",
     "FaultPlan",
     "InProcess",
     "Page",
@@ -60,11 +98,28 @@ __all__ = [
     "env_exports",
     "free_port",
     "in_process",
+    "own_root_url",
     "parse_rates",
     "question_rows",
-    "own_root_url",
+    "routes",
     "running",
     "running_all",
     "serve",
+    "wait_listening",
     "write_questions_jsonl",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -5,8 +5,51 @@ checks), `traces` / `judgments` / `audit` (validate one file whole, then append 
 file of one call validated before anything is written), `export` (the store back into the files + Parquet).
 """
 
-from searchtrace.replay.interchange.export import export_all
-from searchtrace.replay.interchange.formats import JudgmentLine, TraceLine
-from searchtrace.replay.interchange.importer import ImportResult, import_files
+from __future__ import annotations
 
-__all__ = ["ImportResult", "JudgmentLine", "TraceLine", "export_all", "import_files"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.replay.interchange._export import export_all
+    from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
+    from searchtrace.replay.interchange._importer import ImportResult, import_files
+    from searchtrace.replay.interchange._inspect_logs import log_files, log_traces
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "export_all": "searchtrace.replay.interchange._export",
+    "JudgmentLine": "searchtrace.replay.interchange._formats",
+    "TraceLine": "searchtrace.replay.interchange._formats",
+    "ImportResult": "searchtrace.replay.interchange._importer",
+    "import_files": "searchtrace.replay.interchange._importer",
+    "log_files": "searchtrace.replay.interchange._inspect_logs",
+    "log_traces": "searchtrace.replay.interchange._inspect_logs",
+}
+
+__all__ = [
+    "ImportResult",
+    "JudgmentLine",
+    "TraceLine",
+    "export_all",
+    "import_files",
+    "log_files",
+    "log_traces",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -10,29 +10,29 @@ from typing import Any
 
 import click
 
-from searchtrace.store.errors import BadInput, StoreError
+from searchtrace.store import BadInput, StoreError
 
 # name -> "module:attribute"; each module owns one area of the command line.
 COMMANDS: dict[str, str] = {
-    "demo": "searchtrace.cli.demo:demo",
-    "doctor": "searchtrace.cli.doctor:doctor",
-    "record": "searchtrace.cli.record:record",
-    "search": "searchtrace.cli.probe:search",
-    "fetch": "searchtrace.cli.probe:fetch",
-    "judge": "searchtrace.cli.judge:judge",
-    "grade": "searchtrace.cli.grade:grade",
-    "replay": "searchtrace.cli.replay:replay",
-    "import": "searchtrace.cli.interchange:import_cmd",
-    "export": "searchtrace.cli.interchange:export_cmd",
-    "report": "searchtrace.cli.report:report",
-    "sql": "searchtrace.cli.sql:sql",
-    "view": "searchtrace.cli.view:view",
-    "verify": "searchtrace.cli.verify:verify",
-    "sample": "searchtrace.cli.sample:sample",
-    "audit": "searchtrace.cli.audit:audit",
-    "sandbox": "searchtrace.cli.sandbox:sandbox",
-    "bench": "searchtrace.cli.bench:bench",
-    "proxy": "searchtrace.cli.proxy:proxy",
+    "demo": "searchtrace.cli._demo:demo",
+    "doctor": "searchtrace.cli._doctor:doctor",
+    "record": "searchtrace.cli._record:record",
+    "search": "searchtrace.cli._probe:search",
+    "fetch": "searchtrace.cli._probe:fetch",
+    "judge": "searchtrace.cli._judge:judge",
+    "grade": "searchtrace.cli._grade:grade",
+    "replay": "searchtrace.cli._replay:replay",
+    "import": "searchtrace.cli._interchange:import_cmd",
+    "export": "searchtrace.cli._interchange:export_cmd",
+    "report": "searchtrace.cli._report:report",
+    "sql": "searchtrace.cli._sql:sql",
+    "view": "searchtrace.cli._view:view",
+    "verify": "searchtrace.cli._verify:verify",
+    "sample": "searchtrace.cli._sample:sample",
+    "audit": "searchtrace.cli._audit:audit",
+    "sandbox": "searchtrace.cli._sandbox:sandbox",
+    "bench": "searchtrace.cli._bench:bench",
+    "proxy": "searchtrace.cli._proxy:proxy",
 }
 
 
@@ -88,7 +88,7 @@ class LazyGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(log_json: bool, verbose: int) -> None:
     """Record search agents as immutable events and measure their evidence."""
-    from searchtrace.engine.logs import configure_logging  # structlog: loaded for a command, not for `--help`
+    from searchtrace.engine import configure_logging  # structlog: loaded for a command, not for `--help`
 
     configure_logging(json=log_json, verbosity=verbose)
 

@@ -4,45 +4,103 @@ Typed functions over a database path that return plain msgspec Structs (or the l
 parses arguments and prints what they return; tests and benchmarks call them directly. One module per area.
 """
 
-from searchtrace.pipeline.auditing import (
-    AuditImport,
-    AuditSample,
-    audit_agreement,
-    audit_import,
-    audit_sample,
-    judge_compare,
-)
-from searchtrace.pipeline.doctor import Check, doctor
-from searchtrace.pipeline.interchange import export, import_files, import_inspect
-from searchtrace.pipeline.judging import DEFAULT_RPS, SANDBOX_JUDGE, JudgePlan, judge, judge_chat, plan_judge
-from searchtrace.pipeline.probing import probe_fetch, probe_search
-from searchtrace.pipeline.querying import SqlResult, query, run_sql
-from searchtrace.pipeline.recording import aim, check_sandbox_url, record, record_into
-from searchtrace.pipeline.replaying import replay
-from searchtrace.pipeline.reporting import Report, grade, grade_and_report, open_for_report, report
-from searchtrace.pipeline.sandbox_demo import DemoResult, demo, demo_providers
-from searchtrace.pipeline.verifying import Verification, verify
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.pipeline._auditing import (
+        AuditImport,
+        AuditSample,
+        audit_agreement,
+        audit_import,
+        audit_sample,
+        judge_compare,
+    )
+    from searchtrace.pipeline._doctor import Check, doctor
+    from searchtrace.pipeline._interchange import export, import_files, import_inspect
+    from searchtrace.pipeline._judging import (
+        DEFAULT_RPS,
+        SANDBOX_JUDGE,
+        JudgePlan,
+        judge,
+        judge_chat,
+        plan_judge,
+    )
+    from searchtrace.pipeline._probing import probe_fetch, probe_search
+    from searchtrace.pipeline._proxying import proxy
+    from searchtrace.pipeline._querying import SqlResult, query, run_sql
+    from searchtrace.pipeline._recording import aim, check_sandbox_url, record, record_into, sandbox_rows
+    from searchtrace.pipeline._replaying import replay
+    from searchtrace.pipeline._reporting import Report, grade, grade_and_report, open_for_report, report
+    from searchtrace.pipeline._sandbox_demo import DemoResult, demo, demo_providers
+    from searchtrace.pipeline._verifying import Verification, verify
+
+
+# exported name -> defining module ("module:attr" when exported under another name), imported on first
+# use so that importing the package stays cheap (command-line start-up)
+_EXPORTS: dict[str, str] = {
+    "AuditImport": "searchtrace.pipeline._auditing",
+    "AuditSample": "searchtrace.pipeline._auditing",
+    "audit_agreement": "searchtrace.pipeline._auditing",
+    "audit_import": "searchtrace.pipeline._auditing",
+    "audit_sample": "searchtrace.pipeline._auditing",
+    "judge_compare": "searchtrace.pipeline._auditing",
+    "Check": "searchtrace.pipeline._doctor",
+    "doctor": "searchtrace.pipeline._doctor",
+    "export": "searchtrace.pipeline._interchange",
+    "import_files": "searchtrace.pipeline._interchange",
+    "import_inspect": "searchtrace.pipeline._interchange",
+    "DEFAULT_RPS": "searchtrace.pipeline._judging",
+    "JudgePlan": "searchtrace.pipeline._judging",
+    "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
+    "judge": "searchtrace.pipeline._judging",
+    "judge_chat": "searchtrace.pipeline._judging",
+    "plan_judge": "searchtrace.pipeline._judging",
+    "probe_fetch": "searchtrace.pipeline._probing",
+    "probe_search": "searchtrace.pipeline._probing",
+    "proxy": "searchtrace.pipeline._proxying",
+    "SqlResult": "searchtrace.pipeline._querying",
+    "query": "searchtrace.pipeline._querying",
+    "run_sql": "searchtrace.pipeline._querying",
+    "aim": "searchtrace.pipeline._recording",
+    "check_sandbox_url": "searchtrace.pipeline._recording",
+    "record": "searchtrace.pipeline._recording",
+    "record_into": "searchtrace.pipeline._recording",
+    "sandbox_rows": "searchtrace.pipeline._recording",
+    "replay": "searchtrace.pipeline._replaying",
+    "Report": "searchtrace.pipeline._reporting",
+    "grade": "searchtrace.pipeline._reporting",
+    "grade_and_report": "searchtrace.pipeline._reporting",
+    "open_for_report": "searchtrace.pipeline._reporting",
+    "report": "searchtrace.pipeline._reporting",
+    "DemoResult": "searchtrace.pipeline._sandbox_demo",
+    "demo": "searchtrace.pipeline._sandbox_demo",
+    "demo_providers": "searchtrace.pipeline._sandbox_demo",
+    "Verification": "searchtrace.pipeline._verifying",
+    "verify": "searchtrace.pipeline._verifying",
+}
 
 __all__ = [
-    "DEFAULT_RPS",
-    "SANDBOX_JUDGE",
-    "JudgePlan",
-    "Check",
-    "doctor",
     "AuditImport",
     "AuditSample",
+    "Check",
+    "DEFAULT_RPS",
     "DemoResult",
+    "JudgePlan",
     "Report",
+    "SANDBOX_JUDGE",
     "SqlResult",
     "Verification",
     "aim",
     "audit_agreement",
-    "judge_compare",
     "audit_import",
     "audit_sample",
     "check_sandbox_url",
     "demo",
     "demo_providers",
+    "doctor",
     "export",
     "grade",
     "grade_and_report",
@@ -50,15 +108,33 @@ __all__ = [
     "import_inspect",
     "judge",
     "judge_chat",
+    "judge_compare",
     "open_for_report",
     "plan_judge",
     "probe_fetch",
     "probe_search",
+    "proxy",
     "query",
     "record",
     "record_into",
     "replay",
     "report",
     "run_sql",
+    "sandbox_rows",
     "verify",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on its first use (PEP 562)."""
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

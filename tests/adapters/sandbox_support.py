@@ -8,9 +8,15 @@ from typing import Any
 
 import httpx
 
-from searchtrace.adapters import ChatError, build_chat, build_fetcher, build_search, sandbox_endpoint
-from searchtrace.adapters.registry import SANDBOX_KEY
-from searchtrace.adapters.types import RetryInfo
+from searchtrace.adapters import (
+    SANDBOX_KEY,
+    ChatError,
+    RetryInfo,
+    build_chat,
+    build_fetcher,
+    build_search,
+    sandbox_endpoint,
+)
 
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 PAGE = "https://almanac-central.example/entries/elmwyn-athletic"

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters import Endpoint
 from tests.shared_data import shared_path
 
 FIXTURES = shared_path("research/fixtures")  # ../shared beside the repo, else the copy in tests/data

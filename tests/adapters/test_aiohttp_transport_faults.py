@@ -14,9 +14,8 @@ import httpx
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
-from searchtrace.adapters.aiohttp_transport import AiohttpTransport, as_httpx_error
-from searchtrace.adapters.http import EndpointClient
-from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters import Endpoint, EndpointClient
+from searchtrace.adapters._aiohttp_transport import AiohttpTransport, as_httpx_error
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,11 @@ from searchtrace.adapters import (
     FirecrawlSearch,
     JinaFetcher,
     OpenAIChat,
+    SearchAdapter,
+    SearchResponse,
     TavilySearch,
 )
-from searchtrace.adapters.search_base import SearchAdapter, join_surface
-from searchtrace.adapters.types import SearchResponse
+from searchtrace.adapters._search_base import join_surface
 from tests.adapters.support import FIXTURES, fast_endpoint, fixture, serve_fixture
 
 

@@ -13,9 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from searchtrace.adapters.keys import DEFAULT_KEY_ENV
-from searchtrace.adapters.registry import SEARCH_PROVIDERS
-from searchtrace.adapters.urls import normalize_url
+from searchtrace.adapters import SEARCH_PROVIDERS, normalize_url
+from searchtrace.adapters._keys import DEFAULT_KEY_ENV
 from tests.adapters.support import Recorder, fast_endpoint
 from tests.shared_data import shared_path
 

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from aiohttp import web
 
-from searchtrace.adapters.aiohttp_transport import AiohttpTransport
-from searchtrace.adapters.http import USER_AGENT, EndpointClient
-from searchtrace.adapters.sandbox.serve import free_port
-from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters import Endpoint, EndpointClient
+from searchtrace.adapters._aiohttp_transport import AiohttpTransport
+from searchtrace.adapters._http import USER_AGENT
+from searchtrace.adapters.sandbox import free_port
 
 CASES: list[tuple[str, str, dict[str, str], Any, Any]] = [
     ("GET", "/https://x.example/a b/ü?q=1", {"Accept": "application/json", "Authorization": "Bearer k"}, None, None),

@@ -9,9 +9,9 @@ import anyio
 import httpx
 import pytest
 
-from searchtrace.adapters.aiohttp_transport import AiohttpTransport
-from searchtrace.adapters.http import TRACE_HEADER, EndpointClient, make_limiter
-from searchtrace.adapters.types import Endpoint
+from searchtrace.adapters import TRACE_HEADER, Endpoint, EndpointClient
+from searchtrace.adapters._aiohttp_transport import AiohttpTransport
+from searchtrace.adapters._http import make_limiter
 
 
 @pytest.mark.anyio

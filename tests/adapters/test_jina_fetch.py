@@ -11,10 +11,8 @@ import anyio
 import httpx
 import pytest
 
-from searchtrace.adapters import build_fetcher, default_endpoint
-from searchtrace.adapters.fetch_cache import FetchCache
-from searchtrace.adapters.jina import READ_CAP, JinaFetcher
-from searchtrace.adapters.urls import normalize_url
+from searchtrace.adapters import FetchCache, JinaFetcher, build_fetcher, default_endpoint, normalize_url
+from searchtrace.adapters._jina import READ_CAP
 from tests.adapters.support import Recorder, fast_endpoint
 
 CHUNK = 64 * 1024

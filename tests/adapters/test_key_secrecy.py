@@ -16,15 +16,18 @@ import structlog
 from searchtrace.adapters import (
     ChatError,
     MissingKey,
+    Secret,
     build_chat,
     build_fetcher,
     build_search,
     default_endpoint,
+    read_key,
+    scrub_text,
 )
-from searchtrace.adapters.keys import Secret, configured_secrets, read_key, scrub_text
-from searchtrace.adapters.sandbox.serve import running
+from searchtrace.adapters._keys import configured_secrets
+from searchtrace.adapters.sandbox import running
 from searchtrace.cli import main
-from searchtrace.engine.logs import configure_logging
+from searchtrace.engine import configure_logging
 from tests.adapters.support import KEY_VARS, echo_app
 
 GOOD = "sk-GOODSECRET-4f1a9c"

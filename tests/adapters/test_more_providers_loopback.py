@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from searchtrace.adapters import Endpoint, build_search
-from searchtrace.adapters.keys import DEFAULT_KEY_ENV
+from searchtrace.adapters import Endpoint, SearchResponse, build_search, normalize_url
+from searchtrace.adapters._keys import DEFAULT_KEY_ENV
 from searchtrace.adapters.sandbox import Served, default_world, running_all
-from searchtrace.adapters.types import SearchResponse
-from searchtrace.adapters.urls import normalize_url
 
 NEW = ("exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup", "jina_search")
 QUESTION = "What is the founding year of Elmwyn Athletic?"
@@ -59,7 +57,7 @@ async def test_normalised_results(served: Served, name: str, monkeypatch: pytest
 @pytest.mark.parametrize("name", NEW)
 async def test_page_text_is_off_by_default_and_in_the_surface_when_on(served: Served, name: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from searchtrace.adapters.registry import SEARCH_PROVIDERS
+    from searchtrace.adapters import SEARCH_PROVIDERS
 
     cls = SEARCH_PROVIDERS[name]
     assert cls.page_text(cls.default_params()) is False

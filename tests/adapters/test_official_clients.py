@@ -18,7 +18,7 @@ from openai import AsyncOpenAI, OpenAI
 from tavily import TavilyClient
 
 from searchtrace.adapters.sandbox import default_world
-from searchtrace.engine.tools import TOOL_SCHEMAS
+from searchtrace.engine import TOOL_SCHEMAS
 
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 GOLD = "https://almanac-central.example/entries/elmwyn-athletic"

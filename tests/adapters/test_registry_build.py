@@ -18,7 +18,7 @@ from searchtrace.adapters import (
     default_endpoint,
     sandbox_endpoint,
 )
-from searchtrace.store.errors import BadInput
+from searchtrace.store import BadInput
 
 
 @pytest.fixture(autouse=True)

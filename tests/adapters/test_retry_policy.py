@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from searchtrace.adapters import ChatError, JinaFetcher, OpenAIChat, TavilySearch
-from searchtrace.adapters.retry import backoff, retry_reason, stated_wait
+from searchtrace.adapters._retry import backoff, retry_reason, stated_wait
 from tests.adapters.support import FIXTURES, Recorder, fast_endpoint
 
 

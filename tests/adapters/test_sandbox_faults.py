@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from searchtrace.adapters.jina import READ_CAP
+from searchtrace.adapters._jina import READ_CAP
 from tests.adapters.sandbox_support import TARGETS, call
 
 sandbox = pytest.importorskip("searchtrace.adapters.sandbox")

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from searchtrace.adapters.aiohttp_transport import CHUNK_SIZE
-from searchtrace.adapters.jina import READ_CAP
+from searchtrace.adapters._aiohttp_transport import CHUNK_SIZE
+from searchtrace.adapters._jina import READ_CAP
 from searchtrace.cli import main
 from tests.adapters.sandbox_support import TARGETS, call
 

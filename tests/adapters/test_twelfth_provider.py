@@ -11,10 +11,11 @@ import anyio
 import httpx
 import pytest
 
+import searchtrace.adapters._registry as registry
 from searchtrace import pipeline
-from searchtrace.adapters import providers, registry
+from searchtrace.adapters import providers
 from searchtrace.adapters.sandbox import ROOT, create_app, in_process
-from searchtrace.engine.config import parse_config
+from searchtrace.engine import parse_config
 
 # The whole of the new provider: its wire format, normalisation, sandbox persona and route, and its spec.
 ACME = '''\
@@ -24,10 +25,10 @@ from __future__ import annotations
 
 import msgspec
 
-from searchtrace.adapters.http import Reply
-from searchtrace.adapters.persona import Deferred, SandboxRoute, Shelf, WireReply, WireRequest, rejected, request_key
-from searchtrace.adapters.search_base import ProviderSpec, SearchAdapter, clean_text, domain_or_url, join_surface
-from searchtrace.adapters.types import Limits, SearchHit
+from searchtrace.adapters._http import Reply
+from searchtrace.adapters._persona import Deferred, SandboxRoute, Shelf, WireReply, WireRequest, rejected, request_key
+from searchtrace.adapters._search_base import ProviderSpec, clean_text, domain_or_url, join_surface; from searchtrace.adapters import SearchAdapter
+from searchtrace.adapters._types import Limits; from searchtrace.adapters import SearchHit
 
 
 class _Item(msgspec.Struct):
@@ -103,10 +104,9 @@ def test_acme_is_small() -> None:
 
 
 def test_the_registry_finds_it_and_everything_asks_the_registry(acme: str) -> None:
-    from searchtrace.adapters.keys import default_key_env
-    from searchtrace.adapters.sandbox.faults import routes
-    from searchtrace.adapters.sandbox.serve import EXAMPLES, base_urls, env_exports
-    from searchtrace.engine.proxy.routes import auth_header, classify
+    from searchtrace.adapters import default_key_env
+    from searchtrace.adapters.sandbox import EXAMPLES, base_urls, env_exports, routes
+    from searchtrace.engine.proxy._routes import auth_header, classify
 
     assert registry.search_provider_names()[-1] == acme and acme not in registry.paper_providers()
     assert registry.default_endpoint(acme).base_url == "https://api.acme.example"

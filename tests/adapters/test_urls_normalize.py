@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchtrace.adapters.urls import domain_of, normalize_url
+from searchtrace.adapters import domain_of, normalize_url
 
 
 @pytest.mark.parametrize("raw,expected", [

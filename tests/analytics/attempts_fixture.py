@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.store.events import (
+from searchtrace.store import (
     AnswerFinal,
     AuditAnswer,
     DatasetQuestion,
+    EventLog,
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -47,7 +48,6 @@ from searchtrace.store.events import (
     Usage,
     Verdict,
 )
-from searchtrace.store.log import EventLog
 
 RUN = "r"
 JUDGE = "j"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.analytics.agreement import cohen_kappa
+from searchtrace.analytics._agreement import cohen_kappa
 from tests.analytics.analytics_fixture import import_fixture, labels, verdict
 from tests.builders import run_cli, write_jsonl
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.store.events import (
+from searchtrace.store import (
+    EventLog,
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -25,7 +26,6 @@ from searchtrace.store.events import (
     TrajectoryStarted,
     Verdict,
 )
-from searchtrace.store.log import EventLog
 from tests.builders import run_cli
 
 LABELS = ("supports_gold", "contradicts_gold", "relevant")

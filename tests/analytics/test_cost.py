@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from searchtrace import pipeline
-from searchtrace.engine.prices import load_prices
+from searchtrace.engine import load_prices
 from tests.builders import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "prices-example.toml"

@@ -10,10 +10,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from searchtrace.analytics.html import extras_from_db
-from searchtrace.analytics.html import render as render_page
-from searchtrace.analytics.report import Report
-from searchtrace.store.events import (
+from searchtrace.analytics import Report, extras_from_db
+from searchtrace.analytics import render as render_page
+from searchtrace.store import (
+    EventLog,
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -28,7 +28,6 @@ from searchtrace.store.events import (
     Usage,
     Verdict,
 )
-from searchtrace.store.log import EventLog
 
 VOID = {
     "meta",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from html import escape
 
-from searchtrace.analytics.drawing import count_axis_end
-from searchtrace.analytics.table import ROWS, is_cost
+from searchtrace.analytics._drawing import count_axis_end
+from searchtrace.analytics._table import ROWS, is_cost
 from tests.analytics.test_html import EXTRA, REPORT, check, provider, render
 
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.store.events import JudgeStarted, NewEvent
-from searchtrace.store.log import EventLog
+from searchtrace.store import EventLog, JudgeStarted, NewEvent
 from tests.analytics.analytics_fixture import import_fixture, verdict
 from tests.builders import run_cli, write_jsonl
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.analytics.latency import KEYS
+from searchtrace.analytics._latency import KEYS
 from tests.analytics.analytics_fixture import import_fixture, report_json
 
 

@@ -121,7 +121,7 @@ def test_report_on_missing_db_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_report_on_an_empty_store(tmp_path: Path) -> None:
-    from searchtrace.store.log import EventLog
+    from searchtrace.store import EventLog
 
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
@@ -144,10 +144,11 @@ def test_no_judge_run_yet(tmp_path: Path) -> None:
 
 def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path) -> None:
     """An imported audit beats an LLM grader in either order; gold falls back to dataset.question; first verdict wins."""
-    from searchtrace.store.events import (
+    from searchtrace.store import (
         AnswerFinal,
         AuditAnswer,
         DatasetQuestion,
+        EventLog,
         JudgeItemRef,
         JudgeStarted,
         JudgeVerdict,
@@ -159,7 +160,6 @@ def test_audit_precedence_gold_fallback_and_first_verdict(tmp_path: Path) -> Non
         TrajectoryStarted,
         Verdict,
     )
-    from searchtrace.store.log import EventLog
 
     def traj(tid: str, qid: str) -> list[Payload]:
         return [

@@ -8,13 +8,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import searchtrace.pipeline.reporting as reporting
-from searchtrace.analytics import projections
-from searchtrace.analytics.relations import RELATIONS, version
-from searchtrace.analytics.report import build_report, to_json
-from searchtrace.replay.interchange.importer import import_files
-from searchtrace.store.errors import NotAStore
-from searchtrace.store.log import EventLog
+import searchtrace.pipeline._reporting as reporting
+from searchtrace.analytics import build_report, projections, to_json
+from searchtrace.analytics._relations import RELATIONS, version
+from searchtrace.replay.interchange import import_files
+from searchtrace.store import EventLog, NotAStore
 from tests.analytics.analytics_fixture import JUDGMENTS, TRACES, import_fixture, report_json, write_fixture
 from tests.builders import write_jsonl
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.analytics.html import extras_from_db
-from searchtrace.store.events import (
+from searchtrace.analytics import extras_from_db
+from searchtrace.store import (
     AnswerFinal,
+    EventLog,
     ModelResponded,
     NewEvent,
     Payload,
@@ -20,7 +21,6 @@ from searchtrace.store.events import (
     TrajectoryStarted,
     Usage,
 )
-from searchtrace.store.log import EventLog
 from tests.analytics.analytics_fixture import import_fixture, report_json
 from tests.builders import run_cli
 

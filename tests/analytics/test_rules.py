@@ -1,4 +1,4 @@
-"""One definition per domain rule: the Python fold (analytics.rules.Cells, used by grade and export) and the SQL
+"""One definition per domain rule: the Python fold (analytics.Cells, used by grade and export) and the SQL
 (TRAJECTORIES_CTE + ANSWERS_CTE, used by metrics, views and judge items) agree on a store with a superseded
 attempt, two answers in one trajectory and a gold answer restated by a later dataset.question."""
 
@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.analytics import sources
-from searchtrace.analytics.rules import ANSWERS_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells
-from searchtrace.replay.grade import grade_answers
-from searchtrace.replay.interchange.export import export_all
-from searchtrace.store.events import AnswerFinal, DatasetQuestion, NewEvent
-from searchtrace.store.log import EventLog
+from searchtrace.analytics import ANSWERS_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells, sources
+from searchtrace.replay import grade_answers
+from searchtrace.replay.interchange import export_all
+from searchtrace.store import AnswerFinal, DatasetQuestion, EventLog, NewEvent
 from tests.analytics.attempts_fixture import NEW, O1, OLD, P2, build
 
 Row = tuple[str, str, str, str | None]  # trajectory_id, question, gold, final answer

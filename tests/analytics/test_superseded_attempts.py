@@ -7,10 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from searchtrace.analytics import lookups
-from searchtrace.analytics.audit import audit_sample
-from searchtrace.analytics.items import judge_items
-from searchtrace.store.log import EventLog
+import searchtrace.analytics._lookups as lookups
+from searchtrace.analytics import audit_sample, judge_items
+from searchtrace.store import EventLog
 from tests.analytics.analytics_fixture import report_json
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, OLD, P2, build
 from tests.builders import run_cli
@@ -85,8 +84,9 @@ def test_judge_items_and_event_scans_skip_superseded_attempts(db: Path) -> None:
 
 def test_audit_import_names_a_superseded_trajectory_as_bad_input(db: Path, tmp_path: Path) -> None:
     """A labelled TSV row for the superseded attempt (which has a valid verdict) is refused by name, not a crash."""
-    from searchtrace.analytics.audit import COLUMNS, prepare_import
-    from searchtrace.store.errors import BadInput
+    from searchtrace.analytics import prepare_import
+    from searchtrace.analytics._audit import COLUMNS
+    from searchtrace.store import BadInput
 
     row = {c: "" for c in COLUMNS} | {
         "judge_run_id": JUDGE, "trajectory_id": OLD, "url_normalized": "https://bad.example/a", "surface": "snippet",

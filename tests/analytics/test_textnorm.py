@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from searchtrace.analytics.textnorm import exact_match, token_f1, tokens
+from searchtrace.analytics import exact_match, token_f1, tokens
 
 
 def test_tokens_order_of_steps() -> None:

@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from searchtrace.analytics.metrics import TrajectoryStats, provider_metrics
-from searchtrace.analytics.uncertainty import RATIOS, mcnemar_exact, sign_flip, uncertainty, wilson
+from searchtrace.analytics._metrics import TrajectoryStats, provider_metrics
+from searchtrace.analytics._uncertainty import RATIOS, mcnemar_exact, sign_flip, uncertainty, wilson
 from tests.analytics.analytics_fixture import import_fixture, report_json
 
 Z = 1.959964
@@ -155,8 +155,7 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -
 
 
 def test_html_draws_the_intervals(tmp_path: Path) -> None:
-    from searchtrace.analytics.html import render
-    from searchtrace.analytics.report import Report
+    from searchtrace.analytics import Report, render
 
     db = tmp_path / "h.duckdb"
     import_fixture(db, tmp_path / "in")

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from searchtrace.analytics.items import judge_items
-from searchtrace.analytics.views import USER_VIEWS
-from searchtrace.store.log import EventLog
+from searchtrace.analytics import judge_items
+from searchtrace.analytics._views import USER_VIEWS
+from searchtrace.store import EventLog
 from tests.analytics.analytics_fixture import import_fixture
 
 DOC = (Path(__file__).resolve().parents[2] / "analytics" / "VIEWS.md").read_text(encoding="utf-8")
@@ -91,8 +91,8 @@ def test_judge_items_for_the_judge(db: Path) -> None:
 
 def test_fetch_on_a_later_appearance_and_refused_calls(tmp_path: Path) -> None:
     """A fetch of any appearance's doc_id makes the item fetched; a refused tool call is not a fetch."""
-    from searchtrace.analytics.report import build_report
-    from searchtrace.store.events import (
+    from searchtrace.analytics import build_report
+    from searchtrace.store import (
         FetchCalled,
         FetchCompleted,
         NewEvent,

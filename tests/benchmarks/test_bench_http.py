@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from searchtrace.benchmarks.http import run_all
+from searchtrace.benchmarks._http import run_all
 
 
 def test_bench_http_runs_all_clients_against_a_child_server() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from searchtrace.benchmarks.proxy import run
+from searchtrace.benchmarks._proxy import run
 
 
 def test_bench_proxy_measures_added_latency_on_identical_replies() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.benchmarks.replay import PROVIDERS, generate
+from searchtrace.benchmarks._replay import PROVIDERS, generate
 from searchtrace.cli import main
 
 
@@ -39,8 +39,8 @@ def test_bench_replay_cli_counts_round_trip(tmp_path: Path, capsys: pytest.Captu
     assert set(out["targets"]) == {"report_1x_under_1s", "report_100x_under_30s"}
     # the report over the imported store counts exactly what the generator wrote
     judgments = [json.loads(line) for line in (tmp_path / "1x" / "judgments.jsonl").read_text().splitlines()]
-    from searchtrace.analytics.report import build_report
-    from searchtrace.store.log import EventLog
+    from searchtrace.analytics import build_report
+    from searchtrace.store import EventLog
 
     with EventLog(tmp_path / "1x" / "bench.duckdb") as log:
         con = log.cursor()

@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 
-from searchtrace.adapters.types import ChatResponse, FetchResponse, SearchHit, SearchResponse
-from searchtrace.store.events import ToolCall, Usage
+from searchtrace.adapters import ChatResponse, FetchResponse, SearchHit, SearchResponse
+from searchtrace.store import ToolCall, Usage
 
 
 class FakeChat:

@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from searchtrace.adapters.errors import ChatError
-from searchtrace.adapters.types import RetryInfo
-from searchtrace.engine.agent import Agent, Recorder, Stats, Trajectory, final_answer, rebuild_messages
-from searchtrace.engine.prompts import get_prompt
-from searchtrace.store.events import (
+from searchtrace.adapters import ChatError, RetryInfo
+from searchtrace.engine import Agent, Recorder, Stats, Trajectory, final_answer, get_prompt, rebuild_messages
+from searchtrace.store import (
     AnswerFinal,
     CallRetried,
     FetchCalled,

@@ -16,9 +16,8 @@ import pytest
 
 from searchtrace import pipeline
 from searchtrace.adapters.sandbox import in_process
-from searchtrace.engine.config import point_at_sandbox
-from searchtrace.store.events import FetchCompleted, ModelResponded, SearchCompleted, TrajectoryStarted
-from searchtrace.store.log import EventLog
+from searchtrace.engine import point_at_sandbox
+from searchtrace.store import EventLog, FetchCompleted, ModelResponded, SearchCompleted, TrajectoryStarted
 from tests.builders import sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +65,7 @@ async def test_a_rate_limited_provider_queues_but_its_provider_time_stays_the_sa
 
 
 def test_old_events_decode_and_keep_their_bytes_without_the_fields() -> None:
-    from searchtrace.store.events import decode_payload, encode_payload
+    from searchtrace.store import decode_payload, encode_payload
 
     old = (b'{"type":"search.completed","call_id":"c1","status":"ok","n_results":3,"latency_ms":12.5,'
            b'"raw_digest":null,"http_status":200,"error":null}')

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.engine.config import load_config, point_at_sandbox
-from searchtrace.store.errors import BadInput
+from searchtrace.engine import load_config, point_at_sandbox
+from searchtrace.store import BadInput
 
 GOOD = """
 [agent]
@@ -99,7 +99,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_example_config_is_valid_and_params_are_effective(tmp_path: Path) -> None:
-    from searchtrace.engine.config import EXAMPLE_CONFIG
+    from searchtrace.engine import EXAMPLE_CONFIG
 
     (tmp_path / "questions.jsonl").write_text('{"question": "Q?", "answer": "A"}\n')
     (tmp_path / "ex.toml").write_text(EXAMPLE_CONFIG)
@@ -113,7 +113,7 @@ def test_example_config_is_valid_and_params_are_effective(tmp_path: Path) -> Non
 def test_questions_without_strata_are_sampled_by_seeded_hash(tmp_path: Path) -> None:
     import hashlib
 
-    from searchtrace.engine.record import load_questions
+    from searchtrace.engine import load_questions
 
     rows = [f'{{"qid": "q{i}", "question": "Question {i}?", "answer": "A{i}"}}' for i in range(10)]
     write(tmp_path, GOOD.replace("n = 2", "n = 3"))

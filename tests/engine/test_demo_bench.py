@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.benchmarks.fanout import max_in_window, rate_limit, trajectories
-from searchtrace.engine.agent import Stats
-from searchtrace.engine.progress import progress_display, summary_line
+from searchtrace.benchmarks._fanout import max_in_window, rate_limit, trajectories
+from searchtrace.engine import Stats, progress_display
+from searchtrace.engine._progress import summary_line
 from searchtrace.pipeline import demo
 
 pytestmark = pytest.mark.anyio

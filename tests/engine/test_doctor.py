@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from searchtrace.adapters.sandbox.serve import free_port
+from searchtrace.adapters.sandbox import free_port
 from tests.builders import run_cli
 
 CONFIG = """

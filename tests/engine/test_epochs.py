@@ -11,14 +11,12 @@ import duckdb
 import pytest
 
 from searchtrace.adapters.sandbox import in_process
-from searchtrace.analytics.latency import KEYS as LATENCY_KEYS
-from searchtrace.analytics.metrics import TrajectoryStats, epoch_spread
-from searchtrace.engine.config import point_at_sandbox
-from searchtrace.engine.record import endpoint_factory, record_run
+from searchtrace.analytics._latency import KEYS as LATENCY_KEYS
+from searchtrace.analytics._metrics import TrajectoryStats, epoch_spread
+from searchtrace.engine import endpoint_factory, point_at_sandbox, record_run
 from searchtrace.pipeline import demo
-from searchtrace.pipeline.recording import questions_of
-from searchtrace.store.errors import BadInput
-from searchtrace.store.log import EventLog
+from searchtrace.pipeline._recording import questions_of
+from searchtrace.store import BadInput, EventLog
 from tests.analytics.analytics_fixture import TRACES
 from tests.builders import run_cli, sandbox_config, write_jsonl
 

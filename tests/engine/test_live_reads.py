@@ -14,9 +14,9 @@ import anyio
 import httpx
 
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
-from searchtrace.store.log import EventLog
-from searchtrace.store.readserver import socket_path
-from searchtrace.web.app import create_app as create_view
+from searchtrace.store import EventLog
+from searchtrace.store._readserver import socket_path
+from searchtrace.web import create_app as create_view
 from tests.engine.test_resume_kill import CONFIG
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")

@@ -11,14 +11,11 @@ import msgspec
 import pytest
 
 from searchtrace.adapters.sandbox import ROOT, create_app, default_world, in_process, question_rows
-from searchtrace.analytics.metrics import trajectory_stats
-from searchtrace.analytics.sources import reading_raw
-from searchtrace.engine.config import point_at_sandbox
-from searchtrace.engine.record import RunSummary, endpoint_factory, record_run
-from searchtrace.pipeline.recording import questions_of
-from searchtrace.store.errors import BadInput
-from searchtrace.store.events import RunFinished, TrajectoryFinished, TrajectoryStarted
-from searchtrace.store.log import EventLog
+from searchtrace.analytics import trajectory_stats
+from searchtrace.analytics._sources import reading_raw
+from searchtrace.engine import RunSummary, endpoint_factory, point_at_sandbox, record_run
+from searchtrace.pipeline._recording import questions_of
+from searchtrace.store import BadInput, EventLog, RunFinished, TrajectoryFinished, TrajectoryStarted
 from tests.builders import check_chain, sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from searchtrace import pipeline
+from searchtrace.adapters import normalize_url
 from searchtrace.adapters.sandbox import (
     ROOT,
     FaultPlan,
@@ -19,16 +20,13 @@ from searchtrace.adapters.sandbox import (
     question_rows,
     running,
 )
-from searchtrace.adapters.urls import normalize_url
-from searchtrace.engine.agent import rebuild_messages
-from searchtrace.engine.config import point_at_sandbox
-from searchtrace.engine.prompts import get_prompt
-from searchtrace.engine.record import endpoint_factory, record_run
-from searchtrace.pipeline.recording import questions_of
-from searchtrace.store.events import (
+from searchtrace.engine import endpoint_factory, get_prompt, point_at_sandbox, rebuild_messages, record_run
+from searchtrace.pipeline._recording import questions_of
+from searchtrace.store import (
     AnswerFinal,
     CallRetried,
     DatasetQuestion,
+    EventLog,
     FetchCalled,
     FetchCompleted,
     ModelResponded,
@@ -40,7 +38,6 @@ from searchtrace.store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from searchtrace.store.log import EventLog
 from tests.builders import Capture, check_chain, sandbox_config, trajectories
 
 pytestmark = pytest.mark.anyio
@@ -223,7 +220,7 @@ async def test_failing_provider_and_chat_errors_do_not_stop_others(tmp_path: Pat
                                            ("OPENAI_API_KEY", "rejected the key in OPENAI_API_KEY")])
 async def test_a_rejected_key_stops_the_run_with_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                var: str, says: str) -> None:
-    from searchtrace.store.errors import BadInput
+    from searchtrace.store import BadInput
 
     monkeypatch.setenv(var, "bad-key-for-test")
     cfg = sandbox_config(tmp_path, n=3)

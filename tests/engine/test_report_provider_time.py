@@ -14,8 +14,8 @@ import pytest
 
 from searchtrace import pipeline
 from searchtrace.adapters.sandbox import in_process
-from searchtrace.analytics.latency import KEYS
-from searchtrace.engine.config import point_at_sandbox
+from searchtrace.analytics._latency import KEYS
+from searchtrace.engine import point_at_sandbox
 from tests.builders import sandbox_config
 
 pytestmark = pytest.mark.anyio

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
-from searchtrace.store.events import RunStarted, TrajectoryFinished
-from searchtrace.store.log import EventLog
+from searchtrace.store import EventLog, RunStarted, TrajectoryFinished
 from tests.builders import check_chain, trajectories
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from searchtrace.engine.sample import quotas, read_questions, sample
+from searchtrace.engine import read_questions, sample
+from searchtrace.engine._sample import quotas
 from tests.builders import run_cli
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sealqa" / "seal-hard.parquet"

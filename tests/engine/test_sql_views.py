@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import searchtrace.store._events as E
 from searchtrace.cli import main
-from searchtrace.store import events as E
-from searchtrace.store.log import EventLog
+from searchtrace.store import EventLog
 
 
 def test_views_exist_on_a_fresh_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchtrace.adapters.sandbox.serve import free_port, wait_listening
-from searchtrace.engine.record import question_file
-from searchtrace.pipeline.recording import sandbox_rows
-from searchtrace.store.events import Payload, decode_payload
-from searchtrace.store.log import EventLog
+from searchtrace.adapters.sandbox import free_port, wait_listening
+from searchtrace.engine import question_file
+from searchtrace.pipeline import sandbox_rows
+from searchtrace.store import EventLog, Payload, decode_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

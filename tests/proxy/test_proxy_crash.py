@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from searchtrace.store.events import (
+from searchtrace.store import (
     AnswerFinal,
     FetchCalled,
     SearchCalled,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from searchtrace.adapters.search_base import clean_text
-from searchtrace.store.events import (
+from searchtrace.adapters._search_base import clean_text
+from searchtrace.store import (
     ModelResponded,
     SearchCalled,
     SearchResult,

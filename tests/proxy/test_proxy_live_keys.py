@@ -8,10 +8,8 @@ from typing import Any
 
 import httpx
 
-from searchtrace.adapters.sandbox import create_app
-from searchtrace.adapters.sandbox.serve import running
-from searchtrace.store.events import SearchCompleted
-from searchtrace.store.log import EventLog
+from searchtrace.adapters.sandbox import create_app, running
+from searchtrace.store import EventLog, SearchCompleted
 from tests.proxy.support import proxy, run_example, streams, write_questions
 
 KEYS = {"TAVILY_API_KEY": "tvly-FAKE-upstream-1111", "BRAVE_API_KEY": "BRAVE-FAKE-upstream-2222",

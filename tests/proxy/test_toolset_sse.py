@@ -7,11 +7,11 @@ import json
 import msgspec
 import pytest
 
-from searchtrace.adapters.openai_chat import parse_completion
-from searchtrace.adapters.sandbox import agent
-from searchtrace.adapters.toolset import DEFAULT, Tools, pick, read_page, read_results
-from searchtrace.engine.proxy.sse import assemble
-from searchtrace.engine.tools import TOOL_SCHEMAS
+import searchtrace.adapters.sandbox._agent as agent
+from searchtrace.adapters import Tools, parse_completion, pick, read_page, read_results
+from searchtrace.adapters._toolset import DEFAULT
+from searchtrace.engine import TOOL_SCHEMAS
+from searchtrace.engine.proxy._sse import assemble
 from tests.shared_data import shared_path
 
 

@@ -92,7 +92,7 @@ def snapshot(db: Path) -> tuple[object, ...]:
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
             "AND table_schema = 'main' AND table_name NOT LIKE 'proj%' ORDER BY 1").fetchall()
         meta = con.execute("SELECT * FROM searchtrace_meta ORDER BY ALL").fetchall()
-        from searchtrace.store.verify import verify
+        from searchtrace.store import verify
 
         ok = verify(con).ok
     finally:
@@ -111,7 +111,7 @@ def file_digest(p: Path) -> str:
 
 def build_env(root: Path) -> Env:
     """A store with a small sandbox run and its judge run, plus good files to start bad ones from."""
-    from searchtrace.adapters.sandbox.corpus import write_questions_jsonl
+    from searchtrace.adapters.sandbox import write_questions_jsonl
 
     root.mkdir(parents=True, exist_ok=True)
     questions = write_questions_jsonl(root / "questions.jsonl")

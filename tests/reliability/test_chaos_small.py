@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.benchmarks.chaos import RATES, Chaos, markdown, run_chaos, write_section
+from searchtrace.benchmarks._chaos import RATES, Chaos, markdown, run_chaos, write_section
 
 
 @pytest.mark.slow  # ~20 s, ~18 s CPU: about ten `searchtrace` processes (4 killed) against a real server
@@ -36,7 +36,7 @@ def test_a_call_repeated_after_a_kill_is_counted() -> None:
     """The no-double-payment check can fail: requests after a kill for finished work are counted per route."""
     from collections import Counter
 
-    from searchtrace.benchmarks.chaos import JUDGE_RUN, Kill, repeated_calls
+    from searchtrace.benchmarks._chaos import JUDGE_RUN, Kill, repeated_calls
 
     trace = f"{JUDGE_RUN}|t2|https://a.test/"
     c = Chaos(Path("unused"))

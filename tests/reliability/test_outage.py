@@ -8,9 +8,8 @@ from pathlib import Path
 
 import duckdb
 
-from searchtrace.adapters.sandbox import FaultPlan, create_app, running
-from searchtrace.adapters.sandbox.corpus import write_questions_jsonl
-from searchtrace.benchmarks.chaos import SEARCHTRACE
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running, write_questions_jsonl
+from searchtrace.benchmarks._chaos import SEARCHTRACE
 
 CONFIG = """run_id = "outage"
 [agent]

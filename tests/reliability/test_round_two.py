@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
-from searchtrace.benchmarks.chaos import SEARCHTRACE
+from searchtrace.benchmarks._chaos import SEARCHTRACE
 from tests.builders import run_cli
 from tests.reliability.catalogue import snapshot
 from tests.reliability.test_security import SECRETS, leaks, store_texts, write_trace
@@ -28,9 +28,8 @@ from tests.reliability.test_security import SECRETS, leaks, store_texts, write_t
 
 def echoing_world() -> Any:
     """The sandbox world plus a page whose title, snippet and body repeat every configured key."""
-    from searchtrace.adapters.sandbox.corpus import Corpus, Page, build_corpus
-    from searchtrace.adapters.sandbox.personas import covered
-    from searchtrace.adapters.sandbox.world import World
+    from searchtrace.adapters.sandbox import Corpus, Page, World, build_corpus
+    from searchtrace.adapters.sandbox._personas import covered
 
     echo = " ".join(SECRETS.values())
     base = build_corpus()
@@ -50,7 +49,7 @@ class Reader:
         self.requests: list[Any] = []
 
     async def handle(self, request: Request) -> Response:
-        from searchtrace.adapters.sandbox import wire
+        import searchtrace.adapters.sandbox._wire as wire
 
         body = await request.json()
         self.requests.append(body["messages"])
@@ -127,8 +126,7 @@ def test_a_sqlite_file_as_db_reaches_no_extension(tmp_path: Path) -> None:
 
 
 def test_every_store_connection_is_offline(tmp_path: Path) -> None:
-    from searchtrace.store.log import EventLog
-    from searchtrace.store.readonly import open_read_only
+    from searchtrace.store import EventLog, open_read_only
 
     db = tmp_path / "s.duckdb"
     with EventLog(db) as log:
@@ -169,8 +167,7 @@ def test_a_python_metric_gets_a_read_only_offline_connection(tmp_path: Path) -> 
 
 def test_readers_survive_values_their_columns_cannot_hold(tmp_path: Path) -> None:
     """Values written by another tool (or an older importer): report, judge and export still run."""
-    from searchtrace.store.events import NewEvent, SearchResult
-    from searchtrace.store.log import EventLog
+    from searchtrace.store import EventLog, NewEvent, SearchResult
 
     db = tmp_path / "r.duckdb"
     assert run_cli("import", "--db", str(db), str(write_trace(tmp_path)))[0] == 0
@@ -206,8 +203,8 @@ def test_import_from_a_pipe_and_a_fifo(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("how", ["grow", "rewrite"])
 def test_lines_added_or_changed_during_an_import_are_not_written(tmp_path: Path, how: str) -> None:
-    from searchtrace.replay.interchange.importer import import_files
-    from searchtrace.store.log import EventLog
+    from searchtrace.replay.interchange import import_files
+    from searchtrace.store import EventLog
 
     path = write_trace(tmp_path)
     good = path.read_bytes()

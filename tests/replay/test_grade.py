@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from searchtrace.analytics.report import build_report
-from searchtrace.replay.grade import SOURCE, grade_answers, proposes_match
-from searchtrace.replay.interchange.importer import import_files
-from searchtrace.store.log import EventLog
+from searchtrace.analytics import build_report
+from searchtrace.replay import SOURCE, grade_answers
+from searchtrace.replay._grade import proposes_match
+from searchtrace.replay.interchange import import_files
+from searchtrace.store import EventLog
 
 
 def _trace(tid: str, qid: str, final: str | None, gold: str) -> dict[str, object]:
@@ -59,7 +60,7 @@ def test_grades_then_imported_audit_wins(tmp_path: Path) -> None:
 
 
 def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -> None:
-    from searchtrace.replay.interchange.export import export_all
+    from searchtrace.replay.interchange import export_all
 
     traces = tmp_path / "t.jsonl"
     traces.write_text(json.dumps(_trace("t1", "q1", "Paris", "Paris")) + "\n")

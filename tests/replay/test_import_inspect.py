@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.store.events import SearchResult, TrajectoryStarted
-from searchtrace.store.log import EventLog
+from searchtrace.store import EventLog, SearchResult, TrajectoryStarted
 from tests.proxy.support import streams
 from tests.replay.test_prompt_file import run
 

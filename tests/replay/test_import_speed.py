@@ -15,13 +15,11 @@ from typing import Any
 import duckdb
 import pytest
 
-from searchtrace.adapters.urls import domain_of, normalize_url
-from searchtrace.replay.interchange import common as import_common
-from searchtrace.replay.interchange.common import event_id, event_ids, norm_url, url_domain
-from searchtrace.replay.interchange.importer import import_files
-from searchtrace.store.errors import BadInput
-from searchtrace.store.events import stable_event_id
-from searchtrace.store.log import EventLog
+import searchtrace.replay.interchange._common as import_common
+from searchtrace.adapters import domain_of, normalize_url
+from searchtrace.replay.interchange import import_files
+from searchtrace.replay.interchange._common import event_id, event_ids, norm_url, url_domain
+from searchtrace.store import BadInput, EventLog, stable_event_id
 
 
 def _r(doc: str, rank: int, url: str, **extra: Any) -> dict[str, Any]:
@@ -138,7 +136,7 @@ def test_small_chunks_store_the_same(tmp_path: Path, monkeypatch: Any) -> None:
 
 
 def test_fast_ids_and_urls_match_the_reference() -> None:
-    """The importer's uuid5 and URL shortcuts give exactly store.events / adapters.urls results."""
+    """The importer's uuid5 and URL shortcuts give exactly store._events / adapters._urls results."""
     rng = random.Random(7)
     for _ in range(3000):
         parts = ["".join(rng.choice("ab\x1fé:/ 9\u2603") for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(1, 5))]

@@ -9,13 +9,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from searchtrace.adapters.urls import normalize_url
-from searchtrace.replay.judge import run_judge, stream_of
-from searchtrace.store.errors import BadInput
-from searchtrace.store.events import (
+from searchtrace.adapters import normalize_url
+from searchtrace.replay import run_judge
+from searchtrace.replay._judge import stream_of
+from searchtrace.store import (
     AnswerFinal,
+    BadInput,
     CallFailed,
     CallRetried,
+    EventLog,
     FetchCalled,
     FetchCompleted,
     JudgeStarted,
@@ -30,7 +32,6 @@ from searchtrace.store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from searchtrace.store.log import EventLog
 from tests.builders import run_cli
 
 QUESTION = "What is the founding year of Zembla Works?"
@@ -92,7 +93,7 @@ def build_store(path: Path, trajectories: dict[str, list[tuple[str, str, str | N
 
 
 def sandbox_chat(app: Any, *, model: str = "sandbox-judge", **limits: Any) -> Any:
-    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
     from searchtrace.adapters.sandbox import in_process
 
     fields = {"max_retries": 2, "max_wait_s": 0.05, **limits}
@@ -231,9 +232,7 @@ async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, ap
 
 @pytest.mark.anyio
 async def test_rejected_key_stops_the_run(store: Path, app: Any) -> None:
-    from searchtrace.adapters.keys import Secret
-    from searchtrace.adapters.openai_chat import OpenAIChat
-    from searchtrace.adapters.registry import sandbox_endpoint
+    from searchtrace.adapters import OpenAIChat, Secret, sandbox_endpoint
     from searchtrace.adapters.sandbox import in_process
 
     box = in_process(app)
@@ -267,7 +266,7 @@ def test_cli_judge_sandbox(store: Path) -> None:
 @pytest.mark.anyio
 async def test_a_run_of_failures_stops_the_judge_run_with_the_reason(tmp_path: Path, app: Any,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import searchtrace.replay.judge as judge_module
+    import searchtrace.replay._judge as judge_module
 
     monkeypatch.setattr(judge_module, "MAX_CONSECUTIVE_FAILURES", 5)
     path = tmp_path / "down.duckdb"
@@ -287,7 +286,7 @@ async def test_a_run_of_failures_stops_the_judge_run_with_the_reason(tmp_path: P
 @pytest.mark.anyio
 async def test_fewer_failures_than_the_limit_do_not_stop_the_run(tmp_path: Path, app: Any,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import searchtrace.replay.judge as judge_module
+    import searchtrace.replay._judge as judge_module
 
     monkeypatch.setattr(judge_module, "MAX_CONSECUTIVE_FAILURES", 5)
     path = tmp_path / "flaky.duckdb"

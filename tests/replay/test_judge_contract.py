@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from searchtrace.adapters.types import ChatResponse
-from searchtrace.replay.judge import run_judge
-from searchtrace.store.events import JudgeVerdict, RunStarted, TrajectoryStarted
-from searchtrace.store.log import EventLog
+from searchtrace.adapters import ChatResponse
+from searchtrace.replay import run_judge
+from searchtrace.store import EventLog, JudgeVerdict, RunStarted, TrajectoryStarted
 
 CONFIG = """
 [agent]
@@ -43,11 +42,9 @@ class Capturing:
 @pytest.mark.anyio
 async def test_judge_document_is_what_the_agent_saw(tmp_path: Path) -> None:
     from searchtrace import pipeline
-    from searchtrace.adapters.registry import SANDBOX_KEY, build_chat, sandbox_endpoint
+    from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
     from searchtrace.adapters.sandbox import in_process
-    from searchtrace.engine.agent import rebuild_messages
-    from searchtrace.engine.config import load_config, point_at_sandbox
-    from searchtrace.engine.prompts import get_prompt
+    from searchtrace.engine import get_prompt, load_config, point_at_sandbox, rebuild_messages
 
     (tmp_path / "run.toml").write_text(CONFIG)
     cfg = load_config(tmp_path / "run.toml")

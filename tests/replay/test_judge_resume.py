@@ -10,10 +10,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from searchtrace.adapters.urls import normalize_url
-from searchtrace.replay.judge import stream_of
-from searchtrace.store.events import JudgeVerdict
-from searchtrace.store.log import EventLog
+from searchtrace.adapters import normalize_url
+from searchtrace.replay._judge import stream_of
+from searchtrace.store import EventLog, JudgeVerdict
 from tests.replay.test_judge import build_store
 
 SEARCHTRACE = str(Path(sys.executable).with_name("searchtrace"))
@@ -43,8 +42,7 @@ def judge_cmd(db: Path, root: str) -> list[str]:
 
 
 def test_sigkill_half_way_then_resume(tmp_path: Path) -> None:
-    from searchtrace.adapters.sandbox import create_app
-    from searchtrace.adapters.sandbox.serve import running
+    from searchtrace.adapters.sandbox import create_app, running
 
     db = tmp_path / "kill.duckdb"
     build_store(db, {t: DOCS for t in TRAJECTORIES})

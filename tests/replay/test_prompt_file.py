@@ -11,9 +11,8 @@ import msgspec
 import pytest
 
 from searchtrace.cli import main
-from searchtrace.replay.judge_prompt import _SYSTEM_1
-from searchtrace.store.events import JudgeStarted
-from searchtrace.store.log import EventLog
+from searchtrace.replay._judge_prompt import _SYSTEM_1
+from searchtrace.store import EventLog, JudgeStarted
 
 PROMPT = '''\
 name = "strict"

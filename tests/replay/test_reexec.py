@@ -10,9 +10,9 @@ import httpx
 import msgspec
 import pytest
 
-from searchtrace.replay.reexec import ReplayMiss, ReplayTransport, Tape
-from searchtrace.replay.rerun import load_recorded, replay_trajectories
-from searchtrace.store.events import (
+from searchtrace.replay import ReplayMiss, ReplayTransport, Tape, load_recorded, replay_trajectories
+from searchtrace.store import (
+    EventLog,
     NewEvent,
     Payload,
     SearchCalled,
@@ -20,7 +20,6 @@ from searchtrace.store.events import (
     SearchResult,
     StoredEvent,
 )
-from searchtrace.store.log import EventLog
 from tests.builders import Ran, run_cli
 
 CONFIG = """
@@ -43,7 +42,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from searchtrace import pipeline
     from searchtrace.adapters.sandbox import in_process
-    from searchtrace.engine.config import load_config, point_at_sandbox
+    from searchtrace.engine import load_config, point_at_sandbox
 
     root = tmp_path_factory.mktemp("rec")
     (root / "run.toml").write_text(CONFIG)
@@ -110,7 +109,7 @@ def test_cli_replay_exit_codes(recorded: Path, monkeypatch: pytest.MonkeyPatch) 
     unknown = replay_cli("--db", str(recorded), "--trajectory", "nope")
     assert unknown.code == 2 and "nope" in (unknown.out + unknown.err)
 
-    import searchtrace.engine.prompts as prompts
+    import searchtrace.engine._prompts as prompts
 
     original = prompts._PROMPTS["agent/1"]
     monkeypatch.setitem(prompts._PROMPTS, "agent/1", original.replace("careful research assistant", "hasty assistant"))
@@ -122,7 +121,7 @@ def test_cli_replay_exit_codes(recorded: Path, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.anyio
 async def test_another_prompt_version_names_the_step_with_a_diff(recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import searchtrace.engine.prompts as prompts
+    import searchtrace.engine._prompts as prompts
 
     monkeypatch.setitem(prompts._PROMPTS, "agent/test", prompts._PROMPTS["agent/1"].replace("careful", "careless"))
     with EventLog(recorded, read_only=True) as log:
@@ -194,7 +193,7 @@ async def test_transport_never_answers_what_was_not_recorded() -> None:
 
 
 def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
-    from searchtrace.replay.interchange.importer import import_files
+    from searchtrace.replay.interchange import import_files
 
     line = {
         "trajectory_id": "x1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A",
@@ -215,9 +214,8 @@ def test_imported_traces_are_skipped_not_replayed(tmp_path: Path) -> None:
 async def test_recording_under_faults_replays_exactly(tmp_path: Path) -> None:
     """Retries, failed searches and fetches, broken bodies and errored trajectories replay step for step."""
     from searchtrace import pipeline
-    from searchtrace.adapters.sandbox import create_app, in_process
-    from searchtrace.adapters.sandbox.faults import FaultPlan
-    from searchtrace.engine.config import load_config, point_at_sandbox
+    from searchtrace.adapters.sandbox import FaultPlan, create_app, in_process
+    from searchtrace.engine import load_config, point_at_sandbox
 
     (tmp_path / "run.toml").write_text(CONFIG.replace("n = 2", "n = 3") + "\n[fetch]\ncache_dir = \"\"\nmax_retries = 1\n")
     cfg = load_config(tmp_path / "run.toml")

@@ -10,9 +10,8 @@ import duckdb
 import msgspec
 import pytest
 
-from searchtrace.replay.grade import grade_answers
-from searchtrace.replay.rerun import load_recorded, replay_trajectories
-from searchtrace.store.log import EventLog
+from searchtrace.replay import grade_answers, load_recorded, replay_trajectories
+from searchtrace.store import EventLog
 from tests.analytics.analytics_fixture import report_json
 from tests.analytics.attempts_fixture import JUDGE, NEW, O1, P2, build
 from tests.builders import run_cli
@@ -72,7 +71,7 @@ max_attempts = 2
 async def test_replay_re_executes_every_attempt(tmp_path: Path) -> None:
     from searchtrace import pipeline
     from searchtrace.adapters.sandbox import default_world, in_process, question_rows
-    from searchtrace.engine.config import load_config, point_at_sandbox
+    from searchtrace.engine import load_config, point_at_sandbox
 
     rows = question_rows(default_world().questions)[:2]
     rows[0]["question"] += " !fault:500x3"  # attempt 1 of this cell errors (1 call + 2 retries), attempt 2 succeeds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from searchtrace.replay.verdicts import parse_verdict, strip_fence
+from searchtrace.replay import parse_verdict, strip_fence
 
 LABELS = {"supports_gold": True, "contradicts_gold": False, "relevant": True}
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import uuid
 
-from searchtrace.store import EventLog
-from searchtrace.store.events import (
-    PAYLOAD_TYPES,
+from searchtrace.store import (
     AnswerFinal,
     AuditAnswer,
     AuditLabel,
     CallFailed,
     CallRetried,
     DatasetQuestion,
+    EventLog,
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
@@ -33,8 +32,9 @@ from searchtrace.store.events import (
     TrajectoryStarted,
     Usage,
     Verdict,
+    verify,
 )
-from searchtrace.store.verify import verify
+from searchtrace.store._events import PAYLOAD_TYPES
 
 
 def every_payload() -> list[Payload]:

@@ -13,9 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from searchtrace.store import EventLog
-from searchtrace.store.errors import ReadOnlyViolation, StoreLocked
-from searchtrace.store.readserver import ReadServer, RemoteCursor, open_remote, socket_path
+from searchtrace.store import EventLog, ReadOnlyViolation, ReadServer, StoreLocked, open_remote
+from searchtrace.store._readserver import RemoteCursor, socket_path
 from tests.store.store_support import ev
 
 SEARCHTRACE = Path(sys.executable).with_name("searchtrace")

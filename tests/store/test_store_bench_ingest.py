@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from searchtrace.benchmarks.synthetic import events
+from searchtrace.benchmarks._synthetic import events
 from searchtrace.cli import main
-from searchtrace.store.events import encode_payload
+from searchtrace.store import encode_payload
 
 
 def test_bench_ingest_json(capsys: pytest.CaptureFixture[str]) -> None:

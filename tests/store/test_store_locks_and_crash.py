@@ -12,9 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from searchtrace.store import EventLog, NotAStore, StoreLocked
-from searchtrace.store.readonly import open_read_only
-from searchtrace.store.verify import verify
+from searchtrace.store import EventLog, NotAStore, StoreLocked, open_read_only, verify
 from tests.builders import run_cli
 from tests.store.store_support import ev
 
@@ -24,7 +22,7 @@ SEARCHTRACE = Path(sys.executable).with_name("searchtrace")
 HOLDER = """
 import sys
 from searchtrace.store import EventLog
-from searchtrace.store.readonly import open_read_only
+from searchtrace.store import open_read_only
 if sys.argv[2] == "write":
     log = EventLog(sys.argv[1])
 else:
@@ -35,10 +33,10 @@ sys.stdin.read()
 
 CRASHER = """
 import sys
-import searchtrace.store.append
+import searchtrace.store._append
 from searchtrace.store import EventLog, NewEvent
-from searchtrace.store.events import AnswerFinal
-searchtrace.store.append.CHUNK_ROWS = 1_000  # several chunks per transaction: the kill lands between chunks too
+from searchtrace.store import AnswerFinal
+searchtrace.store._append.CHUNK_ROWS = 1_000  # several chunks per transaction: the kill lands between chunks too
 log = EventLog(sys.argv[1])
 b = 0
 while True:

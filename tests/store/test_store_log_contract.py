@@ -11,12 +11,19 @@ import duckdb
 import msgspec
 import pytest
 
-from searchtrace.store import ConcurrencyError, EventLog, NewEvent, encode_payload
-from searchtrace.store import append as append_mod
-from searchtrace.store.events import TYPE_NAMES, RunStarted, type_of
-from searchtrace.store.readonly import open_read_only
-from searchtrace.store.tuning import bulk_appends
-from searchtrace.store.verify import verify
+import searchtrace.store._append as append_mod
+from searchtrace.store import (
+    ConcurrencyError,
+    EventLog,
+    NewEvent,
+    RunStarted,
+    bulk_appends,
+    encode_payload,
+    open_read_only,
+    type_of,
+    verify,
+)
+from searchtrace.store._events import TYPE_NAMES
 from tests.store.store_support import covered_types, ev, every_payload, intact
 
 
@@ -214,7 +221,7 @@ def test_event_ids_stored_as_uuid(tmp_path: Path) -> None:
 
 
 def test_stored_hashes_follow_the_documented_formula(tmp_path: Path) -> None:
-    from searchtrace.store.schema import GENESIS, epoch_us, row_hash
+    from searchtrace.store._schema import GENESIS, epoch_us, row_hash
 
     path = tmp_path / "t.duckdb"
     with EventLog(path) as log:
@@ -271,7 +278,7 @@ def test_a_big_append_gives_duckdb_its_threads_back(tmp_path: Path, monkeypatch:
 def test_a_failing_commit_raises_its_own_error_not_the_rollback_s() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from searchtrace.store.schema import GENESIS
+    from searchtrace.store._schema import GENESIS
 
     class CommitFails:  # DuckDB ends the transaction when COMMIT fails: a ROLLBACK after it raises
         def execute(self, sql: str, *args: object) -> None:

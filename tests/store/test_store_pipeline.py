@@ -9,10 +9,9 @@ import anyio
 import duckdb
 import pytest
 
-from searchtrace.store import EventLog, open_writer
-from searchtrace.store import append as append_mod
-from searchtrace.store.append import Stale
-from searchtrace.store.tuning import bulk_appends
+import searchtrace.store._append as append_mod
+from searchtrace.store import EventLog, bulk_appends, open_writer
+from searchtrace.store._append import Stale
 from tests.store.store_support import ev, intact
 
 

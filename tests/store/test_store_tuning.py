@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from searchtrace.store import EventLog, open_writer
-from searchtrace.store import append as append_mod
-from searchtrace.store.tuning import GIL_TURN_S, bulk_appends
+import searchtrace.store._append as append_mod
+from searchtrace.store import EventLog, bulk_appends, open_writer
+from searchtrace.store._tuning import GIL_TURN_S
 from tests.store.store_support import ev, intact
 
 THREADS = 3  # not the machine's default, so "given back" cannot be confused with "reset to the default"

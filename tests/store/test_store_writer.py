@@ -7,8 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from searchtrace.store import ConcurrencyError, EventLog, open_writer
-from searchtrace.store.verify import verify
+from searchtrace.store import ConcurrencyError, EventLog, open_writer, verify
 from tests.store.store_support import ev
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ import httpx
 import msgspec
 import pytest
 
-from searchtrace.analytics.report import Report, build_report, to_json
-from searchtrace.store.log import EventLog
-from searchtrace.web.app import create_app
+from searchtrace.analytics import Report, build_report, to_json
+from searchtrace.store import EventLog
+from searchtrace.web import create_app
 
 
 def get_all(db: Path, *requests: tuple[str, str, Any]) -> list[httpx.Response]:

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from searchtrace import pipeline
-from searchtrace.store.errors import BadInput, StoreError
+from searchtrace.store import BadInput, StoreError
 from tests.builders import run_cli
 from tests.web.test_api import get_all
 

@@ -7,11 +7,10 @@ from typing import Any
 
 import httpx
 
+from searchtrace.adapters import domain_of
 from searchtrace.adapters.sandbox import ROOT, base_urls, create_app, in_process
-from searchtrace.adapters.sandbox.reading import strip_tags
-from searchtrace.adapters.urls import domain_of
-from searchtrace.engine.documents import document_block
-from searchtrace.engine.tools import TOOL_SCHEMAS
+from searchtrace.adapters.sandbox._reading import strip_tags
+from searchtrace.engine import TOOL_SCHEMAS, document_block
 
 HEADERS = {
     "brave": {"X-Subscription-Token": "test-key"},

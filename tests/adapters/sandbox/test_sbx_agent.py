@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from searchtrace.adapters.sandbox import default_world
-from searchtrace.adapters.sandbox.agent import decide
-from searchtrace.engine.documents import document_block
+from searchtrace.adapters.sandbox._agent import decide
+from searchtrace.engine import document_block
 from tests.adapters.sandbox.harness import run_agent
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from searchtrace.adapters import normalize_url
 from searchtrace.adapters.sandbox import World, build_corpus, default_world, write_questions_jsonl
-from searchtrace.adapters.sandbox.reading import same_answer, stated_answers, subject_of
-from searchtrace.adapters.urls import normalize_url
+from searchtrace.adapters.sandbox._reading import same_answer, stated_answers, subject_of
 
 
 def test_corpus_size_strata_and_determinism() -> None:

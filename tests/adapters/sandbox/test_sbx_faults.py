@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from searchtrace.adapters.sandbox import FaultPlan, parse_rates
-from searchtrace.adapters.sandbox.faults import find_markers
+from searchtrace.adapters.sandbox._faults import find_markers
 from tests.adapters.sandbox.harness import HEADERS, app_client
 
 ROUTES = ["brave", "tavily", "firecrawl", "jina", "chat"]

@@ -8,11 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
+from searchtrace.adapters import domain_of
 from searchtrace.adapters.sandbox import default_world
-from searchtrace.adapters.sandbox.corpus import fact_sentence, infobox_row
-from searchtrace.adapters.urls import domain_of
-from searchtrace.engine.documents import document_block
-from searchtrace.replay.judge_prompt import get_judge_prompt
+from searchtrace.adapters.sandbox._corpus import fact_sentence, infobox_row
+from searchtrace.engine import document_block
+from searchtrace.replay import get_judge_prompt
 from tests.adapters.sandbox.harness import HEADERS, fetch, search
 
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {"type": "object"}}}

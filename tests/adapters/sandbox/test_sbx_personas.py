@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from searchtrace.adapters.sandbox import default_world
-from searchtrace.adapters.sandbox.corpus import fact_sentence
-from searchtrace.adapters.sandbox.reading import strip_tags
+from searchtrace.adapters.sandbox._corpus import fact_sentence
+from searchtrace.adapters.sandbox._reading import strip_tags
 from tests.adapters.sandbox.harness import search
 
 
@@ -53,7 +53,7 @@ async def test_personas_differ_on_the_same_questions(client: httpx.AsyncClient) 
 
 @pytest.mark.anyio
 async def test_urls_differ_in_spelling_but_normalise_alike(client: httpx.AsyncClient) -> None:
-    from searchtrace.adapters.urls import normalize_url
+    from searchtrace.adapters import normalize_url
 
     world = default_world()
     spellings: dict[str, set[str]] = {}

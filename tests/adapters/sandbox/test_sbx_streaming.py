@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from searchtrace.adapters.sandbox import base_urls, default_world
-from searchtrace.engine.tools import TOOL_SCHEMAS
+from searchtrace.engine import TOOL_SCHEMAS
 from tests.adapters.sandbox.harness import HEADERS, ROOT
 
 URL = f"{base_urls(ROOT)['openai']}/chat/completions"

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from searchtrace.adapters.sandbox import base_urls, default_world
-from searchtrace.engine.tools import TOOL_SCHEMAS
+from searchtrace.engine import TOOL_SCHEMAS
 from tests.adapters.sandbox.harness import HEADERS, ROOT, app_client
 from tests.adapters.support import FIXTURES
 
@@ -213,7 +213,7 @@ def test_scores_do_not_depend_on_the_hash_seed() -> None:
     code = (
         "import hashlib\n"
         "from searchtrace.adapters.sandbox import default_world\n"
-        "from searchtrace.adapters.sandbox.world import sentences\n"
+        "from searchtrace.adapters.sandbox._world import sentences\n"
         "w, h = default_world(), hashlib.sha256()\n"
         "for q in w.questions:\n"
         "    h.update(repr(w.bm25(q.question)).encode() + repr(w.bm25(q.question, 'head')).encode())\n"

@@ -1,0 +1,139 @@
+"""API keys from the environment only, wrapped so their values never reach a log, repr or exception."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+import msgspec
+
+from searchtrace.adapters._errors import MissingKey
+from searchtrace.store import BadInput
+
+T = TypeVar("T")
+
+# endpoint name -> its key variable: each endpoint's module declares its own and the registry records it here
+# (register_key_env); MOONSHOT_API_KEY is the usual alternative key of the chat endpoint
+DEFAULT_KEY_ENV: dict[str, str] = {"moonshot": "MOONSHOT_API_KEY"}
+
+_MIN_SECRET = 4  # shorter values are not scrubbed (they would mangle ordinary text)
+_KEY_ENVS: set[str] = set(DEFAULT_KEY_ENV.values())  # every key variable known in this process (read_key adds)
+# The values of those variables, read once and kept until the next `read_key`: adapters read their keys when a run
+# builds them, so every run starts from the environment as it is then (a test's monkeypatched key included),
+# while the calls within a run do not read the environment again.
+_configured: tuple[Secret, ...] | None = None
+
+
+def register_key_env(name: str, env_var: str) -> None:
+    """Records an endpoint's key variable, so replies echoing its value are scrubbed (SPEC: keys never stored)."""
+    DEFAULT_KEY_ENV[name] = env_var
+    _KEY_ENVS.add(env_var)
+
+
+def default_key_env(name: str) -> str:
+    """The key variable of endpoint `name`; `<NAME>_API_KEY` for one nobody declared."""
+    return DEFAULT_KEY_ENV.get(name) or f"{name.upper()}_API_KEY"
+
+
+class Secret:
+    """A key value; `repr`/`str` show only `***` so it cannot leak through formatting or tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The value, for the one place that needs it: the request header."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret(***)"
+
+    __str__ = __repr__
+
+
+def read_key(provider: str, env_var: str | None, *, required: bool = True, fallback: str | None = None) -> Secret | None:
+    """The key for `provider` from `env_var`; `fallback` (e.g. the sandbox's dummy key) when unset; else MissingKey."""
+    global _configured
+    value = os.environ.get(env_var, "").strip() if env_var else ""
+    if env_var:
+        _KEY_ENVS.add(env_var)
+    _configured = None  # a run is starting (or a new variable is known): read the key variables afresh
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):  # would break (or inject into) the request header
+        raise BadInput(f"{env_var}: the key holds a line break or another control character; set the key alone")
+    if value:
+        return Secret(value)
+    if fallback:
+        return Secret(fallback)
+    if required:
+        raise MissingKey(provider, env_var or default_key_env(provider))
+    return None
+
+
+def json_headers(key: Secret | None, *, json_body: bool = True) -> dict[str, str]:
+    """Accept JSON (and send it, with `json_body`), authenticated by `Authorization: Bearer <key>` when there is one."""
+    headers = {"Accept": "application/json"}
+    if json_body:
+        headers["Content-Type"] = "application/json"
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key.reveal()}"
+    return headers
+
+
+def scrub_text(text: str, *secrets: Secret | None) -> str:
+    """Replace every given key value in `text` with `***` (providers may echo a key in an error body)."""
+    for s in secrets:
+        if s is not None and len(s.reveal()) >= _MIN_SECRET:
+            text = text.replace(s.reveal(), "***")
+    return text
+
+
+def scrub_bytes(body: bytes, *secrets: Secret | None) -> bytes:
+    """`scrub_text` for raw bodies kept as blobs."""
+    for s in secrets:
+        if s is not None and len(s.reveal()) >= _MIN_SECRET:
+            body = body.replace(s.reveal().encode(), b"***")
+    return body
+
+
+def configured_secrets(*own: Secret | None) -> list[Secret]:
+    """`own` plus the value of every key variable configured in this process (a reply may echo any of them)."""
+    global _configured
+    configured = _configured
+    if configured is None:
+        values = (os.environ.get(name, "").strip() for name in sorted(_KEY_ENVS))
+        configured = _configured = tuple(Secret(v) for v in dict.fromkeys(values) if len(v) >= _MIN_SECRET)
+    out = [s for s in own if s is not None]
+    out += [c for c in configured if all(c.reveal() != s.reveal() for s in out)]
+    return out
+
+
+def _scrub_any(value: Any, secrets: list[Secret]) -> Any:
+    if isinstance(value, str):
+        return scrub_text(value, *secrets)
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub_any(v, secrets) for v in value)
+    if isinstance(value, dict):
+        return {_scrub_any(k, secrets): _scrub_any(v, secrets) for k, v in value.items()}
+    if isinstance(value, msgspec.Struct):
+        changes = {f: _scrub_any(getattr(value, f), secrets) for f in value.__struct_fields__}
+        return msgspec.structs.replace(value, **changes)
+    return value
+
+
+def scrub_parsed(value: T, secrets: list[Secret]) -> T:
+    """Every string inside `value` (Structs, lists, dicts) with each secret replaced by `***`; unchanged when none
+    occurs. Parsed replies go through this before they are stored or shown to a model (SPEC: keys never stored)."""
+    live = [s for s in secrets if len(s.reveal()) >= _MIN_SECRET]
+    if not live:
+        return value
+    if all(msgspec.json.encode(s.reveal())[1:-1] == s.reveal().encode() for s in live):  # each appears verbatim
+        try:
+            text: bytes | None = msgspec.json.encode(value)
+        except (TypeError, RecursionError):
+            text = None
+        if text is not None and not any(s.reveal().encode() in text for s in live):
+            return value  # the usual case: one encode and a search, no copy
+    result: T = _scrub_any(value, live)
+    return result

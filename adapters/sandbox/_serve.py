@@ -1,0 +1,125 @@
+"""Run the sandbox as real HTTP servers on 127.0.0.1: one app with every route under /<provider>, and one port per
+provider serving it at its own root (official clients join their absolute paths onto the base URL)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import msgspec
+import uvicorn
+from starlette.applications import Starlette
+
+from searchtrace.adapters._registry import endpoints, specs
+from searchtrace.adapters.sandbox._app import base_urls, create_app, create_apps
+
+__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "own_root_url", "ports_for", "running", "running_all",
+           "serve", "wait_listening"]
+
+# provider -> its own path prefix under a root of its own (OpenAI's clients take the base URL with /v1)
+OWN_PREFIX = {"openai": "/v1"}
+
+
+def own_root_url(name: str, root: str) -> str:
+    """The base URL of `name` when it is served at `root` on its own port."""
+    return root.rstrip("/") + OWN_PREFIX.get(name, "")
+
+
+def env_exports(urls: dict[str, str]) -> dict[str, str]:
+    """Environment variables that point every adapter at the sandbox (keys are dummies the sandbox accepts)."""
+    known = endpoints()
+    out = {known[name].base_url_env: url for name, url in urls.items() if name in known}
+    out.update({known[name].key_env: "sandbox" for name in urls if name in known})
+    return out
+
+
+# how to point each official client (or curl) at its sandbox base URL `{url}` (search providers: their modules')
+EXAMPLES = {
+    "openai": 'OpenAI(base_url="{url}", api_key="sandbox").chat.completions.create(model="sandbox-agent", '
+              'messages=[{{"role": "user", "content": "When was Elmwyn Athletic founded?"}}], stream=True)',
+    **{s.name: s.example for s in specs()},
+    "jina": "curl -H 'Accept: application/json' -d '{{\"url\": \"https://almanac-central.example/entries/elmwyn-athletic\"}}' {url}/",
+}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[Any], timeout_s: float, what: str) -> None:
+    """Returns once 127.0.0.1:`port` accepts connections; raises when `proc` died or `timeout_s` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start on 127.0.0.1:{port}") from None
+            time.sleep(0.05)
+
+
+def _config(app: Any, port: int) -> uvicorn.Config:
+    return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
+                          lifespan="off", timeout_graceful_shutdown=1)
+
+
+class Served(msgspec.Struct, kw_only=True):
+    """Where a running sandbox answers: the one app's root, and each provider's own base URL."""
+
+    root: str
+    urls: dict[str, str]  # provider -> base URL on its own port
+
+
+def ports_for(port: int, names: list[str]) -> dict[str, int]:
+    """Provider ports: port+1, port+2, … in route order; any free ports when `port` is 0."""
+    return {name: (port + 1 + i if port else free_port()) for i, name in enumerate(names)}
+
+
+def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starlette] | None = None,
+          on_start: Any = None, *, consecutive: bool = True) -> None:
+    """Blocks serving the one app on 127.0.0.1:port and each provider app on its own port (the ports above `port`,
+    or free ones) until interrupted; `on_start(Served)` runs once they all listen."""
+    if app is None:
+        app, apps = create_apps()
+    own = ports_for(port if consecutive else 0, list(apps or {}))
+    with ExitStack() as stack:
+        urls = {name: own_root_url(name, stack.enter_context(running(a, own[name]))) for name, a in (apps or {}).items()}
+        if on_start is not None:
+            on_start(Served(root=f"http://127.0.0.1:{port}", urls=urls))
+        uvicorn.Server(_config(app, port)).run()
+
+
+@contextmanager
+def running(app: Any = None, port: int | None = None) -> Iterator[str]:
+    """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL."""
+    server = uvicorn.Server(_config(app or create_app(), port or free_port()))
+    thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"sandbox server did not start on port {server.config.port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def running_all(world: Any = None, faults: Any = None) -> Iterator[Served]:
+    """The one app and every provider on its own free port, in background threads (tests, notebooks)."""
+    app, apps = create_apps(world, faults)
+    with ExitStack() as stack:
+        root = stack.enter_context(running(app))
+        urls = {name: own_root_url(name, stack.enter_context(running(a))) for name, a in apps.items()}
+        yield Served(root=root, urls=urls)

@@ -1,0 +1,117 @@
+"""Agreement between two label sources (SPEC §12): Cohen's kappa on a 2x2 table, and two judge runs compared.
+
+A 2x2 table is (both true, A true / B false, A false / B true, both false). Kappa = (p_o - p_e) / (1 - p_e) with
+p_o the observed agreement and p_e the agreement expected from the two marginals; computed in exact fractions,
+null when there is no case or when p_e = 1 (both sources constant and equal: agreement by chance alone).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from searchtrace.analytics._lookups import HasCursor, known_judge_runs, providers, verdicts
+from searchtrace.store import BadInput, Labels, Verdict
+
+Table2 = tuple[int, int, int, int]  # (tt, tf, ft, ff): A's value first
+COMPARED: tuple[tuple[str, str], ...] = (
+    ("snippet", "supports_gold"),
+    ("snippet", "contradicts_gold"),
+    ("snippet", "relevant"),
+    ("page", "supports_gold"),  # only where both verdicts have page labels
+)
+
+
+def cohen_kappa(table: Table2) -> float | None:
+    """Cohen's kappa of a 2x2 table; None without cases or when chance agreement is 1."""
+    tt, tf, ft, ff = table
+    n = tt + tf + ft + ff
+    if n == 0:
+        return None
+    p_o = Fraction(tt + ff, n)
+    a_true, b_true = Fraction(tt + tf, n), Fraction(tt + ft, n)
+    p_e = a_true * b_true + (1 - a_true) * (1 - b_true)
+    if p_e == 1:
+        return None
+    return float((p_o - p_e) / (1 - p_e))
+
+
+def table_summary(table: Table2) -> dict[str, Any]:
+    """n, agreement, kappa and the table itself, as the JSON of `judge compare` and `audit agreement` show them."""
+    tt, tf, ft, ff = table
+    n = sum(table)
+    return {
+        "n": n,
+        "agreement": float(Fraction(tt + ff, n)) if n else None,
+        "kappa": cohen_kappa(table),
+        "table": {"a_true_b_true": tt, "a_true_b_false": tf, "a_false_b_true": ft, "a_false_b_false": ff},
+    }
+
+
+def _labels(v: Verdict, surface: str) -> Labels | None:
+    return v.snippet if surface == "snippet" else v.page
+
+
+def _as_dict(v: Verdict) -> dict[str, Any]:
+    def one(x: Labels | None) -> dict[str, bool] | None:
+        return None if x is None else {"supports_gold": x.supports_gold, "contradicts_gold": x.contradicts_gold,
+                                       "relevant": x.relevant}
+
+    return {"snippet": one(v.snippet), "page": one(v.page)}
+
+
+def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, Any]:
+    """SPEC §12 `judge compare A B`: per label n / agreement / kappa / 2x2 table over the items with a valid verdict
+    in both runs; each provider's partition and surface support rate under A and under B; every disagreeing item."""
+    from searchtrace.analytics._report import build_report
+
+    known = known_judge_runs(source)
+    for run in (run_a, run_b):
+        if run not in known:
+            raise BadInput(f"judge run {run!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
+    provider_of = providers(source)
+    va, vb = verdicts(source, run_a), verdicts(source, run_b)
+    tables: dict[str, list[int]] = {f"{s}.{lab}": [0, 0, 0, 0] for s, lab in COMPARED}
+    disagreements: list[dict[str, Any]] = []
+    both = 0
+    for key in sorted(va.keys() & vb.keys()):
+        a, b = va[key], vb[key]
+        tid, url = key
+        if tid not in provider_of or not (a.valid and b.valid) or a.labels is None or b.labels is None:
+            continue
+        both += 1
+        differs = []
+        for surface, label in COMPARED:
+            la, lb = _labels(a.labels, surface), _labels(b.labels, surface)
+            if la is None or lb is None:
+                continue
+            x, y = bool(getattr(la, label)), bool(getattr(lb, label))
+            tables[f"{surface}.{label}"][(0 if x else 2) + (0 if y else 1)] += 1
+            if x != y:
+                differs.append(f"{surface}.{label}")
+        if differs:
+            disagreements.append({
+                "trajectory_id": tid, "url": url, "provider": provider_of[tid], "differs": differs,
+                "a": _as_dict(a.labels), "b": _as_dict(b.labels),
+                "a_rationale": a.labels.rationale, "b_rationale": b.labels.rationale,
+            })
+    cur = source.cursor()
+    try:
+        rep_a = build_report(cur, judge_run_id=run_a, writable=False).report
+        rep_b = build_report(cur, judge_run_id=run_b, writable=False).report
+    finally:
+        cur.close()
+    per_provider = {
+        name: {side: {"partition": rep.providers[name]["partition"],
+                      "surface_support_rate": rep.providers[name]["surface_support_rate"]}
+               for side, rep in (("a", rep_a), ("b", rep_b))}
+        for name in sorted(rep_a.providers)
+    }
+    return {
+        "a": run_a,
+        "b": run_b,
+        "items_valid_in_both": both,
+        "labels": {name: table_summary((t[0], t[1], t[2], t[3])) for name, t in tables.items()},
+        "providers": per_provider,
+        "disagreements": disagreements,
+    }

@@ -1,0 +1,407 @@
+"""Oracle validation (SPEC §7): a balanced audit sample as TSV, its human labels as events, and agreement."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from searchtrace.analytics._agreement import cohen_kappa
+from searchtrace.analytics._items import JudgeItem, judge_items
+from searchtrace.analytics._lookups import HasCursor, judge_run, known_judge_runs, providers, verdicts
+from searchtrace.store import (
+    AuditLabel,
+    BadInput,
+    JudgeItemRef,
+    JudgeVerdict,
+    NewEvent,
+    blobs,
+    decode_payload,
+    stable_event_id,
+)
+
+SURFACES: tuple[Literal["snippet", "page"], ...] = ("snippet", "page")
+LABELS: tuple[Literal["supports_gold", "contradicts_gold", "relevant"], ...] = (
+    "supports_gold",
+    "contradicts_gold",
+    "relevant",
+)
+COLUMNS = (
+    "judge_run_id",
+    "provider",
+    "trajectory_id",
+    "qid",
+    "url",
+    "url_normalized",
+    "surface",
+    "label",
+    "judge_value",
+    "question",
+    "gold_answer",
+    "title",
+    "evidence",
+    "human_value",
+)
+REQUIRED = (
+    "judge_run_id",
+    "trajectory_id",
+    "url_normalized",
+    "surface",
+    "label",
+    "judge_value",
+    "human_value",
+)
+EXCERPT_CHARS = 1500
+HumanValue = bool | Literal["unclear"]
+CaseKey = tuple[str, str, str, str, str]  # judge_run_id, trajectory_id, url_normalized, surface, label
+Judged = dict[tuple[str, str], JudgeVerdict]  # (trajectory_id, url_normalized) -> first verdict of one judge run
+
+
+@dataclass(frozen=True)
+class Case:
+    """One label of one judge item on one surface: the unit a human checks."""
+
+    judge_run_id: str
+    provider: str
+    trajectory_id: str
+    url_normalized: str
+    surface: str
+    label: str
+    judge_value: bool
+
+    @property
+    def leaf(self) -> tuple[str, str, str, bool]:
+        return (self.provider, self.surface, self.label, self.judge_value)
+
+    @property
+    def key(self) -> CaseKey:
+        return (self.judge_run_id, self.trajectory_id, self.url_normalized, self.surface, self.label)
+
+
+def leaf_name(leaf: tuple[str, str, str, bool]) -> str:
+    provider, surface, label, value = leaf
+    return f"{provider}|{surface}|{label}|{str(value).lower()}"
+
+
+def cases(judged: Mapping[tuple[str, str], JudgeVerdict], provider_of: Mapping[str, str]) -> list[Case]:
+    """Every (item, surface, label) of the valid verdicts of a judge run whose trajectory is known."""
+    out: list[Case] = []
+    for (tid, url_n), v in judged.items():
+        provider = provider_of.get(tid)
+        if not v.valid or v.labels is None or provider is None:
+            continue
+        for surface, labels in (("snippet", v.labels.snippet), ("page", v.labels.page)):
+            if labels is None:
+                continue
+            for label in LABELS:
+                value = bool(getattr(labels, label))
+                out.append(Case(v.judge_run_id, provider, tid, url_n, surface, label, value))
+    return out
+
+
+def case_order(seed: str, case: Case) -> str:
+    """Deterministic order inside a leaf: sha256(seed + trajectory_id|url_normalized|surface|label)."""
+    item_key = "|".join((case.trajectory_id, case.url_normalized, case.surface, case.label))
+    return hashlib.sha256((seed + item_key).encode("utf-8")).hexdigest()
+
+
+def balanced_sample(all_cases: Iterable[Case], k: int, seed: str) -> list[Case]:
+    """k cases per leaf (all when fewer), leaves in sorted order, cases by their seeded hash."""
+    if k <= 0:
+        raise BadInput(f"--k must be positive, got {k}")
+    leaves: dict[tuple[str, str, str, bool], list[Case]] = {}
+    for c in all_cases:
+        leaves.setdefault(c.leaf, []).append(c)
+    chosen: list[Case] = []
+    for leaf in sorted(leaves):
+        chosen.extend(sorted(leaves[leaf], key=lambda c: case_order(seed, c))[:k])
+    return chosen
+
+
+def _excerpt(text: str, needle: str, width: int = EXCERPT_CHARS) -> str:
+    """A window of the page around the first mention of the gold answer (else its start), on one line."""
+    flat = " ".join(text.split())
+    at = flat.lower().find(needle.lower().strip()) if needle.strip() else -1
+    start = max(0, at - width // 3) if at >= 0 else 0
+    body = flat[start : start + width]
+    return ("…" if start else "") + body + ("…" if start + width < len(flat) else "")
+
+
+def rows_for(chosen: Sequence[Case], source: HasCursor) -> list[dict[str, str]]:
+    """The TSV rows a human reads: question, gold answer and the evidence of that surface (the judge item's snippet,
+    or the page the judge read: the content of the item's first ok fetch)."""
+    cur = source.cursor()
+    found = judge_items(cur, trajectory_ids=sorted({c.trajectory_id for c in chosen}))
+    items: dict[tuple[str, str], JudgeItem] = {(i.trajectory_id, i.url_normalized): i for i in found}
+    out: list[dict[str, str]] = []
+    for c in chosen:
+        item = items.get((c.trajectory_id, c.url_normalized))
+        if c.surface == "snippet" or item is None:
+            evidence = " ".join((item.snippet if item else "").split())
+        elif not item.page_digest:
+            evidence = "(page fetched but its content is not stored)"
+        else:
+            try:
+                text = blobs.get(cur, item.page_digest).decode("utf-8", "replace")
+            except KeyError:
+                text = "(page content blob missing from the store)"
+            evidence = _excerpt(text, item.gold_answer)
+        out.append(
+            {
+                "judge_run_id": c.judge_run_id,
+                "provider": c.provider,
+                "trajectory_id": c.trajectory_id,
+                "qid": item.qid if item else "",
+                "url": item.url if item else c.url_normalized,
+                "url_normalized": c.url_normalized,
+                "surface": c.surface,
+                "label": c.label,
+                "judge_value": str(c.judge_value).lower(),
+                "question": " ".join((item.question if item else "").split()),
+                "gold_answer": " ".join((item.gold_answer if item else "").split()),
+                "title": " ".join((item.title if item else "").split()),
+                "evidence": evidence,
+                "human_value": "",
+            }
+        )
+    cur.close()
+    return out
+
+
+def to_tsv(rows: Sequence[dict[str, str]]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(COLUMNS), delimiter="\t", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def audit_sample(
+    source: HasCursor, judge_run_id: str | None, k: int, seed: str
+) -> tuple[str, list[dict[str, str]]]:
+    """(judge run, TSV rows) of the balanced sample."""
+    jr = judge_run(source, judge_run_id)
+    judged = verdicts(source, jr)
+    if not judged:
+        raise BadInput(f"judge run {jr!r} has no verdicts in this database")
+    chosen = balanced_sample(cases(judged, providers(source)), k, seed)
+    return jr, rows_for(chosen, source)
+
+
+# -- import --------------------------------------------------------------------
+_BOOL = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _parse_human(raw: str, where: str) -> HumanValue | None:
+    v = raw.strip().lower()
+    if v == "":
+        return None
+    if v == "unclear":
+        return "unclear"
+    if v in _BOOL:
+        return _BOOL[v]
+    raise BadInput(f"{where}: field human_value: {raw!r} is not true, false or unclear")
+
+
+def parse_labels(
+    path: Path, text: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
+) -> tuple[list[AuditLabel], int]:
+    """Validated labels of a filled-in TSV (rows with an empty human_value are skipped and counted)."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
+    try:
+        header = reader.fieldnames or []
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise BadInput(f"{path}: line 1: missing column {missing[0]!r}")
+        labels: list[AuditLabel] = []
+        seen: dict[CaseKey, int] = {}
+        skipped = 0
+        for row in reader:
+            line = reader.line_num
+            where = f"{path}: line {line}"
+            if None in row or any(v is None for v in row.values()):
+                raise BadInput(f"{where}: expected {len(header)} tab-separated fields")
+            label = _validate_row(row, where, judged_by_run, provider_of)
+            if label is None:
+                skipped += 1
+                continue
+            key = (
+                label.judge_run_id,
+                label.item.trajectory_id,
+                label.item.url_normalized,
+                label.surface,
+                label.label,
+            )
+            if key in seen:
+                raise BadInput(
+                    f"{where}: field url_normalized: the same case is already labelled on line {seen[key]}"
+                )
+            seen[key] = line
+            labels.append(label)
+    except csv.Error as exc:
+        raise BadInput(f"{path}: line {reader.line_num}: malformed TSV ({exc})") from None
+    return labels, skipped
+
+
+def _validate_row(
+    row: dict[str, Any], where: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
+) -> AuditLabel | None:
+    jr = row["judge_run_id"].strip()
+    judged = judged_by_run.get(jr)
+    if judged is None:
+        raise BadInput(f"{where}: field judge_run_id: no judge run {jr!r} in this database")
+    surface, label = row["surface"].strip(), row["label"].strip()
+    if surface not in SURFACES:
+        raise BadInput(f"{where}: field surface: {surface!r} is not snippet or page")
+    if label not in LABELS:
+        raise BadInput(f"{where}: field label: {label!r} is not one of {', '.join(LABELS)}")
+    judge_raw = row["judge_value"].strip().lower()
+    if judge_raw not in _BOOL:
+        raise BadInput(f"{where}: field judge_value: {row['judge_value']!r} is not true or false")
+    tid, url_n = row["trajectory_id"].strip(), row["url_normalized"].strip()
+    verdict = judged.get((tid, url_n))
+    if verdict is None or not verdict.valid or verdict.labels is None:
+        raise BadInput(
+            f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {jr!r}"
+        )
+    labels = verdict.labels.snippet if surface == "snippet" else verdict.labels.page
+    if labels is None:
+        raise BadInput(f"{where}: field surface: the item was not page-visible, it has no page labels")
+    recorded = bool(getattr(labels, label))
+    if _BOOL[judge_raw] != recorded:
+        raise BadInput(
+            f"{where}: field judge_value: {judge_raw} but judge run {jr!r} recorded {str(recorded).lower()}"
+        )
+    traj_provider = provider_of.get(tid)
+    if traj_provider is None:
+        raise BadInput(f"{where}: field trajectory_id: {tid!r} is not a current trajectory (a later attempt supersedes it)")
+    provider = (row.get("provider") or "").strip()
+    if provider and provider != traj_provider:
+        raise BadInput(f"{where}: field provider: {provider!r} but trajectory {tid!r} is {traj_provider!r}")
+    human = _parse_human(row["human_value"], where)
+    if human is None:
+        return None
+    return AuditLabel(
+        judge_run_id=jr,
+        item=JudgeItemRef(trajectory_id=tid, url_normalized=url_n),
+        surface=surface,
+        label=label,
+        judge_value=recorded,
+        human_value=human,
+    )
+
+
+def label_key(a: AuditLabel) -> CaseKey:
+    return (a.judge_run_id, a.item.trajectory_id, a.item.url_normalized, a.surface, a.label)
+
+
+def current_labels(source: HasCursor, judge_run_id: str | None = None) -> dict[CaseKey, list[AuditLabel]]:
+    """Every audit.label per case in append order (the last one is the human's current answer)."""
+    cur = source.cursor()
+    cur.execute(
+        "SELECT payload FROM events WHERE type = 'audit.label' "
+        "AND (? IS NULL OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY position",
+        [judge_run_id, judge_run_id],
+    )
+    out: dict[CaseKey, list[AuditLabel]] = {}
+    for (payload,) in cur.fetchall():
+        a = decode_payload(payload)
+        assert isinstance(a, AuditLabel)
+        out.setdefault(label_key(a), []).append(a)
+    cur.close()
+    return out
+
+
+def label_events(
+    labels: Sequence[AuditLabel], history: dict[CaseKey, list[AuditLabel]]
+) -> tuple[list[NewEvent], int]:
+    """Events for labels that change a case's current value; ids count prior labels, so re-import is a no-op."""
+    events: list[NewEvent] = []
+    unchanged = 0
+    for a in labels:
+        prior = history.get(label_key(a), [])
+        if prior and prior[-1].human_value == a.human_value:
+            unchanged += 1
+            continue
+        eid = stable_event_id("audit.label", *label_key(a), str(a.human_value).lower(), str(len(prior)))
+        events.append(
+            NewEvent(stream_id=f"audit:{a.judge_run_id}", run_id=a.judge_run_id, payload=a, event_id=eid)
+        )
+    return events, unchanged
+
+
+# -- agreement -----------------------------------------------------------------
+@dataclass
+class Tally:
+    labelled: int = 0
+    unclear: int = 0
+    agree: int = 0
+    table: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # clear cases: (judge, human) TT, TF, FT, FF
+
+    @property
+    def clear(self) -> int:
+        return self.labelled - self.unclear
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "labelled": self.labelled,
+            "unclear": self.unclear,
+            "clear": self.clear,
+            "agree": self.agree,
+            "agreement": self.agree / self.clear if self.clear else None,
+            "kappa": cohen_kappa((self.table[0], self.table[1], self.table[2], self.table[3])),
+        }
+
+
+def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
+    """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf."""
+    jr = judge_run(source, judge_run_id)
+    provider_of = providers(source)
+    overall = Tally()
+    leaves: dict[str, Tally] = {}
+    for history in current_labels(source, jr).values():
+        a = history[-1]
+        provider = provider_of.get(a.item.trajectory_id, "?")
+        for t in (
+            overall,
+            leaves.setdefault(leaf_name((provider, a.surface, a.label, a.judge_value)), Tally()),
+        ):
+            t.labelled += 1
+            if a.human_value == "unclear":
+                t.unclear += 1
+                continue
+            if a.human_value == a.judge_value:
+                t.agree += 1
+            t.table[(0 if a.judge_value else 2) + (0 if a.human_value else 1)] += 1
+    return {
+        "judge_run_id": jr,
+        "overall": overall.as_dict(),
+        "leaves": {name: leaves[name].as_dict() for name in sorted(leaves)},
+    }
+
+
+def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[str, int]]:
+    """Validate a whole labelled TSV against the store; returns the events to append and counts."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not valid UTF-8") from None
+    wanted: dict[str, set[str]] = {}  # judge run -> trajectories the file names
+    try:
+        for r in csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"):
+            wanted.setdefault((r.get("judge_run_id") or "").strip(), set()).add(
+                (r.get("trajectory_id") or "").strip()
+            )
+    except csv.Error:
+        pass  # parse_labels names the line
+    known = known_judge_runs(source)
+    judged_by_run = {jr: verdicts(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
+    labels, skipped = parse_labels(path, text, judged_by_run, providers(source))
+    events, unchanged = label_events(labels, current_labels(source))
+    return events, {"rows": len(labels) + skipped, "unlabelled": skipped, "unchanged": unchanged}

@@ -1,0 +1,143 @@
+"""Dollar cost per provider (SPEC §13), only from prices the user gives (`report --prices FILE` or `[prices]`).
+
+What is billed, per provider over its current trajectories (every epoch):
+- search: `search.completed` calls with status `ok` (providers bill successful requests) x USD per 1,000 requests,
+  priced by the provider's name in the run, else by its kind;
+- fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`, cache hits excluded: nothing was paid)
+  x USD per 1M tokens of the run's fetch backend (`jina` when the store does not say);
+- agent model: `model.responded` usage of the run's agent model: (input - cached) x input + cached x cached_input
+  (input when no cached price) + output x output, per 1M tokens (output as the endpoint reports it, reasoning
+  included there, never added twice);
+- judge model: the usage of every `judge.verdict` of the chosen judge run on the provider's items, at the judge
+  run's model price.
+A component whose price is missing (or whose model the store does not name) is null, never zero, and its name goes
+into `unpriced` (the report prints one warning line); `usd_total`, `usd_per_trajectory` and `usd_per_correct` are
+null when any component is. A component with nothing to bill is 0. Sums are exact fractions, so the same events
+and prices give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics._rules import TRAJECTORIES_CTE
+from searchtrace.engine import ModelPrice, Prices, load_prices, parse_prices
+from searchtrace.store import Cursor
+
+__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "recorded_prices", "warning_line"]
+
+DEFAULT_BACKEND = "jina"
+
+
+def recorded_prices(con: Cursor) -> Prices | None:
+    """The `[prices]` table of the latest run.started that has one (a run config's own prices), else None."""
+    row = con.execute(
+        "SELECT run_id, json_extract(payload, '$.config.prices') FROM events WHERE type = 'run.started' "
+        "AND json_extract(payload, '$.config.prices') IS NOT NULL ORDER BY position DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    return parse_prices(msgspec.json.decode(str(row[1])), f"run {row[0]}: [prices]")
+
+
+_RUNS_SQL = """
+SELECT run_id, json_extract_string(payload, '$.config.agent.model'),
+       json_extract_string(payload, '$.config.fetch.backend'), json_extract(payload, '$.config.providers')
+FROM events WHERE type = 'run.started' ORDER BY position
+"""
+
+_USAGE_SQL = f"""
+WITH {TRAJECTORIES_CTE},
+runs AS (SELECT stream_id, any_value(run_id) AS run_id FROM events WHERE type = 'trajectory.started' GROUP BY 1),
+t AS (SELECT tr.stream_id, tr.trajectory_id, tr.provider, runs.run_id FROM tr JOIN runs USING (stream_id))
+SELECT 'search' AS kind, t.provider, t.run_id, count(*) AS a, 0 AS b, 0 AS c
+FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3
+UNION ALL
+SELECT 'fetch', t.provider, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
+FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' AND NOT coalesce(f.cache_hit, false)
+GROUP BY 2, 3
+UNION ALL
+SELECT 'agent', t.provider, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
+       coalesce(sum(m.output_tokens), 0)
+FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3
+UNION ALL
+SELECT 'judge', t.provider, NULL, coalesce(sum(v.input_tokens), 0), 0, coalesce(sum(v.output_tokens), 0)
+FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2
+"""
+
+COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
+
+
+def _model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
+    cached_price = p.input if p.cached_input is None else p.cached_input
+    return (Fraction(inp - cached) * Fraction(p.input) + Fraction(cached) * Fraction(cached_price)
+            + Fraction(out) * Fraction(p.output)) / 1_000_000
+
+
+def provider_costs(
+    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """({provider: USD components, total, per trajectory, per correct}, sorted names of what had no price).
+
+    `correct`: {provider: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+    runs: dict[str, tuple[str | None, str, dict[str, str]]] = {}
+    for run_id, model, backend, providers in con.execute(_RUNS_SQL).fetchall():
+        kinds = {n: str(c.get("kind") or n) for n, c in (msgspec.json.decode(providers) if providers else {}).items()}
+        runs[str(run_id)] = (model, backend or DEFAULT_BACKEND, kinds)
+    judge_model = None
+    if judge_run_id is not None:
+        row = con.execute("SELECT model FROM judge_runs WHERE judge_run_id = ? ORDER BY position LIMIT 1",
+                          [judge_run_id]).fetchone()
+        judge_model = None if row is None else row[0]
+    usd: dict[str, dict[str, Fraction | None]] = defaultdict(lambda: dict.fromkeys(COMPONENTS, Fraction(0)))
+    unpriced: set[str] = set()
+
+    def add(provider: str, comp: str, value: Fraction | None, missing: str) -> None:
+        block = usd[provider]
+        if value is None:
+            unpriced.add(missing)
+            block[comp] = None
+        elif block[comp] is not None:
+            block[comp] = block[comp] + value  # type: ignore[operator]
+
+    for kind, provider, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
+        provider, a, b, c = str(provider), int(a), int(b), int(c)
+        model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
+        if kind == "search":
+            price = prices.search.get(provider, prices.search.get(kinds.get(provider, provider)))
+            add(provider, "search_usd", None if price is None else Fraction(a) * Fraction(price) / 1000,
+                f"search {provider}")
+        elif kind == "fetch":
+            price = prices.fetch.get(backend)
+            add(provider, "fetch_usd", None if price is None else Fraction(a) * Fraction(price) / 1_000_000,
+                f"fetch {backend}")
+        elif kind == "agent":
+            mp = prices.models.get(model) if model else None
+            value = Fraction(0) if a + c == 0 else (None if mp is None else _model_usd(mp, a, b, c))
+            add(provider, "agent_model_usd", value, f"model {model or '(not named in run ' + str(run_id) + ')'}")
+        else:
+            mp = prices.models.get(judge_model) if judge_model else None
+            value = Fraction(0) if a + c == 0 else (None if mp is None else _model_usd(mp, a, 0, c))
+            add(provider, "judge_model_usd", value, f"judge model {judge_model or '(not named)'}")
+    out: dict[str, dict[str, Any]] = {}
+    for provider, (n, right) in correct.items():
+        comps = usd[provider]
+        total = None if any(v is None for v in comps.values()) else sum((v for v in comps.values() if v), Fraction(0))
+        out[provider] = {
+            **{k: None if v is None else float(v) for k, v in comps.items()},
+            "usd_total": None if total is None else float(total),
+            "usd_per_trajectory": None if total is None or n == 0 else float(total / n),
+            "usd_per_correct": None if total is None or right == 0 else float(total / right),
+        }
+    return out, sorted(unpriced)
+
+
+def warning_line(unpriced: list[str]) -> str | None:
+    """The one line the report prints when something had no price (its cost is null, not zero)."""
+    if not unpriced:
+        return None
+    return f"prices: no price for {', '.join(unpriced)}; those costs are null (never counted as zero)"

@@ -1,0 +1,352 @@
+"""`report --html`: one self-contained page (inline CSS and SVG, no script, no network) that shows the report.
+
+`render(report, extra=...)` draws the SPEC §8 report; `extra` may add what the report does not carry:
+`{"gold_rank_hist": {provider: {rank: count}}, "per_trajectory": {provider: [{"fetches", "input_tokens",
+"output_tokens"}, ...]}}`. `extras_from_db(store, judge_run_id)` computes that from events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics._drawing import (
+    LEFT,
+    W,
+    axis,
+    count_axis_end,
+    fmt,
+    legend,
+    nice_max,
+    num,
+    rect,
+    series_colour,
+    svg,
+    text,
+)
+from searchtrace.analytics._interval_plots import interval_section
+from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
+from searchtrace.analytics._report import Report
+from searchtrace.analytics._table import ROWS, is_cost, lookup
+from searchtrace.store import BadInput
+
+PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
+PART_COLOURS = {"SMART": "#2e7d32", "MISSED": "#f9a825", "BLIND": "#c62828", "NO-OP": "#9e9e9e"}
+PART_MEANING = {
+    "SMART": "surface supports gold, fetched",
+    "MISSED": "surface supports gold, not fetched",
+    "BLIND": "no surface support, fetched",
+    "NO-OP": "no surface support, not fetched",
+}
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;color:#212121;padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin:2.2rem 0 .3rem}
+p.note{color:#555;margin:.2rem 0 .8rem;font-size:.92rem}
+svg{width:100%;min-width:600px;height:auto;display:block}svg text{font:13px system-ui,sans-serif;fill:#333}
+.chart{overflow-x:auto;margin:.3rem 0}.chart-title{font-weight:600;font-size:.95rem;margin:.9rem 0 .1rem}
+table{border-collapse:collapse;font-size:.86rem;margin-top:.5rem}th,td{padding:.25rem .55rem;border-bottom:1px solid #e0e0e0;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}
+.legend span{display:inline-block;margin-right:1rem;font-size:.85rem}
+.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}
+.wide{overflow-x:auto}
+"""
+
+
+# -- charts ----------------------------------------------------------------------
+def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Stacked share of SMART / MISSED / BLIND / NO-OP per provider, with the counts under each bar."""
+    names = sorted(providers)
+    row, top, bar = 50, 10, 26
+    height = top + row * len(names) + 30
+    x0, x1 = LEFT, W - 20
+    body = axis(x0, x1, top + row * len(names) + 4, top, 1.0, pct=True)
+    for i, name in enumerate(names):
+        part = providers[name].get("partition") or {}
+        total = sum(int(part.get(p, 0)) for p in PARTS)
+        y = top + i * row
+        body.append(text(LEFT - 8, y + bar / 2 + 6, name, anchor="end"))
+        x = float(x0)
+        for p in PARTS:
+            n = int(part.get(p, 0))
+            w = (x1 - x0) * n / total if total else 0.0
+            body.append(rect(x, y + 2, w, bar, PART_COLOURS[p], f"{name} {p}: {n} of {total} items"))
+            if w > 40:
+                share = f"{n / total:.0%}"
+                body.append(
+                    text(x + w / 2, y + bar / 2 + 6, share, anchor="middle", extra=' style="fill:#fff"')
+                )
+            x += w
+        counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in PARTS)
+        body.append(
+            text(
+                x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555"'
+            )
+        )
+    return svg(height, body, "support partition per provider") + legend(
+        [(f"{p} ({PART_MEANING[p]})", PART_COLOURS[p]) for p in PARTS]
+    )
+
+
+def panel_bars(
+    hist: Mapping[str, Mapping[Any, int]],
+    providers: Sequence[str],
+    categories: Sequence[int],
+    what: str,
+    label: str,
+) -> str:
+    """One panel of bars per provider over integer categories, each bar labelled with its share."""
+    names = [p for p in providers if p in hist] + sorted(set(hist) - set(providers))
+    panel, top = 90, 10
+    height = top + panel * max(len(names), 1) + 30
+    x0, x1 = LEFT, W - 20
+    slot = (x1 - x0) / max(len(categories), 1)
+    body: list[str] = []
+    for i, name in enumerate(names):
+        counts = {int(r): int(c) for r, c in hist[name].items()}
+        total = sum(counts.values())
+        y_base = top + (i + 1) * panel - 12
+        body.append(text(LEFT - 8, y_base - panel / 2 + 10, name, anchor="end"))
+        body.append(
+            text(LEFT - 8, y_base - panel / 2 + 25, f"n={total:,}", anchor="end", extra=' style="fill:#777"')
+        )
+        body.append(f'<line x1="{x0}" y1="{num(y_base)}" x2="{x1}" y2="{num(y_base)}" stroke="#999"/>')
+        peak = max(counts.values(), default=0)
+        for j, r in enumerate(categories):
+            c = counts.get(r, 0)
+            h = (panel - 26) * c / peak if peak else 0.0
+            share = c / total if total else 0.0
+            x = x0 + j * slot + slot * 0.15
+            body.append(
+                rect(x, y_base - h, slot * 0.7, h, series_colour(i), f"{name} {what} {r}: {c:,} ({share:.0%})")
+            )
+            if c and slot > 24:
+                body.append(text(x + slot * 0.35, y_base - h - 3, f"{share:.0%}", anchor="middle"))
+    y_axis = top + panel * max(len(names), 1) + 2
+    for j, r in enumerate(categories):
+        body.append(text(x0 + (j + 0.5) * slot, y_axis + 12, str(r), anchor="middle"))
+    body.append(text((x0 + x1) / 2, y_axis + 27, what, anchor="middle", extra=' style="fill:#777"'))
+    return svg(height + 6, body, label)
+
+
+def rank_chart(hist: Mapping[str, Mapping[Any, int]], providers: Sequence[str]) -> str:
+    """Gold-supporting result appearances at each rank (1..10 at least), one panel per provider."""
+    ranks = sorted({int(r) for h in hist.values() for r in h} | set(range(1, 11)))
+    return panel_bars(hist, providers, ranks, "rank", "gold-supporting results by rank")
+
+
+def count_chart(values: Mapping[str, Sequence[int]], what: str, label: str) -> str:
+    """Trajectories by a small count (fetches, searches), one panel per provider."""
+    hist: dict[str, dict[int, int]] = {}
+    for name, xs in values.items():
+        h = hist.setdefault(name, {})
+        for x in xs:
+            h[int(x)] = h.get(int(x), 0) + 1
+    top = max([0, *(k for h in hist.values() for k in h)])
+    if top > 20:  # too many categories for bars: fall back to a box plot
+        return box_chart({n: [float(x) for x in xs] for n, xs in values.items()}, label)
+    return panel_bars(hist, sorted(hist), list(range(top + 1)), what, label)
+
+
+def rank1_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Fallback without per-rank counts: the report's gold rank-1 share per provider."""
+    names = sorted(providers)
+    row, top = 30, 10
+    height = top + row * max(len(names), 1) + 30
+    x0, x1 = LEFT, W - 60
+    body = axis(x0, x1, top + row * max(len(names), 1) + 4, top, 1.0, pct=True)
+    for i, name in enumerate(names):
+        share = providers[name].get("gold_rank1_share")
+        y = top + i * row
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        w = (x1 - x0) * (share or 0.0)
+        body.append(rect(x0, y + 6, w, row - 12, series_colour(i), f"{name}: gold rank-1 share {fmt(share)}"))
+        body.append(text(x0 + w + 4, y + row / 2 + 4, "–" if share is None else f"{share:.0%}"))
+    return svg(height, body, "gold rank-1 share per provider")
+
+
+def contradiction_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Items whose snippet supports gold next to items whose snippet contradicts it, per provider."""
+    names = sorted(providers)
+    rows: list[tuple[str, int, int, Any]] = []
+    for name in names:
+        p = providers[name]
+        part = p.get("partition") or {}
+        support = int(part.get("SMART", 0)) + int(part.get("MISSED", 0))
+        ratio = p.get("contradiction_gold_ratio")
+        contra = round(ratio * support) if isinstance(ratio, int | float) else 0
+        rows.append((name, support, contra, ratio))
+    vmax, ticks = count_axis_end(max([1, *(max(s, c) for _, s, c, _ in rows)]))
+    row, top = 46, 10
+    height = top + row * len(rows) + 30
+    x0, x1 = LEFT, W - 110
+    body = axis(x0, x1, top + row * len(rows) + 4, top, vmax, ticks)
+    for i, (name, support, contra, ratio) in enumerate(rows):
+        y = top + i * row
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        for k, (n, colour, what) in enumerate(
+            ((support, "#2e7d32", "support gold"), (contra, "#c62828", "contradict gold"))
+        ):
+            w = (x1 - x0) * n / vmax
+            body.append(rect(x0, y + 5 + k * 18, w, 15, colour, f"{name}: {n} items whose snippet {what}"))
+            body.append(text(x0 + w + 4, y + 17 + k * 18, str(n)))
+        body.append(text(x1 + 10, y + row / 2 + 4, "ratio " + ("–" if ratio is None else f"{ratio:.2f}")))
+    return svg(height, body, "contradiction against support") + legend(
+        [("snippet supports gold", "#2e7d32"), ("snippet contradicts gold", "#c62828")]
+    )
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    pos = (len(xs) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def box_chart(values: Mapping[str, Sequence[float]], label: str, *, counts: bool = True) -> str:
+    """Box plot per provider (min, quartiles, median, max) with the mean as a dot, under a visible title.
+
+    `counts`: the values are counts (tokens, fetches), so the axis ticks are whole numbers."""
+    names = sorted(values)
+    peak = max([1.0, *(max(v) for v in values.values() if v)])
+    vmax, ticks = count_axis_end(peak) if counts else (nice_max(peak), 5)
+    row, top = 34, 10
+    height = top + row * max(len(names), 1) + 30
+    x0, x1 = LEFT, W - 20
+    body = axis(x0, x1, top + row * max(len(names), 1) + 4, top, vmax, ticks)
+
+    def sx(v: float) -> float:
+        return x0 + (x1 - x0) * v / vmax
+
+    for i, name in enumerate(names):
+        xs = sorted(float(v) for v in values[name])
+        y = top + i * row
+        body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
+        if not xs:
+            continue
+        lo, q1, med, q3, hi = (_quantile(xs, q) for q in (0, 0.25, 0.5, 0.75, 1))
+        mean = sum(xs) / len(xs)
+        mid, c = y + row / 2, series_colour(i)
+        tip = f"{name} {label}: n={len(xs)} min={num(lo)} q1={num(q1)} median={num(med)} q3={num(q3)} max={num(hi)} mean={num(mean)}"
+        body.append(
+            f'<line x1="{num(sx(lo))}" y1="{num(mid)}" x2="{num(sx(hi))}" y2="{num(mid)}" stroke="{c}"/>'
+        )
+        body.append(rect(sx(q1), y + 7, sx(q3) - sx(q1), row - 14, c, tip, opacity=0.35))
+        body.append(
+            f'<line x1="{num(sx(med))}" y1="{y + 7}" x2="{num(sx(med))}" y2="{y + row - 7}" stroke="{c}" stroke-width="2.5"/>'
+        )
+        body.append(
+            f'<circle cx="{num(sx(mean))}" cy="{num(mid)}" r="3.5" fill="#212121"><title>mean {num(mean)}</title></circle>'
+        )
+    return f'<p class="chart-title">{escape(label)}</p>' + svg(height, body, label)
+
+
+def mean_chart(providers: Mapping[str, Mapping[str, Any]], field: str, label: str) -> str:
+    """Fallback when no per-trajectory values were given: the report's mean per provider as a bar."""
+    return box_chart({n: [float(p.get(field) or 0.0)] for n, p in providers.items()}, label + " (mean only)",
+                     counts=False)
+
+
+# -- page ------------------------------------------------------------------------
+def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool = False) -> str:
+    """The terminal table's rows (analytics._table.ROWS, one definition; USD rows only when priced), one column per
+    provider."""
+    names = sorted(providers)
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    rows = [f"<tr><th>metric</th>{head}</tr>"]
+    for key, label in ROWS:
+        if is_cost(key) and not priced:
+            continue
+        cells = "".join(f"<td>{fmt(lookup(providers[n], key))}</td>" for n in names)
+        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
+    return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
+
+
+def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
+    cols = ("a_only", "b_only", "both", "neither", "url_jaccard")
+    rows = ["<tr><th>pair A|B</th>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"]
+    for key in sorted(comp):
+        rows.append(
+            f"<tr><td>{escape(key)}</td>"
+            + "".join(f"<td>{fmt(comp[key].get(c))}</td>" for c in cols)
+            + "</tr>"
+        )
+    return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
+
+
+def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
+    """The whole page as one string: charts first, then the numbers they come from."""
+    providers = report.providers
+    extra = extra or {}
+    names = sorted(providers)
+    per_traj: dict[str, list[dict[str, Any]]] = extra.get("per_trajectory") or {}
+    hist = extra.get("gold_rank_hist")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>searchtrace report {escape(str(report.judge_run_id))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Search APIs as decision surfaces</h1>",
+        f'<p class="note">judge run <b>{escape(str(report.judge_run_id))}</b> · '
+        f"{escape(report.schema)} · {len(names)} providers</p>",
+        "<h2>What the agent did with the evidence it saw</h2>",
+        '<p class="note">Every judge item (a distinct URL in a trajectory) by whether its pre-fetch surface '
+        "supported the gold answer and whether the agent fetched it.</p>",
+        partition_chart(providers),
+        "<h2>Where the gold-supporting results sit</h2>",
+        '<p class="note">Result appearances whose snippet supports the gold answer, by rank in the search call.</p>',
+        rank_chart(hist, names) if hist else rank1_chart(providers),
+        "<h2>Contradiction against support</h2>",
+        '<p class="note">Items whose snippet supports the gold answer next to items whose snippet asserts '
+        "an incompatible answer; the ratio is contradicting / supporting.</p>",
+        contradiction_chart(providers),
+        "<h2>How much text each result carries</h2>",
+        '<p class="note">Mean characters of pre-fetch surface per search result (SPEC §14): a longer surface has '
+        "more chances to hold the answer, so read the support rates next to it.</p>",
+        mean_chart(providers, "surface_chars_mean", "surface characters per result"),
+        "<h2>Tokens per trajectory</h2>",
+        '<p class="note">Box: middle half of the trajectories; thick line: median; dot: mean; whiskers: min to max.</p>',
+        box_chart(
+            {n: [float(r.get("input_tokens", 0)) for r in per_traj.get(n, [])] for n in names},
+            "input tokens per trajectory",
+        )
+        if per_traj
+        else mean_chart(providers, "input_tokens_per_trajectory", "input tokens per trajectory"),
+        box_chart(
+            {n: [float(r.get("output_tokens", 0)) for r in per_traj.get(n, [])] for n in names},
+            "output tokens per trajectory",
+        )
+        if per_traj
+        else mean_chart(providers, "output_tokens_per_trajectory", "output tokens per trajectory"),
+        "<h2>Fetches per trajectory</h2>",
+        count_chart(
+            {n: [int(r.get("fetches", 0)) for r in per_traj.get(n, [])] for n in names},
+            "fetches in the trajectory",
+            "fetches per trajectory",
+        )
+        if per_traj
+        else mean_chart(providers, "fetches_per_trajectory", "fetches per trajectory"),
+    ]
+    parts += interval_section(report)
+    parts += [
+        "<h2>Per provider</h2>",
+        provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET),
+    ]
+    if report.complementarity:
+        parts += ["<h2>Complementarity</h2>", complementarity_table(report.complementarity)]
+    if report.custom:
+        parts += ["<h2>Custom metrics</h2>", f"<pre>{escape(repr(report.custom))}</pre>"]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def extras_from_db(source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None) -> dict[str, Any]:
+    """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None)."""
+    try:
+        jr = judge_run(source, judge_run_id)
+    except BadInput:
+        jr = None
+    return {"gold_rank_hist": gold_rank_hist(source, jr, runs), "per_trajectory": per_trajectory(source, runs)}

@@ -1,0 +1,129 @@
+"""SPEC §12 intervals drawn for the HTML page: a dot per estimate with its 95 % interval as a whisker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics._drawing import LEFT, W, fmt, num, series_colour, svg, text
+from searchtrace.analytics._report import Report
+
+INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
+    ("accuracy", "accuracy"),
+    ("surface_support_rate", "surface support rate"),
+    ("gold_rank1_share", "gold rank-1 share"),
+    ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),
+    ("fetches_per_trajectory", "fetches / trajectory"),
+    ("searches_per_trajectory", "searches / trajectory"),
+)
+
+
+def _ci_text(ci: Sequence[float] | None) -> str:
+    return "–" if ci is None else f"[{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]"
+
+
+def _scale(lo: float, hi: float, x0: float, x1: float) -> Any:
+    span = (hi - lo) or 1.0
+    return lambda v: x0 + (x1 - x0) * (v - lo) / span
+
+
+def _whisker(sx: Any, y: float, point: float, ci: Sequence[float] | None, colour: str, title: str) -> list[str]:
+    out = []
+    if ci is not None:
+        a, b = sx(float(ci[0])), sx(float(ci[1]))
+        out.append(f'<line x1="{num(a)}" y1="{num(y)}" x2="{num(b)}" y2="{num(y)}" stroke="{colour}" '
+                   f'stroke-width="2"><title>{escape(title)}</title></line>')
+        for x in (a, b):
+            out.append(f'<line x1="{num(x)}" y1="{num(y - 5)}" x2="{num(x)}" y2="{num(y + 5)}" stroke="{colour}"/>')
+    out.append(f'<circle cx="{num(sx(point))}" cy="{num(y)}" r="4" fill="{colour}"><title>{escape(title)}</title>'
+               "</circle>")
+    return out
+
+
+def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
+    """One metric: per provider the estimate and its bootstrap interval (and Wilson's for accuracy, dashed)."""
+    names = sorted(providers)
+    values = [(n, providers[n].get(metric), providers[n].get(f"{metric}_ci")) for n in names]
+    ends = [float(v) for _, p, ci in values if p is not None for v in (p, *(ci or ()))]
+    if metric == "accuracy":
+        ends += [float(v) for n in names for v in (providers[n].get("accuracy_wilson") or ())]
+    lo, hi = (min([0.0, *ends]), max([1e-9, *ends])) if ends else (0.0, 1.0)
+    row, top = 28, 8
+    x0, x1 = LEFT, W - 150
+    sx = _scale(lo, hi, x0, x1)
+    height = top + row * len(names) + 24
+    body = [f'<line x1="{x0}" y1="{num(top + row * len(names))}" x2="{x1}" y2="{num(top + row * len(names))}" '
+            'stroke="#999"/>']
+    for v in (lo, (lo + hi) / 2, hi):
+        body.append(text(sx(v), top + row * len(names) + 15, fmt(float(v)), anchor="middle"))
+    for i, (name, point, ci) in enumerate(values):
+        y = top + i * row + row / 2
+        body.append(text(LEFT - 8, y + 4, name, anchor="end"))
+        if point is None:
+            body.append(text(x0, y + 4, "–"))
+            continue
+        wil = providers[name].get("accuracy_wilson") if metric == "accuracy" else None
+        if wil is not None:
+            a, b = sx(float(wil[0])), sx(float(wil[1]))
+            body.append(f'<line x1="{num(a)}" y1="{num(y + 7)}" x2="{num(b)}" y2="{num(y + 7)}" stroke="#777" '
+                        f'stroke-dasharray="3 2"><title>Wilson {escape(_ci_text(wil))}</title></line>')
+        body += _whisker(sx, y, float(point), ci, series_colour(i), f"{name} {label} {fmt(float(point))} {_ci_text(ci)}")
+        body.append(text(x1 + 10, y + 4, f"{fmt(float(point))} {_ci_text(ci)}"))
+    return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: estimate and 95% interval per provider")
+
+
+def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
+    """Per provider pair the difference A − B with its paired interval, a zero line, and the p-value for accuracy."""
+    keys = [k for k in sorted(comp) if f"{metric}_diff" in comp[k]]
+    ends = [float(v) for k in keys for v in (comp[k][f"{metric}_diff"], *(comp[k].get(f"{metric}_diff_ci") or ()))
+            if v is not None]
+    bound = max([1e-9, *(abs(v) for v in ends)])
+    row, top = 28, 8
+    x0, x1 = LEFT + 20, W - 170
+    sx = _scale(-bound, bound, x0, x1)
+    height = top + row * len(keys) + 24
+    body = [f'<line x1="{num(sx(0.0))}" y1="{top}" x2="{num(sx(0.0))}" y2="{num(top + row * len(keys))}" '
+            'stroke="#999" stroke-dasharray="4 3"/>']
+    for v in (-bound, 0.0, bound):
+        body.append(text(sx(v), top + row * len(keys) + 15, fmt(float(v)), anchor="middle"))
+    for i, key in enumerate(keys):
+        c = comp[key]
+        y = top + i * row + row / 2
+        body.append(text(x0 - 8, y + 4, key.replace("|", " − "), anchor="end"))
+        d = c.get(f"{metric}_diff")
+        if d is None:
+            body.append(text(x0, y + 4, "–"))
+            continue
+        ci = c.get(f"{metric}_diff_ci")
+        p = c.get("accuracy_diff_p") if metric == "accuracy" else None
+        note = f"{fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
+        body += _whisker(sx, y, float(d), ci, series_colour(i), f"{key} {label} {note}")
+        body.append(text(x1 + 10, y + 4, note))
+    return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: paired difference and 95% interval per pair")
+
+
+def interval_section(report: Report) -> list[str]:
+    """The page's 'How sure' section (empty when the report has no intervals)."""
+    u = report.uncertainty
+    if isinstance(u, msgspec.UnsetType):
+        return []
+    providers = report.providers
+    comp = report.paired or {}
+    parts = [
+        "<h2>How sure: 95% intervals</h2>",
+        f'<p class="note">Dot: the estimate; whisker: 95% percentile interval from {u.bootstrap:,} bootstrap '
+        f"replicates over questions (seed {escape(u.seed)}); dashed: Wilson interval of accuracy.</p>",
+    ]
+    parts += [interval_chart(providers, m, label) for m, label in INTERVAL_METRICS]
+    if any("accuracy_diff" in c for c in comp.values()):
+        parts += [
+            "<h2>Paired differences (A − B, questions both ran)</h2>",
+            '<p class="note">The same drawn questions for both providers; p: McNemar exact (one epoch) or sign-flip '
+            "test (several epochs) for the accuracy difference.</p>",
+            paired_chart(comp, "accuracy", "accuracy difference"),
+            paired_chart(comp, "surface_support_rate", "surface support rate difference"),
+        ]
+    return parts

@@ -1,0 +1,280 @@
+"""Every metric of SPEC §5 as a deterministic function of events: SQL over typed relations, exact integer sums.
+
+Heavy work (items, verdict join, per-trajectory counts, URL overlaps) runs in DuckDB and returns integers
+only (latencies are summed as integer microseconds), so no floating-point aggregate depends on thread
+scheduling; Python then forms each ratio with one division of exact integers or Fractions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._rules import (
+    ANSWERS_CTE,
+    AUDIT_CTE,
+    TRAJECTORIES_CTE,
+    first_verdicts,
+    partition_cell,
+)
+from searchtrace.analytics._textnorm import exact_match, token_f1
+from searchtrace.store import Cursor
+
+
+class TrajectoryStats(msgspec.Struct, kw_only=True):
+    """One trajectory's integer facts for one judge run (the unit every per-trajectory mean averages over)."""
+
+    stream_id: str
+    trajectory_id: str
+    provider: str
+    qid: str
+    epoch: int
+    gold_answer: str
+    final_answer: str | None
+    semantic_match: bool | None
+    searches: int
+    fetches: int
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    page_tokens: int
+    latency_us: int
+    domains: int
+    items: int
+    valid: int
+    invalid: int
+    snippet_only: int
+    page_visible: int
+    smart: int
+    missed: int
+    blind: int
+    noop: int
+    discovered: int
+    supported: int  # valid items with S
+    contradicted: int  # valid items with snippet.contradicts_gold
+    supported_appearances: int
+    supported_rank1: int
+
+
+def _lat(col: str) -> str:
+    return f"sum(CAST(round(coalesce({col}, 0) * 1000) AS BIGINT))"
+
+
+TRAJECTORY_SQL = f"""
+WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE},
+sc AS (SELECT stream_id, count(*) AS n FROM search_calls GROUP BY stream_id),
+sl AS (SELECT stream_id, {_lat("latency_ms")} AS lat FROM search_completions GROUP BY stream_id),
+fc AS (SELECT stream_id, count(*) AS n FROM fetch_calls GROUP BY stream_id),
+fl AS (SELECT stream_id, sum(coalesce(n_tokens, 0)) AS page_tokens, {_lat("latency_ms")} AS lat
+       FROM fetch_completions GROUP BY stream_id),
+mu AS (SELECT stream_id, sum(coalesce(input_tokens, 0)) AS i, sum(coalesce(output_tokens, 0)) AS o,
+              sum(coalesce(reasoning_tokens, 0)) AS r, {_lat("latency_ms")} AS lat
+       FROM model_responses GROUP BY stream_id),
+dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM search_results GROUP BY stream_id),
+it AS ({ITEMS_SQL}),
+v AS ({first_verdicts("$run")}),
+iv AS (
+  SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
+         coalesce(v.valid, false) AS ok,
+         coalesce(v.snippet_supports_gold, false) AS s,
+         coalesce(v.snippet_contradicts_gold, false) AS c,
+         coalesce(v.has_page, false) AS pg,
+         coalesce(v.page_supports_gold, false) AS ps,
+         {partition_cell("coalesce(v.snippet_supports_gold, false)", "it.fetched")} AS cell
+  FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
+),
+ist AS (
+  SELECT stream_id, count(*) AS items,
+    count(*) FILTER (WHERE ok) AS valid,
+    count(*) FILTER (WHERE valid = false) AS invalid,
+    count(*) FILTER (WHERE ok AND NOT pg) AS snippet_only,
+    count(*) FILTER (WHERE ok AND pg) AS page_visible,
+    count(*) FILTER (WHERE ok AND cell = 'SMART') AS smart,
+    count(*) FILTER (WHERE ok AND cell = 'MISSED') AS missed,
+    count(*) FILTER (WHERE ok AND cell = 'BLIND') AS blind,
+    count(*) FILTER (WHERE ok AND cell = 'NO-OP') AS noop,
+    count(*) FILTER (WHERE ok AND fetched AND NOT s AND ps) AS discovered,
+    count(*) FILTER (WHERE ok AND s) AS supported,
+    count(*) FILTER (WHERE ok AND c) AS contradicted,
+    coalesce(sum(n_appearances) FILTER (WHERE ok AND s), 0) AS supported_appearances,
+    coalesce(sum(n_rank1) FILTER (WHERE ok AND s), 0) AS supported_rank1
+  FROM iv GROUP BY stream_id
+)
+SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.epoch, tr.gold_answer, fa.final_answer, aud.semantic_match,
+  coalesce(sc.n, 0) AS searches, coalesce(fc.n, 0) AS fetches,
+  coalesce(mu.i, 0) AS input_tokens, coalesce(mu.o, 0) AS output_tokens, coalesce(mu.r, 0) AS reasoning_tokens,
+  coalesce(fl.page_tokens, 0) AS page_tokens,
+  coalesce(mu.lat, 0) + coalesce(sl.lat, 0) + coalesce(fl.lat, 0) AS latency_us,
+  coalesce(dm.n, 0) AS domains,
+  coalesce(ist.items, 0) AS items, coalesce(ist.valid, 0) AS valid, coalesce(ist.invalid, 0) AS invalid,
+  coalesce(ist.snippet_only, 0) AS snippet_only, coalesce(ist.page_visible, 0) AS page_visible,
+  coalesce(ist.smart, 0) AS smart, coalesce(ist.missed, 0) AS missed, coalesce(ist.blind, 0) AS blind,
+  coalesce(ist.noop, 0) AS noop, coalesce(ist.discovered, 0) AS discovered,
+  coalesce(ist.supported, 0) AS supported, coalesce(ist.contradicted, 0) AS contradicted,
+  coalesce(ist.supported_appearances, 0) AS supported_appearances,
+  coalesce(ist.supported_rank1, 0) AS supported_rank1
+FROM tr
+LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) LEFT JOIN sc USING (stream_id)
+LEFT JOIN sl USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN fl USING (stream_id)
+LEFT JOIN mu USING (stream_id) LEFT JOIN dm USING (stream_id) LEFT JOIN ist USING (stream_id)
+ORDER BY tr.position
+"""
+"""Per trajectory stream: counts, token sums, audit, answer and the item partition for judge run `$run`."""
+
+
+OVERLAP_SQL = f"""
+WITH {TRAJECTORIES_CTE},
+u AS (SELECT DISTINCT tr.provider, tr.qid, tr.epoch, r.url_normalized
+      FROM search_results r JOIN tr USING (stream_id)),
+x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, a.epoch, count(*) AS n
+      FROM u a JOIN u b ON a.qid = b.qid AND a.epoch = b.epoch AND a.url_normalized = b.url_normalized
+                        AND a.provider < b.provider
+      GROUP BY a.provider, b.provider, a.qid, a.epoch)
+SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, epoch, count(*) AS n FROM u GROUP BY provider, qid, epoch
+UNION ALL SELECT 'x', pa, pb, qid, epoch, n FROM x
+"""
+"""Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
+
+
+def trajectory_stats(con: Cursor, judge_run_id: str | None) -> list[TrajectoryStats]:
+    """One row per current trajectory (run inside analytics._sources.reading)."""
+    cur = con.execute(TRAJECTORY_SQL, {"run": judge_run_id})
+    names = [d[0] for d in cur.description or ()]
+    out: list[TrajectoryStats] = []
+    for row in cur.fetchall():
+        rec: dict[str, Any] = {
+            k: (int(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in zip(names, row, strict=True)
+        }
+        out.append(TrajectoryStats(**rec))
+    return out
+
+
+def _ratio(num: int | Fraction, den: int) -> float | None:
+    return None if den == 0 else float(Fraction(num) / den)
+
+
+Scores = list[tuple[int, Fraction]]
+
+
+def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
+    """(exact match, token F1) of each trajectory's final answer against its gold answer (SPEC §5)."""
+    return [(exact_match(r.final_answer, r.gold_answer), token_f1(r.final_answer, r.gold_answer)) for r in rows]
+
+
+def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> dict[str, Any]:
+    """The §8 provider block (plus a few extra keys) from one provider's trajectories (`scores`: their
+    answer_scores, when the caller already has them)."""
+    n = len(rows)
+    scores = answer_scores(rows) if scores is None else scores
+
+    def total(attr: str) -> int:
+        return sum(getattr(r, attr) for r in rows)
+
+    audited = sum(1 for r in rows if r.semantic_match is not None)
+    correct = sum(1 for r in rows if r.semantic_match)
+    em = sum(s[0] for s in scores)
+    f1 = sum((s[1] for s in scores), Fraction(0))
+    valid, supported = total("valid"), total("supported")
+    outcome: dict[str, dict[str, int]] = {
+        k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")
+    }
+    for r in rows:
+        side = "answerable" if r.supported else "not_answerable"
+        verdict = "unaudited" if r.semantic_match is None else ("correct" if r.semantic_match else "incorrect")
+        outcome[side][verdict] += 1
+    return {
+        "trajectories": n,
+        "audited": audited,
+        "correct": correct,
+        "accuracy": _ratio(correct, audited),
+        "exact_match": _ratio(em, n) or 0.0,
+        "token_f1": _ratio(f1, n) or 0.0,
+        "searches_per_trajectory": _ratio(total("searches"), n) or 0.0,
+        "fetches_per_trajectory": _ratio(total("fetches"), n) or 0.0,
+        "input_tokens_per_trajectory": _ratio(total("input_tokens"), n) or 0.0,
+        "output_tokens_per_trajectory": _ratio(total("output_tokens"), n) or 0.0,
+        "reasoning_tokens_per_trajectory": _ratio(total("reasoning_tokens"), n) or 0.0,
+        "page_tokens_per_trajectory": _ratio(total("page_tokens"), n) or 0.0,
+        "latency_ms_per_trajectory": _ratio(Fraction(total("latency_us"), 1000), n) or 0.0,
+        "distinct_domains_per_trajectory": _ratio(total("domains"), n) or 0.0,
+        "tokens_per_correct": _ratio(total("input_tokens") + total("output_tokens"), correct),
+        "items": total("items"),
+        "valid_items": valid,
+        "invalid_items": total("invalid"),
+        "snippet_only_items": total("snippet_only"),
+        "page_visible_items": total("page_visible"),
+        "partition": {
+            "SMART": total("smart"),
+            "MISSED": total("missed"),
+            "BLIND": total("blind"),
+            "NO-OP": total("noop"),
+        },
+        "discovered_support": total("discovered"),
+        "surface_supported_items": supported,
+        "surface_contradicted_items": total("contradicted"),
+        "surface_support_rate": _ratio(supported, valid),
+        "surface_answerable_queries": sum(1 for r in rows if r.supported),
+        "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
+        "contradiction_gold_ratio": _ratio(total("contradicted"), supported),
+        "query_outcome": outcome,
+        **epoch_spread(rows),
+    }
+
+
+def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
+    """`accuracy_epoch_sd` (SPEC §12) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
+    over epochs of per-epoch accuracy, null when an epoch has no audited trajectory; nothing for k = 1."""
+    per: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        cnt = per[r.epoch]
+        if r.semantic_match is not None:
+            cnt[0] += 1
+            cnt[1] += bool(r.semantic_match)
+    if len(per) < 2:
+        return {}
+    if any(audited == 0 for audited, _ in per.values()):
+        return {"accuracy_epoch_sd": None}
+    accs = [Fraction(correct, audited) for audited, correct in per.values()]
+    mean = sum(accs, Fraction(0)) / len(accs)
+    var = sum(((a - mean) ** 2 for a in accs), Fraction(0)) / (len(accs) - 1)
+    return {"accuracy_epoch_sd": math.sqrt(var)}
+
+
+def complementarity(
+    con: Cursor, rows: Iterable[TrajectoryStats]
+) -> dict[str, dict[str, Any]]:
+    """SPEC §5 complementarity for every provider pair (names in code-point order), over the (qid, epoch) cells both
+    have (§12)."""
+    Cell = tuple[str, int]
+    answerable: dict[str, dict[Cell, bool]] = defaultdict(dict)
+    for r in rows:
+        cell = (r.qid, r.epoch)
+        answerable[r.provider][cell] = answerable[r.provider].get(cell, False) or r.supported > 0
+    sizes: dict[tuple[str, Cell], int] = {}
+    shared: dict[tuple[str, str, Cell], int] = {}
+    for kind, pa, pb, qid, epoch, n in con.execute(OVERLAP_SQL).fetchall():
+        if kind == "n":
+            sizes[(pa, (qid, int(epoch)))] = int(n)
+        else:
+            a, b = sorted((pa, pb))
+            shared[(a, b, (qid, int(epoch)))] = int(n)
+    out: dict[str, dict[str, Any]] = {}
+    for a, b in combinations(sorted(answerable), 2):
+        common = sorted(set(answerable[a]) & set(answerable[b]))
+        counts = {"a_only": 0, "b_only": 0, "both": 0, "neither": 0}
+        jac = Fraction(0)
+        for cell in common:
+            sa, sb = answerable[a][cell], answerable[b][cell]
+            counts["both" if sa and sb else "a_only" if sa else "b_only" if sb else "neither"] += 1
+            inter = shared.get((a, b, cell), 0)
+            union = sizes.get((a, cell), 0) + sizes.get((b, cell), 0) - inter
+            jac += Fraction(inter, union) if union else 0
+        out[f"{a}|{b}"] = {**counts, "url_jaccard": float(jac / len(common)) if common else None}
+    return out

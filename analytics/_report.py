@@ -1,0 +1,155 @@
+"""The report of SPEC §8: which judge run, every provider's metrics, complementarity, custom metrics; JSON text.
+
+Keys beyond the §8 contract, per provider: `reasoning_tokens_per_trajectory`, `page_tokens_per_trajectory`
+(fetch.completed n_tokens), `latency_ms_per_trajectory` (model + search + fetch latencies),
+`distinct_domains_per_trajectory`, `tokens_per_correct` ((input + output) / correct, null without a correct
+answer), `surface_supported_items` and `surface_contradicted_items` (the ratios' numerators), and
+`query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
+`surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
+`search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics._latency: provider time
+only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included). At the top:
+`custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+import searchtrace.analytics._sources as sources
+from searchtrace.analytics._cost import provider_costs, recorded_prices, warning_line
+from searchtrace.analytics._custom import Number
+from searchtrace.analytics._latency import NO_LATENCY, provider_latency
+from searchtrace.analytics._metrics import (
+    TrajectoryStats,
+    answer_scores,
+    complementarity,
+    provider_metrics,
+    trajectory_stats,
+)
+from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs
+from searchtrace.analytics._surface import NO_SIZES, surface_sizes
+from searchtrace.analytics._views import ensure_views
+from searchtrace.engine import Prices
+from searchtrace.store import Cursor
+
+SCHEMA = "searchtrace.report/1"
+DEFAULT_BOOTSTRAP = 2000
+DEFAULT_SEED = "searchtrace"
+
+
+class Uncertainty(msgspec.Struct, kw_only=True):
+    """How the §12 intervals were drawn: B replicates from `seed`, resampling questions."""
+
+    bootstrap: int
+    seed: str
+    level: float
+    unit: str
+
+
+class Report(msgspec.Struct, kw_only=True):
+    """The §8 report. Per-provider and per-pair blocks stay open mappings: their keys depend on the options (the
+    `_ci` keys with a bootstrap, the cost keys with prices). An UNSET field is not in the JSON at all."""
+
+    schema: str = SCHEMA
+    judge_run_id: str | None = None
+    providers: dict[str, dict[str, Any]] = {}
+    complementarity: dict[str, dict[str, Any]] = {}
+    prices_as_of: str | msgspec.UnsetType = msgspec.UNSET
+    prices_unpriced: list[str] | msgspec.UnsetType = msgspec.UNSET
+    paired: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET  # keyed like complementarity
+    uncertainty: Uncertainty | msgspec.UnsetType = msgspec.UNSET
+    custom: dict[str, dict[str, Number]] | msgspec.UnsetType = msgspec.UNSET  # {metric file stem: {provider: value}}
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The report as plain JSON values (what `to_json` writes)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class Built(msgspec.Struct, kw_only=True):
+    """A report and the one-line remarks for its reader: judge runs passed over, partial judge coverage, prices
+    missing (they go to stderr, never into the JSON)."""
+
+    report: Report
+    notes: list[str] = []
+
+
+def build_report(
+    con: Cursor,
+    *,
+    judge_run_id: str | None = None,
+    writable: bool = True,
+    bootstrap: int = 0,
+    seed: str = DEFAULT_SEED,
+    prices: Prices | None = None,
+    run_ids: Sequence[str] = (),
+) -> Built:
+    """The §8 report (keys beyond the contract: extra provider keys) and its notes.
+
+    `bootstrap` B > 0 adds SPEC §12's intervals (`<metric>_ci`, `accuracy_wilson` per provider), the paired tests
+    (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed), from B replicates drawn from `seed`.
+    `prices` (else the `[prices]` a run config recorded, else none) adds SPEC §13's cost keys (analytics._cost)
+    per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in the notes.
+    `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
+    for `searchtrace sql`); without it everything is computed from views over the raw events.
+    `run_ids`: the runs to report (analytics._rules.resolve_runs: required when the store holds several).
+    """
+    if writable:
+        ensure_views(con)
+    with sources.reading(con, writable=writable):
+        runs = resolve_runs(con, run_ids)
+        run, passed_over = resolve_judge_run(con, judge_run_id)
+        with only_runs(con, runs):
+            rows = trajectory_stats(con, run)
+            pairs = complementarity(con, rows)
+            sizes = surface_sizes(con)
+            latency = provider_latency(con)
+            prices = prices or recorded_prices(con)
+            if prices is not None:
+                counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+                for r in rows:
+                    counts[r.provider][0] += 1
+                    counts[r.provider][1] += bool(r.semantic_match)
+                cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
+    by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
+    for r in rows:
+        by_provider[r.provider].append(r)
+    scores = {name: answer_scores(r) for name, r in by_provider.items()}
+    report = Report(
+        judge_run_id=run,
+        providers={name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
+                          **latency.get(name, NO_LATENCY)}
+                   for name in sorted(by_provider)},
+        complementarity=pairs,
+    )
+    notes: list[str] = []
+    if prices is not None:
+        for name, extra in cost.items():
+            report.providers[name].update(extra)
+        report.prices_as_of = prices.as_of
+        report.prices_unpriced = unpriced
+        if line := warning_line(unpriced):
+            notes.append(line)
+    if bootstrap > 0 and by_provider:
+        from searchtrace.analytics._uncertainty import LEVEL, uncertainty
+
+        per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores)
+        for name, extra in per_provider.items():
+            report.providers[name].update(extra)
+        report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
+        report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
+    notes.extend(passed_over)
+    items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
+    if run is not None and judged < items:
+        notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
+    return Built(report=report, notes=notes)
+
+
+def to_json(report: Report) -> str:
+    """Canonical text: keys sorted, indent 1, trailing newline (byte-identical for the same events)."""
+    return json.dumps(report.to_builtins(), indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

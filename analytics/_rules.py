@@ -1,0 +1,246 @@
+"""Domain rules every reader applies, each defined once, in SQL for the relations and in Python for event streams.
+
+- Latest attempt: a cell whose trajectory ended in `error` is recorded again by the next `record`
+  (engine/_record.py); the new `trajectory.started` names the errored one in `supersedes`. Events are never
+  updated or deleted, so every reader that counts trajectories keeps only attempts no later start supersedes.
+- A trajectory is its stream's first `trajectory.started`; its question and gold answer fall back to the latest
+  `dataset.question` of its qid; its final answer is the stream's last `answer.final`.
+- The deciding audit: an imported or human audit wins over a proposal (an LLM grader, `searchtrace grade`);
+  within the same rank the latest wins.
+- The default judge run: the latest judge run (by its last `judge.started`, else its first verdict) that has at
+  least one valid verdict; a run that produced nothing is never chosen silently.
+
+The SQL reads the typed relations by their bare names (`trajectories`, `answers`, ...): the caller's
+search_path (analytics._sources) says whether they are the `proj` tables or views over the raw events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from searchtrace.store import AnswerFinal, BadInput, Cursor, DatasetQuestion, Payload, TrajectoryStarted
+
+# -- the deciding audit --------------------------------------------------------------------------------------
+PROPOSAL_PREFIXES = ("llm", "grader")
+
+
+def is_proposal(source: str) -> bool:
+    """The same rule as AUDIT_RANK, for code that ranks audits in Python (export)."""
+    return source.startswith(PROPOSAL_PREFIXES)
+
+
+AUDIT_RANK = (
+    "(CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
+)
+
+
+# -- the latest attempt, its question, gold and final answer (SQL) ---------------------------------------------
+def surface_chars_sql(alias: str) -> str:
+    """A search result's surface size: its recorded `surface_chars`, else (recorded before SPEC §14, or imported)
+    the length of its snippet, which is the same rule (store.surface_chars)."""
+    return f"coalesce({alias}.surface_chars, length({alias}.snippet))"
+
+
+def not_superseded(alias: str) -> str:
+    """SQL condition: the trajectory.started row `alias` is the latest attempt of its cell (no later one supersedes it)."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM trajectories sup WHERE sup.supersedes = {alias}.trajectory_id "
+        f"AND sup.position > {alias}.position)"
+    )
+
+
+SUPERSEDED_IDS = (
+    "SELECT s.trajectory_id FROM trajectories s "
+    "JOIN trajectories sup ON sup.supersedes = s.trajectory_id AND sup.position > s.position"
+)
+"""SELECT of the trajectory ids that a later attempt of the same cell supersedes (for rows keyed by trajectory_id)."""
+
+RUNS_VARIABLE = "searchtrace_runs"  # a connection's DuckDB variable: the runs `tr` keeps (unset: every run)
+
+TRAJECTORIES_CTE = f"""
+tr AS (
+  SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.epoch, t.position, t.attempt, t.supersedes,
+         coalesce(nullif(t.question, ''), q.question, '') AS question,
+         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
+  FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
+  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
+             FROM questions GROUP BY qid) q ON q.qid = t.qid
+  WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
+)"""
+"""`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
+back to the dataset; only the runs `only_runs` names, when it names any."""
+
+AUDIT_CTE = f"""
+aud_match AS (
+  SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
+  FROM tr t JOIN audits a ON a.trajectory_id = t.trajectory_id
+  UNION ALL
+  SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
+  FROM tr t JOIN audits a ON a.trajectory_id IS NULL AND a.provider = t.provider AND a.qid = t.qid
+),
+aud AS (
+  SELECT stream_id, arg_max(semantic_match, k) AS semantic_match, arg_max(source, k) AS audit_source
+  FROM aud_match GROUP BY stream_id
+)"""
+"""`aud`: the deciding audit.answer of each trajectory (by trajectory_id, else by provider and qid). Needs `tr`."""
+
+ANSWERS_CTE = """
+fa AS (SELECT stream_id, arg_max(text, position) AS final_answer FROM answers GROUP BY stream_id)"""
+"""`fa`: the last answer.final text of each stream (no row when the trajectory gave none)."""
+
+
+# -- which run ------------------------------------------------------------------------------------------------
+RUNS_SQL = "SELECT run_id FROM trajectories GROUP BY run_id ORDER BY min(position)"
+"""The runs that recorded (or imported) trajectories, oldest first."""
+
+
+def resolve_runs(con: Cursor, run_ids: Sequence[str]) -> list[str] | None:
+    """The runs to report: the given ones (BadInput for an unknown one), else None (every run) when the store holds
+    one run; several runs and none given is BadInput naming them, so runs are never merged silently."""
+    known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
+    for run in run_ids:
+        if run not in known:
+            raise BadInput(f"run {run!r} not found in the database (known: {', '.join(known) or 'none'})")
+    if run_ids:
+        return list(dict.fromkeys(run_ids))
+    if len(known) > 1:
+        raise BadInput(
+            f"this store holds {len(known)} runs ({', '.join(known)}); choose one with --run-id "
+            "(repeat it to report several together)"
+        )
+    return None
+
+
+@contextmanager
+def only_runs(con: Cursor, runs: Sequence[str] | None) -> Iterator[None]:
+    """Keep only trajectories of `runs` in `tr` on `con` for the block (None: every run)."""
+    if runs is None:
+        yield
+        return
+    con.execute(f"SET VARIABLE {RUNS_VARIABLE} = ?::VARCHAR[]", [list(runs)])
+    try:
+        yield
+    finally:
+        con.execute(f"RESET VARIABLE {RUNS_VARIABLE}")
+
+
+# -- the same rules over a stream of events (Python) -----------------------------------------------------------
+class Cells:
+    """The Python twin of TRAJECTORIES_CTE + ANSWERS_CTE for readers that fold events in position order.
+
+    Feed it `dataset.question`, `trajectory.started` and `answer.final` events with `add`; `current()` then gives
+    the same trajectories as `tr`, and `final`, `question`, `gold` the same values as `fa` and `tr`.
+    """
+
+    def __init__(self) -> None:
+        self.started: dict[str, TrajectoryStarted] = {}  # stream -> its first trajectory.started
+        self.questions: dict[str, DatasetQuestion] = {}  # qid -> latest dataset.question
+        self.finals: dict[str, str] = {}  # stream -> text of its last answer.final
+        self.superseded: set[str] = set()  # trajectory ids a later start supersedes
+        self._seen: set[str] = set()
+
+    def add(self, stream_id: str, p: Payload) -> None:
+        """Take one event (others are ignored); events must come in position order."""
+        if isinstance(p, DatasetQuestion):
+            self.questions[p.qid] = p
+        elif isinstance(p, TrajectoryStarted):
+            self.started.setdefault(stream_id, p)
+            if p.supersedes is not None and p.supersedes in self._seen:
+                self.superseded.add(p.supersedes)
+            self._seen.add(p.trajectory_id)
+        elif isinstance(p, AnswerFinal):
+            self.finals[stream_id] = p.text
+
+    def is_current(self, t: TrajectoryStarted) -> bool:
+        return t.trajectory_id not in self.superseded
+
+    def current(self) -> Iterator[tuple[str, TrajectoryStarted]]:
+        """(stream, first trajectory.started) of every current trajectory, in order of first appearance."""
+        return ((s, t) for s, t in self.started.items() if self.is_current(t))
+
+    def final(self, stream_id: str) -> str | None:
+        return self.finals.get(stream_id)
+
+    def question(self, t: TrajectoryStarted) -> str:
+        q = self.questions.get(t.qid)
+        return t.question or (q.question if q else "")
+
+    def gold(self, t: TrajectoryStarted) -> str:
+        q = self.questions.get(t.qid)
+        return t.gold_answer or (q.gold_answer if q else "")
+
+
+CELL_EVENT_TYPES = ("dataset.question", "trajectory.started", "answer.final")
+
+
+# -- which judge run -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JudgeRun:
+    """One judge run as the report sees it: when it began and last started, and how many valid verdicts it gave."""
+
+    judge_run_id: str
+    first_position: int  # its first judge.started or verdict
+    latest_position: int  # its last judge.started (a resume starts again), else its last verdict
+    valid_verdicts: int
+
+
+JUDGE_RUNS_SQL = """
+SELECT judge_run_id, min(position) AS first_position,
+       coalesce(max(position) FILTER (WHERE started), max(position)) AS latest_position,
+       count(*) FILTER (WHERE valid) AS valid_verdicts
+FROM (SELECT judge_run_id, position, true AS started, NULL::BOOLEAN AS valid FROM judge_runs
+      UNION ALL SELECT judge_run_id, position, false, valid FROM verdicts)
+WHERE judge_run_id IS NOT NULL
+GROUP BY judge_run_id ORDER BY first_position"""
+"""Every judge run, oldest first (a judge.started or a verdict names it)."""
+
+
+def judge_runs(con: Cursor) -> list[JudgeRun]:
+    """Every judge run, oldest first (run inside analytics._sources.reading)."""
+    return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
+
+
+def default_judge_run(runs: list[JudgeRun]) -> JudgeRun | None:
+    """The latest judge run with at least one valid verdict (None when no run has one)."""
+    useful = [r for r in runs if r.valid_verdicts > 0]
+    return max(useful, key=lambda r: r.latest_position) if useful else None
+
+
+def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None, list[str]]:
+    """(the judge run to use, one-line notes about later runs passed over); BadInput for an unknown run id.
+
+    A given run is used as it is; by default the latest run with a valid verdict, and every later run that
+    produced none is named in a note, so an empty run never becomes the default silently.
+    """
+    runs = judge_runs(con)
+    if judge_run_id is not None:
+        if judge_run_id not in {r.judge_run_id for r in runs}:
+            known = ", ".join(r.judge_run_id for r in runs) or "none"
+            raise BadInput(f"judge run {judge_run_id!r} not found in the database (known: {known})")
+        return judge_run_id, []
+    chosen = default_judge_run(runs)
+    after = -1 if chosen is None else chosen.latest_position
+    notes = [
+        f"judge run {r.judge_run_id} has no valid verdict; "
+        + (f"using judge run {chosen.judge_run_id}" if chosen else "the report uses no judge run")
+        for r in runs
+        if r.valid_verdicts == 0 and r.latest_position > after
+    ]
+    return (None if chosen is None else chosen.judge_run_id), notes
+
+
+# -- the item's cell of the support partition (SPEC §5) --------------------------------------------------------
+def partition_cell(s: str, f: str) -> str:
+    """SQL of an item's cell from pre-fetch surface support `s` and the fetch decision `f` (SQL booleans):
+    SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F, NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
+    return f"(CASE WHEN {s} AND {f} THEN 'SMART' WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)"
+
+
+def first_verdicts(run: str) -> str:
+    """SELECT of the verdict each item counts with in judge run `run` (a SQL expression, e.g. `$run`): its first."""
+    return (
+        f"SELECT * FROM verdicts WHERE judge_run_id = {run} "
+        "QUALIFY row_number() OVER (PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1"
+    )

@@ -1,0 +1,23 @@
+"""Surface size per provider (SPEC §14): mean and median `surface_chars` over every search.result it returned.
+
+A longer surface has more chances to hold the answer; the report puts these next to the support rates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from searchtrace.analytics._rules import TRAJECTORIES_CTE, surface_chars_sql
+from searchtrace.store import Cursor
+
+NO_SIZES: dict[str, Any] = {"surface_chars_mean": None, "surface_chars_median": None}  # a provider without results
+
+
+def surface_sizes(con: Cursor) -> dict[str, dict[str, Any]]:
+    """{provider: {surface_chars_mean, surface_chars_median}} over the results of current trajectories (every epoch)."""
+    rows = con.execute(f"""WITH {TRAJECTORIES_CTE}
+SELECT tr.provider, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})
+FROM search_results r JOIN tr USING (stream_id) GROUP BY tr.provider ORDER BY tr.provider""").fetchall()
+    return {str(name): {"surface_chars_mean": None if mean is None else round(float(mean), 6),
+                        "surface_chars_median": None if med is None else float(med)}
+            for name, mean, med in rows}

@@ -1,0 +1,176 @@
+"""The terminal form of the report: one column per provider (rich), then complementarity and custom metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+from rich.console import Console
+from rich.table import Table
+
+from searchtrace.analytics._report import Report
+
+ROWS: tuple[tuple[str, str], ...] = (
+    ("trajectories", "trajectories"),
+    ("audited", "audited"),
+    ("correct", "correct"),
+    ("accuracy", "accuracy"),
+    ("exact_match", "exact match"),
+    ("token_f1", "token F1"),
+    ("searches_per_trajectory", "searches / trajectory"),
+    ("fetches_per_trajectory", "fetches / trajectory"),
+    ("distinct_domains_per_trajectory", "distinct domains / trajectory"),
+    ("input_tokens_per_trajectory", "input tokens / trajectory"),
+    ("output_tokens_per_trajectory", "output tokens / trajectory"),
+    ("reasoning_tokens_per_trajectory", "reasoning tokens / trajectory"),
+    ("page_tokens_per_trajectory", "fetched-page tokens / trajectory"),
+    ("search_provider_ms_median", "search ms, median (provider)"),
+    ("search_provider_ms_p90", "search ms, p90 (provider)"),
+    ("fetch_provider_ms_median", "fetch ms, median (provider)"),
+    ("fetch_provider_ms_p90", "fetch ms, p90 (provider)"),
+    ("tokens_per_correct", "tokens / correct answer"),
+    ("items", "judge items"),
+    ("valid_items", "valid verdicts"),
+    ("invalid_items", "invalid verdicts (excluded)"),
+    ("snippet_only_items", "snippet-only rows"),
+    ("page_visible_items", "page-visible rows"),
+    ("partition.SMART", "SMART (S, fetched)"),
+    ("partition.MISSED", "MISSED (S, not fetched)"),
+    ("partition.BLIND", "BLIND (no S, fetched)"),
+    ("partition.NO-OP", "NO-OP (no S, not fetched)"),
+    ("discovered_support", "discovered support"),
+    ("surface_support_rate", "surface support rate"),
+    ("surface_chars_mean", "surface chars / result (mean)"),
+    ("surface_chars_median", "surface chars / result (median)"),
+    ("surface_answerable_queries", "surface-answerable queries"),
+    ("gold_rank1_share", "gold rank-1 share"),
+    ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),
+    ("search_usd", "USD search"),
+    ("fetch_usd", "USD fetch"),
+    ("agent_model_usd", "USD agent model"),
+    ("judge_model_usd", "USD judge model"),
+    ("usd_per_trajectory", "USD / trajectory"),
+    ("usd_per_correct", "USD / correct answer"),
+)
+
+
+_LABEL_WIDTH = 36  # the metric column and the table's borders
+_CELL_WIDTH = 12  # one provider column ("12,345.6" plus padding)
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"
+    return str(value)
+
+
+def fmt_usd(value: Any) -> str:
+    """Dollars with four significant digits (small per-call costs stay visible)."""
+    return "–" if value is None else f"${value:,.4g}" if abs(value) < 1000 else f"${value:,.0f}"
+
+
+def short(v: float) -> str:
+    """A number in at most ~6 characters, for interval cells."""
+    if abs(v) >= 10_000:
+        return f"{v / 1000:.0f}k"
+    if abs(v) >= 1000:
+        return f"{v / 1000:.1f}k"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3f}"
+
+
+def interval(ci: Any) -> str:
+    """`0.170–0.340`: a 95% interval in one short cell ("–" when there is none)."""
+    if not isinstance(ci, list) or len(ci) != 2:
+        return "–"
+    lo, hi = float(ci[0]), float(ci[1])
+    return f"[{short(lo)}, {short(hi)}]" if lo < 0 else f"{short(lo)}–{short(hi)}"
+
+
+TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact": "sign-flip", "sign_flip_mc": "sign-flip (drawn)"}
+
+
+def is_cost(key: str) -> bool:
+    """A USD row of ROWS: shown only when the report was priced (`prices_as_of`)."""
+    return key.endswith("_usd") or key.startswith("usd_")
+
+
+def lookup(block: Mapping[str, Any], key: str) -> Any:
+    """A report value by its ROWS key (`partition.SMART` reaches into the partition)."""
+    value: Any = block
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def render_table(report: Report, console: Console) -> None:
+    """Print the report as tables (numbers only; `--json` is the contract)."""
+    providers = report.providers
+    names = sorted(providers)
+    if not names:
+        console.print("no trajectories in this database yet (record, demo or import some)")
+        return
+    title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}"
+    if u := report.uncertainty:
+        title += f"\n95% intervals: bootstrap over questions, {u.bootstrap:,} replicates, seed {u.seed}"
+    per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
+    for start in range(0, len(names), per):
+        part = names[start : start + per]
+        more = f" (providers {start + 1}–{start + len(part)} of {len(names)})" if len(names) > per else ""
+        table = Table(title=title + more, title_justify="left")
+        table.add_column("metric")
+        for name in part:
+            table.add_column(name, justify="right")
+        for key, label in ROWS:
+            if is_cost(key):
+                if isinstance(report.prices_as_of, msgspec.UnsetType):
+                    continue
+                label += f" (prices {report.prices_as_of})" if key == "search_usd" else ""
+            show = fmt_usd if is_cost(key) else fmt
+            table.add_row(label, *(show(lookup(providers[n], key)) for n in part))
+            if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
+                table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
+            if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):
+                table.add_row("  Wilson 95%", *(interval(providers[n].get("accuracy_wilson")) for n in part),
+                              style="dim")
+        for metric, values in sorted((report.custom or {}).items()):
+            table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
+        console.print(table)
+    comp = report.complementarity
+    if comp:
+        ct = Table(title="complementarity (questions both providers ran)", title_justify="left")
+        for col in ("pair", "A only", "B only", "both", "neither", "url Jaccard"):
+            ct.add_column(col, justify="left" if col == "pair" else "right")
+        for pair in sorted(comp):
+            c = comp[pair]
+            ct.add_row(
+                pair, *(fmt(c[k]) for k in ("a_only", "b_only", "both", "neither", "url_jaccard"))
+            )
+        console.print(ct)
+    comp = report.paired or {}
+    paired = [p for p in sorted(comp) if "accuracy_diff" in comp[p]]
+    if paired:
+        pt = Table(title="paired differences A − B over the n questions both ran (p: accuracy)", title_justify="left")
+        for col in ("pair", "n", "Δ accuracy", "p", "Δ surface support"):
+            pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
+        for pair in paired:
+            c = comp[pair]
+            p = c.get("accuracy_diff_p")
+            test = TESTS.get(str(c.get("accuracy_test")), "")
+            pt.add_row(pair, fmt(c.get("paired_questions")), fmt(c.get("accuracy_diff")),
+                       "–" if p is None else f"{p:.3g}", fmt(c.get("surface_support_rate_diff")))
+            pt.add_row("  95% interval", "", interval(c.get("accuracy_diff_ci")), test,
+                       interval(c.get("surface_support_rate_diff_ci")), style="dim")
+        console.print(pt)

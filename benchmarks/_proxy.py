@@ -1,0 +1,118 @@
+"""`searchtrace bench proxy`: latency the recording proxy adds to one call, against the same call made directly.
+
+A sandbox server (uvicorn) and `searchtrace proxy --upstream live` (its base-URL variables pointing at that server)
+run as child processes on 127.0.0.1. One client alternates, call by call, a direct request to the sandbox and the
+same request through the proxy (`/t/<provider>/<qid>/…`, a new trajectory every few calls), so both see the same
+machine load. Added latency = percentile of proxied minus the same percentile of direct. Target (issue 14):
+added p50 <= 2 ms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+import msgspec
+
+from searchtrace.benchmarks._http import sandbox_server
+
+TARGET_P50_MS = 2.0
+ROUTES = {
+    "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}),
+    "jina": ("jina/https://wikiverse.example/wiki/Elmwyn_Athletic", {"Accept": "application/json"}),
+}
+
+
+@contextlib.contextmanager
+def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", timeout_s: float = 30.0,
+                 durable: bool = False) -> Iterator[str]:
+    """`searchtrace proxy --upstream live` in a child process, every endpoint at `root`; stopped by its pid."""
+    from searchtrace.adapters.sandbox import base_urls, env_exports, free_port, wait_listening
+
+    port = free_port()
+    env = {**os.environ, **env_exports(base_urls(root)), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
+    proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
+                             "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
+                             *(["--durable"] if durable else [])],
+                            env=env, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc, timeout_s, "proxy")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def run(calls: int, route: str, per_trajectory: int = 10, durable: bool = False) -> dict[str, Any]:
+    """`calls` direct and `calls` proxied requests, interleaved; percentiles in ms and the added latency."""
+    from searchtrace.engine import question_file
+    from searchtrace.pipeline import sandbox_rows
+
+    path, headers = ROUTES[route]
+    qids = [q.qid for q in question_file("sandbox", rows=sandbox_rows("sandbox"))]
+    with tempfile.TemporaryDirectory() as tmp, sandbox_server() as root, \
+            proxy_server(Path(tmp) / "bench.duckdb", "sandbox", root, durable=durable) as proxy, httpx.Client(timeout=30) as client:
+        direct: list[float] = []
+        proxied: list[float] = []
+        for i in range(calls + 5):  # 5 warm-up pairs, not counted
+            qid = qids[(i // per_trajectory) % len(qids)]
+            epoch = 1 + (i // (per_trajectory * len(qids)))
+            t0 = time.perf_counter()
+            a = client.get(f"{root}/{path}", headers=headers)
+            t1 = time.perf_counter()
+            b = client.get(f"{proxy}/t/brave/{qid}/{path}", headers={**headers, "X-Searchtrace-Epoch": str(epoch)})
+            t2 = time.perf_counter()
+            if a.status_code != 200 or b.status_code != 200 or a.content != b.content:
+                raise RuntimeError(f"call {i}: direct {a.status_code}, proxied {b.status_code} (bodies differ: "
+                                   f"{a.content != b.content})")
+            if i >= 5:
+                direct.append((t1 - t0) * 1000)
+                proxied.append((t2 - t1) * 1000)
+    out: dict[str, Any] = {"route": route, "calls": calls, "durable": durable}
+    for name, q in (("p50", 0.5), ("p99", 0.99)):
+        out[f"direct_{name}_ms"] = round(_pct(direct, q), 3)
+        out[f"proxied_{name}_ms"] = round(_pct(proxied, q), 3)
+        out[f"added_{name}_ms"] = round(_pct(proxied, q) - _pct(direct, q), 3)
+    out["added_mean_ms"] = round(statistics.fmean(proxied) - statistics.fmean(direct), 3)
+    out["target_p50_ms"] = TARGET_P50_MS
+    out["ok"] = out["added_p50_ms"] <= TARGET_P50_MS
+    return out
+
+
+@click.command("proxy")
+@click.option("--calls", default=500, show_default=True, type=click.IntRange(1), help="Calls each way.")
+@click.option("--route", type=click.Choice(sorted(ROUTES)), default="brave", show_default=True)
+@click.option("--durable", is_flag=True, help="Measure `proxy --durable` (each reply waits for its commit).")
+@click.option("--json", "as_json", is_flag=True)
+def command(calls: int, route: str, durable: bool, as_json: bool) -> None:
+    """Added latency per call of `searchtrace proxy` (p50, p99) against direct calls, same run, loopback."""
+    result = run(calls, route, durable=durable)
+    if as_json:
+        click.echo(msgspec.json.encode(result).decode())
+        return
+    click.echo(f"proxy{' --durable' if durable else ''}, {route}, {calls} calls each way: direct p50 {result['direct_p50_ms']} ms / p99 "
+               f"{result['direct_p99_ms']} ms; proxied p50 {result['proxied_p50_ms']} / p99 {result['proxied_p99_ms']}; "
+               f"added p50 {result['added_p50_ms']} ms, p99 {result['added_p99_ms']} ms "
+               f"({'ok' if result['ok'] else 'over'} the {TARGET_P50_MS} ms target)")
+    if not result["ok"]:
+        raise SystemExit(1)

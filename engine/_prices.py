@@ -1,0 +1,69 @@
+"""The SPEC §13 price table (a `--prices FILE` or a run config's `[prices]`), validated on load.
+
+USD per 1,000 search requests by provider, per 1M tokens of fetched content by backend, per 1M model tokens by
+model. Applied nowhere by default: analytics._cost uses it only when the user gives it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from searchtrace.store import BadInput
+
+
+class ModelPrice(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """USD per 1M tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+class Prices(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    as_of: str
+    search: dict[str, float] = {}  # USD per 1,000 requests, by provider name (or kind)
+    fetch: dict[str, float] = {}  # USD per 1M tokens of fetched content, by backend
+    models: dict[str, ModelPrice] = {}
+
+
+def parse_prices(data: Any, src: str) -> Prices:
+    """A decoded price table; BadInput naming `src` and the key."""
+    if isinstance(data, dict):  # name the exact key of a non-number price (msgspec says only `search[...]`)
+        for table in ("search", "fetch"):
+            for name, usd in (data.get(table) or {}).items() if isinstance(data.get(table), dict) else ():
+                if isinstance(usd, bool) or not isinstance(usd, int | float):
+                    raise BadInput(f"{src}: key {table}.{name}: a price must be a number (USD), got {usd!r}")
+    try:
+        prices = msgspec.convert(data, Prices, strict=False)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        where = msg.rsplit(" - at `$", 1)
+        key = where[1].rstrip("`").lstrip(".") if len(where) == 2 else ""
+        raise BadInput(f"{src}: {'key ' + key + ': ' if key else ''}{where[0]}") from None
+    for table, values in (("search", prices.search), ("fetch", prices.fetch)):
+        for name, usd in values.items():
+            if not usd >= 0:
+                raise BadInput(f"{src}: key {table}.{name}: a price must be >= 0, got {usd}")
+    for name, m in prices.models.items():
+        for field in ("input", "output", "cached_input"):
+            v = getattr(m, field)
+            if v is not None and not v >= 0:
+                raise BadInput(f"{src}: key models.{name}.{field}: a price must be >= 0, got {v}")
+    return prices
+
+
+def load_prices(path: Path) -> Prices:
+    """Reads a price file (TOML, SPEC §13)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read price file ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: not valid TOML ({exc})") from None
+    return parse_prices(data, str(path))

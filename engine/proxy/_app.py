@@ -1,0 +1,334 @@
+"""The proxy's ASGI app: `/t/<provider>/<qid>/<route>` forwarded live or to the sandbox, and recorded (SPEC §15)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import anyio
+import httpx
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+import searchtrace.engine.proxy._routes as routes
+from searchtrace.adapters import (
+    SEARCH_PROVIDERS,
+    Endpoint,
+    SearchAdapter,
+    SearchHit,
+    Secret,
+    build_search,
+    estimate_tokens,
+    page_markdown,
+    parse_completion,
+    scrub_bytes,
+    scrub_text,
+    shorten,
+)
+from searchtrace.engine._agent import request_sha256
+from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+from searchtrace.engine.proxy._sse import assemble
+from searchtrace.store import FetchStatus, SearchStatus
+
+EPOCH_HEADER = "x-searchtrace-epoch"
+_QUERY_FIELDS = ("query", "q")
+_BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, msgspec.DecodeError, msgspec.ValidationError)
+
+
+def error(status: int, message: str) -> Response:
+    """A one-line JSON error of the proxy itself (nothing recorded)."""
+    return Response(msgspec.json.encode({"error": {"message": message, "type": "searchtrace_proxy"}}), status,
+                    media_type="application/json")
+
+
+class Upstream(msgspec.Struct, kw_only=True):
+    """One forwarded request's outcome: the reply (status, headers, body) or a transport fault."""
+
+    status: int | None
+    headers: list[tuple[str, str]] = []
+    body: bytes = b""
+    fault: str | None = None  # "timeout" or "http_error" when no reply came
+    message: str = ""
+    latency_ms: float = 0.0
+
+
+class Proxy:
+    """Forwards each request to its endpoint with the proxy's own key and records it in its trajectory."""
+
+    def __init__(self, recorder: ProxyRecorder, *, live: bool, transport: httpx.AsyncBaseTransport | None = None,
+                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False) -> None:
+        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`)."""
+        if not live and root is None:
+            raise ValueError("a proxy that is not live needs the root of the world it forwards to")
+        self.recorder = recorder
+        self.live = live
+        self.root = root
+        # durable: each reply waits for its events' commit (a SIGKILL then loses only calls whose reply was not
+        # sent, at the price of one commit per call); else replies go out at once and the recorder commits behind
+        # them (a SIGKILL may lose the calls of the last commit window). `final` always waits for its commit.
+        self.durable = durable
+        self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
+        # the adapters' own parsers normalise what the client received (SPEC §2); they never send anything
+        self.parsers: dict[str, SearchAdapter] = {
+            name: build_search(name, Endpoint(base_url="http://unused.invalid"), key_fallback="unused")
+            for name in SEARCH_PROVIDERS
+        }
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        for p in self.parsers.values():
+            await p.aclose()
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/", self.index),
+            Route("/t/{provider}/{qid}/final", self.final, methods=["POST"]),
+            Route("/t/{provider}/{qid}/{rest:path}", self.forward,
+                  methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+        ])
+
+    async def index(self, request: Request) -> Response:
+        return Response(msgspec.json.encode({
+            "searchtrace_proxy": self.recorder.run_id, "upstream": "live" if self.live else "sandbox",
+            "providers": sorted(self.recorder.providers), "questions": len(self.recorder.questions),
+            "trajectories": len(self.recorder.trajs),
+        }), media_type="application/json")
+
+    def _trajectory(self, request: Request) -> tuple[Traj | None, Response | None]:
+        raw = request.headers.get(EPOCH_HEADER, "1").strip()
+        if not raw.isdigit() or int(raw) < 1:
+            return None, error(400, f"header X-Searchtrace-Epoch: {raw!r} is not a positive integer")
+        t, why = self.recorder.lookup(request.path_params["provider"], request.path_params["qid"], int(raw))
+        if t is None:
+            return None, error(404, why or "unknown trajectory")
+        if t.finished:
+            return None, error(409, f"trajectory {t.trajectory_id!r} is finished; start another epoch")
+        return t, None
+
+    async def final(self, request: Request) -> Response:
+        """`POST …/final {"answer": "..."}`: answer.final and trajectory.finished, acknowledged once committed."""
+        try:
+            body = msgspec.json.decode(await request.body())
+        except msgspec.DecodeError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
+            return error(400, 'the body of …/final must be a JSON object {"answer": "..."}')
+        t, refused = self._trajectory(request)
+        if t is None:
+            assert refused is not None
+            return refused
+        await self.recorder.final(t, body["answer"]).wait()
+        return Response(msgspec.json.encode({"trajectory_id": t.trajectory_id, "finished": True}),
+                        media_type="application/json")
+
+    async def forward(self, request: Request) -> Response:
+        target = routes.classify(request.path_params["rest"])
+        if target is None:
+            return error(404, f"no endpoint at /{request.path_params['rest']} (known: the sandbox's routes, SPEC §11)")
+        t, refused = self._trajectory(request)
+        if t is None:
+            assert refused is not None
+            return refused
+        body = await request.body()
+        key = routes.upstream_key(target.endpoint, self.live)
+        secret = Secret(key) if key else None
+        req = self._request(request, target, body, key)
+        if target.kind == "chat" and _wants_stream(body):
+            return await self._stream(t, req, body, secret)
+        up = await self._send(req)
+        done: anyio.Event | None = None
+        if target.kind == "search":
+            done = self._record_search(t, target, request, body, up, secret)
+        elif target.kind == "fetch":
+            done = self._record_fetch(t, target, request, up, secret)
+        elif target.kind == "chat":
+            done = self._record_chat(t, body, up, up.body, secret)
+        if done is not None and self.durable:
+            await done.wait()
+        return self._reply(up)
+
+    # -- forwarding --------------------------------------------------------------------------------------------------
+
+    def _request(self, request: Request, target: routes.Target, body: bytes, key: str | None) -> httpx.Request:
+        """The upstream request: the client's minus its credentials, plus the proxy's key for that endpoint."""
+        if self.live:
+            url = f"{routes.live_base(target.endpoint)}/{target.path}"
+        else:
+            url = f"{self.root}/{request.path_params['rest']}"  # the in-process sandbox's root
+        params: list[tuple[str, str | int | float | bool | None]] = [
+                  (k, v) for k, v in request.query_params.multi_items()
+                  if target.kind == "fetch" or k not in routes.KEY_FIELDS]
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}
+        if key is not None:
+            auth = routes.auth_header(target.endpoint, key)
+            if auth is None:
+                params.append((routes.QUERY_KEY[target.endpoint], key))
+            else:
+                headers[auth[0]] = auth[1]
+        if body and target.kind != "fetch":
+            body = _without_key_fields(body)
+        return self.client.build_request(request.method, url, params=params or None, headers=headers,
+                                         content=body or None)
+
+    async def _send(self, req: httpx.Request) -> Upstream:
+        t0 = time.perf_counter()
+        try:
+            resp = await self.client.send(req)
+        except httpx.TimeoutException as exc:
+            return Upstream(status=None, fault="timeout", message=f"upstream timed out ({type(exc).__name__})",
+                            latency_ms=(time.perf_counter() - t0) * 1000)
+        except httpx.HTTPError as exc:
+            return Upstream(status=None, fault="http_error", message=f"upstream unreachable ({type(exc).__name__})",
+                            latency_ms=(time.perf_counter() - t0) * 1000)
+        return Upstream(status=resp.status_code, headers=_headers(resp), body=resp.content,
+                        latency_ms=(time.perf_counter() - t0) * 1000)
+
+    def _reply(self, up: Upstream) -> Response:
+        if up.status is None:
+            return error(504 if up.fault == "timeout" else 502, up.message)
+        return Response(up.body, up.status, headers=dict(up.headers))
+
+    async def _stream(self, t: Traj, req: httpx.Request, body: bytes, secret: Secret | None) -> Response:
+        """Pass a streamed reply through chunk by chunk; record it once whole (when the stream ends)."""
+        t0 = time.perf_counter()
+        try:
+            resp = await self.client.send(req, stream=True)
+        except httpx.HTTPError as exc:
+            up = Upstream(status=None, fault="timeout" if isinstance(exc, httpx.TimeoutException) else "http_error",
+                          message=f"upstream failed ({type(exc).__name__})")
+            await self._record_chat(t, body, up, b"", secret).wait()
+            return self._reply(up)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            """Each chunk as it comes; when durable the last is held until the whole reply is committed."""
+            parts: list[bytes] = []
+            held: bytes | None = None
+            try:
+                async for chunk in resp.aiter_raw():
+                    if held is not None:
+                        yield held
+                    parts.append(chunk)
+                    held = chunk
+            finally:
+                await resp.aclose()
+            whole = b"".join(parts)
+            up = Upstream(status=resp.status_code, body=whole, latency_ms=(time.perf_counter() - t0) * 1000)
+            completion = whole
+            if resp.is_success:
+                try:
+                    completion = assemble(whole)
+                except _BAD_BODY:
+                    completion = b""
+            done = self._record_chat(t, body, up, completion, secret, raw=whole)
+            if self.durable:
+                await done.wait()
+            if held is not None:
+                yield held
+
+        return StreamingResponse(chunks(), resp.status_code, headers=dict(_headers(resp)))
+
+    # -- recording ---------------------------------------------------------------------------------------------------
+
+    def _record_search(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream,
+                       secret: Secret | None) -> anyio.Event | None:
+        query, params = _query_and_params(request, body)
+        if query is None:
+            return None  # not a search call (another route of the provider): forwarded, not recorded
+        status: SearchStatus
+        hits: list[SearchHit] = []
+        err: str | None = None
+        if (failed := _failure(up, secret)) is not None:
+            status, err = failed
+        else:
+            try:
+                hits = self.parsers[target.endpoint].parse_hits(up.body)
+                status = "ok"
+            except _BAD_BODY as exc:
+                status, err = "bad_response", f"unusable body: {exc}"
+        raw = scrub_bytes(up.body, secret) if up.body else None
+        return self.recorder.search(t, query=query, params=params, status=status, hits=hits, latency_ms=up.latency_ms,
+                             raw=raw, http_status=up.status, error=err)
+
+    def _record_fetch(self, t: Traj, target: routes.Target, request: Request, up: Upstream,
+                      secret: Secret | None) -> anyio.Event:
+        url = target.path + (f"?{request.url.query}" if request.url.query else "")
+        status: FetchStatus
+        content: str | None = None
+        err: str | None = None
+        if (failed := _failure(up, secret)) is not None:
+            status, err = failed
+        else:
+            try:
+                content = scrub_text(page_markdown(up.body, dict(up.headers).get("content-type", "")), secret)
+                status = "ok"
+            except _BAD_BODY as exc:
+                status, err = "bad_response", f"unusable body: {exc}"
+        return self.recorder.fetch(t, url=url, status=status, content=content, n_bytes=len(up.body),
+                            n_tokens=estimate_tokens(content) if content is not None else 0, latency_ms=up.latency_ms,
+                            http_status=up.status, error=err)
+
+    def _record_chat(self, t: Traj, body: bytes, up: Upstream, completion: bytes, secret: Secret | None,
+                     raw: bytes | None = None) -> anyio.Event:
+        request = _json_or_none(body) or {}
+        model = str(request.get("model", "chat"))
+        if up.status is None or not 200 <= up.status < 300:
+            text = scrub_text(up.body.decode("utf-8", "replace"), secret) if up.body else up.message
+            status = up.fault or "http_error"
+            return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text))
+        try:
+            text_, calls, usage, finish = parse_completion(completion)
+        except _BAD_BODY as exc:
+            return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
+                                             error=f"unusable body: {exc}")
+        messages: list[dict[str, Any]] = request["messages"] if isinstance(request.get("messages"), list) else []
+        tools: list[dict[str, Any]] | None = request["tools"] if isinstance(request.get("tools"), list) else None
+        return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
+                           finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, secret),
+                           request_sha256=request_sha256(messages, tools))
+
+
+def _headers(resp: httpx.Response) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in resp.headers.items() if k.lower() not in routes.DROP_RESPONSE]
+
+
+def _json_or_none(body: bytes) -> dict[str, Any] | None:
+    try:
+        doc = msgspec.json.decode(body) if body else None
+    except msgspec.DecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _wants_stream(body: bytes) -> bool:
+    doc = _json_or_none(body)
+    return bool(doc and doc.get("stream") is True)
+
+
+def _without_key_fields(body: bytes) -> bytes:
+    """A JSON body without the key fields some clients send in it (Tavily's `api_key`)."""
+    doc = _json_or_none(body)
+    if doc is None or not any(k in doc for k in routes.KEY_FIELDS):
+        return body
+    return msgspec.json.encode({k: v for k, v in doc.items() if k not in routes.KEY_FIELDS})
+
+
+def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[str, Any]]:
+    """The search query and the other request parameters (never a key field) from the JSON body or the query string."""
+    doc = _json_or_none(body)
+    source: dict[str, Any] = doc if doc is not None else dict(request.query_params)
+    query = next((source[f] for f in _QUERY_FIELDS if isinstance(source.get(f), str)), None)
+    params = {k: v for k, v in source.items() if k not in _QUERY_FIELDS and k not in routes.KEY_FIELDS}
+    return query, params
+
+
+def _failure(up: Upstream, secret: Secret | None) -> tuple[Literal["timeout", "http_error"], str | None] | None:
+    """How a forwarded call failed (no reply, or a non-2xx one), as a status and one line; None when it answered."""
+    if up.status is None:
+        return ("timeout" if up.fault == "timeout" else "http_error"), up.message
+    if not 200 <= up.status < 300:
+        return "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), secret))}"
+    return None

@@ -1,0 +1,231 @@
+"""Inspect AI eval logs -> SPEC §9 trace lines, so `import --from inspect` shares the traces importer's strictness.
+
+A sample whose transcript calls a web-search tool becomes one trajectory: question = the sample input, gold = the
+target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step per model
+event (its usage and working time), one search step per call of the searching tool (results read from the tool's
+reply in any provider's shape or as <document> blocks), one fetch step per call of the fetching tool. Which tools
+search and fetch is read from the tool definitions the model was given (adapters/_toolset.py, `pick`). The provider
+is `--provider`, else the task's `provider` argument or the sample's `provider` metadata. What cannot be mapped is
+named (file, sample, event) and nothing of that file is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from searchtrace.adapters import (
+    Tools,
+    domain_of,
+    estimate_tokens,
+    normalize_url,
+    pick,
+    read_page,
+    read_results,
+)
+from searchtrace.engine import final_answer, trajectory_id
+from searchtrace.replay.interchange._formats import (
+    FetchStep,
+    ModelStep,
+    Result,
+    SearchStep,
+    StepUsage,
+    TraceLine,
+)
+from searchtrace.store import BadInput, TrajectoryReason
+
+LOG_SUFFIXES = (".eval", ".json")
+
+
+def log_files(paths: Sequence[Path]) -> list[Path]:
+    """The logs named, a folder standing for every `.eval` / `.json` log in it (sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.suffix in LOG_SUFFIXES and f.is_file())
+            if not found:
+                raise BadInput(f"{p}: no Inspect logs (*.eval, *.json) in this folder")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise BadInput(f"{p}: no such file or folder")
+    return out
+
+
+def read_log(path: Path) -> dict[str, Any]:
+    """The whole log as plain JSON data, read with inspect-ai's own reader (the `.eval` format is zstd-zipped)."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise BadInput(f"{path}: reading Inspect logs needs the inspect-ai package (pip install inspect-ai)") from None
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # inspect raises many kinds for a file that is not one of its logs
+        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {_line(str(exc))})") from None
+    data: dict[str, Any] = log.model_dump(mode="json")
+    return data
+
+
+def _line(text: str, limit: int = 160) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _text(content: Any) -> str:
+    """A message content: a string, or the text of its content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+class _Sample:
+    """One sample being mapped; `where(event)` names it in an error."""
+
+    def __init__(self, path: Path, sample: dict[str, Any]) -> None:
+        self.path, self.sample = path, sample
+        self.id = str(sample.get("id"))
+        self.epoch = int(sample.get("epoch") or 1)
+
+    def fail(self, what: str, event: int | None = None) -> BadInput:
+        at = f", event {event}" if event is not None else ""
+        return BadInput(f"{self.path}: sample {self.id} (epoch {self.epoch}){at}: {what}")
+
+
+def _question(s: _Sample) -> str:
+    value = s.sample.get("input")
+    if isinstance(value, list):
+        value = "\n".join(_text(m.get("content")) for m in value if isinstance(m, dict) and m.get("role") == "user")
+    if not isinstance(value, str) or not value.strip():
+        raise s.fail("input: no question text")
+    return value
+
+
+def _gold(s: _Sample) -> str:
+    target = s.sample.get("target")
+    if isinstance(target, list) and all(isinstance(t, str) for t in target) and target:
+        return "; ".join(target)
+    if isinstance(target, str):
+        return target
+    raise s.fail(f"target: {target!r} is not a gold answer (a string or a list of strings)")
+
+
+def _tools(events: list[dict[str, Any]]) -> Tools | None:
+    """The searching / fetching tools among those the model was given (None: no searching tool)."""
+    for e in events:
+        if e.get("event") == "model" and e.get("tools"):
+            t = pick(e["tools"])
+            names = {str(x.get("name")) for x in e["tools"] if isinstance(x, dict)}
+            return t if t.search in names else None
+    return None
+
+
+def _usage(output: dict[str, Any]) -> StepUsage:
+    u = output.get("usage") or {}
+    return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
+                     reasoning_tokens=int(u.get("reasoning_tokens") or 0))
+
+
+def _ms(event: dict[str, Any]) -> float:
+    return float(event.get("working_time") or 0.0) * 1000
+
+
+def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: str) -> TraceLine | None:
+    """One sample as a §9 trace line; None when it never calls a searching tool."""
+    s = _Sample(path, sample)
+    events = [e for e in sample.get("events") or [] if isinstance(e, dict)]
+    tools = _tools(events)
+    if tools is None or not any(e.get("event") == "tool" and e.get("function") == tools.search for e in events):
+        return None
+    steps: list[ModelStep | SearchStep | FetchStep] = []
+    docs: dict[str, str] = {}  # url_normalized and doc_id -> doc_id of the first appearance
+    urls: dict[str, str] = {}  # doc_id -> url
+    iteration = 0
+    n_docs = 0
+    for i, e in enumerate(events):
+        kind = e.get("event")
+        if kind == "model":
+            iteration += 1
+            steps.append(ModelStep(iteration=iteration, usage=_usage(e.get("output") or {}), latency_ms=_ms(e)))
+            continue
+        if kind != "tool" or e.get("function") not in (tools.search, tools.fetch):
+            continue
+        args: dict[str, Any] = e["arguments"] if isinstance(e.get("arguments"), dict) else {}
+        call_id = str(e.get("id") or f"tool-{i}")
+        result = _text(e.get("result"))
+        if e.get("function") == tools.search:
+            query = args.get(tools.search_arg)
+            if not isinstance(query, str):
+                raise s.fail(f"{tools.search} call has no string argument {tools.search_arg!r}", i)
+            results: list[Result] = []
+            if e.get("error") is None:
+                found = read_results(result, plain_text=False)
+                if not found and not _empty_results(result):
+                    raise s.fail(f"{tools.search} reply is neither search results nor an empty result list", i)
+                for rank, d in enumerate(found, start=1):
+                    n_docs += 1
+                    doc_id = f"d{n_docs}"
+                    docs.setdefault(normalize_url(d.url), doc_id)
+                    docs.setdefault(d.doc_id, doc_id)
+                    urls[doc_id] = d.url
+                    results.append(Result(doc_id=doc_id, rank=rank, url=d.url, title=d.title,
+                                          domain=d.domain or domain_of(d.url), snippet=d.snippet, metadata={}))
+            steps.append(SearchStep(iteration=max(iteration, 1), call_id=call_id, query=query, results=results,
+                                    latency_ms=_ms(e)))
+        else:
+            target = args.get(tools.fetch_arg)
+            if not isinstance(target, str):
+                raise s.fail(f"{tools.fetch} call has no string argument {tools.fetch_arg!r}", i)
+            doc_id_or_none = docs.get(normalize_url(target)) if tools.fetch_by_url else docs.get(target)
+            if doc_id_or_none is None:
+                raise s.fail(f"{tools.fetch} of {target!r}, which no earlier search result of the sample showed", i)
+            page = read_page(result) if e.get("error") is None else None
+            steps.append(FetchStep(iteration=max(iteration, 1), call_id=call_id, doc_id=doc_id_or_none,
+                                   url=urls[doc_id_or_none], status="ok" if page is not None else "http_error",
+                                   content=page, n_tokens=estimate_tokens(page) if page else 0, latency_ms=_ms(e)))
+    completion = _text((sample.get("output") or {}).get("completion"))
+    final = final_answer(completion) if completion else None
+    if final is None and completion.strip():
+        final = completion.strip()
+    reason: TrajectoryReason = "error" if sample.get("error") else ("answered" if final is not None else "max_iterations")
+    return TraceLine(
+        trajectory_id=trajectory_id(run_id, provider, s.id, epoch=s.epoch), provider=provider, qid=s.id,
+        question=_question(s), gold_answer=_gold(s), final_answer=final, stop_reason=reason, steps=steps, epoch=s.epoch,
+    )
+
+
+def _empty_results(text: str) -> bool:
+    """A reply that is a result list with nothing in it (e.g. Tavily's `"results": []`)."""
+    try:
+        doc = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(doc, dict) and any(isinstance(v, list) and not v for v in doc.values())
+
+
+def _provider_of(log: dict[str, Any], sample: dict[str, Any], given: str | None) -> str | None:
+    if given:
+        return given
+    for source in ((log.get("eval") or {}).get("task_args") or {}, sample.get("metadata") or {}):
+        if isinstance(source.get("provider"), str) and source["provider"]:
+            return str(source["provider"])
+    return None
+
+
+def log_traces(path: Path, *, provider: str | None, run_id: str | None) -> Iterator[tuple[str, TraceLine]]:
+    """(sample id, trace line) for each sample of one log that searched; BadInput names what cannot be mapped."""
+    log = read_log(path)
+    if log.get("status") not in ("success", "error", "cancelled", "started"):
+        raise BadInput(f"{path}: unknown Inspect log status {log.get('status')!r}")
+    run = run_id or f"inspect-{(log.get('eval') or {}).get('eval_id') or path.stem}"
+    for sample in log.get("samples") or []:
+        name = _provider_of(log, sample, provider)
+        if name is None:
+            raise BadInput(f"{path}: sample {sample.get('id')}: no provider: pass --provider (the search API used)")
+        line = sample_trace(path, sample, provider=name, run_id=run)
+        if line is not None:
+            yield f"{sample.get('id')} (epoch {sample.get('epoch') or 1})", line

@@ -1,0 +1,18 @@
+"""`searchtrace bench <name>`: throughput benchmarks, each in its own module under `benchmarks/`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from searchtrace.benchmarks import COMMANDS
+from searchtrace.cli import LazyGroup
+
+if TYPE_CHECKING:  # the table's modules named for mypy, which else would pass over a benchmarks/ it cannot find
+    from searchtrace.benchmarks import chaos, fanout, http, ingest, judge, proxy, replay, view  # noqa: F401
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS)
+def bench() -> None:
+    """Throughput benchmarks (ingest, replay, fan-out, judge, http), the explorer's API latency (view) and the chaos suite."""

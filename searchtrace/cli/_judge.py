@@ -1,0 +1,184 @@
+"""`searchtrace judge`: a resumable judge run over every recorded judge item (SPEC §4).
+
+The judge run id defaults to `<model>@<prompt version>` (e.g. `kimi-k2.6@judge/1`), so running the same command
+again resumes the same judge run (only items without a verdict are called); another model or prompt version is
+another judge run, and `--judge-run-id` names one explicitly. Exit 0 when every item has a verdict, 1 when some
+calls failed for good on transient errors (run again to judge them), 2 on bad input or a rejected key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+import msgspec
+
+from searchtrace import pipeline
+from searchtrace.replay import DEFAULT_VERSION, JudgeStats, versions
+
+
+def summary_text(s: JudgeStats) -> str:
+    text = (
+        f"judge run {s.judge_run_id}: {s.items} items ({s.already} already judged, {s.done} judged now: "
+        f"{s.valid} valid, {s.invalid} invalid); {s.retried} retries; "
+        f"{s.usage.input_tokens:,} input / {s.usage.output_tokens:,} output tokens in {s.elapsed_s:.1f} s"
+    )
+    if s.failed:
+        text += f"; {s.failed} calls failed: run the same command again to judge them"
+    return text
+
+
+def progress_line(s: JudgeStats) -> str:
+    return f"done {s.done}/{s.pending} · invalid {s.invalid} · retried {s.retried} · failed {s.failed}"
+
+
+@contextmanager
+def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None]]:
+    """A rich progress bar on an interactive stderr (done / invalid / retried / failed); silent otherwise."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not (console.is_terminal if enabled is None else enabled):
+        yield lambda s: None
+        return
+    bar = Progress(
+        TextColumn("[bold]judge"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+        console=console, refresh_per_second=4,
+    )
+    task = bar.add_task("", total=None)
+
+    def tick(s: JudgeStats) -> None:
+        bar.update(task, total=s.pending, completed=s.done + s.failed, description=progress_line(s))
+
+    with bar:
+        yield tick
+
+
+@click.group("judge", invoke_without_command=True)
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
+@click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY).")
+@click.option("--prompt-version", default=None,
+              help=f"Built-in ({', '.join(versions())}; default {DEFAULT_VERSION}) or a prompt file's recorded name@hash.")
+@click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="TOML prompt file (name, system, user template, schema_version); recorded as name@<sha256[:12]>.")
+@click.option("--judge-run-id", default=None, help="Default: <model>@<prompt version>, so the same command resumes.")
+@click.option("--rps", default=None, type=float,
+              help="Judge requests per second, 0 for unlimited [default: 5; unlimited with --sandbox/--sandbox-url].")
+@click.option("--concurrency", default=8, show_default=True, type=int, help="Judge calls in flight.")
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=float, help="Seconds per attempt.")
+@click.option("--max-retries", default=4, show_default=True, type=int, help="Retries on 429 / 5xx / timeouts.")
+@click.option("--sandbox", is_flag=True, help="Use the in-process sandbox judge (no key, no network).")
+@click.option("--sandbox-url", default=None, help="Use a running `searchtrace sandbox serve` (http://127.0.0.1:PORT).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@click.pass_context
+def judge(
+    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None,
+    prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
+    concurrency: int, timeout_s: float, max_retries: int,
+    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
+) -> None:
+    """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
+
+    `searchtrace judge compare A B` compares two judge runs instead (SPEC §12)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    plan = pipeline.plan_judge(
+        db, model=model, base_url=base_url, key_env=key_env, prompt_version=prompt_version, prompt_file=prompt_file,
+        judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
+        sandbox=sandbox, sandbox_url=sandbox_url,
+    )
+    chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
+                               concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
+                               sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
+    with judge_progress(False if no_progress or as_json else None) as tick:
+        # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
+        stats = anyio.run(lambda: pipeline.judge(db, chat, model=plan.model, judge_run_id=plan.judge_run_id,
+                                                 prompt_version=plan.prompt_version, prompt=plan.prompt,
+                                                 concurrency=plan.concurrency, params=plan.params, progress=tick),
+                          backend="asyncio")
+    if as_json:
+        click.echo(msgspec.json.encode(stats).decode())
+    else:
+        click.echo(summary_text(stats))
+    if stats.failed:
+        for err in stats.errors:
+            click.echo(f"searchtrace: judge call failed: {err}", err=True)
+        if stats.stopped:
+            click.echo(f"searchtrace: judge {stats.stopped}; check the endpoint, then run the same command "
+                       "again to resume", err=True)
+        raise SystemExit(1)
+
+
+@judge.command("compare")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--tsv", "as_tsv", is_flag=True, help="Print every disagreeing item as TSV.")
+def compare(db: Path, run_a: str, run_b: str, as_json: bool, as_tsv: bool) -> None:
+    """Agreement of two judge runs over the items both judged validly: per label n, agreement, Cohen's kappa and
+    the 2x2 table; each provider's partition and surface support rate under A and B; every disagreeing item."""
+    if as_json and as_tsv:
+        raise click.UsageError("use either --json or --tsv, not both")
+    result = pipeline.judge_compare(db, run_a, run_b)
+    if as_json:
+        click.echo(json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False))
+    elif as_tsv:
+        click.echo(compare_tsv(result), nl=False)
+    else:
+        click.echo(compare_text(result))
+
+
+def _labels_text(labels: dict[str, Any]) -> str:
+    parts = []
+    for surface in ("snippet", "page"):
+        got = labels.get(surface)
+        if got:
+            parts.append(surface + ":" + ",".join(f"{k}={'T' if v else 'F'}" for k, v in sorted(got.items())))
+    return " ".join(parts)
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def compare_tsv(result: dict[str, Any]) -> str:
+    """One line per disagreeing item: trajectory, url, provider, differing labels, both labels and rationales."""
+    head = ("trajectory_id", "url", "provider", "differs", "labels_a", "labels_b", "rationale_a", "rationale_b")
+    lines = ["\t".join(head)]
+    for d in result["disagreements"]:
+        lines.append("\t".join(_cell(x) for x in (
+            d["trajectory_id"], d["url"], d["provider"], ",".join(d["differs"]), _labels_text(d["a"]),
+            _labels_text(d["b"]), d["a_rationale"], d["b_rationale"])))
+    return "\n".join(lines) + "\n"
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    def num(v: Any, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    lines = [f"judge runs A = {result['a']}, B = {result['b']}: {result['items_valid_in_both']:,} items with a valid "
+             "verdict in both",
+             f"{'label':<26} {'n':>7} {'agreement':>9} {'kappa':>6} {'TT':>6} {'TF':>6} {'FT':>6} {'FF':>6}"]
+    for name, s in result["labels"].items():
+        t = s["table"]
+        lines.append(f"{name:<26} {s['n']:>7,} {num(s['agreement'], '.1%'):>9} {num(s['kappa'], '.3f'):>6} "
+                     f"{t['a_true_b_true']:>6,} {t['a_true_b_false']:>6,} {t['a_false_b_true']:>6,} "
+                     f"{t['a_false_b_false']:>6,}")
+    lines.append(f"{'provider':<16} {'run':<3} {'SMART':>6} {'MISSED':>6} {'BLIND':>6} {'NO-OP':>6} {'S rate':>7}")
+    for name, sides in result["providers"].items():
+        for side in ("a", "b"):
+            part = sides[side]["partition"]
+            lines.append(f"{name:<16} {side.upper():<3} {part['SMART']:>6,} {part['MISSED']:>6,} {part['BLIND']:>6,} "
+                         f"{part['NO-OP']:>6,} {num(sides[side]['surface_support_rate'], '.3f'):>7}")
+    lines.append(f"{len(result['disagreements']):,} disagreeing items (--tsv lists them with both rationales)")
+    return "\n".join(lines)

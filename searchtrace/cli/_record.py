@@ -1,0 +1,72 @@
+"""`searchtrace record --config run.toml [--sandbox | --sandbox-url URL] [--db PATH]`: a resumable live run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import click
+import msgspec
+
+from searchtrace import pipeline
+from searchtrace.engine import EXAMPLE_CONFIG, RunSummary, load_config
+
+
+def summary_text(s: RunSummary) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reasons.items())) or "none"
+    return (
+        f"run {s.run_id}: {s.trajectories} trajectories ({s.already} already recorded, {s.recorded} recorded now: "
+        f"{reasons}); {s.model_calls} model / {s.search_calls} search / {s.fetch_calls} fetch calls, "
+        f"{s.retries} retries, {s.input_tokens:,} input / {s.output_tokens:,} output tokens in {s.elapsed_s:.1f} s"
+        + (f"; {s.retried} cells that had ended in error recorded again" if s.retried else "")
+        + (f"; {s.errored_final} cells ended in error on every attempt (final)" if s.errored_final else "")
+        + (f"; {s.to_retry} cells ended in error (attempts left)" if s.to_retry else "")
+        + ("" if s.finished else "; unfinished: run the same command again to resume")
+    )
+
+
+@click.command("record")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="TOML run config.")
+@click.option("--example", is_flag=True, help="Print an example run config (TOML) and exit.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
+@click.option("--sandbox", is_flag=True, help="Point every endpoint at the in-process sandbox world (no key, no network; rates and concurrency as configured).")
+@click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
+def record(
+    config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
+    no_progress: bool, epochs: int | None,
+) -> None:
+    """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
+    if example:
+        click.echo(EXAMPLE_CONFIG, nl=False)
+        return
+    if config_path is None:
+        raise click.UsageError("--config is required (`searchtrace record --example` prints a template)")
+    cfg = load_config(config_path)
+    if epochs is not None:
+        cfg.run.epochs = epochs
+    if sandbox and sandbox_url:
+        raise click.UsageError("use either --sandbox or --sandbox-url, not both")
+    transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
+    try:
+        summary = anyio.run(
+            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            f"searchtrace: interrupted; finished trajectories are in {db}, run the same command again to record the rest",
+            err=True,
+        )
+        raise SystemExit(130) from None
+    if as_json:
+        click.echo(msgspec.json.encode(summary).decode())
+    else:
+        click.echo(summary_text(summary))
+    if summary.failed:  # a run that failed never exits 0
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())) or "unknown"
+        click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
+                   f"error ({kinds}); run the same command again to record them again", err=True)
+        raise SystemExit(1)

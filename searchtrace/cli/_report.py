@@ -1,0 +1,66 @@
+"""`searchtrace report`: SPEC §8 as a terminal table, `--json` the contract, `--html FILE` a page with plots."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from searchtrace import pipeline
+from searchtrace.analytics import DEFAULT_BOOTSTRAP, DEFAULT_SEED, to_json
+
+
+@click.command("report")
+@click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
+@click.option("--judge-run-id", default=None, help="Judge run to report (default: the latest one with a valid verdict).")
+@click.option(
+    "--run-id",
+    "run_ids",
+    multiple=True,
+    help="Report this run's trajectories (repeatable); required when the store holds several runs.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the SPEC §8 JSON contract.")
+@click.option("--html", "html", default=None, type=click.Path(dir_okay=False, path_type=Path), help="Write a page with plots.")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A custom metric file (.py with metric(con, judge_run_id), or .sql returning provider, value); repeatable.",
+)
+@click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=DEFAULT_BOOTSTRAP, show_default=True,
+              help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §12); 0 turns them off.")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
+def report(
+    db: Path,
+    judge_run_id: str | None,
+    run_ids: tuple[str, ...],
+    as_json: bool,
+    html: Path | None,
+    metrics: tuple[Path, ...],
+    bootstrap: int,
+    seed: str,
+    prices: Path | None,
+) -> None:
+    """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§12)."""
+    result = pipeline.report(
+        db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,
+        run_ids=run_ids,
+    )
+    data = result.data
+    for note in result.notes:  # on stderr: stdout keeps exactly the table or the JSON
+        click.echo(note, err=True)
+    if as_json:
+        sys.stdout.write(to_json(data))
+        sys.stdout.flush()
+        return
+    from rich.console import Console
+
+    from searchtrace.analytics import render_table
+
+    render_table(data, Console())
+    if html is not None:
+        click.echo(f"wrote {html}")

@@ -1,0 +1,63 @@
+"""Check the judge against humans (SPEC §7): a balanced sample to label, label import, agreement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics import agreement, prepare_import, to_tsv
+from searchtrace.analytics import audit_sample as draw_sample
+from searchtrace.store import BadInput, EventLog, require_database
+
+
+class AuditSample(msgspec.Struct, kw_only=True):
+    judge_run_id: str
+    rows: list[dict[str, str]]
+    leaves: int
+
+
+class AuditImport(msgspec.Struct, kw_only=True):
+    rows: int
+    new: int
+    already: int
+    unlabelled: int
+
+
+def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> AuditSample:
+    """Writes k cases per provider × surface × label × judge value as a TSV for human labels."""
+    with EventLog(db, read_only=True) as log:
+        jr, rows = draw_sample(log, judge_run_id, k, seed)
+    try:
+        out.write_text(to_tsv(rows), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
+    leaves = len({(r["provider"], r["surface"], r["label"], r["judge_value"]) for r in rows})
+    return AuditSample(judge_run_id=jr, rows=rows, leaves=leaves)
+
+
+def audit_import(db: Path, tsv: Path) -> AuditImport:
+    """Imports human labels as audit.label events; re-importing adds nothing."""
+    require_database(db)  # the labels belong to a store that has the judge run
+    with EventLog(db) as log:
+        events, counts = prepare_import(log, tsv)
+        positions = log.append(events) if events else []
+    new = sum(1 for p in positions if p)
+    return AuditImport(rows=counts["rows"], new=new, already=counts["unchanged"] + len(events) - new,
+                       unlabelled=counts["unlabelled"])
+
+
+def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
+    """Two judge runs over the same items (SPEC §12): per-label agreement and kappa, partitions, disagreements."""
+    from searchtrace.analytics import compare_judge_runs
+
+    require_database(db)
+    with EventLog(db, read_only=True) as log:
+        return compare_judge_runs(log, run_a, run_b)
+
+
+def audit_agreement(db: Path, judge_run_id: str | None) -> dict[str, Any]:
+    """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
+    with EventLog(db, read_only=True) as log:
+        return agreement(log, judge_run_id)

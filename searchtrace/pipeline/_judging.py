@@ -1,0 +1,118 @@
+"""Judge every recorded item (SPEC §4) with a chat model: the real endpoint or the sandbox judge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from searchtrace.adapters import SANDBOX_KEY, ClosableChat, build_chat, default_endpoint, sandbox_endpoint
+from searchtrace.adapters.sandbox import in_process
+from searchtrace.engine import RPS_RANGE, SECONDS_RANGE, rate_problem
+from searchtrace.pipeline._live import serving_reads
+from searchtrace.pipeline._recording import check_sandbox_url
+from searchtrace.replay import (
+    DEFAULT_VERSION,
+    JudgePrompt,
+    JudgeStats,
+    default_judge_run_id,
+    load_judge_prompt_file,
+    run_judge,
+)
+from searchtrace.store import BadInput, EventLog, require_database
+
+SANDBOX_JUDGE = "sandbox-judge"
+DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
+
+
+class JudgePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """A judge run's settings with every default filled in and checked: what `judge_chat` and `judge` take."""
+
+    model: str
+    judge_run_id: str
+    prompt_version: str | None  # None: the built-in default (or, resuming a named run, the run's own)
+    prompt: JudgePrompt | None  # a prompt file's prompt
+    rps: float
+    concurrency: int
+    timeout_s: float
+    max_retries: int
+    base_url: str | None = None
+    key_env: str | None = None
+    sandbox: bool = False
+    sandbox_url: str | None = None
+    params: dict[str, Any] = {}  # recorded in judge.started: rate, retries, timeout, which endpoint
+
+
+def plan_judge(
+    db: Path, *, model: str | None = None, base_url: str | None = None, key_env: str | None = None,
+    prompt_version: str | None = None, prompt_file: Path | None = None, judge_run_id: str | None = None,
+    rps: float | None = None, concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 4,
+    sandbox: bool = False, sandbox_url: str | None = None,
+) -> JudgePlan:
+    """The judge's defaults: the sandbox judge model and no rate limit on a sandbox, DEFAULT_RPS on a real endpoint,
+    the run id `<model>@<prompt version>` (the same command resumes the same run); BadInput for a bad value."""
+    if sandbox and sandbox_url:
+        raise BadInput("use either --sandbox or --sandbox-url, not both")
+    check_sandbox_url(sandbox_url)
+    sandboxed = sandbox or bool(sandbox_url)
+    if model is None:
+        if not sandboxed:
+            raise BadInput("--model is required (or use --sandbox)")
+        model = SANDBOX_JUDGE
+    if rps is None:
+        rps = 0.0 if sandboxed else DEFAULT_RPS
+    if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
+        raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
+    if problem := (rate_problem("--rps", rps, RPS_RANGE, zero_ok=True)
+                   or rate_problem("--timeout", timeout_s, SECONDS_RANGE)):
+        raise BadInput(problem)
+    require_database(db)
+    prompt = None
+    if prompt_file is not None:
+        if prompt_version is not None:
+            raise BadInput("use either --prompt-version or --prompt-file, not both")
+        prompt = load_judge_prompt_file(prompt_file)
+        prompt_version = prompt.version
+    params = {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
+              "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")}
+    # without a judge run id the run id names the prompt; with one, an unnamed prompt resumes the run's own
+    return JudgePlan(
+        model=model, judge_run_id=judge_run_id or default_judge_run_id(model, prompt_version or DEFAULT_VERSION),
+        prompt_version=prompt_version, prompt=prompt, rps=rps, concurrency=concurrency, timeout_s=timeout_s,
+        max_retries=max_retries, base_url=base_url, key_env=key_env, sandbox=sandbox, sandbox_url=sandbox_url,
+        params=params,
+    )
+
+
+def judge_chat(
+    *, model: str, base_url: str | None = None, key_env: str | None = None, rps: float, concurrency: int,
+    timeout_s: float, max_retries: int, sandbox: bool = False, sandbox_url: str | None = None,
+) -> ClosableChat:
+    """The judge's chat adapter: the production OpenAI-compatible one, in-process for `sandbox`, or at `sandbox_url`."""
+    limits: dict[str, Any] = {"rps": rps, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries}
+    if sandbox or sandbox_url:
+        box = in_process() if sandbox else None
+        root = box.root if box is not None else str(sandbox_url)
+        return build_chat(model, sandbox_endpoint("openai", root, **limits),
+                          transport=box.transport if box is not None else None, key_fallback=SANDBOX_KEY)
+    return build_chat(model, default_endpoint("openai", base_url=base_url, key_env=key_env, **limits))
+
+
+async def judge(
+    db: Path, chat: ClosableChat, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
+    prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
+    progress: Callable[[JudgeStats], None] | None = None,
+) -> JudgeStats:
+    """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store."""
+    log = await anyio.to_thread.run_sync(lambda: EventLog(db))
+    try:
+        with serving_reads(log):
+            return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
+                                   prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
+                                   params=params, progress=progress)
+    finally:
+        await chat.aclose()
+        await anyio.to_thread.run_sync(log.close)

@@ -1,0 +1,208 @@
+"""`searchtrace view`: the evidence explorer, a Starlette app with the JSON API of SPEC §16 and its pages.
+
+Every page is one static document (`static/index.html`) whose script draws the views from the JSON API; every
+script, style and font is served here, nothing from elsewhere. Page content from the store is only ever set as
+text (never parsed as HTML), and a strict Content-Security-Policy forbids inline scripts and foreign sources.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import msgspec
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+import searchtrace.web._data as data
+from searchtrace.analytics import extras_from_db, render
+from searchtrace.store import BadInput, Cursor, ReadsEnded, StoreError
+from searchtrace.web._source import Source
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+
+
+def _bytes(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_bytes)
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(_encoder.encode(body), status_code=status, media_type="application/json")
+
+
+def _warm(source: Source, index: data.TrajectoryIndex) -> None:
+    """Build the list index for the default judge run (errors surface on the first request instead)."""
+    try:
+        with source.cursor() as cur:
+            index.rows(cur, index.resolve(cur, None))
+    except (BadInput, StoreError, duckdb.Error):
+        pass
+
+
+def _static(name: str) -> bytes:
+    return resources.files("searchtrace.web").joinpath("static").joinpath(name).read_bytes()
+
+
+def create_app(db: Path, *, warm: bool = False) -> Starlette:
+    """The app over one store (read through `Source`: the file, or the run that holds it). `warm`: build the
+    trajectory list index in the background at once, so the first list page need not wait for it."""
+    source = Source(db)
+    index = data.TrajectoryIndex()
+    if warm:
+        threading.Thread(target=_warm, args=(source, index), name="searchtrace-view-warm", daemon=True).start()
+    assets = {name: _static(name) for name in STATIC}
+
+    def api(fn: Callable[[Cursor, Request], Any]) -> Callable[[Request], Response]:
+        """A sync endpoint (Starlette runs it in a worker thread) with one cursor and errors as JSON."""
+
+        def answer(request: Request) -> Response:
+            try:
+                with source.cursor() as cur:
+                    return json_response(fn(cur, request))
+            except ReadsEnded:  # the run that served the read ended: the file is (about to be) free, read again
+                with source.cursor() as cur:
+                    return json_response(fn(cur, request))
+
+        def endpoint(request: Request) -> Response:
+            try:
+                return answer(request)
+            except data.NotFound as exc:
+                return json_response({"error": str(exc)}, 404)
+            except (BadInput, StoreError, ValueError) as exc:
+                return json_response({"error": str(exc)}, 400)
+            except duckdb.Error as exc:
+                return json_response({"error": f"database: {str(exc).strip().splitlines()[0]}"}, 503)
+
+        return endpoint
+
+    def q(request: Request, name: str) -> str | None:
+        return request.query_params.get(name) or None
+
+    def trajectories(cur: Cursor, request: Request) -> Any:
+        qp = request.query_params
+        try:
+            f = data.Filters(run=q(request, "run"), provider=q(request, "provider"),
+                             epoch=int(qp["epoch"]) if qp.get("epoch") else None,
+                             correct=q(request, "correct"), partition=q(request, "partition"), q=q(request, "q"),
+                             limit=int(qp.get("limit") or 50), offset=int(qp.get("offset") or 0))
+        except ValueError:
+            raise BadInput("epoch, limit and offset are integers") from None
+        run = index.resolve(cur, q(request, "judge_run_id"))
+        rows = index.rows(cur, run)
+        return {**data.list_trajectories(rows, f, index.facets), "judge_run_id": run}
+
+    def trajectory_page(cur: Cursor, request: Request) -> Any:
+        return data.trajectory(cur, request.path_params["tid"], index.resolve(cur, q(request, "judge_run_id")))
+
+    def question_page(cur: Cursor, request: Request) -> Any:
+        return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
+
+    def report(cur: Cursor, request: Request) -> Any:
+        return data.report(cur, q(request, "judge_run_id"))
+
+    def compare(cur: Cursor, request: Request) -> Any:
+        a, b = q(request, "a"), q(request, "b")
+        if not a or not b:
+            raise BadInput("judge-compare needs two judge runs: ?a=…&b=…")
+        return data.judge_compare(cur, a, b)
+
+    def report_html(request: Request) -> Response:
+        """The static `report --html` page for the chosen judge run (shown in a frame of the report view)."""
+        try:
+            with source.cursor() as cur:
+                body = data.report(cur, q(request, "judge_run_id"))
+                html = render(body, extra=extras_from_db(cur, body.judge_run_id))
+        except (BadInput, StoreError) as exc:
+            return json_response({"error": str(exc)}, 400)
+        return HTMLResponse(html)
+
+    async def sql(request: Request) -> Response:
+        """Rows of a read-only query; a refused or failing query is an answer (`error`), not a failed request."""
+        try:
+            body = msgspec.json.decode(await request.body())
+            text = body["sql"] if isinstance(body, dict) else None
+        except (msgspec.DecodeError, KeyError):
+            text = None
+        if not isinstance(text, str):
+            return json_response({"error": 'POST a JSON object {"sql": "SELECT …"}'}, 400)
+
+        def run() -> Response:
+            try:
+                with source.cursor() as cur:
+                    return json_response(data.run_sql(cur, text))
+            except (BadInput, StoreError) as exc:
+                return json_response({"error": str(exc), "columns": [], "rows": []})
+
+        return await run_in_threadpool(run)
+
+    def page(request: Request) -> Response:
+        return Response(assets["index.html"], media_type="text/html; charset=utf-8")
+
+    def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in assets or name == "index.html":
+            return Response(b"not found", status_code=404)
+        return Response(assets[name], media_type=f"{STATIC[name]}; charset=utf-8")
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", asset),
+        Route("/report.html", report_html),
+        Route("/api/runs", api(lambda cur, _: data.runs(cur))),
+        Route("/api/judge-runs", api(lambda cur, _: data.judge_run_list(cur))),
+        Route("/api/trajectories", api(trajectories)),
+        Route("/api/trajectories/{tid:path}", api(trajectory_page)),
+        Route("/api/questions/{qid:path}", api(question_page)),
+        Route("/api/report", api(report)),
+        Route("/api/judge-compare", api(compare)),
+        Route("/api/sql", sql, methods=["POST"]),
+    ]
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            source.close()
+
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)
+    app.state.source = source  # closed by the lifespan; callers without one (in-process clients) close it themselves
+    return app
+
+
+class SecurityHeaders:
+    """Adds the Content-Security-Policy (no inline script, nothing from elsewhere) to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"content-security-policy", CSP.encode()),
+                                      (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,77 @@
+"""Content-addressed blobs: sha256 of the raw bytes, stored zstd-free (zlib) so DuckDB needs no extension."""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from searchtrace.store._cursor import Cursor
+from searchtrace.store._errors import StoreError
+
+CODEC = "zlib"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
+    """Insert inside the caller's transaction; content already stored is skipped."""
+    digests = [digest(b) for b in items]
+    fresh: dict[str, bytes] = {}
+    for d, b in zip(digests, items, strict=True):
+        fresh.setdefault(d, b)
+    table = pa.table({"sha256": pa.array(list(fresh), pa.string())})
+    con.register("__blob_ids", table)
+    try:
+        have = {r[0] for r in con.execute("SELECT sha256 FROM blobs WHERE sha256 IN (SELECT sha256 FROM __blob_ids)").fetchall()}
+    finally:
+        con.unregister("__blob_ids")
+    rows = {d: b for d, b in fresh.items() if d not in have}
+    if rows:
+        data = pa.table(
+            {
+                "sha256": pa.array(list(rows), pa.string()),
+                "bytes": pa.array([zlib.compress(b, 6) for b in rows.values()], pa.binary()),
+                "codec": pa.array([CODEC] * len(rows), pa.string()),
+                "n_bytes": pa.array([len(b) for b in rows.values()], pa.int64()),
+            }
+        )
+        con.register("__blob_rows", data)
+        try:
+            con.execute("INSERT INTO blobs SELECT * FROM __blob_rows")
+        finally:
+            con.unregister("__blob_rows")
+    return digests
+
+
+def get(con: Cursor, sha256: str) -> bytes:
+    row = con.execute("SELECT bytes, codec FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone()
+    if row is None:
+        raise KeyError(f"blob {sha256} is not in the store")
+    raw = bytes(row[0])
+    try:
+        data = zlib.decompress(raw) if row[1] == CODEC else raw
+    except zlib.error:
+        data = None
+    if data is None or digest(data) != sha256:  # never hand on bytes other than the ones that were stored
+        raise StoreError(f"blob {sha256[:16]}: its bytes do not match its digest; `searchtrace verify` tells more")
+    return data
+
+
+def get_many(con: Cursor, digests: Sequence[str]) -> dict[str, bytes]:
+    """The content of every digest that is stored, in one scan (a digest not stored is left out)."""
+    if not digests:
+        return {}
+    rows = con.execute(
+        "SELECT sha256, bytes, codec FROM blobs WHERE sha256 IN (SELECT unnest(?::VARCHAR[]))", [list(set(digests))]
+    ).fetchall()
+    return {d: zlib.decompress(bytes(raw)) if codec == CODEC else bytes(raw) for d, raw, codec in rows}
+
+
+def exists(con: Cursor, sha256: str) -> bool:
+    return con.execute("SELECT 1 FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone() is not None

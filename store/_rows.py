@@ -1,0 +1,117 @@
+"""The rows of one chunk: column lists, the running hash chain over them, and their Arrow table."""
+
+from __future__ import annotations
+
+import array
+import hashlib
+from collections.abc import Sequence
+from itertools import accumulate
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from searchtrace.store._events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
+
+_TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))
+_TS = pa.timestamp("us", tz="UTC")
+_JSON = pa.json_(pa.large_string())
+_UUID = pa.uuid()
+_ONE = pa.scalar(1, pa.int64())
+
+
+def _pool() -> pa.MemoryPool:
+    """jemalloc keeps freed pages for reuse; mimalloc hands them back between batches and re-faults them."""
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowException):
+        return pa.default_memory_pool()
+
+
+_POOL = _pool()
+
+
+class Columns:
+    """Column lists of the rows of one chunk."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.ids: list[str] = []  # 32 hex digits (hashed, then packed into one arrow.uuid buffer)
+        self.streams: list[str] = []
+        self.seqs: list[int] = []
+        self.types: list[str] = []
+        self.runs: list[str] = []
+        self.payloads: list[bytes] = []
+        self.hashes: list[str] = []
+
+    def table(self, recorded_at_us: int) -> pa.Table:
+        n, pool = len(self.ids), _POOL
+        # msgspec output is valid UTF-8 JSON by construction: one buffer, stored as-is, not re-validated
+        offsets = array.array("q", (0,))
+        offsets.extend(accumulate(map(len, self.payloads)))
+        payload = pa.Array.from_buffers(
+            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(self.payloads))]
+        )
+        return pa.table(
+            {
+                "position": pc.add(pc.cumulative_sum(pa.repeat(_ONE, n)), self.first - 1),
+                "event_id": pa.ExtensionArray.from_storage(
+                    _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(bytes.fromhex("".join(self.ids)))])
+                ),
+                "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
+                "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
+                "type": pa.array(self.types, pa.string(), memory_pool=pool),
+                "run_id": pa.array(self.runs, pa.string(), memory_pool=pool),
+                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n),
+                "payload": pa.ExtensionArray.from_storage(_JSON, payload),
+                "hash": pa.array(self.hashes, pa.string(), memory_pool=pool),
+            }
+        )
+
+
+def fill(
+    cols: Columns, part: Sequence[NewEvent], heads: dict[str, int], ahead: dict[str, int], base: dict[str, int]
+) -> None:
+    """Append a slice of events to the chunk's columns (everything but the hash)."""
+    encode, tags = _encoder.encode, _TAGS
+    bodies = [e.payload for e in part]
+    cols.types += [tags[type(b)] for b in bodies]
+    cols.payloads += [encode(b) for b in bodies]
+    cols.ids += [e.event_id.hex for e in part]
+    sids = [e.stream_id for e in part]
+    cols.streams += sids
+    cols.runs += [e.run_id for e in part]
+    seqs = cols.seqs
+    for sid in sids:
+        seq = heads.get(sid)
+        if seq is None:
+            seq = ahead.get(sid)
+            if seq is None:
+                seq = base.get(sid, -1)
+        seq += 1
+        heads[sid] = seq
+        seqs.append(seq)
+
+
+class Chain:
+    """The running hash chain: sha256 over the previous hash and every column of the row (see schema.row_hash)."""
+
+    def __init__(self, prev: str, recorded_at: str) -> None:
+        self.prev = prev
+        self.ts = recorded_at
+
+    def seal(self, cols: Columns) -> None:
+        """Compute the hashes of the rows of `cols` that have none yet."""
+        sha256, ts, prev = hashlib.sha256, self.ts, self.prev
+        start = len(cols.hashes)
+        add = cols.hashes.append
+        position = cols.first + start
+        for hx, sid, seq, tag, run, payload in zip(
+            cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
+            cols.payloads[start:], strict=True,
+        ):
+            h = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode())
+            h.update(payload)  # cheaper than concatenating ~600 bytes first
+            prev = h.hexdigest()
+            add(prev)
+            position += 1
+        self.prev = prev
