@@ -1,8 +1,6 @@
 """searchtrace: record search agents as immutable events in DuckDB and measure their evidence by replay.
 
-The layers, lowest first (a layer imports only those below it; tests/test_layers.py enforces it):
-`searchtrace.store` ← `searchtrace.adapters` ← `searchtrace.engine` ← `searchtrace.replay` /
-`searchtrace.analytics` ← `searchtrace.pipeline` and `searchtrace.benchmarks` ← `searchtrace.cli`.
+The layers and their order: docs/architecture.md, and `RANK` in tests/test_layers.py (the one place it is written).
 """
 
 from importlib.metadata import PackageNotFoundError, version
