@@ -3,11 +3,18 @@
 The layers and their order: docs/architecture.md, and `RANK` in tests/test_layers.py (the one place it is written).
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("searchtrace")
-except PackageNotFoundError:  # an uninstalled checkout
-    __version__ = "0+unknown"
+from __future__ import annotations
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> str:
+    """`__version__` on first use: reading the installed metadata costs every command ~0.1 s at start-up."""
+    if name != "__version__":
+        raise AttributeError(f"module 'searchtrace' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("searchtrace")
+    except PackageNotFoundError:  # an uninstalled checkout
+        return "0+unknown"

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from searchtrace import pipeline
-from searchtrace.replay import SOURCE
+from searchtrace import pipeline, replay
 
 
 @click.command("grade")
@@ -20,4 +19,4 @@ def grade(db: Path) -> None:
     """
     grades = pipeline.grade(db)
     n_match = sum(g.semantic_match for g in grades)
-    click.echo(f"{len(grades)} trajectories graded by {SOURCE}: {n_match} proposed as matching")
+    click.echo(f"{len(grades)} trajectories graded by {replay.SOURCE}: {n_match} proposed as matching")

@@ -12,14 +12,17 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.replay import DEFAULT_VERSION, JudgeStats, versions
+from searchtrace.replay import DEFAULT_VERSION, versions
+
+if TYPE_CHECKING:  # the stats' type only: importing the judge would load DuckDB and Arrow for --help
+    from searchtrace.replay import JudgeStats
 
 
 def summary_text(s: JudgeStats) -> str:
