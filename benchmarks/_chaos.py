@@ -243,14 +243,17 @@ def drive(c: Chaos, app: Any, phase: str, cmd: list[str], kills: int, expected_r
                 c.killed.append(Kill(phase, sum(totals.values()), finished, verdicts, _copy(app.state.counters)))
                 done_kills += 1
                 continue
-            if proc.returncode == 0:
-                if phase == "record" and not run_finished(c.db):  # cells that ended in error: the next record retries
-                    c.starts["record_rerun_for_errored_cells"] += 1
-                    continue
+            if proc.returncode == 0 and (phase != "record" or run_finished(c.db)):
                 return done_kills
             with open(c.workdir / f"{phase}.err", errors="replace") as f:
                 f.seek(offset)
                 said = f.read()
+            # record exit 1 = cells whose calls failed for good ended in error (it says so): the next record retries
+            # them; so does a record that exits 0 before the run is finished
+            if phase == "record" and "Traceback" not in said and (
+                    proc.returncode == 0 or (proc.returncode == 1 and "ended in error" in said)):
+                c.starts["record_rerun_for_errored_cells"] += 1
+                continue
             # judge exit 1 = some calls failed for good after their retries (it says so): run it again
             if phase == "judge" and proc.returncode == 1 and "judge call failed" in said and "Traceback" not in said:
                 c.starts["judge_rerun_after_failed_calls"] += 1
