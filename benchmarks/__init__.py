@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._chaos as chaos
@@ -59,20 +60,4 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import an export's module on its first use (PEP 562)."""
-    if name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
-        globals()[name] = value
-        return value
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | set(_MODULES))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)

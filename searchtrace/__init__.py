@@ -18,3 +18,7 @@ def __getattr__(name: str) -> str:
         return version("searchtrace")
     except PackageNotFoundError:  # an uninstalled checkout
         return "0+unknown"
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "__version__"})

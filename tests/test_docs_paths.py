@@ -44,5 +44,5 @@ def test_every_cited_path_exists() -> None:
 
 def test_the_check_sees_a_stale_path(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
-    text = "see `store/_log.py` and store/log.py, and https://example.org/a/b.json, and `tests/test_layers.py`"
-    assert missing(doc, text) == ["store/log.py"]
+    text = "see `store/_log.py` and store/gone.py, and https://example.org/a/b.json, and `tests/test_layers.py`"
+    assert missing(doc, text) == ["store/gone.py"]

@@ -13,6 +13,7 @@ PACKAGE = ROOT / "searchtrace"
 
 # Lowest first. A module may import its own layer and any layer with a smaller rank.
 RANK: dict[str, int] = {
+    "_lazy": -1,  # searchtrace/_lazy.py: the lazy package surfaces every layer's __init__ uses; imports nothing of ours
     "store": 0,
     "adapters": 1,
     "engine": 2,
