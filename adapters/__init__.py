@@ -12,7 +12,14 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
     from searchtrace.adapters._http import EndpointClient, default_transport
     from searchtrace.adapters._jina import JinaFetcher, estimate_tokens, page_markdown
-    from searchtrace.adapters._keys import Secret, default_key_env, read_key, scrub_bytes, scrub_text
+    from searchtrace.adapters._keys import (
+        Secret,
+        configured_secrets,
+        default_key_env,
+        read_key,
+        scrub_bytes,
+        scrub_text,
+    )
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
     from searchtrace.adapters._registry import (
@@ -62,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "estimate_tokens": "searchtrace.adapters._jina",
     "page_markdown": "searchtrace.adapters._jina",
     "Secret": "searchtrace.adapters._keys",
+    "configured_secrets": "searchtrace.adapters._keys",
     "default_key_env": "searchtrace.adapters._keys",
     "read_key": "searchtrace.adapters._keys",
     "scrub_bytes": "searchtrace.adapters._keys",
@@ -142,6 +150,7 @@ __all__ = [
     "build_chat",
     "build_fetcher",
     "build_search",
+    "configured_secrets",
     "default_cache_dir",
     "default_endpoint",
     "default_key_env",

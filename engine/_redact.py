@@ -6,20 +6,17 @@ import os
 from collections.abc import MutableMapping
 from typing import Any
 
-KEY_VARS = (
-    "OPENAI_API_KEY",
-    "BRAVE_API_KEY",
-    "TAVILY_API_KEY",
-    "FIRECRAWL_API_KEY",
-    "JINA_API_KEY",
-    "MOONSHOT_API_KEY",
-)
+from searchtrace.adapters import configured_secrets, search_provider_names
+
+_MIN_SECRET = 4  # shorter values would mangle ordinary text
 
 
 def secrets() -> list[str]:
-    """Current values of every key variable (plus SEARCHTRACE_EXTRA_KEY_VARS), long enough to matter."""
-    names = list(KEY_VARS) + [n for n in os.environ.get("SEARCHTRACE_EXTRA_KEY_VARS", "").split(",") if n]
-    return [v for n in names if (v := os.environ.get(n)) and len(v) >= 4]
+    """The values of every key variable the adapters know (each provider module declares its own; read when a run
+    builds its adapters) and of those named in SEARCHTRACE_EXTRA_KEY_VARS."""
+    search_provider_names()  # the provider modules are found, so their key variables are known
+    extra = (os.environ.get(n.strip(), "").strip() for n in os.environ.get("SEARCHTRACE_EXTRA_KEY_VARS", "").split(","))
+    return [s.reveal() for s in configured_secrets()] + [v for v in extra if len(v) >= _MIN_SECRET]
 
 
 def scrub(text: str) -> str:

@@ -20,11 +20,11 @@ from searchtrace.adapters import (
     build_chat,
     build_fetcher,
     build_search,
+    configured_secrets,
     default_endpoint,
     read_key,
     scrub_text,
 )
-from searchtrace.adapters._keys import configured_secrets
 from searchtrace.adapters.sandbox import running
 from searchtrace.cli import main
 from searchtrace.engine import configure_logging
