@@ -33,7 +33,9 @@ from searchtrace.analytics.views import ensure_views
 from searchtrace.store import blobs
 from searchtrace.store.errors import BadInput
 from searchtrace.store.events import trajectory_stream
+from searchtrace.store.interrupt import time_limit
 from searchtrace.store.readonly import read_statements
+from searchtrace.store.readserver import TIMEOUT_S
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
@@ -383,10 +385,11 @@ def run_sql(cur: duckdb.DuckDBPyConnection, sql: str) -> Row:
     statements = read_statements(sql)
     ensure_views(cur, temp=True)  # the documented v_* views, as `searchtrace sql` has them
     try:
-        for text in statements:
-            cur.execute(text)
+        with time_limit(cur, TIMEOUT_S, "sql"):  # a session on a run's socket has the same limit there
+            for text in statements:
+                cur.execute(text)
+            columns = [str(d[0]) for d in cur.description or []]
+            rows = cur.fetchmany(SQL_ROWS + 1) if cur.description else []  # streamed: the rest is never made
     except duckdb.Error as exc:
         raise BadInput(f"sql: {str(exc).strip().splitlines()[0]}") from None
-    columns = [str(d[0]) for d in cur.description or []]
-    rows = cur.fetchmany(SQL_ROWS + 1) if cur.description else []
     return {"columns": columns, "rows": [list(r) for r in rows[:SQL_ROWS]], "truncated": len(rows) > SQL_ROWS}

@@ -211,3 +211,20 @@ def test_a_foreign_file_at_the_socket_path_is_refused_in_one_line(tmp_path: Path
     assert os.path.lexists(sock)  # not ours: left alone
     if other is not None:
         other.close()
+
+
+def test_view_sql_is_capped_and_store_only_through_the_socket(served) -> None:  # type: ignore[no-untyped-def]
+    from searchtrace.store.errors import BadInput
+    from searchtrace.store.readserver import as_duckdb
+    from searchtrace.web import data
+
+    path, _ = served
+    with RemoteCursor(path) as cur:  # one session a request, as the explorer's source hands them out
+        got = data.run_sql(as_duckdb(cur), "SELECT i FROM range(3000000) t(i)")
+        assert len(got["rows"]) == data.SQL_ROWS and got["truncated"] is True
+    with RemoteCursor(path) as cur:
+        got = data.run_sql(as_duckdb(cur), "SELECT count(*) AS n FROM events")
+        assert got["rows"] == [[3]] and got["truncated"] is False
+    with RemoteCursor(path) as cur:
+        with pytest.raises((BadInput, ReadOnlyViolation)):
+            data.run_sql(as_duckdb(cur), "SELECT content FROM read_text('/proc/self/environ')")
