@@ -43,7 +43,8 @@ _BATCH_BYTES = 256 << 10  # rows are sent in messages of about this size
 
 SESSIONS = 8  # concurrent client sessions; the next one is refused in one line
 IDLE_S = 60.0  # a session with no request for this long is closed
-TIMEOUT_S = float(os.environ.get("SEARCHTRACE_READ_TIMEOUT_S", "30"))  # a statement's limit, fetching included
+TIMEOUT_S = 30.0  # a statement's limit, fetching included (SEARCHTRACE_READ_TIMEOUT_S sets another)
+SHARE = 0.15  # of the wall clock, at most this much goes to reads (one at a time), so a run keeps its pace
 WAIT_S = 2.0  # how long a reader retries while a run hands the file over (its socket closes, then its lock goes)
 
 
@@ -204,11 +205,15 @@ class ReadServer:
     """Serves read sessions for other processes on the socket beside the store, until `close`."""
 
     def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection], *,
-                 sessions: int = SESSIONS, idle_s: float = IDLE_S, timeout_s: float | None = None) -> None:
+                 sessions: int = SESSIONS, idle_s: float = IDLE_S, timeout_s: float | None = None,
+                 share: float = SHARE) -> None:
         self.path = socket_path(db)
         self._cursor = cursor  # a new DuckDB cursor on the writer's database
         self.sessions, self.idle_s = sessions, idle_s
-        self.timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
+        self.timeout_s = float(os.environ.get("SEARCHTRACE_READ_TIMEOUT_S", TIMEOUT_S)) if timeout_s is None else timeout_s
+        self.share = share
+        self._turn = threading.Lock()  # one read statement at a time ...
+        self._free_at = 0.0  # ... and none before this moment: reads take at most `share` of the wall clock
         self._closing = threading.Event()
         self._clients: set[socket.socket] = set()
         self._cursors: set[duckdb.DuckDBPyConnection] = set()  # session cursors, interrupted on close
@@ -295,13 +300,19 @@ class ReadServer:
                 except msgspec.DecodeError:
                     return
                 running = _Running(client, cur, time.monotonic() + self.timeout_s)
-                with self._lock:
-                    self._running[me] = running
-                try:
-                    answer(cur, req, send, running)
-                finally:
+                with self._turn:
+                    if self._closing.wait(max(0.0, self._free_at - time.monotonic())):
+                        return
                     with self._lock:
-                        self._running.pop(me, None)
+                        self._running[me] = running
+                    t0 = time.monotonic()
+                    try:
+                        answer(cur, req, send, running)
+                    finally:
+                        with self._lock:
+                            self._running.pop(me, None)
+                        spent = time.monotonic() - t0
+                        self._free_at = time.monotonic() + spent * (1 / self.share - 1)
                 if running.why == _GONE:
                     return
         except OSError:

@@ -17,10 +17,11 @@ BENCHMARKS: dict[str, str] = {
     "chaos": "searchtrace.benchmarks.chaos:command",
     "view": "searchtrace.benchmarks.view:command",
     "proxy": "searchtrace.benchmarks.proxy:command",
+    "live": "searchtrace.benchmarks.live:command",
 }
 
 if TYPE_CHECKING:  # the table's modules named for mypy, which else would pass over a benchmarks/ it cannot find
-    from searchtrace.benchmarks import chaos, fanout, http, ingest, judge, proxy, replay, view  # noqa: F401
+    from searchtrace.benchmarks import chaos, fanout, http, ingest, judge, live, proxy, replay, view  # noqa: F401
 
 
 @click.group(cls=LazyGroup, lazy=BENCHMARKS)
