@@ -7,7 +7,8 @@ each on its own DuckDB cursor in its own thread, so a query sees every committed
 writer's lock. A session runs what store.readonly allows (one rule set with `sql` on a free store; the
 instance has external access off while it serves). Bounds: at most SESSIONS sessions (the next is refused in
 one line), an idle session is closed after IDLE_S, a statement is interrupted after TIMEOUT_S or when its
-client goes away, and rows are streamed in batches. Frames are a 4-byte big-endian length (its top bit says
+client goes away, rows are streamed in batches, and statements run one at a time within SHARE of the wall
+clock, so readers cannot take the run's cores. Frames are a 4-byte big-endian length (its top bit says
 another frame of the same message follows) of at most 1 MiB, and a message is a msgpack body.
 """
 
@@ -44,7 +45,8 @@ _BATCH_BYTES = 256 << 10  # rows are sent in messages of about this size
 SESSIONS = 8  # concurrent client sessions; the next one is refused in one line
 IDLE_S = 60.0  # a session with no request for this long is closed
 TIMEOUT_S = 30.0  # a statement's limit, fetching included (SEARCHTRACE_READ_TIMEOUT_S sets another)
-SHARE = 0.15  # of the wall clock, at most this much goes to reads (one at a time), so a run keeps its pace
+SHARE = 0.15  # of the wall clock, at most this much goes to reads (one at a time), so a run keeps its pace ...
+MAX_PAUSE_S = 5.0  # ... paid back by a pause of at most this after a statement (a long one is bounded by TIMEOUT_S)
 WAIT_S = 2.0  # how long a reader retries while a run hands the file over (its socket closes, then its lock goes)
 
 
@@ -312,7 +314,7 @@ class ReadServer:
                         with self._lock:
                             self._running.pop(me, None)
                         spent = time.monotonic() - t0
-                        self._free_at = time.monotonic() + spent * (1 / self.share - 1)
+                        self._free_at = time.monotonic() + min(MAX_PAUSE_S, spent * (1 / self.share - 1))
                 if running.why == _GONE:
                     return
         except OSError:
