@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._http as http
     import searchtrace.benchmarks._ingest as ingest
     import searchtrace.benchmarks._judge as judge
+    import searchtrace.benchmarks._live as live
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
     import searchtrace.benchmarks._view as view
@@ -29,6 +30,7 @@ _MODULES: dict[str, str] = {
     "http": "searchtrace.benchmarks._http",
     "ingest": "searchtrace.benchmarks._ingest",
     "judge": "searchtrace.benchmarks._judge",
+    "live": "searchtrace.benchmarks._live",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
     "view": "searchtrace.benchmarks._view",
@@ -41,6 +43,7 @@ __all__ = [
     "http",
     "ingest",
     "judge",
+    "live",
     "proxy",
     "replay",
     "view",
@@ -57,7 +60,9 @@ COMMANDS: dict[str, str] = {
     "chaos": "searchtrace.benchmarks._chaos:command",
     "view": "searchtrace.benchmarks._view:command",
     "proxy": "searchtrace.benchmarks._proxy:command",
+    "live": "searchtrace.benchmarks._live:command",
 }
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)
+if not TYPE_CHECKING:  # mypy sees only the names above: an import of a name not exported fails it
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)

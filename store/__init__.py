@@ -65,10 +65,11 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         trajectory_stream,
         type_of,
     )
-    from searchtrace.store._interrupt import close_when_free, interruptible
+    from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
     from searchtrace.store._readonly import open_read_only, read_statements
     from searchtrace.store._readserver import (
+        TIMEOUT_S,
         ReadsEnded,
         ReadServer,
         RemoteStore,
@@ -133,12 +134,14 @@ _EXPORTS: dict[str, str] = {
     "type_of": "searchtrace.store._events",
     "close_when_free": "searchtrace.store._interrupt",
     "interruptible": "searchtrace.store._interrupt",
+    "time_limit": "searchtrace.store._interrupt",
     "EventLog": "searchtrace.store._log",
     "open_read_only": "searchtrace.store._readonly",
     "read_statements": "searchtrace.store._readonly",
     "ReadServer": "searchtrace.store._readserver",
     "ReadsEnded": "searchtrace.store._readserver",
     "RemoteStore": "searchtrace.store._readserver",
+    "TIMEOUT_S": "searchtrace.store._readserver",
     "open_remote": "searchtrace.store._readserver",
     "read_connection": "searchtrace.store._readserver",
     "while_held": "searchtrace.store._readserver",
@@ -193,6 +196,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoredEvent",
+    "TIMEOUT_S",
     "ToolCall",
     "ToolRefused",
     "TrajectoryFinished",
@@ -219,6 +223,7 @@ __all__ = [
     "require_database",
     "stable_event_id",
     "surface_chars",
+    "time_limit",
     "trajectory_stream",
     "type_of",
     "verify",
@@ -226,4 +231,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)
+if not TYPE_CHECKING:  # mypy sees only the names above: an import of a name not exported fails it
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from searchtrace.store._cursor import Cursor
@@ -60,3 +61,33 @@ def close_when_free(con: Cursor) -> None:
                 raise
             time.sleep(0.05)
     con.close()
+
+
+@contextlib.contextmanager
+def time_limit(con: Any, seconds: float, what: str) -> Iterator[None]:
+    """Interrupt the queries `con` runs in the block once it has lasted `seconds`; BadInput naming `what` then."""
+    import duckdb
+
+    from searchtrace.store._errors import BadInput
+
+    over = threading.Event()
+
+    def stop() -> None:
+        while not done.wait(0.1 if over.is_set() else seconds):  # again until the block ends
+            over.set()
+            stop_query = getattr(con, "interrupt", None)
+            if callable(stop_query):
+                stop_query()
+
+    done = threading.Event()
+    timer = threading.Thread(target=stop, name="searchtrace-time-limit", daemon=True)
+    timer.start()
+    try:
+        yield
+    except duckdb.Error:
+        if over.is_set():
+            raise BadInput(f"{what}: the statement ran past the {seconds:g} s limit of a read session and was stopped") from None
+        raise
+    finally:
+        done.set()
+        timer.join()

@@ -2,17 +2,22 @@
 
 DuckDB lets one process hold a file for writing and no other process open it at all. So the process that holds
 the writer serves reads: a Unix socket beside the file (mode 0600, removed on close; a stale one left by a
-killed process is replaced), one session per client connection, each on its own DuckDB cursor in its own
-thread, so a query sees every committed event and never holds the writer's lock. A session accepts the same
-statements as `searchtrace sql` plus `CREATE [OR REPLACE] TEMP VIEW` (visible to that session only), which
-the report's raw-event views need. Frames are a 4-byte big-endian length and a msgpack body.
+killed process is replaced, anything else there is refused in one line), one session per client connection,
+each on its own DuckDB cursor in its own thread, so a query sees every committed event and never holds the
+writer's lock. A session runs what store._readonly allows (one rule set with `sql` on a free store; the
+instance has external access off while it serves). Bounds: at most SESSIONS sessions (the next is refused in
+one line), an idle session is closed after IDLE_S, a statement is interrupted after TIMEOUT_S or when its
+client goes away, rows are streamed in batches, and statements run one at a time within SHARE of the wall
+clock, so readers cannot take the run's cores. Frames are a 4-byte big-endian length (its top bit says
+another frame of the same message follows) of at most 1 MiB, and a message is a msgpack body.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import re
+import select
 import socket
 import stat
 import struct
@@ -27,22 +32,35 @@ import msgspec
 
 from searchtrace.store._cursor import Cursor
 from searchtrace.store._errors import ReadOnlyViolation, StoreError, StoreLocked
-from searchtrace.store._readonly import read_statements
+from searchtrace.store._interrupt import close_when_free
+from searchtrace.store._readonly import session_statements, store_only
 from searchtrace.store._schema import first_line, lock_message
 
 T = TypeVar("T")
 _LEN = struct.Struct(">I")
-_MAX_FRAME = 1 << 31
+_MORE = 1 << 31  # top bit of a frame's length: the message goes on in the next frame
+MAX_FRAME = 1 << 20  # bytes of one frame's body; a request is one frame
 _SUN_PATH_MAX = 107  # bytes a sockaddr_un path may hold (without its NUL)
-_TEMP_VIEW = re.compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s", re.IGNORECASE)
-_SESSIONS = 16  # concurrent client sessions; more wait for a free one
+_BATCH_BYTES = 256 << 10  # rows are sent in messages of about this size
 
-
+SESSIONS = 8  # concurrent client sessions; the next one is refused in one line
+IDLE_S = 60.0  # a session with no request for this long is closed
+TIMEOUT_S = 30.0  # a statement's limit, fetching included (SEARCHTRACE_READ_TIMEOUT_S sets another)
+SHARE = 0.15  # of the wall clock, at most this much goes to reads (one at a time), so a run keeps its pace ...
+MAX_PAUSE_S = 5.0  # ... paid back by a pause of at most this after a statement (a long one is bounded by TIMEOUT_S)
 WAIT_S = 2.0  # how long a reader retries while a run hands the file over (its socket closes, then its lock goes)
 
 
 class ReadsEnded(StoreError):
     """The run serving reads ended during a session (read the file again: it is free, or about to be)."""
+
+
+class ReadsBusy(StoreError):
+    """The run serving reads has every session slot taken."""
+
+
+class SocketTaken(StoreError):
+    """Something that is not this run's read socket sits at `<db>.sock`."""
 
 
 class Request(msgspec.Struct, kw_only=True):
@@ -51,9 +69,12 @@ class Request(msgspec.Struct, kw_only=True):
 
 
 class Reply(msgspec.Struct, kw_only=True):
+    """One message of an answer: the first has the columns (or the error), `more` says rows follow."""
+
     error: str | None = None
     columns: list[tuple[str, str]] = []
     rows: list[list[Any]] = []
+    more: bool = False
 
 
 def socket_path(db: str | Path) -> Path:
@@ -85,7 +106,13 @@ _request_decoder = msgspec.msgpack.Decoder(Request)
 
 
 def _send(sock: socket.socket, body: bytes) -> None:
-    sock.sendall(_LEN.pack(len(body)) + body)
+    """One message, cut into frames of at most MAX_FRAME bytes."""
+    view = memoryview(body)
+    while True:
+        part, view = view[:MAX_FRAME], view[MAX_FRAME:]
+        sock.sendall(_LEN.pack(len(part) | (_MORE if len(view) else 0)) + bytes(part))
+        if not len(view):
+            return
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -98,102 +125,123 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def _recv(sock: socket.socket) -> bytes | None:
-    head = _recv_exact(sock, _LEN.size)
-    if head is None:
-        return None
-    (n,) = _LEN.unpack(head)
-    if n > _MAX_FRAME:
-        return None
-    return _recv_exact(sock, n)
+def _recv(sock: socket.socket, *, one_frame: bool = False) -> bytes | None:
+    """One message; None when the peer closed, or (`one_frame`, a request) sent more than MAX_FRAME bytes."""
+    body = bytearray()
+    while True:
+        head = _recv_exact(sock, _LEN.size)
+        if head is None:
+            return None
+        (n,) = _LEN.unpack(head)
+        more, n = bool(n & _MORE), n & ~_MORE
+        if n > MAX_FRAME or (more and one_frame):
+            return None  # the length alone says it is not ours: nothing of the body is read
+        part = _recv_exact(sock, n)
+        if part is None:
+            return None
+        body += part
+        if not more:
+            return bytes(body)
 
 
-def session_statements(sql: str, cur: duckdb.DuckDBPyConnection) -> list[str]:
-    """The statements a read session runs: reads as `searchtrace sql` allows them, and what derived views need
-    without writing the file: temp views, `SET search_path`, attaching `:memory:`, schemas and views inside an
-    in-memory catalog."""
+_GONE = "the client went away"
+
+
+class _Running(msgspec.Struct):
+    """A session's statement in flight, for the watchdog."""
+
+    client: socket.socket
+    cur: duckdb.DuckDBPyConnection
+    deadline: float
+    why: str | None = None  # set when the watchdog interrupted it
+
+
+def _gone(client: socket.socket) -> bool:
+    """True when the client closed its end (a session reads nothing while its statement runs)."""
     try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise ReadOnlyViolation(f"sql: {first_line(str(exc))}") from None
-    out: list[str] = []
-    for i, st in enumerate(statements, 1):
-        text = st.query
-        if st.type in (duckdb.StatementType.CREATE, duckdb.StatementType.ATTACH, duckdb.StatementType.SET):
-            if not _derived_only(text, cur):
-                raise ReadOnlyViolation(
-                    f"sql: statement {i} is {st.type.name}; a read session runs only reads, temp views, "
-                    "SET search_path and views in an in-memory catalog (nothing was executed)"
-                )
-            out.append(text)
-        else:
-            out.extend(read_statements(text))
-    if not out:
-        raise ReadOnlyViolation("sql: no statement given")
-    return out
-
-
-_SET_PATH = re.compile(r"\s*SET\s+search_path\s*=\s*'[\w.,\s]*'\s*;?\s*\Z", re.IGNORECASE)
-_ATTACH_MEMORY = re.compile(r"\s*ATTACH\s+(?:IF\s+NOT\s+EXISTS\s+)?':memory:'\s+AS\s+\w+(?:\s*\(READ_ONLY\s+false\))?\s*;?\s*\Z",
-                            re.IGNORECASE)
-_CREATE_IN = re.compile(
-    r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:(SCHEMA)|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\.(\w+)(\.\w+)?[\s;]", re.IGNORECASE
-)
-
-
-def _derived_only(text: str, cur: duckdb.DuckDBPyConnection) -> bool:
-    """True for a statement that can only touch session state or an in-memory catalog, never the file."""
-    if _TEMP_VIEW.match(text) or _SET_PATH.match(text) or _ATTACH_MEMORY.match(text):
-        return True
-    m = _CREATE_IN.match(text + " ")
-    if m is None or (m.group(1) is None) != (m.group(4) is not None):  # schema: catalog.schema; view: catalog.schema.name
+        readable, _, _ = select.select([client], [], [], 0)  # a socket with a timeout would wait in recv
+        return bool(readable) and client.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
         return False
-    row = cur.execute(
-        "SELECT count(*) FROM duckdb_databases() WHERE database_name = ? AND path IS NULL AND NOT internal", [m.group(2)]
-    ).fetchone()
-    return bool(row and row[0])
+    except (OSError, ValueError):
+        return True
 
 
-def run_request(cur: duckdb.DuckDBPyConnection, req: Request) -> Reply:
-    """Run one request on a session's cursor; every failure comes back as one line."""
+def answer(cur: duckdb.DuckDBPyConnection, req: Request, send: Callable[[bytes], None],
+           running: _Running | None = None) -> None:
+    """Run one request on a session's cursor and send its answer (encoded Replies) in batches of about
+    _BATCH_BYTES; every failure is one line."""
     try:
         statements = session_statements(req.sql, cur)
-        for i, text in enumerate(statements):
-            params = req.params if i == len(statements) - 1 else None
-            cur.execute(text, params) if params is not None else cur.execute(text)
-        desc = cur.description
+        ran = [s for s in statements if not s.noop]
+        for i, st in enumerate(ran):
+            params = req.params if i == len(ran) - 1 else None
+            cur.execute(st.text, params) if params is not None else cur.execute(st.text)
+        desc = cur.description if ran else None
         if not desc:
-            return Reply()
+            send(_encoder.encode(Reply()))
+            return
         columns = [(str(d[0]), str(d[1])) for d in desc]
-        return Reply(columns=columns, rows=[list(r) for r in cur.fetchall()])
+        n = 256
+        rows = [list(r) for r in cur.fetchmany(n)]
+        first = True
+        while True:
+            nxt = [list(r) for r in cur.fetchmany(n)] if rows else []
+            body = _encoder.encode(Reply(columns=columns if first else [], rows=rows, more=bool(nxt)))
+            first = False
+            if len(body) < _BATCH_BYTES // 2 and n < 65536:
+                n *= 2  # small rows: bigger batches
+            elif len(body) > _BATCH_BYTES and n > 1:
+                n //= 2
+            send(body)
+            if not nxt:
+                return
+            rows = nxt
     except ReadOnlyViolation as exc:
-        return Reply(error=str(exc))
+        send(_encoder.encode(Reply(error=str(exc))))
     except duckdb.Error as exc:
-        return Reply(error=f"sql: {first_line(str(exc))}")
+        why = running.why if running is not None else None
+        send(_encoder.encode(Reply(error=f"sql: {why}" if why else f"sql: {first_line(str(exc))}")))
 
 
 class ReadServer:
     """Serves read sessions for other processes on the socket beside the store, until `close`."""
 
-    def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection], *,
+                 sessions: int = SESSIONS, idle_s: float = IDLE_S, timeout_s: float | None = None,
+                 share: float = SHARE) -> None:
         self.path = socket_path(db)
         self._cursor = cursor  # a new DuckDB cursor on the writer's database
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._slots = threading.BoundedSemaphore(_SESSIONS)
+        self.sessions, self.idle_s = sessions, idle_s
+        self.timeout_s = float(os.environ.get("SEARCHTRACE_READ_TIMEOUT_S", TIMEOUT_S)) if timeout_s is None else timeout_s
+        self.share = share
+        self._turn = threading.Lock()  # one read statement at a time ...
+        self._free_at = 0.0  # ... and none before this moment: reads take at most `share` of the wall clock
         self._closing = threading.Event()
         self._clients: set[socket.socket] = set()
-        self._running: set[duckdb.DuckDBPyConnection] = set()  # session cursors, interrupted on close
+        self._cursors: set[duckdb.DuckDBPyConnection] = set()  # session cursors, interrupted on close
+        self._running: dict[int, _Running] = {}  # by thread id: statements in flight
         self._sessions: set[threading.Thread] = set()
         self._lock = threading.Lock()
-        self._bind()
+        first = cursor()
+        try:
+            store_only(first)  # from now on this instance reads no file but the store's own
+        finally:
+            first.close()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._bind()
+        except BaseException:
+            self._sock.close()
+            raise
         self._thread = threading.Thread(target=self._accept_loop, name="searchtrace-reads", daemon=True)
         self._thread.start()
+        self._watchdog = threading.Thread(target=self._watch, name="searchtrace-reads-watch", daemon=True)
+        self._watchdog.start()
 
     def _bind(self) -> None:
         with _addressable(self.path) as addr:
-            with contextlib.suppress(FileNotFoundError):
-                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                    os.unlink(addr)  # we hold the file's write lock, so whoever served here is gone
+            _clear(self.path, addr)
             self._sock.bind(addr)
             os.chmod(addr, 0o600)  # before listen: nobody can connect while it is still open to others
         self._ino = os.lstat(self.path).st_ino
@@ -205,45 +253,99 @@ class ReadServer:
                 client, _ = self._sock.accept()
             except OSError:
                 return
-            session = threading.Thread(target=self._session, args=(client,), name="searchtrace-read-session", daemon=True)
             with self._lock:
                 if self._closing.is_set():
                     client.close()
                     return
-                self._clients.add(client)
-                self._sessions.add(session)
-            session.start()
+                full = len(self._sessions) >= self.sessions
+                if not full:
+                    session = threading.Thread(target=self._session, args=(client,), name="searchtrace-read-session",
+                                               daemon=True)
+                    self._clients.add(client)
+                    self._sessions.add(session)
+            if full:
+                self._refuse(client)
+            else:
+                session.start()
+
+    def _refuse(self, client: socket.socket) -> None:
+        """The session past the limit: one line and the connection closed (no thread, no cursor)."""
+        with contextlib.suppress(OSError):
+            client.settimeout(1.0)
+            _send(client, _encoder.encode(Reply(error=f"busy: the run serving reads has its {self.sessions} sessions "
+                                                      "open; try again when one ends")))
+        client.close()
 
     def _session(self, client: socket.socket) -> None:
         """One client: its own cursor (its temp views stay its own), requests answered in order."""
         cur = None
+        me = threading.get_ident()
         try:
-            with self._slots:
-                with self._lock:
-                    if self._closing.is_set():
+            client.settimeout(self.idle_s)  # waiting for a request, and for a slow reader to take rows
+            with self._lock:
+                if self._closing.is_set():
+                    return
+                cur = self._cursor()
+                self._cursors.add(cur)
+
+            def send(body: bytes) -> None:
+                _send(client, body)
+
+            while True:
+                try:
+                    body = _recv(client, one_frame=True)
+                except TimeoutError:
+                    return  # idle: the slot goes to someone else
+                if body is None:
+                    return  # closed, or a frame that is not ours
+                try:
+                    req = _request_decoder.decode(body)
+                except msgspec.DecodeError:
+                    return
+                running = _Running(client, cur, time.monotonic() + self.timeout_s)
+                with self._turn:
+                    if self._closing.wait(max(0.0, self._free_at - time.monotonic())):
                         return
-                    cur = self._cursor()
-                    self._running.add(cur)
-                while True:
-                    body = _recv(client)
-                    if body is None:
-                        return
+                    with self._lock:
+                        self._running[me] = running
+                    t0 = time.monotonic()
                     try:
-                        req = _request_decoder.decode(body)
-                    except msgspec.DecodeError:
-                        return
-                    reply = run_request(cur, req)
-                    _send(client, _encoder.encode(reply))
+                        answer(cur, req, send, running)
+                    finally:
+                        with self._lock:
+                            self._running.pop(me, None)
+                        spent = time.monotonic() - t0
+                        self._free_at = time.monotonic() + min(MAX_PAUSE_S, spent * (1 / self.share - 1))
+                if running.why == _GONE:
+                    return
         except OSError:
             return
         finally:
             with self._lock:
+                self._running.pop(me, None)
                 if cur is not None:
-                    self._running.discard(cur)
-                    cur.close()
+                    self._cursors.discard(cur)
+            if cur is not None:
+                with contextlib.suppress(duckdb.Error):
+                    close_when_free(cur)
+            with self._lock:
                 self._clients.discard(client)
                 self._sessions.discard(threading.current_thread())
             client.close()
+
+    def _watch(self) -> None:
+        """Interrupt statements past their deadline or whose client went away (they would hold a core on)."""
+        while not self._closing.wait(0.1):
+            now = time.monotonic()
+            with self._lock:  # under the lock: a statement that ended (and left the table) is never interrupted
+                for r in self._running.values():
+                    if r.why is None and now > r.deadline:
+                        r.why = f"the statement ran past the {self.timeout_s:g} s limit of a read session and was stopped"
+                    elif r.why is None and _gone(r.client):
+                        r.why = _GONE
+                    if r.why is not None:  # each tick until it ends: an interrupt before the query starts is lost
+                        with contextlib.suppress(duckdb.Error):
+                            r.cur.interrupt()
 
     def close(self) -> None:
         """Stop serving and remove the socket (only if it is still ours)."""
@@ -257,13 +359,17 @@ class ReadServer:
             for c in self._clients:
                 with contextlib.suppress(OSError):
                     c.shutdown(socket.SHUT_RDWR)
-            for cur in self._running:  # a query in flight would keep the store's connection busy at its close
-                with contextlib.suppress(duckdb.Error):
-                    cur.interrupt()
             sessions = list(self._sessions)
         self._thread.join(timeout=5)
-        for session in sessions:  # the store closes right after us: no session may still hold a cursor
-            session.join(timeout=10)
+        self._watchdog.join(timeout=5)
+        deadline = time.monotonic() + 10
+        while sessions and time.monotonic() < deadline:  # the store closes right after us: no session may hold a cursor
+            with self._lock:  # a query in flight would keep the store's connection busy at its close
+                for cur in self._cursors:
+                    with contextlib.suppress(duckdb.Error):
+                        cur.interrupt()  # again each round: an interrupt that comes before the query starts is lost
+            sessions[0].join(timeout=0.05)
+            sessions = [s for s in sessions if s.is_alive()]
         with contextlib.suppress(FileNotFoundError):
             if os.lstat(self.path).st_ino == self._ino:
                 with _addressable(self.path) as addr:
@@ -276,15 +382,63 @@ class ReadServer:
         self.close()
 
 
+def _clear(path: Path, addr: str) -> None:
+    """Make room for our socket: a stale socket (nobody listens) goes; anything else there is refused in one line."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        what = "a symbolic link" + ("" if os.path.exists(path) else " to nothing")
+    elif not stat.S_ISSOCK(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a regular file" if stat.S_ISREG(st.st_mode) else "not a socket"
+    else:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.settimeout(1.0)
+            probe.connect(addr)
+        except OSError as exc:
+            if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise SocketTaken(f"{path}: cannot check the socket there ({exc.strerror}); remove it") from None
+            os.unlink(addr)  # we hold the file's write lock and nobody listens: a killed run left it
+            return
+        finally:
+            probe.close()
+        what = "a socket another process listens on"
+    raise SocketTaken(f"{path}: {what} is where this run serves reads; remove it (or stop that process) and run again")
+
+
 class RemoteCursor:
-    """One read session on another process's store: a `Cursor` (store._cursor), as a DuckDB connection is one."""
+    """One read session on another process's store: a `Cursor` (store._cursor), as a DuckDB connection is one.
+
+    Rows come in batches as they are fetched, so a reader that stops early (fetchmany, close) costs the run
+    nothing more: closing the session interrupts the statement."""
 
     def __init__(self, db: str | Path) -> None:
         self.db = Path(db)
         self._sock = _connect(self.db)
         self._rows: list[tuple[Any, ...]] = []
         self._next = 0
+        self._more = False
         self.description: list[tuple[str, str, None, None, None, None, None]] | None = None
+
+    def _reply(self) -> Reply:
+        try:
+            body = _recv(self._sock)
+        except OSError:
+            body = None
+        if body is None:
+            raise ReadsEnded(f"{self.db}: the run holding it ended during the read; run the command again")
+        reply = _reply_decoder.decode(body)
+        if reply.error is not None:
+            self._more = False
+            if reply.error.startswith("sql: statement"):
+                raise ReadOnlyViolation(reply.error)
+            if reply.error.startswith("busy: "):
+                raise ReadsBusy(f"{self.db}: {reply.error.removeprefix('busy: ')}")
+            raise duckdb.Error(reply.error.removeprefix("sql: "))
+        self._more = reply.more
+        return reply
 
     def execute(self, sql: str, parameters: object = None, /) -> RemoteCursor:
         if isinstance(parameters, dict):
@@ -295,37 +449,46 @@ class RemoteCursor:
             params = None
         else:
             raise TypeError(f"parameters must be a sequence or a mapping, not {type(parameters).__name__}")
+        while self._more:  # the rest of the previous answer, still on its way
+            self._reply()
+        body = _encoder.encode(Request(sql=sql, params=params))
+        if len(body) > MAX_FRAME:
+            raise duckdb.Error(f"the statement is {len(body)} bytes; a read session takes at most {MAX_FRAME}")
         try:
-            _send(self._sock, _encoder.encode(Request(sql=sql, params=params)))
-            body = _recv(self._sock)
+            _send(self._sock, body)
         except OSError:
-            body = None
-        if body is None:
-            raise ReadsEnded(f"{self.db}: the run holding it ended during the read; run the command again")
-        reply = _reply_decoder.decode(body)
-        if reply.error is not None:
-            if reply.error.startswith("sql: statement"):
-                raise ReadOnlyViolation(reply.error)
-            raise duckdb.Error(reply.error.removeprefix("sql: "))
+            pass  # the answer (or its absence) says why
+        reply = self._reply()
         self.description = [(n, t, None, None, None, None, None) for n, t in reply.columns] or None
         self._rows = [tuple(r) for r in reply.rows]
         self._next = 0
         return self
 
+    def _fill(self, want: int | None) -> None:
+        """Take batches until `want` rows are buffered past the cursor (None: all of them)."""
+        while self._more and (want is None or len(self._rows) - self._next < want):
+            if self._next:
+                del self._rows[: self._next]
+                self._next = 0
+            self._rows.extend(tuple(r) for r in self._reply().rows)
+
     def fetchone(self) -> tuple[Any, ...] | None:
+        self._fill(1)
         if self._next >= len(self._rows):
             return None
         self._next += 1
         return self._rows[self._next - 1]
 
     def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        self._fill(size)
         out = self._rows[self._next : self._next + size]
         self._next += len(out)
         return out
 
     def fetchall(self) -> list[tuple[Any, ...]]:
+        self._fill(None)
         out = self._rows[self._next :]
-        self._next = len(self._rows)
+        self._rows, self._next = [], 0
         return out
 
     def cursor(self) -> RemoteCursor:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         judge_chat,
         plan_judge,
     )
+    from searchtrace.pipeline._live import serving_reads
     from searchtrace.pipeline._probing import probe_fetch, probe_search
     from searchtrace.pipeline._proxying import proxy
     from searchtrace.pipeline._querying import SqlResult, query, run_sql
@@ -59,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "judge": "searchtrace.pipeline._judging",
     "judge_chat": "searchtrace.pipeline._judging",
     "plan_judge": "searchtrace.pipeline._judging",
+    "serving_reads": "searchtrace.pipeline._live",
     "probe_fetch": "searchtrace.pipeline._probing",
     "probe_search": "searchtrace.pipeline._probing",
     "proxy": "searchtrace.pipeline._proxying",
@@ -122,8 +124,10 @@ __all__ = [
     "report",
     "run_sql",
     "sandbox_rows",
+    "serving_reads",
     "verify",
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # mypy sees only the names above: an import of a name not exported fails it
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -10,10 +10,12 @@ from searchtrace.store import EventLog, ReadServer
 
 
 def install_views(log: EventLog) -> None:
-    """The `v_*` views of analytics/VIEWS.md in the file itself, so any later reader finds them."""
+    """The `v_*` views of analytics/VIEWS.md in the file itself, so any later reader finds them, and the derived
+    views in the in-memory catalog, made here once so that no read session needs to (or may) change them."""
     cur = log.cursor()
     try:
         ensure_views(cur)
+        ensure_views(cur, temp=True)
     finally:
         cur.close()
 

@@ -3,6 +3,7 @@ wording for a refusal or a failing query, the documented `v_*` views on every co
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from searchtrace.store import (
     interruptible,
     read_connection,
     read_statements,
+    time_limit,
 )
 
 
@@ -32,26 +34,30 @@ class SqlResult(msgspec.Struct, kw_only=True):
     truncated: bool = False
 
 
-def query(cur: Cursor, sql: str, *, limit: int | None = None) -> SqlResult:
+def query(cur: Cursor, sql: str, *, limit: int | None = None, seconds: float | None = None) -> SqlResult:
     """Run read-only SQL on an open cursor: writes refused before anything runs (store._readonly), failures as one
-    `sql: …` line (BadInput); at most `limit` rows (None: all)."""
+    `sql: …` line (BadInput); at most `limit` rows (None: all), streamed so the rest is never made; interrupted
+    after `seconds` (None: no limit), fetching included."""
     statements = read_statements(sql)
     ensure_views(cur, temp=True)  # the documented v_* views, even on a store no report has touched
+    limited = nullcontext() if seconds is None else time_limit(cur, seconds, "sql")
     try:
-        for text in statements:
-            cur.execute(text)
-        description = list(cur.description or [])
-        if not description:
-            rows: list[tuple[Any, ...]] = []
-        elif limit is None:
-            rows = cur.fetchall()
-        else:
-            rows = cur.fetchmany(limit + 1)
+        with limited:
+            rows, description = _rows(cur, statements, limit)
     except duckdb.Error as exc:  # errors can come while fetching, too
         raise BadInput(f"sql: {first_line(str(exc))}") from None
     truncated = limit is not None and len(rows) > limit
     return SqlResult(columns=[str(d[0]) for d in description], types=[str(d[1]) for d in description],
                      rows=rows[:limit] if truncated else rows, truncated=truncated)
+
+
+def _rows(cur: Cursor, statements: list[str], limit: int | None) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    for text in statements:
+        cur.execute(text)
+    description = list(cur.description or [])
+    if not description:
+        return [], description
+    return (cur.fetchall() if limit is None else cur.fetchmany(limit + 1)), description
 
 
 def run_sql(db: Path, sql: str, *, limit: int | None = None) -> SqlResult:

@@ -24,4 +24,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # mypy sees only the names above: an import of a name not exported fails it
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -33,7 +33,7 @@ from searchtrace.analytics import (
     trajectory_stats,
 )
 from searchtrace.pipeline import query
-from searchtrace.store import BadInput, Cursor, blobs, trajectory_stream
+from searchtrace.store import TIMEOUT_S, BadInput, Cursor, blobs, trajectory_stream
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
@@ -380,5 +380,5 @@ FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normaliz
 
 def run_sql(cur: Cursor, sql: str) -> Row:
     """Rows of a read-only query (pipeline._querying: the rules of `searchtrace sql`), at most SQL_ROWS of them."""
-    result = query(cur, sql, limit=SQL_ROWS)
+    result = query(cur, sql, limit=SQL_ROWS, seconds=TIMEOUT_S)  # a run's read session has the same limit
     return {"columns": result.columns, "rows": [list(r) for r in result.rows], "truncated": result.truncated}

@@ -406,6 +406,22 @@ def cases() -> list[Case]:
         ("cte-delete", "WITH x AS (SELECT 1) DELETE FROM events"),
     ):
         out.append(Case(f"sql-{name}", _sql(query), ("sql",), absent=("copied.csv", "attached.duckdb")))
+    # read sessions and `sql` share one rule set: functions beyond the store or that change state are refused
+    for name, query in (
+        ("read-environ", "SELECT content FROM read_text('/proc/self/environ')"),
+        ("read-blob", "SELECT * FROM read_blob('questions.jsonl')"),
+        ("glob", "SELECT * FROM glob('*')"),
+        ("checkpoint-function", "SELECT * FROM checkpoint()"),
+        ("query-function", "SELECT * FROM query('SELECT 1')"),
+        ("serialized-sql", "FROM json_execute_serialized_sql(json_serialize_sql('SELECT 1'))"),
+        ("enable-logging", "SELECT * FROM enable_logging()"),
+        ("nextval", "SELECT nextval('s')"),
+        ("nested-read", "SELECT (SELECT count(*) FROM read_csv('questions.jsonl'))"),
+        ("summarize-read", "SUMMARIZE SELECT * FROM read_text('questions.jsonl')"),
+        ("temp-view", "CREATE TEMP VIEW v AS SELECT 1"),
+        ("set-variable", "SET VARIABLE x = 1"),
+    ):
+        out.append(Case(f"sql-{name}", _sql(query), ("sql",)))
     return out + round_two_cases()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from searchtrace.pipeline import serving_reads
 from searchtrace.store import EventLog, ReadOnlyViolation, ReadServer, StoreLocked, open_remote
 from searchtrace.store._readserver import RemoteCursor, socket_path
 from tests.store.store_support import ev
@@ -50,11 +51,13 @@ def test_a_session_sees_each_commit_and_can_only_read(tmp_path: Path) -> None:
                 cur.execute("SELECT * FROM no_such_table")
             cur.execute("CREATE TEMP VIEW mine AS SELECT position FROM events")  # the report's raw views need this
             assert cur.execute("SELECT count(*) FROM mine").fetchone() == (4,)
-            # derived views in an in-memory catalog, found through the search path (the analytics' raw sources)
-            cur.execute("ATTACH IF NOT EXISTS ':memory:' AS mem (READ_ONLY false)")
-            cur.execute("CREATE SCHEMA IF NOT EXISTS mem.s; CREATE OR REPLACE VIEW mem.s.seqs AS SELECT stream_seq FROM events")
-            cur.execute("SET search_path = 'mem.s,main'")
-            assert cur.execute("SELECT max(stream_seq) FROM seqs").fetchone() == (2,)
+            # an in-memory catalog is the instance's, seen by every session: neither made nor changed from one
+            for shared in ("ATTACH IF NOT EXISTS ':memory:' AS mem (READ_ONLY false)", "ATTACH ':memory:' AS mem",
+                           "CREATE SCHEMA IF NOT EXISTS mem.s", "CREATE OR REPLACE VIEW temp_not.main.v AS SELECT 1"):
+                with pytest.raises(ReadOnlyViolation, match="changes no catalog another session sees"):
+                    cur.execute(shared)
+            cur.execute("SET search_path = 'temp.main,main'")  # the session's own
+            assert cur.execute("SELECT count(*) FROM mine").fetchone() == (4,)
             other = cur.cursor()  # another session: its own temp catalogue, as a DuckDB cursor
             with pytest.raises(duckdb.Error):
                 other.execute("SELECT * FROM mine")
@@ -85,7 +88,7 @@ def test_a_stale_socket_is_replaced_and_a_long_path_works(tmp_path: Path) -> Non
 
 def test_commands_read_a_held_store_through_its_writer(tmp_path: Path) -> None:
     path = tmp_path / "held.duckdb"
-    with EventLog(path) as log, ReadServer(path, log.cursor):
+    with EventLog(path) as log, serving_reads(log):
         log.append([ev(f"s{i % 3}", i // 3) for i in range(9)])
         with pytest.raises(StoreLocked):
             EventLog(path, read_only=True)  # this process holds it (another would get the lock error)

@@ -1,0 +1,64 @@
+"""A real `searchtrace record` serves reads that stay inside the store; `report --run-id` works during it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.store._readserver import socket_path
+from tests.engine.test_live_reads import SEARCHTRACE, st
+from tests.engine.test_resume_kill import CONFIG
+
+
+def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2"))
+    db = tmp_path / "live.duckdb"
+    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
+    with running(app=app) as root:
+        cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress", "--db", str(db)]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                deadline = time.monotonic() + 60
+                run_id = None
+                while proc.poll() is None and time.monotonic() < deadline and run_id is None:
+                    if socket_path(db).exists():
+                        done = st("sql", "--db", str(db), "--json", "SELECT DISTINCT run_id FROM events WHERE run_id IS NOT NULL")
+                        assert done.returncode == 0, done.stderr
+                        rows = json.loads(done.stdout)
+                        run_id = rows[0]["run_id"] if rows else None
+                    time.sleep(0.2)
+                assert run_id is not None and proc.poll() is None
+                rep = st("report", "--db", str(db), "--json", "--run-id", run_id)
+                assert rep.returncode == 0, rep.stderr  # was "statement 1 is SET…"
+                assert json.loads(rep.stdout)["schema"] == "searchtrace.report/1"
+                for bad in ("SELECT content FROM read_text('/proc/self/environ')", "SELECT * FROM checkpoint()",
+                            "ATTACH ':memory:' AS m", "CREATE OR REPLACE VIEW searchtrace_derived.ev.trajectories AS "
+                            "SELECT * FROM searchtrace_derived.ev.trajectories WHERE false"):
+                    done = st("sql", "--db", str(db), bad)
+                    assert done.returncode == 2 and done.stderr.count("\n") == 1, (bad, done.stderr)
+                    assert proc.poll() is None
+                rep2 = st("report", "--db", str(db), "--json")
+                assert rep2.returncode == 0 and json.loads(rep2.stdout)["providers"], rep2.stderr
+                _, err = proc.communicate(timeout=120)
+            except BaseException:
+                proc.kill()
+                raise
+        assert proc.returncode == 0, err
+
+
+def test_a_run_refuses_a_foreign_file_at_its_socket_path_in_one_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 1"))
+    db = tmp_path / "taken.duckdb"
+    socket_path(db).write_text("not a socket")
+    with running(app=create_app()) as root:
+        done = subprocess.run([SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress",
+                               "--db", str(db)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(socket_path(db)) in lines[0] and "regular file" in lines[0], done.stderr
+    assert socket_path(db).read_text() == "not a socket"
