@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.engine.config import epochs_problem
 from searchtrace.replay.interchange import common as import_common
 from searchtrace.replay.interchange.common import (
     DATASET_STREAM,
@@ -79,8 +80,8 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
         t = decode_line(trace_decoder, path, n, raw)
         if t.trajectory_id in seen_ids:
             raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} already on line {seen_ids[t.trajectory_id]}")
-        if t.epoch < 1:
-            raise fail(path, n, "epoch", f"must be >= 1, got {t.epoch}")
+        if (problem := epochs_problem(t.epoch)) is not None:
+            raise fail(path, n, "epoch", problem)
         key = (t.provider, t.qid, t.epoch)
         if key in seen_keys:
             raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r}"
