@@ -89,3 +89,43 @@ def test_a_busy_port_is_one_line_and_no_store(tmp_path: Path) -> None:
             lines = out.stderr.strip().splitlines()
             assert len(lines) == 1 and f"127.0.0.1:{port} is in use" in lines[0], out.stderr
     assert not db.exists()
+
+
+def test_a_reply_claiming_2_to_the_70_tokens_is_a_bad_response_not_a_hugeint(tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from searchtrace.adapters.sandbox.serve import running as serving
+    from searchtrace.store.events import CallFailed, ModelResponded
+
+    async def chat(request: Request) -> Response:
+        body = await request.json()
+        tokens = int(body["messages"][0]["content"])
+        return Response(json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                                    "usage": {"prompt_tokens": tokens, "completion_tokens": 1}}),
+                        media_type="application/json")
+
+    qfile = tmp_path / "q.jsonl"
+    qid = write_questions(qfile, 1)[0]["qid"]
+    db = tmp_path / "huge.duckdb"
+    app = Starlette(routes=[Route("/{path:path}", chat, methods=["POST"])])
+    with serving(app) as root:
+        env = {"OPENAI_API_KEY": "sk-huge-test-0000", "OPENAI_BASE_URL": f"{root}/openai/v1"}
+        with proxy(db, qfile, "huge", upstream="live", env=env) as p, httpx.Client(base_url=p.url, timeout=30) as c:
+            for tokens in (2**70, 2**63, -5, 10**13, 7):
+                r = c.post(f"/t/tavily/{qid}/openai/v1/chat/completions",
+                           json={"model": "m", "messages": [{"role": "user", "content": str(tokens)}]})
+                assert r.status_code == 200  # the agent gets the reply as it came; the record says what it was
+            # a reader during the run sees every event (nothing beyond 64 bits was stored)
+            read = subprocess.run([sys.executable, "-c", CLI, "sql", "--db", str(db), "--json",
+                                   "SELECT sum(CAST(payload->>'$.usage.input_tokens' AS BIGINT)) AS n FROM events "
+                                   "WHERE type = 'model.responded'"], capture_output=True, text=True, timeout=60)
+            assert read.returncode == 0, read.stderr
+            assert p.stop() == 0
+            assert "Traceback" not in p.log.read_text()
+    events = [pl for evs in streams(db).values() for _, _, pl in evs]
+    failed = [e for e in events if isinstance(e, CallFailed)]
+    assert len(failed) == 4 and all(f.status == "bad_response" for f in failed)
+    assert [e.usage.input_tokens for e in events if isinstance(e, ModelResponded)] == [7]
