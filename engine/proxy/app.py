@@ -158,7 +158,7 @@ class Proxy:
             url = f"{self.root}/{request.path_params['rest']}"  # the in-process sandbox's root
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
-                  if target.kind == "fetch" or k not in routes.KEY_FIELDS]
+                  if target.kind == "fetch" or not routes.is_key_name(k)]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}
         if key is not None:
             auth = routes.auth_header(target.endpoint, key)
@@ -308,11 +308,11 @@ def _wants_stream(body: bytes) -> bool:
 
 
 def _without_key_fields(body: bytes) -> bytes:
-    """A JSON body without the key fields some clients send in it (Tavily's `api_key`)."""
+    """A JSON body without the top-level key fields some clients send in it (Tavily's `api_key`, `token`, `auth`)."""
     doc = _json_or_none(body)
-    if doc is None or not any(k in doc for k in routes.KEY_FIELDS):
+    if doc is None or not any(routes.is_key_name(k) for k in doc):
         return body
-    return msgspec.json.encode({k: v for k, v in doc.items() if k not in routes.KEY_FIELDS})
+    return msgspec.json.encode({k: v for k, v in doc.items() if not routes.is_key_name(k)})
 
 
 def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[str, Any]]:

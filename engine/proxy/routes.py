@@ -24,8 +24,6 @@ DROP_REQUEST = CREDENTIAL_HEADERS | frozenset({
 })
 DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
                            "set-cookie", "date", "server"})
-# Query parameters and JSON body fields some providers' clients put the key in.
-KEY_FIELDS = ("api_key", "apiKey", "key")
 # A parameter or JSON field whose name (lower case, without '-' and '_') is one of these, or ends with one of the
 # suffixes, holds a credential: it is never stored, and its value is scrubbed wherever it reappears. Everything
 # under such a field (`auth: {"api_key": ...}`) counts as a credential too.

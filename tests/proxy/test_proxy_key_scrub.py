@@ -37,9 +37,13 @@ def _echo(request: Request, body: bytes) -> str:
     return " ".join([*seen, body.decode("utf-8", "replace"), *KEYS.values()])
 
 
+RECEIVED: list[str] = []  # what the upstream was sent
+
+
 async def hostile(request: Request) -> Response:
     body = await request.body()
     echo = _echo(request, body)
+    RECEIVED.append(echo)
     path = request.url.path
     headers = {"x-echo": KEYS["OPENAI_API_KEY"]}
     if path.startswith("/tavily/"):
@@ -107,6 +111,8 @@ def test_no_key_reaches_an_event_a_blob_a_relayed_reply_or_the_params(tmp_path: 
                 relayed.append((str(r.url), r.content + json.dumps(dict(r.headers)).encode()))
             assert p.stop() == 0
             log_text = p.log.read_bytes()
+    # the agent's credentials were not forwarded (the proxy sends its own key): top-level key fields and headers
+    assert len(RECEIVED) == 5 and not [k for k in AGENT.values() for r in RECEIVED if k in r]
     # the echo went through: the relayed replies and the events carry the scrubbed marks, not nothing
     assert all(b"***" in body for _, body in relayed[:5])
     events = [pl for evs in streams(db).values() for _, _, pl in evs]
