@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         default_key_env,
         read_key,
         scrub_bytes,
+        scrub_parsed,
         scrub_text,
     )
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
@@ -73,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "default_key_env": "searchtrace.adapters._keys",
     "read_key": "searchtrace.adapters._keys",
     "scrub_bytes": "searchtrace.adapters._keys",
+    "scrub_parsed": "searchtrace.adapters._keys",
     "scrub_text": "searchtrace.adapters._keys",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
@@ -168,6 +170,7 @@ __all__ = [
     "read_results",
     "sandbox_endpoint",
     "scrub_bytes",
+    "scrub_parsed",
     "scrub_text",
     "search_provider_names",
     "shorten",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import msgspec
@@ -44,18 +44,23 @@ class _Choice(msgspec.Struct):
     finish_reason: str | None = None
 
 
+# A token count of one reply: >= 0 and at most 10^12, so the sums over a run's calls still fit the store's 64-bit
+# integers (a reply claiming 2^70 tokens is a bad response, not a HUGEINT that breaks every reader of the run)
+Tokens = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
+
+
 class _PromptDetails(msgspec.Struct):
-    cached_tokens: int | None = None
+    cached_tokens: Tokens | None = None
 
 
 class _CompletionDetails(msgspec.Struct):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: Tokens | None = None
 
 
 class _Usage(msgspec.Struct):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None  # Moonshot v1 models report it at the top level
+    prompt_tokens: Tokens | None = None
+    completion_tokens: Tokens | None = None
+    cached_tokens: Tokens | None = None  # Moonshot v1 models report it at the top level
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
 

@@ -60,6 +60,20 @@ from searchtrace.adapters import (
 from searchtrace.engine._prompts import get_prompt
 from searchtrace.store import BadInput
 
+# SPEC §20: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
+# X-Searchtrace-Epoch header, §9 and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
+MAX_EPOCHS = 1000
+
+
+def epochs_problem(value: int) -> str | None:
+    """Why `value` is not an epoch (count), or None: an integer from 1 to MAX_EPOCHS."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be an integer from 1 to {MAX_EPOCHS}, got {repr(value)[:40]}"
+    if not 1 <= value <= MAX_EPOCHS:
+        shown = str(value) if abs(value) < 10**12 else f"{'-' if value < 0 else ''}~2^{value.bit_length() - 1}"
+        return f"must be an integer from 1 to {MAX_EPOCHS}, got {shown}"
+    return None
+
 # every search provider the registry found (SPEC §14), and the paper's three (the default demo)
 PROVIDER_KINDS = search_provider_names()
 PAPER_KINDS = paper_providers()
@@ -257,6 +271,8 @@ def _check(cfg: RunConfig, src: str) -> None:
     ):
         if ivalue < 1:
             raise bad(key, f"must be >= 1, got {ivalue}")
+    if (problem := epochs_problem(cfg.run.epochs)) is not None:
+        raise bad("run.epochs", problem)
     for key, url in [("agent.base_url", cfg.agent.base_url), ("fetch.base_url", cfg.fetch.base_url)] + [
         (f"providers.{n}.base_url", p.base_url) for n, p in cfg.providers.items()
     ]:

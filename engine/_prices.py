@@ -6,6 +6,7 @@ model. Applied nowhere by default: analytics._cost uses it only when the user gi
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import msgspec
 
 from searchtrace.store import BadInput
+
+MAX_PRICE = 1e9  # USD per unit (1,000 requests, 1M tokens): far above any real price, far below a float's range
 
 
 class ModelPrice(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -46,14 +49,22 @@ def parse_prices(data: Any, src: str) -> Prices:
         raise BadInput(f"{src}: {'key ' + key + ': ' if key else ''}{where[0]}") from None
     for table, values in (("search", prices.search), ("fetch", prices.fetch)):
         for name, usd in values.items():
-            if not usd >= 0:
-                raise BadInput(f"{src}: key {table}.{name}: a price must be >= 0, got {usd}")
+            if (problem := _price_problem(usd)) is not None:
+                raise BadInput(f"{src}: key {table}.{name}: {problem}")
     for name, m in prices.models.items():
         for field in ("input", "output", "cached_input"):
             v = getattr(m, field)
-            if v is not None and not v >= 0:
-                raise BadInput(f"{src}: key models.{name}.{field}: a price must be >= 0, got {v}")
+            if v is not None and (problem := _price_problem(v)) is not None:
+                raise BadInput(f"{src}: key models.{name}.{field}: {problem}")
     return prices
+
+
+def _price_problem(usd: float) -> str | None:
+    """Why `usd` is not a price: it must be finite, >= 0 and at most MAX_PRICE (costs are summed exactly, then
+    shown as floats: inf, nan or 1e308 cannot be)."""
+    if not (math.isfinite(usd) and 0 <= usd <= MAX_PRICE):
+        return f"a price must be a finite number from 0 to {MAX_PRICE:g} (USD), got {usd}"
+    return None
 
 
 def load_prices(path: Path) -> Prices:

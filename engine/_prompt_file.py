@@ -46,11 +46,18 @@ def is_file_version(version: str) -> bool:
 
 
 def template_fields(template: str) -> list[str]:
-    """The named fields a template uses; a positional or malformed field is bad input."""
+    """The named fields a template uses, each a plain `{name}`: a conversion (`{question!r}`), a format spec
+    (`{question:>30000000}`), an attribute or an index (`{question.x}`, `{question[0]}`) is a ValueError, so a
+    template that loads also formats, in bounded memory (SPEC §20)."""
     out: list[str] = []
-    for _, field, _, _ in string.Formatter().parse(template):
+    for _, field, spec, conversion in string.Formatter().parse(template):
         if field is None:
             continue
+        shown = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if conversion is not None or spec:
+            raise ValueError(f"{shown[:60]}: only plain fields like {{question}}, no conversion or format spec")
+        if not field.isidentifier():
+            raise ValueError(f"{shown[:60]}: only plain named fields like {{question}}")
         out.append(field)
     return out
 
@@ -70,6 +77,8 @@ def check(pf: PromptFile, allowed: frozenset[str], schema_version: int, where: s
             raise BadInput(f"{where}: key user: unknown template field {{{f}}} (known: {', '.join(sorted(allowed))})")
     if pf.schema_version != schema_version:
         raise BadInput(f"{where}: key schema_version: {pf.schema_version} is not supported (this version answers {schema_version})")
+    if "document" in allowed and "document" not in fields:  # a judge that is never shown the page judges nothing
+        raise BadInput(f"{where}: key user: the template must name {{document}} (where the page goes)")
     return pf
 
 

@@ -61,7 +61,7 @@ async def json_body(request: Request) -> dict[str, Any] | None:
     """The request's JSON object body; None when it does not parse or is not an object."""
     try:
         body = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # not JSON, or nested deeper than the decoder follows
         return None
     return body if isinstance(body, dict) else None
 

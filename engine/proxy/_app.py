@@ -30,13 +30,15 @@ from searchtrace.adapters import (
     shorten,
 )
 from searchtrace.engine._agent import request_sha256
+from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
 from searchtrace.engine.proxy._sse import assemble
 from searchtrace.store import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
 _QUERY_FIELDS = ("query", "q")
-_BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, msgspec.DecodeError, msgspec.ValidationError)
+_BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, msgspec.DecodeError,
+             msgspec.ValidationError)
 
 
 def error(status: int, message: str) -> Response:
@@ -99,10 +101,10 @@ class Proxy:
         }), media_type="application/json")
 
     def _trajectory(self, request: Request) -> tuple[Traj | None, Response | None]:
-        raw = request.headers.get(EPOCH_HEADER, "1").strip()
-        if not raw.isdigit() or int(raw) < 1:
-            return None, error(400, f"header X-Searchtrace-Epoch: {raw!r} is not a positive integer")
-        t, why = self.recorder.lookup(request.path_params["provider"], request.path_params["qid"], int(raw))
+        epoch = routes.epoch_of(request.headers.get(EPOCH_HEADER, "1"), MAX_EPOCHS)
+        if isinstance(epoch, str):
+            return None, error(400, epoch)
+        t, why = self.recorder.lookup(request.path_params["provider"], request.path_params["qid"], epoch)
         if t is None:
             return None, error(404, why or "unknown trajectory")
         if t.finished:
@@ -111,17 +113,15 @@ class Proxy:
 
     async def final(self, request: Request) -> Response:
         """`POST …/final {"answer": "..."}`: answer.final and trajectory.finished, acknowledged once committed."""
-        try:
-            body = msgspec.json.decode(await request.body())
-        except msgspec.DecodeError:
-            body = None
+        body = _json_or_none(await request.body())
         if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
             return error(400, 'the body of …/final must be a JSON object {"answer": "..."}')
         t, refused = self._trajectory(request)
         if t is None:
             assert refused is not None
             return refused
-        await self.recorder.final(t, body["answer"]).wait()
+        secrets = routes.request_secrets(request.headers, request.query_params.multi_items(), body, own=None)
+        await self.recorder.final(t, body["answer"], secrets).wait()
         return Response(msgspec.json.encode({"trajectory_id": t.trajectory_id, "finished": True}),
                         media_type="application/json")
 
@@ -135,11 +135,16 @@ class Proxy:
             return refused
         body = await request.body()
         key = routes.upstream_key(target.endpoint, self.live)
-        secret = Secret(key) if key else None
+        # every key of this call (ours, the configured ones, the agent's): scrubbed from the reply as it enters,
+        # so neither the agent nor an event sees one; a fetch's query string is the page's URL, not a credential
+        query = request.query_params.multi_items() if target.kind != "fetch" else []
+        secret = routes.request_secrets(request.headers, query, _json_or_none(body), own=key)
         req = self._request(request, target, body, key)
         if target.kind == "chat" and _wants_stream(body):
             return await self._stream(t, req, body, secret)
         up = await self._send(req)
+        up.body = routes.scrub_reply(up.body, secret)
+        up.headers = [(k, scrub_text(v, *secret)) for k, v in up.headers]
         done: anyio.Event | None = None
         if target.kind == "search":
             done = self._record_search(t, target, request, body, up, secret)
@@ -161,7 +166,7 @@ class Proxy:
             url = f"{self.root}/{request.path_params['rest']}"  # the in-process sandbox's root
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
-                  if target.kind == "fetch" or k not in routes.KEY_FIELDS]
+                  if target.kind == "fetch" or not routes.is_key_name(k)]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}
         if key is not None:
             auth = routes.auth_header(target.endpoint, key)
@@ -192,7 +197,7 @@ class Proxy:
             return error(504 if up.fault == "timeout" else 502, up.message)
         return Response(up.body, up.status, headers=dict(up.headers))
 
-    async def _stream(self, t: Traj, req: httpx.Request, body: bytes, secret: Secret | None) -> Response:
+    async def _stream(self, t: Traj, req: httpx.Request, body: bytes, secret: list[Secret]) -> Response:
         """Pass a streamed reply through chunk by chunk; record it once whole (when the stream ends)."""
         t0 = time.perf_counter()
         try:
@@ -208,7 +213,7 @@ class Proxy:
             parts: list[bytes] = []
             held: bytes | None = None
             try:
-                async for chunk in resp.aiter_raw():
+                async for chunk in routes.scrub_stream(resp.aiter_raw(), secret):
                     if held is not None:
                         yield held
                     parts.append(chunk)
@@ -229,12 +234,13 @@ class Proxy:
             if held is not None:
                 yield held
 
-        return StreamingResponse(chunks(), resp.status_code, headers=dict(_headers(resp)))
+        return StreamingResponse(chunks(), resp.status_code,
+                                 headers={k: scrub_text(v, *secret) for k, v in _headers(resp)})
 
     # -- recording ---------------------------------------------------------------------------------------------------
 
     def _record_search(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream,
-                       secret: Secret | None) -> anyio.Event | None:
+                       secret: list[Secret]) -> anyio.Event | None:
         query, params = _query_and_params(request, body)
         if query is None:
             return None  # not a search call (another route of the provider): forwarded, not recorded
@@ -249,12 +255,12 @@ class Proxy:
                 status = "ok"
             except _BAD_BODY as exc:
                 status, err = "bad_response", f"unusable body: {exc}"
-        raw = scrub_bytes(up.body, secret) if up.body else None
+        raw = up.body or None  # scrubbed as it entered
         return self.recorder.search(t, query=query, params=params, status=status, hits=hits, latency_ms=up.latency_ms,
-                             raw=raw, http_status=up.status, error=err)
+                             raw=raw, http_status=up.status, error=err, secrets=secret)
 
     def _record_fetch(self, t: Traj, target: routes.Target, request: Request, up: Upstream,
-                      secret: Secret | None) -> anyio.Event:
+                      secret: list[Secret]) -> anyio.Event:
         url = target.path + (f"?{request.url.query}" if request.url.query else "")
         status: FetchStatus
         content: str | None = None
@@ -263,32 +269,33 @@ class Proxy:
             status, err = failed
         else:
             try:
-                content = scrub_text(page_markdown(up.body, dict(up.headers).get("content-type", "")), secret)
+                content = page_markdown(up.body, dict(up.headers).get("content-type", ""))
                 status = "ok"
             except _BAD_BODY as exc:
                 status, err = "bad_response", f"unusable body: {exc}"
         return self.recorder.fetch(t, url=url, status=status, content=content, n_bytes=len(up.body),
                             n_tokens=estimate_tokens(content) if content is not None else 0, latency_ms=up.latency_ms,
-                            http_status=up.status, error=err)
+                            http_status=up.status, error=err, secrets=secret)
 
-    def _record_chat(self, t: Traj, body: bytes, up: Upstream, completion: bytes, secret: Secret | None,
+    def _record_chat(self, t: Traj, body: bytes, up: Upstream, completion: bytes, secret: list[Secret],
                      raw: bytes | None = None) -> anyio.Event:
         request = _json_or_none(body) or {}
         model = str(request.get("model", "chat"))
         if up.status is None or not 200 <= up.status < 300:
-            text = scrub_text(up.body.decode("utf-8", "replace"), secret) if up.body else up.message
+            text = up.body.decode("utf-8", "replace") if up.body else up.message
             status = up.fault or "http_error"
-            return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text))
+            return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text),
+                                             secrets=secret)
         try:
             text_, calls, usage, finish = parse_completion(completion)
         except _BAD_BODY as exc:
             return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
-                                             error=f"unusable body: {exc}")
+                                             error=f"unusable body: {exc}", secrets=secret)
         messages: list[dict[str, Any]] = request["messages"] if isinstance(request.get("messages"), list) else []
         tools: list[dict[str, Any]] | None = request["tools"] if isinstance(request.get("tools"), list) else None
         return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
-                           finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, secret),
-                           request_sha256=request_sha256(messages, tools))
+                           finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, *secret),
+                           request_sha256=request_sha256(messages, tools), secrets=secret)
 
 
 def _headers(resp: httpx.Response) -> list[tuple[str, str]]:
@@ -298,7 +305,7 @@ def _headers(resp: httpx.Response) -> list[tuple[str, str]]:
 def _json_or_none(body: bytes) -> dict[str, Any] | None:
     try:
         doc = msgspec.json.decode(body) if body else None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # not JSON, or nested deeper than any parser follows
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -309,11 +316,11 @@ def _wants_stream(body: bytes) -> bool:
 
 
 def _without_key_fields(body: bytes) -> bytes:
-    """A JSON body without the key fields some clients send in it (Tavily's `api_key`)."""
+    """A JSON body without the top-level key fields some clients send in it (Tavily's `api_key`, `token`, `auth`)."""
     doc = _json_or_none(body)
-    if doc is None or not any(k in doc for k in routes.KEY_FIELDS):
+    if doc is None or not any(routes.is_key_name(k) for k in doc):
         return body
-    return msgspec.json.encode({k: v for k, v in doc.items() if k not in routes.KEY_FIELDS})
+    return msgspec.json.encode({k: v for k, v in doc.items() if not routes.is_key_name(k)})
 
 
 def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[str, Any]]:
@@ -321,14 +328,14 @@ def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[s
     doc = _json_or_none(body)
     source: dict[str, Any] = doc if doc is not None else dict(request.query_params)
     query = next((source[f] for f in _QUERY_FIELDS if isinstance(source.get(f), str)), None)
-    params = {k: v for k, v in source.items() if k not in _QUERY_FIELDS and k not in routes.KEY_FIELDS}
+    params = routes.without_keys({k: v for k, v in source.items() if k not in _QUERY_FIELDS})
     return query, params
 
 
-def _failure(up: Upstream, secret: Secret | None) -> tuple[Literal["timeout", "http_error"], str | None] | None:
+def _failure(up: Upstream, secret: list[Secret]) -> tuple[Literal["timeout", "http_error"], str | None] | None:
     """How a forwarded call failed (no reply, or a non-2xx one), as a status and one line; None when it answered."""
     if up.status is None:
         return ("timeout" if up.fault == "timeout" else "http_error"), up.message
     if not 200 <= up.status < 300:
-        return "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), secret))}"
+        return "http_error", f"HTTP {up.status}: {shorten(scrub_text(up.body.decode('utf-8', 'replace'), *secret))}"
     return None

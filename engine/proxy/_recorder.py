@@ -18,7 +18,14 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from searchtrace.adapters import SearchHit, normalize_url
+from searchtrace.adapters import (
+    SearchHit,
+    Secret,
+    configured_secrets,
+    normalize_url,
+    scrub_parsed,
+    scrub_text,
+)
 from searchtrace.engine._agent import trajectory_id
 from searchtrace.engine._record import Question, code_version, run_stream
 from searchtrace.engine._tools import search_result
@@ -185,8 +192,10 @@ class ProxyRecorder:
     def search(
         self, t: Traj, *, query: str, params: dict[str, Any], status: SearchStatus, hits: list[SearchHit],
         latency_ms: float, raw: bytes | None, http_status: int | None, error: str | None,
+        secrets: Sequence[Secret] = (),
     ) -> anyio.Event:
         """search.called, one search.result per hit (doc_ids in order of appearance), search.completed."""
+        hits = scrub_parsed(hits, configured_secrets(*secrets))  # before the doc ids and normalised URLs are taken
         t.searches += 1
         call_id = f"s{t.searches}"
         out: list[Payload] = [SearchCalled(call_id=call_id, iteration=t.iteration, query=query, provider=t.provider,
@@ -200,27 +209,29 @@ class ProxyRecorder:
         out.append(SearchCompleted(call_id=call_id, status=status, n_results=len(hits), latency_ms=latency_ms,
                                    raw_digest=digest(raw) if raw else None, http_status=http_status, error=error,
                                    provider_ms=latency_ms, queue_ms=0.0))
-        return self._emit(t, out, [raw] if raw else [])
+        return self._emit(t, out, [raw] if raw else [], secrets)
 
     def fetch(
         self, t: Traj, *, url: str, status: FetchStatus, content: str | None, n_bytes: int, n_tokens: int,
-        latency_ms: float, http_status: int | None, error: str | None,
+        latency_ms: float, http_status: int | None, error: str | None, secrets: Sequence[Secret] = (),
     ) -> anyio.Event:
         """fetch.called / fetch.completed against the doc_id of the result with the same normalised URL."""
         t.fetches += 1
         call_id = f"f{t.fetches}"
         doc_id = t.docs.get(normalize_url(url))
+        if content is not None:  # the page is a blob named by its digest: scrubbed before the digest is taken
+            content = scrub_text(content, *configured_secrets(*secrets))
         page = content.encode() if content is not None else None
         return self._emit(t, [
             FetchCalled(call_id=call_id, iteration=t.iteration, doc_id=doc_id, url=url),
             FetchCompleted(call_id=call_id, doc_id=doc_id, status=status, content_digest=digest(page) if page is not None else None,
                            n_bytes=n_bytes, n_tokens=n_tokens, cache_hit=False, latency_ms=latency_ms,
                            http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0),
-        ], [page] if page is not None else [])
+        ], [page] if page is not None else [], secrets)
 
     def chat(
         self, t: Traj, *, text: str | None, tool_calls: list[ToolCall], usage: Usage, latency_ms: float,
-        finish_reason: str | None, raw: bytes | None, request_sha256: str | None,
+        finish_reason: str | None, raw: bytes | None, request_sha256: str | None, secrets: Sequence[Secret] = (),
     ) -> anyio.Event:
         t.turns += 1
         t.usage = t.usage + usage
@@ -228,19 +239,27 @@ class ProxyRecorder:
                                       latency_ms=latency_ms, provider_ms=latency_ms, queue_ms=0.0,
                                       finish_reason=finish_reason,
                                       raw_digest=digest(raw) if raw else None, request_sha256=request_sha256)],
-                   [raw] if raw else [])
+                   [raw] if raw else [], secrets)
 
-    def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str) -> anyio.Event:
-        return self._emit(t, [CallFailed(what=f"chat:{model}", call_id=None, status=status, http_status=http_status, error=error)])
+    def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str,
+                    secrets: Sequence[Secret] = ()) -> anyio.Event:
+        return self._emit(t, [CallFailed(what=f"chat:{model}", call_id=None, status=status, http_status=http_status,
+                                         error=error)], secrets=secrets)
 
-    def final(self, t: Traj, answer: str) -> anyio.Event:
+    def final(self, t: Traj, answer: str, secrets: Sequence[Secret] = ()) -> anyio.Event:
         """answer.final and trajectory.finished (answered); the returned event is set once both are committed."""
         t.finished = True
         return self._emit(t, [AnswerFinal(iteration=t.turns, text=answer),
-                              TrajectoryFinished(reason="answered", iterations=t.turns, usage=t.usage)])
+                              TrajectoryFinished(reason="answered", iterations=t.turns, usage=t.usage)], secrets=secrets)
 
-    def _emit(self, t: Traj, payloads: list[Payload], blobs: list[bytes] | None = None) -> anyio.Event:
-        """Queue a call's events; the returned event is set once they are committed (a reply waits for it)."""
+    def _emit(self, t: Traj, payloads: list[Payload], blobs: list[bytes] | None = None,
+              secrets: Sequence[Secret] = ()) -> anyio.Event:
+        """Queue a call's events; the returned event is set once they are committed (a reply waits for it).
+
+        The one place every proxied event passes: each string in it (text, tool calls, titles, snippets, params,
+        error lines) has every key of the call and every configured key replaced by `***` (SPEC §20). Blobs are
+        named by their digests, so they arrive scrubbed (the reply's bytes as they entered, the page above)."""
+        payloads = scrub_parsed(payloads, configured_secrets(*secrets))
         stream = trajectory_stream(t.trajectory_id)
         events = []
         for p in payloads:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+import re
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal
 
 import msgspec
 
@@ -12,8 +14,11 @@ from searchtrace.adapters import (
     FETCHERS,
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
+    Secret,
+    configured_secrets,
     default_key_env,
     endpoints,
+    scrub_bytes,
     spec,
     specs,
 )
@@ -21,15 +26,25 @@ from searchtrace.adapters import (
 Kind = Literal["search", "fetch", "chat", "other"]
 
 # Request headers that carry a client's credentials (dropped, never forwarded or stored) or belong to one hop.
-DROP_REQUEST = frozenset({
-    "authorization", "proxy-authorization", "x-subscription-token", "x-api-key", "api-key", "cookie",
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-subscription-token", "x-api-key", "api-key",
+                                "cookie"})
+DROP_REQUEST = CREDENTIAL_HEADERS | frozenset({
     "host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade",
     "x-searchtrace-epoch",
 })
 DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
                            "set-cookie", "date", "server"})
-# Query parameters and JSON body fields some providers' clients put the key in.
-KEY_FIELDS = ("api_key", "apiKey", "key")
+# A parameter or JSON field whose name (lower case, without '-' and '_') is one of these, or ends with one of the
+# suffixes, holds a credential: it is never stored, and its value is scrubbed wherever it reappears. Everything
+# under such a field (`auth: {"api_key": ...}`) counts as a credential too.
+_KEY_NAMES = frozenset({"key", "apikey", "token", "accesstoken", "auth", "authorization", "bearer", "secret",
+                        "password", "clientsecret", "refreshtoken", "idtoken", "sessiontoken", "subscriptiontoken"})
+_KEY_SUFFIXES = ("apikey", "accesstoken", "secret", "password")
+# request headers whose value is a credential (besides the names above): the proxy drops them, and scrubs their value
+_KEY_HEADER = re.compile(r"(?i)(api[-_]?key|token|secret|auth|password|cookie)")
+_SCHEME = re.compile(r"(?i)^(bearer|basic|token)\s+")
+MIN_SENT_KEY = 8  # a shorter value the agent sends as a key ("none", "test") is dropped, not scrubbed from every text
+EPOCH_DIGITS = 4  # `X-Searchtrace-Epoch` is at most MAX_EPOCHS: a longer header is refused before it is converted
 # endpoints that take the key as a query parameter, and its name (from each provider's module)
 QUERY_KEY = {s.name: s.key_param for s in specs() if s.key_param}
 
@@ -89,3 +104,88 @@ def auth_header(endpoint: str, key: str) -> tuple[str, str] | None:
         return "Authorization", f"Bearer {key}"
     s = spec(endpoint)
     return None if s.key_param else (s.auth_header, s.auth_format.format(key=key))
+
+
+def is_key_name(name: str) -> bool:
+    """Whether a parameter or field called `name` carries a credential (`api_key`, `apiKey`, `token`, `auth` …)."""
+    n = name.lower().replace("-", "").replace("_", "")
+    return n in _KEY_NAMES or n.endswith(_KEY_SUFFIXES)
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+
+
+def _key_values(value: Any) -> Iterable[str]:
+    """The string values under every key-named field of a JSON document, at any depth."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and is_key_name(k):
+                yield from _leaves(v)
+            else:
+                yield from _key_values(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _key_values(v)
+
+
+def request_secrets(headers: Mapping[str, str], query: Iterable[tuple[str, str]], body: Any, *,
+                    own: str | None) -> list[Secret]:
+    """Every key one request involves: the proxy's own for its endpoint, every configured key, and whatever the
+    agent sent in a credential header, a key-named query parameter or a key-named JSON field (at any depth)."""
+    sent: list[str] = []
+    for name, value in headers.items():
+        if name.lower() in CREDENTIAL_HEADERS or _KEY_HEADER.search(name):
+            sent.append(value)
+            sent.append(_SCHEME.sub("", value))
+            if name.lower() == "cookie":
+                sent += [c.split("=", 1)[1] for c in value.split(";") if "=" in c]
+    sent += [v for k, v in query if is_key_name(k)]
+    sent += list(_key_values(body))
+    values = dict.fromkeys(v.strip() for v in sent if len(v.strip()) >= MIN_SENT_KEY)
+    return configured_secrets(Secret(own) if own else None, *(Secret(v) for v in values))
+
+
+def without_keys(value: Any) -> Any:
+    """A JSON document without its key-named fields (at any depth): what is stored as a search's params."""
+    if isinstance(value, dict):
+        return {k: without_keys(v) for k, v in value.items() if not (isinstance(k, str) and is_key_name(k))}
+    if isinstance(value, list):
+        return [without_keys(v) for v in value]
+    return value
+
+
+def scrub_reply(body: bytes, secrets: list[Secret]) -> bytes:
+    """An upstream reply's bytes with every key replaced, as they are relayed to the agent (and kept as blobs)."""
+    return scrub_bytes(body, *secrets) if body else body
+
+
+async def scrub_stream(chunks: AsyncIterator[bytes], secrets: list[Secret]) -> AsyncIterator[bytes]:
+    """`scrub_reply` for a reply relayed chunk by chunk: the last (longest key - 1) bytes are held back until the
+    next chunk, so a key split across two chunks is still found."""
+    hold = max((len(s.reveal().encode()) for s in secrets), default=1) - 1
+    buf = b""
+    async for chunk in chunks:
+        buf = scrub_bytes(buf + chunk, *secrets)
+        if len(buf) > hold:
+            cut = len(buf) - hold
+            out, buf = buf[:cut], buf[cut:]
+            yield out
+    if buf:
+        yield scrub_bytes(buf, *secrets)
+
+
+def epoch_of(raw: str, max_epochs: int) -> int | str:
+    """The `X-Searchtrace-Epoch` header as an epoch (1 … max_epochs), or the one line that refuses it."""
+    value = raw.strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > EPOCH_DIGITS or not 1 <= int(value) <= max_epochs:
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        return f"header X-Searchtrace-Epoch: {shown!r} is not an epoch (an integer from 1 to {max_epochs})"
+    return int(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -17,7 +18,7 @@ from searchtrace.adapters import SEARCH_PROVIDERS
 from searchtrace.engine._record import question_file
 from searchtrace.engine.proxy._app import Proxy
 from searchtrace.engine.proxy._recorder import ProxyRecorder, config_of
-from searchtrace.store import EventLog, open_writer
+from searchtrace.store import BadInput, EventLog, open_writer
 
 
 class _Server(uvicorn.Server):
@@ -52,25 +53,43 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
     its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`."""
     if (upstream == "sandbox") != (sandbox is not None):
         raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
+    listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     questions = await anyio.to_thread.run_sync(lambda: question_file(questions_path, rows=rows))
     providers = sorted(SEARCH_PROVIDERS)
     recorder = ProxyRecorder(run_id, questions, providers,
                              config_of(upstream=upstream, questions=questions_path, dataset_id=dataset_id(questions_path),
                                        providers=providers))
-    log = await anyio.to_thread.run_sync(EventLog, db)
+    with listener:
+        log = await anyio.to_thread.run_sync(EventLog, db)
+        try:
+            with reads(log):
+                return await _serve_log(log, recorder, listener, sandbox=sandbox, durable=durable, ready=ready)
+        finally:
+            await anyio.to_thread.run_sync(log.close)
+
+
+def bind(port: int) -> socket.socket:
+    """The proxy's listening socket on 127.0.0.1:`port` (0: any free port); a port in use is bad input."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        with reads(log):
-            return await _serve_log(log, recorder, port=port, sandbox=sandbox, durable=durable, ready=ready)
-    finally:
-        await anyio.to_thread.run_sync(log.close)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise BadInput(f"--port: 127.0.0.1:{port} is in use ({exc.strerror}); pick another port "
+                       "(or 0 for any free one)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
-async def _serve_log(log: EventLog, recorder: ProxyRecorder, *, port: int, sandbox: Upstream | None, durable: bool,
-                     ready: Callable[[str, int], None] | None) -> tuple[int, int]:
+async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.socket, *, sandbox: Upstream | None,
+                     durable: bool, ready: Callable[[str, int], None] | None) -> tuple[int, int]:
     head = await anyio.to_thread.run_sync(recorder.head, log)
     await anyio.to_thread.run_sync(recorder.restore, log)
     proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
                   root=sandbox.root if sandbox else None, durable=durable)
+    port = int(listener.getsockname()[1])
     server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                     access_log=False, lifespan="off", timeout_graceful_shutdown=2))
     abandoned = 0
@@ -84,7 +103,7 @@ async def _serve_log(log: EventLog, recorder: ProxyRecorder, *, port: int, sandb
                     tg.start_soon(_stop_on_signal, server)
                     if ready is not None:
                         tg.start_soon(_announce, server, ready, port)
-                    await server.serve()
+                    await server.serve(sockets=[listener])
                     tg.cancel_scope.cancel()
             finally:
                 abandoned = recorder.abandon_open()

@@ -196,8 +196,8 @@ class Known:
 
     # trajectory_id -> event_id of its stored trajectory.started, or (file, line) where this call read it
     traj_ids: dict[str, str | tuple[Path, int]] = field(default_factory=dict)
-    # (provider, qid, epoch) -> trajectory_id
-    traj_keys: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # (run_id, provider, qid, epoch) -> trajectory_id
+    traj_keys: dict[tuple[str, str, str, int], str] = field(default_factory=dict)
     judge_runs: set[str] = field(default_factory=set)
     verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes
     verdict_runs_loaded: set[str] = field(default_factory=set)
@@ -217,13 +217,13 @@ class Known:
             return k
         cur = log.cursor()
         try:
-            for eid, tid, prov, qid, epoch in cur.execute(
-                "SELECT CAST(event_id AS VARCHAR), payload->>'$.trajectory_id', payload->>'$.provider', "
+            for eid, tid, run, prov, qid, epoch in cur.execute(
+                "SELECT CAST(event_id AS VARCHAR), payload->>'$.trajectory_id', run_id, payload->>'$.provider', "
                 "payload->>'$.qid', coalesce(TRY_CAST(payload->>'$.epoch' AS INTEGER), 1) FROM events "
                 "WHERE type = 'trajectory.started' ORDER BY position"
             ).fetchall():
                 k.traj_ids.setdefault(tid, eid)
-                k.traj_keys.setdefault((prov, qid, int(epoch)), tid)
+                k.traj_keys.setdefault((run, prov, qid, int(epoch)), tid)
             sql = "SELECT payload->>'$.judge_run_id' FROM events WHERE type = 'judge.started'"
             k.judge_runs = {r[0] for r in cur.execute(sql).fetchall()}
             for eid, prov, qid in cur.execute(

@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from searchtrace.analytics import Cells, is_proposal
+from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
     AUDIT_HEADER,
     FetchStep,
@@ -68,6 +69,7 @@ class _Draft(msgspec.Struct, kw_only=True):
 def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
     """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts)."""
     drafts: dict[str, _Draft] = {}
+    run_of: dict[str, str] = {}  # trajectory stream -> the run that recorded it
     cells = Cells()  # which trajectories are current, their question, gold and final answer
     for ev in log.read(types=_TRACE_TYPES):
         p = ev.payload
@@ -76,6 +78,7 @@ def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
             continue
         if isinstance(p, TrajectoryStarted):
             drafts.setdefault(ev.stream_id, _Draft(steps=[]))
+            run_of.setdefault(ev.stream_id, ev.run_id)
             continue
         d = drafts.get(ev.stream_id)
         if d is None:
@@ -145,6 +148,7 @@ def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                 stop_reason=d.stop_reason,  # type: ignore[arg-type]
                 steps=d.steps,
                 epoch=epoch_of(s),
+                run_id=None if run_of[stream] == IMPORT_RUN else run_of[stream],
             )
         )
     return out, cells.superseded

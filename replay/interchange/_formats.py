@@ -72,7 +72,7 @@ Step = ModelStep | SearchStep | FetchStep
 
 
 class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One trajectory per line of traces.jsonl (`epoch` is written only when it is not 1: the only defaulted field)."""
+    """One trajectory per line of traces.jsonl (`epoch` and `run_id` are written only when not their defaults)."""
 
     trajectory_id: Id
     provider: Id
@@ -82,7 +82,10 @@ class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     final_answer: str | None
     stop_reason: TrajectoryReason
     steps: list[Step]
-    epoch: int = 1  # SPEC §12: the repeat of the (provider, qid) cell; (provider, qid, epoch) is unique in a file
+    epoch: int = 1  # SPEC §12: the repeat of the (provider, qid) cell; (run_id, provider, qid, epoch) is unique in a file
+    # the run it was recorded in, written by `export` (absent: the `import` run), so a store of several runs that
+    # recorded the same cells exports into a file that imports back, each trajectory into its own run
+    run_id: Id | None = None
 
 
 class JudgmentLine(msgspec.Struct, kw_only=True):

@@ -26,7 +26,7 @@ from searchtrace.adapters import (
     read_page,
     read_results,
 )
-from searchtrace.engine import final_answer, trajectory_id
+from searchtrace.engine import epochs_problem, final_answer, trajectory_id
 from searchtrace.replay.interchange._formats import (
     FetchStep,
     ModelStep,
@@ -38,6 +38,9 @@ from searchtrace.replay.interchange._formats import (
 from searchtrace.store import BadInput, TrajectoryReason
 
 LOG_SUFFIXES = (".eval", ".json")
+# SPEC §20: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
+MAX_MEMBER_BYTES = 128 << 20
+MAX_INFLATED_BYTES = 1 << 30
 
 
 def log_files(paths: Sequence[Path]) -> list[Path]:
@@ -62,12 +65,41 @@ def read_log(path: Path) -> dict[str, Any]:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise BadInput(f"{path}: reading Inspect logs needs the inspect-ai package (pip install inspect-ai)") from None
+    check_zip_members(path)
     try:
         log = read_eval_log(str(path))
     except Exception as exc:  # inspect raises many kinds for a file that is not one of its logs
         raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {_line(str(exc))})") from None
     data: dict[str, Any] = log.model_dump(mode="json")
     return data
+
+
+def check_zip_members(path: Path, *, member_cap: int = MAX_MEMBER_BYTES, total_cap: int = MAX_INFLATED_BYTES) -> None:
+    """Refuse a zipped log (`.eval`) whose members inflate beyond the caps, found by inflating each member in
+    1 MiB pieces (never whole), so a small member that inflates to gigabytes costs 1 MiB, not the gigabytes."""
+    import zipfile
+
+    from inspect_ai._util import zipfile as _zstd  # noqa: F401  (registers the zstd method zipfile needs)
+
+    if not zipfile.is_zipfile(path):
+        return
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                size = 0
+                with zf.open(info) as member:
+                    while chunk := member.read(1 << 20):
+                        size += len(chunk)
+                        total += len(chunk)
+                        if size > member_cap:
+                            raise BadInput(f"{path}: member {info.filename!r} inflates beyond {member_cap >> 20} MiB; "
+                                           "not an Inspect log this reader takes")
+                        if total > total_cap:
+                            raise BadInput(f"{path}: the members inflate beyond {total_cap >> 20} MiB in all; "
+                                           "not an Inspect log this reader takes")
+    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError) as exc:
+        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {_line(str(exc))})") from None
 
 
 def _line(text: str, limit: int = 160) -> str:
@@ -89,7 +121,10 @@ class _Sample:
     def __init__(self, path: Path, sample: dict[str, Any]) -> None:
         self.path, self.sample = path, sample
         self.id = str(sample.get("id"))
-        self.epoch = int(sample.get("epoch") or 1)
+        epoch = sample.get("epoch") or 1
+        if (problem := epochs_problem(epoch)) is not None:
+            raise BadInput(f"{path}: sample {self.id}: epoch: {problem}")
+        self.epoch: int = epoch
 
     def fail(self, what: str, event: int | None = None) -> BadInput:
         at = f", event {event}" if event is not None else ""

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 import searchtrace.replay.interchange._common as import_common
+from searchtrace.engine import epochs_problem
 from searchtrace.replay.interchange._common import (
     DATASET_STREAM,
     RUN_ID,
@@ -73,18 +74,18 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
     `known` keeps where it was read, so a later file of the same call that repeats the id is still compared.
     """
     seen_ids: dict[str, int] = {}
-    seen_keys: dict[tuple[str, str, int], int] = {}
+    seen_keys: dict[tuple[str, str, str, int], int] = {}
     new = 0
     for n, raw in lines(path):
         t = decode_line(trace_decoder, path, n, raw)
         if t.trajectory_id in seen_ids:
             raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} already on line {seen_ids[t.trajectory_id]}")
-        if t.epoch < 1:
-            raise fail(path, n, "epoch", f"must be >= 1, got {t.epoch}")
-        key = (t.provider, t.qid, t.epoch)
+        if (problem := epochs_problem(t.epoch)) is not None:
+            raise fail(path, n, "epoch", problem)
+        key = (t.run_id or RUN_ID, t.provider, t.qid, t.epoch)
         if key in seen_keys:
             raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r}"
-                       f"{_epoch_text(t.epoch)} (line {seen_keys[key]})")
+                       f"{_epoch_text(t.epoch)}{_run_text(t)} (line {seen_keys[key]})")
         seen_ids[t.trajectory_id] = n
         seen_keys[key] = n
         got, bad = trace_items(t)
@@ -105,7 +106,7 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
         if other is not None and other != t.trajectory_id:
             raise fail(
                 path, n, "qid", f"the database already has trajectory {other!r} for provider {t.provider!r} and qid "
-                f"{t.qid!r}{_epoch_text(t.epoch)}"
+                f"{t.qid!r}{_epoch_text(t.epoch)}{_run_text(t)}"
             )
         new += have is None
         items[t.trajectory_id] = got
@@ -117,6 +118,10 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
 
 def _epoch_text(epoch: int) -> str:
     return "" if epoch == 1 else f" in epoch {epoch}"
+
+
+def _run_text(t: TraceLine) -> str:
+    return "" if t.run_id is None else f" in run {t.run_id!r}"
 
 
 def _started(t: TraceLine) -> str:
@@ -218,7 +223,8 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
     h = _trace_hash(payloads)
     stream = trajectory_stream(t.trajectory_id)
     ids = event_ids("import", "trajectory", t.trajectory_id, h, n=len(payloads))
-    events = [NewEvent(stream_id=stream, run_id=RUN_ID, payload=p, event_id=i) for p, i in zip(payloads, ids, strict=True)]
+    run = t.run_id or RUN_ID  # the run it was recorded in, when an export says so
+    events = [NewEvent(stream_id=stream, run_id=run, payload=p, event_id=i) for p, i in zip(payloads, ids, strict=True)]
     q = DatasetQuestion(qid=t.qid, question=t.question, gold_answer=t.gold_answer)
     qid_event = NewEvent(
         stream_id=DATASET_STREAM,

@@ -18,6 +18,7 @@ from rich.console import Console
 from searchtrace import pipeline
 from searchtrace.analytics import render_table
 from searchtrace.cli._record import summary_text
+from searchtrace.engine import MAX_EPOCHS
 
 
 @click.command("demo")
@@ -26,7 +27,7 @@ from searchtrace.cli._record import summary_text
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("searchtrace-demo"),
               show_default=True, help="Folder for the database, the fetch cache and report.html (report.html goes next to --db).")
 @click.option("--n", type=int, default=30, show_default=True, help="Questions sampled from the sandbox world.")
-@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=1, show_default=True,
               help="Record every (provider, question) cell this many times (SPEC §12).")
 @click.option("--providers", "providers_spec", default="paper", show_default=True,
               help="Sandbox personas: paper (the paper's three), all (every search provider), or names separated by "

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.engine import EXAMPLE_CONFIG, load_config
-
-if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
-    from searchtrace.engine import RunSummary
+from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, RunSummary, load_config
 
 
 def summary_text(s: RunSummary) -> str:
@@ -37,7 +33,7 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--sandbox-url", default=None, help="Point every endpoint at a running `searchtrace sandbox serve` (e.g. http://127.0.0.1:8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None,
+@click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
               help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,

@@ -117,7 +117,7 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
     def report(cur: Cursor, request: Request) -> Any:
-        return data.report(cur, q(request, "judge_run_id"))
+        return data.report(cur, q(request, "judge_run_id"), request.query_params.getlist("run"))
 
     def compare(cur: Cursor, request: Request) -> Any:
         a, b = q(request, "a"), q(request, "b")
@@ -129,14 +129,17 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         """The static `report --html` page for the chosen judge run (shown in a frame of the report view)."""
         try:
             with source.cursor() as cur:
-                body = data.report(cur, q(request, "judge_run_id"))
+                body = data.report(cur, q(request, "judge_run_id"), request.query_params.getlist("run"))
+                if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
+                    return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
+                                        f"{len(body['runs'])} runs: choose one (or several) above.</p>")
                 html = render(body, extra=extras_from_db(cur, body.judge_run_id))
         except (BadInput, StoreError) as exc:
             return json_response({"error": str(exc)}, 400)
         return HTMLResponse(html)
 
     async def sql(request: Request) -> Response:
-        """Rows of a read-only query; a refused or failing query is an answer (`error`), not a failed request."""
+        """Rows of a read-only query; a refused or failing query is a 400 whose `error` says why."""
         try:
             body = msgspec.json.decode(await request.body())
             text = body["sql"] if isinstance(body, dict) else None
@@ -149,8 +152,8 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
             try:
                 with source.cursor() as cur:
                     return json_response(data.run_sql(cur, text))
-            except (BadInput, StoreError) as exc:
-                return json_response({"error": str(exc), "columns": [], "rows": []})
+            except (BadInput, StoreError) as exc:  # refused or failing: a 400 with the reason, never a 200
+                return json_response({"error": str(exc), "columns": [], "rows": []}, 400)
 
         return await run_in_threadpool(run)
 

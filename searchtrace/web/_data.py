@@ -17,6 +17,7 @@ import msgspec
 from searchtrace.analytics import (
     ANSWERS_CTE,
     AUDIT_CTE,
+    RUNS_SQL,
     TRAJECTORIES_CTE,
     Report,
     build_report,
@@ -190,10 +191,11 @@ def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
     """One page of matching rows (newest first), their `total`, and counts over all matches for the filter bar."""
     if f.limit < 1 or f.limit > LIST_MAX or f.offset < 0:
         raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
+    _check_filters(f, choices)
     q = (f.q or "").strip().lower() or None
     filtered = any((f.run, f.provider, f.epoch is not None, f.correct, f.partition, q))
     hits = [r for r in rows if _keep(r, f, q)] if filtered else rows
-    parts = dict.fromkeys(("SMART", "MISSED", "BLIND", "NO-OP"), 0)
+    parts = dict.fromkeys(_PARTITIONS, 0)
     correct: Counter[str] = Counter()
     providers: Counter[str] = Counter()
     for r in hits:
@@ -213,6 +215,25 @@ def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
         },
         "facets": choices,
     }
+
+
+_CORRECT = ("true", "false", "unaudited")
+_PARTITIONS = ("SMART", "MISSED", "BLIND", "NO-OP")
+
+
+def _check_filters(f: Filters, choices: Row) -> None:
+    """A filter value that names nothing (`correct=maybe`, a run the store does not hold) is a 400 naming the
+    choices, not an empty list that looks like an answer."""
+    def one_of(name: str, value: object, known: list[Any] | tuple[Any, ...]) -> None:
+        if value is not None and value not in known:
+            shown = ", ".join(str(k) for k in known[:20]) + (", …" if len(known) > 20 else "")
+            raise BadInput(f"{name}={str(value)[:80]!r} is not one of: {shown or 'none in this store'}")
+
+    one_of("correct", f.correct, _CORRECT)
+    one_of("partition", f.partition, _PARTITIONS)
+    one_of("run", f.run, choices["runs"])
+    one_of("provider", f.provider, choices["providers"])
+    one_of("epoch", f.epoch, choices["epochs"])
 
 
 def facets(rows: list[Row]) -> Row:
@@ -335,9 +356,15 @@ def _question(cur: Cursor, schema: str, qid: str, run: str | None) -> Row:
             "trajectories": out, "shared_urls": shared}
 
 
-def report(cur: Cursor, judge_run_id: str | None) -> Report:
-    """The §8 report (and every extra key the report carries) for the judge run."""
-    return build_report(cur, judge_run_id=judge_run_id or None, writable=False).report
+def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None) -> Report | Row:
+    """The §8 report (and every extra key the report carries) for the judge run and the chosen runs. A store of
+    several runs with none chosen answers the runs to choose from (`choose_run`), as `report` would ask for
+    `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing."""
+    with reading(cur):
+        known = [str(r[0]) for r in cur.execute(RUNS_SQL).fetchall()]
+    if len(known) > 1 and not runs:
+        return {"choose_run": True, "runs": known}
+    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or ()).report
 
 
 _LABELS = ("valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "page_supports_gold",

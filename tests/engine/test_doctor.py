@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -65,3 +66,70 @@ def test_unreachable_endpoints_and_unreadable_dataset_fail_with_reasons(tmp_path
     assert not checks["dataset"]["ok"] and "broken.jsonl" in checks["dataset"]["detail"]
     assert not checks["search brave"]["ok"] and not checks["fetch"]["ok"]
     assert not checks["agent model sandbox-agent"]["ok"]
+
+
+# ---------------------------------------------------------------- SPEC §20: bounded, and honest about the fetch backend
+
+
+def _hostile(fetch: str) -> Any:
+    """Every search and chat route asks to retry in 100000 s; the fetch route answers as `fetch` says."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def handle(request: Request) -> Response:
+        path = request.url.path
+        if path.startswith("/jina/"):
+            if fetch == "500":
+                return Response("upstream broke", status_code=500)
+            if fetch == "html":
+                return Response("<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>", media_type="text/html")
+            if fetch == "404":
+                return Response('{"code": 404, "message": "target page not found"}', status_code=404,
+                                media_type="application/json")
+            return Response("Title: Example\n\nMarkdown Content:\nThis domain is for use in examples.",
+                            media_type="text/plain")
+        return Response('{"error": "slow down"}', status_code=429, headers={"Retry-After": "100000"},
+                        media_type="application/json")
+
+    return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST"])])
+
+
+def test_doctor_ends_within_30_s_against_retry_after_100000(tmp_path: Path) -> None:
+    import time
+
+    from searchtrace.adapters.sandbox.serve import running
+
+    with running(_hostile("500")) as root:
+        t0 = time.monotonic()
+        ran = run_cli("doctor", "--config", str(config(tmp_path, retries=5)), "--sandbox-url", root, "--json")
+        took = time.monotonic() - t0
+    assert ran.code == 1 and "Traceback" not in ran.err, ran.err
+    assert took < 30, took
+    checks = {c["what"]: c for c in msgspec.json.decode(ran.out)}
+    assert checks["dataset"]["ok"] and checks["keys"]["ok"]
+    for what in ("search brave", "search tavily", "fetch", "agent model sandbox-agent"):
+        assert not checks[what]["ok"], checks[what]
+    assert "500" in checks["fetch"]["detail"]
+
+
+@pytest.mark.parametrize(("fetch", "healthy", "words"), [
+    ("500", False, "HTTP 500"), ("html", False, "HTML page"), ("404", True, "reachable"), ("text", True, "reachable"),
+])
+def test_the_fetch_backend_is_healthy_only_when_it_answers_as_a_reader(tmp_path: Path, fetch: str, healthy: bool,
+                                                                       words: str) -> None:
+    import anyio
+    from searchtrace.adapters.sandbox.serve import running
+    from searchtrace.pipeline.doctor import doctor
+
+    from searchtrace.engine import load_config
+    from searchtrace.pipeline import aim
+
+    cfg = load_config(config(tmp_path, retries=0))
+    with running(_hostile(fetch)) as root:
+        transport = aim(cfg, sandbox=False, sandbox_url=root)
+        checks = {c.what: c for c in anyio.run(lambda: doctor(cfg, transport, budget_s=5.0), backend="asyncio")}
+    assert checks["fetch"].ok is healthy and words in checks["fetch"].detail, checks["fetch"]
+    brave = checks["search brave"]
+    assert not brave.ok and ("5 s" in brave.detail or "429" in brave.detail), brave

@@ -254,6 +254,7 @@ def write_files(env: Env) -> None:
     other.execute("CREATE TABLE customers(id INTEGER, name VARCHAR); INSERT INTO customers VALUES (1, 'a')")
     other.close()
     write_round_two(env, trace, j)
+    write_round_three(env, trace)
 
 
 # ---------------------------------------------------------------- the cases
@@ -422,7 +423,7 @@ def cases() -> list[Case]:
         ("set-variable", "SET VARIABLE x = 1"),
     ):
         out.append(Case(f"sql-{name}", _sql(query), ("sql",)))
-    return out + round_two_cases()
+    return out + round_two_cases() + round_three_cases()
 
 
 # ---------------------------------------------------------------- running them
@@ -692,4 +693,70 @@ def round_two_cases() -> list[Case]:
     ]
     for name, argv, words, env in probes:
         out.append(Case(name, argv, words, env=env, forbid=(PASSWORD, "ctlkey-first", "ctlkey-second")))
+    return out
+
+
+# ---------------------------------------------------------------- round three (issue #21): bounded inputs, no traceback
+
+EPOCHS_BAD = {"1001": "1001", "1e9": "1000000000", "2e64": str(2**64 + 1), "2e70": str(2**70), "zero": "0",
+              "negative": "-4"}
+PRICES_BAD = {"inf": "search.brave = inf", "neg_inf": "fetch.jina = -inf", "nan": "search.brave = nan",
+              "negative": "search.brave = -1.0", "huge": "search.brave = 1e300",
+              "model_inf": "models.gpt.input = 1.0\nmodels.gpt.output = inf",
+              "model_cached_nan": "models.gpt.input = 1.0\nmodels.gpt.output = 2.0\nmodels.gpt.cached_input = nan"}
+TEMPLATES_BAD = {"format_spec": "{question:>30000000} {document}", "conversion": "{document!r}",
+                 "bad_conversion": "{document!z}", "attribute": "{question.__class__} {document}",
+                 "index": "{document[0]}", "nested_spec": "{document:{question}}", "positional": "{0} {document}",
+                 "empty_field": "{} {document}", "no_document": "{question} {gold_answer}"}
+
+
+def write_round_three(env: Env, trace: Mapping[str, Any]) -> None:
+    """The files of the round-three cases: epochs beyond 1,000, prices that are not finite, templates that would
+    fail (or eat memory) only when formatted."""
+    w = env.path
+    base = GOOD_CONFIG.format(run_id="bad", questions=env.questions)
+    for name, value in EPOCHS_BAD.items():
+        w(f"c3_epochs_{name}.toml").write_text(base + f"[run]\nepochs = {value}\n")
+        t = json.loads(json.dumps({**trace, "trajectory_id": f"r3-{name}", "qid": f"r3-{name}-q"}))
+        t["epoch"] = int(value)
+        good = json.dumps({**trace, "trajectory_id": "r3-good", "qid": "r3-good-q"})
+        w(f"t_epoch_{name}.jsonl").write_text(good + "\n" + json.dumps(t) + "\n")
+    w("t_epoch_5000_digits.jsonl").write_text(
+        json.dumps({**trace, "trajectory_id": "r3-digits", "qid": "r3-digits-q"})[:-1] + ', "epoch": ' + "9" * 5000
+        + "}\n")
+    for name, lines in PRICES_BAD.items():
+        w(f"p3_{name}.toml").write_text(f'as_of = "2026-01-01"\n{lines}\n')
+        w(f"c3_prices_{name}.toml").write_text(base + f'[prices]\nas_of = "2026-01-01"\n{lines}\n')
+    for name, template in TEMPLATES_BAD.items():
+        w(f"pf3_{name}.toml").write_text(f'name = "bad"\nsystem = "s"\nuser = "{template}"\n')
+        w(f"apf3_{name}.toml").write_text(f'name = "bad"\nsystem = "s"\nuser = "{template.replace("document", "question")}"\n')
+        w(f"c3_agent_prompt_{name}.toml").write_text(base.replace("[agent]\n", f'[agent]\nprompt_file = "{w(f"apf3_{name}.toml")}"\n'))
+
+
+def round_three_cases() -> list[Case]:
+    """Issue #21's bounded inputs, each with variants: one line, exit 2, nothing written."""
+    out: list[Case] = []
+    for name in EPOCHS_BAD:
+        out.append(Case(f"config-epochs-{name}", _record(f"c3_epochs_{name}.toml"), (f"c3_epochs_{name}.toml", "run.epochs")))
+        out.append(Case(f"import-epoch-{name}", _imp(f"t_epoch_{name}.jsonl"), (f"t_epoch_{name}.jsonl", "line 2", "epoch")))
+    out.append(Case("import-epoch-5000-digits", _imp("t_epoch_5000_digits.jsonl"), ("t_epoch_5000_digits.jsonl", "line 1")))
+    for value in ("1001", "1000000000", str(2**70), "0"):
+        out.append(Case(f"record-epochs-flag-{value[:12]}", lambda e, v=value: [*_record("cfg_lock.toml")(e), "--epochs", v],
+                        ("--epochs",)))
+        out.append(Case(f"demo-epochs-flag-{value[:12]}", lambda e, v=value: ["demo", "--out", str(e.path("demo-out")),
+                                                                              "--epochs", v], ("--epochs",),
+                        absent=("demo-out",)))
+    for name in PRICES_BAD:
+        out.append(Case(f"report-prices-{name.replace('_', '-')}", lambda e, n=name: [
+            "report", "--db", str(e.db), "--json", "--prices", str(e.path(f"p3_{n}.toml"))],
+            (f"p3_{name}.toml", "a price must be a finite number")))
+        out.append(Case(f"config-prices-{name.replace('_', '-')}", _record(f"c3_prices_{name}.toml"),
+                        (f"c3_prices_{name}.toml", "[prices]", "a price must be a finite number")))
+    for name in TEMPLATES_BAD:
+        out.append(Case(f"judge-prompt-file-{name.replace('_', '-')}", lambda e, n=name: [
+            "judge", "--sandbox", "--db", str(e.db), "--no-progress", "--prompt-file", str(e.path(f"pf3_{n}.toml"))],
+            (f"pf3_{name}.toml", "key user")))
+        if name != "no_document":  # an agent template need not name {document}
+            out.append(Case(f"config-agent-prompt-{name.replace('_', '-')}", _record(f"c3_agent_prompt_{name}.toml"),
+                            (f"apf3_{name}.toml", "key user")))
     return out

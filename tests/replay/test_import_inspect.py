@@ -104,3 +104,84 @@ def test_not_a_log_and_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert res.returncode == 2 and "not an Inspect AI log" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     res = Out(capsys, "import", "--db", str(db), "--provider", "tavily", str(junk))
     assert res.returncode == 2 and "--from inspect only" in res.stderr
+
+
+# ---------------------------------------------------------------- SPEC §20: bounded inputs
+
+
+def _epoch(value: int) -> object:
+    def edit(log: object) -> None:
+        log.samples[0].epoch = value  # type: ignore[attr-defined]
+    return edit
+
+
+@pytest.mark.parametrize("value", [1001, 2**64 + 1, 2**70, 10**300, -3])
+def test_an_epoch_beyond_1000_is_refused_not_read_as_epoch_1(tmp_path: Path, value: int,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.duckdb"
+    bad = _edited(tmp_path, _epoch(value), "epoch")
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(bad))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "epoch: must be an integer from 1 to 1000" in res.stderr
+    assert str(bad) in res.stderr and len(res.stderr) < 400
+    assert not db.exists() or count_events(db) == 0
+
+
+def _bomb(tmp_path: Path, inflated_mib: int) -> Path:
+    """The first log plus one member of `inflated_mib` MiB of spaces (deflated to a few hundred KiB)."""
+    import shutil
+    import zipfile
+
+    out = tmp_path / "bomb.eval"
+    shutil.copyfile(sorted(LOGS.glob("*.eval"))[0], out)
+    with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf, \
+            zf.open("samples/bomb_epoch_1.json", "w") as member:
+        chunk = b" " * (1 << 20)
+        for _ in range(inflated_mib):
+            member.write(chunk)
+    return out
+
+
+def _peak_rss_mib(*argv: str) -> tuple[int, float, str]:
+    """(exit code, peak RSS of the child in MiB, stderr) of one `searchtrace` command in a child process."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    with proc.stderr:
+        err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss / 1024, err
+
+
+def test_a_member_that_inflates_beyond_the_cap_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    from searchtrace.replay.interchange._inspect_logs import MAX_MEMBER_BYTES
+
+    good = tmp_path / "good"
+    good.mkdir()
+    code, base_mib, err = _peak_rss_mib("import", "--db", str(tmp_path / "g.duckdb"), "--from", "inspect",
+                                        str(sorted(LOGS.glob("*.eval"))[0]))
+    assert code == 0, err
+    bomb = _bomb(tmp_path, (MAX_MEMBER_BYTES >> 20) + 64)
+    assert bomb.stat().st_size < 8 << 20  # a small file …
+    db = tmp_path / "b.duckdb"
+    code, bomb_mib, err = _peak_rss_mib("import", "--db", str(db), "--from", "inspect", str(bomb))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "bomb_epoch_1.json" in err and "inflates beyond 128 MiB" in err, err
+    assert bomb_mib < base_mib + 64, (base_mib, bomb_mib)  # … that costs no more than a good log to refuse
+    assert not db.exists()
+
+
+def test_members_under_the_caps_import(tmp_path: Path) -> None:
+    from searchtrace.replay.interchange._inspect_logs import check_zip_members
+
+    log = sorted(LOGS.glob("*.eval"))[0]
+    check_zip_members(log)  # the real log passes
+    with pytest.raises(Exception, match="inflate beyond 0 MiB in all"):
+        check_zip_members(log, total_cap=1000)
+    with pytest.raises(Exception, match="inflates beyond 0 MiB"):
+        check_zip_members(log, member_cap=10)

@@ -98,8 +98,8 @@ def test_judge_compare_and_the_read_only_sql_box(demo_db: Path) -> None:
     assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
     assert ok.json() == {"columns": ["provider", "n"], "rows": [["brave", 6], ["firecrawl", 6], ["tavily", 6]],
                          "truncated": False}
-    assert refused.status_code == 200 and "read-only" in refused.json()["error"]  # an answer, not a failed request
-    assert broken.status_code == 200 and "nope" in broken.json()["error"] and broken.json()["rows"] == []
+    assert refused.status_code == 400 and "read-only" in refused.json()["error"]  # SPEC §20: refused is a 4xx
+    assert broken.status_code == 400 and "nope" in broken.json()["error"] and broken.json()["rows"] == []
     assert demo_db.read_bytes() == before
 
 

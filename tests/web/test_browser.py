@@ -110,12 +110,16 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     page.get_by_test_id("sql-run").click()
     page.get_by_test_id("sql-result").locator("table").wait_for()
     assert "brave" in page.get_by_test_id("sql-result").inner_text()
+    refused: list[str] = []
+    page.on("response", lambda r: refused.append(r.url) if r.status >= 400 else None)
     page.get_by_test_id("sql-input").fill("DELETE FROM events")
     page.get_by_test_id("sql-run").click()
     page.get_by_test_id("sql-result").get_by_role("alert").wait_for()
     assert "read-only" in page.get_by_test_id("sql-result").inner_text()
     page.close()
-    assert problems == []
+    # the refused statement is a 400 (SPEC §20), which the browser logs once; nothing else went wrong
+    assert refused == [f"{server}/api/sql"]
+    assert problems == ["console error: Failed to load resource: the server responded with a status of 400 (Bad Request)"]
 
 
 def test_the_report_page_stays_readable_400_px_wide(server: str, browser: object) -> None:
@@ -129,3 +133,45 @@ def test_the_report_page_stays_readable_400_px_wide(server: str, browser: object
     assert min(heights) >= 11, (heights, small)  # 12 px text drawn 720 wide and squeezed into 368 px rendered at ~7 px
     assert page.get_by_text("input tokens per trajectory").first.is_visible()
     page.close()
+
+
+def test_the_report_of_a_store_of_several_runs_offers_the_runs(demo_db: Path, browser: object, tmp_path: Path) -> None:
+    """SPEC §20: not a 400 on a multi-run store; the view names the runs, and reports the one chosen."""
+    db = tmp_path / "two.duckdb"
+    shutil.copyfile(demo_db, db)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"trajectory_id": "t1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A", '
+                     '"final_answer": "A", "stop_reason": "answered", "steps": []}\n')
+    subprocess.run([SEARCHTRACE, "import", "--db", str(db), str(trace)], check=True, capture_output=True)
+    port = free_port()
+    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(db), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{root}/api/runs", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        page = browser.new_page(viewport={"width": 1100, "height": 820})  # type: ignore[attr-defined]
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.goto(f"{root}/#/report")
+        page.get_by_test_id("choose-run").wait_for()
+        assert "2 runs" in page.get_by_test_id("choose-run").inner_text()
+        choice = page.get_by_test_id("report-run")
+        options = choice.locator("option").all_inner_texts()
+        assert "import" in options and "all runs together" in options and len(options) == 4
+        choice.select_option("import")
+        page.frame_locator("iframe.report").locator("h1").wait_for()
+        assert page.get_by_test_id("choose-run").count() == 0
+        page.close()
+        assert problems == []
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)

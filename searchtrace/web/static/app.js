@@ -258,12 +258,23 @@ async function viewQuestion(qid, params) {
 
 // -- report, judge runs, SQL -------------------------------------------------------------------------
 async function viewReport(params) {
-  const jr = params.get("judge_run_id") || "";
-  const q = jr ? `?judge_run_id=${encodeURIComponent(jr)}` : "";
+  const jr = params.get("judge_run_id") || "", run = params.get("run") || "";
+  const sp = new URLSearchParams();
+  if (jr) sp.set("judge_run_id", jr);
+  if (run) run.split(",").forEach((r) => sp.append("run", r));
+  const q = sp.toString() ? `?${sp}` : "";
+  // a store of several runs reports one run (or several, chosen together) at a time: never merged silently
+  const runs = (await api("/api/runs")).filter((r) => r.trajectories > 0).map((r) => r.run_id);
+  const choose = runs.length > 1 && !run;
+  const runSelect = runs.length > 1 ? h("select", { "aria-label": "run", "data-testid": "report-run", onchange: (e) => go("/report", { judge_run_id: jr, run: e.target.value }) },
+    h("option", { value: "", selected: !run }, "choose a run…"),
+    runs.map((r) => h("option", { value: r, selected: r === run }, r)),
+    runs.length > 1 ? h("option", { value: runs.join(","), selected: run === runs.join(",") }, "all runs together") : null) : null;
   main().replaceChildren(h("h1", {}, "Report"),
-    h("div", { class: "filters" }, await judgeRunSelect(jr, (v) => go("/report", { judge_run_id: v })),
+    h("div", { class: "filters" }, await judgeRunSelect(jr, (v) => go("/report", { judge_run_id: v, run })), runSelect,
       h("a", { href: `/api/report${q}` }, "JSON")),
-    h("iframe", { class: "report", src: `/report.html${q}`, title: "report", sandbox: "" }));
+    choose ? h("p", { "data-testid": "choose-run" }, `This store holds ${runs.length} runs: choose one to report.`)
+      : h("iframe", { class: "report", src: `/report.html${q}`, title: "report", sandbox: "" }));
 }
 
 async function viewCompare(params) {
