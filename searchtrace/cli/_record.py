@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, RunSummary, load_config
+from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config
+
+if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
+    from searchtrace.engine import RunSummary
 
 
 def summary_text(s: RunSummary) -> str:
