@@ -15,8 +15,7 @@ import click
 import msgspec
 from rich.console import Console
 
-from searchtrace import pipeline
-from searchtrace.analytics import render_table
+from searchtrace import analytics, pipeline
 from searchtrace.cli._record import summary_text
 from searchtrace.engine import MAX_EPOCHS
 
@@ -45,7 +44,7 @@ def demo(db: Path | None, out: Path, n: int, epochs: int, providers_spec: str, a
     j = result.judge
     click.echo(f"judge run {j['judge_run_id']}: {j['items']} items, {j['already']} already judged, "
                f"{j['valid']} valid / {j['invalid']} invalid verdicts now, {j['failed']} failed")
-    render_table(result.report, Console())
+    analytics.render_table(result.report, Console())
     click.echo(f"database: {result.db}")
     click.echo(f"HTML report: {result.html}")
     click.echo(f"demo finished in {result.elapsed_s:.1f} s; try `searchtrace sql --db {result.db} \"SELECT type, count(*) "

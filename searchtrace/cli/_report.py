@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from searchtrace import pipeline
-from searchtrace.analytics import DEFAULT_BOOTSTRAP, DEFAULT_SEED, to_json
+from searchtrace import analytics, pipeline
 
 
 @click.command("report")
@@ -29,9 +28,9 @@ from searchtrace.analytics import DEFAULT_BOOTSTRAP, DEFAULT_SEED, to_json
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A custom metric file (.py with metric(con, judge_run_id), or .sql returning provider, value); repeatable.",
 )
-@click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=DEFAULT_BOOTSTRAP, show_default=True,
+@click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=analytics.DEFAULT_BOOTSTRAP, show_default=True,
               help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §12); 0 turns them off.")
-@click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--seed", default=analytics.DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
 @click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
 def report(
@@ -54,13 +53,11 @@ def report(
     for note in result.notes:  # on stderr: stdout keeps exactly the table or the JSON
         click.echo(note, err=True)
     if as_json:
-        sys.stdout.write(to_json(data))
+        sys.stdout.write(analytics.to_json(data))
         sys.stdout.flush()
         return
     from rich.console import Console
 
-    from searchtrace.analytics import render_table
-
-    render_table(data, Console())
+    analytics.render_table(data, Console())
     if html is not None:
         click.echo(f"wrote {html}")
