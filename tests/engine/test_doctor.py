@@ -99,7 +99,7 @@ def _hostile(fetch: str) -> Any:
 def test_doctor_ends_within_30_s_against_retry_after_100000(tmp_path: Path) -> None:
     import time
 
-    from searchtrace.adapters.sandbox.serve import running
+    from searchtrace.adapters.sandbox import running
 
     with running(_hostile("500")) as root:
         t0 = time.monotonic()
@@ -120,8 +120,8 @@ def test_doctor_ends_within_30_s_against_retry_after_100000(tmp_path: Path) -> N
 def test_the_fetch_backend_is_healthy_only_when_it_answers_as_a_reader(tmp_path: Path, fetch: str, healthy: bool,
                                                                        words: str) -> None:
     import anyio
-    from searchtrace.adapters.sandbox.serve import running
-    from searchtrace.pipeline.doctor import doctor
+    from searchtrace.adapters.sandbox import running
+    from searchtrace.pipeline import doctor
 
     from searchtrace.engine import load_config
     from searchtrace.pipeline import aim

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from searchtrace.adapters.sandbox.serve import running
+from searchtrace.adapters.sandbox import running
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse

@@ -37,7 +37,7 @@ def test_cli_and_explorer_refuse_a_statement_with_the_same_line(demo_db: Path, n
     code, out, err = run_cli("sql", "--db", str(demo_db), sql)
     assert (code, out, err) == (2, "", f"searchtrace: error: {line}\n")
     (answer,) = get_all(demo_db, ("POST", "/api/sql", {"sql": sql}))
-    assert answer.status_code == 200 and answer.json() == {"error": line, "columns": [], "rows": []}
+    assert answer.status_code == 400 and answer.json() == {"error": line, "columns": [], "rows": []}  # #21: 4xx
 
 
 def test_cli_and_explorer_answer_a_read_with_the_same_rows(demo_db: Path) -> None:
