@@ -4,12 +4,14 @@ verdict badges and a fetched page, the question side by side, the report, judge 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 import httpx
@@ -30,26 +32,48 @@ if os.environ.get("CI") != "true":  # CI installs both (Makefile): there a missi
 from playwright import sync_api as playwright_sync  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def server(demo_db: Path) -> Iterator[str]:
+class View(NamedTuple):
+    """A running `searchtrace view`: its root URL and the token of the URL it printed."""
+
+    root: str
+    token: str
+    proc: subprocess.Popen[str]
+
+
+def start_view(db: Path) -> View:
+    """`searchtrace view` on a free port, once it answers (the token read from the URL it prints)."""
     port = free_port()
-    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(demo_db), "--port", str(port)],
+    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(db), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root = f"http://127.0.0.1:{port}"
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    printed = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", line)
+    assert printed and int(printed[1]) == port, (line, proc.poll() is not None and proc.communicate()[1])
+    root, token = f"http://127.0.0.1:{port}", printed[2]
     deadline = time.monotonic() + 30
     while True:
         try:
-            if httpx.get(f"{root}/api/runs", timeout=2).status_code == 200:
-                break
+            if httpx.get(f"{root}/api/runs", params={"token": token}, timeout=2).status_code == 200:
+                return View(root, token, proc)
         except httpx.TransportError:
             pass
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1] if proc.poll() is not None else "slow"
         time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def view(demo_db: Path) -> Iterator[View]:
+    v = start_view(demo_db)
     try:
-        yield root
+        yield v
     finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+        v.proc.terminate()
+        v.proc.communicate(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(view: View) -> str:
+    return view.root
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +86,7 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: object, tmp_path: Path) -> None:
+def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: View, browser: object, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1100, "height": 820})  # type: ignore[attr-defined]
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
@@ -70,7 +94,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.on("request", lambda r: None if r.url.startswith((server, "data:")) else problems.append(f"outside: {r.url}"))
 
-    page.goto(f"{server}/")
+    page.goto(f"{server}/?token={view.token}")  # the printed URL; the page sets the cookie the rest goes by
     rows = page.get_by_test_id("trajectory-row")
     rows.first.wait_for()
     assert rows.count() == 18 and "18 trajectories" in page.get_by_test_id("total").inner_text()
@@ -80,7 +104,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     assert rows.count() == 6
     assert {rows.nth(i).locator("td").first.inner_text() for i in range(6)} == {"brave"}
 
-    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50").json()["trajectories"]
+    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50&token={view.token}").json()["trajectories"]
     target = next(t for t in fetched if t["partition"]["SMART"] + t["partition"]["BLIND"] > 0)
     page.locator(f'a[href="#/t/{quote(target["trajectory_id"], safe="")}"]').click()
     page.get_by_test_id("timeline").wait_for()
@@ -118,10 +142,10 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     assert problems == []
 
 
-def test_the_report_page_stays_readable_400_px_wide(server: str, browser: object) -> None:
+def test_the_report_page_stays_readable_400_px_wide(server: str, view: View, browser: object) -> None:
     """`report --html` (served as the explorer's report page): chart text at least ~11 px on a 400 px screen."""
     page = browser.new_page(viewport={"width": 400, "height": 800})  # type: ignore[attr-defined]
-    page.goto(f"{server}/report.html")
+    page.goto(f"{server}/report.html?token={view.token}")
     texts = page.locator("svg text")
     texts.first.wait_for()
     heights = [texts.nth(i).bounding_box()["height"] for i in range(min(texts.count(), 40))]
