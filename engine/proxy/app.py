@@ -13,9 +13,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from searchtrace.adapters.jina import estimate_tokens, page_markdown
 from searchtrace.adapters.keys import Secret, scrub_bytes, scrub_text
+from searchtrace.adapters.local_server import LocalGuard, MiB
 from searchtrace.adapters.openai_chat import parse_completion
 from searchtrace.adapters.registry import SEARCH_PROVIDERS, build_search
 from searchtrace.adapters.search_base import SearchAdapter, shorten
@@ -28,6 +30,7 @@ from searchtrace.store.events import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
 _QUERY_FIELDS = ("query", "q")
+MAX_BODY = 16 * MiB  # default of `--max-body`: the largest request an agent may send
 _BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, msgspec.DecodeError, msgspec.ValidationError)
 
 
@@ -52,8 +55,10 @@ class Proxy:
     """Forwards each request to its endpoint with the proxy's own key and records it in its trajectory."""
 
     def __init__(self, recorder: ProxyRecorder, *, live: bool, transport: httpx.AsyncBaseTransport | None = None,
-                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False) -> None:
-        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`)."""
+                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False,
+                 max_body: int = MAX_BODY) -> None:
+        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`);
+        `max_body`: the cap on a request's body (bytes)."""
         if not live and root is None:
             raise ValueError("a proxy that is not live needs the root of the world it forwards to")
         self.recorder = recorder
@@ -63,6 +68,7 @@ class Proxy:
         # sent, at the price of one commit per call); else replies go out at once and the recorder commits behind
         # them (a SIGKILL may lose the calls of the last commit window). `final` always waits for its commit.
         self.durable = durable
+        self.max_body = max_body
         self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
         # the adapters' own parsers normalise what the client received (SPEC §2); they never send anything
         self.parsers: dict[str, SearchAdapter] = {
@@ -75,13 +81,14 @@ class Proxy:
         for p in self.parsers.values():
             await p.aclose()
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[
+    def app(self) -> ASGIApp:
+        """The routes behind the local-server guard (loopback Host, no cross-site request, JSON bodies, caps)."""
+        return LocalGuard(Starlette(routes=[
             Route("/", self.index),
             Route("/t/{provider}/{qid}/final", self.final, methods=["POST"]),
             Route("/t/{provider}/{qid}/{rest:path}", self.forward,
                   methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
-        ])
+        ]), max_body=self.max_body)
 
     async def index(self, request: Request) -> Response:
         return Response(msgspec.json.encode({

@@ -13,8 +13,10 @@ from searchtrace.adapters.registry import FETCHERS, SANDBOX_KEY, SEARCH_PROVIDER
 
 Kind = Literal["search", "fetch", "chat", "other"]
 
-# Request headers that carry a client's credentials (dropped, never forwarded or stored) or belong to one hop.
+# Request headers that carry a client's credentials (dropped, never forwarded or stored), belong to one hop, or
+# describe a browser's page (the proxy is the client upstream, not that page).
 DROP_REQUEST = frozenset({
+    "origin", "referer", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user",
     "authorization", "proxy-authorization", "x-subscription-token", "x-api-key", "api-key", "cookie",
     "host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade",
     "x-searchtrace-epoch",

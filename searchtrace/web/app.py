@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from searchtrace.adapters.local_server import MiB, LocalGuard
+from searchtrace.adapters.local_server import LocalGuard, MiB
 from searchtrace.analytics.html import extras_from_db, render
 from searchtrace.store.errors import BadInput, StoreError
 from searchtrace.store.readserver import ReadsEnded

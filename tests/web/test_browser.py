@@ -4,23 +4,17 @@ verdict badges and a fetched page, the question side by side, the report, judge 
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from searchtrace.adapters.sandbox import free_port
+from tests.web.servers import View, start_view
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 SHOT = os.environ.get("SEARCHTRACE_SCREENSHOT")  # set to docs/trajectory.png to refresh the README's picture
@@ -30,35 +24,6 @@ if os.environ.get("CI") != "true":  # CI installs both (Makefile): there a missi
     if not Path(CHROMIUM).exists():
         pytest.skip("no chromium here: `apt-get install chromium` (the Makefile does it as root)", allow_module_level=True)
 from playwright import sync_api as playwright_sync  # noqa: E402
-
-
-class View(NamedTuple):
-    """A running `searchtrace view`: its root URL and the token of the URL it printed."""
-
-    root: str
-    token: str
-    proc: subprocess.Popen[str]
-
-
-def start_view(db: Path) -> View:
-    """`searchtrace view` on a free port, once it answers (the token read from the URL it prints)."""
-    port = free_port()
-    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(db), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    printed = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", line)
-    assert printed and int(printed[1]) == port, (line, proc.poll() is not None and proc.communicate()[1])
-    root, token = f"http://127.0.0.1:{port}", printed[2]
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{root}/api/runs", params={"token": token}, timeout=2).status_code == 200:
-                return View(root, token, proc)
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1] if proc.poll() is not None else "slow"
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
