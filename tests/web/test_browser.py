@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.web.servers import View, start_view
+from tests.web.servers import View
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -24,16 +24,6 @@ if os.environ.get("CI") != "true":  # CI installs both (Makefile): there a missi
     if not Path(CHROMIUM).exists():
         pytest.skip("no chromium here: `apt-get install chromium` (the Makefile does it as root)", allow_module_level=True)
 from playwright import sync_api as playwright_sync  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def view(demo_db: Path) -> Iterator[View]:
-    v = start_view(demo_db)
-    try:
-        yield v
-    finally:
-        v.proc.terminate()
-        v.proc.communicate(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,11 @@ import httpx
 import pytest
 
 from searchtrace.adapters.local_server import json_too_deep
-from searchtrace.adapters.sandbox import create_app
 from searchtrace.adapters.sandbox.serve import MAX_BODY as SANDBOX_MAX
-from searchtrace.adapters.sandbox.serve import free_port, running, wait_listening
+from searchtrace.adapters.sandbox.serve import free_port, wait_listening
 from searchtrace.web.app import MAX_BODY as VIEW_MAX
-from tests.proxy.support import proxy as run_proxy
 from tests.proxy.support import write_questions
-from tests.web.servers import View, start_view
+from tests.web.servers import View
 
 PROXY_MAX = 256 * 1024  # the proxy runs with --max-body 256KiB (the option parsed and applied)
 
@@ -107,37 +105,6 @@ def refused(reply: Reply | httpx.Response, status: int, *words: str) -> None:
     assert reply.body.endswith(b"\n") and reply.body.count(b"\n") == 1, reply.body
     message = json.loads(reply.body)["error"]
     assert isinstance(message, str) and all(w.lower() in message.lower() for w in words), message
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, Any]]:
-    """The sandbox on a real port (the guard mounted as `sandbox serve` mounts it), and its request totals."""
-    app = create_app()
-    with running(app) as root:
-        yield root, app.state.totals
-
-
-@pytest.fixture(scope="module")
-def view(demo_db: Path) -> Iterator[View]:
-    v = start_view(demo_db)
-    try:
-        yield v
-    finally:
-        v.proc.terminate()
-        v.proc.communicate(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def proxy_url(tmp_path_factory: pytest.TempPathFactory, upstream: tuple[str, Any]) -> Iterator[str]:
-    """`searchtrace proxy --upstream live --max-body 256KiB` forwarding to the sandbox above."""
-    tmp = tmp_path_factory.mktemp("guard-proxy")
-    root, _ = upstream
-    write_questions(tmp / "q.jsonl", 2)
-    env = {"TAVILY_API_KEY": "sandbox", "SEARCHTRACE_TAVILY_BASE_URL": f"{root}/tavily", "BRAVE_API_KEY": "sandbox",
-           "SEARCHTRACE_BRAVE_BASE_URL": f"{root}/brave"}
-    with run_proxy(tmp / "p.duckdb", tmp / "q.jsonl", "guard", upstream="live", env=env,
-                   extra=("--max-body", "256KiB")) as p:
-        yield p.url
 
 
 @pytest.fixture(scope="module")
