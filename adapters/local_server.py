@@ -22,7 +22,6 @@ curl) send no Origin and no Sec-Fetch-*, use the address they were given, and se
 from __future__ import annotations
 
 import hmac
-import re
 from collections.abc import Iterable
 from urllib.parse import parse_qs
 
@@ -35,9 +34,8 @@ MAX_DEPTH = 64
 MAX_HEADER = 8 * KiB  # one header value (uvicorn itself refuses a header block over 16 KiB)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _FETCH_SITES = frozenset({"same-origin", "none"})
-# a JSON string (escapes included), removed before the brackets are counted; the unrolled form never backtracks
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_PARENS = bytes.maketrans(b"[{]}", b"(())")  # the kind of bracket does not change the depth
 
 
 def loopback_hosts(port: int) -> frozenset[str]:
@@ -47,15 +45,25 @@ def loopback_hosts(port: int) -> frozenset[str]:
 
 
 def json_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether a JSON text nests arrays/objects deeper than `limit` (strings ignored), without parsing it."""
+    """Whether a JSON text nests arrays/objects deeper than `limit` (brackets in strings ignored), without parsing
+    it and with byte-string operations only (a Python loop runs only over what is left of a deep or broken text)."""
+    text = body.replace(b"\\\\", b"").replace(b'\\"', b"")  # escapes gone, every quote left delimits a string
+    brackets = b"".join(text.split(b'"')[::2]).translate(_PARENS, _NOT_BRACKET)  # outside strings: ( and ) only
+    if brackets.count(b"(") <= limit:
+        return False
+    peeled = 0
+    while peeled < limit:  # each pass takes exactly one level off every innermost pair
+        inner = brackets.replace(b"()", b"")
+        if not inner:
+            return False
+        if len(inner) == len(brackets):
+            break
+        brackets, peeled = inner, peeled + 1
     depth = 0
-    for b in _STRING.sub(b"", body).translate(None, _NOT_BRACKET):
-        if b in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
+    for b in brackets:
+        depth += 1 if b == 0x28 else -1
+        if depth > limit - peeled:
+            return True
     return False
 
 

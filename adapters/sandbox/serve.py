@@ -19,8 +19,8 @@ from searchtrace.adapters.local_server import LocalGuard, MiB
 from searchtrace.adapters.registry import endpoints, specs
 from searchtrace.adapters.sandbox.app import base_urls, create_app, create_apps
 
-__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "own_root_url", "ports_for", "running", "running_all",
-           "serve", "wait_listening"]
+__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "guarded", "own_root_url", "ports_for", "running",
+           "running_all", "serve", "wait_listening"]
 
 # provider -> its own path prefix under a root of its own (OpenAI's clients take the base URL with /v1)
 OWN_PREFIX = {"openai": "/v1"}
@@ -73,9 +73,13 @@ MAX_BODY = 4 * MiB  # a sandbox request is a small JSON body (a chat request's m
 FORM_PATHS = frozenset({"/jina/", "/"})
 
 
+def guarded(app: Any) -> LocalGuard:
+    """A sandbox app as every server of it runs: behind the local-server guard (a browser's page cannot use it)."""
+    return LocalGuard(app, max_body=MAX_BODY, form_paths=FORM_PATHS)
+
+
 def _config(app: Any, port: int) -> uvicorn.Config:
-    """A server on 127.0.0.1:`port`, behind the local-server guard (a browser's page cannot use it)."""
-    return uvicorn.Config(LocalGuard(app, max_body=MAX_BODY, form_paths=FORM_PATHS), host="127.0.0.1", port=port, log_level="warning", access_log=False,
+    return uvicorn.Config(guarded(app), host="127.0.0.1", port=port, log_level="warning", access_log=False,
                           lifespan="off", timeout_graceful_shutdown=1)
 
 

@@ -4,6 +4,7 @@ Host allow-list, same-origin only, JSON bodies, the view's token, body / nesting
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -270,6 +271,32 @@ def test_sandbox_serve_and_the_view_cli_mount_the_guard(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+_LEAVES = ["[{", '\\"]', "\\", '"}"', "x", 1, None, "\\\\[", "]]]]", [], {}]
+
+
+def _nested(rng: random.Random, depth: int) -> tuple[Any, int]:
+    """A random JSON value (strings full of brackets, quotes and backslashes) and its nesting depth: one chain
+    `depth` deep with leaves and shallow branches beside it."""
+    if depth == 0:
+        return rng.choice(_LEAVES[:-2]), 0
+    chain, below = _nested(rng, depth - 1)
+    items = [chain, *(rng.choice(_LEAVES) for _ in range(rng.randint(0, 2)))]
+    rng.shuffle(items)
+    inner = max(below + 1, *(1 + (isinstance(v, list | dict)) for v in items))
+    if rng.random() < 0.5:
+        return items, inner
+    return {f"k{i}[": v for i, v in enumerate(items)}, inner
+
+
+def test_the_depth_scan_agrees_with_the_parsed_depth() -> None:
+    rng = random.Random(21)
+    for _ in range(3000):
+        value, depth = _nested(rng, rng.randint(1, 80))
+        text = json.dumps(value, indent=rng.choice([None, 1])).encode()
+        for limit in {max(depth - 1, 0), depth, 64}:
+            assert json_too_deep(text, limit) == (depth > limit), (text[:200], depth, limit)
 
 
 def test_the_depth_scan_ignores_brackets_in_strings() -> None:
