@@ -72,7 +72,7 @@ def refusal(status: int, message: str) -> list[Message]:
     body = msgspec.json.encode({"error": message}) + b"\n"
     return [{"type": "http.response.start", "status": status,
              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                         (b"cache-control", b"no-store")]},
+                         (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]},
             {"type": "http.response.body", "body": body}]
 
 

@@ -116,9 +116,10 @@ def test_a_page_of_another_origin_reads_nothing_and_spends_nothing(
     port, qid = attacker
     before = totals.copy()
     context = browser.new_context()
-    page = context.new_page()
-    assert page.goto(f"{view.root}/?token={view.token}").status == 200  # the user's own tab: the cookie is set
+    own = context.new_page()  # the user's own tab on the printed URL: the cookie is set
+    assert own.goto(f"{view.root}/?token={view.token}").status == 200
     assert any(c["name"].startswith("searchtrace-view-") for c in context.cookies())
+    page = context.new_page()  # the hostile page, in another tab of the same browser
     answers: list[tuple[str, int]] = []
     page.on("response", lambda r: answers.append((r.url, r.status)) if r.url.startswith((view.root, proxy_url)) else None)
     page.goto(f"http://{site}:{port}/")
