@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -17,7 +18,6 @@ import pytest
 
 from searchtrace.adapters.local_server import json_too_deep
 from searchtrace.adapters.sandbox.serve import MAX_BODY as SANDBOX_MAX
-from searchtrace.adapters.sandbox.serve import free_port, wait_listening
 from searchtrace.web.app import MAX_BODY as VIEW_MAX
 from tests.proxy.support import write_questions
 from tests.web.servers import View
@@ -252,11 +252,15 @@ def test_view_needs_its_token_and_sets_it_as_a_strict_cookie(view: View) -> None
 
 def test_sandbox_serve_and_the_view_cli_mount_the_guard(tmp_path: Path) -> None:
     """The command-line servers themselves (not only the apps): `sandbox serve --port 0` refuses a foreign Host."""
-    port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "sandbox", "serve",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_listening(port, proc, 30, "sandbox serve")
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # "sandbox listening on http://127.0.0.1:PORT …", once every port listens
+        printed = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+        assert printed, (first, proc.poll() is not None and proc.communicate()[1])
+        port = int(printed[1])
+        own_url = next(line.split("=", 1)[1].strip() for line in proc.stdout if "SEARCHTRACE_TAVILY_BASE_URL=" in line)
         srv = Server("sandbox", port, "/", "/tavily/search", {"query": "x", "api_key": "sandbox"}, "", SANDBOX_MAX)
         assert request(srv).status == 200
         refused(request(srv, host=f"rebind.example:{port}"), 421)
@@ -265,9 +269,10 @@ def test_sandbox_serve_and_the_view_cli_mount_the_guard(tmp_path: Path) -> None:
                          body=b"url=https%3A%2F%2Falmanac-central.example%2Fentries%2Felmwyn-athletic")
         assert reader.status == 200 and reader.body.startswith(b"Title: ")  # the Reader's form, as the real one takes
         refused(request(srv, "POST", "/jina/", headers={"Content-Type": "text/plain"}, body=b"url=x"), 415)
-        own = httpx.get(f"http://127.0.0.1:{port + 1}/")  # a provider on its own port is guarded as well
-        assert own.status_code in (404, 405, 200)
-        refused(httpx.get(f"http://127.0.0.1:{port + 1}/", headers={"Host": "evil.example"}), 421)
+        own = httpx.post(f"{own_url}/search", json={"query": "x", "api_key": "sandbox"})  # a provider on its own port
+        assert own.status_code == 200
+        refused(httpx.post(f"{own_url}/search", json={"query": "x"}, headers={"Host": "evil.example"}), 421)
+        refused(httpx.post(f"{own_url}/search", content=b'{"query": "x"}', headers={"Content-Type": "text/plain"}), 415)
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
