@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_parsed,
         scrub_text,
     )
+    from searchtrace.adapters._local_server import LocalGuard, MiB
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
     from searchtrace.adapters._registry import (
@@ -76,6 +77,8 @@ _EXPORTS: dict[str, str] = {
     "scrub_bytes": "searchtrace.adapters._keys",
     "scrub_parsed": "searchtrace.adapters._keys",
     "scrub_text": "searchtrace.adapters._keys",
+    "LocalGuard": "searchtrace.adapters._local_server",
+    "MiB": "searchtrace.adapters._local_server",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
     "parse_completion": "searchtrace.adapters._openai_chat",
@@ -134,6 +137,8 @@ __all__ = [
     "Fetcher",
     "FirecrawlSearch",
     "JinaFetcher",
+    "LocalGuard",
+    "MiB",
     "MissingKey",
     "OpenAIChat",
     "RetryInfo",

@@ -27,7 +27,8 @@ import msgspec
 _SERVER = (
     "import sys, uvicorn\n"
     "from searchtrace.adapters.sandbox import create_app\n"
-    "uvicorn.run(create_app(), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning', access_log=False)\n"
+    "from searchtrace.adapters.sandbox._serve import guarded\n"
+    "uvicorn.run(guarded(create_app()), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning', access_log=False)\n"
 )
 
 

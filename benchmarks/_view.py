@@ -79,7 +79,8 @@ async def _measure(db: Path, repeat: int, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     out: dict[str, Any] = {}
     app = create_app(db)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://view") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765",
+                                 cookies={"searchtrace-view-8765": app.state.token}) as c:
 
         async def ms(url: str) -> tuple[float, Any]:
             t0 = time.perf_counter()

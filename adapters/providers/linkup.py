@@ -169,6 +169,6 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=5.0, concurrency=4, timeout_s=60.0),  # 10 QPS per organisation
     routes=(SandboxRoute("/v1/search", ("POST",), search_route),),
     fault=fault, quota=quota,
-    example="curl -H 'Authorization: Bearer sandbox' -d '{{\"q\": \"Elmwyn Athletic\", \"depth\": \"fast\", "
+    example="curl -H 'Authorization: Bearer sandbox' -H 'Content-Type: application/json' -d '{{\"q\": \"Elmwyn Athletic\", \"depth\": \"fast\", "
             "\"outputType\": \"searchResults\"}}' {url}/v1/search",
 )

@@ -162,6 +162,6 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=5.0, concurrency=4, timeout_s=60.0),  # 600 per minute
     routes=(SandboxRoute("/v1/search", ("POST",), search_route),),
     fault=fault, quota=quota,
-    example="curl -H 'x-api-key: sandbox' -d '{{\"search_queries\": [\"Elmwyn Athletic\"]}}' {url}/v1/search",
+    example="curl -H 'x-api-key: sandbox' -H 'Content-Type: application/json' -d '{{\"search_queries\": [\"Elmwyn Athletic\"]}}' {url}/v1/search",
     auth_header="x-api-key", auth_format="{key}",
 )

@@ -157,5 +157,5 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=5.0, concurrency=4, timeout_s=60.0),  # 50 req/s, any tier
     routes=(SandboxRoute("/search", ("POST",), search_route),),
     fault=fault, quota=quota,
-    example="curl -H 'Authorization: Bearer sandbox' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/search",
+    example="curl -H 'Authorization: Bearer sandbox' -H 'Content-Type: application/json' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/search",
 )

@@ -147,6 +147,6 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=5.0, concurrency=4, timeout_s=30.0),  # 50 QPS on the smallest pack
     routes=(SandboxRoute("/search", ("POST",), search_route),),
     fault=fault, quota=quota,
-    example="curl -H 'X-API-KEY: sandbox' -d '{{\"q\": \"Elmwyn Athletic\"}}' {url}/search",
+    example="curl -H 'X-API-KEY: sandbox' -H 'Content-Type: application/json' -d '{{\"q\": \"Elmwyn Athletic\"}}' {url}/search",
     auth_header="X-API-KEY", auth_format="{key}",
 )

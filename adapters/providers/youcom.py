@@ -188,6 +188,6 @@ PROVIDER = ProviderSpec(
     limits=Limits(rps=5.0, concurrency=4, timeout_s=30.0),  # 10 req/s
     routes=(SandboxRoute("/v1/search", ("GET", "POST"), search_route),),
     fault=fault, quota=quota,
-    example="curl -H 'X-API-Key: sandbox' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/v1/search",
+    example="curl -H 'X-API-Key: sandbox' -H 'Content-Type: application/json' -d '{{\"query\": \"Elmwyn Athletic\"}}' {url}/v1/search",
     auth_header="X-API-Key", auth_format="{key}",
 )

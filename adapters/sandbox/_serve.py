@@ -15,11 +15,12 @@ import msgspec
 import uvicorn
 from starlette.applications import Starlette
 
+from searchtrace.adapters._local_server import LocalGuard, MiB
 from searchtrace.adapters._registry import endpoints, specs
 from searchtrace.adapters.sandbox._app import base_urls, create_app, create_apps
 
-__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "own_root_url", "ports_for", "running", "running_all",
-           "serve", "wait_listening"]
+__all__ = ["EXAMPLES", "Served", "base_urls", "env_exports", "free_port", "guarded", "own_root_url", "ports_for", "running",
+           "running_all", "serve", "wait_listening"]
 
 # provider -> its own path prefix under a root of its own (OpenAI's clients take the base URL with /v1)
 OWN_PREFIX = {"openai": "/v1"}
@@ -43,7 +44,7 @@ EXAMPLES = {
     "openai": 'OpenAI(base_url="{url}", api_key="sandbox").chat.completions.create(model="sandbox-agent", '
               'messages=[{{"role": "user", "content": "When was Elmwyn Athletic founded?"}}], stream=True)',
     **{s.name: s.example for s in specs()},
-    "jina": "curl -H 'Accept: application/json' -d '{{\"url\": \"https://almanac-central.example/entries/elmwyn-athletic\"}}' {url}/",
+    "jina": "curl -H 'Accept: application/json' -H 'Content-Type: application/json' -d '{{\"url\": \"https://almanac-central.example/entries/elmwyn-athletic\"}}' {url}/",
 }
 
 
@@ -66,8 +67,19 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], timeout_s: float, wha
             time.sleep(0.05)
 
 
+MAX_BODY = 4 * MiB  # a sandbox request is a small JSON body (a chat request's messages the largest)
+# Jina Reader's `POST /` takes a url-encoded form as well as JSON, as the real one does (at R/jina/, or the root of
+# its own port); every other POST takes JSON only
+FORM_PATHS = frozenset({"/jina/", "/"})
+
+
+def guarded(app: Any) -> LocalGuard:
+    """A sandbox app as every server of it runs: behind the local-server guard (a browser's page cannot use it)."""
+    return LocalGuard(app, max_body=MAX_BODY, form_paths=FORM_PATHS)
+
+
 def _config(app: Any, port: int) -> uvicorn.Config:
-    return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
+    return uvicorn.Config(guarded(app), host="127.0.0.1", port=port, log_level="warning", access_log=False,
                           lifespan="off", timeout_graceful_shutdown=1)
 
 

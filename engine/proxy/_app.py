@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import httpx
@@ -13,11 +13,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 import searchtrace.engine.proxy._routes as routes
 from searchtrace.adapters import (
     SEARCH_PROVIDERS,
     Endpoint,
+    LocalGuard,
+    MiB,
     SearchAdapter,
     SearchHit,
     Secret,
@@ -37,6 +40,11 @@ from searchtrace.store import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
 _QUERY_FIELDS = ("query", "q")
+MAX_BODY = 16 * MiB  # default of `--max-body`: the largest request an agent may send
+# The part of an upstream reply the proxy holds to parse and record it. A longer reply is relayed to the agent as
+# it arrives (never held whole, keys scrubbed as it goes) and recorded without its body: a fetch as `too_large`,
+# a search or chat turn as `bad_response`, with its size.
+MAX_RECORD = 16 * MiB
 _BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, msgspec.DecodeError,
              msgspec.ValidationError)
 
@@ -58,12 +66,21 @@ class Upstream(msgspec.Struct, kw_only=True):
     latency_ms: float = 0.0
 
 
+class _Rest(NamedTuple):
+    """The part of an upstream reply not read yet: its response (to close) and its body's iterator."""
+
+    response: httpx.Response
+    chunks: AsyncIterator[bytes]
+
+
 class Proxy:
     """Forwards each request to its endpoint with the proxy's own key and records it in its trajectory."""
 
     def __init__(self, recorder: ProxyRecorder, *, live: bool, transport: httpx.AsyncBaseTransport | None = None,
-                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False) -> None:
-        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`)."""
+                 root: str | None = None, timeout_s: float = 120.0, durable: bool = False,
+                 max_body: int = MAX_BODY, max_record: int = MAX_RECORD) -> None:
+        """`live`: forward to the real endpoints; else to `root` (the in-process sandbox's, through `transport`);
+        `max_body`: the cap on a request's body, `max_record` on the reply bytes held to record a call."""
         if not live and root is None:
             raise ValueError("a proxy that is not live needs the root of the world it forwards to")
         self.recorder = recorder
@@ -73,6 +90,8 @@ class Proxy:
         # sent, at the price of one commit per call); else replies go out at once and the recorder commits behind
         # them (a SIGKILL may lose the calls of the last commit window). `final` always waits for its commit.
         self.durable = durable
+        self.max_body = max_body
+        self.max_record = max_record
         self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
         # the adapters' own parsers normalise what the client received (SPEC §2); they never send anything
         self.parsers: dict[str, SearchAdapter] = {
@@ -85,13 +104,14 @@ class Proxy:
         for p in self.parsers.values():
             await p.aclose()
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[
+    def app(self) -> ASGIApp:
+        """The routes behind the local-server guard (loopback Host, no cross-site request, JSON bodies, caps)."""
+        return LocalGuard(Starlette(routes=[
             Route("/", self.index),
             Route("/t/{provider}/{qid}/final", self.final, methods=["POST"]),
             Route("/t/{provider}/{qid}/{rest:path}", self.forward,
                   methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
-        ])
+        ]), max_body=self.max_body)
 
     async def index(self, request: Request) -> Response:
         return Response(msgspec.json.encode({
@@ -141,8 +161,10 @@ class Proxy:
         secret = routes.request_secrets(request.headers, query, _json_or_none(body), own=key)
         req = self._request(request, target, body, key)
         if target.kind == "chat" and _wants_stream(body):
-            return await self._stream(t, req, body, secret)
-        up = await self._send(req)
+            return await self._stream(t, target, request, req, body, secret)
+        up, rest = await self._send(req)
+        if rest is not None:
+            return self._relay(t, target, request, body, up, rest, secret)
         up.body = routes.scrub_reply(up.body, secret)
         up.headers = [(k, scrub_text(v, *secret)) for k, v in up.headers]
         done: anyio.Event | None = None
@@ -179,25 +201,65 @@ class Proxy:
         return self.client.build_request(request.method, url, params=params or None, headers=headers,
                                          content=body or None)
 
-    async def _send(self, req: httpx.Request) -> Upstream:
+    async def _send(self, req: httpx.Request) -> tuple[Upstream, _Rest | None]:
+        """The reply with at most `max_record` bytes of its body read; and what is left to relay when it is longer."""
         t0 = time.perf_counter()
+        resp: httpx.Response | None = None
         try:
-            resp = await self.client.send(req)
-        except httpx.TimeoutException as exc:
-            return Upstream(status=None, fault="timeout", message=f"upstream timed out ({type(exc).__name__})",
-                            latency_ms=(time.perf_counter() - t0) * 1000)
+            resp = await self.client.send(req, stream=True)
+            chunks = resp.aiter_bytes()
+            parts: list[bytes] = []
+            size = 0
+            async for chunk in chunks:
+                parts.append(chunk)
+                size += len(chunk)
+                if size > self.max_record:  # the rest stays upstream until the agent's reply pulls it
+                    up = Upstream(status=resp.status_code, headers=_headers(resp), body=b"".join(parts),
+                                  latency_ms=(time.perf_counter() - t0) * 1000)
+                    return up, _Rest(resp, chunks)
         except httpx.HTTPError as exc:
-            return Upstream(status=None, fault="http_error", message=f"upstream unreachable ({type(exc).__name__})",
-                            latency_ms=(time.perf_counter() - t0) * 1000)
-        return Upstream(status=resp.status_code, headers=_headers(resp), body=resp.content,
-                        latency_ms=(time.perf_counter() - t0) * 1000)
+            if resp is not None:
+                await resp.aclose()
+            fault = "timeout" if isinstance(exc, httpx.TimeoutException) else "http_error"
+            what = "timed out" if fault == "timeout" else "unreachable"
+            return Upstream(status=None, fault=fault, message=f"upstream {what} ({type(exc).__name__})",
+                            latency_ms=(time.perf_counter() - t0) * 1000), None
+        await resp.aclose()
+        return Upstream(status=resp.status_code, headers=_headers(resp), body=b"".join(parts),
+                        latency_ms=(time.perf_counter() - t0) * 1000), None
+
+    def _relay(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream,
+               rest: _Rest, secret: list[Secret]) -> Response:
+        """A reply longer than `max_record`: what was read, then the rest as it comes; recorded without its body
+        once it ended (also when the agent left early). When durable the last chunk waits for the commit."""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            n_bytes = len(up.body)
+            held = up.body
+            whole = False
+            try:
+                async for chunk in rest.chunks:
+                    yield held
+                    held = chunk
+                    n_bytes += len(chunk)
+                whole = True
+            finally:
+                await rest.response.aclose()
+                done = self._record_large(t, target, request, body, up, n_bytes, whole)
+            if done is not None and self.durable:
+                await done.wait()
+            yield held
+
+        headers = {k: scrub_text(v, *secret) for k, v in up.headers}
+        return StreamingResponse(routes.scrub_stream(chunks(), secret), up.status or 502, headers=headers)
 
     def _reply(self, up: Upstream) -> Response:
         if up.status is None:
             return error(504 if up.fault == "timeout" else 502, up.message)
         return Response(up.body, up.status, headers=dict(up.headers))
 
-    async def _stream(self, t: Traj, req: httpx.Request, body: bytes, secret: list[Secret]) -> Response:
+    async def _stream(self, t: Traj, target: routes.Target, request: Request, req: httpx.Request, body: bytes,
+                      secret: list[Secret]) -> Response:
         """Pass a streamed reply through chunk by chunk; record it once whole (when the stream ends)."""
         t0 = time.perf_counter()
         try:
@@ -209,27 +271,35 @@ class Proxy:
             return self._reply(up)
 
         async def chunks() -> AsyncIterator[bytes]:
-            """Each chunk as it comes; when durable the last is held until the whole reply is committed."""
+            """Each chunk as it comes (decoded, as the headers relayed say); when durable the last is held until
+            the whole reply is committed. At most `max_record` bytes are kept to record it."""
             parts: list[bytes] = []
+            size = 0
             held: bytes | None = None
             try:
-                async for chunk in routes.scrub_stream(resp.aiter_raw(), secret):
+                async for chunk in routes.scrub_stream(resp.aiter_bytes(), secret):
                     if held is not None:
                         yield held
-                    parts.append(chunk)
+                    size += len(chunk)
+                    if size <= self.max_record:
+                        parts.append(chunk)
                     held = chunk
             finally:
                 await resp.aclose()
             whole = b"".join(parts)
             up = Upstream(status=resp.status_code, body=whole, latency_ms=(time.perf_counter() - t0) * 1000)
-            completion = whole
-            if resp.is_success:
-                try:
-                    completion = assemble(whole)
-                except _BAD_BODY:
-                    completion = b""
-            done = self._record_chat(t, body, up, completion, secret, raw=whole)
-            if self.durable:
+            done: anyio.Event | None
+            if size > self.max_record:
+                done = self._record_large(t, target, request, body, up, size, True)
+            else:
+                completion = whole
+                if resp.is_success:
+                    try:
+                        completion = assemble(whole)
+                    except _BAD_BODY:
+                        completion = b""
+                done = self._record_chat(t, body, up, completion, secret, raw=whole)
+            if done is not None and self.durable:
                 await done.wait()
             if held is not None:
                 yield held
@@ -238,6 +308,31 @@ class Proxy:
                                  headers={k: scrub_text(v, *secret) for k, v in _headers(resp)})
 
     # -- recording ---------------------------------------------------------------------------------------------------
+
+    def _record_large(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream, n_bytes: int,
+                      whole: bool) -> anyio.Event | None:
+        """A call whose reply was longer than `max_record`: recorded with its size and status, without its body."""
+        cut = "" if whole else f"; the agent left after {n_bytes} bytes"
+        error = f"reply of {n_bytes} bytes is over the {self.max_record} bytes recorded{cut}"
+        failed = up.status is None or not 200 <= up.status < 300
+        if failed:
+            error = f"HTTP {up.status}: {error}"
+        if target.kind == "search":
+            query, params = _query_and_params(request, body)
+            if query is None:
+                return None
+            return self.recorder.search(t, query=query, params=params, status="http_error" if failed else "bad_response",
+                                        hits=[], latency_ms=up.latency_ms, raw=None, http_status=up.status, error=error)
+        if target.kind == "fetch":
+            url = target.path + (f"?{request.url.query}" if request.url.query else "")
+            return self.recorder.fetch(t, url=url, status="http_error" if failed else "too_large", content=None,
+                                       n_bytes=n_bytes, n_tokens=0, latency_ms=up.latency_ms, http_status=up.status,
+                                       error=error)
+        if target.kind == "chat":
+            model = str((_json_or_none(body) or {}).get("model", "chat"))
+            return self.recorder.chat_failed(t, model=model, status="http_error" if failed else "bad_response",
+                                             http_status=up.status, error=error)
+        return None
 
     def _record_search(self, t: Traj, target: routes.Target, request: Request, body: bytes, up: Upstream,
                        secret: list[Secret]) -> anyio.Event | None:

@@ -29,6 +29,7 @@ Kind = Literal["search", "fetch", "chat", "other"]
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-subscription-token", "x-api-key", "api-key",
                                 "cookie"})
 DROP_REQUEST = CREDENTIAL_HEADERS | frozenset({
+    "origin", "referer", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user",  # a browser page's
     "host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade",
     "x-searchtrace-epoch",
 })

@@ -16,7 +16,7 @@ import uvicorn
 
 from searchtrace.adapters import SEARCH_PROVIDERS
 from searchtrace.engine._record import question_file
-from searchtrace.engine.proxy._app import Proxy
+from searchtrace.engine.proxy._app import MAX_BODY, Proxy
 from searchtrace.engine.proxy._recorder import ProxyRecorder, config_of
 from searchtrace.store import BadInput, EventLog, open_writer
 
@@ -47,10 +47,12 @@ class Upstream(NamedTuple):
 async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstream: str, durable: bool = False,
                 ready: Callable[[str, int], None] | None = None,
                 reads: Callable[[EventLog], AbstractContextManager[Any]] = nullcontext,
-                sandbox: Upstream | None = None, rows: Sequence[dict[str, Any]] | None = None) -> tuple[int, int]:
+                sandbox: Upstream | None = None, rows: Sequence[dict[str, Any]] | None = None,
+                max_body: int = MAX_BODY) -> tuple[int, int]:
     """Serve until a signal; returns (trajectories abandoned, events appended). The application layer passes
     `reads(log)`, which wraps the serving (it serves other processes' reads of the file), and for the sandbox
-    its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`."""
+    its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`; `max_body` caps a
+    request's body (bytes)."""
     if (upstream == "sandbox") != (sandbox is not None):
         raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
     listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
@@ -63,7 +65,8 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
         log = await anyio.to_thread.run_sync(EventLog, db)
         try:
             with reads(log):
-                return await _serve_log(log, recorder, listener, sandbox=sandbox, durable=durable, ready=ready)
+                return await _serve_log(log, recorder, listener, sandbox=sandbox, durable=durable, ready=ready,
+                                        max_body=max_body)
         finally:
             await anyio.to_thread.run_sync(log.close)
 
@@ -84,11 +87,11 @@ def bind(port: int) -> socket.socket:
 
 
 async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.socket, *, sandbox: Upstream | None,
-                     durable: bool, ready: Callable[[str, int], None] | None) -> tuple[int, int]:
+                     durable: bool, ready: Callable[[str, int], None] | None, max_body: int) -> tuple[int, int]:
     head = await anyio.to_thread.run_sync(recorder.head, log)
     await anyio.to_thread.run_sync(recorder.restore, log)
     proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
-                  root=sandbox.root if sandbox else None, durable=durable)
+                  root=sandbox.root if sandbox else None, durable=durable, max_body=max_body)
     port = int(listener.getsockname()[1])
     server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                     access_log=False, lifespan="off", timeout_graceful_shutdown=2))

@@ -9,6 +9,22 @@ import click
 
 from searchtrace.store import BadInput
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """A byte count like `16MiB`, `512KiB` or `1048576`, at least 1 KiB."""
+    t = text.strip().lower()
+    digits = t.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    unit = t[len(digits):].strip()
+    if not digits.isascii() or not digits.isdigit() or unit not in _UNITS or len(digits) > 12:
+        raise BadInput(f"--max-body {text!r}: not a size (bytes, or with KiB / MiB / GiB)")
+    n = int(digits) * _UNITS[unit]
+    if not 1 << 10 <= n <= 1 << 32:
+        raise BadInput(f"--max-body {text!r}: must be between 1 KiB and 4 GiB")
+    return n
+
+
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -22,12 +38,15 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
               help="Forward to the real endpoints (keys from this environment) or to the in-process sandbox world.")
 @click.option("--durable", is_flag=True,
               help="Reply only once the call is committed (a SIGKILL then loses only unanswered calls; adds a commit per call).")
-def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durable: bool) -> None:
+@click.option("--max-body", default="16MiB", show_default=True, metavar="SIZE",
+              help="Largest request body an agent may send (bytes, or KiB / MiB / GiB); larger ones get a 413.")
+def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durable: bool, max_body: str) -> None:
     """Serve every provider's, the fetch backend's and chat's routes under /t/<provider>/<qid>/ and record them."""
     from searchtrace.pipeline import proxy as serve
 
     if not run_id or not set(run_id) <= _ID_CHARS:
         raise BadInput(f"--run-id {run_id!r}: may only hold letters, digits, '.', '_' and '-'")
+    body_cap = _size(max_body)
     if questions != "sandbox" and not Path(questions).is_file():
         raise BadInput(f"--questions {questions}: no such file")
 
@@ -36,7 +55,8 @@ def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durab
                    f"base URLs: http://{host}:{bound}/t/<provider>/<qid>/<route>", err=True)
 
     abandoned, appended = anyio.run(
-        lambda: serve(db, questions, run_id, port=port, upstream=upstream, durable=durable, ready=ready), backend="asyncio"
+        lambda: serve(db, questions, run_id, port=port, upstream=upstream, durable=durable, ready=ready,
+                      max_body=body_cap), backend="asyncio"
     )
     click.echo(f"searchtrace proxy: stopped; {appended} events appended, {abandoned} open trajectories abandoned",
                err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import socket
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def view(db: Path, port: int) -> None:
     elif not _port_free(port):
         raise BadInput(f"--port: 127.0.0.1:{port} is in use; pick another port (or 0 for any free one)")
     live = prepare(db)
-    click.echo(f"searchtrace view: http://127.0.0.1:{port}/  ({db}{', read through the run that holds it' if live else ''}; Ctrl-C to stop)",
+    token = secrets.token_urlsafe(24)  # this start's; the page at the printed URL sets it as a cookie
+    click.echo(f"searchtrace view: http://127.0.0.1:{port}/?token={token}  ({db}{', read through the run that holds it' if live else ''}; Ctrl-C to stop)",
                nl=True)
-    uvicorn.run(create_app(db, warm=True), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    uvicorn.run(create_app(db, warm=True, token=token), host="127.0.0.1", port=port, log_level="warning", access_log=False)

@@ -7,6 +7,7 @@ text (never parsed as HTML), and a strict Content-Security-Policy forbids inline
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import searchtrace.web._data as data
+from searchtrace.adapters import LocalGuard, MiB
 from searchtrace.analytics import extras_from_db, render
 from searchtrace.store import BadInput, Cursor, ReadsEnded, StoreError
 from searchtrace.web._source import Source
@@ -33,6 +35,7 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
 )
+MAX_BODY = 1 * MiB  # a POST /api/sql body
 STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
 
 
@@ -62,9 +65,12 @@ def _static(name: str) -> bytes:
     return resources.files("searchtrace.web").joinpath("static").joinpath(name).read_bytes()
 
 
-def create_app(db: Path, *, warm: bool = False) -> Starlette:
+def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Starlette:
     """The app over one store (read through `Source`: the file, or the run that holds it). `warm`: build the
-    trajectory list index in the background at once, so the first list page need not wait for it."""
+    trajectory list index in the background at once, so the first list page need not wait for it. Every request
+    needs `token` (a fresh random one by default, `app.state.token`), in the query or the cookie the first page
+    sets, and passes the local-server guard (loopback Host, same origin, JSON POSTs, caps)."""
+    token = token or secrets.token_urlsafe(24)
     source = Source(db)
     index = data.TrajectoryIndex()
     if warm:
@@ -186,8 +192,10 @@ def create_app(db: Path, *, warm: bool = False) -> Starlette:
         finally:
             source.close()
 
-    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[
+        Middleware(SecurityHeaders), Middleware(LocalGuard, max_body=MAX_BODY, token=token, cookie="searchtrace-view")])
     app.state.source = source  # closed by the lifespan; callers without one (in-process clients) close it themselves
+    app.state.token = token
     return app
 
 

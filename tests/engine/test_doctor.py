@@ -120,11 +120,10 @@ def test_doctor_ends_within_30_s_against_retry_after_100000(tmp_path: Path) -> N
 def test_the_fetch_backend_is_healthy_only_when_it_answers_as_a_reader(tmp_path: Path, fetch: str, healthy: bool,
                                                                        words: str) -> None:
     import anyio
-    from searchtrace.adapters.sandbox import running
-    from searchtrace.pipeline import doctor
 
+    from searchtrace.adapters.sandbox import running
     from searchtrace.engine import load_config
-    from searchtrace.pipeline import aim
+    from searchtrace.pipeline import aim, doctor
 
     cfg = load_config(config(tmp_path, retries=0))
     with running(_hostile(fetch)) as root:

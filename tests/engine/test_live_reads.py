@@ -39,7 +39,8 @@ def listed(app: Any) -> int:
     """`total` of the explorer's /api/trajectories (in this process: it reads through the run's socket)."""
 
     async def get() -> int:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://view") as c:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765",
+                                     cookies={"searchtrace-view-8765": app.state.token}) as c:
             r = await c.get("/api/trajectories?limit=5")
             assert r.status_code == 200, r.text
             return int(r.json()["total"])

@@ -92,12 +92,12 @@ def test_a_busy_port_is_one_line_and_no_store(tmp_path: Path) -> None:
 
 
 def test_a_reply_claiming_2_to_the_70_tokens_is_a_bad_response_not_a_hugeint(tmp_path: Path) -> None:
-    from searchtrace.adapters.sandbox import running as serving
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
 
+    from searchtrace.adapters.sandbox import running as serving
     from searchtrace.store import CallFailed, ModelResponded
 
     async def chat(request: Request) -> Response:

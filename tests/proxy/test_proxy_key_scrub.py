@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from searchtrace.adapters.sandbox import running
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import searchtrace.engine.proxy._routes as routes
+from searchtrace.adapters.sandbox import running
 from searchtrace.store import ModelResponded, SearchCalled, SearchResult
 from tests.proxy.support import proxy, streams, write_questions
 from tests.reliability.test_security import store_texts

@@ -323,6 +323,10 @@ QUESTION_FILES: list[tuple[str, str, bool, bool]] = [  # (stem, what, for sample
 ]
 
 
+def _proxy_max_body(size: str) -> Callable[[Env], list[str]]:
+    return lambda e: ["proxy", "--db", str(e.db), "--questions", str(e.questions), "--run-id", "r", "--max-body", size]
+
+
 def cases() -> list[Case]:
     out: list[Case] = []
     for stem, _what, for_sample, for_record in QUESTION_FILES:
@@ -384,6 +388,9 @@ def cases() -> list[Case]:
         ("record-db-in-missing-folder", lambda e: ["record", "--config", str(e.path("cfg_lock.toml")), "--sandbox", "--db",
                                                    str(e.path("nodir/x.duckdb")), "--no-progress"], ("nodir",)),
     ]
+    for name, size in (("not-a-size", "12XB"), ("zero", "0"), ("too-big", "10GiB"), ("negative", "-5MiB"),
+                       ("non-ascii-digits", "\u0661\u0666MiB"), ("fraction", "1.5MiB"), ("empty", "")):
+        usage.append((f"proxy-max-body-{name}", _proxy_max_body(size), ("--max-body",)))
     for name, argv, words in usage:
         out.append(Case(name, argv, words, absent=("nodir",)))
     for db_name in ("junk.duckdb", "other.duckdb"):

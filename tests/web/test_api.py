@@ -22,7 +22,8 @@ def get_all(db: Path, *requests: tuple[str, str, Any]) -> list[httpx.Response]:
 
     async def go() -> list[httpx.Response]:
         out = []
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://view") as c:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765",
+                                     cookies={"searchtrace-view-8765": app.state.token}) as c:
             for method, url, body in requests:
                 out.append(await c.request(method, url, json=body))
         return out

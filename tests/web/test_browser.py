@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -15,10 +13,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from searchtrace.adapters.sandbox import free_port
+from tests.web.servers import SEARCHTRACE, View, start_view
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 SHOT = os.environ.get("SEARCHTRACE_SCREENSHOT")  # set to docs/trajectory.png to refresh the README's picture
@@ -31,25 +28,8 @@ from playwright import sync_api as playwright_sync  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def server(demo_db: Path) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(demo_db), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{root}/api/runs", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1] if proc.poll() is not None else "slow"
-        time.sleep(0.1)
-    try:
-        yield root
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+def server(view: View) -> str:
+    return view.root
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +42,7 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: object, tmp_path: Path) -> None:
+def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: View, browser: object, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1100, "height": 820})  # type: ignore[attr-defined]
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
@@ -70,7 +50,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.on("request", lambda r: None if r.url.startswith((server, "data:")) else problems.append(f"outside: {r.url}"))
 
-    page.goto(f"{server}/")
+    page.goto(f"{server}/?token={view.token}")  # the printed URL; the page sets the cookie the rest goes by
     rows = page.get_by_test_id("trajectory-row")
     rows.first.wait_for()
     assert rows.count() == 18 and "18 trajectories" in page.get_by_test_id("total").inner_text()
@@ -80,7 +60,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     assert rows.count() == 6
     assert {rows.nth(i).locator("td").first.inner_text() for i in range(6)} == {"brave"}
 
-    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50").json()["trajectories"]
+    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50&token={view.token}").json()["trajectories"]
     target = next(t for t in fetched if t["partition"]["SMART"] + t["partition"]["BLIND"] > 0)
     page.locator(f'a[href="#/t/{quote(target["trajectory_id"], safe="")}"]').click()
     page.get_by_test_id("timeline").wait_for()
@@ -122,10 +102,10 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, browser: 
     assert problems == ["console error: Failed to load resource: the server responded with a status of 400 (Bad Request)"]
 
 
-def test_the_report_page_stays_readable_400_px_wide(server: str, browser: object) -> None:
+def test_the_report_page_stays_readable_400_px_wide(server: str, view: View, browser: object) -> None:
     """`report --html` (served as the explorer's report page): chart text at least ~11 px on a 400 px screen."""
     page = browser.new_page(viewport={"width": 400, "height": 800})  # type: ignore[attr-defined]
-    page.goto(f"{server}/report.html")
+    page.goto(f"{server}/report.html?token={view.token}")
     texts = page.locator("svg text")
     texts.first.wait_for()
     heights = [texts.nth(i).bounding_box()["height"] for i in range(min(texts.count(), 40))]
@@ -143,25 +123,14 @@ def test_the_report_of_a_store_of_several_runs_offers_the_runs(demo_db: Path, br
     trace.write_text('{"trajectory_id": "t1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A", '
                      '"final_answer": "A", "stop_reason": "answered", "steps": []}\n')
     subprocess.run([SEARCHTRACE, "import", "--db", str(db), str(trace)], check=True, capture_output=True)
-    port = free_port()
-    proc = subprocess.Popen([SEARCHTRACE, "view", "--db", str(db), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root = f"http://127.0.0.1:{port}"
+    view = start_view(db)
+    proc = view.proc
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{root}/api/runs", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
         page = browser.new_page(viewport={"width": 1100, "height": 820})  # type: ignore[attr-defined]
         problems: list[str] = []
         page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.goto(f"{root}/#/report")
+        page.goto(f"{view.root}/?token={view.token}#/report")
         page.get_by_test_id("choose-run").wait_for()
         assert "2 runs" in page.get_by_test_id("choose-run").inner_text()
         choice = page.get_by_test_id("report-run")
