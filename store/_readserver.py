@@ -199,6 +199,9 @@ def answer(cur: duckdb.DuckDBPyConnection, req: Request, send: Callable[[bytes],
             rows = nxt
     except ReadOnlyViolation as exc:
         send(_encoder.encode(Reply(error=str(exc))))
+    except OverflowError:  # a HUGEINT (or wider) value: the frames carry 64-bit integers
+        send(_encoder.encode(Reply(error="sql: a value does not fit in 64 bits (a HUGEINT?); CAST it to VARCHAR or "
+                                         "DOUBLE in the query")))
     except duckdb.Error as exc:
         why = running.why if running is not None else None
         send(_encoder.encode(Reply(error=f"sql: {why}" if why else f"sql: {first_line(str(exc))}")))

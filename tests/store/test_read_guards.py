@@ -225,3 +225,17 @@ def test_view_sql_is_capped_and_store_only_through_the_socket(served) -> None:  
     with RemoteCursor(path) as cur:
         with pytest.raises((BadInput, ReadOnlyViolation)):
             data.run_sql(cur, "SELECT content FROM read_text('/proc/self/environ')")
+
+
+def test_a_value_wider_than_64_bits_is_one_line_and_the_session_lives_on(served) -> None:  # type: ignore[no-untyped-def]
+    path, _ = served
+    with RemoteCursor(path) as cur:
+        with pytest.raises(duckdb.Error) as exc:
+            cur.execute("SELECT 170141183460469231731687303715884105727::HUGEINT AS h").fetchall()
+        assert "64 bits" in str(exc.value) and "\n" not in str(exc.value) and "ended" not in str(exc.value)
+        big = ("SELECT CASE WHEN i < 3000 THEN i::HUGEINT ELSE i::HUGEINT * 100000000000000000000 END AS h "
+               "FROM range(5000) t(i)")  # fails after the first batches went out
+        with pytest.raises(duckdb.Error):
+            cur.execute(big).fetchall()
+        assert cur.execute("SELECT count(*) FROM events").fetchall() == [(3,)]
+        assert cur.execute("SELECT CAST(2::HUGEINT ** 100 AS VARCHAR) AS h").fetchall()[0][0]
