@@ -104,9 +104,17 @@ def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starle
     own = ports_for(port if consecutive else 0, list(apps or {}))
     with ExitStack() as stack:
         urls = {name: own_root_url(name, stack.enter_context(running(a, own[name]))) for name, a in (apps or {}).items()}
-        if on_start is not None:
-            on_start(Served(root=f"http://127.0.0.1:{port}", urls=urls))
-        uvicorn.Server(_config(app, port)).run()
+        server = uvicorn.Server(_config(app, port))
+        if on_start is not None:  # once the one app listens too: whoever reads the announcement may call at once
+
+            def announce() -> None:
+                while not server.started and not server.should_exit:
+                    time.sleep(0.01)
+                if server.started:
+                    on_start(Served(root=f"http://127.0.0.1:{port}", urls=urls))
+
+            threading.Thread(target=announce, name="sandbox-announce", daemon=True).start()
+        server.run()
 
 
 @contextmanager
