@@ -28,11 +28,13 @@ $(BROWSER):
 	else echo "no chromium and not root: install Debian's chromium (apt-get install chromium), else the browser tests skip"; fi
 	@touch $@
 
-# The suite on every core (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files).
+# The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
+# tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
+# work stealing keeps the long tests from trailing at the end.
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package.
 test: $(STAMP) $(BROWSER) lint typecheck
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
-	$(VENV)/bin/pytest -q -n auto
+	$(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench ingest --events 500000
