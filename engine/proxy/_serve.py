@@ -73,7 +73,9 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
 
 def bind(port: int) -> socket.socket:
     """The proxy's listening socket on 127.0.0.1:`port` (0: any free port); a port in use is bad input."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto says TCP, and an accepted
+    # socket inherits proto 0 from a listener made without it (each reply then waited ~40 ms for a delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
