@@ -165,7 +165,7 @@ class Proxy:
         up, rest = await self._send(req)
         if rest is not None:
             return self._relay(t, target, request, body, up, rest, secret)
-        up.body = routes.scrub_reply(up.body, secret)
+        up.body = scrub_bytes(up.body, *secret)  # relayed to the agent and kept as the raw blob
         up.headers = [(k, scrub_text(v, *secret)) for k, v in up.headers]
         done: anyio.Event | None = None
         if target.kind == "search":

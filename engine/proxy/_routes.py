@@ -163,13 +163,8 @@ def without_keys(value: Any) -> Any:
     return value
 
 
-def scrub_reply(body: bytes, secrets: list[Secret]) -> bytes:
-    """An upstream reply's bytes with every key replaced, as they are relayed to the agent (and kept as blobs)."""
-    return scrub_bytes(body, *secrets) if body else body
-
-
 async def scrub_stream(chunks: AsyncIterator[bytes], secrets: list[Secret]) -> AsyncIterator[bytes]:
-    """`scrub_reply` for a reply relayed chunk by chunk: the last (longest key - 1) bytes are held back until the
+    """`scrub_bytes` for a reply relayed chunk by chunk: the last (longest key - 1) bytes are held back until the
     next chunk, so a key split across two chunks is still found."""
     hold = max((len(s.reveal().encode()) for s in secrets), default=1) - 1
     buf = b""
