@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         SearchHit,
         SearchResponse,
     )
-    from searchtrace.adapters._urls import base_url_problem, domain_of, normalize_url
+    from searchtrace.adapters._urls import base_url_problem, domain_of, norm_url, normalize_url, url_domain
     from searchtrace.adapters.providers.brave import BraveSearch
     from searchtrace.adapters.providers.firecrawl import FirecrawlSearch
     from searchtrace.adapters.providers.tavily import TavilySearch
@@ -116,6 +116,8 @@ _EXPORTS: dict[str, str] = {
     "base_url_problem": "searchtrace.adapters._urls",
     "domain_of": "searchtrace.adapters._urls",
     "normalize_url": "searchtrace.adapters._urls",
+    "norm_url": "searchtrace.adapters._urls",
+    "url_domain": "searchtrace.adapters._urls",
     "BraveSearch": "searchtrace.adapters.providers.brave",
     "FirecrawlSearch": "searchtrace.adapters.providers.firecrawl",
     "TavilySearch": "searchtrace.adapters.providers.tavily",
@@ -166,6 +168,8 @@ __all__ = [
     "endpoints",
     "estimate_tokens",
     "normalize_url",
+    "norm_url",
+    "url_domain",
     "page_markdown",
     "paper_providers",
     "parse_completion",

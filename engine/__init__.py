@@ -1,7 +1,8 @@
 """The engine: the agent loop, the fan-out over (question, provider), run configs, recording and the CLI.
 
 Public surface (imported lazily so importing any engine module stays cheap for the command line):
-- `Agent`, `Trajectory`, `Recorder`, `Stats`, `rebuild_messages`, `final_answer`, `trajectory_id` (engine._agent)
+- `Agent`, `Trajectory`, `Recorder`, `Stats`, `final_answer` (engine._agent); `rebuild_messages` (engine._transcript)
+- `Builder`, `fold`, `Folded`, `trajectory_id`, `request_sha256`: a trajectory's one home (engine._trajectory)
 - `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine._config)
 - `record_run`, `endpoint_factory`, `load_questions`, `RunSummary` (engine._record)
 - `fan_out` (engine._fanout); `get_prompt`, `TOOL_SCHEMAS` (engine._prompts, engine._tools)
@@ -21,8 +22,6 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         Stats,
         Trajectory,
         final_answer,
-        request_sha256,
-        trajectory_id,
     )
     from searchtrace.engine._config import (
         EXAMPLE_CONFIG,
@@ -60,6 +59,18 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.engine._sample import STRATA, read_questions, sample, to_jsonl
     from searchtrace.engine._tools import TOOL_SCHEMAS
+    from searchtrace.engine._trajectory import (
+        Builder,
+        DocConflict,
+        Fetch,
+        Folded,
+        Search,
+        Step,
+        canonical,
+        fold,
+        request_sha256,
+        trajectory_id,
+    )
     from searchtrace.engine._transcript import assistant_message, rebuild_messages
 
 
@@ -71,8 +82,6 @@ _EXPORTS: dict[str, str] = {
     "Stats": "searchtrace.engine._agent",
     "Trajectory": "searchtrace.engine._agent",
     "final_answer": "searchtrace.engine._agent",
-    "request_sha256": "searchtrace.engine._agent",
-    "trajectory_id": "searchtrace.engine._agent",
     "EXAMPLE_CONFIG": "searchtrace.engine._config",
     "MAX_EPOCHS": "searchtrace.engine._config",
     "PAPER_KINDS": "searchtrace.engine._config",
@@ -116,6 +125,16 @@ _EXPORTS: dict[str, str] = {
     "sample": "searchtrace.engine._sample",
     "to_jsonl": "searchtrace.engine._sample",
     "TOOL_SCHEMAS": "searchtrace.engine._tools",
+    "Builder": "searchtrace.engine._trajectory",
+    "DocConflict": "searchtrace.engine._trajectory",
+    "Fetch": "searchtrace.engine._trajectory",
+    "Folded": "searchtrace.engine._trajectory",
+    "Search": "searchtrace.engine._trajectory",
+    "Step": "searchtrace.engine._trajectory",
+    "canonical": "searchtrace.engine._trajectory",
+    "fold": "searchtrace.engine._trajectory",
+    "request_sha256": "searchtrace.engine._trajectory",
+    "trajectory_id": "searchtrace.engine._trajectory",
     "assistant_message": "searchtrace.engine._transcript",
     "rebuild_messages": "searchtrace.engine._transcript",
 }
@@ -126,6 +145,14 @@ _MODULES: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "Builder",
+    "DocConflict",
+    "Fetch",
+    "Folded",
+    "Search",
+    "Step",
+    "canonical",
+    "fold",
     "EXAMPLE_CONFIG",
     "MAX_EPOCHS",
     "ModelPrice",

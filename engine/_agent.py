@@ -13,10 +13,8 @@ trajectory) costs 0.70 ms and 2.25 s in 96 commits. Atomic is both safer and che
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import msgspec
@@ -34,39 +32,27 @@ from searchtrace.adapters import (
 from searchtrace.engine._prompts import FINAL_PREFIX, Prompt
 from searchtrace.engine._tools import (
     TOOL_SCHEMAS,
-    DocRegistry,
     FetchPlan,
     Plan,
     Refusal,
     SearchPlan,
     fetch_content,
+    plan,
     refusal_content,
     search_content,
 )
+from searchtrace.engine._trajectory import Builder, stream_of, trajectory_id
 from searchtrace.engine._transcript import opening_messages, turn_messages
 from searchtrace.engine._transcript import (
     rebuild_messages as rebuild_messages,  # re-exported: replay imports it from here
 )
 from searchtrace.store import (
-    AnswerFinal,
     BadInput,
-    CallRetried,
-    FetchCalled,
-    FetchCompleted,
-    ModelResponded,
     NewEvent,
-    Payload,
-    SearchCalled,
     SearchCompleted,
-    SearchResult,
     ToolCall,
-    ToolRefused,
     TrajectoryFinished,
-    TrajectoryStarted,
-    Usage,
-    digest,
     stable_event_id,
-    trajectory_stream,
 )
 
 _FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
@@ -94,17 +80,6 @@ class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def stream_id(self) -> str:
         return stream_of(self.trajectory_id)
-
-
-def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch: int = 1) -> str:
-    """Deterministic, so a resumed run finds the trajectories it already holds; epoch e > 1 adds `~e`, then
-    attempt n > 1 adds `#n` (SPEC §12)."""
-    base = f"{run_id}:{provider}:{qid}" + ("" if epoch == 1 else f"~{epoch}")
-    return base if attempt == 1 else f"{base}#{attempt}"
-
-
-def stream_of(tid: str) -> str:
-    return trajectory_stream(tid)
 
 
 @dataclass
@@ -143,39 +118,17 @@ def error_kind(error: str | None) -> str:
     return text.split(":", 1)[0].strip()[:40] or "unknown"
 
 
-class Recorder:
-    """The in-memory buffer of one trajectory: payloads in order, blobs by digest."""
+class Recorder(Builder):
+    """The in-memory buffer of one trajectory of a run: the builder's payloads in order, blobs by digest."""
 
     def __init__(self, traj: Trajectory) -> None:
+        super().__init__(traj.trajectory_id)
         self.traj = traj
-        self.payloads: list[Payload] = []
-        self.blobs: dict[str, bytes] = {}
-        self.usage = Usage()
-        self.iterations = 0
-
-    def add(self, payload: Payload) -> None:
-        self.payloads.append(payload)
-
-    def blob(self, data: bytes | None) -> str | None:
-        if data is None:
-            return None
-        d = digest(data)
-        self.blobs.setdefault(d, data)
-        return d
-
-    def retries(self, infos: list[RetryInfo], call_id: str | None, stats: Stats) -> None:
-        for r in infos:
-            self.add(CallRetried(what=r.what, call_id=call_id, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s))
-        stats.retries += len(infos)
-
-    def finish(self, reason: Any, error: str | None = None) -> TrajectoryFinished:
-        done = TrajectoryFinished(reason=reason, iterations=self.iterations, usage=self.usage, error=error)
-        self.add(done)
-        return done
 
     @property
-    def finished(self) -> bool:
-        return bool(self.payloads) and isinstance(self.payloads[-1], TrajectoryFinished)
+    def iterations(self) -> int:
+        """Model turns answered (a failed call does not count)."""
+        return self.turns
 
     def events(self) -> list[NewEvent]:
         tid, stream = self.traj.trajectory_id, self.traj.stream_id
@@ -191,11 +144,6 @@ def key_rejected(res: SearchResponse | FetchResponse) -> bool:
     return res.status == "http_error" and (
         res.http_status in (401, 403) or " rejected the key in " in error or " rejected the request (no key was sent)" in error
     )
-
-
-def request_sha256(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-    """Fingerprint of one chat request (store._events ModelResponded.request_sha256), for replay divergence checks."""
-    return hashlib.sha256(msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")).hexdigest()
 
 
 def final_answer(text: str | None) -> str | None:
@@ -229,57 +177,36 @@ class Agent:
     async def run(self, traj: Trajectory, rec: Recorder) -> TrajectoryFinished:
         """Runs the loop, filling `rec`; a ChatError ends it with reason `error`, other exceptions propagate."""
         tid = traj.trajectory_id
-        rec.add(
-            TrajectoryStarted(
-                trajectory_id=tid,
-                qid=traj.qid,
-                provider=traj.provider,
-                question=traj.question,
-                gold_answer=traj.gold_answer,
-                attempt=traj.attempt,
-                supersedes=traj.supersedes,
-                epoch=msgspec.UNSET if traj.epoch == 1 else traj.epoch,
-            )
-        )
-        docs = DocRegistry()
+        rec.start(qid=traj.qid, provider=traj.provider, question=traj.question, gold_answer=traj.gold_answer,
+                  attempt=traj.attempt, supersedes=traj.supersedes, epoch=traj.epoch)
         messages = opening_messages(self.prompt.text, traj.question, self.prompt.user_template)
         for iteration in range(1, self.max_iterations + 1):
-            request_digest = request_sha256(messages, TOOL_SCHEMAS)
             try:
                 reply = await self.chat.complete(messages, tools=TOOL_SCHEMAS, trace_id=tid)
             except ChatError as exc:
                 if exc.auth:  # a rejected key fails every trajectory alike: stop the run, record nothing
                     raise BadInput(exc.message) from None
-                rec.retries(list(getattr(exc, "retries", []) or []), None, self.stats)
+                self._retried(rec, list(getattr(exc, "retries", []) or []), None)
                 status = getattr(exc, "status", None)
                 return rec.finish("error", f"chat failed ({status}): {getattr(exc, 'message', str(exc))}")
-            rec.iterations = iteration  # model turns answered (a failed call does not count)
             self._account(reply)
-            rec.retries(reply.retries, None, self.stats)
-            rec.usage = rec.usage + reply.usage
-            rec.add(
-                ModelResponded(
-                    iteration=iteration,
-                    text=reply.text,
-                    tool_calls=list(reply.tool_calls),
-                    usage=reply.usage,
-                    latency_ms=reply.latency_ms,
-                    provider_ms=reply.provider_ms,
-                    queue_ms=reply.queue_ms,
-                    finish_reason=reply.finish_reason,
-                    raw_digest=rec.blob(reply.raw),
-                    request_sha256=request_digest,
-                )
-            )
+            self._retried(rec, reply.retries, None)
+            rec.model(iteration=iteration, text=reply.text, tool_calls=reply.tool_calls, usage=reply.usage,
+                      latency_ms=reply.latency_ms, provider_ms=reply.provider_ms, queue_ms=reply.queue_ms,
+                      finish_reason=reply.finish_reason, raw=reply.raw, messages=messages, tools=TOOL_SCHEMAS)
             answer = final_answer(reply.text)
             if answer is not None:
-                rec.add(AnswerFinal(iteration=iteration, text=answer))
+                rec.final(answer, iteration)
                 return rec.finish("answered")
             if iteration == self.max_iterations:
                 break  # tool calls of the last turn are recorded in model.responded but not executed
-            results = await self._tools(traj, iteration, reply.tool_calls, docs, rec) if reply.tool_calls else []
-            messages += turn_messages(reply.text, reply.tool_calls, results)
+            results = await self._tools(traj, iteration, reply.tool_calls, rec) if reply.tool_calls else []
+            messages = messages + turn_messages(reply.text, reply.tool_calls, results)
         return rec.finish("max_iterations")
+
+    def _retried(self, rec: Recorder, infos: list[RetryInfo], call_id: str | None) -> None:
+        rec.retried(infos, call_id)
+        self.stats.retries += len(infos)
 
     def _account(self, reply: ChatResponse) -> None:
         s = self.stats
@@ -288,94 +215,60 @@ class Agent:
         s.output_tokens += reply.usage.output_tokens
 
     async def _tools(
-        self, traj: Trajectory, iteration: int, calls: list[ToolCall], docs: DocRegistry, rec: Recorder
+        self, traj: Trajectory, iteration: int, calls: list[ToolCall], rec: Recorder
     ) -> list[tuple[str, str]]:
         """Runs one turn's tool calls concurrently; records them in call order; returns (call_id, content) in order."""
-        plans: list[Plan] = [docs.plan(c.call_id, c.name, c.arguments) for c in calls]
+        plans: list[Plan] = [plan(rec.docs, c.call_id, c.name, c.arguments) for c in calls]
         results: list[SearchResponse | FetchResponse | None] = [None] * len(plans)
         tid = traj.trajectory_id
 
-        async def one(i: int, plan: Plan) -> None:
-            if isinstance(plan, SearchPlan):
+        async def one(i: int, todo: Plan) -> None:
+            if isinstance(todo, SearchPlan):
                 self.stats.search_calls += 1
-                results[i] = await self.search.search(plan.query, trace_id=tid)
-            elif isinstance(plan, FetchPlan):
+                results[i] = await self.search.search(todo.query, trace_id=tid)
+            elif isinstance(todo, FetchPlan):
                 self.stats.fetch_calls += 1
-                results[i] = await self.fetch.fetch(plan.doc.url, trace_id=tid)
+                results[i] = await self.fetch.fetch(todo.doc.url, trace_id=tid)
 
         async with anyio.create_task_group() as tg:
-            for i, plan in enumerate(plans):
-                if not isinstance(plan, Refusal):
-                    tg.start_soon(one, i, plan)
+            for i, todo in enumerate(plans):
+                if not isinstance(todo, Refusal):
+                    tg.start_soon(one, i, todo)
 
         for res in results:
             if res is not None and key_rejected(res):
                 raise BadInput(res.error or f"HTTP {res.http_status}: the endpoint rejected its API key")
         out: list[tuple[str, str]] = []
-        for plan, res in zip(plans, results, strict=True):
-            if isinstance(plan, Refusal):
-                rec.add(
-                    ToolRefused(
-                        call_id=plan.call_id, iteration=iteration, name=plan.name, arguments=plan.arguments, reason=plan.reason
-                    )
-                )
-                out.append((plan.call_id, refusal_content(plan.reason)))
-            elif isinstance(plan, SearchPlan):
+        for todo, res in zip(plans, results, strict=True):
+            if isinstance(todo, Refusal):
+                rec.refused(call_id=todo.call_id, iteration=iteration, name=todo.name, arguments=todo.arguments,
+                            reason=todo.reason)
+                out.append((todo.call_id, refusal_content(todo.reason)))
+            elif isinstance(todo, SearchPlan):
                 assert isinstance(res, SearchResponse)
-                out.append((plan.call_id, self._record_search(plan, iteration, res, docs, rec)))
+                out.append((todo.call_id, self._record_search(todo, iteration, res, rec)))
             else:
                 assert isinstance(res, FetchResponse)
-                out.append((plan.call_id, self._record_fetch(plan, iteration, res, rec)))
+                out.append((todo.call_id, self._record_fetch(todo, iteration, res, rec)))
         return out
 
-    def _record_search(
-        self, plan: SearchPlan, iteration: int, res: SearchResponse, docs: DocRegistry, rec: Recorder
-    ) -> str:
-        rec.add(
-            SearchCalled(
-                call_id=plan.call_id,
-                iteration=iteration,
-                query=plan.query,
-                provider=self.search.name,
-                params=dict(self.search.params),
-            )
-        )
-        rec.retries(res.retries, plan.call_id, self.stats)
-        found: list[SearchResult] = docs.add(plan.call_id, list(res.hits)) if res.status == "ok" else []
-        for r in found:
-            rec.add(r)
-        done = SearchCompleted(
-            call_id=plan.call_id,
-            status=res.status,
-            n_results=len(found),
-            latency_ms=res.latency_ms,
-            provider_ms=res.provider_ms,
-            queue_ms=res.queue_ms,
-            raw_digest=rec.blob(res.raw),
-            http_status=res.http_status,
-            error=res.error,
-        )
-        rec.add(done)
+    def _record_search(self, todo: SearchPlan, iteration: int, res: SearchResponse, rec: Recorder) -> str:
+        self.stats.retries += len(res.retries)
+        found = rec.search(call_id=todo.call_id, iteration=iteration, query=todo.query, provider=self.search.name,
+                           params=dict(self.search.params), status=res.status,
+                           hits=res.hits if res.status == "ok" else [], latency_ms=res.latency_ms,
+                           provider_ms=res.provider_ms, queue_ms=res.queue_ms, raw=res.raw,
+                           http_status=res.http_status, error=res.error, retries=res.retries)
+        done = rec.payloads[-1]
+        assert isinstance(done, SearchCompleted)
         return search_content(done, found)
 
-    def _record_fetch(self, plan: FetchPlan, iteration: int, res: FetchResponse, rec: Recorder) -> str:
-        doc = plan.doc
-        rec.add(FetchCalled(call_id=plan.call_id, iteration=iteration, doc_id=doc.doc_id, url=doc.url))
-        rec.retries(res.retries, plan.call_id, self.stats)
+    def _record_fetch(self, todo: FetchPlan, iteration: int, res: FetchResponse, rec: Recorder) -> str:
+        doc = todo.doc
+        self.stats.retries += len(res.retries)
         content = res.content if res.status == "ok" else None
-        done = FetchCompleted(
-            call_id=plan.call_id,
-            doc_id=doc.doc_id,
-            status=res.status,
-            content_digest=rec.blob(content.encode() if content is not None else None),
-            n_bytes=res.n_bytes,
-            n_tokens=res.n_tokens,
-            cache_hit=res.cache_hit,
-            latency_ms=res.latency_ms,
-            provider_ms=res.provider_ms,
-            queue_ms=res.queue_ms,
-            http_status=res.http_status,
-            error=res.error,
-        )
-        rec.add(done)
+        done = rec.fetch(call_id=todo.call_id, iteration=iteration, doc_id=doc.doc_id, url=doc.url, status=res.status,
+                         content=content, n_bytes=res.n_bytes, n_tokens=res.n_tokens, cache_hit=res.cache_hit,
+                         latency_ms=res.latency_ms, provider_ms=res.provider_ms, queue_ms=res.queue_ms,
+                         http_status=res.http_status, error=res.error, retries=res.retries)
         return fetch_content(done, doc, content)

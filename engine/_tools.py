@@ -1,4 +1,4 @@
-"""The agent's two tools: JSON schemas, the per-trajectory doc_id registry, and what each call shows the model.
+"""The agent's two tools: JSON schemas, the validation of a call, and what each call shows the model.
 
 Every text the model sees from a tool is a pure function of recorded events (and blobs), so a trajectory's
 message list can be rebuilt from the store alone (`engine._agent.rebuild_messages`).
@@ -6,13 +6,13 @@ message list can be rebuilt from the store alone (`engine._agent.rebuild_message
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import SearchHit, domain_of, normalize_url
 from searchtrace.engine._documents import document_block
-from searchtrace.store import FetchCompleted, SearchCompleted, SearchResult, surface_chars
+from searchtrace.store import FetchCompleted, SearchCompleted, SearchResult
 
 SEARCH_WEB = "search_web"
 FETCH_PAGE = "fetch_page"
@@ -72,65 +72,31 @@ Plan = SearchPlan | FetchPlan | Refusal
 _args_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
-def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
-    """One normalised hit as its `search.result` event (SPEC §2, §14), for the agent loop and the proxy alike."""
-    return SearchResult(
-        call_id=call_id,
-        doc_id=doc_id,
-        rank=hit.rank,
-        title=hit.title,
-        url=hit.url,
-        url_normalized=normalize_url(hit.url),
-        domain=hit.domain or domain_of(hit.url),
-        snippet=hit.snippet,
-        metadata=dict(hit.metadata),
-        surface_chars=surface_chars(hit.snippet),
-    )
-
-
-class DocRegistry:
-    """doc_ids d1, d2, … in order of appearance in one trajectory; each search result gets a new one."""
-
-    def __init__(self) -> None:
-        self.docs: dict[str, SearchResult] = {}
-
-    def add(self, call_id: str, hits: list[SearchHit]) -> list[SearchResult]:
-        out = []
-        for hit in hits:
-            doc = search_result(call_id, f"d{len(self.docs) + 1}", hit)
-            self.docs[doc.doc_id] = doc
-            out.append(doc)
-        return out
-
-    def remember(self, doc: SearchResult) -> None:
-        """Registers a recorded result (used when rebuilding a transcript from events)."""
-        self.docs[doc.doc_id] = doc
-
-    def plan(self, call_id: str, name: str, arguments: str) -> Plan:
-        """Validates one tool call against the schemas and this trajectory's doc_ids; never performs it."""
-        try:
-            args = _args_decoder.decode(arguments or "{}")
-        except (msgspec.DecodeError, RecursionError):
-            return Refusal(call_id, name, arguments, "arguments are not a JSON object")
-        if name == SEARCH_WEB:
-            query = args.get("query")
-            if not isinstance(query, str) or not query.strip():
-                return Refusal(call_id, name, arguments, "search_web needs a non-empty string `query`")
-            return SearchPlan(call_id, query)
-        if name == FETCH_PAGE:
-            doc_id = args.get("doc_id")
-            if not isinstance(doc_id, str) or not doc_id:
-                return Refusal(call_id, name, arguments, "fetch_page needs a string `doc_id`")
-            doc = self.docs.get(doc_id.strip())
-            if doc is None:
-                return Refusal(
-                    call_id,
-                    name,
-                    arguments,
-                    f"unknown doc_id {doc_id!r}: fetch_page accepts only a doc_id returned by search_web earlier",
-                )
-            return FetchPlan(call_id, doc)
-        return Refusal(call_id, name, arguments, f"unknown tool {name!r} (tools: {SEARCH_WEB}, {FETCH_PAGE})")
+def plan(docs: Mapping[str, SearchResult], call_id: str, name: str, arguments: str) -> Plan:
+    """Validates one tool call against the schemas and the trajectory's doc_ids so far; never performs it."""
+    try:
+        args = _args_decoder.decode(arguments or "{}")
+    except (msgspec.DecodeError, RecursionError):
+        return Refusal(call_id, name, arguments, "arguments are not a JSON object")
+    if name == SEARCH_WEB:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return Refusal(call_id, name, arguments, "search_web needs a non-empty string `query`")
+        return SearchPlan(call_id, query)
+    if name == FETCH_PAGE:
+        doc_id = args.get("doc_id")
+        if not isinstance(doc_id, str) or not doc_id:
+            return Refusal(call_id, name, arguments, "fetch_page needs a string `doc_id`")
+        doc = docs.get(doc_id.strip())
+        if doc is None:
+            return Refusal(
+                call_id,
+                name,
+                arguments,
+                f"unknown doc_id {doc_id!r}: fetch_page accepts only a doc_id returned by search_web earlier",
+            )
+        return FetchPlan(call_id, doc)
+    return Refusal(call_id, name, arguments, f"unknown tool {name!r} (tools: {SEARCH_WEB}, {FETCH_PAGE})")
 
 
 def doc_block(doc: SearchResult, page: str | None = None) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from searchtrace.engine._prompts import FINAL_PREFIX, user_message
-from searchtrace.engine._tools import DocRegistry, fetch_content, refusal_content, search_content
+from searchtrace.engine._tools import fetch_content, refusal_content, search_content
 from searchtrace.store import (
     FetchCalled,
     FetchCompleted,
@@ -56,7 +56,7 @@ def rebuild_messages(
     payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes], user_template: str = "{question}"
 ) -> list[list[dict[str, Any]]]:
     """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
-    docs = DocRegistry()
+    docs: dict[str, SearchResult] = {}
     messages: list[dict[str, Any]] = []
     sent: list[list[dict[str, Any]]] = []
     pending: dict[str, list[SearchResult]] = {}
@@ -83,7 +83,7 @@ def rebuild_messages(
             order.append(p.call_id)
             pending[p.call_id] = []
         elif isinstance(p, SearchResult):
-            docs.remember(p)
+            docs.setdefault(p.doc_id, p)
             pending[p.call_id].append(p)
         elif isinstance(p, SearchCompleted):
             contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
@@ -91,7 +91,7 @@ def rebuild_messages(
             order.append(p.call_id)
         elif isinstance(p, FetchCompleted) and p.doc_id is not None:
             page = get_blob(p.content_digest).decode() if p.content_digest else None
-            contents[p.call_id] = fetch_content(p, docs.docs[p.doc_id], page)
+            contents[p.call_id] = fetch_content(p, docs[p.doc_id], page)
         elif isinstance(p, ToolRefused):
             order.append(p.call_id)
             contents[p.call_id] = refusal_content(p.reason)

@@ -106,6 +106,11 @@ class ModelResponded(_Body, tag="model.responded"):
     # over exactly the `messages`/`tools` passed to `complete(...)`. Storing the same bytes as a blob (its digest is
     # this value) lets replay print a message-level diff. None: recorded without it (replay then cannot see prompt changes).
     request_sha256: str | None = None
+    # SPEC §17, what the model was sent: the sha256 of each request message's canonical JSON (sorted keys), each
+    # message stored once as a blob under that digest, and the digest of the tool list's canonical JSON (a blob
+    # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a §9 import).
+    request_messages: list[str] | msgspec.UnsetType = msgspec.UNSET
+    tools_digest: str | msgspec.UnsetType = msgspec.UNSET
     # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
     # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
     # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,

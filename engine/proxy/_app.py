@@ -32,7 +32,6 @@ from searchtrace.adapters import (
     scrub_text,
     shorten,
 )
-from searchtrace.engine._agent import request_sha256
 from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
 from searchtrace.engine.proxy._sse import assemble
@@ -386,11 +385,11 @@ class Proxy:
         except _BAD_BODY as exc:
             return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
                                              error=f"unusable body: {exc}", secrets=secret)
-        messages: list[dict[str, Any]] = request["messages"] if isinstance(request.get("messages"), list) else []
+        messages: list[dict[str, Any]] | None = request["messages"] if isinstance(request.get("messages"), list) else None
         tools: list[dict[str, Any]] | None = request["tools"] if isinstance(request.get("tools"), list) else None
         return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
                            finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, *secret),
-                           request_sha256=request_sha256(messages, tools), secrets=secret)
+                           messages=messages, tools=tools, secrets=secret)
 
 
 def _headers(resp: httpx.Response) -> list[tuple[str, str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -18,7 +17,6 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import domain_of, normalize_url
 from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
 from searchtrace.store import BadInput, EventLog
 
@@ -28,34 +26,6 @@ AUDIT_STREAM = "audit:imported"
 AUDIT_SOURCE = "imported"
 CHUNK = 50_000  # events per append transaction for big files (the file is fully validated before the first)
 _sorted = msgspec.json.Encoder(order="sorted")
-
-# A URL in SPEC §2 normal form but for tracking parameters: lowercase http(s) scheme and host, no port or user,
-# a path without a trailing "/" (or none, or just "/"), no fragment, no character urlsplit would strip or split
-# on, and a query (if any) of only utm_* / gclid / fbclid parameters. normalize_url drops that query and adds
-# the "/" of an empty path, nothing else, so such a URL needs no parsing.
-_TRACKER = r"(?:utm_[A-Za-z0-9._~%-]*|gclid|fbclid)(?:=[A-Za-z0-9._~%-]*)?"
-_PLAIN = re.compile(
-    r"(https?)://([a-z0-9-]+(?:\.[a-z0-9-]+)*)(/(?:[A-Za-z0-9._~%!$&'()*+,;=:@/-]*[A-Za-z0-9._~%!$&'()*+,;=:@-])?)?"
-    rf"(\?{_TRACKER}(?:&{_TRACKER})*)?"
-)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def norm_url(url: str) -> str:
-    """normalize_url, memoised (a trajectory names its URLs several times), parse-free when nearly normal."""
-    m = _PLAIN.fullmatch(url)
-    if m is None:
-        return normalize_url(url)
-    base = url if m.group(4) is None else url[: m.start(4)]
-    return base if m.group(3) else base + "/"
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def url_domain(url: str) -> str:
-    """domain_of, memoised, parse-free for a URL in normal form (its host as written)."""
-    m = _PLAIN.fullmatch(url)
-    return m.group(2) if m is not None else domain_of(url)
-
 
 _NAMESPACE = uuid.NAMESPACE_URL.bytes + b"searchtrace:"
 _CLEAR = ~((0xC000 << 48) | (0xF000 << 64))

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 import searchtrace.replay.interchange._common as import_common
+from searchtrace.adapters import norm_url
 from searchtrace.analytics import ITEMS_SQL, sources
 from searchtrace.replay.interchange._common import (
     RUN_ID,
@@ -25,7 +26,6 @@ from searchtrace.replay.interchange._common import (
     key_digest,
     lines,
     msgspec_field,
-    norm_url,
     uuid_of_int,
 )
 from searchtrace.replay.interchange._formats import (

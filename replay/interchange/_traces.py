@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 import searchtrace.replay.interchange._common as import_common
-from searchtrace.engine import epochs_problem
+from searchtrace.adapters import SearchHit, norm_url
+from searchtrace.engine import Builder, epochs_problem
 from searchtrace.replay.interchange._common import (
     DATASET_STREAM,
     RUN_ID,
@@ -23,45 +22,35 @@ from searchtrace.replay.interchange._common import (
     event_ids,
     fail,
     lines,
-    norm_url,
-    url_domain,
 )
 from searchtrace.replay.interchange._formats import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
 from searchtrace.store import (
-    AnswerFinal,
     BadInput,
     DatasetQuestion,
     EventLog,
-    FetchCalled,
-    FetchCompleted,
-    ModelResponded,
     NewEvent,
     Payload,
-    SearchCalled,
-    SearchCompleted,
-    SearchResult,
-    TrajectoryFinished,
-    TrajectoryStarted,
     Usage,
     trajectory_stream,
 )
-from searchtrace.store import blobs as _blobs
 
 
-def trace_items(t: TraceLine) -> tuple[dict[str, bool], int | None]:
-    """{url_normalized: page_visible} of a trajectory's judge items, or the index of the first bad fetch step."""
+def trace_items(t: TraceLine) -> tuple[dict[str, bool], tuple[str, str] | None]:
+    """{url_normalized: page_visible} of a trajectory's judge items, or the first bad step (field, what is wrong)."""
     url_of_doc: dict[str, str] = {}
     items: dict[str, bool] = {}
     for i, step in enumerate(t.steps):
         if isinstance(step, SearchStep):
-            for r in step.results:
+            for k, r in enumerate(step.results):
                 u = norm_url(r.url)
                 items.setdefault(u, False)
-                url_of_doc[r.doc_id] = u
+                if url_of_doc.setdefault(r.doc_id, u) != u:  # SPEC §17: a doc_id names one URL in a trajectory
+                    return items, (f"steps[{i}].results[{k}].doc_id",
+                                   f"{r.doc_id!r} already names another URL in this trajectory")
         elif isinstance(step, FetchStep):
             u_or_none = url_of_doc.get(step.doc_id)
             if u_or_none is None:
-                return items, i
+                return items, (f"steps[{i}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
             if step.status == "ok":
                 items[u_or_none] = True
     return items, None
@@ -90,9 +79,7 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
         seen_keys[key] = n
         got, bad = trace_items(t)
         if bad is not None:
-            step = t.steps[bad]
-            assert isinstance(step, FetchStep)
-            raise fail(path, n, f"steps[{bad}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
+            raise fail(path, n, *bad)
         have = known.traj_ids.get(t.trajectory_id)
         if have is not None:
             if isinstance(have, tuple):
@@ -143,73 +130,31 @@ def _event_id(t: TraceLine, h: str, k: int) -> Any:
 
 def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Payload], list[bytes]]:
     """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs (if asked)."""
-    payloads: list[Payload] = [
-        TrajectoryStarted(
-            trajectory_id=t.trajectory_id, qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer,
-            epoch=msgspec.UNSET if t.epoch == 1 else t.epoch,
-        )
-    ]
-    blobs: list[bytes] = []
-    total = Usage()
+    b = Builder(t.trajectory_id)
+    b.start(qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer, epoch=t.epoch)
     last_iter = 0
     for step in t.steps:
         last_iter = max(last_iter, step.iteration)
         if isinstance(step, ModelStep):
-            u = Usage(
-                input_tokens=step.usage.input_tokens,
-                output_tokens=step.usage.output_tokens,
-                reasoning_tokens=step.usage.reasoning_tokens,
-            )
-            total = total + u
-            payloads.append(ModelResponded(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms,
-                                           provider_ms=step.provider_ms, queue_ms=step.queue_ms))
+            u = Usage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
+                      reasoning_tokens=step.usage.reasoning_tokens)
+            b.model(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms, finish_reason=None,
+                    raw=None, provider_ms=step.provider_ms, queue_ms=step.queue_ms)
         elif isinstance(step, SearchStep):
-            payloads.append(SearchCalled(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider))
-            for r in step.results:
-                payloads.append(
-                    SearchResult(
-                        call_id=step.call_id,
-                        doc_id=r.doc_id,
-                        rank=r.rank,
-                        title=r.title or "",
-                        url=r.url,
-                        url_normalized=norm_url(r.url),
-                        domain=r.domain or url_domain(r.url),
-                        snippet=r.snippet or "",
-                        metadata=r.metadata or {},
-                    )
-                )
-            payloads.append(
-                SearchCompleted(call_id=step.call_id, status="ok", n_results=len(step.results), latency_ms=step.latency_ms,
-                                provider_ms=step.provider_ms, queue_ms=step.queue_ms)
-            )
+            hits = [SearchHit(rank=r.rank, title=r.title or "", url=r.url, domain=r.domain or "", snippet=r.snippet or "",
+                              metadata=r.metadata or {}) for r in step.results]
+            b.search(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider, status="ok",
+                     hits=hits, doc_ids=[r.doc_id for r in step.results], latency_ms=step.latency_ms,
+                     provider_ms=step.provider_ms, queue_ms=step.queue_ms)
         else:
-            payloads.append(FetchCalled(call_id=step.call_id, iteration=step.iteration, doc_id=step.doc_id, url=step.url))
-            digest = None
-            n_bytes = 0
-            if step.content is not None:
-                body = step.content.encode()
-                if with_blobs:
-                    blobs.append(body)
-                digest, n_bytes = _blobs.digest(body), len(body)
-            payloads.append(
-                FetchCompleted(
-                    call_id=step.call_id,
-                    doc_id=step.doc_id,
-                    status=step.status,
-                    content_digest=digest,
-                    n_bytes=n_bytes,
-                    n_tokens=step.n_tokens,
-                    cache_hit=False,
-                    latency_ms=step.latency_ms,
-                    provider_ms=step.provider_ms,
-                    queue_ms=step.queue_ms,
-                )
-            )
+            b.fetch(call_id=step.call_id, iteration=step.iteration, doc_id=step.doc_id, url=step.url, status=step.status,
+                    content=step.content, n_tokens=step.n_tokens, latency_ms=step.latency_ms,
+                    provider_ms=step.provider_ms, queue_ms=step.queue_ms)
     if t.final_answer is not None:
-        payloads.append(AnswerFinal(iteration=last_iter, text=t.final_answer))
-    payloads.append(TrajectoryFinished(reason=t.stop_reason, iterations=last_iter, usage=total))
-    return payloads, blobs
+        b.final(t.final_answer, last_iter)
+    b.finish(t.stop_reason, iterations=last_iter)
+    payloads, blobs = b.take()
+    return payloads, blobs if with_blobs else []
 
 
 def _trace_hash(payloads: list[Payload]) -> str:

@@ -1,0 +1,386 @@
+"""A trajectory's one home (SPEC §17): its identity, doc_id numbering, every payload and blob it records, and the
+one fold every reader uses.
+
+The agent loop, the proxy and both importers write a trajectory through a `Builder`, so the same interaction gives
+the same payload bytes whichever path recorded it; transcript, replay, export, explorer and proxy restore read a
+trajectory back through `fold`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from searchtrace.adapters import RetryInfo, SearchHit, norm_url, url_domain
+from searchtrace.store import (
+    AnswerFinal,
+    CallFailed,
+    CallRetried,
+    FetchCalled,
+    FetchCompleted,
+    FetchStatus,
+    ModelResponded,
+    Payload,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    SearchStatus,
+    ToolCall,
+    ToolRefused,
+    TrajectoryFinished,
+    TrajectoryReason,
+    TrajectoryStarted,
+    Usage,
+    digest,
+    surface_chars,
+    trajectory_stream,
+)
+
+Message = dict[str, Any]
+Ms = float | msgspec.UnsetType  # SPEC §13 clean latency: UNSET where not measured
+_UNSET: Any = msgspec.UNSET
+
+
+def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch: int = 1) -> str:
+    """Deterministic, so a resumed run finds the trajectories it already holds; epoch e > 1 adds `~e`, then
+    attempt n > 1 adds `#n` (SPEC §12)."""
+    base = f"{run_id}:{provider}:{qid}" + ("" if epoch == 1 else f"~{epoch}")
+    return base if attempt == 1 else f"{base}#{attempt}"
+
+
+def stream_of(tid: str) -> str:
+    return trajectory_stream(tid)
+
+
+def canonical(value: Any) -> bytes:
+    """The canonical JSON of a message or a tool list: the bytes its digest names (keys sorted)."""
+    return msgspec.json.encode(value, order="sorted")
+
+
+def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+    """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks."""
+    return hashlib.sha256(canonical({"messages": messages, "tools": tools or []})).hexdigest()
+
+
+class DocConflict(ValueError):
+    """One doc_id named two different URLs in one trajectory (an import must refuse it: it would move items)."""
+
+
+class Builder:
+    """One trajectory being written: its payloads in order, its blobs by digest, its doc_ids and counters.
+
+    Holds state (numbering, the request messages already stored), hence a class. `take()` hands over what was built
+    since the last take, so the proxy appends call by call and the agent once at the end."""
+
+    def __init__(self, trajectory_id: str) -> None:
+        self.trajectory_id = trajectory_id
+        self.payloads: list[Payload] = []  # built and not yet taken
+        self.blobs: dict[str, bytes] = {}  # likewise, by digest
+        self.built = 0  # payloads built in all (taken or not): the next one's index in the stream
+        self.docs: dict[str, SearchResult] = {}  # doc_id -> its result
+        self.by_url: dict[str, str] = {}  # url_normalized -> doc_id of its first appearance
+        self.usage = Usage()
+        self.turns = 0  # model.responded so far (the iteration of the latest)
+        self.searches = 0
+        self.fetches = 0
+        self.finished = False
+        self._seen: list[Message] = []  # the last request's messages, by identity, with their digests ...
+        self._seen_digests: list[str] = []  # ... so a growing conversation hashes each message once
+
+    # -- plumbing ---------------------------------------------------------------------------------------------------
+
+    def _add(self, payload: Payload) -> None:
+        self.payloads.append(payload)
+        self.built += 1
+
+    def blob(self, data: bytes | None) -> str | None:
+        """Keep `data` as a blob; its digest (None for no data)."""
+        if data is None:
+            return None
+        d = digest(data)
+        self.blobs.setdefault(d, data)
+        return d
+
+    def take(self) -> tuple[list[Payload], list[bytes]]:
+        """What was built since the last take: payloads in order and their new blobs."""
+        out, blobs = self.payloads, list(self.blobs.values())
+        self.payloads, self.blobs = [], {}
+        return out, blobs
+
+    @property
+    def iteration(self) -> int:
+        """The model turn a tool call belongs to (1 before any model turn, as for a proxied search first)."""
+        return max(self.turns, 1)
+
+    # -- payloads ---------------------------------------------------------------------------------------------------
+
+    def start(self, *, qid: str, provider: str, question: str = "", gold_answer: str = "", attempt: int = 1,
+              supersedes: str | None = None, epoch: int = 1) -> TrajectoryStarted:
+        p = TrajectoryStarted(trajectory_id=self.trajectory_id, qid=qid, provider=provider, question=question,
+                              gold_answer=gold_answer, attempt=attempt, supersedes=supersedes,
+                              epoch=_UNSET if epoch == 1 else epoch)
+        self._add(p)
+        return p
+
+    def request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[list[str], str]:
+        """The digests of a request's messages and of its tools, each stored once as a blob (SPEC §17)."""
+        seen, digests = self._seen, self._seen_digests
+        keep = 0
+        while keep < len(seen) and keep < len(messages) and messages[keep] is seen[keep]:
+            keep += 1
+        out = digests[:keep]
+        for m in messages[keep:]:
+            data = canonical(m)
+            d = digest(data)
+            self.blobs.setdefault(d, data)
+            out.append(d)
+        self._seen, self._seen_digests = list(messages), out
+        tools_digest = self.blob(canonical(tools or []))
+        assert tools_digest is not None
+        return list(out), tools_digest
+
+    def model(self, *, text: str | None, tool_calls: Sequence[ToolCall] = (), usage: Usage, latency_ms: float,
+              finish_reason: str | None, raw: bytes | None, messages: list[Message] | None = None,
+              tools: list[dict[str, Any]] | None = None, request_digest: str | None = None,
+              provider_ms: Ms = _UNSET, queue_ms: Ms = _UNSET,
+              iteration: int | None = None) -> ModelResponded:
+        """One model turn. With `messages` the request is evidence: `request_messages`, `tools_digest` and
+        `request_sha256` (unless `request_digest` gives it already)."""
+        self.turns = iteration if iteration is not None else self.turns + 1
+        self.usage = self.usage + usage
+        request_messages: Any = _UNSET
+        tools_digest: Any = _UNSET
+        if messages is not None:
+            request_messages, tools_digest = self.request(messages, tools)
+            if request_digest is None:
+                request_digest = request_sha256(messages, tools)
+        p = ModelResponded(iteration=self.turns, text=text, tool_calls=list(tool_calls), usage=usage,
+                           latency_ms=latency_ms, finish_reason=finish_reason, raw_digest=self.blob(raw),
+                           request_sha256=request_digest, request_messages=request_messages, tools_digest=tools_digest,
+                           provider_ms=provider_ms,
+                           queue_ms=queue_ms)
+        self._add(p)
+        return p
+
+    def search(self, *, query: str, provider: str, status: SearchStatus, hits: Iterable[SearchHit],
+               latency_ms: float, call_id: str | None = None, iteration: int | None = None,
+               params: dict[str, Any] | None = None, doc_ids: Sequence[str] | None = None, raw: bytes | None = None,
+               http_status: int | None = None, error: str | None = None, provider_ms: Ms = _UNSET,
+               queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = ()) -> list[SearchResult]:
+        """search.called, its retries, one search.result per hit (doc_ids d1, d2, … in order of appearance unless
+        given), search.completed; returns the results."""
+        self.searches += 1
+        call_id = call_id or f"s{self.searches}"
+        self._add(SearchCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration,
+                               query=query, provider=provider, params=params or {}))
+        self.retried(retries, call_id)
+        found: list[SearchResult] = []
+        for i, hit in enumerate(hits):
+            doc_id = doc_ids[i] if doc_ids is not None else f"d{len(self.docs) + 1}"
+            r = search_result(call_id, doc_id, hit)
+            known = self.docs.get(doc_id)
+            if known is not None and known.url_normalized != r.url_normalized:
+                raise DocConflict(f"doc_id {doc_id!r} names {known.url!r} and {r.url!r}")
+            self.docs.setdefault(doc_id, r)
+            self.by_url.setdefault(r.url_normalized, doc_id)
+            self._add(r)
+            found.append(r)
+        self._add(SearchCompleted(call_id=call_id, status=status, n_results=len(found), latency_ms=latency_ms,
+                                  raw_digest=self.blob(raw), http_status=http_status, error=error,
+                                  provider_ms=provider_ms,
+                                  queue_ms=queue_ms))
+        return found
+
+    def doc_of(self, url: str) -> str | None:
+        """The doc_id of the first result with this URL (§2 normalised), if any."""
+        return self.by_url.get(norm_url(url))
+
+    def fetch(self, *, url: str, status: FetchStatus, content: str | None, n_tokens: int, latency_ms: float,
+              doc_id: str | None | msgspec.UnsetType = _UNSET, call_id: str | None = None,
+              iteration: int | None = None, n_bytes: int | None = None, cache_hit: bool = False,
+              http_status: int | None = None, error: str | None = None, provider_ms: Ms = _UNSET,
+              queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = ()) -> FetchCompleted:
+        """fetch.called, its retries, fetch.completed; the page (when any) a blob. The doc_id is the result's with
+        the same normalised URL unless given."""
+        self.fetches += 1
+        call_id = call_id or f"f{self.fetches}"
+        doc = self.doc_of(url) if isinstance(doc_id, msgspec.UnsetType) else doc_id
+        self._add(FetchCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration,
+                              doc_id=doc, url=url))
+        self.retried(retries, call_id)
+        page = content.encode() if content is not None else None
+        done = FetchCompleted(call_id=call_id, doc_id=doc, status=status, content_digest=self.blob(page),
+                              n_bytes=len(page) if n_bytes is None and page is not None else (n_bytes or 0),
+                              n_tokens=n_tokens, cache_hit=cache_hit, latency_ms=latency_ms, http_status=http_status,
+                              error=error, provider_ms=provider_ms,
+                              queue_ms=queue_ms)
+        self._add(done)
+        return done
+
+    def refused(self, *, call_id: str, iteration: int, name: str, arguments: str, reason: str) -> ToolRefused:
+        p = ToolRefused(call_id=call_id, iteration=iteration, name=name, arguments=arguments, reason=reason)
+        self._add(p)
+        return p
+
+    def retried(self, infos: Sequence[RetryInfo], call_id: str | None) -> None:
+        for r in infos:
+            self._add(CallRetried(what=r.what, call_id=call_id, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s))
+
+    def failed(self, *, what: str, status: str, call_id: str | None = None, http_status: int | None = None,
+               error: str | None = None, attempts: int = 1) -> CallFailed:
+        p = CallFailed(what=what, call_id=call_id, status=status, http_status=http_status, error=error,
+                       attempts=attempts)
+        self._add(p)
+        return p
+
+    def final(self, text: str, iteration: int | None = None) -> AnswerFinal:
+        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=text)
+        self._add(p)
+        return p
+
+    def finish(self, reason: TrajectoryReason, error: str | None = None,
+               iterations: int | None = None) -> TrajectoryFinished:
+        self.finished = True
+        p = TrajectoryFinished(reason=reason, iterations=self.turns if iterations is None else iterations,
+                               usage=self.usage, error=error)
+        self._add(p)
+        return p
+
+    # -- restore ----------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def resume(cls, payloads: Sequence[Payload]) -> Builder:
+        """A builder that continues a recorded trajectory (a restarted proxy): counters and doc_ids from the fold."""
+        f = fold(payloads)
+        assert f.started is not None, "a trajectory's stream starts with trajectory.started"
+        b = cls(f.started.trajectory_id)
+        b.built = len(payloads)
+        b.docs = dict(f.docs)
+        b.by_url = dict(f.by_url)
+        b.turns = f.turns[-1].iteration if f.turns else 0
+        b.usage = f.usage
+        b.searches = len(f.searches)
+        b.fetches = len(f.fetches)
+        b.finished = f.finished is not None
+        return b
+
+
+def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
+    """One normalised hit as its `search.result` event (SPEC §2, §14)."""
+    return SearchResult(
+        call_id=call_id,
+        doc_id=doc_id,
+        rank=hit.rank,
+        title=hit.title,
+        url=hit.url,
+        url_normalized=norm_url(hit.url),
+        domain=hit.domain or url_domain(hit.url),
+        snippet=hit.snippet,
+        metadata=dict(hit.metadata),
+        surface_chars=surface_chars(hit.snippet),
+    )
+
+
+# -- the fold ---------------------------------------------------------------------------------------------------------
+
+
+class Search(msgspec.Struct, kw_only=True):
+    """One search call as recorded: the call, its results in rank order, its completion (None: still open)."""
+
+    called: SearchCalled
+    results: list[SearchResult] = []
+    completed: SearchCompleted | None = None
+    retries: list[CallRetried] = []
+
+
+class Fetch(msgspec.Struct, kw_only=True):
+    called: FetchCalled
+    completed: FetchCompleted | None = None
+    retries: list[CallRetried] = []
+
+
+Step = ModelResponded | Search | Fetch | ToolRefused | CallFailed
+
+
+class Folded(msgspec.Struct, kw_only=True):
+    """A trajectory read back: every event in its place, the one shape all readers share."""
+
+    started: TrajectoryStarted | None = None
+    steps: list[Step] = []  # in recorded order: model turns, tool calls, refusals, failed calls
+    turns: list[ModelResponded] = []
+    searches: dict[str, Search] = {}  # by call_id, in order
+    fetches: dict[str, Fetch] = {}
+    docs: dict[str, SearchResult] = {}  # doc_id -> result (its first appearance)
+    by_url: dict[str, str] = {}  # url_normalized -> doc_id of its first appearance
+    retries: list[CallRetried] = []  # every retry, those of model calls too
+    final: AnswerFinal | None = None
+    finished: TrajectoryFinished | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)  # the sum over model turns
+    late: list[Payload] = []  # events after trajectory.finished (a race the proxy now prevents; kept, not hidden)
+
+
+def fold(payloads: Iterable[Payload]) -> Folded:
+    """Fold one trajectory's payloads (in stream order) into a `Folded`."""
+    f = Folded()
+    for p in payloads:
+        if f.finished is not None:
+            f.late.append(p)
+        if isinstance(p, TrajectoryStarted):
+            f.started = p
+        elif isinstance(p, ModelResponded):
+            f.turns.append(p)
+            f.steps.append(p)
+            f.usage = f.usage + p.usage
+        elif isinstance(p, SearchCalled):
+            s = f.searches[p.call_id] = Search(called=p)
+            f.steps.append(s)
+        elif isinstance(p, SearchResult):
+            s_ = f.searches.get(p.call_id)
+            if s_ is not None:
+                s_.results.append(p)
+            f.docs.setdefault(p.doc_id, p)
+            f.by_url.setdefault(p.url_normalized, p.doc_id)
+        elif isinstance(p, SearchCompleted):
+            s_ = f.searches.get(p.call_id)
+            if s_ is not None:
+                s_.completed = p
+        elif isinstance(p, FetchCalled):
+            g = f.fetches[p.call_id] = Fetch(called=p)
+            f.steps.append(g)
+        elif isinstance(p, FetchCompleted):
+            g_ = f.fetches.get(p.call_id)
+            if g_ is not None:
+                g_.completed = p
+        elif isinstance(p, CallRetried):
+            f.retries.append(p)
+            if p.call_id is not None:
+                target = f.searches.get(p.call_id) or f.fetches.get(p.call_id)
+                if target is not None:
+                    target.retries.append(p)
+        elif isinstance(p, ToolRefused | CallFailed):
+            f.steps.append(p)
+        elif isinstance(p, AnswerFinal):
+            f.final = p
+        elif isinstance(p, TrajectoryFinished):
+            f.finished = p
+    return f
+
+
+__all__ = [
+    "Builder",
+    "DocConflict",
+    "Fetch",
+    "Folded",
+    "Message",
+    "Search",
+    "Step",
+    "canonical",
+    "fold",
+    "request_sha256",
+    "search_result",
+    "stream_of",
+    "trajectory_id",
+]
