@@ -184,7 +184,7 @@ def test_openai_responses_plain_streamed_with_tools(env: dict[str, str], request
     deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
     done = [e for e in events if e.type == "response.function_call_arguments.done"]
     assert deltas == call.arguments and [e.arguments for e in done] == [call.arguments]
-    assert events[-1].response == plain  # type: ignore[union-attr]
+    assert events[-1].response == plain
     with client.responses.stream(**ask) as stream:  # the client's own accumulator rebuilds the same reply
         final = stream.get_final_response()
     assert final.model_dump(exclude={"output"}) == plain.model_dump(exclude={"output"})

@@ -134,3 +134,22 @@ def test_a_bad_api_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2 and err.strip().splitlines() == [
         f"searchtrace: error: {tmp_path / 'bad.toml'}: key agent.api: must be 'chat' or 'responses', got 'graphql'"]
     assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_replay_re_executes_a_responses_run(db: Path) -> None:
+    code, out, err = run_cli("replay", "--db", str(db))
+    assert code == 0, out + err
+    assert "12 trajectories, 12 match, 0 diverge" in out + err
+
+
+@pytest.mark.parametrize("finish", ["tool_calls", "stop", "length"])
+def test_a_reply_without_its_raw_body_is_replayed_as_the_same_response(finish: str) -> None:
+    from searchtrace.adapters import parse_response
+    from searchtrace.replay._reexec import responses_body
+    from searchtrace.store import ModelResponded, ToolCall, Usage
+
+    calls = [ToolCall(call_id="call_1", name="search_web", arguments='{"query":"q"}')] if finish == "tool_calls" else []
+    m = ModelResponded(iteration=2, text=None if calls else "FINAL ANSWER: 1937", tool_calls=calls,
+                       usage=Usage(input_tokens=10, output_tokens=7, reasoning_tokens=3, cached_tokens=2),
+                       latency_ms=1.0, finish_reason=finish)
+    assert parse_response(responses_body(m, "gpt-x")) == (m.text, calls, m.usage, finish)
