@@ -4,7 +4,7 @@ The request's `instructions`, the conversation of `previous_response_id` (kept p
 its `input` items become chat messages (adapters._responses_api), which `_model.answer` answers exactly as
 the chat route would; the reply is a `response` object with `reasoning`, `message` and `function_call`
 items, or with `stream: true` its typed server-sent events (_streaming.py). A response with `store: false` is
-not kept.
+not kept. Requests are counted and faulted as the chat route's (route `chat`: one fault plan for both APIs).
 """
 
 from __future__ import annotations
