@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_text,
     )
     from searchtrace.adapters._local_server import LocalGuard, MiB
+    from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
     from searchtrace.adapters._registry import (
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         spec,
         specs,
     )
+    from searchtrace.adapters._responses_api import chat_messages, input_items, parse_response
     from searchtrace.adapters._search_base import SearchAdapter, shorten
     from searchtrace.adapters._toolset import Tools, pick, read_page, read_results
     from searchtrace.adapters._types import (
@@ -79,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "scrub_text": "searchtrace.adapters._keys",
     "LocalGuard": "searchtrace.adapters._local_server",
     "MiB": "searchtrace.adapters._local_server",
+    "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
     "parse_completion": "searchtrace.adapters._openai_chat",
@@ -100,6 +103,9 @@ _EXPORTS: dict[str, str] = {
     "spec": "searchtrace.adapters._registry",
     "specs": "searchtrace.adapters._registry",
     "SearchAdapter": "searchtrace.adapters._search_base",
+    "chat_messages": "searchtrace.adapters._responses_api",
+    "input_items": "searchtrace.adapters._responses_api",
+    "parse_response": "searchtrace.adapters._responses_api",
     "shorten": "searchtrace.adapters._search_base",
     "Tools": "searchtrace.adapters._toolset",
     "pick": "searchtrace.adapters._toolset",
@@ -126,6 +132,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AdapterError",
     "BraveSearch",
+    "CHAT_APIS",
     "ChatError",
     "ChatModel",
     "ChatResponse",
@@ -157,6 +164,7 @@ __all__ = [
     "Tools",
     "base_url_problem",
     "build_chat",
+    "chat_messages",
     "build_fetcher",
     "build_search",
     "configured_secrets",
@@ -167,12 +175,14 @@ __all__ = [
     "domain_of",
     "endpoints",
     "estimate_tokens",
+    "input_items",
     "normalize_url",
     "norm_url",
     "url_domain",
     "page_markdown",
     "paper_providers",
     "parse_completion",
+    "parse_response",
     "pick",
     "read_key",
     "read_page",

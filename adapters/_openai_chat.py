@@ -1,9 +1,11 @@
-"""OpenAI-compatible chat completions with tool calling (OpenAI, Moonshot Kimi, the sandbox)."""
+"""OpenAI-compatible chat completions with tool calling (OpenAI, Moonshot Kimi, the sandbox), or the same
+conversation over OpenAI's Responses API (`api="responses"`, adapters._responses_api)."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 import httpx
 import msgspec
@@ -12,6 +14,7 @@ import structlog
 from searchtrace.adapters._errors import ChatError, key_rejected
 from searchtrace.adapters._http import OwnsClient, Reply
 from searchtrace.adapters._keys import Secret, json_headers, scrub_bytes, scrub_parsed, scrub_text
+from searchtrace.adapters._responses_api import input_items, parse_response, text_format, tools_to_responses
 from searchtrace.adapters._search_base import shorten
 from searchtrace.adapters._types import ChatResponse, Endpoint, EndpointSpec, Limits
 from searchtrace.store import ToolCall, Usage
@@ -106,17 +109,47 @@ def error_message(body: Any, text: str) -> str:
     return text
 
 
-def _parses(body: bytes) -> bool:
-    """A 2xx chat body we can use; a malformed or truncated one is worth another attempt (it was not an answer)."""
-    try:
-        parse_completion(body)
-    except (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError):
-        return False
-    return True
+Api = Literal["chat", "responses"]
+APIS: tuple[Api, ...] = ("chat", "responses")
+Parsed = tuple[str | None, list[ToolCall], Usage, str | None]
+_PARSERS: dict[str, Callable[[bytes], Parsed]] = {"chat": parse_completion, "responses": parse_response}
+_BAD_BODY = (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _parses(parse: Callable[[bytes], Parsed]) -> Callable[[bytes], bool]:
+    """A 2xx body we can use; a malformed or truncated one is worth another attempt (it was not an answer)."""
+
+    def accept(body: bytes) -> bool:
+        try:
+            parse(body)
+        except _BAD_BODY:
+            return False
+        return True
+
+    return accept
+
+
+def request_body(api: Api, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 response_format: dict[str, Any] | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The request body of one turn: chat `messages`, or Responses `input` items (not stored upstream: every
+    turn sends the whole conversation, as a chat request does); `params` are merged over either."""
+    if api == "chat":
+        body: dict[str, Any] = {"model": model, "messages": messages, **params}
+        if tools:
+            body["tools"] = tools
+        if response_format is not None:
+            body["response_format"] = response_format
+        return body
+    body = {"model": model, "input": input_items(messages), "store": False, **params}
+    if tools:
+        body["tools"] = tools_to_responses(tools)
+    if response_format is not None:
+        body["text"] = {**(body.get("text") or {}), "format": text_format(response_format)}
+    return body
 
 
 class OpenAIChat(OwnsClient):
-    """Chat completions for one model at one endpoint; raises ChatError once retries are exhausted."""
+    """Chat completions (or Responses) for one model at one endpoint; raises ChatError once retries are exhausted."""
 
     label = "OpenAI-compatible chat"
 
@@ -129,14 +162,17 @@ class OpenAIChat(OwnsClient):
         transport: httpx.AsyncBaseTransport | None = None,
         key: Secret | None = None,
         key_fallback: str | None = None,
+        api: Api = "chat",
     ) -> None:
         self.model = model
         self.name = model
         self.params: dict[str, Any] = dict(params or {})
+        self.api: Api = api
         super().__init__(endpoint, transport, key, key_fallback)
 
     def __repr__(self) -> str:
-        return f"OpenAIChat(model={self.model!r}, base_url={self.endpoint.base_url!r})"
+        api = "" if self.api == "chat" else f", api={self.api!r}"
+        return f"OpenAIChat(model={self.model!r}, base_url={self.endpoint.base_url!r}{api})"
 
     async def complete(
         self,
@@ -146,22 +182,21 @@ class OpenAIChat(OwnsClient):
         response_format: dict[str, Any] | None = None,
         trace_id: str | None = None,
     ) -> ChatResponse:
-        """One completion; tool calls are read from message.tool_calls (finish_reason may say "stop")."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
-        if tools:
-            body["tools"] = tools
-        if response_format is not None:
-            body["response_format"] = response_format
+        """One completion; tool calls are read from message.tool_calls (finish_reason may say "stop"), or with the
+        Responses API from the reply's function_call items."""
+        body = request_body(self.api, self.model, messages, tools, response_format, self.params)
         headers = json_headers(self._key)
-        reply = await self._http.call("POST", "chat/completions", what=f"chat:{self.model}", headers=headers,
-                                      json=body, trace_id=trace_id, accept=_parses)
+        parse = _PARSERS[self.api]
+        path = "chat/completions" if self.api == "chat" else "responses"
+        reply = await self._http.call("POST", path, what=f"chat:{self.model}", headers=headers,
+                                      json=body, trace_id=trace_id, accept=_parses(parse))
         if reply.outcome != "ok":
             error = self._error(reply)
             error.provider_ms, error.queue_ms = reply.provider_ms, reply.queue_ms
             raise error
         try:
-            text, calls, usage, finish = scrub_parsed(parse_completion(reply.body), self.secrets())
-        except (ValueError, TypeError, RecursionError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            text, calls, usage, finish = scrub_parsed(parse(reply.body), self.secrets())
+        except _BAD_BODY as exc:
             raise ChatError("bad_response", scrub_text(f"{self.model}: unusable body: {exc}", self._key),
                             reply.retries, http_status=reply.http_status) from None
         log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,

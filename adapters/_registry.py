@@ -146,12 +146,16 @@ def build_chat(
     params: dict[str, Any] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     key_fallback: str | None = None,
+    api: str = "chat",
 ) -> OpenAIChat:
-    """A chat model at an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY unless configured)."""
+    """A chat model at an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY unless configured), asked
+    over Chat Completions or, with `api="responses"`, the Responses API."""
     if not model:
         raise BadInput("chat model: empty model name")
+    if api not in openai_chat.APIS:
+        raise BadInput(f"chat api: must be one of {', '.join(openai_chat.APIS)}, got {api!r}")
     return OpenAIChat(endpoint or default_endpoint(openai_chat.ENDPOINT.name), model, params=params, transport=transport,
-                      key_fallback=key_fallback)
+                      key_fallback=key_fallback, api="responses" if api == "responses" else "chat")
 
 
 discover()

@@ -6,6 +6,7 @@ run_id = "my-run"                 # optional; default: derived from the config's
 epochs = 1                        # records every (provider, question) cell this many times (SPEC §12)
 [agent]
 model = "gpt-5.4"
+api = "chat"                      # or "responses": the same turns over OpenAI's Responses API (POST /responses)
 base_url = "https://api.openai.com/v1"
 key_env = "OPENAI_API_KEY"
 rps = 5.0                         # requests/s; burst rps/10 per 0.1 s unless `burst` is set
@@ -48,6 +49,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import (
+    CHAT_APIS,
     SEARCH_PROVIDERS,
     base_url_problem,
     default_endpoint,
@@ -100,6 +102,7 @@ class EndpointCfg(_Cfg):
 
 class AgentCfg(EndpointCfg):
     model: str = ""  # required (checked in _check)
+    api: str = "chat"  # "chat" (POST chat/completions) or "responses" (POST responses), checked in _check
     prompt_version: str = "agent/1"
     prompt_file: str = ""  # a TOML prompt file; sets prompt_version to `<name>@<sha256[:12]>` on load
     params: dict[str, Any] = {}
@@ -153,8 +156,11 @@ class RunConfig(_Cfg):
     def identity(self) -> dict[str, Any]:
         """What makes two runs the same protocol (not rates, base URLs or concurrency): hashed into run_id."""
         prompt = get_prompt(self.agent.prompt_version)
+        agent: dict[str, Any] = {"model": self.agent.model, "params": self.agent.params}
+        if self.agent.api != "chat":  # a chat run keeps the run id it had before the key existed
+            agent["api"] = self.agent.api
         return {
-            "agent": {"model": self.agent.model, "params": self.agent.params},
+            "agent": agent,
             "prompt": {"version": prompt.version, "sha256": prompt.sha256},
             "max_iterations": self.limits.max_iterations,
             "providers": {n: {"kind": p.kind, "params": p.params} for n, p in sorted(self.providers.items())},
@@ -180,6 +186,8 @@ class RunConfig(_Cfg):
             del body["prices"]
         if not self.agent.prompt_file:
             del body["agent"]["prompt_file"]  # configs without one keep their run.started bytes
+        if self.agent.api == "chat":
+            del body["agent"]["api"]  # likewise the default API
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
@@ -241,6 +249,8 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
     if not cfg.agent.model.strip():
         raise bad("agent.model", "required (the chat model name)")
+    if cfg.agent.api not in CHAT_APIS:
+        raise bad("agent.api", f"must be {' or '.join(repr(a) for a in CHAT_APIS)}, got {cfg.agent.api!r}"[:200])
     if not cfg.providers:
         raise bad("providers", "at least one [providers.<name>] table is required")
     for name, p in cfg.providers.items():

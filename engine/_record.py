@@ -381,7 +381,7 @@ def endpoint_factory(transport: httpx.AsyncBaseTransport | None = None) -> Adapt
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
         fallback = SANDBOX_KEY if cfg.sandbox else None
         chat = build_chat(cfg.agent.model, _endpoint(cfg.agent), params=dict(cfg.agent.params), transport=transport,
-                          key_fallback=fallback)
+                          key_fallback=fallback, api=cfg.agent.api)
         stack.push_async_callback(chat.aclose)
         f = cfg.fetch
         cache = (Path(f.cache_dir) / "sandbox" if cfg.sandbox else Path(f.cache_dir)) if f.cache_dir else None

@@ -1,6 +1,6 @@
 """Replay transport: answers the agent's HTTP requests from recorded events, and never makes a live call.
 
-It knows the wire routes only (chat completions, the search routes, Jina's `GET /<url>`), not the agent: each
+It knows the wire routes only (chat completions and Responses, the search routes, Jina's `GET /<url>`), not the agent: each
 request is matched, by its `X-Searchtrace-Trace` header (the trajectory id), to that trajectory's recorded
 answers — the n-th chat request gets the n-th `model.responded`, a search gets the next recorded answer to the
 same query, a fetch the next recorded answer for the same URL. A request with no recorded answer raises
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import httpx
@@ -71,6 +72,25 @@ class Tape:
             elif isinstance(p, TrajectoryFinished):
                 tape.finished = p
         return tape
+
+
+def responses_body(m: ModelResponded, model: str) -> bytes:
+    """A Responses API `response` body carrying a recorded reply (used when its raw body was not stored)."""
+    output: list[dict[str, Any]] = []
+    if m.text is not None:
+        output.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": m.text}]})
+    output += [{"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+               for c in m.tool_calls]
+    u = m.usage
+    status = "incomplete" if m.finish_reason in ("length", "content_filter") else "completed"
+    reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(m.finish_reason or "")
+    return msgspec.json.encode({
+        "id": f"replay-{m.iteration}", "object": "response", "model": model, "status": status, "output": output,
+        "incomplete_details": {"reason": reason} if reason else None,
+        "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                  "input_tokens_details": {"cached_tokens": u.cached_tokens},
+                  "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens}},
+    })
 
 
 def _response(status: int, body: bytes, request: httpx.Request, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -137,7 +157,7 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         tape = self._tape(request)
         path = request.url.path
-        if request.method == "POST" and path.endswith("/chat/completions"):
+        if request.method == "POST" and path.endswith(("/chat/completions", "/responses")):
             return self._chat(request, tape, body)
         if path.endswith(_SEARCH_SUFFIXES):
             return self._search(request, tape, body)
@@ -157,7 +177,8 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         if m.raw_digest:
             return _response(200, self.get_blob(m.raw_digest), request)
         model = str(msgspec.json.decode(body).get("model", "")) if body else ""
-        return _response(200, chat_body(m, model), request)
+        make = responses_body if request.url.path.endswith("/responses") else chat_body
+        return _response(200, make(m, model), request)
 
     def _search(self, request: httpx.Request, tape: Tape, body: bytes) -> httpx.Response:
         query = request.url.params.get("q")

@@ -8,6 +8,8 @@ root of a port of its own (`create_apps`, `running_all`), so official clients' a
   GET  R/jina/{url} (or POST R/jina/ {"url"})   Jina Reader: text, or the JSON envelope with Accept: application/json
   POST R/openai/v1/chat/completions  models sandbox-agent, sandbox-judge, sandbox-judge-sloppy (Bearer; -> 401);
        `stream: true` answers with server-sent chunks ending in a usage chunk
+  POST R/openai/v1/responses  the same models over OpenAI's Responses API (function calls, previous_response_id,
+       `stream: true` as typed events)
 Faults: `!fault:<kind>[x<N>]` in a query, a fetched URL (e.g. https://faults.sandbox.test/p?!fault:oversized or
 https://faults.sandbox.test/!fault:timeout/p) or the last chat message; kinds 429 500 503 timeout malformed
 truncated slow oversized(jina) 401 quota, and for the judge prose badjson wrongshape pagemismatch; or

@@ -1,8 +1,8 @@
-"""The sandbox ASGI app: every search provider (the routes its module declares), Jina Reader and chat completions
-over one World.
+"""The sandbox ASGI app: every search provider (the routes its module declares), Jina Reader, chat completions and
+the Responses API over one World.
 
 Routes (root R): R/<endpoint's sandbox path>/<its own path> (route_groups), e.g. R/<provider>/… for each search
-provider, GET R/jina/{url}, POST R/openai/v1/chat/completions; GET R/ (an index).
+provider, GET R/jina/{url}, POST R/openai/v1/chat/completions and R/openai/v1/responses; GET R/ (an index).
 `create_apps` also gives one app per provider with its routes at the root (`sandbox serve` puts each on a port).
 `app.state.counters[(route, trace_id)]` counts requests per `X-Searchtrace-Trace` header (None when absent),
 `app.state.totals[route]` per route.
@@ -23,6 +23,7 @@ from searchtrace.adapters.sandbox._chat_route import chat_completions
 from searchtrace.adapters.sandbox._faults import FaultPlan
 from searchtrace.adapters.sandbox._fetch_route import jina_read, jina_read_post
 from searchtrace.adapters.sandbox._responses import json_response
+from searchtrace.adapters.sandbox._responses_route import responses
 from searchtrace.adapters.sandbox._state import Sandbox, json_body, sandbox_of
 from searchtrace.adapters.sandbox._world import World, default_world
 
@@ -69,7 +70,8 @@ def route_groups() -> dict[str, list[Route]]:
     groups = {s.name: [Route(r.path, _endpoint(s.name, r), methods=list(r.methods)) for r in s.routes]
               for s in specs()}
     groups["jina"] = [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])]
-    groups["openai"] = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]
+    groups["openai"] = [Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+                        Route("/v1/responses", responses, methods=["POST"])]
     return groups
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +18,7 @@ from searchtrace.adapters.sandbox._responses import Hang, fault_reply, mangle, q
 from searchtrace.adapters.sandbox._world import World
 
 SLOW_S = 0.25
+RESPONSES_KEPT = 1024  # stored Responses conversations per server (oldest dropped): what `previous_response_id` finds
 
 
 class Sandbox:
@@ -31,6 +32,19 @@ class Sandbox:
         self.attempts = Attempts()
         self.counters: Counter[tuple[str, str | None]] = Counter()
         self.totals: Counter[str] = Counter()
+        self.conversations: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def keep(self, response_id: str, messages: list[dict[str, Any]]) -> None:
+        """Stores a response's conversation (chat messages, without its instructions) for `previous_response_id`."""
+        self.conversations[response_id] = messages
+        self.conversations.move_to_end(response_id)
+        while len(self.conversations) > RESPONSES_KEPT:
+            self.conversations.popitem(last=False)
+
+    def conversation(self, response_id: str) -> list[dict[str, Any]] | None:
+        """The conversation up to and including a stored response, or None when it is unknown or dropped."""
+        found = self.conversations.get(response_id)
+        return None if found is None else list(found)
 
     def count(self, route: str, request: Request) -> None:
         self.counters[(route, request.headers.get(TRACE_HEADER))] += 1

@@ -1,7 +1,8 @@
-"""Chat completions as server-sent events (`stream: true`), the way OpenAI streams them, ending in a usage chunk.
+"""Replies as server-sent events (`stream: true`), the way OpenAI streams them: chat completions as chunks
+ending in a usage chunk, Responses as typed events (`event: response.created` ... `response.completed`).
 
 Why: official clients and recording proxies ask for `stream=True`; a plain JSON reply gives them zero chunks.
-The chunks are a pure function of the non-streamed reply, so both forms say exactly the same thing.
+The chunks and events are a pure function of the non-streamed reply, so both forms say exactly the same thing.
 """
 
 from __future__ import annotations
@@ -58,3 +59,48 @@ def sse_response(reply: dict[str, Any], *, include_usage: bool) -> StreamingResp
     """The reply as a `text/event-stream` of chunks, terminated by `data: [DONE]`."""
     return StreamingResponse(_events(reply, include_usage), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
+
+
+def response_events(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The typed events of one Responses reply: created, in_progress, each output item added / its deltas / done,
+    completed (carrying the whole response), numbered by `sequence_number`."""
+    seq = iter(range(1 << 62))
+    pending = {**response, "status": "in_progress", "output": [], "usage": None, "completed_at": None}
+
+    def event(kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "sequence_number": next(seq), **fields}
+
+    yield event("response.created", response=pending)
+    yield event("response.in_progress", response=pending)
+    for index, item in enumerate(response["output"]):
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "content": []})
+            for c, part in enumerate(item["content"]):
+                yield event("response.content_part.added", **where, content_index=c,
+                            part={**part, "text": ""})
+                for piece in _pieces(part["text"]):
+                    yield event("response.output_text.delta", **where, content_index=c, delta=piece, logprobs=[])
+                yield event("response.output_text.done", **where, content_index=c, text=part["text"], logprobs=[])
+                yield event("response.content_part.done", **where, content_index=c, part=part)
+        elif item["type"] == "function_call":
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "arguments": ""})
+            for piece in _pieces(item["arguments"]):
+                yield event("response.function_call_arguments.delta", **where, delta=piece)
+            yield event("response.function_call_arguments.done", **where, arguments=item["arguments"])
+        else:
+            yield event("response.output_item.added", output_index=index, item=item)
+        yield event("response.output_item.done", output_index=index, item=item)
+    yield event("response.completed", response=response)
+
+
+async def _typed(response: dict[str, Any]) -> AsyncIterator[bytes]:
+    for e in response_events(response):
+        yield b"event: " + e["type"].encode() + b"\ndata: " + wire.encode(e) + b"\n\n"
+
+
+def typed_sse_response(response: dict[str, Any]) -> StreamingResponse:
+    """A Responses reply as a `text/event-stream` of typed events (no `[DONE]`: `response.completed` ends it)."""
+    return StreamingResponse(_typed(response), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -84,3 +84,62 @@ OPENAI_401 = ("Incorrect API key provided: ********. You can find your API key a
 OPENAI_429 = ("Rate limit reached for sandbox-agent in organization org-sandbox on requests per min (RPM): "
               "Limit 60, Used 60, Requested 1. Please try again in 1s. Visit "
               "https://platform.openai.com/account/rate-limits to learn more.")
+
+
+# ---------------------------------------------------------------- OpenAI Responses API
+
+def response_object(*, key: str, model: str, request: dict[str, Any], text: str | None,
+                    tool_calls: list[dict[str, Any]], prompt_tokens: int, completion_tokens: int,
+                    reasoning_tokens: int, cached_tokens: int) -> dict[str, Any]:
+    """A completed `response` object: a reasoning item when the model reasoned, its message, its function calls.
+
+    Request fields the reply echoes (instructions, tools, tool_choice, previous_response_id ...) come from
+    `request`, as OpenAI echoes them."""
+    output: list[dict[str, Any]] = []
+    if reasoning_tokens:
+        output.append({"id": f"rs_{digest(key, 'rs', n=48)}", "type": "reasoning", "summary": []})
+    if text is not None:
+        output.append({"id": f"msg_{digest(key, 'msg', n=48)}", "type": "message", "status": "completed",
+                       "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+    for i, call in enumerate(tool_calls):
+        fn = call["function"]
+        output.append({"id": f"fc_{digest(key, 'fc', str(i), n=48)}", "type": "function_call", "status": "completed",
+                       "arguments": fn["arguments"], "call_id": call["id"], "name": fn["name"]})
+    text_cfg = request.get("text")
+    fmt: dict[str, Any] = text_cfg if isinstance(text_cfg, dict) else {}
+    return {
+        "id": f"resp_{digest(key, 'resp', n=48)}",
+        "object": "response",
+        "created_at": EPOCH,
+        "status": "completed",
+        "background": False,
+        "completed_at": EPOCH + 1,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": request.get("instructions"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "max_tool_calls": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "previous_response_id": request.get("previous_response_id"),
+        "reasoning": {"effort": "medium" if reasoning_tokens else None, "summary": None},
+        "service_tier": "default",
+        "store": request.get("store", True),
+        "temperature": request.get("temperature", 1.0),
+        "text": {"format": {"type": "text"}, "verbosity": "medium", **fmt},
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools") or [],
+        "top_p": request.get("top_p", 1.0),
+        "truncation": "disabled",
+        "usage": {
+            "input_tokens": prompt_tokens,
+            "input_tokens_details": {"cached_tokens": cached_tokens, "cache_write_tokens": 0},
+            "output_tokens": completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+        "user": None,
+        "metadata": request.get("metadata") or {},
+    }

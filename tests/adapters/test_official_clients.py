@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from exa_py import Exa
 from firecrawl import AsyncFirecrawl, Firecrawl
-from openai import AsyncOpenAI, OpenAI
+from openai import AsyncOpenAI, BadRequestError, OpenAI
 from tavily import TavilyClient
 
 from searchtrace.adapters.sandbox import default_world
@@ -130,3 +132,95 @@ def test_reader_post_form_and_jina_search(env: dict[str, str]) -> None:
         found = c.get(env["SEARCHTRACE_JINA_SEARCH_BASE_URL"] + "/", params={"q": QUESTION},
                       headers={"Authorization": "Bearer sandbox", "Accept": "application/json"})
         assert found.status_code == 200 and found.json()["data"][0]["content"]
+
+
+RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in TOOL_SCHEMAS]  # the flattened Responses form
+
+
+def _tool_result(env: dict[str, str], name: str, arguments: str) -> str:
+    """What a harness hands back for one call: the Tavily client's JSON for a search, Jina's text for a fetch
+    (of the URL the agent names in `doc_id`, as these results carry no doc ids)."""
+    args = json.loads(arguments)
+    if name == "search_web":
+        tavily = TavilyClient(api_key="tvly-sandbox", api_base_url=env["SEARCHTRACE_TAVILY_BASE_URL"])
+        return json.dumps(tavily.search(args["query"], max_results=5))
+    page = httpx.get(f"{env['SEARCHTRACE_JINA_BASE_URL']}/{args['doc_id']}", headers={"Authorization": "Bearer jina"})
+    return page.text
+
+
+def _chat_loop(client: OpenAI, env: dict[str, str]) -> list[tuple[str, str] | str]:
+    """The scripted agent driven over chat completions: each turn's tool calls (name, arguments), then its text."""
+    messages: list[Any] = [{"role": "system", "content": "Search, then answer."}, {"role": "user", "content": QUESTION}]
+    said: list[tuple[str, str] | str] = []
+    for _ in range(8):
+        reply = client.chat.completions.create(model="sandbox-agent", messages=messages, tools=TOOL_SCHEMAS)  # type: ignore[arg-type]
+        message = reply.choices[0].message
+        calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]  # type: ignore[union-attr]
+        if not calls:
+            said.append(message.content or "")
+            return said
+        said += calls
+        messages.append(message.model_dump(exclude_none=True))
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": _tool_result(env, *call)}
+                     for c, call in zip(message.tool_calls or [], calls, strict=True)]
+    return said
+
+
+def test_openai_responses_plain_streamed_with_tools(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
+    request.addfinalizer(client.close)
+    ask: dict[str, Any] = {"model": "sandbox-agent", "instructions": "Search, then answer.", "input": QUESTION,
+                           "tools": RESPONSES_TOOLS}
+    plain = client.responses.create(**ask)
+    assert [item.type for item in plain.output] == ["reasoning", "function_call"] and plain.output_text == ""
+    call = plain.output[1]
+    assert call.type == "function_call" and call.name == "search_web" and QUESTION in json.loads(call.arguments)["query"]
+    assert plain.usage is not None and plain.usage.output_tokens_details.reasoning_tokens > 0
+    assert plain.status == "completed" and plain.tools[0].type == "function"
+    events = list(client.responses.create(**ask, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:3] == ["response.created", "response.in_progress", "response.output_item.added"]
+    assert kinds[-1] == "response.completed" and [e.sequence_number for e in events] == list(range(len(events)))
+    deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert deltas == call.arguments and [e.arguments for e in done] == [call.arguments]
+    assert events[-1].response == plain
+    with client.responses.stream(**ask) as stream:  # the client's own accumulator rebuilds the same reply
+        final = stream.get_final_response()
+    assert final.model_dump(exclude={"output"}) == plain.model_dump(exclude={"output"})
+    assert [o.model_dump(exclude={"parsed_arguments"}) for o in final.output] == [o.model_dump() for o in plain.output]
+    judge = client.responses.create(model="sandbox-judge", input=QUESTION, stream=True)
+    text = "".join(e.delta for e in judge if e.type == "response.output_text.delta")
+    assert '"supports_gold"' in text
+
+
+def test_openai_responses_chain_matches_chat(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    """previous_response_id carries the conversation: each turn sends only the tool results, and the scripted
+    agent makes exactly the calls and the answer it makes over chat completions."""
+    client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
+    request.addfinalizer(client.close)
+    said: list[tuple[str, str] | str] = []
+    cached: list[int] = []
+    reply = client.responses.create(model="sandbox-agent", instructions="Search, then answer.", input=QUESTION,
+                                    tools=RESPONSES_TOOLS)  # type: ignore[arg-type]
+    for _ in range(8):
+        calls = [o for o in reply.output if o.type == "function_call"]
+        if not calls:
+            said.append(reply.output_text)
+            break
+        said += [(c.name, c.arguments) for c in calls]
+        outputs: list[Any] = [{"type": "function_call_output", "call_id": c.call_id,
+                               "output": _tool_result(env, c.name, c.arguments)} for c in calls]
+        reply = client.responses.create(model="sandbox-agent", previous_response_id=reply.id, input=outputs,
+                                        instructions="Search, then answer.", tools=RESPONSES_TOOLS)  # type: ignore[arg-type]
+        assert reply.previous_response_id is not None and reply.usage is not None
+        cached.append(reply.usage.input_tokens_details.cached_tokens)
+    assert max(cached) > 0  # the earlier turns count as a cached prefix (in whole blocks of 64 tokens)
+    assert said[-1] == f"FINAL ANSWER: {ANSWER}" and len(said) >= 2
+    assert said == _chat_loop(client, env)
+    with pytest.raises(BadRequestError) as missing:
+        client.responses.create(model="sandbox-agent", previous_response_id="resp_nowhere", input="more?")
+    assert missing.value.code == "previous_response_not_found"
+    unstored = client.responses.create(model="sandbox-agent", input=QUESTION, tools=RESPONSES_TOOLS, store=False)  # type: ignore[arg-type]
+    with pytest.raises(BadRequestError):
+        client.responses.create(model="sandbox-agent", previous_response_id=unstored.id, input="more?")
