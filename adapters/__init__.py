@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         spec,
         specs,
     )
-    from searchtrace.adapters._responses_api import chat_messages, input_items, parse_response
+    from searchtrace.adapters._responses_api import chat_messages, input_items, parse_response, tools_to_chat
     from searchtrace.adapters._search_base import SearchAdapter, shorten
     from searchtrace.adapters._toolset import Tools, pick, read_page, read_results
     from searchtrace.adapters._types import (
@@ -106,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "chat_messages": "searchtrace.adapters._responses_api",
     "input_items": "searchtrace.adapters._responses_api",
     "parse_response": "searchtrace.adapters._responses_api",
+    "tools_to_chat": "searchtrace.adapters._responses_api",
     "shorten": "searchtrace.adapters._search_base",
     "Tools": "searchtrace.adapters._toolset",
     "pick": "searchtrace.adapters._toolset",
@@ -183,6 +184,7 @@ __all__ = [
     "paper_providers",
     "parse_completion",
     "parse_response",
+    "tools_to_chat",
     "pick",
     "read_key",
     "read_page",

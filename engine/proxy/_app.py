@@ -25,16 +25,19 @@ from searchtrace.adapters import (
     SearchHit,
     Secret,
     build_search,
+    chat_messages,
     estimate_tokens,
     page_markdown,
     parse_completion,
+    parse_response,
     scrub_bytes,
     scrub_text,
     shorten,
+    tools_to_chat,
 )
 from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
-from searchtrace.engine.proxy._sse import assemble
+from searchtrace.engine.proxy._sse import assemble, assemble_responses
 from searchtrace.store import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
@@ -172,7 +175,7 @@ class Proxy:
         elif target.kind == "fetch":
             done = self._record_fetch(t, target, request, up, secret)
         elif target.kind == "chat":
-            done = self._record_chat(t, body, up, up.body, secret)
+            done = self._record_chat(t, target, body, up, up.body, secret)
         if done is not None and self.durable:
             await done.wait()
         return self._reply(up)
@@ -266,7 +269,7 @@ class Proxy:
         except httpx.HTTPError as exc:
             up = Upstream(status=None, fault="timeout" if isinstance(exc, httpx.TimeoutException) else "http_error",
                           message=f"upstream failed ({type(exc).__name__})")
-            await self._record_chat(t, body, up, b"", secret).wait()
+            await self._record_chat(t, target, body, up, b"", secret).wait()
             return self._reply(up)
 
         async def chunks() -> AsyncIterator[bytes]:
@@ -294,10 +297,10 @@ class Proxy:
                 completion = whole
                 if resp.is_success:
                     try:
-                        completion = assemble(whole)
+                        completion = assemble(whole) if target.api == "chat" else assemble_responses(whole)
                     except _BAD_BODY:
                         completion = b""
-                done = self._record_chat(t, body, up, completion, secret, raw=whole)
+                done = self._record_chat(t, target, body, up, completion, secret, raw=whole)
             if done is not None and self.durable:
                 await done.wait()
             if held is not None:
@@ -371,8 +374,8 @@ class Proxy:
                             n_tokens=estimate_tokens(content) if content is not None else 0, latency_ms=up.latency_ms,
                             http_status=up.status, error=err, secrets=secret)
 
-    def _record_chat(self, t: Traj, body: bytes, up: Upstream, completion: bytes, secret: list[Secret],
-                     raw: bytes | None = None) -> anyio.Event:
+    def _record_chat(self, t: Traj, target: routes.Target, body: bytes, up: Upstream, completion: bytes,
+                     secret: list[Secret], raw: bytes | None = None) -> anyio.Event:
         request = _json_or_none(body) or {}
         model = str(request.get("model", "chat"))
         if up.status is None or not 200 <= up.status < 300:
@@ -381,15 +384,39 @@ class Proxy:
             return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text),
                                              secrets=secret)
         try:
-            text_, calls, usage, finish = parse_completion(completion)
+            text_, calls, usage, finish = (parse_completion if target.api == "chat" else parse_response)(completion)
         except _BAD_BODY as exc:
             return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
                                              error=f"unusable body: {exc}", secrets=secret)
-        messages: list[dict[str, Any]] | None = request["messages"] if isinstance(request.get("messages"), list) else None
-        tools: list[dict[str, Any]] | None = request["tools"] if isinstance(request.get("tools"), list) else None
+        messages, tools = _request_messages(target.api, request)
+        reply_id = None
+        if target.api == "responses":
+            reply = _json_or_none(completion) or {}
+            reply_id = reply["id"] if isinstance(reply.get("id"), str) else None
+        previous = request.get("previous_response_id")
         return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
                            finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, *secret),
-                           messages=messages, tools=tools, secrets=secret)
+                           messages=messages, tools=tools, secrets=secret, reply_id=reply_id,
+                           previous_id=previous if isinstance(previous, str) else None)
+
+
+def _request_messages(api: str, request: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """What a model request sent, as chat messages and chat tools (a Responses request is converted, SPEC §17,
+    so both APIs record the same request the same way); None where the body does not say."""
+    raw_tools = request.get("tools")
+    if api == "chat":
+        messages = request["messages"] if isinstance(request.get("messages"), list) else None
+        return messages, raw_tools if isinstance(raw_tools, list) else None
+    try:
+        messages = chat_messages(request.get("instructions"), request.get("input"))
+    except ValueError:
+        messages = None
+    if not isinstance(raw_tools, list):
+        return messages, None
+    try:
+        return messages, tools_to_chat(raw_tools)
+    except ValueError:  # a hosted tool (web_search, file_search …): kept as sent
+        return messages, raw_tools
 
 
 def _headers(resp: httpx.Response) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -26,6 +26,7 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine._record import Question, code_version, run_stream
 from searchtrace.engine._trajectory import Builder, Message, trajectory_id
+from searchtrace.engine._transcript import assistant_message
 from searchtrace.store import (
     BadInput,
     DatasetQuestion,
@@ -45,6 +46,7 @@ from searchtrace.store import (
 )
 
 _Item = tuple[list[NewEvent], list[bytes], anyio.Event | None]
+MAX_KEPT_REPLIES = 64  # per trajectory: a Responses conversation chains the latest reply, rarely an older one
 
 
 @dataclass
@@ -54,6 +56,9 @@ class Traj:
     provider: str
     qid: str
     b: Builder  # its payloads, doc_ids and counters
+    # Responses API: each reply's whole conversation (request + the reply), so a request naming it as
+    # `previous_response_id` is recorded with everything the model was sent; the latest MAX_KEPT_REPLIES
+    replies: dict[str, list[Message]] = field(default_factory=dict)
 
     @property
     def trajectory_id(self) -> str:
@@ -197,9 +202,17 @@ class ProxyRecorder:
     def chat(
         self, t: Traj, *, text: str | None, tool_calls: list[ToolCall], usage: Usage, latency_ms: float,
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
-        tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (),
+        tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), reply_id: str | None = None,
+        previous_id: str | None = None,
     ) -> anyio.Event:
-        """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests)."""
+        """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
+        a Responses request continuing `previous_id` is recorded with that reply's conversation before it."""
+        if previous_id is not None and messages is not None:
+            messages = [*t.replies.get(previous_id, []), *messages]
+        if reply_id is not None and messages is not None:
+            t.replies[reply_id] = [*messages, assistant_message(text, tool_calls)]
+            while len(t.replies) > MAX_KEPT_REPLIES:
+                t.replies.pop(next(iter(t.replies)))
         if messages is not None:
             messages = scrub_parsed(messages, configured_secrets(*secrets))
             tools = scrub_parsed(tools, configured_secrets(*secrets)) if tools is not None else None

@@ -56,6 +56,7 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     kind: Kind
     endpoint: str
     path: str
+    api: Literal["chat", "responses"] = "chat"  # a model call's wire format: Chat Completions or Responses
 
 
 def _prefixes() -> list[tuple[str, str]]:
@@ -73,8 +74,9 @@ def classify(rest: str) -> Target | None:
                 kind = "search"
             elif name in FETCHERS:
                 kind = "fetch" if path else "other"
-            elif name == CHAT.name and path.rstrip("/") == "chat/completions":
-                kind = "chat"
+            elif name == CHAT.name and path.rstrip("/") in ("chat/completions", "responses"):
+                api: Literal["chat", "responses"] = "chat" if path.rstrip("/") == "chat/completions" else "responses"
+                return Target(kind="chat", endpoint=name, path=path, api=api)
             else:
                 kind = "other"
             return Target(kind=kind, endpoint=name, path=path)

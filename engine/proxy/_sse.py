@@ -1,4 +1,5 @@
-"""A streamed chat completion (server-sent events) put back together as one completion body."""
+"""A streamed model reply (server-sent events) put back together as one body: a chat completion, or a Responses
+object."""
 
 from __future__ import annotations
 
@@ -52,3 +53,18 @@ def assemble(stream: bytes) -> bytes:
     body = {"object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage}
     return msgspec.json.encode(body)
+
+
+_FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def assemble_responses(stream: bytes) -> bytes:
+    """The Responses object of a typed event stream: the `response` of its closing event (completed, incomplete
+    or failed), which carries the whole output and the usage."""
+    for line in reversed(stream.decode("utf-8", "replace").splitlines()):
+        if not line.startswith("data:"):
+            continue
+        event = msgspec.json.decode(line[5:].strip() or "null")
+        if isinstance(event, dict) and event.get("type") in _FINAL_EVENTS and isinstance(event.get("response"), dict):
+            return msgspec.json.encode(event["response"])
+    raise ValueError("no response.completed event in the stream")
