@@ -32,6 +32,7 @@ from searchtrace.replay.interchange._formats import (
     ModelStep,
     Result,
     SearchStep,
+    Step,
     StepUsage,
     TraceLine,
 )
@@ -176,7 +177,7 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
     tools = _tools(events)
     if tools is None or not any(e.get("event") == "tool" and e.get("function") == tools.search for e in events):
         return None
-    steps: list[ModelStep | SearchStep | FetchStep] = []
+    steps: list[Step] = []
     docs: dict[str, str] = {}  # url_normalized and doc_id -> doc_id of the first appearance
     urls: dict[str, str] = {}  # doc_id -> url
     iteration = 0
