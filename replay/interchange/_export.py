@@ -1,7 +1,9 @@
-"""`export`: the stored events back into the SPEC §9 files, plus the events table as Parquet.
+"""`export`: the stored events back into the SPEC §9 files (lossless per §17), plus the events table as Parquet.
 
-What the formats cannot carry (model text and tool calls, refused tool calls, retries, raw responses, search
-status) is left out; what the metrics read survives, so import -> export -> import gives the same report.
+Each trajectory is read through `fold` and written with every field import needs to rebuild its payloads byte for
+byte through the same Builder: model turns in full with their request messages, tool refusals, failed calls,
+retries, search status, run ids; run.jsonl holds each run's stream (run.started config, questions, run.finished),
+and with a blobs folder the raw replies and pages are written by digest (without it the raw digests are left out).
 Verdicts: the first per item and judge run (the one the metrics use). Audits: per (provider, qid) the deciding
 one (a non-LLM source before an LLM grader, then the latest), written as `true`/`false`.
 Attempts: a trajectory that a later attempt of its cell supersedes (it ended in `error` and `record` recorded the

@@ -1,9 +1,11 @@
 """Inspect AI eval logs -> SPEC §9 trace lines, so `import --from inspect` shares the traces importer's strictness.
 
 A sample whose transcript calls a web-search tool becomes one trajectory: question = the sample input, gold = the
-target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step per model
-event (its usage and working time), one search step per call of the searching tool (results read from the tool's
-reply in any provider's shape or as <document> blocks), one fetch step per call of the fetching tool. Which tools
+target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step and turn per
+model event (text, tool calls, usage, stop reason, working time, the messages and tools sent), one search step per
+call of the searching tool (results read from the tool's reply in any provider's shape or as <document> blocks),
+one fetch step per call of the fetching tool; each scorer's value an answer verdict (`inspect:<scorer>`), a limit or
+error stop the reason `limit` / `error`. Which tools
 search and fetch is read from the tool definitions the model was given (adapters/_toolset.py, `pick`). The provider
 is `--provider`, else the task's `provider` argument or the sample's `provider` metadata. What cannot be mapped is
 named (file, sample, event) and nothing of that file is written.
