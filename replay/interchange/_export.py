@@ -76,25 +76,29 @@ _TRACE_TYPES = [
     "trajectory.finished",
 ]
 _json = msgspec.json.Decoder()
+_CHUNK = 256  # trajectories whose blobs are read in one scan
 
 
 class _Blobs:
-    """The store's blobs a trajectory names, read in one scan per trajectory; `out` collects those `--blobs`
-    writes (None: not asked)."""
+    """The store's blobs some trajectories name, read in one scan per chunk of trajectories; `out` collects those
+    `--blobs` writes (None: not asked)."""
 
     def __init__(self, log: EventLog, out: dict[str, bytes] | None) -> None:
         self.log, self.out = log, out
         self.got: dict[str, bytes] = {}
 
-    def load(self, f: Folded) -> None:
-        want = [d for t in f.turns if not isinstance(t.request_messages, msgspec.UnsetType) for d in t.request_messages]
-        want += [t.tools_digest for t in f.turns if isinstance(t.tools_digest, str)]
-        want += [g.completed.content_digest for g in f.fetches.values()
-                 if g.completed is not None and g.completed.content_digest is not None]
-        if self.out is not None:
-            want += [t.raw_digest for t in f.turns if t.raw_digest is not None]
-            want += [s.completed.raw_digest for s in f.searches.values()
-                     if s.completed is not None and s.completed.raw_digest is not None]
+    def load(self, folds: list[Folded]) -> None:
+        want: list[str] = []
+        for f in folds:
+            want += [d for t in f.turns if not isinstance(t.request_messages, msgspec.UnsetType)
+                     for d in t.request_messages]
+            want += [t.tools_digest for t in f.turns if isinstance(t.tools_digest, str)]
+            want += [g.completed.content_digest for g in f.fetches.values()
+                     if g.completed is not None and g.completed.content_digest is not None]
+            if self.out is not None:
+                want += [t.raw_digest for t in f.turns if t.raw_digest is not None]
+                want += [s.completed.raw_digest for s in f.searches.values()
+                         if s.completed is not None and s.completed.raw_digest is not None]
         cur = self.log.cursor()
         try:
             self.got = blobs.get_many(cur, want)
@@ -221,9 +225,13 @@ def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[
             got.append(p)
     out: list[TraceLine] = []
     loaded = _Blobs(log, raw)
-    for stream, s in cells.current():
-        f = fold(streams[stream])
-        loaded.load(f)
+    current = list(cells.current())
+    folds: list[Folded] = []
+    for i, (stream, s) in enumerate(current):
+        if i % _CHUNK == 0:
+            folds = [fold(streams[k]) for k, _ in current[i:i + _CHUNK]]
+            loaded.load(folds)
+        f = folds[i % _CHUNK]
         steps = _steps(f, s.provider, loaded)
         last = max((x.iteration for x in steps if not isinstance(x, FailedStep | RetryStep)), default=0)
         done = f.finished

@@ -113,3 +113,47 @@ def test_one_doc_id_for_two_urls_is_refused(tmp_path: Path) -> None:
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "line 1" in err and "steps[1].results[0].doc_id" in err and "'d1' already names another URL" in err
     assert "Traceback" not in err and not db.exists()
+
+
+def test_turns_of_a_hand_written_line_are_requests_as_evidence(tmp_path: Path) -> None:
+    """A line's turns give model.responded in full; each request message is stored once, `kept` shares a prefix."""
+    import hashlib
+
+    from searchtrace.engine import canonical
+
+    system, user = {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q?"}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "search", "arguments": "{\"query\": \"q\"}"}}]}
+    tool = {"role": "tool", "tool_call_id": "c1", "content": "[d1] A https://a.example/x"}
+    steps = [
+        {"kind": "model", "iteration": 1},
+        {"kind": "search", "iteration": 1, "call_id": "c1", "query": "q",
+         "results": [{"doc_id": "d1", "rank": 1, "url": "https://a.example/x", "title": "A"}]},
+        {"kind": "model", "iteration": 2},
+    ]
+    turns = [
+        {"iteration": 1, "tool_calls": [{"call_id": "c1", "name": "search", "arguments": "{\"query\": \"q\"}"}],
+         "usage": {"input_tokens": 10, "output_tokens": 2, "cached_tokens": 4}, "finish_reason": "tool_calls",
+         "messages": [system, user], "tools": [{"type": "function", "function": {"name": "search"}}]},
+        {"iteration": 2, "text": "FINAL ANSWER: A", "kept": 2, "messages": [call, tool],
+         "tools": [{"type": "function", "function": {"name": "search"}}]},
+    ]
+    line = {"trajectory_id": "t1", "provider": "brave", "qid": "q1", "question": "Q?", "gold_answer": "A",
+            "final_answer": "A", "stop_reason": "answered", "steps": steps, "turns": turns, "run_id": "elsewhere"}
+    db = tmp_path / "t.duckdb"
+    code, _, err = run_cli("import", "--db", str(db), str(write_jsonl(tmp_path / "t.jsonl", [line])))
+    assert code == 0, err
+    events = _streams(db, "traj:%")["traj:t1"]
+    assert {run for run, _ in events} == {"elsewhere"}
+    model = [json.loads(p) for _, p in events if '"model.responded"' in p]
+    digest = [hashlib.sha256(canonical(m)).hexdigest() for m in (system, user, call, tool)]
+    assert [m["request_messages"] for m in model] == [digest[:2], digest]
+    assert model[0]["usage"]["cached_tokens"] == 4 and model[1]["text"] == "FINAL ANSWER: A"
+    assert _blob_bytes(db, set(digest)) == {hashlib.sha256(canonical(m)).hexdigest(): canonical(m)
+                                            for m in (system, user, call, tool)}
+    # a turn that shares more than the previous request had, or one turn too few, is refused in one line
+    for bad, needle in ((dict(line, turns=[turns[0], dict(turns[1], kept=3)]), "turns[1].kept"),
+                        (dict(line, turns=turns[:1]), "1 turns for 2 model steps")):
+        code, _, err = run_cli("import", "--db", str(tmp_path / "bad.duckdb"),
+                               str(write_jsonl(tmp_path / "bad.jsonl", [bad])))
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
