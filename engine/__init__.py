@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         question_file,
         record_run,
         run_started,
+        run_stream,
     )
     from searchtrace.engine._sample import STRATA, read_questions, sample, to_jsonl
     from searchtrace.engine._tools import TOOL_SCHEMAS
@@ -120,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "question_file": "searchtrace.engine._record",
     "record_run": "searchtrace.engine._record",
     "run_started": "searchtrace.engine._record",
+    "run_stream": "searchtrace.engine._record",
     "STRATA": "searchtrace.engine._sample",
     "read_questions": "searchtrace.engine._sample",
     "sample": "searchtrace.engine._sample",
@@ -200,6 +202,7 @@ __all__ = [
     "record_run",
     "request_sha256",
     "run_started",
+    "run_stream",
     "sample",
     "sandbox_config",
     "to_jsonl",

@@ -316,6 +316,9 @@ class Folded(msgspec.Struct, kw_only=True):
     docs: dict[str, SearchResult] = {}  # doc_id -> result (its first appearance)
     by_url: dict[str, str] = {}  # url_normalized -> doc_id of its first appearance
     retries: list[CallRetried] = []  # every retry, those of model calls too
+    # the retries of no search or fetch (a model call's), each with the number of steps recorded before it, so a
+    # writer of the trajectory (export) puts them back in their place
+    loose: list[tuple[int, CallRetried]] = []
     final: AnswerFinal | None = None
     finished: TrajectoryFinished | None = None
     usage: Usage = msgspec.field(default_factory=Usage)  # the sum over model turns
@@ -360,6 +363,8 @@ def fold(payloads: Iterable[Payload]) -> Folded:
                 target = f.searches.get(p.call_id) or f.fetches.get(p.call_id)
                 if target is not None:
                     target.retries.append(p)
+                    continue
+            f.loose.append((len(f.steps), p))
         elif isinstance(p, ToolRefused | CallFailed):
             f.steps.append(p)
         elif isinstance(p, AnswerFinal):

@@ -53,9 +53,12 @@ def get(con: Cursor, sha256: str) -> bytes:
     row = con.execute("SELECT bytes, codec FROM blobs WHERE sha256 = ? LIMIT 1", [sha256]).fetchone()
     if row is None:
         raise KeyError(f"blob {sha256} is not in the store")
-    raw = bytes(row[0])
+    return _checked(sha256, bytes(row[0]), row[1])
+
+
+def _checked(sha256: str, raw: bytes, codec: str) -> bytes:
     try:
-        data = zlib.decompress(raw) if row[1] == CODEC else raw
+        data = zlib.decompress(raw) if codec == CODEC else raw
     except zlib.error:
         data = None
     if data is None or digest(data) != sha256:  # never hand on bytes other than the ones that were stored
@@ -64,13 +67,14 @@ def get(con: Cursor, sha256: str) -> bytes:
 
 
 def get_many(con: Cursor, digests: Sequence[str]) -> dict[str, bytes]:
-    """The content of every digest that is stored, in one scan (a digest not stored is left out)."""
+    """The content of every digest that is stored, in one scan (a digest not stored is left out), each checked
+    against its digest like `get`."""
     if not digests:
         return {}
     rows = con.execute(
         "SELECT sha256, bytes, codec FROM blobs WHERE sha256 IN (SELECT unnest(?::VARCHAR[]))", [list(set(digests))]
     ).fetchall()
-    return {d: zlib.decompress(bytes(raw)) if codec == CODEC else bytes(raw) for d, raw, codec in rows}
+    return {d: _checked(d, bytes(raw), codec) for d, raw, codec in rows}
 
 
 def exists(con: Cursor, sha256: str) -> bool:

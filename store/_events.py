@@ -227,8 +227,9 @@ class AnswerFinal(_Body, tag="answer.final"):
     text: str
 
 
-# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped.
-TrajectoryReason = Literal["answered", "max_iterations", "error", "abandoned"]
+# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped; `limit`: stopped by a limit on
+# turns, tokens, cost or time (SPEC §17; which one in `error`).
+TrajectoryReason = Literal["answered", "max_iterations", "error", "abandoned", "limit"]
 
 
 class TrajectoryFinished(_Body, tag="trajectory.finished"):

@@ -1,7 +1,7 @@
 """SPEC §9 interchange: traces.jsonl, judgments.jsonl and audit.tsv in (`import_files`) and out (`export_all`).
 
 Modules: `formats` (the line formats as msgspec Structs), `common` (what the store already holds, shared
-checks), `traces` / `judgments` / `audit` (validate one file whole, then append its events), `importer` (every
+checks), `traces` / `runs` / `judgments` / `audit` (validate one file whole, then append its events), `importer` (every
 file of one call validated before anything is written), `export` (the store back into the files + Parquet).
 """
 

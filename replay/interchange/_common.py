@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
-from searchtrace.store import BadInput, EventLog
+from searchtrace.replay.interchange._formats import JudgmentLine
+from searchtrace.store import BadInput, EventLog, Payload
 
 RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"
@@ -71,6 +71,31 @@ def digest(obj: Any) -> str:
 def key_digest(*parts: str) -> bytes:
     """16-byte digest of a composite key (small in memory for hundreds of thousands of verdicts)."""
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=16).digest()
+
+
+Raw = Callable[[str], bytes] | None  # a raw body by its digest (None: no --blobs folder)
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def blob_folder(folder: Path | None) -> Raw:
+    """The reader of the files `export --blobs DIR` wrote: each named by the sha256 of its bytes (checked)."""
+    if folder is None:
+        return None
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: --blobs names no folder")
+
+    def read(d: str) -> bytes:
+        if not _DIGEST.fullmatch(d):
+            raise BadInput(f"{d!r} is not a sha256 digest")
+        try:
+            data = (folder / d).read_bytes()
+        except OSError as exc:
+            raise BadInput(f"{folder / d}: cannot read the raw body ({exc.strerror})") from None
+        if hashlib.sha256(data).hexdigest() != d:
+            raise BadInput(f"{folder / d}: its bytes do not have the digest it is named by")
+        return data
+
+    return read
 
 
 def fail(path: Path, line: int, field_: str, message: str) -> BadInput:
@@ -172,13 +197,15 @@ class Known:
     verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes
     verdict_runs_loaded: set[str] = field(default_factory=set)
     audits: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> event_id
-    # A stored trajectory as its trace line (recorded ones have no content-derived ids, so an export of them is
-    # compared by content); set by the importer, None where nothing is stored.
-    stored_trace: Callable[[str], TraceLine | None] = field(default=lambda _tid: None)
+    # A stored trajectory's payloads in stream order (recorded ones have no content-derived ids, so an export of
+    # them is compared by content: the payloads its line gives); set by the importer, None where nothing is stored.
+    stored_payloads: Callable[[str], list[Payload] | None] = field(default=lambda _tid: None)
     same_as_stored: set[str] = field(default_factory=set)  # trajectory ids whose lines repeat the store: not appended
     # likewise a stored verdict as its judgment line, by (judge_run_id, trajectory_id, url), and the repeated keys
     stored_judgment: Callable[[str, str, str], JudgmentLine | None] = field(default=lambda _r, _t, _u: None)
     same_verdicts: set[bytes] = field(default_factory=set)
+    raw: Raw = None  # the raw bodies of `import --blobs DIR`, by digest
+    runs: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)  # run_id -> stored (config, code)
 
     @classmethod
     def load(cls, log: EventLog) -> Known:
@@ -194,6 +221,11 @@ class Known:
             ).fetchall():
                 k.traj_ids.setdefault(tid, eid)
                 k.traj_keys.setdefault((run, prov, qid, int(epoch)), tid)
+            for run, config, code in cur.execute(
+                "SELECT run_id, payload->'$.config', payload->>'$.code_version' FROM events "
+                "WHERE type = 'run.started' AND stream_id = 'run:' || run_id ORDER BY position"
+            ).fetchall():
+                k.runs.setdefault(run, (msgspec.json.decode(config), code))
             sql = "SELECT payload->>'$.judge_run_id' FROM events WHERE type = 'judge.started'"
             k.judge_runs = {r[0] for r in cur.execute(sql).fetchall()}
             for eid, prov, qid in cur.execute(

@@ -1,7 +1,9 @@
-"""`export`: the stored events back into the SPEC §9 files, plus the events table as Parquet.
+"""`export`: the stored events back into the SPEC §9 files (lossless per §17), plus the events table as Parquet.
 
-What the formats cannot carry (model text and tool calls, refused tool calls, retries, raw responses, search
-status) is left out; what the metrics read survives, so import -> export -> import gives the same report.
+Each trajectory is read through `fold` and written with every field import needs to rebuild its payloads byte for
+byte through the same Builder: model turns in full with their request messages, tool refusals, failed calls,
+retries, search status, run ids; run.jsonl holds each run's stream (run.started config, questions, run.finished),
+and with a blobs folder the raw replies and pages are written by digest (without it the raw digests are left out).
 Verdicts: the first per item and judge run (the one the metrics use). Audits: per (provider, qid) the deciding
 one (a non-LLM source before an LLM grader, then the latest), written as `true`/`false`.
 Attempts: a trajectory that a later attempt of its cell supersedes (it ended in `error` and `record` recorded the
@@ -12,38 +14,49 @@ so they import again; `events.parquet` keeps every event, superseded attempts in
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from searchtrace.analytics import Cells, is_proposal
+from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
     AUDIT_HEADER,
+    FailedStep,
     FetchStep,
     JudgmentLine,
     ModelStep,
+    RefusedStep,
     Result,
+    Retry,
+    RetryStep,
+    RunLine,
+    RunQuestion,
     SearchStep,
+    Step,
     StepUsage,
     TraceLine,
+    Turn,
+    TurnCall,
+    TurnUsage,
     encoder,
 )
 from searchtrace.store import (
-    AnswerFinal,
     AuditAnswer,
     BadInput,
+    CallRetried,
     DatasetQuestion,
     EventLog,
-    FetchCalled,
-    FetchCompleted,
     JudgeStarted,
     JudgeVerdict,
     ModelResponded,
-    SearchCalled,
-    SearchCompleted,
-    SearchResult,
-    TrajectoryFinished,
+    Payload,
+    RunFinished,
+    RunStarted,
+    ToolRefused,
     TrajectoryStarted,
+    blobs,
     epoch_of,
 )
 
@@ -56,87 +69,172 @@ _TRACE_TYPES = [
     "search.completed",
     "fetch.called",
     "fetch.completed",
+    "tool.refused",
+    "call.retried",
+    "call.failed",
     "answer.final",
     "trajectory.finished",
 ]
+_json = msgspec.json.Decoder()
+_CHUNK = 256  # trajectories whose blobs are read in one scan
 
 
-class _Draft(msgspec.Struct, kw_only=True):
-    steps: list[ModelStep | SearchStep | FetchStep] = []
-    stop_reason: str = "error"
+class _Blobs:
+    """The store's blobs some trajectories name, read in one scan per chunk of trajectories; `out` collects those
+    `--blobs` writes (None: not asked)."""
+
+    def __init__(self, log: EventLog, out: dict[str, bytes] | None) -> None:
+        self.log, self.out = log, out
+        self.got: dict[str, bytes] = {}
+
+    def load(self, folds: list[Folded]) -> None:
+        want: list[str] = []
+        for f in folds:
+            want += [d for t in f.turns if not isinstance(t.request_messages, msgspec.UnsetType)
+                     for d in t.request_messages]
+            want += [t.tools_digest for t in f.turns if isinstance(t.tools_digest, str)]
+            want += [g.completed.content_digest for g in f.fetches.values()
+                     if g.completed is not None and g.completed.content_digest is not None]
+            if self.out is not None:
+                want += [t.raw_digest for t in f.turns if t.raw_digest is not None]
+                want += [s.completed.raw_digest for s in f.searches.values()
+                         if s.completed is not None and s.completed.raw_digest is not None]
+        cur = self.log.cursor()
+        try:
+            self.got = blobs.get_many(cur, want)
+        finally:
+            cur.close()
+
+    def raw(self, d: str | None) -> str | None:
+        """The digest, kept (and its bytes written) when `--blobs` is asked and the store holds them."""
+        if d is None or self.out is None or d not in self.got:
+            return None
+        self.out[d] = self.got[d]
+        return d
 
 
-def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
-    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts)."""
-    drafts: dict[str, _Draft] = {}
+def _turns(f: Folded, got: _Blobs) -> list[Turn]:
+    """Every model turn in full; the request messages from their blobs, each turn naming how many it shares with
+    the one before."""
+    out: list[Turn] = []
+    before: list[str] = []  # the previous request's message digests
+    sent: list[Any] = []  # ... and those messages
+    for m in f.turns:
+        kept, tools = 0, None
+        messages: list[Any] | msgspec.UnsetType = msgspec.UNSET
+        derived: str | None = None  # the request_sha256 import gives the turn
+        digests = m.request_messages
+        if not isinstance(digests, msgspec.UnsetType) and isinstance(m.tools_digest, str) and all(
+                d in got.got for d in (*digests, m.tools_digest)):
+            while kept < len(digests) and kept < len(before) and digests[kept] == before[kept]:
+                kept += 1
+            fresh = [_json.decode(got.got[d]) for d in digests[kept:]]
+            sent = sent[:kept] + fresh
+            before = list(digests)
+            tools = _json.decode(got.got[m.tools_digest]) or None
+            messages = fresh
+            derived = request_sha256(sent, tools)
+        else:
+            before, sent = [], []
+            kept = 0
+        out.append(Turn(
+            iteration=m.iteration, text=m.text, finish_reason=m.finish_reason,
+            tool_calls=[TurnCall(c.call_id, c.name, c.arguments) for c in m.tool_calls],
+            usage=TurnUsage(input_tokens=m.usage.input_tokens, output_tokens=m.usage.output_tokens,
+                            reasoning_tokens=m.usage.reasoning_tokens, cached_tokens=m.usage.cached_tokens),
+            latency_ms=m.latency_ms, provider_ms=m.provider_ms, queue_ms=m.queue_ms, kept=0 if isinstance(messages, msgspec.UnsetType) else kept,
+            messages=messages, tools=tools, raw_digest=got.raw(m.raw_digest),
+            request_sha256=msgspec.UNSET if m.request_sha256 == derived else m.request_sha256,
+        ))
+    return out
+
+
+def _retry(r: CallRetried) -> Retry:
+    return Retry(what=r.what, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
+
+
+def _steps(f: Folded, provider: str, got: _Blobs) -> list[Step]:
+    """The trajectory's steps in recorded order, loose retries (a model call's) in their places."""
+    out: list[Step] = []
+    loose = list(f.loose)
+    for i, step in enumerate([*f.steps, None]):
+        while loose and loose[0][0] == i:
+            r = loose.pop(0)[1]
+            out.append(RetryStep(what=r.what, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s, call_id=r.call_id))
+        if step is None:
+            break
+        if isinstance(step, ModelResponded):
+            u = StepUsage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
+                          reasoning_tokens=step.usage.reasoning_tokens)
+            out.append(ModelStep(iteration=step.iteration, usage=u, latency_ms=step.latency_ms,
+                                 provider_ms=step.provider_ms, queue_ms=step.queue_ms))
+        elif isinstance(step, Search):
+            c, done = step.called, step.completed
+            out.append(SearchStep(
+                iteration=c.iteration, call_id=c.call_id, query=c.query,
+                results=[Result(doc_id=r.doc_id, rank=r.rank, url=r.url, title=r.title, domain=r.domain,
+                                snippet=r.snippet, metadata=r.metadata) for r in step.results],
+                latency_ms=done.latency_ms if done else 0.0,
+                provider_ms=done.provider_ms if done else msgspec.UNSET,
+                queue_ms=done.queue_ms if done else msgspec.UNSET,
+                status=done.status if done else "ok", http_status=done.http_status if done else None,
+                error=done.error if done else None, provider=None if c.provider == provider else c.provider,
+                params=c.params, raw_digest=got.raw(done.raw_digest if done else None),
+                retries=[_retry(r) for r in step.retries]))
+        elif isinstance(step, Fetch):
+            c_, d_ = step.called, step.completed
+            page = d_.content_digest if d_ is not None else None
+            content = got.got[page].decode("utf-8", errors="replace") if page in got.got else None
+            if page is not None and got.out is not None and page in got.got:
+                got.out[page] = got.got[page]
+            n_bytes = d_.n_bytes if d_ is not None else 0
+            out.append(FetchStep(
+                iteration=c_.iteration, call_id=c_.call_id, doc_id=c_.doc_id, url=c_.url,
+                status=d_.status if d_ is not None else "http_error", content=content,
+                n_tokens=d_.n_tokens if d_ is not None else 0, latency_ms=d_.latency_ms if d_ is not None else 0.0,
+                provider_ms=d_.provider_ms if d_ is not None else msgspec.UNSET,
+                queue_ms=d_.queue_ms if d_ is not None else msgspec.UNSET,
+                n_bytes=msgspec.UNSET if content is not None and n_bytes == len(content.encode()) else n_bytes,
+                cache_hit=msgspec.UNSET if d_ is None or not d_.cache_hit else True,
+                http_status=msgspec.UNSET if d_ is None or d_.http_status is None else d_.http_status,
+                error=msgspec.UNSET if d_ is None or d_.error is None else d_.error,
+                retries=[_retry(r) for r in step.retries] or msgspec.UNSET))
+        elif isinstance(step, ToolRefused):
+            out.append(RefusedStep(iteration=step.iteration, call_id=step.call_id, name=step.name,
+                                   arguments=step.arguments, reason=step.reason))
+        else:
+            out.append(FailedStep(what=step.what, status=step.status, call_id=step.call_id,
+                                  http_status=step.http_status, error=step.error, attempts=step.attempts))
+    return out
+
+
+def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[TraceLine], set[str]]:
+    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts); each
+    trajectory read through `fold`. With `raw`, the raw bodies and pages the lines name are put in it by digest."""
+    streams: dict[str, list[Payload]] = {}
     run_of: dict[str, str] = {}  # trajectory stream -> the run that recorded it
     cells = Cells()  # which trajectories are current, their question, gold and final answer
     for ev in log.read(types=_TRACE_TYPES):
         p = ev.payload
         cells.add(ev.stream_id, p)
-        if isinstance(p, DatasetQuestion | AnswerFinal):
-            continue
         if isinstance(p, TrajectoryStarted):
-            drafts.setdefault(ev.stream_id, _Draft(steps=[]))
+            streams.setdefault(ev.stream_id, [])
             run_of.setdefault(ev.stream_id, ev.run_id)
-            continue
-        d = drafts.get(ev.stream_id)
-        if d is None:
-            continue
-        if isinstance(p, ModelResponded):
-            u = StepUsage(
-                input_tokens=p.usage.input_tokens,
-                output_tokens=p.usage.output_tokens,
-                reasoning_tokens=p.usage.reasoning_tokens,
-            )
-            d.steps.append(ModelStep(iteration=p.iteration, usage=u, latency_ms=p.latency_ms,
-                                     provider_ms=p.provider_ms, queue_ms=p.queue_ms))
-        elif isinstance(p, SearchCalled):
-            d.steps.append(SearchStep(iteration=p.iteration, call_id=p.call_id, query=p.query, results=[]))
-        elif isinstance(p, SearchResult | SearchCompleted):
-            step = next((s for s in reversed(d.steps) if isinstance(s, SearchStep) and s.call_id == p.call_id), None)
-            if step is None:
-                continue
-            if isinstance(p, SearchResult):
-                step.results.append(
-                    Result(
-                        doc_id=p.doc_id,
-                        rank=p.rank,
-                        url=p.url,
-                        title=p.title,
-                        domain=p.domain,
-                        snippet=p.snippet,
-                        metadata=p.metadata,
-                    )
-                )
-            else:
-                step.latency_ms, step.provider_ms, step.queue_ms = p.latency_ms, p.provider_ms, p.queue_ms
-        elif isinstance(p, FetchCalled | FetchCompleted) and p.doc_id is None:
-            continue  # a proxied fetch of a URL no result showed: no judge item, and §9 has no step for it
-        elif isinstance(p, FetchCalled) and p.doc_id is not None:
-            d.steps.append(
-                FetchStep(iteration=p.iteration, call_id=p.call_id, doc_id=p.doc_id, url=p.url, status="http_error")
-            )
-        elif isinstance(p, FetchCompleted):
-            fetch = next(
-                (
-                    s
-                    for s in reversed(d.steps)
-                    if isinstance(s, FetchStep) and s.call_id == p.call_id and s.doc_id == p.doc_id
-                ),
-                None,
-            )
-            if fetch is None:
-                continue
-            fetch.status, fetch.n_tokens, fetch.latency_ms = p.status, p.n_tokens, p.latency_ms
-            fetch.provider_ms, fetch.queue_ms = p.provider_ms, p.queue_ms
-            if p.content_digest is not None and log.has_blob(p.content_digest):
-                fetch.content = log.get_blob(p.content_digest).decode("utf-8", errors="replace")
-        elif isinstance(p, TrajectoryFinished):
-            d.stop_reason = p.reason
+        got = streams.get(ev.stream_id)
+        if got is not None:
+            got.append(p)
     out: list[TraceLine] = []
-    for stream, s in cells.current():
-        d = drafts[stream]
+    loaded = _Blobs(log, raw)
+    current = list(cells.current())
+    folds: list[Folded] = []
+    for i, (stream, s) in enumerate(current):
+        if i % _CHUNK == 0:
+            folds = [fold(streams[k]) for k, _ in current[i:i + _CHUNK]]
+            loaded.load(folds)
+        f = folds[i % _CHUNK]
+        steps = _steps(f, s.provider, loaded)
+        last = max((x.iteration for x in steps if not isinstance(x, FailedStep | RetryStep)), default=0)
+        done = f.finished
         out.append(
             TraceLine(
                 trajectory_id=s.trajectory_id,
@@ -145,10 +243,16 @@ def traces_of(log: EventLog) -> tuple[list[TraceLine], set[str]]:
                 question=cells.question(s),
                 gold_answer=cells.gold(s),
                 final_answer=cells.final(stream),
-                stop_reason=d.stop_reason,  # type: ignore[arg-type]
-                steps=d.steps,
+                stop_reason=done.reason if done is not None else "error",
+                steps=steps,
                 epoch=epoch_of(s),
                 run_id=None if run_of[stream] == IMPORT_RUN else run_of[stream],
+                turns=_turns(f, loaded),
+                attempt=s.attempt,
+                supersedes=s.supersedes,
+                error=done.error if done is not None else None,
+                iterations=None if done is None or done.iterations == last else done.iterations,
+                final_iteration=None if f.final is None or f.final.iteration == last else f.final.iteration,
             )
         )
     return out, cells.superseded
@@ -206,16 +310,42 @@ def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, bool
     return [(k[0], k[1], v[1]) for k, v in sorted(best.items())]
 
 
-def export_all(log: EventLog, out: Path) -> dict[str, int]:
-    """Write the four files into `out` (created if needed); returns the rows written per file."""
+def runs_of(log: EventLog) -> list[RunLine]:
+    """Every run's stream (SPEC §17 run.jsonl): its run.started config, its questions, its run.finished counts."""
+    out: dict[str, RunLine] = {}
+    for ev in log.read(types=["run.started", "dataset.question", "run.finished"]):
+        p = ev.payload
+        if isinstance(p, RunStarted) and ev.stream_id == run_stream(p.run_id):
+            out.setdefault(p.run_id, RunLine(run_id=p.run_id, config=p.config, code_version=p.code_version))
+        line = out.get(ev.run_id)
+        if line is None or ev.stream_id != run_stream(ev.run_id):
+            continue
+        if isinstance(p, DatasetQuestion):
+            line.questions.append(RunQuestion(qid=p.qid, question=p.question, gold_answer=p.gold_answer,
+                                              strata=p.strata))
+        elif isinstance(p, RunFinished) and line.counts is None:
+            line.counts = p.counts
+    return list(out.values())
+
+
+def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[str, int]:
+    """Write the files into `out` (created if needed), and with `blobs_dir` every raw body and page the traces name,
+    one file per digest; returns the rows written per file."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        if blobs_dir is not None:
+            blobs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BadInput(f"{out}: cannot create the folder ({exc.strerror})") from None
-    traces, superseded = traces_of(log)
+        raise BadInput(f"{exc.filename}: cannot create the folder ({exc.strerror})") from None
+    raw: dict[str, bytes] | None = {} if blobs_dir is not None else None
+    traces, superseded = traces_of(log, raw)
     with (out / "traces.jsonl").open("wb") as fh:
         for t in traces:
             fh.write(encoder.encode(t) + b"\n")
+    runs = runs_of(log)
+    with (out / "run.jsonl").open("wb") as fh:
+        for r in runs:
+            fh.write(encoder.encode(r) + b"\n")
     judgments = judgments_of(log, superseded)
     with (out / "judgments.jsonl").open("wb") as fh:
         for j in judgments:
@@ -225,6 +355,9 @@ def export_all(log: EventLog, out: Path) -> dict[str, int]:
         fh.write("\t".join(AUDIT_HEADER) + "\n")
         for provider, qid, value in audits:
             fh.write(f"{provider}\t{qid}\t{'true' if value else 'false'}\n")
+    if blobs_dir is not None and raw is not None:
+        for d, data in raw.items():
+            (blobs_dir / d).write_bytes(data)
     parquet = out / "events.parquet"
     cur = log.cursor()
     try:
@@ -232,12 +365,16 @@ def export_all(log: EventLog, out: Path) -> dict[str, int]:
         row = cur.execute("SELECT count(*) FROM events").fetchone()
     finally:
         cur.close()
-    return {
+    written = {
         "traces.jsonl": len(traces),
+        "run.jsonl": len(runs),
         "judgments.jsonl": len(judgments),
         "audit.tsv": len(audits),
         "events.parquet": int(row[0]) if row else 0,
     }
+    if blobs_dir is not None and raw is not None:
+        written[str(blobs_dir)] = len(raw)
+    return written
 
 
 def _sql_str(path: Path) -> str:

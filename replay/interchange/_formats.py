@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from searchtrace.store import FetchStatus, TrajectoryReason, Verdict
+from searchtrace.store import FetchStatus, SearchStatus, TrajectoryReason, Verdict
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]  # ids and URLs may not be empty
 # Every number is checked against the column it lands in (analytics._relations: iteration and rank INTEGER, token
@@ -27,6 +27,15 @@ class StepUsage(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     reasoning_tokens: Count = 0
 
 
+class Retry(msgspec.Struct, kw_only=True):
+    """One `call.retried` of a search or fetch step (`retries`), or standing alone as a `retry` step."""
+
+    what: str
+    attempt: Count
+    reason: str
+    wait_s: Millis
+
+
 class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
     iteration: Iteration
     usage: StepUsage = msgspec.field(default_factory=StepUsage)
@@ -45,7 +54,7 @@ class Result(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] | None = {}
 
 
-class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
+class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search", omit_defaults=True):
     iteration: Iteration
     call_id: Id
     query: str
@@ -53,12 +62,20 @@ class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search"):
     latency_ms: Millis = 0.0
     provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
     queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
+    # SPEC §17 lossless interchange, each written by `export` only when not its default:
+    status: SearchStatus = "ok"
+    http_status: int | None = None
+    error: str | None = None
+    provider: str | None = None  # search.called's provider when it is not the trajectory's
+    params: dict[str, Any] = {}
+    raw_digest: str | None = None  # the reply's raw body: a file of the `--blobs` folder named by this digest
+    retries: list[Retry] = []
 
 
 class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
     iteration: Iteration
     call_id: Id
-    doc_id: Id
+    doc_id: Id | None  # null: a fetch of a URL no result of the trajectory showed (no judge item)
     url: str
     status: FetchStatus
     content: str | None = None
@@ -66,9 +83,86 @@ class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
     latency_ms: Millis = 0.0
     provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
     queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
+    # SPEC §17 lossless interchange, each written by `export` only when given (UNSET: derived or default)
+    n_bytes: Count | msgspec.UnsetType = msgspec.UNSET  # default: the content's UTF-8 length
+    cache_hit: bool | msgspec.UnsetType = msgspec.UNSET
+    http_status: int | None | msgspec.UnsetType = msgspec.UNSET
+    error: str | None | msgspec.UnsetType = msgspec.UNSET
+    retries: list[Retry] | msgspec.UnsetType = msgspec.UNSET
 
 
-Step = ModelStep | SearchStep | FetchStep
+class RefusedStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="refused"):
+    """A tool call the harness refused (`tool.refused`)."""
+
+    iteration: Iteration
+    call_id: str
+    name: str
+    arguments: str
+    reason: str
+
+
+class FailedStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="failed", omit_defaults=True):
+    """A call that failed after its retries and left no other event (`call.failed`, e.g. a proxied chat call)."""
+
+    what: str
+    status: str
+    call_id: str | None = None
+    http_status: int | None = None
+    error: str | None = None
+    attempts: Count = 1
+
+
+class RetryStep(Retry, tag_field="kind", tag="retry", omit_defaults=True):
+    """A retry of no search or fetch of the line (a model call's), in its place among the steps."""
+
+    call_id: str | None = None
+
+
+Step = ModelStep | SearchStep | FetchStep | RefusedStep | FailedStep | RetryStep
+
+
+class TurnUsage(StepUsage):
+    cached_tokens: Count = 0
+
+
+class TurnCall(msgspec.Struct):
+    """One tool call of a model turn: the raw argument string as the model sent it."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+class Turn(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """SPEC §17: one model turn in full; the k-th turn of a line is its k-th `model` step (same iteration), and
+    its usage and latencies are the turn's own.
+
+    `messages` is the request the model was sent (absent: unknown): its first `kept` messages are the previous
+    turn's first `kept`, the rest are given here, so a growing conversation costs O(messages) in the file too. With
+    `messages`, `tools` is the tool list sent (absent: none)."""
+
+    iteration: Iteration
+    text: str | None = None
+    tool_calls: list[TurnCall] = []
+    usage: TurnUsage = msgspec.field(default_factory=TurnUsage)
+    finish_reason: str | None = None
+    latency_ms: Millis = 0.0
+    provider_ms: Ms = msgspec.UNSET
+    queue_ms: Ms = msgspec.UNSET
+    kept: Count = 0
+    messages: list[Any] | msgspec.UnsetType = msgspec.UNSET
+    tools: list[Any] | None = None
+    # the request's fingerprint, written only when it is not the one the messages give (a store recorded before
+    # request messages, where it is all there is)
+    request_sha256: str | None | msgspec.UnsetType = msgspec.UNSET
+    raw_digest: str | None = None  # the reply's raw body: a file of the `--blobs` folder named by this digest
+
+
+class Answer(msgspec.Struct, kw_only=True):
+    """A verdict on the line's final answer, imported as `audit.answer` of the trajectory."""
+
+    source: Id
+    semantic_match: bool
 
 
 class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -86,6 +180,33 @@ class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     # the run it was recorded in, written by `export` (absent: the `import` run), so a store of several runs that
     # recorded the same cells exports into a file that imports back, each trajectory into its own run
     run_id: Id | None = None
+    turns: list[Turn] = []  # SPEC §17: every model turn in full (absent: the model steps are all there is)
+    # SPEC §17 lossless interchange, each written by `export` only when not what import derives:
+    attempt: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 1
+    supersedes: str | None = None
+    error: str | None = None  # trajectory.finished's error line
+    iterations: Iteration | None = None  # trajectory.finished's iterations (default: the last step's iteration)
+    final_iteration: Iteration | None = None  # answer.final's iteration (default: likewise)
+    # audit.answer rows of this trajectory (Inspect scorers: source `inspect:<scorer>`)
+    answers: list[Answer] = []
+
+
+class RunQuestion(msgspec.Struct, kw_only=True, omit_defaults=True):
+    qid: Id
+    question: str
+    gold_answer: str
+    strata: dict[str, str] = {}
+
+
+class RunLine(msgspec.Struct, kw_only=True):
+    """One run per line of run.jsonl beside traces.jsonl (SPEC §17): its run.started config and code version, the
+    questions of its stream, and its run.finished counts (null: not finished)."""
+
+    run_id: Id
+    config: dict[str, Any]
+    code_version: str
+    questions: list[RunQuestion] = []
+    counts: dict[str, int] | None = None
 
 
 class JudgmentLine(msgspec.Struct, kw_only=True):
@@ -115,6 +236,7 @@ AUDIT_VALUES: dict[str, bool] = {"true": True, "1": True, "false": False, "0": F
 Kind = Literal["traces", "judgments", "audit"]
 
 trace_decoder: msgspec.json.Decoder[TraceLine] = msgspec.json.Decoder(TraceLine)
+run_decoder: msgspec.json.Decoder[RunLine] = msgspec.json.Decoder(RunLine)
 judgment_decoder: msgspec.json.Decoder[JudgmentLine] = msgspec.json.Decoder(JudgmentLine)
 typed_judgment_decoder: msgspec.json.Decoder[TypedJudgmentLine] = msgspec.json.Decoder(TypedJudgmentLine)
 encoder = msgspec.json.Encoder()

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import searchtrace.replay.interchange._judgments as import_judgments
 from searchtrace.replay.interchange._audit import validate_audit
-from searchtrace.replay.interchange._common import Known, frozen_inputs
+from searchtrace.replay.interchange._common import Known, Raw, blob_folder, frozen_inputs
 from searchtrace.replay.interchange._export import judgments_of as export_judgments
-from searchtrace.replay.interchange._export import traces_of as export_traces
-from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
+from searchtrace.replay.interchange._formats import JudgmentLine
+from searchtrace.replay.interchange._runs import runs_beside, validate_runs
 from searchtrace.replay.interchange._traces import append_traces, validate_traces
-from searchtrace.store import AuditAnswer, EventLog
+from searchtrace.store import AuditAnswer, EventLog, Payload, trajectory_stream
 
 
 @dataclass
@@ -51,25 +51,22 @@ def import_files(
     judgments: list[Path],
     audits: list[Path],
     *,
+    blobs: Path | None = None,
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
-    """Validate every file fully (nothing written when any is bad), then append each file's events."""
-    with _no_cycle_collection(), frozen_inputs([*traces, *judgments, *audits]):
-        return _import(log, traces, judgments, audits, on_stage)
+    """Validate every file fully (nothing written when any is bad), then append each file's events; the run.jsonl
+    beside a traces file is read too, and `blobs` is the folder of raw bodies `export --blobs` wrote."""
+    runs = runs_beside(traces)
+    with _no_cycle_collection(), frozen_inputs([*runs, *traces, *judgments, *audits]):
+        return _import(log, runs, traces, judgments, audits, blob_folder(blobs), on_stage)
 
 
-def _stored_traces(log: EventLog) -> Callable[[str], TraceLine | None]:
-    """The store's trajectories as export writes them, derived once and only when a line needs the comparison."""
-    cache: dict[str, TraceLine] = {}
-    loaded = False
+def _stored_payloads(log: EventLog) -> Callable[[str], list[Payload] | None]:
+    """A stored trajectory's payloads in stream order (None: not stored), read when a line needs the comparison."""
 
-    def get(trajectory_id: str) -> TraceLine | None:
-        nonlocal loaded
-        if not loaded:
-            lines, _superseded = export_traces(log)
-            cache.update((t.trajectory_id, t) for t in lines)
-            loaded = True
-        return cache.get(trajectory_id)
+    def get(trajectory_id: str) -> list[Payload] | None:
+        got = [ev.payload for ev in log.read(stream_id=trajectory_stream(trajectory_id))]
+        return got or None
 
     return get
 
@@ -91,17 +88,24 @@ def _stored_judgments(log: EventLog) -> Callable[[str, str, str], JudgmentLine |
 
 def _import(
     log: EventLog,
+    runs: list[Path],
     traces: list[Path],
     judgments: list[Path],
     audits: list[Path],
+    raw: Raw,
     on_stage: Callable[[str], None],
 ) -> ImportResult:
     on_stage("reading the store")
     known = Known.load(log)
-    known.stored_trace = _stored_traces(log)
+    known.stored_payloads = _stored_payloads(log)
     known.stored_judgment = _stored_judgments(log)
+    known.raw = raw
     items: import_judgments.Items = {}
     res = ImportResult()
+    run_events = []
+    for path in runs:
+        on_stage(f"validating {path.name}")
+        run_events.extend(validate_runs(path, known))
     for path in traces:
         on_stage(f"validating {path.name}")
         res.trajectories += validate_traces(path, known, items)
@@ -119,9 +123,11 @@ def _import(
             known.audits.setdefault((p.provider or "", p.qid or ""), str(ev.event_id))
         audit_events.append(evs)
         res.audits += len(evs)
+    if run_events:
+        res.events_written += sum(1 for p in log.append(run_events) if p)
     for path in traces:
         on_stage(f"appending {path.name}")
-        res.events_written += append_traces(log, path, known.same_as_stored)
+        res.events_written += append_traces(log, path, known.same_as_stored, raw)
     for path in judgments:
         on_stage(f"appending {path.name}")
         res.events_written += import_judgments.append(log, path, known, items)

@@ -1,9 +1,11 @@
 """Inspect AI eval logs -> SPEC §9 trace lines, so `import --from inspect` shares the traces importer's strictness.
 
 A sample whose transcript calls a web-search tool becomes one trajectory: question = the sample input, gold = the
-target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step per model
-event (its usage and working time), one search step per call of the searching tool (results read from the tool's
-reply in any provider's shape or as <document> blocks), one fetch step per call of the fetching tool. Which tools
+target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step and turn per
+model event (text, tool calls, usage, stop reason, working time, the messages and tools sent), one search step per
+call of the searching tool (results read from the tool's reply in any provider's shape or as <document> blocks),
+one fetch step per call of the fetching tool; each scorer's value an answer verdict (`inspect:<scorer>`), a limit or
+error stop the reason `limit` / `error`. Which tools
 search and fetch is read from the tool definitions the model was given (adapters/_toolset.py, `pick`). The provider
 is `--provider`, else the task's `provider` argument or the sample's `provider` metadata. What cannot be mapped is
 named (file, sample, event) and nothing of that file is written.
@@ -28,12 +30,17 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine import epochs_problem, final_answer, trajectory_id
 from searchtrace.replay.interchange._formats import (
+    Answer,
     FetchStep,
     ModelStep,
     Result,
     SearchStep,
+    Step,
     StepUsage,
     TraceLine,
+    Turn,
+    TurnCall,
+    TurnUsage,
 )
 from searchtrace.store import BadInput, TrajectoryReason
 
@@ -159,10 +166,69 @@ def _tools(events: list[dict[str, Any]]) -> Tools | None:
     return None
 
 
-def _usage(output: dict[str, Any]) -> StepUsage:
+def _usage(output: dict[str, Any]) -> TurnUsage:
     u = output.get("usage") or {}
-    return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
-                     reasoning_tokens=int(u.get("reasoning_tokens") or 0))
+    return TurnUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
+                     reasoning_tokens=int(u.get("reasoning_tokens") or 0),
+                     cached_tokens=int(u.get("input_tokens_cache_read") or 0))
+
+
+def _turn(e: dict[str, Any], iteration: int, before: list[Any]) -> Turn:
+    """One model event in full: the reply's text, tool calls (arguments as JSON text), usage and stop reason, and
+    the messages and tools it was sent (Inspect's own message objects), sharing a prefix with `before`."""
+    output = e.get("output") or {}
+    choice = next(iter(output.get("choices") or []), None) or {}
+    message = choice.get("message") or {}
+    calls = [TurnCall(str(c.get("id") or ""), str(c.get("function") or ""),
+                      c["arguments"] if isinstance(c.get("arguments"), str)
+                      else msgspec.json.encode(c.get("arguments") or {}).decode())
+             for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    sent = e.get("input") if isinstance(e.get("input"), list) else None
+    kept = 0
+    if sent is not None:
+        while kept < len(sent) and kept < len(before) and sent[kept] == before[kept]:
+            kept += 1
+    took = output.get("time")
+    return Turn(iteration=iteration, text=_text(message.get("content")) or None, tool_calls=calls,
+                usage=_usage(output), finish_reason=choice.get("stop_reason"), latency_ms=_ms(e),
+                provider_ms=float(took) * 1000 if isinstance(took, int | float) and took >= 0 else msgspec.UNSET,
+                kept=kept, messages=sent[kept:] if sent is not None else msgspec.UNSET,
+                tools=e.get("tools") or None if sent is not None else None)
+
+
+# Inspect's score values read as a match of the final answer (its value_to_float: CORRECT, INCORRECT, NOANSWER);
+# a partial or non-scalar value is no yes/no verdict and is left out
+_VALUES: dict[Any, bool] = {"C": True, "I": False, "N": False}
+
+
+def _answers(sample: dict[str, Any]) -> list[Answer]:
+    """Each scorer's value as a verdict on the final answer (`audit.answer` with source `inspect:<scorer>`)."""
+    out: list[Answer] = []
+    for name, score in (sample.get("scores") or {}).items():
+        value = score.get("value") if isinstance(score, dict) else None
+        if isinstance(value, str):
+            match = _VALUES.get(value.upper()) if value.upper() in _VALUES else {"true": True, "false": False}.get(
+                value.lower())
+        elif isinstance(value, bool | int | float) and value in (0, 1):
+            match = bool(value)
+        else:
+            match = None
+        if match is not None:
+            out.append(Answer(source=f"inspect:{name}", semantic_match=match))
+    return out
+
+
+def _stop(sample: dict[str, Any], final: str | None) -> tuple[TrajectoryReason, str | None]:
+    """Why the sample stopped: a limit (which, in the error line), an error, an answer, or none of these."""
+    limit = sample.get("limit")
+    if isinstance(limit, dict) and limit.get("type"):
+        value = limit.get("limit")
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        return "limit", _line(f"{limit.get('type')} limit {shown}")
+    error = sample.get("error")
+    if error:
+        return "error", _line(str(error.get("message") if isinstance(error, dict) else error), 500)
+    return ("answered" if final is not None else "max_iterations"), None
 
 
 def _ms(event: dict[str, Any]) -> float:
@@ -176,7 +242,9 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
     tools = _tools(events)
     if tools is None or not any(e.get("event") == "tool" and e.get("function") == tools.search for e in events):
         return None
-    steps: list[ModelStep | SearchStep | FetchStep] = []
+    steps: list[Step] = []
+    turns: list[Turn] = []
+    sent: list[Any] = []  # the previous model event's input messages
     docs: dict[str, str] = {}  # url_normalized and doc_id -> doc_id of the first appearance
     urls: dict[str, str] = {}  # doc_id -> url
     iteration = 0
@@ -185,7 +253,12 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
         kind = e.get("event")
         if kind == "model":
             iteration += 1
-            steps.append(ModelStep(iteration=iteration, usage=_usage(e.get("output") or {}), latency_ms=_ms(e)))
+            turn = _turn(e, iteration, sent)
+            sent = e["input"] if isinstance(e.get("input"), list) else []
+            turns.append(turn)
+            u = turn.usage
+            steps.append(ModelStep(iteration=iteration, latency_ms=turn.latency_ms, usage=StepUsage(
+                input_tokens=u.input_tokens, output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens)))
             continue
         if kind != "tool" or e.get("function") not in (tools.search, tools.fetch):
             continue
@@ -226,10 +299,11 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
     final = final_answer(completion) if completion else None
     if final is None and completion.strip():
         final = completion.strip()
-    reason: TrajectoryReason = "error" if sample.get("error") else ("answered" if final is not None else "max_iterations")
+    reason, error = _stop(sample, final)
     return TraceLine(
         trajectory_id=trajectory_id(run_id, provider, s.id, epoch=s.epoch), provider=provider, qid=s.id,
         question=_question(s), gold_answer=_gold(s), final_answer=final, stop_reason=reason, steps=steps, epoch=s.epoch,
+        run_id=run_id, turns=turns, error=error, answers=_answers(sample),
     )
 
 

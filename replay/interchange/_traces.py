@@ -9,13 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 import searchtrace.replay.interchange._common as import_common
-from searchtrace.adapters import SearchHit, norm_url
+from searchtrace.adapters import RetryInfo, SearchHit, norm_url
 from searchtrace.engine import Builder, epochs_problem
 from searchtrace.replay.interchange._common import (
+    AUDIT_STREAM,
     DATASET_STREAM,
     RUN_ID,
     Known,
+    Raw,
     decode_line,
     digest,
     event_id,
@@ -23,13 +27,28 @@ from searchtrace.replay.interchange._common import (
     fail,
     lines,
 )
-from searchtrace.replay.interchange._formats import FetchStep, ModelStep, SearchStep, TraceLine, trace_decoder
+from searchtrace.replay.interchange._formats import (
+    FailedStep,
+    FetchStep,
+    ModelStep,
+    RefusedStep,
+    Retry,
+    RetryStep,
+    SearchStep,
+    Step,
+    TraceLine,
+    trace_decoder,
+)
 from searchtrace.store import (
+    AuditAnswer,
     BadInput,
     DatasetQuestion,
     EventLog,
+    ModelResponded,
     NewEvent,
     Payload,
+    SearchCompleted,
+    ToolCall,
     Usage,
     trajectory_stream,
 )
@@ -47,7 +66,7 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], tuple[str, str] | None]:
                 if url_of_doc.setdefault(r.doc_id, u) != u:  # SPEC §17: a doc_id names one URL in a trajectory
                     return items, (f"steps[{i}].results[{k}].doc_id",
                                    f"{r.doc_id!r} already names another URL in this trajectory")
-        elif isinstance(step, FetchStep):
+        elif isinstance(step, FetchStep) and step.doc_id is not None:
             u_or_none = url_of_doc.get(step.doc_id)
             if u_or_none is None:
                 return items, (f"steps[{i}].doc_id", f"fetch of {step.doc_id!r}, which no earlier search step returned")
@@ -78,14 +97,16 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
         seen_ids[t.trajectory_id] = n
         seen_keys[key] = n
         got, bad = trace_items(t)
+        if bad is None:
+            bad = turns_problem(t) or _raw_problem(t, known.raw)
         if bad is not None:
             raise fail(path, n, *bad)
         have = known.traj_ids.get(t.trajectory_id)
         if have is not None:
             if isinstance(have, tuple):
-                have = _started_at(*have)
-            if have != _started(t):
-                if known.stored_trace(t.trajectory_id) != t:
+                have = _started_at(*have, known.raw)
+            if have != _started(t, known.raw):
+                if not _same(known.stored_payloads(t.trajectory_id), trace_payloads(t, with_blobs=False, raw=known.raw)[0]):
                     raise fail(path, n, "trajectory_id",
                                f"{t.trajectory_id!r} is already in the database with other content")
                 known.same_as_stored.add(t.trajectory_id)  # a recorded trajectory's own export: nothing to add
@@ -111,16 +132,43 @@ def _run_text(t: TraceLine) -> str:
     return "" if t.run_id is None else f" in run {t.run_id!r}"
 
 
-def _started(t: TraceLine) -> str:
+def _same(stored: list[Payload] | None, line: list[Payload]) -> bool:
+    """The line gives the stored payloads, but for raw bodies it leaves out (an export without --blobs)."""
+    if stored is None or len(stored) != len(line):
+        return False
+    for a, b in zip(stored, line, strict=True):
+        if a != b and not (isinstance(a, ModelResponded | SearchCompleted) and isinstance(b, type(a))
+                           and b.raw_digest is None and msgspec.structs.replace(a, raw_digest=None) == b):
+            return False
+    return True
+
+
+def _raw_problem(t: TraceLine, raw: Raw) -> tuple[str, str] | None:
+    """The first raw body the line names that the `--blobs` folder cannot give (field, what is wrong)."""
+    named = [(f"turns[{k}].raw_digest", turn.raw_digest) for k, turn in enumerate(t.turns)]
+    named += [(f"steps[{i}].raw_digest", s.raw_digest) for i, s in enumerate(t.steps) if isinstance(s, SearchStep)]
+    for field_, d in named:
+        if d is None:
+            continue
+        if raw is None:
+            return field_, f"names raw body {d}: give the folder export --blobs wrote (import --blobs DIR)"
+        try:
+            raw(d)
+        except BadInput as exc:
+            return field_, str(exc)
+    return None
+
+
+def _started(t: TraceLine, raw: Raw) -> str:
     """The event id of the trajectory's `trajectory.started`: it derives from the digest of all its events."""
-    return str(_event_id(t, _trace_hash(trace_payloads(t, with_blobs=False)[0]), 0))
+    return str(_event_id(t, _trace_hash(trace_payloads(t, with_blobs=False, raw=raw)[0]), 0))
 
 
-def _started_at(path: Path, line: int) -> str:
+def _started_at(path: Path, line: int, raw: Raw) -> str:
     """_started of the trajectory on that line of an already validated file (read again: rare, and cheap)."""
-    for n, raw in lines(path):
+    for n, data in lines(path):
         if n == line:
-            return _started(decode_line(trace_decoder, path, n, raw))
+            return _started(decode_line(trace_decoder, path, n, data), raw)
     raise BadInput(f"{path}: line {line}: changed while importing")
 
 
@@ -128,33 +176,105 @@ def _event_id(t: TraceLine, h: str, k: int) -> Any:
     return event_id("import", "trajectory", t.trajectory_id, h, str(k))
 
 
-def trace_payloads(t: TraceLine, *, with_blobs: bool = True) -> tuple[list[Payload], list[bytes]]:
-    """The SPEC §3 payloads of one trajectory's stream, in order, with the fetched pages as blobs (if asked)."""
+def _iteration(step: Step) -> int:
+    return 0 if isinstance(step, FailedStep | RetryStep) else step.iteration
+
+
+def turns_problem(t: TraceLine) -> tuple[str, str] | None:
+    """The first turn that does not fit the line (field, what is wrong): one turn per model step, same iteration,
+    `kept` within the previous turn's request."""
+    models = [s for s in t.steps if isinstance(s, ModelStep)]
+    if t.turns and len(t.turns) != len(models):
+        return "turns", f"{len(t.turns)} turns for {len(models)} model steps (one per model step, or none)"
+    sent = 0  # messages of the previous turn's request
+    for k, (turn, step) in enumerate(zip(t.turns, models, strict=False)):
+        if turn.iteration != step.iteration:
+            return f"turns[{k}].iteration", f"{turn.iteration}, but its model step has iteration {step.iteration}"
+        if isinstance(turn.messages, msgspec.UnsetType):
+            if turn.kept:
+                return f"turns[{k}].kept", "kept messages without messages"
+            sent = 0
+            continue
+        if turn.kept > sent:
+            return f"turns[{k}].kept", f"{turn.kept}, but the previous turn's request had {sent} messages"
+        sent = turn.kept + len(turn.messages)
+    return None
+
+
+def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) -> tuple[list[Payload], list[bytes]]:
+    """The SPEC §3 payloads of one trajectory's stream, in order, with its blobs (if asked): pages, request
+    messages, tool lists, and the raw bodies the line names (`raw` reads them from the `--blobs` folder)."""
     b = Builder(t.trajectory_id)
-    b.start(qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer, epoch=t.epoch)
-    last_iter = 0
+    b.start(qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer, attempt=t.attempt,
+            supersedes=t.supersedes, epoch=t.epoch)
+    last_iter = max((_iteration(s) for s in t.steps), default=0)
+    turns = iter(t.turns)
+    sent: list[Any] = []  # the previous turn's request messages
+
+    def body(d: str | None) -> bytes | None:
+        if d is None:
+            return None
+        if raw is None:
+            raise BadInput(f"raw body {d} named but no --blobs folder given")
+        return raw(d)
+
     for step in t.steps:
-        last_iter = max(last_iter, step.iteration)
         if isinstance(step, ModelStep):
-            u = Usage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
-                      reasoning_tokens=step.usage.reasoning_tokens)
-            b.model(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms, finish_reason=None,
-                    raw=None, provider_ms=step.provider_ms, queue_ms=step.queue_ms)
+            turn = next(turns, None)
+            if turn is None:
+                u = Usage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
+                          reasoning_tokens=step.usage.reasoning_tokens)
+                b.model(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms, finish_reason=None,
+                        raw=None, provider_ms=step.provider_ms, queue_ms=step.queue_ms)
+                continue
+            messages: list[Any] | None = None
+            if isinstance(turn.messages, msgspec.UnsetType):
+                sent = []
+            else:
+                sent = messages = sent[:turn.kept] + turn.messages
+            tu = turn.usage
+            b.model(iteration=turn.iteration, text=turn.text, finish_reason=turn.finish_reason,
+                    tool_calls=[ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in turn.tool_calls],
+                    usage=Usage(input_tokens=tu.input_tokens, output_tokens=tu.output_tokens,
+                                reasoning_tokens=tu.reasoning_tokens, cached_tokens=tu.cached_tokens),
+                    latency_ms=turn.latency_ms, provider_ms=turn.provider_ms, queue_ms=turn.queue_ms,
+                    raw=body(turn.raw_digest), messages=messages, tools=turn.tools if messages is not None else None,
+                    request_digest=None if isinstance(turn.request_sha256, msgspec.UnsetType) else turn.request_sha256)
         elif isinstance(step, SearchStep):
             hits = [SearchHit(rank=r.rank, title=r.title or "", url=r.url, domain=r.domain or "", snippet=r.snippet or "",
                               metadata=r.metadata or {}) for r in step.results]
-            b.search(call_id=step.call_id, iteration=step.iteration, query=step.query, provider=t.provider, status="ok",
-                     hits=hits, doc_ids=[r.doc_id for r in step.results], latency_ms=step.latency_ms,
-                     provider_ms=step.provider_ms, queue_ms=step.queue_ms)
-        else:
+            b.search(call_id=step.call_id, iteration=step.iteration, query=step.query,
+                     provider=step.provider or t.provider, status=step.status, hits=hits,
+                     doc_ids=[r.doc_id for r in step.results], latency_ms=step.latency_ms,
+                     provider_ms=step.provider_ms, queue_ms=step.queue_ms, params=step.params,
+                     raw=body(step.raw_digest), http_status=step.http_status, error=step.error,
+                     retries=[_retry(r) for r in step.retries])
+        elif isinstance(step, FetchStep):
             b.fetch(call_id=step.call_id, iteration=step.iteration, doc_id=step.doc_id, url=step.url, status=step.status,
                     content=step.content, n_tokens=step.n_tokens, latency_ms=step.latency_ms,
-                    provider_ms=step.provider_ms, queue_ms=step.queue_ms)
+                    provider_ms=step.provider_ms, queue_ms=step.queue_ms,
+                    n_bytes=None if isinstance(step.n_bytes, msgspec.UnsetType) else step.n_bytes,
+                    cache_hit=step.cache_hit is True,
+                    http_status=None if isinstance(step.http_status, msgspec.UnsetType) else step.http_status,
+                    error=None if isinstance(step.error, msgspec.UnsetType) else step.error,
+                    retries=[] if isinstance(step.retries, msgspec.UnsetType) else [_retry(r) for r in step.retries])
+        elif isinstance(step, RefusedStep):
+            b.refused(call_id=step.call_id, iteration=step.iteration, name=step.name, arguments=step.arguments,
+                      reason=step.reason)
+        elif isinstance(step, FailedStep):
+            b.failed(what=step.what, status=step.status, call_id=step.call_id, http_status=step.http_status,
+                     error=step.error, attempts=step.attempts)
+        else:
+            b.retried([_retry(step)], step.call_id)
     if t.final_answer is not None:
-        b.final(t.final_answer, last_iter)
-    b.finish(t.stop_reason, iterations=last_iter)
+        b.final(t.final_answer, last_iter if t.final_iteration is None else t.final_iteration)
+    b.finish(t.stop_reason, error=t.error, iterations=last_iter if t.iterations is None else t.iterations)
     payloads, blobs = b.take()
     return payloads, blobs if with_blobs else []
+
+
+def _retry(r: Retry) -> RetryInfo:
+    return RetryInfo(what=r.what, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
 
 
 def _trace_hash(payloads: list[Payload]) -> str:
@@ -162,9 +282,10 @@ def _trace_hash(payloads: list[Payload]) -> str:
     return digest(payloads)
 
 
-def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
-    """The events of one trajectory (its question first), ids derived from the stored content."""
-    payloads, blobs = trace_payloads(t)
+def trace_events(t: TraceLine, raw: Raw = None) -> tuple[list[NewEvent], list[bytes]]:
+    """The events of one trajectory (its question first, its answers' audits last), ids derived from the stored
+    content."""
+    payloads, blobs = trace_payloads(t, raw=raw)
     h = _trace_hash(payloads)
     stream = trajectory_stream(t.trajectory_id)
     ids = event_ids("import", "trajectory", t.trajectory_id, h, n=len(payloads))
@@ -177,20 +298,24 @@ def trace_events(t: TraceLine) -> tuple[list[NewEvent], list[bytes]]:
         payload=q,
         event_id=event_id("import", "question", t.qid, t.question, t.gold_answer),
     )
-    return [qid_event, *events], blobs
+    audits = [NewEvent(stream_id=AUDIT_STREAM, run_id=run, event_id=event_id("import", "answer", t.trajectory_id,
+                                                                            a.source, str(a.semantic_match)),
+                       payload=AuditAnswer(trajectory_id=t.trajectory_id, provider=None, qid=None,
+                                           semantic_match=a.semantic_match, source=a.source)) for a in t.answers]
+    return [qid_event, *events, *audits], blobs
 
 
-def append_traces(log: EventLog, path: Path, skip: frozenset[str] | set[str] = frozenset()) -> int:
+def append_traces(log: EventLog, path: Path, skip: frozenset[str] | set[str] = frozenset(), raw: Raw = None) -> int:
     """Second pass over a validated file: append its events in chunks (not those of `skip`); returns the number written."""
     written = 0
     batch: list[NewEvent] = []
     blobs: list[bytes] = []
     chunk = import_common.CHUNK
-    for n, raw in lines(path):
-        line = decode_line(trace_decoder, path, n, raw)
+    for n, data in lines(path):
+        line = decode_line(trace_decoder, path, n, data)
         if line.trajectory_id in skip:
             continue
-        evs, bl = trace_events(line)
+        evs, bl = trace_events(line, raw)
         batch.extend(evs)
         blobs.extend(bl)
         if len(batch) >= chunk:

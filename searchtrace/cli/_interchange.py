@@ -36,13 +36,16 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--run-id", default=None, help="--from inspect: run id of the trajectories (default inspect-<eval id>).")
 @click.option("--judgments", "judgments", multiple=True, type=_file, help="Judgments JSONL (repeatable).")
 @click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
+@click.option("--blobs", "blobs", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The folder of raw bodies `export --blobs` wrote (the traces name them by digest).")
 def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | None, run_id: str | None,
-               judgments: tuple[Path, ...], audits: tuple[Path, ...]) -> None:
-    """Import traces, judgments and audits, or Inspect AI logs; strict: a bad line stops it (exit 2) and nothing of
-    that file is written."""
+               judgments: tuple[Path, ...], audits: tuple[Path, ...], blobs: Path | None) -> None:
+    """Import traces (with the run.jsonl beside them), judgments and audits, or Inspect AI logs; strict: a bad line
+    stops it (exit 2) and nothing of that file is written."""
     if source == "inspect":
-        if not traces or judgments or audits:
-            raise click.UsageError("--from inspect takes Inspect logs (files or folders) and no --judgments / --audit")
+        if not traces or judgments or audits or blobs:
+            raise click.UsageError("--from inspect takes Inspect logs (files or folders) and no --judgments / --audit "
+                                   "/ --blobs")
         with _status() as show:
             res = pipeline.import_inspect(db, traces, provider=provider, run_id=run_id, on_stage=show)
         click.echo(f"{db}: {res.trajectories} new trajectories from {len(traces)} Inspect log path(s); "
@@ -56,7 +59,7 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
     if not (traces or judgments or audits):
         raise click.UsageError("nothing to import: give TRACES.jsonl and/or --judgments / --audit files")
     with _status() as show:
-        res = pipeline.import_files(db, traces, judgments, audits, on_stage=show)
+        res = pipeline.import_files(db, traces, judgments, audits, blobs=blobs, on_stage=show)
     click.echo(
         f"{db}: {res.trajectories} new trajectories; {res.verdicts} verdicts and {res.audits} audit rows read; "
         f"{res.events_written} new events"
@@ -66,8 +69,10 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
 @click.command("export")
 @click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
-def export_cmd(db: Path, out: Path) -> None:
-    """Write traces.jsonl, judgments.jsonl, audit.tsv (SPEC §9) and events.parquet into a folder."""
-    written = pipeline.export(db, out)
+@click.option("--blobs", "blobs", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the raw model and search replies and the pages, one file per sha256, into this folder.")
+def export_cmd(db: Path, out: Path, blobs: Path | None) -> None:
+    """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (SPEC §9, §17) and events.parquet into a folder."""
+    written = pipeline.export(db, out, blobs)
     for name, count in written.items():
         click.echo(f"{out / name}: {count}")

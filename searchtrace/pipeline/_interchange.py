@@ -13,9 +13,10 @@ from searchtrace.store import BadInput, EventLog, bulk_appends
 
 def import_files(
     db: Path, traces: Sequence[Path] = (), judgments: Sequence[Path] = (), audits: Sequence[Path] = (), *,
-    on_stage: Callable[[str], None] = lambda _stage: None,
+    blobs: Path | None = None, on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
-    """Strict import (a bad line stops it, nothing of that file written), then the typed projections caught up.
+    """Strict import (a bad line stops it, nothing of that file written), then the typed projections caught up;
+    `blobs` is the folder of raw bodies `export --blobs` wrote.
 
     A failed import into a store that did not exist before leaves no store behind.
     """
@@ -23,7 +24,7 @@ def import_files(
     try:
         with EventLog(db) as log:
             with bulk_appends(log):  # short GIL turns, one-thread chunks for the appends; restored after
-                res = import_into(log, list(traces), list(judgments), list(audits), on_stage=on_stage)
+                res = import_into(log, list(traces), list(judgments), list(audits), blobs=blobs, on_stage=on_stage)
             on_stage("building the typed projections")
             cur = log.cursor()
             try:
@@ -39,10 +40,11 @@ def import_files(
     return res
 
 
-def export(db: Path, out: Path) -> dict[str, int]:
-    """Writes traces.jsonl, judgments.jsonl, audit.tsv and events.parquet into `out`; file name -> rows written."""
+def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
+    """Writes traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv and events.parquet into `out`, and with `blobs`
+    the raw bodies and pages the traces name; file name -> rows written."""
     with EventLog(db, read_only=True) as log:
-        return export_all(log, out)
+        return export_all(log, out, blobs)
 
 
 def import_inspect(

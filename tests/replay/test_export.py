@@ -17,7 +17,9 @@ def test_round_trip_same_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, text, err = run_cli("export", "--db", str(first), "--out", str(out))
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judgments.jsonl", "traces.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judgments.jsonl", "run.jsonl",
+                                                     "traces.jsonl"]
+    assert (out / "run.jsonl").read_text() == ""  # imported traces only: no run.started
     traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
     assert [t["trajectory_id"] for t in traces] == ["t-a1", "t-a2", "t-b1", "t-g1", "t-g2"]
     fetches = [s for s in traces[0]["steps"] if s["kind"] == "fetch"]

@@ -185,3 +185,87 @@ def test_members_under_the_caps_import(tmp_path: Path) -> None:
         check_zip_members(log, total_cap=1000)
     with pytest.raises(Exception, match="inflates beyond 0 MiB"):
         check_zip_members(log, member_cap=10)
+
+
+# ---------------------------------------------------------------- SPEC §17: every model turn, scores, stops
+
+
+def _payloads(db: Path) -> dict[str, list[object]]:
+    return {k: [p for _, _, p in v] for k, v in streams(db).items()}
+
+
+def test_every_model_turn_each_score_and_the_epochs_are_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from searchtrace.store import ModelResponded, TrajectoryFinished, epoch_of
+
+    db = tmp_path / "i.duckdb"
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", "--run-id", "inspect", str(LOGS))
+    assert res.returncode == 0, res.stderr
+    recorded = _payloads(db)
+    seen_turns = 0
+    with EventLog(db, read_only=True) as store:
+        for path in sorted(LOGS.glob("*.eval")):
+            log = inspect_log.read_eval_log(str(path))
+            provider = log.eval.task_args["provider"]
+            for sample in log.samples or []:
+                suffix = f":{provider}:{sample.id}" + ("" if sample.epoch == 1 else f"~{sample.epoch}")
+                payloads = recorded[next(k for k in recorded if k.endswith(suffix))]
+                started = payloads[0]
+                assert isinstance(started, TrajectoryStarted) and epoch_of(started) == sample.epoch
+                model_events = [e for e in sample.events if e.event == "model"]
+                turns = [p for p in payloads if isinstance(p, ModelResponded)]
+                assert len(turns) == len(model_events) > 0
+                for e, t in zip(model_events, turns, strict=True):
+                    msg = e.output.choices[0].message
+                    assert t.text == (msg.text or None)
+                    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in t.tool_calls] == [
+                        (c.id, c.function, c.arguments) for c in msg.tool_calls or []]
+                    assert (t.usage.input_tokens, t.usage.output_tokens, t.usage.reasoning_tokens) == (
+                        e.output.usage.input_tokens, e.output.usage.output_tokens, e.output.usage.reasoning_tokens or 0)
+                    assert t.finish_reason == e.output.choices[0].stop_reason
+                    # what the model was sent: Inspect's own messages, one blob each
+                    assert isinstance(t.request_messages, list)
+                    sent = [json.loads(store.get_blob(d)) for d in t.request_messages]
+                    assert [m["content"] for m in sent] == [m.content for m in e.input]
+                seen_turns += len(turns)
+                finished = payloads[-1]
+                assert isinstance(finished, TrajectoryFinished) and finished.reason == "answered"
+        cur = store.cursor()
+        audits = [json.loads(r[0]) for r in cur.execute(
+            "SELECT payload FROM events WHERE type = 'audit.answer' ORDER BY position").fetchall()]
+        cur.close()
+    assert seen_turns == 18
+    assert len(audits) == 6 and {a["source"] for a in audits} == {"inspect:includes"}
+    assert all(a["semantic_match"] is True and a["trajectory_id"] for a in audits)
+    rep = Out(capsys, "report", "--db", str(db), "--json")
+    assert rep.returncode == 0, rep.stderr
+    assert all(v["accuracy"] == 1.0 for v in json.loads(rep.stdout)["providers"].values())
+
+
+def _stops(log: object) -> None:
+    from inspect_ai.log import EvalError, EvalSampleLimit
+
+    first, second = log.samples[0], log.samples[1]  # type: ignore[attr-defined]
+    first.limit = EvalSampleLimit(type="message", limit=6)
+    second.error = EvalError(message="upstream broke\nmid-sample", traceback="", traceback_ansi="")
+    first.scores["includes"].value = "I"
+    second.scores["includes"].value = 0.5  # a partial score is no yes/no verdict: left out
+
+
+def test_limit_and_error_stops_keep_their_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from searchtrace.store import AuditAnswer, TrajectoryFinished
+
+    edited = _edited(tmp_path, _stops, "stops")
+    db = tmp_path / "s.duckdb"
+    res = Out(capsys, "import", "--db", str(db), "--from", "inspect", str(edited))
+    assert res.returncode == 0, res.stderr
+    log = inspect_log.read_eval_log(str(edited))
+    finished = {}
+    for payloads in _payloads(db).values():
+        t, f = payloads[0], payloads[-1]
+        assert isinstance(t, TrajectoryStarted) and isinstance(f, TrajectoryFinished)
+        finished[t.qid] = (f.reason, f.error)
+    assert finished[str(log.samples[0].id)] == ("limit", "message limit 6")
+    assert finished[str(log.samples[1].id)] == ("error", "upstream broke mid-sample")
+    with EventLog(db, read_only=True) as store:
+        audits = [ev.payload for ev in store.read(types=["audit.answer"])]
+    assert [(a.source, a.semantic_match) for a in audits if isinstance(a, AuditAnswer)] == [("inspect:includes", False)]
