@@ -265,7 +265,7 @@ def _insert(con: Cursor, schema: str, rows: list[tuple[int, str, bool, int | Non
 SHOWN_CTE = """
 sh AS (
   SELECT r.position, r.stream_id, coalesce(s.shown, true) AS shown, s.shown_position,
-         coalesce(s.shown_by, 'assumed') AS shown_by
+         CASE WHEN s.position IS NULL THEN 'assumed' ELSE s.shown_by END AS shown_by
   FROM search_results r LEFT JOIN shown s ON s.position = r.position
 )"""
 """`sh`: every search.result (by position) with the SPEC §17 shown rule's outcome from the `shown` table
