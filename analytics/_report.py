@@ -33,7 +33,7 @@ from searchtrace.analytics._metrics import (
     trajectory_stats,
 )
 from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs
-from searchtrace.analytics._shown import NO_SHOWN, provider_shown
+from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
@@ -147,12 +147,11 @@ def build_report(
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
     notes.extend(passed_over)
-    if assumed:
-        notes.append(f"{assumed} trajectories were recorded without their model requests (before request messages "
-                     "were stored, or imported): every result they returned counts as shown")
     items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
     if run is not None and judged < items:
         notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
+    if assumed:
+        notes.append(assumed_note(assumed))
     return Built(report=report, notes=notes)
 
 

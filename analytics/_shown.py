@@ -277,6 +277,12 @@ sh AS (
 NO_SHOWN: dict[str, Any] = {"results_returned": 0, "results_shown": 0, "shown_share": None}
 
 
+def assumed_note(n: int) -> str:
+    """The report's one line for trajectories whose requests are unknown (SPEC §17: said once)."""
+    return (f"{n} trajectories were recorded without their model requests (before request messages were stored, "
+            "or imported): every result they returned counts as shown")
+
+
 def provider_shown(con: Cursor) -> tuple[dict[str, dict[str, Any]], int]:
     """({provider: {results_returned, results_shown, shown_share}} over the results of current trajectories, the
     number of those trajectories whose results count as shown because no request of theirs was recorded).
