@@ -19,6 +19,7 @@ the table's last position are replayed again, the others kept.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,14 +49,21 @@ _URL = re.compile(r"https?://[^\s\"'<>\\]+", re.IGNORECASE)
 _TRAIL = ".,;:!?)]}'\"*>"  # punctuation a URL written in prose or Markdown is often followed by
 _WORD = re.compile(r"\w+")
 _json = msgspec.json.Decoder()
+_lock = threading.Lock()  # one catch-up per process at a time (two would both replay and insert the same streams)
 
 
-class Evidence(msgspec.Struct, frozen=True):
-    """One request message read for the rule: its strings joined, its normalised URL tokens, its word tokens."""
+class Evidence(msgspec.Struct):
+    """One request message read for the rule: its strings joined, its normalised URL tokens, and (made on first
+    use: most results match by URL first) its word tokens."""
 
     text: str
     urls: frozenset[str]
-    words: frozenset[str]
+    words_: frozenset[str] | None = None
+
+    def words(self) -> frozenset[str]:
+        if self.words_ is None:
+            self.words_ = frozenset(_WORD.findall(self.text))
+        return self.words_
 
 
 class Shown(msgspec.Struct, frozen=True):
@@ -93,14 +101,14 @@ def evidence(message: Any) -> Evidence:
         cut = tok.rstrip(_TRAIL)
         if cut and cut != tok:
             urls.add(norm_url(cut))
-    return Evidence(text=text, urls=frozenset(urls), words=frozenset(_WORD.findall(text)))
+    return Evidence(text=text, urls=frozenset(urls))
 
 
 def shows(r: SearchResult, ev: Evidence) -> str | None:
     """By which part the message shows result `r` ("url", "doc_id", "title"), None when it does not."""
     if (r.url and r.url in ev.text) or r.url_normalized in ev.urls or norm_url(r.url) in ev.urls:
         return "url"
-    if r.doc_id and (r.doc_id in ev.words if _WORD.fullmatch(r.doc_id)
+    if r.doc_id and (r.doc_id in ev.words() if _WORD.fullmatch(r.doc_id)
                      else re.search(rf"(?<!\w){re.escape(r.doc_id)}(?!\w)", ev.text)):
         return "doc_id"
     if len(r.title) >= TITLE_MIN and r.title in ev.text:
@@ -186,13 +194,14 @@ def catch_up(con: Cursor, schema: str) -> None:
     on another process (not a DuckDB connection) cannot write: it reads the table as that process left it."""
     if not isinstance(con, duckdb.DuckDBPyConnection):
         return
-    con.execute("BEGIN")
-    try:
-        _catch_up(con, schema)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    with _lock:
+        con.execute("BEGIN")
+        try:
+            _catch_up(con, schema)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
 
 
 def _catch_up(con: Cursor, schema: str) -> None:
