@@ -7,6 +7,7 @@ Where things are:
 - `projections`: the `proj` tables, caught up incrementally (caches, never a source of truth).
 - `rules`: the domain rules every reader shares, in SQL and in Python (latest attempt, final answer, deciding
   audit, default judge run).
+- `shown`: SPEC §17 what the model saw: which results a later model request contained (a replay, table `shown`).
 - `items`: SPEC §4 judge items (the judge's input; ITEMS_SQL also feeds metrics and `v_judge_items`).
 - `metrics` + `textnorm`: every §5 metric, exact integer sums; `report`: the §8 dict and its canonical JSON.
 - `views`: the documented `v_*` / `ev_*` views for `searchtrace sql` (VIEWS.md); `custom`: user metric files.
@@ -23,6 +24,7 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._html as html
     import searchtrace.analytics._projections as projections
+    import searchtrace.analytics._shown as shown
     import searchtrace.analytics._sources as sources
     import searchtrace.analytics._views as views
     from searchtrace.analytics._agreement import compare_judge_runs
@@ -104,6 +106,7 @@ _EXPORTS: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "html": "searchtrace.analytics._html",
     "projections": "searchtrace.analytics._projections",
+    "shown": "searchtrace.analytics._shown",
     "sources": "searchtrace.analytics._sources",
     "views": "searchtrace.analytics._views",
 }
@@ -138,6 +141,7 @@ __all__ = [
     "mismatched",
     "prepare_import",
     "projections",
+    "shown",
     "rationales",
     "render",
     "render_table",

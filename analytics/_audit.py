@@ -270,7 +270,8 @@ def _validate_row(
         )
     labels = verdict.labels.snippet if surface == "snippet" else verdict.labels.page
     if labels is None:
-        raise BadInput(f"{where}: field surface: the item was not page-visible, it has no page labels")
+        why = "not page-visible, it has no page labels" if surface == "page" else "never shown, it has no snippet labels"
+        raise BadInput(f"{where}: field surface: the item was {why}")
     recorded = bool(getattr(labels, label))
     if _BOOL[judge_raw] != recorded:
         raise BadInput(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from searchtrace.analytics._items import ITEMS_SQL
-from searchtrace.analytics._rules import first_verdicts, partition_cell
+from searchtrace.analytics._rules import first_verdicts, partition_cell, surface_support
 from searchtrace.store import Cursor, trajectory_stream
 
 PER_STREAM = ("search_results", "search_calls", "search_completions", "fetch_calls", "fetch_completions",
@@ -40,8 +40,8 @@ SELECT it.stream_id, it.url_normalized, it.first_position, it.rank, it.title, it
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer,
        v.position AS verdict_position,
-       CASE WHEN v.valid THEN {partition_cell("coalesce(v.snippet_supports_gold, false)", "it.fetched")} END AS part,
-       coalesce(v.valid AND it.fetched AND NOT v.snippet_supports_gold AND v.page_supports_gold, false) AS discovered
+       CASE WHEN v.valid THEN {partition_cell(surface_support("v", "it"), "it.fetched")} END AS part,
+       coalesce(v.valid AND it.fetched AND NOT {surface_support("v", "it")} AND v.page_supports_gold, false) AS discovered
 FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ORDER BY it.first_position
 """

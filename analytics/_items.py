@@ -1,7 +1,9 @@
 """Judge items of SPEC §4: one per distinct normalised URL per trajectory, with its surface and fetch state.
 
-An item's surface is its first `search.result` (lowest position) in the trajectory's stream; every appearance
-stays counted (`n_appearances`, `n_rank1`). A `fetch.called` names a doc_id; it belongs to the item of the
+SPEC §17: the items are the URLs a model request was shown (analytics._shown) or the agent fetched; an item is
+`snippet_shown` when any of its appearances was shown (a URL fetched and never shown has no snippet verdict).
+An item's surface is its first shown `search.result` (lowest position) in the trajectory's stream, else its first;
+every appearance stays counted (`n_appearances`, `n_rank1`). A `fetch.called` names a doc_id; it belongs to the item of the
 latest earlier result in the same stream with that doc_id (doc_ids are unique within a trajectory, so this is
 simply "the result it named"). The item is `fetched` when any fetch.called belongs to it, whatever its status
 (a refused tool call is a `tool.refused` event, not a fetch), and `page_visible` when at least one of those
@@ -19,14 +21,16 @@ import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._rules import ANSWERS_CTE, TRAJECTORIES_CTE
+from searchtrace.analytics._shown import SHOWN_CTE
 from searchtrace.store import Cursor
 
 ITEMS_SQL = f"""
-WITH {TRAJECTORIES_CTE},
+WITH {TRAJECTORIES_CTE}, {SHOWN_CTE},
 firsts AS (
-  SELECT stream_id, url_normalized, min(position) AS first_position, count(*) AS n_appearances,
-         count(*) FILTER (WHERE rank = 1) AS n_rank1
-  FROM search_results GROUP BY stream_id, url_normalized
+  SELECT r.stream_id, r.url_normalized,
+         coalesce(min(r.position) FILTER (WHERE sh.shown), min(r.position)) AS first_position,
+         count(*) AS n_appearances, count(*) FILTER (WHERE r.rank = 1) AS n_rank1, bool_or(sh.shown) AS snippet_shown
+  FROM search_results r JOIN sh ON sh.position = r.position GROUP BY r.stream_id, r.url_normalized
 ),
 fx AS (
   SELECT f.stream_id, f.position AS fetch_position, f.call_id, f.doc_id, a.url_normalized
@@ -48,7 +52,7 @@ fi AS (
 )
 SELECT tr.trajectory_id, tr.provider, tr.qid, tr.epoch, s.stream_id, s.url_normalized, s.first_position,
        r.call_id, r.doc_id, r.rank, r.title, r.url, r.domain, r.snippet, r.metadata,
-       s.n_appearances, s.n_rank1,
+       s.n_appearances, s.n_rank1, s.snippet_shown,
        coalesce(fi.n_fetches, 0) AS n_fetches,
        coalesce(fi.n_fetches, 0) > 0 AS fetched,
        coalesce(fi.n_fetches_ok, 0) > 0 AS page_visible,
@@ -57,6 +61,7 @@ FROM firsts s
 JOIN search_results r ON r.stream_id = s.stream_id AND r.position = s.first_position
 JOIN tr ON tr.stream_id = s.stream_id
 LEFT JOIN fi ON fi.stream_id = s.stream_id AND fi.url_normalized = s.url_normalized
+WHERE s.snippet_shown OR fi.n_fetches > 0
 """
 """SELECT of every judge item over the typed relations (whichever schema the search_path names)."""
 
@@ -84,6 +89,7 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
     page_visible: bool
     page_digest: str | None  # content blob of the first ok fetch; `log.get_blob(digest)` gives the page
     epoch: int = 1  # SPEC §12: the epoch of the item's trajectory
+    snippet_shown: bool = True  # SPEC §17: a model request showed it (False: fetched only; no snippet verdict)
 
 
 def judge_items(
@@ -114,7 +120,7 @@ def judge_items(
 WITH {TRAJECTORIES_CTE}, {ANSWERS_CTE}, i AS ({ITEMS_SQL})
 SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
        i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
-       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch
+       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch, i.snippet_shown
 FROM i JOIN tr ON tr.stream_id = i.stream_id
 LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}

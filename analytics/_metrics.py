@@ -23,6 +23,7 @@ from searchtrace.analytics._rules import (
     TRAJECTORIES_CTE,
     first_verdicts,
     partition_cell,
+    surface_support,
 )
 from searchtrace.analytics._textnorm import exact_match, token_f1
 from searchtrace.store import Cursor
@@ -83,11 +84,11 @@ v AS ({first_verdicts("$run")}),
 iv AS (
   SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
          coalesce(v.valid, false) AS ok,
-         coalesce(v.snippet_supports_gold, false) AS s,
-         coalesce(v.snippet_contradicts_gold, false) AS c,
+         {surface_support("v", "it")} AS s,
+         (coalesce(v.snippet_contradicts_gold, false) AND it.snippet_shown) AS c,
          coalesce(v.has_page, false) AS pg,
          coalesce(v.page_supports_gold, false) AS ps,
-         {partition_cell("coalesce(v.snippet_supports_gold, false)", "it.fetched")} AS cell
+         {partition_cell(surface_support("v", "it"), "it.fetched")} AS cell
   FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ),
 ist AS (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 
+import searchtrace.analytics._shown as shown
 from searchtrace.analytics._relations import RELATIONS, Relation, version
 from searchtrace.store import Cursor
 
@@ -78,11 +79,12 @@ def is_current(con: Cursor) -> bool:
     """True when every projection exists, is of this version and has seen the last event."""
     state, _ = _state(con)
     tables, ver, head = _tables(con, PROJ), version(), _head(con)
-    return all(r.name in tables and state.get(r.name) == (ver, head) for r in RELATIONS)
+    return all(r.name in tables and state.get(r.name) == (ver, head) for r in RELATIONS) and shown.is_current(con, PROJ)
 
 
 def catch_up(con: Cursor, *, rebuild: bool = False) -> int:
-    """Bring every projection up to the last event in one transaction; returns the head position."""
+    """Bring every projection up to the last event in one transaction, then the `shown` table (analytics._shown,
+    its own transaction); returns the head position."""
     with _lock:
         con.execute("BEGIN")
         try:
@@ -108,4 +110,7 @@ def catch_up(con: Cursor, *, rebuild: bool = False) -> int:
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        if rebuild:
+            con.execute(f"DROP TABLE IF EXISTS {PROJ}.{shown.STATE}")
+        shown.catch_up(con, PROJ)
     return head

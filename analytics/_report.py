@@ -7,7 +7,8 @@ answer), `surface_supported_items` and `surface_contradicted_items` (the ratios'
 `query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
 `surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
 `search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics._latency: provider time
-only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included). At the top:
+only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included), `results_returned`,
+`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained). At the top:
 `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """
 
@@ -32,6 +33,7 @@ from searchtrace.analytics._metrics import (
     trajectory_stats,
 )
 from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs
+from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
@@ -109,6 +111,7 @@ def build_report(
             pairs = complementarity(con, rows)
             sizes = surface_sizes(con)
             latency = provider_latency(con)
+            shown, assumed = provider_shown(con)
             prices = prices or recorded_prices(con)
             if prices is not None:
                 counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -123,7 +126,7 @@ def build_report(
     report = Report(
         judge_run_id=run,
         providers={name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
-                          **latency.get(name, NO_LATENCY)}
+                          **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
                    for name in sorted(by_provider)},
         complementarity=pairs,
     )
@@ -147,6 +150,8 @@ def build_report(
     items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
     if run is not None and judged < items:
         notes.append(f"judge run {run}: {judged} of {items} items have a verdict")
+    if assumed:
+        notes.append(assumed_note(assumed))
     return Built(report=report, notes=notes)
 
 

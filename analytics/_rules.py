@@ -238,6 +238,12 @@ def partition_cell(s: str, f: str) -> str:
     return f"(CASE WHEN {s} AND {f} THEN 'SMART' WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)"
 
 
+def surface_support(verdict: str, item: str) -> str:
+    """SQL of an item's pre-fetch surface support S from its verdict row `verdict` and item row `item`: the snippet
+    supports the gold answer and the model was shown it (SPEC §17: a URL fetched but never shown has no snippet)."""
+    return f"(coalesce({verdict}.snippet_supports_gold, false) AND {item}.snippet_shown)"
+
+
 def first_verdicts(run: str) -> str:
     """SELECT of the verdict each item counts with in judge run `run` (a SQL expression, e.g. `$run`): its first."""
     return (

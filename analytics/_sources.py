@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import duckdb
 
 import searchtrace.analytics._projections as projections
+import searchtrace.analytics._shown as shown
 from searchtrace.analytics._relations import RELATIONS
 from searchtrace.store import Cursor
 
@@ -43,11 +44,13 @@ def _memory_ready(con: Cursor) -> bool:
 
 
 def memory_catalog(con: Cursor) -> str:
-    """The in-memory catalog with the raw relation views (attached and filled once per database instance)."""
+    """The in-memory catalog with the raw relation views (attached and filled once per database instance) and the
+    `shown` table (analytics._shown), caught up to the last event on each call."""
     with LOCK:
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {MEMORY} (READ_ONLY false)")
         if not _memory_ready(con):
             relation_views(con, RAW, replace=False)
+        shown.catch_up(con, RAW)
     return MEMORY
 
 

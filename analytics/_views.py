@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 
+import searchtrace.analytics._shown as shown
 from searchtrace.analytics._items import ITEMS_SQL
-from searchtrace.analytics._projections import STATE_DDL
+from searchtrace.analytics._projections import PROJ, STATE_DDL
 from searchtrace.analytics._relations import RELATIONS
 from searchtrace.analytics._rules import (
     ANSWERS_CTE,
@@ -21,7 +22,8 @@ from searchtrace.analytics._rules import (
     TRAJECTORIES_CTE,
     surface_chars_sql,
 )
-from searchtrace.analytics._sources import EV, LOCK, memory_catalog, relation_views
+from searchtrace.analytics._shown import SHOWN_CTE
+from searchtrace.analytics._sources import EV, LOCK, MEMORY, memory_catalog, relation_views
 from searchtrace.store import Cursor
 
 VIEWS_STATE = "__views"  # the projection_state row that records which version of the views is installed
@@ -59,6 +61,10 @@ SELECT tr.trajectory_id, tr.provider, tr.qid, f.stream_id, f.call_id, f.iteratio
        d.content_digest, d.n_bytes, d.n_tokens, d.cache_hit, d.latency_ms, f.position
 FROM fetch_calls f JOIN tr USING (stream_id)
 LEFT JOIN fetch_completions d ON d.stream_id = f.stream_id AND d.call_id = f.call_id AND d.doc_id = f.doc_id""",
+        "v_shown": f"""{with_tr}, {SHOWN_CTE}
+SELECT tr.trajectory_id, tr.provider, tr.qid, r.stream_id, r.call_id, r.doc_id, r.rank, r.title, r.url,
+       r.url_normalized, r.position, sh.shown, sh.shown_position, sh.shown_by
+FROM search_results r JOIN tr USING (stream_id) JOIN sh ON sh.position = r.position""",
         "v_judge_items": f"SELECT * FROM ({ITEMS_SQL})",
         "v_judge_runs": """SELECT judge_run_id, model, prompt_version, prompt_sha256, schema_version, position
 FROM judge_runs""",
@@ -129,6 +135,8 @@ def _stamp(con: Cursor, db: str) -> str:
 def _install(con: Cursor, catalog: str) -> None:
     """Relation views and `v_*` definitions in `catalog`.ev, flat aliases `ev_*` / `v_*` in `catalog`.main."""
     relation_views(con, f"{catalog}.{EV}", replace=True)
+    if catalog != MEMORY:  # there `shown` is a table of its own (analytics._shown); here the database's cache
+        con.execute(f"CREATE OR REPLACE VIEW {catalog}.{EV}.{shown.TABLE} AS SELECT * FROM {catalog}.{PROJ}.{shown.TABLE}")
     for name, sql in _user_views().items():
         con.execute(f"CREATE OR REPLACE VIEW {catalog}.{EV}.{name} AS {sql}")
     for rel in RELATIONS:
@@ -146,6 +154,7 @@ def ensure_views(con: Cursor, *, temp: bool = False) -> None:
                 _install(con, catalog)
         con.execute(f"SET search_path = '{catalog}.main,main'")
         return
+    shown.catch_up(con, PROJ)  # what `ev.shown` reads
     if _current(con):
         return
     con.execute("BEGIN")

@@ -221,6 +221,8 @@ class _Run:
         queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
         valid = labels is not None
+        if labels is not None and not item.snippet_shown:  # SPEC §17: no snippet verdict for a URL never shown
+            labels = msgspec.structs.replace(labels, snippet=None)
         verdict = JudgeVerdict(
             judge_run_id=self.jrid,
             item=JudgeItemRef(trajectory_id=item.trajectory_id, url_normalized=item.url_normalized),

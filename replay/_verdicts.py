@@ -53,6 +53,8 @@ def parse_verdict(text: str | None, *, page_visible: bool, finish_reason: str | 
     except msgspec.DecodeError as exc:
         cut = " (finish_reason=length)" if finish_reason == "length" else ""
         return Parsed(valid=False, reason=_one_line(f"not valid JSON: {exc}{cut}"))
+    if verdict.snippet is None:
+        return Parsed(valid=False, reason="snippet is null")
     if page_visible and verdict.page is None:
         return Parsed(valid=False, reason="page is null but the item is page-visible")
     if not page_visible and verdict.page is not None:

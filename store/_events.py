@@ -48,7 +48,7 @@ class Labels(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class Verdict(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Judge reply, schema version 1 (SPEC §4)."""
 
-    snippet: Labels
+    snippet: Labels | None  # a reply always has it; None as recorded for an item never shown (SPEC §17)
     page: Labels | None
     supports_final_answer: bool
     rationale: str

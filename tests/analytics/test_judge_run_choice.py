@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from searchtrace.analytics import shown
 from searchtrace.store import EventLog, JudgeStarted, NewEvent
 from tests.analytics.analytics_fixture import import_fixture, verdict
 from tests.builders import run_cli, write_jsonl
 
 ITEMS = 10  # alpha 6 (t-a1 4, t-a2 2), beta 2, gamma 2 (t-g2 searched with no result)
+IMPORTED = shown.assumed_note(4)  # imported traces carry no model requests: every result counts as shown
 
 
 @pytest.fixture
@@ -30,8 +32,8 @@ def _report(db: Path, *extra: str) -> tuple[str, list[str]]:
 
 
 def test_partial_coverage_is_said_in_one_line(db: Path) -> None:
-    assert _report(db) == ("j2", [f"judge run j2: 1 of {ITEMS} items have a verdict"])
-    assert _report(db, "--judge-run-id", "j1") == ("j1", [f"judge run j1: 8 of {ITEMS} items have a verdict"])
+    assert _report(db) == ("j2", [f"judge run j2: 1 of {ITEMS} items have a verdict", IMPORTED])
+    assert _report(db, "--judge-run-id", "j1") == ("j1", [f"judge run j1: 8 of {ITEMS} items have a verdict", IMPORTED])
 
 
 def test_a_later_run_without_a_valid_verdict_is_passed_over_aloud(
@@ -48,8 +50,9 @@ def test_a_later_run_without_a_valid_verdict_is_passed_over_aloud(
         "judge run j3 has no valid verdict; using judge run j2",
         "judge run j4 has no valid verdict; using judge run j2",
         f"judge run j2: 1 of {ITEMS} items have a verdict",
+        IMPORTED,
     ]
-    assert _report(db, "--judge-run-id", "j4") == ("j4", [f"judge run j4: 0 of {ITEMS} items have a verdict"])
+    assert _report(db, "--judge-run-id", "j4") == ("j4", [f"judge run j4: 0 of {ITEMS} items have a verdict", IMPORTED])
 
 
 def test_no_run_with_a_valid_verdict_means_no_judge_run(tmp_path: Path) -> None:
@@ -59,6 +62,6 @@ def test_no_run_with_a_valid_verdict_means_no_judge_run(tmp_path: Path) -> None:
     t = write_jsonl(tmp_path / "t.jsonl", TRACES)
     j = write_jsonl(tmp_path / "j.jsonl", [verdict("j9", "t-a2", "https://x.org", None, valid=False)])
     assert run_cli("import", "--db", str(db), str(t), "--judgments", str(j))[0] == 0
-    assert _report(db) == (None, ["judge run j9 has no valid verdict; the report uses no judge run"])
+    assert _report(db) == (None, ["judge run j9 has no valid verdict; the report uses no judge run", IMPORTED])
     code, _, err = run_cli("audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv"))
     assert code == 2 and "no judge run with a valid verdict" in err

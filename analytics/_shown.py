@@ -1,0 +1,305 @@
+"""What the model saw (SPEC §17 "Shown"): which search results a later model request contained, as a replay.
+
+A search result is *shown* when a model request made after its search completed (a `model.responded` at a later
+position of the same stream) contains its URL (raw, or §2-normalised and compared with every URL-like token of the
+request normalised the same way), its doc_id (as a whole token), or its title (16 characters or more) verbatim, in
+any string of a request message: message text, tool result, tool-call argument (a string that holds JSON is read
+as JSON too, so escaped text inside a tool result or an arguments string counts as written).
+
+A request whose messages are unknown (a `model.responded` without `request_messages`, or a message blob missing)
+shows every result completed before it; a trajectory none of whose model turns carry `request_messages` (recorded
+before SPEC §17, or imported) shows every result. Both are marked `assumed`.
+
+The rule is this Python replay only: request messages live in zlib-compressed blobs SQL cannot read. `catch_up`
+materialises it as the table `shown` (one row per search.result) in `proj` for the database and in the in-memory
+catalog for read-only reads; `v_shown`, the judge items and the report read that table. Streams with events after
+the table's last position are replayed again, the others kept.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import duckdb
+import msgspec
+
+from searchtrace.adapters import norm_url
+from searchtrace.analytics._rules import TRAJECTORIES_CTE
+from searchtrace.store import (
+    Cursor,
+    ModelResponded,
+    Payload,
+    SearchCompleted,
+    SearchResult,
+    blobs,
+    decode_payload,
+)
+
+TITLE_MIN = 16  # shorter titles ("Home", "Wikipedia") are too common to say the result itself was shown
+VERSION = "shown/1"  # the rule's version: a table built by another one is built again from position 0
+TABLE = "shown"
+STATE = "shown_state"
+COLUMNS = "position BIGINT, stream_id VARCHAR, shown BOOLEAN, shown_position BIGINT, shown_by VARCHAR"
+_TYPES = ("search.result", "search.completed", "model.responded")
+
+_URL = re.compile(r"https?://[^\s\"'<>\\]+", re.IGNORECASE)
+_TRAIL = ".,;:!?)]}'\"*>"  # punctuation a URL written in prose or Markdown is often followed by
+_WORD = re.compile(r"\w+")
+_json = msgspec.json.Decoder()
+_lock = threading.Lock()  # one catch-up per process at a time (two would both replay and insert the same streams)
+
+
+class Evidence(msgspec.Struct):
+    """One request message read for the rule: its strings joined, its normalised URL tokens, and (made on first
+    use: most results match by URL first) its word tokens."""
+
+    text: str
+    urls: frozenset[str]
+    words_: frozenset[str] | None = None
+
+    def words(self) -> frozenset[str]:
+        if self.words_ is None:
+            self.words_ = frozenset(_WORD.findall(self.text))
+        return self.words_
+
+
+class Shown(msgspec.Struct, frozen=True):
+    """Why one search result counts as shown: the first request that showed it (None: assumed), and by what."""
+
+    position: int | None
+    by: str  # "url" | "doc_id" | "title" | "assumed"
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+        head = value.lstrip()[:1]
+        if head in ("{", "["):
+            try:
+                _strings(_json.decode(value), out)
+            except (msgspec.DecodeError, RecursionError):
+                pass
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+def evidence(message: Any) -> Evidence:
+    """A request message (decoded JSON) as the rule reads it."""
+    parts: list[str] = []
+    _strings(message, parts)
+    text = "\x00".join(parts)
+    urls: set[str] = set()
+    for tok in _URL.findall(text):
+        urls.add(norm_url(tok))
+        cut = tok.rstrip(_TRAIL)
+        if cut and cut != tok:
+            urls.add(norm_url(cut))
+    return Evidence(text=text, urls=frozenset(urls))
+
+
+def shows(r: SearchResult, ev: Evidence) -> str | None:
+    """By which part the message shows result `r` ("url", "doc_id", "title"), None when it does not."""
+    if (r.url and r.url in ev.text) or r.url_normalized in ev.urls or norm_url(r.url) in ev.urls:
+        return "url"
+    if r.doc_id and (r.doc_id in ev.words() if _WORD.fullmatch(r.doc_id)
+                     else re.search(rf"(?<!\w){re.escape(r.doc_id)}(?!\w)", ev.text)):
+        return "doc_id"
+    if len(r.title) >= TITLE_MIN and r.title in ev.text:
+        return "title"
+    return None
+
+
+def replay(events: Iterable[tuple[int, Payload]], messages: Mapping[str, Any]) -> dict[int, Shown]:
+    """{position of a search.result: why it is shown} for one trajectory's events (position, payload) in stream
+    order; `messages` maps a request message digest to the decoded message (a digest not there is unknown).
+    Results not in the answer are not shown."""
+    steps = list(events)
+    results = [(p, e) for p, e in steps if isinstance(e, SearchResult)]
+    if not any(isinstance(e, ModelResponded) and not isinstance(e.request_messages, msgspec.UnsetType)
+               for _, e in steps):
+        return {p: Shown(None, "assumed") for p, _ in results}
+    by_call: dict[str, list[tuple[int, SearchResult]]] = {}
+    for p, r in results:
+        by_call.setdefault(r.call_id, []).append((p, r))
+    read: dict[str, Evidence | None] = {}
+    out: dict[int, Shown] = {}
+    open_: list[tuple[int, SearchResult]] = []  # results of completed searches not shown yet
+    for p, e in steps:
+        if isinstance(e, SearchCompleted):
+            open_.extend(by_call.pop(e.call_id, []))
+        elif isinstance(e, ModelResponded) and open_:
+            digests = [] if isinstance(e.request_messages, msgspec.UnsetType) else e.request_messages
+            evs: list[Evidence] | None = [] if digests else None
+            for d in digests:
+                if d not in read:
+                    read[d] = evidence(messages[d]) if d in messages else None
+                ev = read[d]
+                if ev is None or evs is None:
+                    evs = None
+                    break
+                evs.append(ev)
+            still: list[tuple[int, SearchResult]] = []
+            for rp, r in open_:
+                how = "assumed" if evs is None else next((h for ev in evs if (h := shows(r, ev))), None)
+                if how is None:
+                    still.append((rp, r))
+                else:
+                    out[rp] = Shown(p, how)
+            open_ = still
+    return out
+
+
+# -- the materialised table ------------------------------------------------------------------------------------
+
+
+def _one(con: Cursor, sql: str, params: object = None) -> Any:
+    row = con.execute(sql, params).fetchone()
+    return row[0] if row else None
+
+
+def _state(con: Cursor, schema: str) -> int | None:
+    """The last position the table of `schema` is built to, None when it must be built from position 0."""
+    have = _one(con, "SELECT count(*) FROM duckdb_tables() WHERE database_name || '.' || schema_name = ? "
+                     "AND table_name IN (?, ?)", [_qualified(con, schema), TABLE, STATE])
+    if have != 2:
+        return None
+    row = con.execute(f"SELECT version, last_position FROM {schema}.{STATE}").fetchone()
+    return int(row[1]) if row and row[0] == VERSION else None
+
+
+def _qualified(con: Cursor, schema: str) -> str:
+    return schema if "." in schema else f"{_one(con, 'SELECT current_database()')}.{schema}"
+
+
+def head(con: Cursor) -> int:
+    return int(_one(con, "SELECT coalesce(max(position), 0) FROM main.events") or 0)
+
+
+def is_current(con: Cursor, schema: str) -> bool:
+    """The table of `schema` exists, is of this rule's version and has seen the last event."""
+    return _state(con, schema) == head(con)
+
+
+def catch_up(con: Cursor, schema: str) -> None:
+    """Bring `schema.shown` up to the last event: replay the streams with newer events (SPEC §17 rule above).
+
+    `schema` is `proj` (the database, writable) or the in-memory catalog's schema; one transaction. A read session
+    on another process (not a DuckDB connection) cannot write: it reads the table as that process left it."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        return
+    with _lock:
+        con.execute("BEGIN")
+        try:
+            _catch_up(con, schema)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+
+def _catch_up(con: Cursor, schema: str) -> None:
+    last, top = _state(con, schema), head(con)
+    if last == top:
+        return
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    if last is None or last > top:  # absent, another version, or events gone: from position 0
+        con.execute(f"CREATE OR REPLACE TABLE {schema}.{TABLE} ({COLUMNS})")
+        con.execute(f"CREATE OR REPLACE TABLE {schema}.{STATE} (version VARCHAR, last_position BIGINT)")
+        last = 0
+    types = ", ".join(f"'{t}'" for t in _TYPES)
+    touched = [str(r[0]) for r in con.execute(
+        f"SELECT DISTINCT stream_id FROM main.events WHERE position > ? AND position <= ? AND type IN ({types})",
+        [last, top]).fetchall()]
+    if touched:
+        con.execute(f"DELETE FROM {schema}.{TABLE} WHERE stream_id IN (SELECT unnest(?::VARCHAR[]))", [touched])
+        asked = [str(r[0]) for r in con.execute(
+            "SELECT DISTINCT stream_id FROM main.events WHERE type = 'model.responded' AND position <= ? "
+            "AND stream_id IN (SELECT unnest(?::VARCHAR[])) AND json_exists(payload, '$.request_messages')",
+            [top, touched]).fetchall()]
+        con.execute(
+            f"INSERT INTO {schema}.{TABLE} SELECT position, stream_id, true, NULL, 'assumed' FROM main.events "
+            "WHERE type = 'search.result' AND position <= ? AND stream_id IN (SELECT unnest(?::VARCHAR[])) "
+            "AND stream_id NOT IN (SELECT unnest(?::VARCHAR[]))", [top, touched, asked])
+        if asked:
+            _insert(con, schema, _replayed(con, asked, top))
+    con.execute(f"DELETE FROM {schema}.{STATE}")
+    con.execute(f"INSERT INTO {schema}.{STATE} VALUES (?, ?)", [VERSION, top])
+
+
+def _replayed(con: Cursor, streams: Sequence[str], top: int) -> list[tuple[int, str, bool, int | None, str | None]]:
+    """The table's rows of `streams` (their events up to position `top`), each stream replayed."""
+    types = ", ".join(f"'{t}'" for t in _TYPES)
+    rows = con.execute(
+        f"SELECT stream_id, position, payload FROM main.events WHERE type IN ({types}) AND position <= ? "
+        "AND stream_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY position", [top, list(streams)]).fetchall()
+    per: dict[str, list[tuple[int, Payload]]] = {}
+    digests: set[str] = set()
+    for stream, position, payload in rows:
+        e = decode_payload(payload)
+        per.setdefault(str(stream), []).append((int(position), e))
+        if isinstance(e, ModelResponded) and not isinstance(e.request_messages, msgspec.UnsetType):
+            digests.update(e.request_messages)
+    messages: dict[str, Any] = {}
+    for d, data in blobs.get_many(con, sorted(digests)).items():
+        try:
+            messages[d] = _json.decode(data)
+        except msgspec.DecodeError:
+            pass  # not a message: that request is unknown
+    out: list[tuple[int, str, bool, int | None, str | None]] = []
+    for stream, events in per.items():
+        got = replay(events, messages)
+        for p, e in events:
+            if isinstance(e, SearchResult):
+                s = got.get(p)
+                out.append((p, stream, s is not None, None if s is None else s.position, None if s is None else s.by))
+    return out
+
+
+def _insert(con: Cursor, schema: str, rows: list[tuple[int, str, bool, int | None, str | None]]) -> None:
+    if not rows:
+        return
+    cols = list(zip(*rows, strict=True))
+    con.execute(
+        f"INSERT INTO {schema}.{TABLE} SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BOOLEAN[]), "
+        "unnest(?::BIGINT[]), unnest(?::VARCHAR[])", [list(c) for c in cols])
+
+
+SHOWN_CTE = """
+sh AS (
+  SELECT r.position, r.stream_id, coalesce(s.shown, true) AS shown, s.shown_position,
+         CASE WHEN s.position IS NULL THEN 'assumed' ELSE s.shown_by END AS shown_by
+  FROM search_results r LEFT JOIN shown s ON s.position = r.position
+)"""
+"""`sh`: every search.result (by position) with the SPEC §17 shown rule's outcome from the `shown` table
+(analytics._shown); a result the table has no row for yet (a read session of a running record) counts as shown."""
+
+
+# -- per provider, for the report ------------------------------------------------------------------------------
+
+NO_SHOWN: dict[str, Any] = {"results_returned": 0, "results_shown": 0, "shown_share": None}
+
+
+def assumed_note(n: int) -> str:
+    """The report's one line for trajectories whose requests are unknown (SPEC §17: said once)."""
+    return (f"{n} trajectories were recorded without their model requests (before request messages were stored, "
+            "or imported): every result they returned counts as shown")
+
+
+def provider_shown(con: Cursor) -> tuple[dict[str, dict[str, Any]], int]:
+    """({provider: {results_returned, results_shown, shown_share}} over the results of current trajectories, the
+    number of those trajectories whose results count as shown because no request of theirs was recorded).
+    Run inside analytics._sources.reading."""
+    rows = con.execute(f"""WITH {TRAJECTORIES_CTE}, {SHOWN_CTE}
+SELECT tr.provider, count(*), count(*) FILTER (WHERE sh.shown),
+       count(DISTINCT sh.stream_id) FILTER (WHERE sh.shown_by = 'assumed' AND sh.shown_position IS NULL)
+FROM sh JOIN tr USING (stream_id) GROUP BY tr.provider ORDER BY tr.provider""").fetchall()
+    out = {str(p): {"results_returned": int(n), "results_shown": int(s), "shown_share": None if not n else s / n}
+           for p, n, s, _ in rows}
+    return out, sum(int(r[3]) for r in rows)
