@@ -309,6 +309,7 @@ class Folded(msgspec.Struct, kw_only=True):
     """A trajectory read back: every event in its place, the one shape all readers share."""
 
     started: TrajectoryStarted | None = None
+    events: list[Payload] = []  # every event in stream order but call.retried: what a replay reproduces one for one
     steps: list[Step] = []  # in recorded order: model turns, tool calls, refusals, failed calls
     turns: list[ModelResponded] = []
     searches: dict[str, Search] = {}  # by call_id, in order
@@ -328,6 +329,8 @@ def fold(payloads: Iterable[Payload]) -> Folded:
     for p in payloads:
         if f.finished is not None:
             f.late.append(p)
+        if not isinstance(p, CallRetried):
+            f.events.append(p)
         if isinstance(p, TrajectoryStarted):
             f.started = p
         elif isinstance(p, ModelResponded):
