@@ -51,6 +51,28 @@ def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch:
     return base if attempt == 1 else f"{base}#{attempt}"
 
 
+class Attempts:
+    """The latest attempt of a cell, defined once (SPEC §12): a trajectory is the latest attempt of its cell unless
+    a later `trajectory.started` names it in `supersedes` (a cell that ended in `error` is recorded again as attempt
+    n+1, which supersedes attempt n; events are never updated or deleted).
+
+    Fed every start in position order; record (resume), grade, export and analytics' Python readers ask it, and
+    analytics' SQL (`not_superseded`) is its twin on the `trajectories` relation. Holds what it was fed, hence a
+    class."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.superseded: set[str] = set()  # trajectory ids a later start supersedes
+
+    def add(self, trajectory_id: str, supersedes: str | None) -> None:
+        if supersedes is not None and supersedes in self.seen:
+            self.superseded.add(supersedes)
+        self.seen.add(trajectory_id)
+
+    def is_latest(self, trajectory_id: str) -> bool:
+        return trajectory_id not in self.superseded
+
+
 def stream_of(tid: str) -> str:
     return trajectory_stream(tid)
 
@@ -373,6 +395,7 @@ def fold(payloads: Iterable[Payload]) -> Folded:
 
 
 __all__ = [
+    "Attempts",
     "Builder",
     "DocConflict",
     "Fetch",
