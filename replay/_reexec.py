@@ -18,7 +18,7 @@ import httpx
 import msgspec
 
 from searchtrace.adapters import TRACE_HEADER, normalize_url
-from searchtrace.engine import assistant_message, fold
+from searchtrace.engine import Fetch, Search, assistant_message, fold
 from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, TrajectoryFinished
 
 _SEARCH_SUFFIXES = ("/res/v1/web/search", "/search")
@@ -45,12 +45,11 @@ class Tape:
         f = fold(payloads)
         tape = cls(f.started.trajectory_id if f.started is not None else trajectory_id, finished=f.finished)
         tape.chat.extend(f.turns)
-        for s in f.searches.values():
-            if s.completed is not None:
-                tape.searches[s.called.query].append(s.completed)
-        for g in f.fetches.values():
-            if g.completed is not None:
-                tape.fetches[normalize_url(g.called.url)].append(g.completed)
+        for step in f.steps:  # the steps, not `f.searches` by call_id: a model may reuse a tool-call id
+            if isinstance(step, Search) and step.completed is not None:
+                tape.searches[step.called.query].append(step.completed)
+            elif isinstance(step, Fetch) and step.completed is not None:
+                tape.fetches[normalize_url(step.called.url)].append(step.completed)
         return tape
 
 

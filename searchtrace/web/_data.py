@@ -33,7 +33,7 @@ from searchtrace.analytics import (
     token_f1,
     trajectory_stats,
 )
-from searchtrace.engine import fold
+from searchtrace.engine import Fetch, fold
 from searchtrace.pipeline import query
 from searchtrace.store import TIMEOUT_S, BadInput, Cursor, blobs, decode_payload, trajectory_stream
 
@@ -285,8 +285,8 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     with reading(cur) as schema:
         items = item_evidence(cur, schema, [trajectory_id], run)
         ans = _answer_row(cur, schema, trajectory_id)
-    pages = _pages(cur, [g.completed.content_digest for g in f.fetches.values()
-                         if g.completed is not None and g.completed.content_digest])
+    pages = _pages(cur, [g.completed.content_digest for g in f.steps
+                         if isinstance(g, Fetch) and g.completed is not None and g.completed.content_digest])
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
     parts = Counter(i["part"] for i in items if i["part"])
