@@ -7,6 +7,12 @@ one with two searches in one turn. Our `Agent` records it first (production adap
 an official-openai-client agent then replays the same turns through a real `searchtrace proxy --upstream sandbox`
 (the same messages and tools, the same search bodies and page URLs, in the recorded order); the same trajectory is
 then written as a §9 trace line and imported into a third store.
+
+Agent and proxy differ in call ids alone (besides latencies): see `_call_ids_as_the_proxy_numbers_them`. They agree
+here because of how this interaction is made, and would differ by nature otherwise: no fetch cache (a cache hit
+makes no request the proxy could see), no retries (the agent records each `call.retried`; the proxy makes one
+attempt), no refused tool call (a client's refusals never reach the proxy), and a search API with a JSON body (a
+GET API's parameters reach the proxy as query-string text, while the agent records its typed config).
 """
 
 from __future__ import annotations
