@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         first_verdicts,
         is_proposal,
         judge_runs,
+        not_superseded,
         resolve_judge_run,
     )
     from searchtrace.analytics._table import render_table
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "first_verdicts": "searchtrace.analytics._rules",
     "is_proposal": "searchtrace.analytics._rules",
     "judge_runs": "searchtrace.analytics._rules",
+    "not_superseded": "searchtrace.analytics._rules",
     "resolve_judge_run": "searchtrace.analytics._rules",
     "render_table": "searchtrace.analytics._table",
     "exact_match": "searchtrace.analytics._textnorm",
@@ -138,6 +140,7 @@ __all__ = [
     "item_evidence",
     "judge_items",
     "judge_runs",
+    "not_superseded",
     "mismatched",
     "prepare_import",
     "projections",

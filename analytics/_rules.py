@@ -2,7 +2,8 @@
 
 - Latest attempt: a cell whose trajectory ended in `error` is recorded again by the next `record`
   (engine/_record.py); the new `trajectory.started` names the errored one in `supersedes`. Events are never
-  updated or deleted, so every reader that counts trajectories keeps only attempts no later start supersedes.
+  updated or deleted, so every reader that counts trajectories keeps only attempts no later start supersedes
+  (defined in Python by engine.Attempts, which record uses too; `not_superseded` below is its SQL twin).
 - A trajectory is its stream's first `trajectory.started`; its question and gold answer fall back to the latest
   `dataset.question` of its qid; its final answer is the stream's last `answer.final`.
 - The deciding audit: an imported or human audit wins over a proposal (an LLM grader, `searchtrace grade`);
@@ -20,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from searchtrace.engine import Attempts
 from searchtrace.store import AnswerFinal, BadInput, Cursor, DatasetQuestion, Payload, TrajectoryStarted
 
 # -- the deciding audit --------------------------------------------------------------------------------------
@@ -43,18 +45,16 @@ def surface_chars_sql(alias: str) -> str:
     return f"coalesce({alias}.surface_chars, length({alias}.snippet))"
 
 
-def not_superseded(alias: str) -> str:
-    """SQL condition: the trajectory.started row `alias` is the latest attempt of its cell (no later one supersedes it)."""
+def not_superseded(alias: str, starts: str = "trajectories") -> str:
+    """SQL condition: the trajectory.started row `alias` is the latest attempt of its cell (no later one supersedes
+    it), the twin of engine.Attempts; `starts` is the relation of every start (trajectory_id, supersedes, position)."""
     return (
-        f"NOT EXISTS (SELECT 1 FROM trajectories sup WHERE sup.supersedes = {alias}.trajectory_id "
+        f"NOT EXISTS (SELECT 1 FROM {starts} sup WHERE sup.supersedes = {alias}.trajectory_id "
         f"AND sup.position > {alias}.position)"
     )
 
 
-SUPERSEDED_IDS = (
-    "SELECT s.trajectory_id FROM trajectories s "
-    "JOIN trajectories sup ON sup.supersedes = s.trajectory_id AND sup.position > s.position"
-)
+SUPERSEDED_IDS = f"SELECT s.trajectory_id FROM trajectories s WHERE NOT {not_superseded('s')}"
 """SELECT of the trajectory ids that a later attempt of the same cell supersedes (for rows keyed by trajectory_id)."""
 
 RUNS_VARIABLE = "searchtrace_runs"  # a connection's DuckDB variable: the runs `tr` keeps (unset: every run)
@@ -138,8 +138,7 @@ class Cells:
         self.started: dict[str, TrajectoryStarted] = {}  # stream -> its first trajectory.started
         self.questions: dict[str, DatasetQuestion] = {}  # qid -> latest dataset.question
         self.finals: dict[str, str] = {}  # stream -> text of its last answer.final
-        self.superseded: set[str] = set()  # trajectory ids a later start supersedes
-        self._seen: set[str] = set()
+        self.attempts = Attempts()
 
     def add(self, stream_id: str, p: Payload) -> None:
         """Take one event (others are ignored); events must come in position order."""
@@ -147,14 +146,17 @@ class Cells:
             self.questions[p.qid] = p
         elif isinstance(p, TrajectoryStarted):
             self.started.setdefault(stream_id, p)
-            if p.supersedes is not None and p.supersedes in self._seen:
-                self.superseded.add(p.supersedes)
-            self._seen.add(p.trajectory_id)
+            self.attempts.add(p.trajectory_id, p.supersedes)
         elif isinstance(p, AnswerFinal):
             self.finals[stream_id] = p.text
 
+    @property
+    def superseded(self) -> set[str]:
+        """Trajectory ids a later start supersedes."""
+        return self.attempts.superseded
+
     def is_current(self, t: TrajectoryStarted) -> bool:
-        return t.trajectory_id not in self.superseded
+        return self.attempts.is_latest(t.trajectory_id)
 
     def current(self) -> Iterator[tuple[str, TrajectoryStarted]]:
         """(stream, first trajectory.started) of every current trajectory, in order of first appearance."""

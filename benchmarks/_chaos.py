@@ -41,6 +41,7 @@ import click
 import duckdb
 
 from searchtrace.adapters import TRACE_HEADER_RAW, paper_providers
+from searchtrace.analytics import not_superseded
 from searchtrace.store import OFFLINE
 
 PROVIDERS = paper_providers()
@@ -293,11 +294,11 @@ def run_finished(db: Path) -> bool:
         con.close()
 
 
-_STARTS = """
+_STARTS = f"""
 WITH s AS (SELECT stream_id, position, payload->>'qid' AS qid, payload->>'provider' AS provider,
-                  payload->>'trajectory_id' AS tid, payload->>'supersedes' AS supersedes
+                  payload->>'trajectory_id' AS trajectory_id, payload->>'supersedes' AS supersedes
            FROM events WHERE type = 'trajectory.started'),
-cur AS (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM s x WHERE x.supersedes = s.tid AND x.position > s.position))
+cur AS (SELECT * FROM s WHERE {not_superseded("s", starts="s")})
 """
 
 

@@ -1,8 +1,8 @@
 """`searchtrace bench judge`: N judge calls (default 10,000) against the sandbox judge at a configured rate.
 
-A fresh store gets N judge items (trajectories of 25 distinct URLs, every 5th one page-visible), built from
-store._events structs; then `replay.run_judge` judges them through the production chat adapter, limited
-to `--rps` by its endpoint limiter, over the in-process sandbox (ASGI, no socket). Reported: achieved rate
+A fresh store gets N judge items (trajectories of 25 distinct URLs, every 5th one page-visible), built through
+the trajectory `Builder` as a recording builds them; then `replay.run_judge` judges them through the production
+chat adapter, limited to `--rps` by its endpoint limiter, over the in-process sandbox (ASGI, no socket). Reported: achieved rate
 against the limit (from request arrival times at the app), the busiest 1-second window, CPU ms per call
 (whole process, and without the sandbox's own share), peak memory (ru_maxrss) and the verdict counts.
 Building the store is timed separately and never counted.
@@ -10,7 +10,6 @@ Building the store is timed separately and never counted.
 
 from __future__ import annotations
 
-import hashlib
 import resource
 import tempfile
 import time
@@ -21,19 +20,9 @@ import anyio
 import click
 import msgspec
 
-from searchtrace.adapters import paper_providers
-from searchtrace.store import (
-    AnswerFinal,
-    FetchCalled,
-    FetchCompleted,
-    NewEvent,
-    Payload,
-    SearchCalled,
-    SearchCompleted,
-    SearchResult,
-    TrajectoryFinished,
-    TrajectoryStarted,
-)
+from searchtrace.adapters import SearchHit, paper_providers
+from searchtrace.engine import Builder
+from searchtrace.store import NewEvent, Payload, digest
 
 ITEMS_PER_TRAJECTORY = 25
 JUDGE_RUN = "bench-judge"
@@ -41,28 +30,23 @@ JUDGE_RUN = "bench-judge"
 
 def _trajectory(t: int, n: int, blobs: dict[str, bytes]) -> list[Payload]:
     entity = f"Zembla Works {t}"
-    tid = f"bench:{t}"
-    out: list[Payload] = [
-        TrajectoryStarted(trajectory_id=tid, qid=f"q{t}", provider=paper_providers()[t % 3],
-                          question=f"What is the founding year of {entity}?", gold_answer="1987")
-    ]
-    out.append(SearchCalled(call_id="c1", iteration=1, query=f"{entity} founded"))
-    for i in range(n):
-        url = f"https://site{i}.example/{t}/page"
-        snippet = [f"The founding year of {entity} is 1987.", f"The founding year of {entity} is 1991.",
-                   f"{entity} is a company.", "Unrelated text about cooking."][i % 4]
-        out.append(SearchResult(call_id="c1", doc_id=f"d{i + 1}", rank=i % 10 + 1, title=f"{entity} page {i}", url=url,
-                                url_normalized=url, domain=f"site{i}.example", snippet=snippet, metadata={"age": "1y"}))
-    out.append(SearchCompleted(call_id="c1", status="ok", n_results=n, latency_ms=1.0))
+    b = Builder(f"bench:{t}")
+    b.start(qid=f"q{t}", provider=paper_providers()[t % 3], question=f"What is the founding year of {entity}?",
+            gold_answer="1987")
+    snippets = [f"The founding year of {entity} is 1987.", f"The founding year of {entity} is 1991.",
+                f"{entity} is a company.", "Unrelated text about cooking."]
+    hits = [SearchHit(rank=i % 10 + 1, title=f"{entity} page {i}", url=f"https://site{i}.example/{t}/page",
+                      domain=f"site{i}.example", snippet=snippets[i % 4], metadata={"age": "1y"}) for i in range(n)]
+    b.search(call_id="c1", iteration=1, query=f"{entity} founded", provider="", status="ok", hits=hits,
+             latency_ms=1.0, doc_ids=[f"d{i + 1}" for i in range(n)])
     for i in range(0, n, 5):
         page = f"# {entity}\n\nThe founding year of {entity} is 1987.\n\n" + "Filler sentence. " * 40
-        d = hashlib.sha256(page.encode()).hexdigest()
-        blobs[d] = page.encode()
-        out.append(FetchCalled(call_id=f"f{i}", iteration=2, doc_id=f"d{i + 1}", url=f"https://site{i}.example/{t}/page"))
-        out.append(FetchCompleted(call_id=f"f{i}", doc_id=f"d{i + 1}", status="ok", content_digest=d, n_bytes=len(page),
-                                  n_tokens=len(page) // 4, cache_hit=False, latency_ms=1.0))
-    out.append(AnswerFinal(iteration=3, text="1987"))
-    out.append(TrajectoryFinished(reason="answered", iterations=3))
+        b.fetch(call_id=f"f{i}", iteration=2, doc_id=f"d{i + 1}", url=f"https://site{i}.example/{t}/page",
+                status="ok", content=page, n_tokens=len(page) // 4, latency_ms=1.0)
+    b.final("1987", iteration=3)
+    b.finish("answered", iterations=3)
+    out, pages = b.take()
+    blobs.update((digest(page), page) for page in pages)
     return out
 
 

@@ -6,7 +6,9 @@ import random
 import uuid
 from collections.abc import Iterator
 
-from searchtrace.store import NewEvent, SearchCalled, SearchResult
+from searchtrace.adapters import SearchHit
+from searchtrace.engine import Builder
+from searchtrace.store import NewEvent
 
 _WORDS = (
     "evidence surface provider snippet ranking answer question retrieval freshness topic agent judge "
@@ -25,43 +27,31 @@ def _text(rng: random.Random, n_chars: int) -> str:
 
 
 def events(n: int, *, seed: int = 42, run_id: str = "bench-run", results_per_call: int = 10) -> Iterator[NewEvent]:
-    """n events: streams of one search.called followed by its results, ~600 bytes of JSON per result."""
+    """n events: streams of one search.called followed by its results, ~600 bytes of JSON per result.
+
+    Built through the trajectory `Builder` as a recording builds them; each stream is kept to the call and its
+    results (the `search.completed` the builder adds is left out), so the rows stay search.result-sized."""
     rng = random.Random(seed)
     made = 0
     stream = 0
     while made < n:
         sid = f"traj-{stream:07d}"
-        call_id = f"c{stream}"
-        yield NewEvent(
-            stream_id=sid,
-            run_id=run_id,
-            payload=SearchCalled(call_id=call_id, iteration=0, query=_text(rng, 60), provider="brave"),
-            event_id=uuid.UUID(int=rng.getrandbits(128), version=4),
-        )
-        made += 1
-        for rank in range(1, results_per_call + 1):
-            if made >= n:
-                break
+        query = _text(rng, 60)
+        ids = [uuid.UUID(int=rng.getrandbits(128), version=4)]
+        hits: list[SearchHit] = []
+        for rank in range(1, min(results_per_call, n - made - 1) + 1):
             host = f"www.{rng.choice(_WORDS)}{rng.randrange(1000)}.org"
             path = "/" + "/".join(rng.choice(_WORDS) for _ in range(3))
-            url = f"https://{host}{path}"
-            yield NewEvent(
-                stream_id=sid,
-                run_id=run_id,
-                payload=SearchResult(
-                    call_id=call_id,
-                    doc_id=f"d{rank}",
-                    rank=rank,
-                    title=_text(rng, 70),
-                    url=url,
-                    url_normalized=url,
-                    domain=host,
-                    snippet=_text(rng, 300),
-                    metadata={"age": "2 days ago", "language": "en"},
-                ),
-                event_id=uuid.UUID(int=rng.getrandbits(128), version=4),
-            )
-            made += 1
+            hits.append(SearchHit(rank=rank, title=_text(rng, 70), url=f"https://{host}{path}", domain=host,
+                                  snippet=_text(rng, 300), metadata={"age": "2 days ago", "language": "en"}))
+            ids.append(uuid.UUID(int=rng.getrandbits(128), version=4))
+        b = Builder(sid)
+        b.search(call_id=f"c{stream}", iteration=0, query=query, provider="brave", status="ok", hits=hits,
+                 latency_ms=0.0, doc_ids=[f"d{h.rank}" for h in hits])
+        payloads, _ = b.take()
+        for payload, event_id in zip(payloads, ids, strict=False):  # strict=False: the completion is left out
+            yield NewEvent(stream_id=sid, run_id=run_id, payload=payload, event_id=event_id)
+        made += len(ids)
         stream += 1
 
 

@@ -2,7 +2,8 @@
 
 Public surface (imported lazily so importing any engine module stays cheap for the command line):
 - `Agent`, `Trajectory`, `Recorder`, `Stats`, `final_answer` (engine._agent); `rebuild_messages` (engine._transcript)
-- `Builder`, `fold`, `Folded`, `trajectory_id`, `request_sha256`: a trajectory's one home (engine._trajectory)
+- `Builder`, `fold`, `Folded`, `trajectory_id`, `request_sha256`, `Attempts` (the latest attempt of a cell): a
+  trajectory's one home (engine._trajectory)
 - `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine._config)
 - `record_run`, `endpoint_factory`, `load_questions`, `RunSummary` (engine._record)
 - `fan_out` (engine._fanout); `get_prompt`, `TOOL_SCHEMAS` (engine._prompts, engine._tools)
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine._sample import STRATA, read_questions, sample, to_jsonl
     from searchtrace.engine._tools import TOOL_SCHEMAS
     from searchtrace.engine._trajectory import (
+        Attempts,
         Builder,
         DocConflict,
         Fetch,
@@ -127,6 +129,7 @@ _EXPORTS: dict[str, str] = {
     "sample": "searchtrace.engine._sample",
     "to_jsonl": "searchtrace.engine._sample",
     "TOOL_SCHEMAS": "searchtrace.engine._tools",
+    "Attempts": "searchtrace.engine._trajectory",
     "Builder": "searchtrace.engine._trajectory",
     "DocConflict": "searchtrace.engine._trajectory",
     "Fetch": "searchtrace.engine._trajectory",
@@ -147,6 +150,7 @@ _MODULES: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "Attempts",
     "Builder",
     "DocConflict",
     "Fetch",

@@ -41,6 +41,7 @@ from searchtrace.engine._config import SANDBOX_DATASET, EndpointCfg, RunConfig
 from searchtrace.engine._fanout import bad_input_alone, fan_out
 from searchtrace.engine._prompts import Prompt, get_prompt
 from searchtrace.engine._sample import STRATA, prepare, read_questions, sample
+from searchtrace.engine._trajectory import Attempts
 from searchtrace.store import (
     BadInput,
     DatasetQuestion,
@@ -184,21 +185,26 @@ def _run_state(log_: EventLog, run_id: str) -> RunState:
         cur.close()
     heads: dict[str, tuple[str, str, int, str, int, str | None]] = {}
     reasons: dict[str, str] = {}
+    attempts = Attempts()  # the one rule of which attempt is a cell's latest (analytics read the same)
     has_finished = False
     for stream, typ, tid, provider, qid, attempt, supersedes, reason, epoch in rows:
         if typ == "trajectory.started":
             heads.setdefault(stream, (str(provider), str(qid), int(epoch or 1), str(tid), int(attempt or 1), supersedes))
+            attempts.add(str(tid), supersedes)
         elif typ == "trajectory.finished":
             reasons.setdefault(stream, str(reason))
         else:
             has_finished = True
     latest: dict[tuple[str, str, int], Attempt] = {}
     for stream, (provider, qid, epoch, tid, attempt, supersedes) in heads.items():  # position order: later win ties
+        if not attempts.is_latest(tid):
+            continue
         have = latest.get((provider, qid, epoch))
-        if have is None or attempt >= have.attempt:
+        if have is None or attempt >= have.attempt:  # a cell has one latest attempt; should two claim it, the higher
             latest[(provider, qid, epoch)] = Attempt(trajectory_id=tid, attempt=attempt, supersedes=supersedes,
-                                              reason=reasons.get(stream))
-    return RunState(started=prev, latest=latest, superseded=len(heads) - len(latest), has_finished=has_finished)
+                                                     reason=reasons.get(stream))
+    superseded = sum(not attempts.is_latest(h[3]) for h in heads.values())
+    return RunState(started=prev, latest=latest, superseded=superseded, has_finished=has_finished)
 
 
 def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | None] | None:

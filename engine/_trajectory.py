@@ -51,6 +51,28 @@ def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch:
     return base if attempt == 1 else f"{base}#{attempt}"
 
 
+class Attempts:
+    """The latest attempt of a cell, defined once (SPEC §12): a trajectory is the latest attempt of its cell unless
+    a later `trajectory.started` names it in `supersedes` (a cell that ended in `error` is recorded again as attempt
+    n+1, which supersedes attempt n; events are never updated or deleted).
+
+    Fed every start in position order; record (resume), grade, export and analytics' Python readers ask it, and
+    analytics' SQL (`not_superseded`) is its twin on the `trajectories` relation. Holds what it was fed, hence a
+    class."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.superseded: set[str] = set()  # trajectory ids a later start supersedes
+
+    def add(self, trajectory_id: str, supersedes: str | None) -> None:
+        if supersedes is not None and supersedes in self.seen:
+            self.superseded.add(supersedes)
+        self.seen.add(trajectory_id)
+
+    def is_latest(self, trajectory_id: str) -> bool:
+        return trajectory_id not in self.superseded
+
+
 def stream_of(tid: str) -> str:
     return trajectory_stream(tid)
 
@@ -309,10 +331,11 @@ class Folded(msgspec.Struct, kw_only=True):
     """A trajectory read back: every event in its place, the one shape all readers share."""
 
     started: TrajectoryStarted | None = None
+    events: list[Payload] = []  # every event in stream order but call.retried: what a replay reproduces one for one
     steps: list[Step] = []  # in recorded order: model turns, tool calls, refusals, failed calls
     turns: list[ModelResponded] = []
-    searches: dict[str, Search] = {}  # by call_id, in order
-    fetches: dict[str, Fetch] = {}
+    searches: dict[str, Search] = {}  # by call_id, in order (a model may reuse a tool-call id: then the latest
+    fetches: dict[str, Fetch] = {}  # call holds the id here, and `steps` holds every call)
     docs: dict[str, SearchResult] = {}  # doc_id -> result (its first appearance)
     by_url: dict[str, str] = {}  # url_normalized -> doc_id of its first appearance
     retries: list[CallRetried] = []  # every retry, those of model calls too
@@ -331,6 +354,8 @@ def fold(payloads: Iterable[Payload]) -> Folded:
     for p in payloads:
         if f.finished is not None:
             f.late.append(p)
+        if not isinstance(p, CallRetried):
+            f.events.append(p)
         if isinstance(p, TrajectoryStarted):
             f.started = p
         elif isinstance(p, ModelResponded):
@@ -375,6 +400,7 @@ def fold(payloads: Iterable[Payload]) -> Folded:
 
 
 __all__ = [
+    "Attempts",
     "Builder",
     "DocConflict",
     "Fetch",

@@ -7,18 +7,8 @@ from typing import Any
 
 from searchtrace.engine._prompts import FINAL_PREFIX, user_message
 from searchtrace.engine._tools import fetch_content, refusal_content, search_content
-from searchtrace.store import (
-    FetchCalled,
-    FetchCompleted,
-    ModelResponded,
-    Payload,
-    SearchCalled,
-    SearchCompleted,
-    SearchResult,
-    ToolCall,
-    ToolRefused,
-    TrajectoryStarted,
-)
+from searchtrace.engine._trajectory import Fetch, Search, fold
+from searchtrace.store import ModelResponded, Payload, ToolCall, ToolRefused
 
 NUDGE = f"Continue: call a tool, or reply with `{FINAL_PREFIX}` followed by your answer."
 
@@ -56,43 +46,24 @@ def rebuild_messages(
     payloads: list[Payload], prompt_text: str, get_blob: Callable[[str], bytes], user_template: str = "{question}"
 ) -> list[list[dict[str, Any]]]:
     """The message list sent to the model at each iteration, re-derived from one trajectory's events alone."""
-    docs: dict[str, SearchResult] = {}
-    messages: list[dict[str, Any]] = []
+    f = fold(payloads)
+    messages = opening_messages(prompt_text, f.started.question, user_template) if f.started is not None else []
     sent: list[list[dict[str, Any]]] = []
-    pending: dict[str, list[SearchResult]] = {}
-    contents: dict[str, str] = {}
-    order: list[str] = []
     last: ModelResponded | None = None
+    results: list[tuple[str, str]] = []  # (call_id, content) of the tool calls after `last`, in recorded order
 
-    def flush() -> None:
-        nonlocal last, order
-        if last is None:
-            return
-        messages.extend(turn_messages(last.text, last.tool_calls, [(c, contents[c]) for c in order]))
-        last, order = None, []
-        contents.clear()
-
-    for p in payloads:
-        if isinstance(p, TrajectoryStarted):
-            messages = opening_messages(prompt_text, p.question, user_template)
-        elif isinstance(p, ModelResponded):
-            flush()
+    for step in f.steps:
+        if isinstance(step, ModelResponded):
+            if last is not None:
+                messages.extend(turn_messages(last.text, last.tool_calls, results))
             sent.append([dict(m) for m in messages])
-            last = p
-        elif isinstance(p, SearchCalled):
-            order.append(p.call_id)
-            pending[p.call_id] = []
-        elif isinstance(p, SearchResult):
-            docs.setdefault(p.doc_id, p)
-            pending[p.call_id].append(p)
-        elif isinstance(p, SearchCompleted):
-            contents[p.call_id] = search_content(p, pending.pop(p.call_id, []))
-        elif isinstance(p, FetchCalled):
-            order.append(p.call_id)
-        elif isinstance(p, FetchCompleted) and p.doc_id is not None:
-            page = get_blob(p.content_digest).decode() if p.content_digest else None
-            contents[p.call_id] = fetch_content(p, docs[p.doc_id], page)
-        elif isinstance(p, ToolRefused):
-            order.append(p.call_id)
-            contents[p.call_id] = refusal_content(p.reason)
+            last, results = step, []
+        elif isinstance(step, Search) and step.completed is not None:
+            results.append((step.called.call_id, search_content(step.completed, step.results)))
+        elif isinstance(step, Fetch) and step.completed is not None and step.completed.doc_id is not None:
+            page = get_blob(step.completed.content_digest).decode() if step.completed.content_digest else None
+            results.append((step.called.call_id,
+                            fetch_content(step.completed, f.docs[step.completed.doc_id], page)))
+        elif isinstance(step, ToolRefused):
+            results.append((step.call_id, refusal_content(step.reason)))
     return sent

@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import CallRetried, ModelResponded, Payload, type_of
+from searchtrace.engine import fold
+from searchtrace.store import ModelResponded, Payload, type_of
 
 # Wire facts that legitimately differ between a recording and its replay (timing, retries, cache, byte counts).
 VOLATILE = frozenset({"latency_ms", "provider_ms", "queue_ms", "cache_hit", "wait_s", "n_bytes", "raw_digest"})
@@ -45,11 +46,6 @@ def _show(value: Any) -> str:
 
 
 _ABSENT: Any = object()
-
-
-def steps(payloads: Sequence[Payload]) -> list[Payload]:
-    """The compared steps: everything but retries (a replay answers every request on the first attempt)."""
-    return [p for p in payloads if not isinstance(p, CallRetried)]
 
 
 def _canon(value: Any, ids: dict[str, str]) -> Any:
@@ -113,7 +109,7 @@ def first_divergence(
     get_request: Callable[[str], bytes | None] | None = None,
 ) -> Divergence | None:
     """None when every step matches; else the first step that differs (or is missing on one side)."""
-    a, b = steps(recorded), steps(replayed)
+    a, b = fold(recorded).events, fold(replayed).events  # retries aside: a replay answers every request at once
     ids_a: dict[str, str] = {}
     ids_b: dict[str, str] = {}
     iteration: int | None = None  # the turn a step belongs to (results and completions carry no iteration)
@@ -153,4 +149,4 @@ def first_divergence(
     return None
 
 
-__all__ = ["VOLATILE", "Divergence", "first_divergence", "request_diff", "steps"]
+__all__ = ["VOLATILE", "Divergence", "first_divergence", "request_diff"]

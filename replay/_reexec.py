@@ -19,17 +19,8 @@ import httpx
 import msgspec
 
 from searchtrace.adapters import TRACE_HEADER, normalize_url
-from searchtrace.engine import assistant_message
-from searchtrace.store import (
-    FetchCalled,
-    FetchCompleted,
-    ModelResponded,
-    Payload,
-    SearchCalled,
-    SearchCompleted,
-    TrajectoryFinished,
-    TrajectoryStarted,
-)
+from searchtrace.engine import Fetch, Search, assistant_message, fold
+from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, TrajectoryFinished
 
 _SEARCH_SUFFIXES = ("/res/v1/web/search", "/search")
 _JSON = {"content-type": "application/json"}
@@ -47,30 +38,19 @@ class Tape:
     chat: deque[ModelResponded] = field(default_factory=deque)
     searches: dict[str, deque[SearchCompleted]] = field(default_factory=lambda: defaultdict(deque))
     fetches: dict[str, deque[FetchCompleted]] = field(default_factory=lambda: defaultdict(deque))
-    fetch_urls: dict[str, str] = field(default_factory=dict)  # call_id -> URL of its fetch.called
     finished: TrajectoryFinished | None = None
     served: int = 0
 
     @classmethod
     def from_payloads(cls, trajectory_id: str, payloads: Iterable[Payload]) -> Tape:
-        tape = cls(trajectory_id)
-        queries: dict[str, str] = {}
-        for p in payloads:
-            if isinstance(p, TrajectoryStarted):
-                tape.trajectory_id = p.trajectory_id
-            elif isinstance(p, ModelResponded):
-                tape.chat.append(p)
-            elif isinstance(p, SearchCalled):
-                queries[p.call_id] = p.query
-            elif isinstance(p, SearchCompleted):
-                tape.searches[queries.get(p.call_id, "")].append(p)
-            elif isinstance(p, FetchCalled):
-                tape.fetch_urls[p.call_id] = p.url
-            elif isinstance(p, FetchCompleted):
-                url = tape.fetch_urls.get(p.call_id, "")
-                tape.fetches[normalize_url(url)].append(p)
-            elif isinstance(p, TrajectoryFinished):
-                tape.finished = p
+        f = fold(payloads)
+        tape = cls(f.started.trajectory_id if f.started is not None else trajectory_id, finished=f.finished)
+        tape.chat.extend(f.turns)
+        for step in f.steps:  # the steps, not `f.searches` by call_id: a model may reuse a tool-call id
+            if isinstance(step, Search) and step.completed is not None:
+                tape.searches[step.called.query].append(step.completed)
+            elif isinstance(step, Fetch) and step.completed is not None:
+                tape.fetches[normalize_url(step.called.url)].append(step.completed)
         return tape
 
 

@@ -23,6 +23,7 @@ from searchtrace.engine import (
     RunConfig,
     Trajectory,
     endpoint_factory,
+    fold,
     get_prompt,
     make_agents,
     rebuild_messages,
@@ -30,9 +31,9 @@ from searchtrace.engine import (
     run_started,
     worker_pool,
 )
-from searchtrace.replay._diff import Divergence, first_divergence, request_diff, steps
+from searchtrace.replay._diff import Divergence, first_divergence, request_diff
 from searchtrace.replay._reexec import ReplayMiss, ReplayTransport, Tape
-from searchtrace.store import BadInput, EventLog, ModelResponded, Payload, TrajectoryStarted
+from searchtrace.store import BadInput, EventLog, Payload, TrajectoryStarted
 
 
 class Recorded(msgspec.Struct, kw_only=True):
@@ -184,8 +185,9 @@ def _request_divergence(
     get_blob: Callable[[str], bytes],
 ) -> Divergence | None:
     """The first model request of the replay that differs from the one sent when recording."""
-    recorded_steps = steps(rec.payloads)
-    replies = [(i, p) for i, p in enumerate(recorded_steps) if isinstance(p, ModelResponded)]
+    f = fold(rec.payloads)
+    step_of = {id(p): i for i, p in enumerate(f.events)}  # a step's index among the compared ones (_diff)
+    replies = [(step_of[id(t)], t) for t in f.turns]
     version = (config.get("agent") or {}).get("prompt_version", "")
     prompt = recorded_prompt(config, version, get_blob)
     prompt_text = prompt.text if prompt is not None else None
@@ -319,7 +321,7 @@ def _judge(rec: Recorded, out: Any, chat: CapturingChat, config: dict[str, Any],
     text = first.render() if first is not None else None
     if miss is not None:
         text = (text + "\n  " if text else f"trajectory {rec.trajectory_id}: ") + miss
-    return Outcome(trajectory_id=rec.trajectory_id, ok=text is None, steps=len(steps(rec.payloads)), divergence=text, miss=miss)
+    return Outcome(trajectory_id=rec.trajectory_id, ok=text is None, steps=len(fold(rec.payloads).events), divergence=text, miss=miss)
 
 
 __all__ = ["Outcome", "Recorded", "ReplayReport", "load_recorded", "replay_trajectories", "request_sha256"]

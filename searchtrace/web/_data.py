@@ -33,8 +33,9 @@ from searchtrace.analytics import (
     token_f1,
     trajectory_stats,
 )
+from searchtrace.engine import Fetch, fold
 from searchtrace.pipeline import query
-from searchtrace.store import TIMEOUT_S, BadInput, Cursor, blobs, trajectory_stream
+from searchtrace.store import TIMEOUT_S, BadInput, Cursor, blobs, decode_payload, trajectory_stream
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
@@ -277,21 +278,23 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     )
     if not events:
         raise NotFound(f"trajectory {trajectory_id!r} is not in the store")
+    # the timeline shows each payload as recorded (its JSON); what the page needs besides comes from the fold
     steps = [{**{k: v for k, v in e.items() if k != "payload"}, "payload": msgspec.json.decode(e["payload"])} for e in events]
-    started: dict[str, Any] = next((s["payload"] for s in steps if s["type"] == "trajectory.started"), {})
+    f = fold(decode_payload(e["payload"]) for e in events)
+    started = f.started
     with reading(cur) as schema:
         items = item_evidence(cur, schema, [trajectory_id], run)
         ans = _answer_row(cur, schema, trajectory_id)
-    pages = _pages(cur, [s["payload"]["content_digest"] for s in steps
-                         if s["type"] == "fetch.completed" and s["payload"].get("content_digest")])
+    pages = _pages(cur, [g.completed.content_digest for g in f.steps
+                         if isinstance(g, Fetch) and g.completed is not None and g.completed.content_digest])
     final = ans.get("final_answer")
-    gold = ans.get("gold_answer") or started.get("gold_answer") or ""
+    gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
     parts = Counter(i["part"] for i in items if i["part"])
     return {
         "trajectory_id": trajectory_id,
-        "provider": started.get("provider"),
-        "qid": started.get("qid"),
-        "question": ans.get("question") or started.get("question") or "",
+        "provider": started.provider if started else None,
+        "qid": started.qid if started else None,
+        "question": ans.get("question") or (started.question if started else "") or "",
         "run_id": events[0]["run_id"],
         "judge_run_id": run,
         "current": bool(ans),

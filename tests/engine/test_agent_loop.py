@@ -8,6 +8,7 @@ import pytest
 
 from searchtrace.adapters import ChatError, RetryInfo
 from searchtrace.engine import Agent, Recorder, Stats, Trajectory, final_answer, get_prompt, rebuild_messages
+from searchtrace.replay._reexec import Tape
 from searchtrace.store import (
     AnswerFinal,
     CallRetried,
@@ -142,3 +143,21 @@ def test_final_answer_prefix() -> None:
     assert final_answer("the final answer: 3") is None
     assert final_answer("no FINAL ANSWER: inline") is None
     assert final_answer(None) is None
+
+
+async def test_a_reused_tool_call_id_rebuilds_and_replays_each_call() -> None:
+    """Two calls of one turn under one tool-call id: the transcript rebuilt from events gives each its own result
+    (as the model was sent), and the replay tape answers both searches."""
+    def policy(messages: list[dict[str, Any]], turn: int) -> Any:
+        if turn == 1:
+            return reply(calls=[("a", "search_web", '{"query": "one"}'), ("a", "search_web", '{"query": "two"}')])
+        return reply("FINAL ANSWER: Ada")
+
+    chat = FakeChat(policy)
+    rec = Recorder(TRAJ)
+    await make_agent(chat).run(TRAJ, rec)
+    tool_msgs = [m["content"] for m in chat.received[1] if m["role"] == "tool"]
+    assert len(tool_msgs) == 2 and "one 1" in tool_msgs[0] and "two 1" in tool_msgs[1]
+    assert rebuild_messages(rec.payloads, get_prompt().text, blobs_of(rec)) == chat.received
+    tape = Tape.from_payloads(TRAJ.trajectory_id, rec.payloads)
+    assert {q: len(d) for q, d in tape.searches.items()} == {"one": 1, "two": 1}
