@@ -199,7 +199,7 @@ class Proxy:
         if t is None:
             return None, error(404, why or "unknown trajectory")
         if t.limited is not None:  # a 400 again, which clients do not retry
-            return None, error(400, f"trajectory {t.trajectory_id!r} stopped at a {t.limited}", kind="limit")
+            return None, error(400, f"trajectory {t.trajectory_id!r} finished at a limit ({t.limited})", kind="limit")
         if not t.open:
             return None, error(409, f"trajectory {t.trajectory_id!r} is finished; start another epoch")
         return t, None
@@ -240,11 +240,11 @@ class Proxy:
             # another provider's results would be recorded as this trajectory's: refused before it starts
             return error(404, f"route /{sel.rest} is provider {target.endpoint!r}; trajectory "
                               f"{sel.provider}/{sel.qid} searches with {sel.provider!r}")
+        body = await request.body()  # before the trajectory is looked up: no wait between its check and `begin`
         t, refused = self._trajectory(request, sel)
         if t is None:
             assert refused is not None
             return refused
-        body = await request.body()
         if self.limits.any and target.kind != "other":
             try:
                 why = exceeded(self.limits, kind=target.kind, endpoint=target.endpoint, request=_json_or_none(body) or {},

@@ -8,14 +8,15 @@ any call once a limit is spent, is refused (HTTP 400 `limit`) and the trajectory
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import estimate_tokens
+from searchtrace.adapters import FETCHERS, estimate_tokens
 from searchtrace.engine._prices import Prices, model_usd
-from searchtrace.store import Usage
+from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, Usage
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -106,3 +107,37 @@ def exceeded(limits: Limits, *, kind: str, endpoint: str, request: dict[str, Any
         return (f"limit max-usd {limits.max_usd:g}: {float(spent):.6f} USD spent, this {kind} call would cost "
                 f"about {float(cost):.6f} more")
     return None
+
+
+def model_named(raw: bytes) -> str | None:
+    """The model a recorded chat reply names: its JSON body's `model`, or the first stream chunk's."""
+    for line in raw.splitlines() if raw.startswith(b"data:") else [raw]:
+        data = line[5:].strip() if line.startswith(b"data:") else line
+        try:
+            doc = msgspec.json.decode(data) if data.startswith(b"{") else None
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if isinstance(doc, dict) and isinstance(doc.get("model"), str):
+            return str(doc["model"])
+    return None
+
+
+def recorded_usd(limits: Limits, provider: str, payloads: Sequence[Payload], blob: Callable[[str], bytes]) -> Fraction:
+    """The USD a recorded trajectory spent, as the proxy counted it before a restart: searches that answered, pages'
+    tokens, and each model turn at the price of the model its raw reply names (unpriced now: not counted)."""
+    if limits.max_usd is None:
+        return Fraction(0)
+    spent = Fraction(0)
+    for p in payloads:
+        try:
+            if isinstance(p, SearchCompleted) and p.status == "ok":
+                spent += search_usd(limits, provider)
+            elif isinstance(p, FetchCompleted) and p.status == "ok":
+                spent += fetch_usd(limits, FETCHERS[0], p.n_tokens)
+            elif isinstance(p, ModelResponded) and p.raw_digest is not None:
+                model = model_named(blob(p.raw_digest))
+                if model is not None:
+                    spent += chat_usd(limits, model, p.usage)
+        except Unpriced:
+            continue
+    return spent

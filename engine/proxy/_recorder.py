@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -115,8 +115,9 @@ class ProxyRecorder:
                                                         strata=dict(q.strata))))
         return out
 
-    def restore(self, log: EventLog) -> None:
-        """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates."""
+    def restore(self, log: EventLog, spent: Callable[[str, list[Payload]], Fraction] | None = None) -> None:
+        """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates;
+        `spent(provider, payloads)`: the USD an open one spent (for `--max-usd`)."""
         cur = log.cursor()
         try:
             rows = cur.execute(
@@ -133,8 +134,10 @@ class ProxyRecorder:
             if isinstance(first, TrajectoryStarted):
                 last = payloads[-1]
                 limited = last.error if isinstance(last, TrajectoryFinished) and last.reason == "limit" else None
-                self.trajs[first.trajectory_id] = Traj(provider=first.provider, qid=first.qid,
-                                                       b=Builder.resume(payloads), limited=limited)
+                t = self.trajs[first.trajectory_id] = Traj(provider=first.provider, qid=first.qid,
+                                                           b=Builder.resume(payloads), limited=limited)
+                if spent is not None and not t.finished:
+                    t.spent = spent(t.provider, payloads)
 
     def open_trajectories(self) -> list[Traj]:
         return [t for t in self.trajs.values() if not t.finished]

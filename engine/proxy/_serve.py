@@ -7,6 +7,7 @@ import signal
 import socket
 from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,9 +18,9 @@ import uvicorn
 from searchtrace.adapters import SEARCH_PROVIDERS
 from searchtrace.engine._record import question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
-from searchtrace.engine.proxy._limits import Limits
+from searchtrace.engine.proxy._limits import Limits, recorded_usd
 from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of
-from searchtrace.store import BadInput, EventLog, open_writer
+from searchtrace.store import BadInput, EventLog, Payload, open_writer
 
 
 class _Server(uvicorn.Server):
@@ -95,7 +96,14 @@ async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.so
                      durable: bool, ready: Callable[[str, int], None] | None, max_body: int,
                      limits: Limits | None) -> tuple[int, int]:
     head = await anyio.to_thread.run_sync(recorder.head, log)
-    await anyio.to_thread.run_sync(recorder.restore, log)
+    usd = limits if limits is not None and limits.max_usd is not None else None
+
+    def spent(provider: str, payloads: list[Payload]) -> Fraction:
+        """What an open trajectory spent before this start (it counts towards --max-usd)."""
+        assert usd is not None
+        return recorded_usd(usd, provider, payloads, log.get_blob)
+
+    await anyio.to_thread.run_sync(recorder.restore, log, spent if usd is not None else None)
     proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
                   root=sandbox.root if sandbox else None, durable=durable, max_body=max_body, limits=limits)
     port = int(listener.getsockname()[1])

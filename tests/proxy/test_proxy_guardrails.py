@@ -5,6 +5,7 @@ retry), nothing is forwarded, and the trajectory finishes with reason `limit`, t
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,11 +88,11 @@ def test_max_turns_with_the_openai_client(tmp_path: Path, world: tuple[World, st
 def test_max_tokens_and_max_usd(tmp_path: Path, world: tuple[World, str]) -> None:
     w, root = world
     qfile = tmp_path / "q.jsonl"
-    big, pricey, searcher, unpriced = questions_with(qfile, ["searcher", "unpriced"])
+    big, pricey, searcher, unpriced, resumed = questions_with(qfile, ["searcher", "unpriced", "resumed"])
     prices = tmp_path / "prices.toml"
     prices.write_text(PRICES)
     db = tmp_path / "spend.duckdb"
-    extra = ("--max-tokens", "300", "--max-usd", "0.35", "--prices", str(prices))
+    extra = ("--max-tokens", "300", "--max-usd", "0.35", "--prices", str(prices), "--durable")
 
     def chat(qid: str, model: str, content: str) -> httpx.Response:
         return httpx.post(f"{p.url}/t/tavily/{qid}/openai/v1/chat/completions", timeout=30,
@@ -113,11 +114,17 @@ def test_max_tokens_and_max_usd(tmp_path: Path, world: tuple[World, str]) -> Non
         r = chat(unpriced, "unknown-model", "hi")
         assert r.status_code == 400 and "no price for model 'unknown-model'" in r.json()["error"]["message"]
         assert r.json()["error"]["type"] == "searchtrace_proxy" and w.chats == chats_before
+        assert [chat(resumed, "pricey", "hi").status_code for _ in range(2)] == [200, 200]
+        p.stop(signal.SIGKILL)  # durable: both turns are committed; the restart counts their 0.30 USD
+    with proxy(db, qfile, "spend", upstream="live", env=w.env(root), extra=extra) as p:
+        r = chat(resumed, "pricey", "hi")
+        assert r.status_code == 400 and r.json()["error"]["type"] == "limit"
         assert p.stop() == 0
     by = _by_qid(db)
     assert "max-tokens 300" in _limit_of(by[big])
     assert "max-usd 0.35" in _limit_of(by[pricey]) and "max-usd 0.35" in _limit_of(by[searcher])
     assert sum(isinstance(e, SearchCalled) for e in by[searcher]) == 3
+    assert "max-usd 0.35: 0.300000 USD spent" in _limit_of(by[resumed])
     last = by[unpriced][-1]
     assert isinstance(last, TrajectoryFinished) and last.reason == "abandoned"
 
