@@ -74,7 +74,8 @@ def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durab
 
     def ready(host: str, bound: int) -> None:
         click.echo(f"searchtrace proxy: recording run {run_id} into {db} ({upstream}); "
-                   f"base URLs: http://{host}:{bound}/t/<provider>/<qid>/<route>", err=True)
+                   f"base URLs: http://{host}:{bound}/t/<provider>/<qid>/<route> (or http://{host}:{bound}/<route> "
+                   "with header X-Searchtrace-Trajectory: <provider>/<qid>)", err=True)
 
     abandoned, appended = anyio.run(
         lambda: serve(db, questions, run_id, port=port, upstream=upstream, durable=durable, ready=ready,

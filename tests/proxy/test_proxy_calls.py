@@ -69,6 +69,7 @@ def test_an_agent_that_leaves_mid_stream_does_not_lose_the_reply(tmp_path: Path,
         waited = time.perf_counter() - t0
         assert w.streams_done == done_before + 1  # the upstream reply was read to its end
         assert p.stop() == 0
+        assert "Traceback" not in p.log.read_text()
     (events,) = _payloads(db).values()
     (turn,) = [e for e in events if isinstance(e, ModelResponded)]
     assert turn.text == streamed_text() and turn.client_disconnected is True
