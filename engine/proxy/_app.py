@@ -291,6 +291,7 @@ class Proxy:
         """The call that would exceed a limit: not forwarded; the trajectory finishes `limit` (after its calls in
         flight) and the agent gets a 400 of type `limit`, which clients do not retry."""
         t.closing = True
+        t.limited = why  # a call meanwhile gets this 400 too (a 409 would be retried)
         await self.recorder.settle(t)
         await self.recorder.limit(t, why).wait()
         return error(400, why, kind="limit")

@@ -282,12 +282,16 @@ class ProxyRecorder:
 
     def final(self, t: Traj, answer: str, secrets: Sequence[Secret] = (), iteration: int | None = None) -> anyio.Event:
         """answer.final and trajectory.finished (answered); the returned event is set once both are committed."""
+        if t.finished:  # the proxy's stop finished it while this `final` waited for its calls
+            return _after_finish()
         t.b.final(answer, iteration=iteration)
         t.b.finish("answered")
         return self._emit(t, secrets)
 
     def limit(self, t: Traj, why: str) -> anyio.Event:
         """trajectory.finished with reason `limit` and the limit in `error` (a guardrail stopped it)."""
+        if t.finished:
+            return _after_finish()
         t.limited = why
         t.b.finish("limit", error=why)
         return self._emit(t)
