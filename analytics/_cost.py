@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
-from searchtrace.engine import ModelPrice, Prices, load_prices, parse_prices
+from searchtrace.engine import Prices, load_prices, model_usd, parse_prices
 from searchtrace.store import Cursor
 
 __all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "recorded_prices", "warning_line"]
@@ -72,12 +72,6 @@ FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id
 COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
 
 
-def _model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
-    cached_price = p.input if p.cached_input is None else p.cached_input
-    return (Fraction(inp - cached) * Fraction(p.input) + Fraction(cached) * Fraction(cached_price)
-            + Fraction(out) * Fraction(p.output)) / 1_000_000
-
-
 def provider_costs(
     con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -117,11 +111,11 @@ def provider_costs(
                 f"fetch {backend}")
         elif kind == "agent":
             mp = prices.models.get(model) if model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else _model_usd(mp, a, b, c))
+            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, b, c))
             add(provider, "agent_model_usd", value, f"model {model or '(not named in run ' + str(run_id) + ')'}")
         else:
             mp = prices.models.get(judge_model) if judge_model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else _model_usd(mp, a, 0, c))
+            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, 0, c))
             add(provider, "judge_model_usd", value, f"judge model {judge_model or '(not named)'}")
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():

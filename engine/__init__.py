@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine._documents import document_block
     from searchtrace.engine._fanout import bad_input_alone, fan_out, worker_pool
     from searchtrace.engine._logs import configure_logging
-    from searchtrace.engine._prices import ModelPrice, Prices, load_prices, parse_prices
+    from searchtrace.engine._prices import ModelPrice, Prices, load_prices, model_usd, parse_prices
     from searchtrace.engine._progress import progress_display
     from searchtrace.engine._prompt_file import PromptFile, from_blob, is_file_version
     from searchtrace.engine._prompts import from_prompt_file, get_prompt
@@ -107,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     "ModelPrice": "searchtrace.engine._prices",
     "Prices": "searchtrace.engine._prices",
     "load_prices": "searchtrace.engine._prices",
+    "model_usd": "searchtrace.engine._prices",
     "parse_prices": "searchtrace.engine._prices",
     "progress_display": "searchtrace.engine._progress",
     "PromptFile": "searchtrace.engine._prompt_file",
@@ -193,6 +194,7 @@ __all__ = [
     "load_prices",
     "load_questions",
     "make_agents",
+    "model_usd",
     "parse_config",
     "parse_prices",
     "point_at_sandbox",

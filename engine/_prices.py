@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,14 @@ class Prices(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     search: dict[str, float] = {}  # USD per 1,000 requests, by provider name (or kind)
     fetch: dict[str, float] = {}  # USD per 1M tokens of fetched content, by backend
     models: dict[str, ModelPrice] = {}
+
+
+def model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
+    """USD of one model's usage: input less cached at the input price, cached at `cached_input` (the input price
+    when none), output at the output price, per 1M tokens; exact, so the same usage gives the same bytes."""
+    cached_price = p.input if p.cached_input is None else p.cached_input
+    return (Fraction(inp - cached) * Fraction(p.input) + Fraction(cached) * Fraction(cached_price)
+            + Fraction(out) * Fraction(p.output)) / 1_000_000
 
 
 def parse_prices(data: Any, src: str) -> Prices:

@@ -109,6 +109,8 @@ class Builder:
         self.searches = 0
         self.fetches = 0
         self.finished = False
+        # the latest model reply without tool calls, as (iteration, text): the answer `proxy --final last-reply` takes
+        self.last_reply: tuple[int, str] | None = None
         self._seen: list[Message] = []  # the last request's messages, by identity, with their digests ...
         self._seen_digests: list[str] = []  # ... so a growing conversation hashes each message once
 
@@ -168,7 +170,7 @@ class Builder:
               finish_reason: str | None, raw: bytes | None, messages: list[Message] | None = None,
               tools: list[dict[str, Any]] | None = None, request_digest: str | None = None,
               provider_ms: Ms = _UNSET, queue_ms: Ms = _UNSET,
-              iteration: int | None = None) -> ModelResponded:
+              iteration: int | None = None, client_disconnected: bool = False) -> ModelResponded:
         """One model turn. With `messages` the request is evidence: `request_messages`, `tools_digest` and
         `request_sha256` (unless `request_digest` gives it already)."""
         self.turns = iteration if iteration is not None else self.turns + 1
@@ -183,7 +185,9 @@ class Builder:
                            latency_ms=latency_ms, finish_reason=finish_reason, raw_digest=self.blob(raw),
                            request_sha256=request_digest, request_messages=request_messages, tools_digest=tools_digest,
                            provider_ms=provider_ms,
-                           queue_ms=queue_ms)
+                           queue_ms=queue_ms, client_disconnected=_flag(client_disconnected))
+        if not tool_calls and text and text.strip():
+            self.last_reply = (self.turns, text)
         self._add(p)
         return p
 
@@ -191,7 +195,8 @@ class Builder:
                latency_ms: float, call_id: str | None = None, iteration: int | None = None,
                params: dict[str, Any] | None = None, doc_ids: Sequence[str] | None = None, raw: bytes | None = None,
                http_status: int | None = None, error: str | None = None, provider_ms: Ms = _UNSET,
-               queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = ()) -> list[SearchResult]:
+               queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = (),
+               client_disconnected: bool = False) -> list[SearchResult]:
         """search.called, its retries, one search.result per hit (doc_ids d1, d2, … in order of appearance unless
         given), search.completed; returns the results."""
         self.searches += 1
@@ -213,7 +218,7 @@ class Builder:
         self._add(SearchCompleted(call_id=call_id, status=status, n_results=len(found), latency_ms=latency_ms,
                                   raw_digest=self.blob(raw), http_status=http_status, error=error,
                                   provider_ms=provider_ms,
-                                  queue_ms=queue_ms))
+                                  queue_ms=queue_ms, client_disconnected=_flag(client_disconnected)))
         return found
 
     def doc_of(self, url: str) -> str | None:
@@ -224,7 +229,8 @@ class Builder:
               doc_id: str | None | msgspec.UnsetType = _UNSET, call_id: str | None = None,
               iteration: int | None = None, n_bytes: int | None = None, cache_hit: bool = False,
               http_status: int | None = None, error: str | None = None, provider_ms: Ms = _UNSET,
-              queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = ()) -> FetchCompleted:
+              queue_ms: Ms = _UNSET, retries: Sequence[RetryInfo] = (),
+              client_disconnected: bool = False) -> FetchCompleted:
         """fetch.called, its retries, fetch.completed; the page (when any) a blob. The doc_id is the result's with
         the same normalised URL unless given."""
         self.fetches += 1
@@ -238,7 +244,7 @@ class Builder:
                               n_bytes=len(page) if n_bytes is None and page is not None else (n_bytes or 0),
                               n_tokens=n_tokens, cache_hit=cache_hit, latency_ms=latency_ms, http_status=http_status,
                               error=error, provider_ms=provider_ms,
-                              queue_ms=queue_ms)
+                              queue_ms=queue_ms, client_disconnected=_flag(client_disconnected))
         self._add(done)
         return done
 
@@ -252,9 +258,9 @@ class Builder:
             self._add(CallRetried(what=r.what, call_id=call_id, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s))
 
     def failed(self, *, what: str, status: str, call_id: str | None = None, http_status: int | None = None,
-               error: str | None = None, attempts: int = 1) -> CallFailed:
+               error: str | None = None, attempts: int = 1, client_disconnected: bool = False) -> CallFailed:
         p = CallFailed(what=what, call_id=call_id, status=status, http_status=http_status, error=error,
-                       attempts=attempts)
+                       attempts=attempts, client_disconnected=_flag(client_disconnected))
         self._add(p)
         return p
 
@@ -287,7 +293,15 @@ class Builder:
         b.searches = len(f.searches)
         b.fetches = len(f.fetches)
         b.finished = f.finished is not None
+        b.last_reply = next(((m.iteration, m.text) for m in reversed(f.turns)
+                             if not m.tool_calls and m.text and m.text.strip()),
+                            None)
         return b
+
+
+def _flag(value: bool) -> Any:
+    """A flag recorded only when set (UNSET is never encoded, so events without it keep their bytes)."""
+    return True if value else _UNSET
 
 
 def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:

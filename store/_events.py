@@ -117,6 +117,9 @@ class ModelResponded(_Body, tag="model.responded"):
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
+    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
+    client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchCalled(_Body, tag="search.called"):
@@ -165,6 +168,9 @@ class SearchCompleted(_Body, tag="search.completed"):
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
+    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
+    client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class FetchCalled(_Body, tag="fetch.called"):
@@ -191,6 +197,9 @@ class FetchCompleted(_Body, tag="fetch.completed"):
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
+    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
+    client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ToolRefused(_Body, tag="tool.refused"):
@@ -220,6 +229,9 @@ class CallFailed(_Body, tag="call.failed"):
     http_status: int | None = None
     error: str | None = None
     attempts: int = 1
+    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
+    client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class AnswerFinal(_Body, tag="answer.final"):
@@ -227,8 +239,8 @@ class AnswerFinal(_Body, tag="answer.final"):
     text: str
 
 
-# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped; `limit`: stopped by a limit on
-# turns, tokens, cost or time (SPEC §17; which one in `error`).
+# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped; `limit`: stopped by a limit (a
+# proxy guardrail `--max-turns`, `--max-tokens`, `--max-usd`, or an imported Inspect limit; SPEC §17), which in `error`.
 TrajectoryReason = Literal["answered", "max_iterations", "error", "abandoned", "limit"]
 
 

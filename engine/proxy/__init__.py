@@ -8,18 +8,21 @@ from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine.proxy._app import MAX_BODY
+    from searchtrace.engine.proxy._limits import Limits
     from searchtrace.engine.proxy._serve import Upstream, serve
 
 
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
 # use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
+    "Limits": "searchtrace.engine.proxy._limits",
     "MAX_BODY": "searchtrace.engine.proxy._app",
     "Upstream": "searchtrace.engine.proxy._serve",
     "serve": "searchtrace.engine.proxy._serve",
 }
 
 __all__ = [
+    "Limits",
     "MAX_BODY",
     "Upstream",
     "serve",

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -37,6 +38,7 @@ from searchtrace.store import (
     RunStarted,
     SearchStatus,
     ToolCall,
+    TrajectoryFinished,
     TrajectoryStarted,
     Usage,
     Writer,
@@ -47,6 +49,7 @@ from searchtrace.store import (
 
 _Item = tuple[list[NewEvent], list[bytes], anyio.Event | None]
 MAX_KEPT_REPLIES = 64  # per trajectory: a Responses conversation chains the latest reply, rarely an older one
+FinalMode = Literal["call", "last-reply"]
 
 
 @dataclass
@@ -56,6 +59,12 @@ class Traj:
     provider: str
     qid: str
     b: Builder  # its payloads, doc_ids and counters
+    closing: bool = False  # a `final` (or a limit) is finishing it: a new call gets 409
+    inflight: int = 0  # calls forwarded and not recorded yet: `final` waits for them
+    chats: int = 0  # the chat calls among them (turns in flight, for --max-turns)
+    spent: Fraction = Fraction(0)  # USD recorded so far (with --max-usd)
+    limited: str | None = None  # the limit it finished at (its `error`): a later call gets that 400 again
+    idle: anyio.Event | None = None  # what `settle` waits on, set when inflight falls to 0
     # Responses API: each reply's whole conversation (request + the reply), so a request naming it as
     # `previous_response_id` is recorded with everything the model was sent; the latest MAX_KEPT_REPLIES
     replies: dict[str, list[Message]] = field(default_factory=dict)
@@ -68,12 +77,21 @@ class Traj:
     def finished(self) -> bool:
         return self.b.finished
 
+    @property
+    def open(self) -> bool:
+        """Whether a new call may join it (not finished, not being finished)."""
+        return not (self.closing or self.b.finished)
+
 
 class ProxyRecorder:
     """Trajectories of one proxied run: builds their events and appends them, in order, through the writer."""
 
-    def __init__(self, run_id: str, questions: Sequence[Question], providers: Sequence[str], config: dict[str, Any]) -> None:
+    def __init__(self, run_id: str, questions: Sequence[Question], providers: Sequence[str], config: dict[str, Any],
+                 *, final: FinalMode = "call") -> None:
+        """`final`: "call", a trajectory is answered only by `…/final {"answer": …}`; "last-reply", its last model
+        reply without tool calls is the answer when it closes without one (SPEC §17)."""
         self.run_id = run_id
+        self.final_mode = final
         self.questions = {q.qid: q for q in questions}
         self.providers = frozenset(providers)
         self.config = config
@@ -102,8 +120,9 @@ class ProxyRecorder:
                                                         strata=dict(q.strata))))
         return out
 
-    def restore(self, log: EventLog) -> None:
-        """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates."""
+    def restore(self, log: EventLog, spent: Callable[[str, list[Payload]], Fraction] | None = None) -> None:
+        """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates;
+        `spent(provider, payloads)`: the USD an open one spent (for `--max-usd`)."""
         cur = log.cursor()
         try:
             rows = cur.execute(
@@ -118,19 +137,55 @@ class ProxyRecorder:
         for payloads in by_stream.values():
             first = payloads[0]
             if isinstance(first, TrajectoryStarted):
-                self.trajs[first.trajectory_id] = Traj(provider=first.provider, qid=first.qid,
-                                                       b=Builder.resume(payloads))
+                last = payloads[-1]
+                limited = last.error if isinstance(last, TrajectoryFinished) and last.reason == "limit" else None
+                t = self.trajs[first.trajectory_id] = Traj(provider=first.provider, qid=first.qid,
+                                                           b=Builder.resume(payloads), limited=limited)
+                if spent is not None and not t.finished:
+                    t.spent = spent(t.provider, payloads)
 
     def open_trajectories(self) -> list[Traj]:
         return [t for t in self.trajs.values() if not t.finished]
 
     def abandon_open(self) -> int:
-        """Finish every trajectory still open with reason `abandoned` (the proxy is stopping)."""
-        open_ = self.open_trajectories()
-        for t in open_:
-            t.b.finish("abandoned")
+        """Finish every trajectory still open (the proxy is stopping): with `--final last-reply` and a reply to take,
+        answered by it; else with reason `abandoned`. Returns how many were abandoned."""
+        abandoned = 0
+        for t in self.open_trajectories():
+            if self.final_mode == "last-reply" and t.b.last_reply is not None:
+                iteration, text = t.b.last_reply
+                t.b.final(text, iteration=iteration)
+                t.b.finish("answered")
+            else:
+                t.b.finish("abandoned")
+                abandoned += 1
             self._emit(t)
-        return len(open_)
+        return abandoned
+
+    # -- calls in flight --------------------------------------------------------------------------------------------
+
+    def begin(self, t: Traj, *, chat: bool) -> None:
+        """A call of `t` is being forwarded (it is recorded, or given up, by `end`)."""
+        t.inflight += 1
+        t.chats += chat
+
+    def end(self, t: Traj, *, chat: bool) -> None:
+        t.inflight -= 1
+        t.chats -= chat
+        if t.inflight == 0 and t.idle is not None:
+            t.idle.set()
+            t.idle = None
+
+    async def settle(self, t: Traj) -> None:
+        """Wait until every call of `t` in flight is recorded (their events queue before what follows)."""
+        while t.inflight:
+            if t.idle is None:
+                t.idle = anyio.Event()
+            await t.idle.wait()
+
+    async def settle_all(self) -> None:
+        for t in list(self.trajs.values()):
+            await self.settle(t)
 
     async def run(self, writer: Writer) -> None:
         """Drain the queue into the writer, in order, many calls per append; returns when the queue is closed."""
@@ -179,34 +234,43 @@ class ProxyRecorder:
     def search(
         self, t: Traj, *, query: str, params: dict[str, Any], status: SearchStatus, hits: list[SearchHit],
         latency_ms: float, raw: bytes | None, http_status: int | None, error: str | None,
-        secrets: Sequence[Secret] = (),
+        secrets: Sequence[Secret] = (), client_disconnected: bool = False,
     ) -> anyio.Event:
         """search.called, one search.result per hit (doc_ids in order of appearance), search.completed."""
+        if t.finished:
+            return _after_finish()
         hits = scrub_parsed(hits, configured_secrets(*secrets))  # before the doc ids and normalised URLs are taken
         # the proxy makes one attempt and has no limits of its own: provider time is the whole call, no queueing
         t.b.search(query=query, provider=t.provider, params=params, status=status, hits=hits, latency_ms=latency_ms,
-                   raw=raw or None, http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0)
+                   raw=raw or None, http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0,
+                   client_disconnected=client_disconnected)
         return self._emit(t, secrets)
 
     def fetch(
         self, t: Traj, *, url: str, status: FetchStatus, content: str | None, n_bytes: int, n_tokens: int,
         latency_ms: float, http_status: int | None, error: str | None, secrets: Sequence[Secret] = (),
+        client_disconnected: bool = False,
     ) -> anyio.Event:
         """fetch.called / fetch.completed against the doc_id of the result with the same normalised URL."""
+        if t.finished:
+            return _after_finish()
         if content is not None:  # the page is a blob named by its digest: scrubbed before the digest is taken
             content = scrub_text(content, *configured_secrets(*secrets))
         t.b.fetch(url=url, status=status, content=content, n_bytes=n_bytes, n_tokens=n_tokens, latency_ms=latency_ms,
-                  http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0)
+                  http_status=http_status, error=error, provider_ms=latency_ms, queue_ms=0.0,
+                  client_disconnected=client_disconnected)
         return self._emit(t, secrets)
 
     def chat(
         self, t: Traj, *, text: str | None, tool_calls: list[ToolCall], usage: Usage, latency_ms: float,
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
-        tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), reply_id: str | None = None,
-        previous_id: str | None = None,
+        tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), client_disconnected: bool = False,
+        reply_id: str | None = None, previous_id: str | None = None,
     ) -> anyio.Event:
         """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
         a Responses request continuing `previous_id` is recorded with that reply's conversation before it."""
+        if t.finished:
+            return _after_finish()
         if previous_id is not None and messages is not None:
             messages = [*t.replies.get(previous_id, []), *messages]
         if reply_id is not None and messages is not None:
@@ -217,19 +281,33 @@ class ProxyRecorder:
             messages = scrub_parsed(messages, configured_secrets(*secrets))
             tools = scrub_parsed(tools, configured_secrets(*secrets)) if tools is not None else None
         t.b.model(text=text, tool_calls=tool_calls, usage=usage, latency_ms=latency_ms, provider_ms=latency_ms,
-                  queue_ms=0.0, finish_reason=finish_reason, raw=raw or None, messages=messages, tools=tools)
+                  queue_ms=0.0, finish_reason=finish_reason, raw=raw or None, messages=messages, tools=tools,
+                  client_disconnected=client_disconnected)
         return self._emit(t, secrets)
 
     def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str,
-                    secrets: Sequence[Secret] = ()) -> anyio.Event:
-        t.b.failed(what=f"chat:{model}", status=status, http_status=http_status, error=error)
+                    secrets: Sequence[Secret] = (), client_disconnected: bool = False) -> anyio.Event:
+        if t.finished:
+            return _after_finish()
+        t.b.failed(what=f"chat:{model}", status=status, http_status=http_status, error=error,
+                   client_disconnected=client_disconnected)
         return self._emit(t, secrets)
 
-    def final(self, t: Traj, answer: str, secrets: Sequence[Secret] = ()) -> anyio.Event:
+    def final(self, t: Traj, answer: str, secrets: Sequence[Secret] = (), iteration: int | None = None) -> anyio.Event:
         """answer.final and trajectory.finished (answered); the returned event is set once both are committed."""
-        t.b.final(answer)
+        if t.finished:  # the proxy's stop finished it while this `final` waited for its calls
+            return _after_finish()
+        t.b.final(answer, iteration=iteration)
         t.b.finish("answered")
         return self._emit(t, secrets)
+
+    def limit(self, t: Traj, why: str) -> anyio.Event:
+        """trajectory.finished with reason `limit` and the limit in `error` (a guardrail stopped it)."""
+        if t.finished:
+            return _after_finish()
+        t.limited = why
+        t.b.finish("limit", error=why)
+        return self._emit(t)
 
     def _emit(self, t: Traj, secrets: Sequence[Secret] = ()) -> anyio.Event:
         """Queue what the trajectory's builder built for one call; the returned event is set once it is committed
@@ -250,15 +328,30 @@ class ProxyRecorder:
         return done
 
 
+def _after_finish() -> anyio.Event:
+    """What a call that ends after its trajectory finished records: nothing (no event follows trajectory.finished;
+    `final` and the limits wait for the calls in flight, so only a call cut off by the proxy's stop gets here)."""
+    done = anyio.Event()
+    done.set()
+    return done
+
+
 def _event_id(trajectory_id: str, index: int) -> uuid.UUID:
     """Content-derived from the trajectory and the event's index in it, so a re-sent append is a no-op."""
     return stable_event_id("proxy", trajectory_id, str(index))
 
 
-def config_of(*, upstream: str, questions: str, dataset_id: str, providers: Sequence[str]) -> dict[str, Any]:
-    """The run.started config of a proxied run (the `proxy` key tells replay there is no agent loop of ours)."""
+def config_of(*, upstream: str, questions: str, dataset_id: str, providers: Sequence[str],
+              limits: dict[str, Any] | None = None, final: FinalMode = "call") -> dict[str, Any]:
+    """The run.started config of a proxied run (the `proxy` key tells replay there is no agent loop of ours); the
+    guardrails and `--final last-reply` only when given, so a run without them keeps its config bytes."""
+    proxy: dict[str, Any] = {"upstream": upstream}
+    if limits:
+        proxy["limits"] = limits
+    if final != "call":
+        proxy["final"] = final
     return {
-        "proxy": {"upstream": upstream},
+        "proxy": proxy,
         "dataset": {"path": questions, "id": dataset_id},
         "providers": {p: {"kind": p, "params": {}} for p in sorted(providers)},
     }

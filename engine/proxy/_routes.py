@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
+from urllib.parse import unquote
 
 import msgspec
 
@@ -31,8 +33,9 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-subsc
 DROP_REQUEST = CREDENTIAL_HEADERS | frozenset({
     "origin", "referer", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user",  # a browser page's
     "host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade",
-    "x-searchtrace-epoch",
+    "x-searchtrace-epoch", "x-searchtrace-trajectory",
 })
+TRAJECTORY_HEADER = "x-searchtrace-trajectory"  # `<provider>/<qid>`, the qid percent-encoded: one base URL for all
 DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
                            "set-cookie", "date", "server"})
 # A parameter or JSON field whose name (lower case, without '-' and '_') is one of these, or ends with one of the
@@ -57,6 +60,73 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     endpoint: str
     path: str
     api: Literal["chat", "responses"] = "chat"  # a model call's wire format: Chat Completions or Responses
+
+
+class Selected(NamedTuple):
+    """The trajectory a request names (by its path prefix or its header) and the route below it (decoded)."""
+
+    provider: str
+    qid: str
+    rest: str
+
+
+def _decoded(part: str, what: str) -> str:
+    """A percent-encoded path segment or header part as text (UTF-8); ValueError naming `what` when it is not."""
+    try:
+        return unquote(part, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} is not percent-encoded UTF-8") from None
+
+
+def _from_header(value: str) -> tuple[str, str]:
+    """`<provider>/<qid>` of the trajectory header, its qid percent-decoded."""
+    provider, slash, qid = value.strip().partition("/")
+    if not slash or not provider or not qid:
+        raise ValueError("header X-Searchtrace-Trajectory must be <provider>/<qid> (the qid percent-encoded)")
+    if not value.isascii():
+        raise ValueError("header X-Searchtrace-Trajectory: percent-encode the qid's non-ASCII characters")
+    return _decoded(provider, "header X-Searchtrace-Trajectory"), _decoded(qid, "header X-Searchtrace-Trajectory")
+
+
+def select(raw_path: str, header: str | None) -> Selected | None:
+    """The trajectory of a request: from `/t/<provider>/<qid>/<route>` (each segment percent-decoded on its own, so
+    a qid may hold `/`, `?`, `#` … as %2F, %3F, %23), else from the header with `/<route>`; None: neither names
+    one. ValueError (one line) for an undecodable part, or a header naming another trajectory than the path."""
+    named = _from_header(header) if header is not None else None
+    if raw_path.startswith("/t/"):
+        parts = raw_path[3:].split("/", 2)
+        if len(parts) < 3:
+            return None
+        provider, qid = _decoded(parts[0], "the provider"), _decoded(parts[1], "the qid")
+        if named is not None and named != (provider, qid):
+            raise ValueError(f"header X-Searchtrace-Trajectory names {'/'.join(named)!r}, the path {provider}/{qid!r}")
+        return Selected(provider, qid, _decoded(parts[2], "the route"))
+    if named is None:
+        return None
+    return Selected(named[0], named[1], _decoded(raw_path.lstrip("/"), "the route"))
+
+
+def _decodable() -> frozenset[str]:
+    """The content codings httpx decodes as it reads: always identity, gzip and deflate; br and zstd only with the
+    package httpx uses for them (its documented optional dependencies)."""
+    have = {"identity", "gzip", "deflate"}
+    if importlib.util.find_spec("brotli") or importlib.util.find_spec("brotlicffi"):
+        have.add("br")
+    if importlib.util.find_spec("zstandard"):
+        have.add("zstd")
+    return frozenset(have)
+
+
+DECODABLE = _decodable()
+
+
+def undecodable(encodings: Iterable[str]) -> str | None:
+    """Why a reply's Content-Encoding cannot be relayed (httpx decodes the others as it reads; the proxy asks for
+    `identity`, so a server that encodes anyway uses gzip or deflate in practice), or None."""
+    unknown = [e for e in (v.strip().lower() for v in encodings) if e and e not in DECODABLE]
+    if not unknown:
+        return None
+    return f"upstream sent Content-Encoding {', '.join(unknown)}, which the proxy cannot decode (it asked for identity)"
 
 
 def _prefixes() -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import signal
 import socket
 from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,8 +18,9 @@ import uvicorn
 from searchtrace.adapters import SEARCH_PROVIDERS
 from searchtrace.engine._record import question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
-from searchtrace.engine.proxy._recorder import ProxyRecorder, config_of
-from searchtrace.store import BadInput, EventLog, open_writer
+from searchtrace.engine.proxy._limits import Limits, recorded_usd
+from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of
+from searchtrace.store import BadInput, EventLog, Payload, open_writer
 
 
 class _Server(uvicorn.Server):
@@ -48,11 +50,12 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
                 ready: Callable[[str, int], None] | None = None,
                 reads: Callable[[EventLog], AbstractContextManager[Any]] = nullcontext,
                 sandbox: Upstream | None = None, rows: Sequence[dict[str, Any]] | None = None,
-                max_body: int = MAX_BODY) -> tuple[int, int]:
+                max_body: int = MAX_BODY, limits: Limits | None = None, final: FinalMode = "call") -> tuple[int, int]:
     """Serve until a signal; returns (trajectories abandoned, events appended). The application layer passes
     `reads(log)`, which wraps the serving (it serves other processes' reads of the file), and for the sandbox
     its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`; `max_body` caps a
-    request's body (bytes)."""
+    request's body (bytes); `limits` are every trajectory's guardrails; `final` says how a trajectory gets its
+    answer (SPEC §17)."""
     if (upstream == "sandbox") != (sandbox is not None):
         raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
     listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
@@ -60,13 +63,14 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
     providers = sorted(SEARCH_PROVIDERS)
     recorder = ProxyRecorder(run_id, questions, providers,
                              config_of(upstream=upstream, questions=questions_path, dataset_id=dataset_id(questions_path),
-                                       providers=providers))
+                                       providers=providers, limits=limits.config() if limits else None, final=final),
+                             final=final)
     with listener:
         log = await anyio.to_thread.run_sync(EventLog, db)
         try:
             with reads(log):
                 return await _serve_log(log, recorder, listener, sandbox=sandbox, durable=durable, ready=ready,
-                                        max_body=max_body)
+                                        max_body=max_body, limits=limits)
         finally:
             await anyio.to_thread.run_sync(log.close)
 
@@ -89,11 +93,19 @@ def bind(port: int) -> socket.socket:
 
 
 async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.socket, *, sandbox: Upstream | None,
-                     durable: bool, ready: Callable[[str, int], None] | None, max_body: int) -> tuple[int, int]:
+                     durable: bool, ready: Callable[[str, int], None] | None, max_body: int,
+                     limits: Limits | None) -> tuple[int, int]:
     head = await anyio.to_thread.run_sync(recorder.head, log)
-    await anyio.to_thread.run_sync(recorder.restore, log)
+    usd = limits if limits is not None and limits.max_usd is not None else None
+
+    def spent(provider: str, payloads: list[Payload]) -> Fraction:
+        """What an open trajectory spent before this start (it counts towards --max-usd)."""
+        assert usd is not None
+        return recorded_usd(usd, provider, payloads, log.get_blob)
+
+    await anyio.to_thread.run_sync(recorder.restore, log, spent if usd is not None else None)
     proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
-                  root=sandbox.root if sandbox else None, durable=durable, max_body=max_body)
+                  root=sandbox.root if sandbox else None, durable=durable, max_body=max_body, limits=limits)
     port = int(listener.getsockname()[1])
     server = _Server(uvicorn.Config(proxy.app(), host="127.0.0.1", port=port, log_level="warning",
                                     access_log=False, lifespan="off", timeout_graceful_shutdown=2))
@@ -104,7 +116,8 @@ async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.so
         async with anyio.create_task_group() as recording:
             recording.start_soon(recorder.run, writer)
             try:
-                async with anyio.create_task_group() as tg:
+                # the readers of streamed replies outlive the server's requests: their calls are recorded first
+                async with proxy.serving(), anyio.create_task_group() as tg:
                     tg.start_soon(_stop_on_signal, server)
                     if ready is not None:
                         tg.start_soon(_announce, server, ready, port)

@@ -26,15 +26,29 @@ from tests.proxy.support import cli, proxy, streams, write_questions
 PROVIDERS = ("tavily", "brave", "firecrawl")
 
 
+def search(client: httpx.Client, base: str, provider: str, query: str) -> str:
+    """One search through the trajectory's own provider route; the first result's URL."""
+    if provider == "brave":
+        r = client.get(f"{base}/brave/res/v1/web/search", params={"q": query, "count": 5})
+        r.raise_for_status()
+        return str(r.json()["web"]["results"][0]["url"])
+    if provider == "firecrawl":
+        r = client.post(f"{base}/firecrawl/v2/search", json={"query": query, "limit": 5})
+        r.raise_for_status()
+        return str(r.json()["data"]["web"][0]["url"])
+    r = client.post(f"{base}/{provider}/search", json={"query": query, "max_results": 5})
+    r.raise_for_status()
+    return str(r.json()["results"][0]["url"])
+
+
 def one_trajectory(client: httpx.Client, url: str, provider: str, qid: str, question: str, mid: set[str]) -> str:
     """Two searches, a fetch, a chat turn and the final answer; returns the answer once acknowledged."""
     base = f"{url}/t/{provider}/{qid}"
     first = ""
     for q in (question, question + " history"):
-        r = client.post(f"{base}/tavily/search", json={"query": q, "max_results": 5})
-        r.raise_for_status()
+        url_ = search(client, base, provider, q)
+        first = first or url_
         mid.add(base)  # a reply came: this trajectory is in the store and open
-        first = first or r.json()["results"][0]["url"]
     client.get(f"{base}/jina/{first}", headers={"Accept": "application/json"}).raise_for_status()
     tools = [{"type": "function", "function": {"name": "find", "parameters": {
         "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}]
@@ -109,16 +123,16 @@ def test_sigkill_mid_traffic_then_restart(tmp_path: Path, durable: bool) -> None
     if durable:  # a reply came for a call of each of these: it was committed before the reply
         assert open_ and all(f"traj:crash:{b.split('/t/')[1].replace('/', ':')}" in before for b in mid)
     # restart: the open trajectories continue (call and doc ids after the recorded ones), finished ones refuse
-    with proxy(db, qfile, "crash", extra=extra) as px:
+    with proxy(db, qfile, "crash", extra=extra) as px, httpx.Client(timeout=10) as client:
         done = next(iter(acked)).split(":")
-        r = httpx.post(f"{px.url}/t/{done[2]}/{done[3]}/tavily/search", json={"query": "x"})
+        r = httpx.post(f"{px.url}/t/{done[2]}/{done[3]}/final", json={"answer": "x"})
         assert r.status_code == 409
         for stream in open_[:1]:
             _, _, provider, qid = stream.split(":")
-            httpx.post(f"{px.url}/t/{provider}/{qid}/tavily/search", json={"query": "again"}).raise_for_status()
+            search(client, f"{px.url}/t/{provider}/{qid}", provider, next(j[2] for j in jobs if j[1] == qid))
             httpx.post(f"{px.url}/t/{provider}/{qid}/final", json={"answer": "late"}).raise_for_status()
         fresh = next(j for j in jobs if f"traj:crash:{j[0]}:{j[1]}" not in before)
-        httpx.post(f"{px.url}/t/{fresh[0]}/{fresh[1]}/tavily/search", json={"query": "q"}).raise_for_status()
+        search(client, f"{px.url}/t/{fresh[0]}/{fresh[1]}", fresh[0], fresh[2])
         assert px.stop() == 0  # SIGTERM: what is still open ends `abandoned`
     after = check_store(db)
     for stream, payloads in before.items():  # nothing recorded before the crash changed

@@ -68,9 +68,9 @@ def test_live_upstream_gets_the_proxy_keys_and_nothing_stores_them(tmp_path: Pat
             run_example("plain_agent.py", p.url, qfile, tmp_path / "seen_b.jsonl")
             r = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}~x/tavily/search", json={"query": "x"})
             assert r.status_code == 404
-            echo = httpx.post(f"{p.url}/t/firecrawl/{rows[0]['qid']}/tavily/search",
+            echo = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}/tavily/search",
                               json={"query": "ECHO-THE-KEY", "api_key": "tvly-not-a-key"},
-                              headers={"Authorization": "Bearer not-a-key"})
+                              headers={"Authorization": "Bearer not-a-key", "X-Searchtrace-Epoch": "2"})
             assert echo.status_code == 401
             assert p.stop() == 0
             log_text = p.log.read_bytes()
