@@ -28,9 +28,30 @@ import msgspec
 from searchtrace.benchmarks._http import sandbox_server
 
 TARGET_P50_MS = 2.0
-ROUTES = {
-    "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}),
-    "jina": ("jina/https://wikiverse.example/wiki/Elmwyn_Athletic", {"Accept": "application/json"}),
+
+def _conversation() -> dict[str, Any]:
+    """A chat request as an agent's third turn sends it (system, question, two searches with ten results each as
+    tool messages): the proxy stores each of its messages as request evidence (SPEC §17)."""
+    docs = "\n\n".join(f"<document doc_id=\"d{i}\" rank=\"{i}\"><title>Elmwyn Athletic page {i}</title>"
+                        f"<url>https://site{i}.example/elmwyn/{i}</url><snippet>{'Elmwyn Athletic was founded ' * 12}"
+                        f"</snippet></document>" for i in range(1, 11))
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Use the tools, then reply `FINAL ANSWER: <answer>`."},
+                                      {"role": "user", "content": "What is the founding year of Elmwyn Athletic?"}]
+    for turn in (1, 2):
+        call = {"id": f"call_{turn}", "type": "function",
+                "function": {"name": "search_web", "arguments": f'{{"query": "Elmwyn Athletic founded {turn}"}}'}}
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": f"call_{turn}", "content": docs}]
+    tools = [{"type": "function", "function": {"name": "search_web", "description": "Search the web.", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+    return {"model": "sandbox-agent", "messages": messages, "tools": tools}
+
+
+# route -> (path below the sandbox root, headers, JSON body or None for a GET)
+ROUTES: dict[str, tuple[str, dict[str, str], dict[str, Any] | None]] = {
+    "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}, None),
+    "jina": ("jina/https://wikiverse.example/wiki/Elmwyn_Athletic", {"Accept": "application/json"}, None),
+    "chat": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"}, _conversation()),
 }
 
 
@@ -41,7 +62,10 @@ def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", tim
     from searchtrace.adapters.sandbox import base_urls, env_exports, free_port, wait_listening
 
     port = free_port()
-    env = {**os.environ, **env_exports(base_urls(root)), "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key"}
+    # every key the proxy holds is one it scrubs from replies: none may be a word of a sandbox reply ("sandbox-agent")
+    exports = {k: ("proxy-key" if k.endswith("_KEY") else v) for k, v in env_exports(base_urls(root)).items()}
+    env = {**os.environ, **exports, "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key",
+           "OPENAI_API_KEY": "proxy-key"}
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
                              "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
                              *(["--durable"] if durable else [])],
@@ -68,7 +92,8 @@ def run(calls: int, route: str, per_trajectory: int = 10, durable: bool = False)
     from searchtrace.engine import question_file
     from searchtrace.pipeline import sandbox_rows
 
-    path, headers = ROUTES[route]
+    path, headers, body = ROUTES[route]
+    method = "GET" if body is None else "POST"
     qids = [q.qid for q in question_file("sandbox", rows=sandbox_rows("sandbox"))]
     with tempfile.TemporaryDirectory() as tmp, sandbox_server() as root, \
             proxy_server(Path(tmp) / "bench.duckdb", "sandbox", root, durable=durable) as proxy, httpx.Client(timeout=30) as client:
@@ -78,12 +103,13 @@ def run(calls: int, route: str, per_trajectory: int = 10, durable: bool = False)
             qid = qids[(i // per_trajectory) % len(qids)]
             epoch = 1 + (i // (per_trajectory * len(qids)))
             t0 = time.perf_counter()
-            a = client.get(f"{root}/{path}", headers=headers)
+            a = client.request(method, f"{root}/{path}", headers=headers, json=body)
             t1 = time.perf_counter()
-            b = client.get(f"{proxy}/t/brave/{qid}/{path}", headers={**headers, "X-Searchtrace-Epoch": str(epoch)})
+            b = client.request(method, f"{proxy}/t/brave/{qid}/{path}", json=body,
+                               headers={**headers, "X-Searchtrace-Epoch": str(epoch)})
             t2 = time.perf_counter()
             if a.status_code != 200 or b.status_code != 200 or a.content != b.content:
-                raise RuntimeError(f"call {i}: direct {a.status_code}, proxied {b.status_code} (bodies differ: "
+                raise click.ClickException(f"call {i}: direct {a.status_code}, proxied {b.status_code} (bodies differ: "
                                    f"{a.content != b.content})")
             if i >= 5:
                 direct.append((t1 - t0) * 1000)

@@ -6,7 +6,8 @@ from searchtrace.benchmarks._proxy import run
 
 
 def test_bench_proxy_measures_added_latency_on_identical_replies() -> None:
-    result = run(12, "jina")  # raises when a proxied reply differs from the direct one
+    result = run(12, "chat")  # raises when a proxied reply differs from the direct one (a chat turn: its
+    # request messages are stored as evidence on the way)
     assert result["calls"] == 12
     for k in ("direct_p50_ms", "proxied_p50_ms", "direct_p99_ms", "proxied_p99_ms"):
         assert result[k] > 0
