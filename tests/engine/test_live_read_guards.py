@@ -15,7 +15,7 @@ from tests.engine.test_resume_kill import CONFIG
 
 def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2"))
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 4"))  # long enough for six reads under load
     db = tmp_path / "live.duckdb"
     app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
     with running(app=app) as root:
