@@ -82,6 +82,7 @@ def _append_seconds(db: Path, events: int, batch: int, readers: int, seed: int, 
     """Seconds of the writer's appends (events made before the clock) without and with `readers` processes
     reading, in alternate segments of `segment` transactions."""
     work = list(batches(events, batch, seed=seed))
+    segment = max(1, min(segment, len(work) // 2))  # at least one segment each way
     spent = {False: 0.0, True: 0.0}
     with EventLog(db) as log, serving_reads(log):
         procs = [_spawn(_HAMMER, str(db), output=True) for _ in range(readers)]
@@ -96,16 +97,17 @@ def _append_seconds(db: Path, events: int, batch: int, readers: int, seed: int, 
                 reading = not reading  # without readers too: then both sides are alone (a check of the method)
                 for p in procs:
                     os.kill(p.pid, signal.SIGCONT if reading else signal.SIGSTOP)
-                time.sleep(SETTLE_S)  # stopped, what they had asked is answered; running, they are at it (both
-                # sides wait alike: the first appends after a pause are not the same as the rest)
+                # stopped, what they had asked is answered; running, they are at it (both sides wait alike: the
+                # first appends after a pause are not like the rest)
+                time.sleep(SETTLE_S)
                 for evs in work[k : k + segment]:
                     t0 = time.perf_counter()
                     log.append(evs)
                     spent[reading] += time.perf_counter() - t0
         finally:
             for p in procs:
-                p.kill()
-                p.wait()
+                p.kill()  # a stopped process is killed too
+                p.communicate()
     return spent[False], spent[True]
 
 
