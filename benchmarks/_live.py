@@ -2,7 +2,7 @@
 
 The writer appends synthetic events (the store's append path, one transaction a batch) while serving reads, as
 `record` does. N reader processes hammer the socket during every other segment of the appends and are stopped
-(SIGSTOP, their statements in flight answered first) during the segments between, so each slice of append time
+(SIGSTOP, then a pause for what they had sent to be answered) during the segments between, so each slice of time
 with readers has slices without them beside it: the same store, the same size, the same moment's load on the
 machine. Comparing two fresh stores run one after the other does not measure this on a shared machine: with no
 readers at all, the second of two identical runs took 1.07-1.41x the first. Then one reader pulls many rows
