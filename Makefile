@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench http
 	$(VENV)/bin/searchtrace bench chaos
 	$(VENV)/bin/searchtrace bench proxy
+	$(VENV)/bin/searchtrace bench live
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,14 +1,20 @@
 """`searchtrace bench live`: what readers on `<db>.sock` cost a run that records (SPEC §20: at most 1.2× slower).
 
 The writer appends synthetic events (the store's append path, one transaction a batch) while serving reads, as
-`record` does; its append time with N reader processes hammering the socket is compared with none. Then one
-reader pulls many rows through a session while the writer's RSS is sampled: streamed batches keep it flat.
+`record` does. N reader processes hammer the socket during every other segment of the appends and are stopped
+(SIGSTOP, then a pause for what they had sent to be answered) during the segments between, so each slice of time
+with readers has slices without them beside it: the same store, the same size, the same moment's load on the
+machine. Comparing two fresh stores run one after the other does not measure this on a shared machine: with no
+readers at all, the second of two identical runs took 1.07-1.41x the first. Then one reader pulls many rows
+through a session while the writer's RSS is sampled: streamed batches keep it flat.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +30,9 @@ from searchtrace.store import EventLog
 
 TARGET = 1.2  # readers may slow the run by at most this factor
 TIMEOUT_VAR = "SEARCHTRACE_READ_TIMEOUT_S"
+SEGMENT = 20  # transactions a segment; segments alternate without and with readers
+READY_S = 60.0  # for each reader's first answer
+SETTLE_S = 0.3  # after stopping the readers: the statements they had sent are answered (with their pauses)
 
 _HAMMER = """
 import sys, time
@@ -37,6 +46,8 @@ while True:
             for q in qs:
                 cur.execute(q).fetchall()
                 n += 1
+                if n == 1:
+                    print("reading", flush=True)
     except Exception:
         time.sleep(0.05)
 """
@@ -66,23 +77,38 @@ def _spawn(code: str, *args: str, output: bool = False) -> subprocess.Popen[str]
                             stderr=subprocess.DEVNULL, text=True)
 
 
-def _append_seconds(db: Path, events: int, batch: int, readers: int, seed: int) -> float:
-    """Seconds of the writer's appends (events made before the clock) with `readers` processes reading."""
+def _append_seconds(db: Path, events: int, batch: int, readers: int, seed: int, segment: int = SEGMENT
+                    ) -> tuple[float, float]:
+    """Seconds of the writer's appends (events made before the clock) without and with `readers` processes
+    reading, in alternate segments of `segment` transactions."""
     work = list(batches(events, batch, seed=seed))
+    segment = max(1, min(segment, len(work) // 2))  # at least one segment each way
+    spent = {False: 0.0, True: 0.0}
     with EventLog(db) as log, serving_reads(log):
-        procs = [_spawn(_HAMMER, str(db)) for _ in range(readers)]
+        procs = [_spawn(_HAMMER, str(db), output=True) for _ in range(readers)]
         try:
-            time.sleep(0.5 if readers else 0.0)  # they are connected and reading
-            spent = 0.0
-            for evs in work:
-                t0 = time.perf_counter()
-                log.append(evs)
-                spent += time.perf_counter() - t0
+            for p in procs:  # each has had a statement answered: connected and reading
+                assert p.stdout is not None
+                ready, _, _ = select.select([p.stdout], [], [], READY_S)
+                if not ready or not p.stdout.readline():
+                    raise click.ClickException(f"a reader got no answer from {db}.sock within {READY_S:g} s")
+            reading = True
+            for k in range(0, len(work), segment):
+                reading = not reading  # without readers too: then both sides are alone (a check of the method)
+                for p in procs:
+                    os.kill(p.pid, signal.SIGCONT if reading else signal.SIGSTOP)
+                # stopped, what they had asked is answered; running, they are at it (both sides wait alike: the
+                # first appends after a pause are not like the rest)
+                time.sleep(SETTLE_S)
+                for evs in work[k : k + segment]:
+                    t0 = time.perf_counter()
+                    log.append(evs)
+                    spent[reading] += time.perf_counter() - t0
         finally:
             for p in procs:
-                p.kill()
-                p.wait()
-    return spent
+                p.kill()  # a stopped process is killed too
+                p.communicate()
+    return spent[False], spent[True]
 
 
 def _pull_rss(db: Path, rows: int) -> dict[str, float]:
@@ -122,20 +148,17 @@ def _pull(db: Path, rows: int) -> dict[str, float]:
 
 
 def measure(events: int, batch: int, readers: int, rows: int, rounds: int = 3, seed: int = 1) -> dict[str, object]:
-    """Append time without and with readers (the same events into fresh stores), alternated `rounds` times so
-    that other load on the machine falls on both (the median ratio is the figure), and the pull's RSS growth."""
+    """Append time without and with readers, in alternate segments of one store, `rounds` times (fresh stores;
+    the median ratio is the figure), and the pull's RSS growth."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        pairs: list[tuple[float, float]] = []
-        for k in range(rounds):
-            alone = _append_seconds(folder / f"alone{k}.duckdb", events, batch, 0, seed)
-            read = _append_seconds(folder / f"read{k}.duckdb", events, batch, readers, seed)
-            pairs.append((alone, read))
-        pull = _pull_rss(folder / "read0.duckdb", rows)
+        pairs = [_append_seconds(folder / f"live{k}.duckdb", events, batch, readers, seed) for k in range(rounds)]
+        pull = _pull_rss(folder / "live0.duckdb", rows)
     ratios = sorted(r / a for a, r in pairs if a > 0)
     ratio = ratios[len(ratios) // 2] if ratios else 0.0
-    return {"events": events, "batch": batch, "readers": readers, "rounds": rounds,
+    return {"events": events, "batch": batch, "readers": readers, "rounds": rounds, "segment": SEGMENT,
             "alone_s": [round(a, 3) for a, _ in pairs], "with_readers_s": [round(r, 3) for _, r in pairs],
+            "ratios": [round(r / a, 3) for a, r in pairs if a > 0],
             "slowdown": round(ratio, 2), "pull": pull, "cpus": os.cpu_count(),
             "targets": {f"slowdown_at_most_{TARGET:g}x": ratio <= TARGET}}
 
@@ -148,7 +171,7 @@ def measure(events: int, batch: int, readers: int, rows: int, rounds: int = 3, s
 @click.option("--rows", type=click.IntRange(1, 1_000_000_000), default=10_000_000, show_default=True,
               help="Rows one reader pulls through a session while the writer's RSS is sampled.")
 @click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True,
-              help="Alternations of alone / with readers (median ratio).")
+              help="Fresh stores, each appended in alternate segments alone / with readers (median ratio).")
 @click.option("--json", "as_json", is_flag=True)
 def command(events: int, batch: int, readers: int, rows: int, rounds: int, as_json: bool) -> None:
     """A run's append throughput with N readers hammering `<db>.sock` against none (target ≤ 1.2×), and the
@@ -160,8 +183,9 @@ def command(events: int, batch: int, readers: int, rows: int, rounds: int, as_js
     pull = m["pull"]
     assert isinstance(pull, dict)
     click.echo(
-        f"{events:,} events in batches of {batch}: alone {m['alone_s']} s, with {readers} readers "
-        f"{m['with_readers_s']} s -> median {m['slowdown']}x (target <= {TARGET:g}x)\n"
+        f"{events:,} events in batches of {batch}, segments of {SEGMENT} alternating: alone {m['alone_s']} s, "
+        f"with {readers} readers {m['with_readers_s']} s -> {m['ratios']}, median {m['slowdown']}x "
+        f"(target <= {TARGET:g}x)\n"
         f"  one reader pulled {int(pull['rows']):,} rows in {pull['pull_s']} s; writer RSS {pull['rss_base_mb']} MB "
         f"-> peak {pull['rss_peak_mb']} MB (+{pull['rss_growth_mb']} MB)"
     )

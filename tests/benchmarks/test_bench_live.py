@@ -16,6 +16,7 @@ def test_bench_live_measures_readers_and_a_streamed_pull(capsys: pytest.CaptureF
     alone, read = m["alone_s"], m["with_readers_s"]
     assert isinstance(alone, list) and len(alone) == 1 and alone[0] > 0 and isinstance(read, list) and read[0] > 0
     assert isinstance(m["slowdown"], float) and m["slowdown"] > 0
+    assert m["ratios"] == pytest.approx([read[0] / alone[0]], rel=0.05)  # of the times rounded to 1 ms
     pull = m["pull"]
     assert isinstance(pull, dict) and pull["rows"] == 200_000
     assert pull["rss_growth_mb"] < 200  # streamed: the writer never holds the whole answer
