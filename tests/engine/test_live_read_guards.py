@@ -7,15 +7,22 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+import searchtrace.adapters.sandbox._state as sandbox_state
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store._readserver import socket_path
 from tests.engine.test_live_reads import SEARCHTRACE, st
 from tests.engine.test_resume_kill import CONFIG
 
 
-def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path) -> None:
+def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 4"))  # long enough for six reads under load
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("concurrency = 16", "concurrency = 1", 1))
+    # one trajectory at a time and every model turn 1.5 s in the sandbox (in this process): the second trajectory
+    # outlasts the reads below, which start once the first is finished, even on a loaded machine; once they are done
+    # the rest of the run goes at the usual pace
+    monkeypatch.setattr(sandbox_state, "SLOW_S", 1.5)
     db = tmp_path / "live.duckdb"
     app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
     with running(app=app) as root:
@@ -26,7 +33,7 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                 run_id = None
                 while proc.poll() is None and time.monotonic() < deadline and run_id is None:
                     if socket_path(db).exists():
-                        done = st("sql", "--db", str(db), "--json", "SELECT DISTINCT run_id FROM events WHERE run_id IS NOT NULL")
+                        done = st("sql", "--db", str(db), "--json", "SELECT DISTINCT run_id FROM events WHERE type = 'trajectory.finished'")
                         assert done.returncode == 0, done.stderr
                         rows = json.loads(done.stdout)
                         run_id = rows[0]["run_id"] if rows else None
@@ -41,6 +48,7 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                     done = st("sql", "--db", str(db), bad)
                     assert done.returncode == 2 and done.stderr.count("\n") == 1, (bad, done.stderr)
                     assert proc.poll() is None
+                monkeypatch.setattr(sandbox_state, "SLOW_S", 0.05)
                 rep2 = st("report", "--db", str(db), "--json")
                 assert rep2.returncode == 0 and json.loads(rep2.stdout)["providers"], rep2.stderr
                 _, err = proc.communicate(timeout=120)
