@@ -17,6 +17,7 @@ from searchtrace.adapters.sandbox import running
 from searchtrace.store import ModelResponded, Payload, SearchCalled, TrajectoryFinished
 from tests.proxy.support import cli, proxy, streams
 from tests.proxy.world import World, questions_with
+from tests.replay.test_prompt_file import run
 
 PRICES = """as_of = "2026-01-01"
 [search]
@@ -129,7 +130,7 @@ def test_max_tokens_and_max_usd(tmp_path: Path, world: tuple[World, str]) -> Non
     assert isinstance(last, TrajectoryFinished) and last.reason == "abandoned"
 
 
-def test_guardrail_options_are_checked_in_one_line(tmp_path: Path) -> None:
+def test_guardrail_options_are_checked_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     qfile = tmp_path / "q.jsonl"
     questions_with(qfile, [])
     prices = tmp_path / "prices.toml"
@@ -141,8 +142,8 @@ def test_guardrail_options_are_checked_in_one_line(tmp_path: Path) -> None:
                         (("--max-usd", "nan", "--prices", str(prices)), "finite"),
                         (("--max-usd", "-1", "--prices", str(prices)), "finite"),
                         (("--max-usd", "1", "--prices", str(tmp_path / "none.toml")), "cannot read price file")):
-        out = cli(*base, *extra)
-        assert out.returncode == 2, (extra, out.stderr)
-        lines = out.stderr.strip().splitlines()
-        assert len(lines) == 1 and says in lines[0], (extra, out.stderr)
+        rc, _, err = run(capsys, *base, *extra)  # in this process: the refusal comes before anything is served
+        assert rc == 2, (extra, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], (extra, err)
     assert not db.exists()
