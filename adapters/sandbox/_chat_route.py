@@ -18,22 +18,17 @@ from searchtrace.adapters._persona import request_key
 from searchtrace.adapters.sandbox._faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox._reading import message_text
 from searchtrace.adapters.sandbox._responses import json_response
-from searchtrace.adapters.sandbox._state import json_body, sandbox_of
+from searchtrace.adapters.sandbox._state import sandbox_of
 from searchtrace.adapters.sandbox._streaming import sse_response
 
 
 async def chat_completions(request: Request) -> Response:
     sb = sandbox_of(request)
-    sb.count("chat", request)
-    if (refused := model_.key_error(request)) is not None:
-        return refused
-    body = await json_body(request)
-    if body is None:
-        return model_.error(400, "We could not parse the JSON body of your request.", None)
-    model, messages = body.get("model"), body.get("messages")
-    if (missing := model_.no_model(model)) is not None:
-        return missing
-    assert isinstance(model, str)
+    opened = await model_.opening(request)
+    if isinstance(opened, Response):
+        return opened
+    body, model = opened
+    messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         return model_.error(400, "[] is too short - 'messages'", None, "messages")
     broken = model_.message_order_error(messages)

@@ -21,6 +21,7 @@ import searchtrace.adapters.sandbox._wire as wire
 from searchtrace.adapters.sandbox._faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox._reading import message_text
 from searchtrace.adapters.sandbox._responses import json_response
+from searchtrace.adapters.sandbox._state import json_body, sandbox_of
 
 AGENT_MODELS = ("sandbox-agent",)
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
@@ -103,6 +104,22 @@ def no_model(model: Any) -> Response | None:
     if not isinstance(model, str) or not model:
         return error(400, "you must provide a model parameter", None)
     return None
+
+
+async def opening(request: Request) -> tuple[dict[str, Any], str] | Response:
+    """What both model routes do first: count the request (route `chat`), check its key, parse its JSON body and
+    its `model`; the body and the model name, or the error reply."""
+    sandbox_of(request).count("chat", request)
+    if (refused := key_error(request)) is not None:
+        return refused
+    body = await json_body(request)
+    if body is None:
+        return error(400, "We could not parse the JSON body of your request.", None)
+    model = body.get("model")
+    if (missing := no_model(model)) is not None:
+        return missing
+    assert isinstance(model, str)
+    return body, model
 
 
 def unknown_model(model: str) -> Response | None:

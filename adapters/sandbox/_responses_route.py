@@ -21,22 +21,16 @@ from searchtrace.adapters._responses_api import chat_messages, tools_to_chat
 from searchtrace.adapters.sandbox._faults import JUDGE_KINDS
 from searchtrace.adapters.sandbox._reading import message_text
 from searchtrace.adapters.sandbox._responses import json_response
-from searchtrace.adapters.sandbox._state import json_body, sandbox_of
+from searchtrace.adapters.sandbox._state import sandbox_of
 from searchtrace.adapters.sandbox._streaming import typed_sse_response
 
 
 async def responses(request: Request) -> Response:
     sb = sandbox_of(request)
-    sb.count("chat", request)
-    if (refused := model_.key_error(request)) is not None:
-        return refused
-    body = await json_body(request)
-    if body is None:
-        return model_.error(400, "We could not parse the JSON body of your request.", None)
-    model = body.get("model")
-    if (missing := model_.no_model(model)) is not None:
-        return missing
-    assert isinstance(model, str)
+    opened = await model_.opening(request)
+    if isinstance(opened, Response):
+        return opened
+    body, model = opened
     if "input" not in body:
         return model_.error(400, "Missing required parameter: 'input'.", "missing_required_parameter", "input")
     try:
