@@ -45,8 +45,10 @@ class Unpriced(ValueError):
 
 
 def _request_tokens(request: dict[str, Any]) -> int:
-    """The estimated input tokens of a chat request: its messages and tools as JSON."""
-    return estimate_tokens(msgspec.json.encode([request.get("messages"), request.get("tools")]).decode())
+    """The estimated input tokens of a model request as JSON: a chat request's messages and tools, a Responses
+    request's instructions, input and tools."""
+    sent = [request.get(k) for k in ("messages", "instructions", "input", "tools")]
+    return estimate_tokens(msgspec.json.encode(sent).decode())
 
 
 def chat_usd(limits: Limits, model: str, usage: Usage) -> Fraction:
