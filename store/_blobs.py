@@ -7,7 +7,6 @@ import zlib
 from collections.abc import Sequence
 
 import duckdb
-import pyarrow as pa
 
 from searchtrace.store._cursor import Cursor
 from searchtrace.store._errors import StoreError
@@ -21,6 +20,8 @@ def digest(data: bytes) -> str:
 
 def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
     """Insert inside the caller's transaction; content already stored is skipped."""
+    import pyarrow as pa  # here, not at import: `digest` is needed by processes that never insert a blob
+
     digests = [digest(b) for b in items]
     fresh: dict[str, bytes] = {}
     for d, b in zip(digests, items, strict=True):
