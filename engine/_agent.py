@@ -41,7 +41,7 @@ from searchtrace.engine._tools import (
     refusal_content,
     search_content,
 )
-from searchtrace.engine._trajectory import Builder, stream_of, trajectory_id
+from searchtrace.engine._trajectory import Builder, trajectory_id
 from searchtrace.engine._transcript import opening_messages, turn_messages
 from searchtrace.engine._transcript import (
     rebuild_messages as rebuild_messages,  # re-exported: replay imports it from here
@@ -53,6 +53,7 @@ from searchtrace.store import (
     ToolCall,
     TrajectoryFinished,
     stable_event_id,
+    trajectory_stream,
 )
 
 _FINAL_RE = re.compile(r"^\s*" + re.escape(FINAL_PREFIX) + r"\s*(.*)\Z", re.DOTALL | re.MULTILINE)
@@ -79,7 +80,7 @@ class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def stream_id(self) -> str:
-        return stream_of(self.trajectory_id)
+        return trajectory_stream(self.trajectory_id)
 
 
 @dataclass
@@ -124,11 +125,6 @@ class Recorder(Builder):
     def __init__(self, traj: Trajectory) -> None:
         super().__init__(traj.trajectory_id)
         self.traj = traj
-
-    @property
-    def iterations(self) -> int:
-        """Model turns answered (a failed call does not count)."""
-        return self.turns
 
     def events(self) -> list[NewEvent]:
         tid, stream = self.traj.trajectory_id, self.traj.stream_id

@@ -36,7 +36,6 @@ from searchtrace.store import (
     Usage,
     digest,
     surface_chars,
-    trajectory_stream,
 )
 
 Message = dict[str, Any]
@@ -71,10 +70,6 @@ class Attempts:
 
     def is_latest(self, trajectory_id: str) -> bool:
         return trajectory_id not in self.superseded
-
-
-def stream_of(tid: str) -> str:
-    return trajectory_stream(tid)
 
 
 def canonical(value: Any) -> bytes:
@@ -426,6 +421,5 @@ __all__ = [
     "fold",
     "request_sha256",
     "search_result",
-    "stream_of",
     "trajectory_id",
 ]
