@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
-from searchtrace.engine import Prices, load_prices, model_usd, parse_prices
+from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
 
 __all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "recorded_prices", "warning_line"]
@@ -103,11 +103,11 @@ def provider_costs(
         model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
         if kind == "search":
             price = prices.search.get(provider, prices.search.get(kinds.get(provider, provider)))
-            add(provider, "search_usd", None if price is None else Fraction(a) * Fraction(price) / 1000,
+            add(provider, "search_usd", None if price is None else searches_usd(price, a),
                 f"search {provider}")
         elif kind == "fetch":
             price = prices.fetch.get(backend)
-            add(provider, "fetch_usd", None if price is None else Fraction(a) * Fraction(price) / 1_000_000,
+            add(provider, "fetch_usd", None if price is None else fetched_usd(price, a),
                 f"fetch {backend}")
         elif kind == "agent":
             mp = prices.models.get(model) if model else None

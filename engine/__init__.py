@@ -43,7 +43,15 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine._documents import document_block
     from searchtrace.engine._fanout import bad_input_alone, fan_out, worker_pool
     from searchtrace.engine._logs import configure_logging
-    from searchtrace.engine._prices import ModelPrice, Prices, load_prices, model_usd, parse_prices
+    from searchtrace.engine._prices import (
+        ModelPrice,
+        Prices,
+        fetched_usd,
+        load_prices,
+        model_usd,
+        parse_prices,
+        searches_usd,
+    )
     from searchtrace.engine._progress import progress_display
     from searchtrace.engine._prompt_file import PromptFile, from_blob, is_file_version
     from searchtrace.engine._prompts import from_prompt_file, get_prompt
@@ -108,6 +116,8 @@ _EXPORTS: dict[str, str] = {
     "Prices": "searchtrace.engine._prices",
     "load_prices": "searchtrace.engine._prices",
     "model_usd": "searchtrace.engine._prices",
+    "searches_usd": "searchtrace.engine._prices",
+    "fetched_usd": "searchtrace.engine._prices",
     "parse_prices": "searchtrace.engine._prices",
     "progress_display": "searchtrace.engine._progress",
     "PromptFile": "searchtrace.engine._prompt_file",
@@ -195,6 +205,8 @@ __all__ = [
     "load_questions",
     "make_agents",
     "model_usd",
+    "searches_usd",
+    "fetched_usd",
     "parse_config",
     "parse_prices",
     "point_at_sandbox",

@@ -42,6 +42,16 @@ def model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
             + Fraction(out) * Fraction(p.output)) / 1_000_000
 
 
+def searches_usd(price: float, searches: int) -> Fraction:
+    """USD of `searches` answered requests at `price` per 1,000 (the table's `search` unit)."""
+    return Fraction(searches) * Fraction(price) / 1000
+
+
+def fetched_usd(price: float, tokens: int) -> Fraction:
+    """USD of `tokens` of fetched content at `price` per 1M tokens (the table's `fetch` unit)."""
+    return Fraction(tokens) * Fraction(price) / 1_000_000
+
+
 def parse_prices(data: Any, src: str) -> Prices:
     """A decoded price table; BadInput naming `src` and the key."""
     if isinstance(data, dict):  # name the exact key of a non-number price (msgspec says only `search[...]`)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import FETCHERS, estimate_tokens
-from searchtrace.engine._prices import Prices, model_usd
+from searchtrace.engine._prices import Prices, fetched_usd, model_usd, searches_usd
 from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, Usage
 
 
@@ -68,7 +68,7 @@ def search_usd(limits: Limits, provider: str) -> Fraction:
     price = limits.prices.search.get(provider) if limits.prices else None
     if price is None:
         raise Unpriced(f"--max-usd: no search price for {provider!r} in --prices")
-    return Fraction(price) / 1000
+    return searches_usd(price, 1)
 
 
 def fetch_usd(limits: Limits, backend: str, tokens: int) -> Fraction:
@@ -78,7 +78,7 @@ def fetch_usd(limits: Limits, backend: str, tokens: int) -> Fraction:
     price = limits.prices.fetch.get(backend) if limits.prices else None
     if price is None:
         raise Unpriced(f"--max-usd: no fetch price for {backend!r} in --prices")
-    return Fraction(tokens) * Fraction(price) / 1_000_000
+    return fetched_usd(price, tokens)
 
 
 def exceeded(limits: Limits, *, kind: str, endpoint: str, request: dict[str, Any], turns: int, usage: Usage,
