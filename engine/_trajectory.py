@@ -106,8 +106,9 @@ class Builder:
         self.finished = False
         # the latest model reply without tool calls, as (iteration, text): the answer `proxy --final last-reply` takes
         self.last_reply: tuple[int, str] | None = None
-        self._seen: list[Message] = []  # the last request's messages, by identity, with their digests ...
-        self._seen_digests: list[str] = []  # ... so a growing conversation hashes each message once
+        self._seen: list[Message] = []  # the last request's messages, with their digests ...
+        self._seen_digests: list[str] = []  # ... so a growing conversation hashes (and hands over) each message once
+        self._tools: tuple[list[dict[str, Any]], str] | None = None  # the last tool list and its digest, likewise
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
@@ -148,7 +149,8 @@ class Builder:
         """The digests of a request's messages and of its tools, each stored once as a blob (SPEC §17)."""
         seen, digests = self._seen, self._seen_digests
         keep = 0
-        while keep < len(seen) and keep < len(messages) and messages[keep] is seen[keep]:
+        # the same objects (the agent loop), or equal ones (the proxy decodes every request afresh)
+        while keep < len(seen) and keep < len(messages) and (messages[keep] is seen[keep] or messages[keep] == seen[keep]):
             keep += 1
         out = digests[:keep]
         for m in messages[keep:]:
@@ -157,9 +159,12 @@ class Builder:
             self.blobs.setdefault(d, data)
             out.append(d)
         self._seen, self._seen_digests = list(messages), out
-        tools_digest = self.blob(canonical(tools or []))
-        assert tools_digest is not None
-        return list(out), tools_digest
+        listed = tools or []
+        if self._tools is None or not (self._tools[0] is listed or self._tools[0] == listed):
+            tools_digest = self.blob(canonical(listed))
+            assert tools_digest is not None
+            self._tools = (listed, tools_digest)
+        return list(out), self._tools[1]
 
     def model(self, *, text: str | None, tool_calls: Sequence[ToolCall] = (), usage: Usage, latency_ms: float,
               finish_reason: str | None, raw: bytes | None, messages: list[Message] | None = None,

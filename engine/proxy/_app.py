@@ -539,7 +539,7 @@ class Proxy:
             return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
                                              error=f"unusable body: {exc}", secrets=secret,
                                              client_disconnected=client_disconnected)
-        messages, tools = _request_messages(target.api, request)
+        head, messages, tools = _request_messages(target.api, request)
         reply_id = None
         if target.api == "responses":
             reply = _json_or_none(completion) or {}
@@ -548,27 +548,31 @@ class Proxy:
         t.spent += chat_usd(self.limits, model, usage)
         return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
                            finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, *secret),
-                           messages=messages, tools=tools, secrets=secret, client_disconnected=client_disconnected,
+                           messages=messages, head=head, tools=tools, secrets=secret,
+                           client_disconnected=client_disconnected,
                            reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None)
 
 
-def _request_messages(api: str, request: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+def _request_messages(api: str, request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None,
+                                                                    list[dict[str, Any]] | None]:
     """What a model request sent, as chat messages and chat tools (a Responses request is converted, SPEC §17,
-    so both APIs record the same request the same way); None where the body does not say."""
+    so both APIs record the same request the same way): the messages of this request's `instructions` (not carried
+    to a later `previous_response_id`, as OpenAI does), the conversation part, the tools; None where the body does
+    not say."""
     raw_tools = request.get("tools")
     if api == "chat":
         messages = request["messages"] if isinstance(request.get("messages"), list) else None
-        return messages, raw_tools if isinstance(raw_tools, list) else None
+        return [], messages, raw_tools if isinstance(raw_tools, list) else None
     try:
-        messages = chat_messages(request.get("instructions"), request.get("input"))
+        head, messages = chat_messages(request.get("instructions"), []), chat_messages(None, request.get("input"))
     except ValueError:
-        messages = None
+        head, messages = [], None
     if not isinstance(raw_tools, list):
-        return messages, None
+        return head, messages, None
     try:
-        return messages, tools_to_chat(raw_tools)
+        return head, messages, tools_to_chat(raw_tools)
     except ValueError:  # a hosted tool (web_search, file_search …): kept as sent
-        return messages, raw_tools
+        return head, messages, raw_tools
 
 
 def _headers(resp: httpx.Response) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ import msgspec
 
 from searchtrace.adapters import FETCHERS, estimate_tokens
 from searchtrace.engine._prices import Prices, fetched_usd, model_usd, searches_usd
+from searchtrace.engine.proxy._sse import assemble, assemble_responses
 from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, Usage
 
 
@@ -111,17 +112,24 @@ def exceeded(limits: Limits, *, kind: str, endpoint: str, request: dict[str, Any
     return None
 
 
+_UNREADABLE = (ValueError, TypeError, RecursionError, msgspec.DecodeError)
+
+
 def model_named(raw: bytes) -> str | None:
-    """The model a recorded chat reply names: its JSON body's `model`, or the first stream chunk's."""
-    for line in raw.splitlines() if raw.startswith(b"data:") else [raw]:
-        data = line[5:].strip() if line.startswith(b"data:") else line
+    """The model a recorded reply names: its JSON body's `model`, or, for a stream (chat chunks or typed Responses
+    events), that of the body the proxy assembles from it."""
+    body = raw
+    if raw.lstrip().startswith((b"data:", b"event:")):
         try:
-            doc = msgspec.json.decode(data) if data.startswith(b"{") else None
-        except (msgspec.DecodeError, RecursionError):
+            body = assemble_responses(raw) if b"response.completed" in raw else assemble(raw)
+        except _UNREADABLE:
             return None
-        if isinstance(doc, dict) and isinstance(doc.get("model"), str):
-            return str(doc["model"])
-    return None
+    try:
+        doc = msgspec.json.decode(body)
+    except _UNREADABLE:
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def recorded_usd(limits: Limits, provider: str, payloads: Sequence[Payload], blob: Callable[[str], bytes]) -> Fraction:

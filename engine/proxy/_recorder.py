@@ -265,10 +265,11 @@ class ProxyRecorder:
         self, t: Traj, *, text: str | None, tool_calls: list[ToolCall], usage: Usage, latency_ms: float,
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
         tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), client_disconnected: bool = False,
-        reply_id: str | None = None, previous_id: str | None = None,
+        reply_id: str | None = None, previous_id: str | None = None, head: Sequence[Message] = (),
     ) -> anyio.Event:
         """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
-        a Responses request continuing `previous_id` is recorded with that reply's conversation before it."""
+        a Responses request continuing `previous_id` is recorded with that reply's conversation before it (after its
+        own instructions, `head`: an earlier request's instructions are not carried on)."""
         if t.finished:
             return _after_finish()
         if previous_id is not None and messages is not None:
@@ -277,6 +278,8 @@ class ProxyRecorder:
             t.replies[reply_id] = [*messages, assistant_message(text, tool_calls)]
             while len(t.replies) > MAX_KEPT_REPLIES:
                 t.replies.pop(next(iter(t.replies)))
+        if head and messages is not None:  # this request's instructions: sent first, never carried on
+            messages = [*head, *messages]
         if messages is not None:
             messages = scrub_parsed(messages, configured_secrets(*secrets))
             tools = scrub_parsed(tools, configured_secrets(*secrets)) if tools is not None else None

@@ -9,11 +9,13 @@ import msgspec
 
 
 def assemble(stream: bytes) -> bytes:
-    """The `chat.completion` JSON equivalent of a `chat.completion.chunk` event stream (text, tool calls, usage)."""
+    """The `chat.completion` JSON equivalent of a `chat.completion.chunk` event stream (model, text, tool calls,
+    usage)."""
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: Any = None
+    model: Any = None
     seen = False
     for line in stream.decode("utf-8", "replace").splitlines():
         if not line.startswith("data:"):
@@ -25,6 +27,8 @@ def assemble(stream: bytes) -> bytes:
         if not isinstance(chunk, dict):
             raise ValueError("a stream chunk is not a JSON object")
         seen = True
+        if model is None and isinstance(chunk.get("model"), str):
+            model = chunk["model"]
         if chunk.get("usage"):
             usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -50,7 +54,7 @@ def assemble(stream: bytes) -> bytes:
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
             for _, c in sorted(calls.items())
         ]
-    body = {"object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    body = {"object": "chat.completion", "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage}
     return msgspec.json.encode(body)
 

@@ -147,3 +147,16 @@ def test_guardrail_options_are_checked_in_one_line(tmp_path: Path, capsys: pytes
         lines = err.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], (extra, err)
     assert not db.exists()
+
+
+def test_a_restarted_proxy_reads_the_model_of_every_reply_shape() -> None:
+    """The model a recorded reply names (priced again after a restart): a body, chat chunks, typed Responses events."""
+    from searchtrace.engine.proxy._limits import model_named
+
+    assert model_named(b'{"model": "m1", "choices": []}') == "m1"
+    chunks = b'data: {"model": "m2", "choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\ndata: [DONE]\n'
+    assert model_named(chunks) == "m2"
+    typed = (b'event: response.created\ndata: {"type": "response.created", "response": {"model": "m3", "output": []}}\n\n'
+             b'event: response.completed\ndata: {"type": "response.completed", "response": {"model": "m3", "output": []}}\n')
+    assert model_named(typed) == "m3"
+    assert model_named(b"not json") is None

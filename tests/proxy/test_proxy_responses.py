@@ -78,7 +78,7 @@ def test_responses_api_recorded_through_the_proxy(tmp_path: Path) -> None:
                        for c in calls]
             sent.append(outputs)
             with client.responses.stream(model="sandbox-agent", previous_response_id=reply.id, tools=TOOLS,  # type: ignore[arg-type]
-                                         input=outputs) as s:  # type: ignore[arg-type]
+                                         instructions="Search, then answer.", input=outputs) as s:  # type: ignore[arg-type]
                 reply = s.get_final_response()
         assert rows[0]["answer"] in reply.output_text
         # the OpenAI Agents SDK with its default model (Responses API), brave trajectories
@@ -107,7 +107,8 @@ def test_responses_api_recorded_through_the_proxy(tmp_path: Path) -> None:
     for k in range(1, len(chained)):  # previous_response_id resolved: each request holds the one before, its reply
         before, now = digests[k - 1], digests[k]  # and the tool outputs sent
         assert isinstance(before, list) and isinstance(now, list)
-        assert now[: len(before)] == before and len(now) == len(before) + 1 + len(sent[k - 1])
+        # each request's own instructions first, never carried on (as OpenAI does): one system message, not k
+        assert now[0] == before[0] and now[1: len(before)] == before[1:] and len(now) == len(before) + 1 + len(sent[k - 1])
         assert [c["id"] for c in blob(db, now[len(before)])["tool_calls"]] == [c.call_id for c in chained[k - 1].tool_calls]
         assert [blob(db, d) for d in now[len(before) + 1:]] == [
             {"role": "tool", "tool_call_id": o["call_id"], "content": o["output"]} for o in sent[k - 1]]
