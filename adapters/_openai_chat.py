@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import httpx
 import msgspec
@@ -16,7 +16,7 @@ from searchtrace.adapters._http import OwnsClient, Reply
 from searchtrace.adapters._keys import Secret, json_headers, scrub_bytes, scrub_parsed, scrub_text
 from searchtrace.adapters._responses_api import input_items, parse_response, text_format, tools_to_responses
 from searchtrace.adapters._search_base import shorten
-from searchtrace.adapters._types import ChatResponse, Endpoint, EndpointSpec, Limits
+from searchtrace.adapters._types import ChatResponse, Endpoint, EndpointSpec, Limits, Tokens
 from searchtrace.store import ToolCall, Usage
 
 log = structlog.get_logger("searchtrace.adapters")
@@ -49,7 +49,6 @@ class _Choice(msgspec.Struct):
 
 # A token count of one reply: >= 0 and at most 10^12, so the sums over a run's calls still fit the store's 64-bit
 # integers (a reply claiming 2^70 tokens is a bad response, not a HUGEINT that breaks every reader of the run)
-Tokens = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
 
 
 class _PromptDetails(msgspec.Struct):

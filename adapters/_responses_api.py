@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters._types import Tokens
 from searchtrace.store import ToolCall, Usage
 
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -130,16 +131,16 @@ class _Item(msgspec.Struct):
 
 
 class _InDetails(msgspec.Struct):
-    cached_tokens: int | None = None
+    cached_tokens: Tokens | None = None
 
 
 class _OutDetails(msgspec.Struct):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: Tokens | None = None
 
 
 class _Usage(msgspec.Struct):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
     input_tokens_details: _InDetails | None = None
     output_tokens_details: _OutDetails | None = None
 
@@ -164,15 +165,6 @@ class _Response(msgspec.Struct):
 _LENGTH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-def _count(n: int | None) -> int:
-    """A count >= 0 and at most 10^12, as for a chat reply (sums over a run must fit 64-bit integers)."""
-    if n is None:
-        return 0
-    if not 0 <= n <= 10**12:
-        raise ValueError(f"token count out of range: {n}")
-    return n
-
-
 def parse_response(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str | None]:
     """Text, tool calls, usage and a chat-style finish_reason of a Responses body (status `failed` is an error).
 
@@ -189,9 +181,10 @@ def parse_response(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str 
     u = parsed.usage
     usage = Usage()
     if u is not None:
-        usage = Usage(input_tokens=_count(u.input_tokens), output_tokens=_count(u.output_tokens),
-                      reasoning_tokens=_count(u.output_tokens_details.reasoning_tokens if u.output_tokens_details else 0),
-                      cached_tokens=_count(u.input_tokens_details.cached_tokens if u.input_tokens_details else 0))
+        out, inp = u.output_tokens_details, u.input_tokens_details
+        usage = Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
+                      reasoning_tokens=(out.reasoning_tokens if out else None) or 0,
+                      cached_tokens=(inp.cached_tokens if inp else None) or 0)
     if parsed.status == "incomplete":
         reason = parsed.incomplete_details.reason if parsed.incomplete_details else None
         finish = _LENGTH.get(reason or "", reason or "length")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -14,6 +14,9 @@ from searchtrace.store import BadInput, FetchStatus, SearchStatus, ToolCall, Usa
 # the replay transport serves by it (HTTP header names are case-insensitive; raw ASGI scopes hold it lower-case).
 TRACE_HEADER = "X-Searchtrace-Trace"
 TRACE_HEADER_RAW = TRACE_HEADER.lower().encode("ascii")
+
+# a token count as a reply reports it: at least 0, at most 10^12 (sums over a run must fit 64-bit integers)
+Tokens = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):

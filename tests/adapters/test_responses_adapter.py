@@ -123,3 +123,15 @@ async def test_a_failed_or_garbled_reply_is_retried_then_a_bad_response() -> Non
 def test_build_chat_refuses_an_unknown_api() -> None:
     with pytest.raises(BadInput, match="chat api: must be one of chat, responses, got 'soap'"):
         build_chat("gpt-x", fast_endpoint("http://o/v1", None), api="soap")
+
+
+def test_a_reply_with_an_impossible_token_count_is_unusable() -> None:
+    """Counts obey the chat replies' bound (0 … 10^12), so a run's sums fit 64-bit integers."""
+    import msgspec
+
+    from searchtrace.adapters import parse_response
+
+    for bad in (-1, 10**12 + 1):
+        with pytest.raises(msgspec.ValidationError):
+            parse_response(msgspec.json.encode({"output": [], "usage": {"input_tokens": 5,
+                                                                        "output_tokens_details": {"reasoning_tokens": bad}}}))
