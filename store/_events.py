@@ -284,6 +284,9 @@ class AuditAnswer(_Body, tag="audit.answer"):
     qid: str | None
     semantic_match: bool
     source: str
+    # SPEC §18: the epoch a (provider, qid) row names; absent (UNSET, never encoded) on rows that name a trajectory_id
+    # or a single-epoch cell, so earlier audit events keep their bytes.
+    epoch: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class AuditLabel(_Body, tag="audit.label"):
@@ -293,6 +296,37 @@ class AuditLabel(_Body, tag="audit.label"):
     label: Literal["supports_gold", "contradicts_gold", "relevant"]
     judge_value: bool
     human_value: bool | Literal["unclear"]
+
+
+class AuditCase(msgspec.Struct, kw_only=True):
+    """One label of one judge item on one surface, as `audit sample` drew it."""
+
+    trajectory_id: str
+    url_normalized: str
+    surface: Literal["snippet", "page"]
+    label: Literal["supports_gold", "contradicts_gold", "relevant"]
+
+
+class AuditStratum(msgspec.Struct, kw_only=True):
+    """One stratum of an audit sample: provider x surface x label x the judge's value; N_h cases, n_h drawn."""
+
+    provider: str
+    surface: Literal["snippet", "page"]
+    label: Literal["supports_gold", "contradicts_gold", "relevant"]
+    judge_value: bool
+    population: int  # N_h: the judge run's cases in the stratum when the sample was drawn
+    sampled: int  # n_h: the cases drawn (all of them when N_h <= k)
+
+
+class AuditDesign(_Body, tag="audit.design"):
+    """SPEC §18: how `audit sample` drew its cases (a stratified random sample), so human labels can be weighted
+    back to the population and correct the judge's rates."""
+
+    judge_run_id: str
+    seed: str
+    k: int
+    strata: list[AuditStratum]
+    cases: list[AuditCase]
 
 
 class RunFinished(_Body, tag="run.finished"):
@@ -318,6 +352,7 @@ Payload = (
     | JudgeVerdict
     | AuditAnswer
     | AuditLabel
+    | AuditDesign
     | RunFinished
 )
 

@@ -7,7 +7,10 @@ import uuid
 from searchtrace.store import (
     AnswerFinal,
     AuditAnswer,
+    AuditCase,
+    AuditDesign,
     AuditLabel,
+    AuditStratum,
     CallFailed,
     CallRetried,
     DatasetQuestion,
@@ -103,6 +106,14 @@ def every_payload() -> list[Payload]:
         AuditAnswer(trajectory_id=None, provider="tavily", qid="q1", semantic_match=True, source="audit.tsv"),
         AuditLabel(
             judge_run_id="j1", item=item, surface="snippet", label="relevant", judge_value=True, human_value="unclear"
+        ),
+        AuditAnswer(trajectory_id=None, provider="exa", qid="q2", semantic_match=False, source="audit.tsv", epoch=2),
+        AuditDesign(
+            judge_run_id="j1", seed="s", k=2,
+            strata=[AuditStratum(provider="tavily", surface="snippet", label="supports_gold", judge_value=True,
+                                 population=7, sampled=2)],
+            cases=[AuditCase(trajectory_id="t-1", url_normalized="https://example.org/a?b=1", surface="snippet",
+                             label="supports_gold")],
         ),
         RunFinished(counts={"trajectories": 3, "events": 99}),
     ]
