@@ -28,7 +28,7 @@ from searchtrace.store import (
     TrajectoryStarted,
 )
 from tests.proxy.support import proxy, streams
-from tests.proxy.world import SLOW_S, World, questions_with, streamed_text
+from tests.proxy.world import SLOW_S, World, questions_with, streamed_text, wait_until
 
 WEIRD = ["a/b", "what?x=1", "n#1", "two words", "ünï/cödé ✓", "50%", "a/../b"]
 
@@ -178,9 +178,10 @@ def test_final_waits_for_calls_in_flight_and_later_calls_get_409(tmp_path: Path,
         racers = qids[2:]
         codes: list[int] = []
         threads = [threading.Thread(target=slow, args=(q, codes)) for q in racers for _ in range(2)]
+        started = w.slow_started
         for t in threads:
             t.start()
-        time.sleep(SLOW_S / 3)  # the searches are upstream now
+        wait_until(lambda: w.slow_started >= started + len(threads), "the searches to be upstream")
         t0 = time.perf_counter()
         finals = [httpx.post(f"{p.url}/t/tavily/{q}/final", json={"answer": "a"}, timeout=30) for q in racers]
         waited = time.perf_counter() - t0
@@ -197,8 +198,9 @@ def test_final_waits_for_calls_in_flight_and_later_calls_get_409(tmp_path: Path,
         q = qids[0]
         hold: list[int] = []
         th = threading.Thread(target=slow, args=(q, hold))
+        started = w.slow_started
         th.start()
-        time.sleep(SLOW_S / 3)
+        wait_until(lambda: w.slow_started > started, "the held search to be upstream")
         both: list[httpx.Response] = []
         pair = [threading.Thread(target=lambda a=a: both.append(  # type: ignore[misc]
             httpx.post(f"{p.url}/t/tavily/{q}/final", json={"answer": a}, timeout=30))) for a in ("x", "y")]

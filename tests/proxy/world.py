@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import time
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ class World:
         self.accept: list[str] = []
         self.chats = 0
         self.streams_done = 0
+        self.slow_started = 0  # slow searches that reached the upstream (a test waits for them, never sleeps)
         self.app = Starlette(routes=[
             Route("/tavily/search", self.search, methods=["POST"]),
             Route("/jina/{url:path}", self.fetch),
@@ -45,6 +47,7 @@ class World:
         self.accept.append(request.headers.get("accept-encoding", ""))
         query = str((await request.json())["query"])
         if "SLOW" in query:
+            self.slow_started += 1
             await asyncio.sleep(SLOW_S)
         if "BROTLI" in query:  # an encoding the proxy did not ask for and cannot decode
             return Response(b"\x8b\x00\x80not-really-brotli", headers={"content-encoding": "br",
@@ -90,6 +93,15 @@ class World:
         if squeeze:
             yield squeeze.flush()
         self.streams_done += 1
+
+
+def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
+    """Poll until `done()` (a loaded machine delays the other side; a fixed sleep would race it)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
 
 
 def streamed_text() -> str:
