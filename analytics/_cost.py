@@ -20,6 +20,7 @@ the unit the usd-per-correct interval resamples).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
@@ -79,12 +80,12 @@ FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id
 
 COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
 
-Components = dict[str, Fraction | None]  # COMPONENTS -> USD, None when unpriced
+Rates = tuple[Fraction, Fraction, Fraction]  # USD of one unit of each of a usage row's counts (a, b, c)
 
 
-def _sum(values: Iterable[Fraction | None]) -> Fraction | None:
+def _sum(values: Iterable[int | None]) -> int | None:
     """Exact sum; None when any term is (an unpriced part is never counted as zero)."""
-    total = Fraction(0)
+    total = 0
     for v in values:
         if v is None:
             return None
@@ -92,10 +93,19 @@ def _sum(values: Iterable[Fraction | None]) -> Fraction | None:
     return total
 
 
-def _question_components(
-    con: Cursor, prices: Prices, judge_run_id: str | None
-) -> tuple[dict[str, dict[str, Components]], set[str]]:
-    """({provider: {qid: USD components}}, names of what had no price): the one pricing rule, per question."""
+class _Priced(msgspec.Struct, frozen=True):
+    """Every question's USD components as integer numerators over one denominator (None: unpriced), so sums over
+    questions are exact integer sums, and the names of what had no price."""
+
+    numerators: dict[str, dict[str, dict[str, int | None]]]  # provider -> qid -> component -> numerator
+    denominator: int
+    unpriced: frozenset[str]
+
+
+def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
+    """The one pricing rule, per question. The engine's prices are linear in the counts, so a row's USD is each
+    count times the USD of one unit of it (searches_usd(p, 1), model_usd(p, 0, 1, 0) for a cached token, ...):
+    exactly the engine's figure, at integer speed over every question of a large store."""
     runs: dict[str, tuple[str | None, str, dict[str, str]]] = {}
     for run_id, model, backend, providers in con.execute(_RUNS_SQL).fetchall():
         kinds = {n: str(c.get("kind") or n) for n, c in (msgspec.json.decode(providers) if providers else {}).items()}
@@ -105,47 +115,66 @@ def _question_components(
         row = con.execute("SELECT model FROM judge_runs WHERE judge_run_id = ? ORDER BY position LIMIT 1",
                           [judge_run_id]).fetchone()
         judge_model = None if row is None else row[0]
-    usd: dict[str, dict[str, Components]] = defaultdict(dict)
+    zero = Fraction(0)
+
+    def unit_usd(kind: str, name: str | None) -> Rates | None:
+        """USD of one unit of each count under price `name` of `kind` (search, fetch, model); None: no price."""
+        if kind == "model":
+            mp = prices.models.get(name) if name else None
+            return None if mp is None else (model_usd(mp, 1, 0, 0), model_usd(mp, 0, 1, 0), model_usd(mp, 0, 0, 1))
+        price = (prices.search if kind == "search" else prices.fetch).get(name or "")
+        return None if price is None else ((searches_usd if kind == "search" else fetched_usd)(price, 1), zero, zero)
+
+    rates: dict[tuple[str, str | None], Rates | None] = {}  # (kind, price name) -> unit_usd, once per price
+    billed: list[tuple[str, str, str, tuple[int, int, int], tuple[str, str | None]]] = []
+    questions: dict[str, list[str]] = defaultdict(list)
     unpriced: set[str] = set()
-
-    def add(provider: str, qid: str, comp: str, value: Fraction | None, missing: str) -> None:
-        if value is None:
-            unpriced.add(missing)
-        block = usd[provider].setdefault(qid, dict.fromkeys(COMPONENTS, Fraction(0)))
-        block[comp] = _sum((block[comp], value))
-
     for kind, provider, qid, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
-        provider, qid, a, b, c = str(provider), str(qid), int(a), int(b), int(c)
+        provider, qid, counts = str(provider), str(qid), (int(a), int(b), int(c))
         model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
-        if kind == "question":  # a question with nothing to bill is there at 0
-            usd[provider].setdefault(qid, dict.fromkeys(COMPONENTS, Fraction(0)))
-        elif kind == "search":
-            price = prices.search.get(provider, prices.search.get(kinds.get(provider, provider)))
-            add(provider, qid, "search_usd", None if price is None else searches_usd(price, a), f"search {provider}")
+        key: tuple[str, str | None] | None
+        if kind == "question":  # every question, so one with nothing to bill is there at 0
+            questions[provider].append(qid)
+            continue
+        if kind == "search":
+            comp, missing = "search_usd", f"search {provider}"
+            key = ("search", provider if provider in prices.search else kinds.get(provider, provider))
         elif kind == "fetch":
-            price = prices.fetch.get(backend)
-            add(provider, qid, "fetch_usd", None if price is None else fetched_usd(price, a), f"fetch {backend}")
+            comp, missing, key = "fetch_usd", f"fetch {backend}", ("fetch", backend)
         elif kind == "agent":
-            mp = prices.models.get(model) if model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, b, c))
-            add(provider, qid, "agent_model_usd", value,
-                f"model {model or '(not named in run ' + str(run_id) + ')'}")
+            comp, missing = "agent_model_usd", f"model {model or '(not named in run ' + str(run_id) + ')'}"
+            key = None if counts[0] + counts[2] == 0 else ("model", model)
         else:
-            mp = prices.models.get(judge_model) if judge_model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, b, c))
-            add(provider, qid, "judge_model_usd", value, f"judge model {judge_model or '(not named)'}")
-    return usd, unpriced
+            comp, missing = "judge_model_usd", f"judge model {judge_model or '(not named)'}"
+            key = None if counts[0] + counts[2] == 0 else ("model", judge_model)
+        if key is None:  # no model tokens: nothing to bill, priced or not
+            continue
+        if key not in rates:
+            rates[key] = unit_usd(*key)
+        if rates[key] is None:
+            unpriced.add(missing)
+        billed.append((provider, qid, comp, counts, key))
+    denominator = math.lcm(1, *{r.denominator for unit in rates.values() if unit for r in unit})
+    weights = {key: None if unit is None else tuple(r.numerator * (denominator // r.denominator) for r in unit)
+               for key, unit in rates.items()}
+    numerators: dict[str, dict[str, dict[str, int | None]]] = {
+        provider: {qid: dict.fromkeys(COMPONENTS, 0) for qid in qids} for provider, qids in questions.items()}
+    for provider, qid, comp, (a, b, c), key in billed:
+        block = numerators[provider][qid]
+        w, old = weights[key], block[comp]
+        block[comp] = None if w is None or old is None else old + a * w[0] + b * w[1] + c * w[2]
+    return _Priced(numerators=numerators, denominator=denominator, unpriced=frozenset(unpriced))
 
 
 def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dict[str, dict[str, Fraction] | None]:
     """{provider: {qid: USD of that question's trajectories, every epoch}}, a provider None when any of its costs
     had no price: the resampling unit of `usd_per_correct`'s interval. Needs the relations on the search path."""
-    per, _ = _question_components(con, prices, judge_run_id)
+    priced = _priced(con, prices, judge_run_id)
     out: dict[str, dict[str, Fraction] | None] = {}
-    for provider, questions in sorted(per.items()):
+    for provider, questions in sorted(priced.numerators.items()):
         totals = {qid: _sum(comps.values()) for qid, comps in sorted(questions.items())}
         out[provider] = None if any(v is None for v in totals.values()) else {
-            qid: v for qid, v in totals.items() if v is not None}
+            qid: Fraction(v, priced.denominator) for qid, v in totals.items() if v is not None}
     return out
 
 
@@ -156,19 +185,20 @@ def provider_costs(
     over the provider's questions of `question_costs`' components (exact, so the totals agree to the last bit).
 
     `correct`: {provider: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
-    per, unpriced = _question_components(con, prices, judge_run_id)
+    priced = _priced(con, prices, judge_run_id)
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():
-        questions = per.get(provider, {}).values()
+        questions = priced.numerators.get(provider, {}).values()
         comps = {k: _sum(q[k] for q in questions) for k in COMPONENTS}
-        total = _sum(comps.values())
+        num = _sum(comps.values())
+        total = None if num is None else Fraction(num, priced.denominator)
         out[provider] = {
-            **{k: None if v is None else float(v) for k, v in comps.items()},
+            **{k: None if v is None else float(Fraction(v, priced.denominator)) for k, v in comps.items()},
             "usd_total": None if total is None else float(total),
             "usd_per_trajectory": None if total is None or n == 0 else float(total / n),
             "usd_per_correct": None if total is None or right == 0 else float(total / right),
         }
-    return out, sorted(unpriced)
+    return out, sorted(priced.unpriced)
 
 
 def warning_line(unpriced: list[str]) -> str | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tomllib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +12,12 @@ import anyio
 import duckdb
 import pytest
 
+import searchtrace.analytics._sources as sources
 from searchtrace import pipeline
-from searchtrace.engine import load_prices
+from searchtrace.analytics import build_report
+from searchtrace.analytics._cost import question_costs
+from searchtrace.engine import load_prices, parse_prices
+from searchtrace.store import EventLog
 from tests.builders import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "prices-example.toml"
@@ -127,3 +133,26 @@ def test_the_example_price_file_loads_and_says_where_its_prices_come_from() -> N
     for name in prices.search:  # every stated price names its source on its own line
         line = next(x for x in text.splitlines() if x.startswith(f"{name} ="))
         assert "#" in line and len(line.split("#", 1)[1].strip()) > 10, name
+
+
+def test_question_costs_sum_exactly_to_the_provider_totals(demo_db: Path) -> None:
+    """usd_per_correct's interval resamples questions: their USD must add up to the report's total to the last bit."""
+    prices = parse_prices(tomllib.loads(PRICES), "test")  # 0.05 and 0.6 are not binary fractions: sums must be exact
+    with EventLog(demo_db) as log:
+        cur = log.cursor()
+        try:
+            rep = build_report(cur, prices=prices).report
+            with sources.reading(cur, writable=True):
+                per_question = question_costs(cur, prices, rep.judge_run_id)
+        finally:
+            cur.close()
+    con = duckdb.connect(str(demo_db), read_only=True)
+    try:
+        qids = con.execute("SELECT provider, list(DISTINCT qid ORDER BY qid) FROM v_trajectories GROUP BY 1").fetchall()
+    finally:
+        con.close()
+    assert {p: sorted(q) for p, q in per_question.items() if q is not None} == dict(qids)
+    for name, block in rep.providers.items():
+        questions = per_question[name]
+        assert questions is not None and all(v > 0 for v in questions.values())
+        assert float(sum(questions.values(), Fraction(0))) == block["usd_total"], name
