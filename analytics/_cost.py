@@ -1,24 +1,28 @@
-"""Dollar cost per provider (SPEC §13), only from prices the user gives (`report --prices FILE` or `[prices]`).
+"""Dollar cost per provider (SPEC §13, §18), only from prices the user gives (`report --prices FILE` or `[prices]`).
 
-What is billed, per provider over its current trajectories (every epoch):
+What is billed, per question (every epoch of it, current trajectories only), then summed per provider:
 - search: `search.completed` calls with status `ok` (providers bill successful requests) x USD per 1,000 requests,
   priced by the provider's name in the run, else by its kind;
-- fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`, cache hits excluded: nothing was paid)
-  x USD per 1M tokens of the run's fetch backend (`jina` when the store does not say);
+- fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`) x USD per 1M tokens of the run's fetch
+  backend (`jina` when the store does not say). Cache hits are billed too (SPEC §18: the cost a user without our
+  fetch cache pays); analytics._latency counts them (`fetch_cache_hits`);
 - agent model: `model.responded` usage of the run's agent model: (input - cached) x input + cached x cached_input
   (input when no cached price) + output x output, per 1M tokens (output as the endpoint reports it, reasoning
   included there, never added twice);
-- judge model: the usage of every `judge.verdict` of the chosen judge run on the provider's items, at the judge
-  run's model price.
+- judge model: the usage of every `judge.verdict` of the chosen judge run on the question's items, at the judge
+  run's model price, cached input tokens at `cached_input` like the agent's.
 A component whose price is missing (or whose model the store does not name) is null, never zero, and its name goes
 into `unpriced` (the report prints one warning line); `usd_total`, `usd_per_trajectory` and `usd_per_correct` are
 null when any component is. A component with nothing to bill is 0. Sums are exact fractions, so the same events
-and prices give the same bytes.
+and prices give the same bytes, and a provider's figures are exactly the sum of its questions' (`question_costs`,
+the unit the usd-per-correct interval resamples).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -28,7 +32,8 @@ from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
 
-__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "recorded_prices", "warning_line"]
+__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "question_costs", "recorded_prices",
+           "warning_line"]
 
 DEFAULT_BACKEND = "jina"
 
@@ -50,34 +55,57 @@ SELECT run_id, json_extract_string(payload, '$.config.agent.model'),
 FROM events WHERE type = 'run.started' ORDER BY position
 """
 
+# One row per (kind, provider, qid, run): what that question's trajectories of that run used. `question` rows name
+# every question, so one with nothing to bill is there at 0.
 _USAGE_SQL = f"""
 WITH {TRAJECTORIES_CTE},
 runs AS (SELECT stream_id, any_value(run_id) AS run_id FROM events WHERE type = 'trajectory.started' GROUP BY 1),
-t AS (SELECT tr.stream_id, tr.trajectory_id, tr.provider, runs.run_id FROM tr JOIN runs USING (stream_id))
-SELECT 'search' AS kind, t.provider, t.run_id, count(*) AS a, 0 AS b, 0 AS c
-FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3
+t AS (SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, runs.run_id FROM tr JOIN runs USING (stream_id))
+SELECT 'question' AS kind, t.provider, t.qid, NULL AS run_id, 0 AS a, 0 AS b, 0 AS c FROM t GROUP BY 2, 3
 UNION ALL
-SELECT 'fetch', t.provider, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
-FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' AND NOT coalesce(f.cache_hit, false)
-GROUP BY 2, 3
+SELECT 'search', t.provider, t.qid, t.run_id, count(*), 0, 0
+FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3, 4
 UNION ALL
-SELECT 'agent', t.provider, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
+SELECT 'fetch', t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
+FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' GROUP BY 2, 3, 4
+UNION ALL
+SELECT 'agent', t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
        coalesce(sum(m.output_tokens), 0)
-FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3
+FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4
 UNION ALL
-SELECT 'judge', t.provider, NULL, coalesce(sum(v.input_tokens), 0), 0, coalesce(sum(v.output_tokens), 0)
-FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2
+SELECT 'judge', t.provider, t.qid, NULL, coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0),
+       coalesce(sum(v.output_tokens), 0)
+FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2, 3
 """
 
 COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
 
+Rates = tuple[Fraction, Fraction, Fraction]  # USD of one unit of each of a usage row's counts (a, b, c)
 
-def provider_costs(
-    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """({provider: USD components, total, per trajectory, per correct}, sorted names of what had no price).
 
-    `correct`: {provider: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+def _sum(values: Iterable[int | None]) -> int | None:
+    """Exact sum; None when any term is (an unpriced part is never counted as zero)."""
+    total = 0
+    for v in values:
+        if v is None:
+            return None
+        total += v
+    return total
+
+
+class _Priced(msgspec.Struct, frozen=True):
+    """Every question's USD components as integer numerators over one denominator (None: unpriced), so sums over
+    questions are exact integer sums, and the names of what had no price."""
+
+    numerators: dict[str, dict[str, dict[str, int | None]]]  # provider -> qid -> component -> numerator
+    denominator: int
+    unpriced: frozenset[str]
+
+
+def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
+    """The one pricing rule, per question. The engine's prices are linear in the counts, so a row's USD is each
+    count times the USD of one unit of it (searches_usd(p, 1), model_usd(p, 0, 1, 0) for a cached token, ...):
+    exactly the engine's figure, at integer speed over every question of a large store."""
     runs: dict[str, tuple[str | None, str, dict[str, str]]] = {}
     for run_id, model, backend, providers in con.execute(_RUNS_SQL).fetchall():
         kinds = {n: str(c.get("kind") or n) for n, c in (msgspec.json.decode(providers) if providers else {}).items()}
@@ -87,47 +115,90 @@ def provider_costs(
         row = con.execute("SELECT model FROM judge_runs WHERE judge_run_id = ? ORDER BY position LIMIT 1",
                           [judge_run_id]).fetchone()
         judge_model = None if row is None else row[0]
-    usd: dict[str, dict[str, Fraction | None]] = defaultdict(lambda: dict.fromkeys(COMPONENTS, Fraction(0)))
+    zero = Fraction(0)
+
+    def unit_usd(kind: str, name: str | None) -> Rates | None:
+        """USD of one unit of each count under price `name` of `kind` (search, fetch, model); None: no price."""
+        if kind == "model":
+            mp = prices.models.get(name) if name else None
+            return None if mp is None else (model_usd(mp, 1, 0, 0), model_usd(mp, 0, 1, 0), model_usd(mp, 0, 0, 1))
+        price = (prices.search if kind == "search" else prices.fetch).get(name or "")
+        return None if price is None else ((searches_usd if kind == "search" else fetched_usd)(price, 1), zero, zero)
+
+    rates: dict[tuple[str, str | None], Rates | None] = {}  # (kind, price name) -> unit_usd, once per price
+    billed: list[tuple[str, str, str, tuple[int, int, int], tuple[str, str | None]]] = []
+    questions: dict[str, list[str]] = defaultdict(list)
     unpriced: set[str] = set()
-
-    def add(provider: str, comp: str, value: Fraction | None, missing: str) -> None:
-        block = usd[provider]
-        if value is None:
-            unpriced.add(missing)
-            block[comp] = None
-        elif block[comp] is not None:
-            block[comp] = block[comp] + value  # type: ignore[operator]
-
-    for kind, provider, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
-        provider, a, b, c = str(provider), int(a), int(b), int(c)
+    for kind, provider, qid, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
+        provider, qid, counts = str(provider), str(qid), (int(a), int(b), int(c))
         model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
+        key: tuple[str, str | None] | None
+        if kind == "question":  # every question, so one with nothing to bill is there at 0
+            questions[provider].append(qid)
+            continue
         if kind == "search":
-            price = prices.search.get(provider, prices.search.get(kinds.get(provider, provider)))
-            add(provider, "search_usd", None if price is None else searches_usd(price, a),
-                f"search {provider}")
+            comp, missing = "search_usd", f"search {provider}"
+            key = ("search", provider if provider in prices.search else kinds.get(provider, provider))
         elif kind == "fetch":
-            price = prices.fetch.get(backend)
-            add(provider, "fetch_usd", None if price is None else fetched_usd(price, a),
-                f"fetch {backend}")
+            comp, missing, key = "fetch_usd", f"fetch {backend}", ("fetch", backend)
         elif kind == "agent":
-            mp = prices.models.get(model) if model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, b, c))
-            add(provider, "agent_model_usd", value, f"model {model or '(not named in run ' + str(run_id) + ')'}")
+            comp, missing = "agent_model_usd", f"model {model or '(not named in run ' + str(run_id) + ')'}"
+            key = None if counts[0] + counts[2] == 0 else ("model", model)
         else:
-            mp = prices.models.get(judge_model) if judge_model else None
-            value = Fraction(0) if a + c == 0 else (None if mp is None else model_usd(mp, a, 0, c))
-            add(provider, "judge_model_usd", value, f"judge model {judge_model or '(not named)'}")
+            comp, missing = "judge_model_usd", f"judge model {judge_model or '(not named)'}"
+            key = None if counts[0] + counts[2] == 0 else ("model", judge_model)
+        if key is None:  # no model tokens: nothing to bill, priced or not
+            continue
+        if key not in rates:
+            rates[key] = unit_usd(*key)
+        if rates[key] is None:
+            unpriced.add(missing)
+        billed.append((provider, qid, comp, counts, key))
+    denominator = math.lcm(1, *{r.denominator for unit in rates.values() if unit for r in unit})
+    weights = {key: None if unit is None else tuple(r.numerator * (denominator // r.denominator) for r in unit)
+               for key, unit in rates.items()}
+    numerators: dict[str, dict[str, dict[str, int | None]]] = {
+        provider: {qid: dict.fromkeys(COMPONENTS, 0) for qid in qids} for provider, qids in questions.items()}
+    for provider, qid, comp, (a, b, c), key in billed:
+        block = numerators[provider][qid]
+        w, old = weights[key], block[comp]
+        block[comp] = None if w is None or old is None else old + a * w[0] + b * w[1] + c * w[2]
+    return _Priced(numerators=numerators, denominator=denominator, unpriced=frozenset(unpriced))
+
+
+def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dict[str, dict[str, Fraction] | None]:
+    """{provider: {qid: USD of that question's trajectories, every epoch}}, a provider None when any of its costs
+    had no price: the resampling unit of `usd_per_correct`'s interval. Needs the relations on the search path."""
+    priced = _priced(con, prices, judge_run_id)
+    out: dict[str, dict[str, Fraction] | None] = {}
+    for provider, questions in sorted(priced.numerators.items()):
+        totals = {qid: _sum(comps.values()) for qid, comps in sorted(questions.items())}
+        out[provider] = None if any(v is None for v in totals.values()) else {
+            qid: Fraction(v, priced.denominator) for qid, v in totals.items() if v is not None}
+    return out
+
+
+def provider_costs(
+    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """({provider: USD components, total, per trajectory, per correct}, sorted names of what had no price): the sums
+    over the provider's questions of `question_costs`' components (exact, so the totals agree to the last bit).
+
+    `correct`: {provider: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+    priced = _priced(con, prices, judge_run_id)
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():
-        comps = usd[provider]
-        total = None if any(v is None for v in comps.values()) else sum((v for v in comps.values() if v), Fraction(0))
+        questions = priced.numerators.get(provider, {}).values()
+        comps = {k: _sum(q[k] for q in questions) for k in COMPONENTS}
+        num = _sum(comps.values())
+        total = None if num is None else Fraction(num, priced.denominator)
         out[provider] = {
-            **{k: None if v is None else float(v) for k, v in comps.items()},
+            **{k: None if v is None else float(Fraction(v, priced.denominator)) for k, v in comps.items()},
             "usd_total": None if total is None else float(total),
             "usd_per_trajectory": None if total is None or n == 0 else float(total / n),
             "usd_per_correct": None if total is None or right == 0 else float(total / right),
         }
-    return out, sorted(unpriced)
+    return out, sorted(priced.unpriced)
 
 
 def warning_line(unpriced: list[str]) -> str | None:

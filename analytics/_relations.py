@@ -218,6 +218,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("invalid_reason", "VARCHAR", "$.invalid_reason"),
             ("input_tokens", "BIGINT", "$.usage.input_tokens"),
             ("output_tokens", "BIGINT", "$.usage.output_tokens"),
+            ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),  # SPEC §18: priced at the model's cached_input
             ("latency_ms", "DOUBLE", "$.latency_ms"),
             ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
             ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts

@@ -7,7 +7,9 @@ answer), `surface_supported_items` and `surface_contradicted_items` (the ratios'
 `query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
 `surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
 `search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics._latency: provider time
-only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included), `results_returned`,
+of successful calls only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included),
+`search_failed_calls` / `fetch_failed_calls` and `fetch_cache_hits` (SPEC §18: the calls those leave out; cache
+hits are priced as fetches), `results_returned`,
 `results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained). At the top:
 `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """

@@ -1,6 +1,7 @@
 """Surface size per provider (SPEC §14): mean and median `surface_chars` over every search.result it returned.
 
-A longer surface has more chances to hold the answer; the report puts these next to the support rates.
+A longer surface has more chances to hold the answer; the report puts these next to the support rates. The mean is
+DuckDB's avg of integers (an exact integer sum divided once), so it is deterministic without rounding.
 """
 
 from __future__ import annotations
@@ -18,6 +19,6 @@ def surface_sizes(con: Cursor) -> dict[str, dict[str, Any]]:
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}
 SELECT tr.provider, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})
 FROM search_results r JOIN tr USING (stream_id) GROUP BY tr.provider ORDER BY tr.provider""").fetchall()
-    return {str(name): {"surface_chars_mean": None if mean is None else round(float(mean), 6),
+    return {str(name): {"surface_chars_mean": None if mean is None else float(mean),  # SPEC §18: unrounded
                         "surface_chars_median": None if med is None else float(med)}
             for name, mean, med in rows}

@@ -72,7 +72,7 @@ FROM judge_runs""",
 SELECT v.judge_run_id, v.trajectory_id, tr.provider, tr.qid, v.url_normalized, v.surface, v.valid,
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer, v.invalid_reason,
-       v.input_tokens, v.output_tokens, v.latency_ms, v.position
+       v.input_tokens, v.cached_tokens, v.output_tokens, v.latency_ms, v.position
 FROM verdicts v LEFT JOIN tr ON tr.trajectory_id = v.trajectory_id
 WHERE v.trajectory_id NOT IN ({SUPERSEDED_IDS})""",
         "v_usage": f"""{with_tr}

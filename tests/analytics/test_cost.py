@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tomllib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +12,12 @@ import anyio
 import duckdb
 import pytest
 
+import searchtrace.analytics._sources as sources
 from searchtrace import pipeline
-from searchtrace.engine import load_prices
+from searchtrace.analytics import build_report
+from searchtrace.analytics._cost import question_costs
+from searchtrace.engine import load_prices, parse_prices
+from searchtrace.store import EventLog
 from tests.builders import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "prices-example.toml"
@@ -36,6 +42,8 @@ output = 2.5
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cost")
+    # a smaller run first fills the fetch cache (out/fetch-cache), so some of this store's fetches are cache hits
+    anyio.run(lambda: pipeline.demo(out / "warm" / "w.duckdb", out, 2, progress=False))
     anyio.run(lambda: pipeline.demo(out / "d.duckdb", out, 6, progress=False))
     return out / "d.duckdb"
 
@@ -46,26 +54,30 @@ def expected(db: Path, prices: dict[str, Any]) -> dict[str, dict[str, float]]:
     try:
         q = lambda sql: dict(con.execute(sql).fetchall())  # noqa: E731
         searches = q("SELECT provider, count(*) FROM v_searches WHERE status = 'ok' GROUP BY 1")
-        pages = q("SELECT provider, sum(n_tokens) FROM v_fetches WHERE status = 'ok' AND NOT cache_hit GROUP BY 1")
+        pages = q("SELECT provider, sum(n_tokens) FROM v_fetches WHERE status = 'ok' GROUP BY 1")  # hits too
+        hits = q("SELECT provider, count(*) FILTER (WHERE cache_hit) FROM v_fetches WHERE status = 'ok' GROUP BY 1")
         tin = q("SELECT provider, sum(input_tokens) FROM v_usage GROUP BY 1")
         tcached = q("SELECT provider, sum(cached_tokens) FROM v_usage GROUP BY 1")
         tout = q("SELECT provider, sum(output_tokens) FROM v_usage GROUP BY 1")
         jin = q("SELECT provider, sum(input_tokens) FROM v_verdicts GROUP BY 1")
+        jcached = q("SELECT provider, sum(cached_tokens) FROM v_verdicts GROUP BY 1")
         jout = q("SELECT provider, sum(output_tokens) FROM v_verdicts GROUP BY 1")
         n = q("SELECT provider, count(*) FROM v_trajectories GROUP BY 1")
         right = q("SELECT provider, count(*) FILTER (WHERE semantic_match) FROM v_trajectories GROUP BY 1")
     finally:
         con.close()
-    out = {}
+    assert sum(hits.values()) > 0  # the demo's fetch cache serves repeats: they are billed as fetches (SPEC §18)
+    out: dict[str, dict[str, float]] = {}
     for p in n:
         s = searches.get(p, 0) * prices["search"][p] / 1000
         f = (pages.get(p) or 0) * 0.05 / 1e6
         assert tcached[p] > 0  # the sandbox reports cached prompt tokens: they take the cached price
         a = ((tin[p] - tcached[p]) * 1.25 + tcached[p] * 0.125 + tout[p] * 10.0) / 1e6
-        j = (jin[p] * 0.6 + jout[p] * 2.5) / 1e6
+        j = ((jin[p] - jcached[p]) * 0.6 + jcached[p] * 0.6 + jout[p] * 2.5) / 1e6  # no cached_input: input price
         total = s + f + a + j
         out[p] = {"search_usd": s, "fetch_usd": f, "agent_model_usd": a, "judge_model_usd": j, "usd_total": total,
-                  "usd_per_trajectory": total / n[p], "usd_per_correct": total / right[p]}
+                  "usd_per_trajectory": total / n[p], "usd_per_correct": total / right[p],
+                  "fetch_cache_hits": hits.get(p, 0)}
     return out
 
 
@@ -121,3 +133,26 @@ def test_the_example_price_file_loads_and_says_where_its_prices_come_from() -> N
     for name in prices.search:  # every stated price names its source on its own line
         line = next(x for x in text.splitlines() if x.startswith(f"{name} ="))
         assert "#" in line and len(line.split("#", 1)[1].strip()) > 10, name
+
+
+def test_question_costs_sum_exactly_to_the_provider_totals(demo_db: Path) -> None:
+    """usd_per_correct's interval resamples questions: their USD must add up to the report's total to the last bit."""
+    prices = parse_prices(tomllib.loads(PRICES), "test")  # 0.05 and 0.6 are not binary fractions: sums must be exact
+    with EventLog(demo_db) as log:
+        cur = log.cursor()
+        try:
+            rep = build_report(cur, prices=prices).report
+            with sources.reading(cur, writable=True):
+                per_question = question_costs(cur, prices, rep.judge_run_id)
+        finally:
+            cur.close()
+    con = duckdb.connect(str(demo_db), read_only=True)
+    try:
+        qids = con.execute("SELECT provider, list(DISTINCT qid ORDER BY qid) FROM v_trajectories GROUP BY 1").fetchall()
+    finally:
+        con.close()
+    assert {p: sorted(q) for p, q in per_question.items() if q is not None} == dict(qids)
+    for name, block in rep.providers.items():
+        questions = per_question[name]
+        assert questions is not None and all(v > 0 for v in questions.values())
+        assert float(sum(questions.values(), Fraction(0))) == block["usd_total"], name
