@@ -14,6 +14,7 @@ from searchtrace.analytics._lookups import HasCursor, known_judge_runs, provider
 from searchtrace.store import BadInput, Labels, Verdict
 
 Table2 = tuple[int, int, int, int]  # (tt, tf, ft, ff): A's value first
+Weighted2 = tuple[Fraction, Fraction, Fraction, Fraction]  # the same table of weighted counts (a design's N_h/n_h)
 COMPARED: tuple[tuple[str, str], ...] = (
     ("snippet", "supports_gold"),
     ("snippet", "contradicts_gold"),
@@ -22,14 +23,14 @@ COMPARED: tuple[tuple[str, str], ...] = (
 )
 
 
-def cohen_kappa(table: Table2) -> float | None:
-    """Cohen's kappa of a 2x2 table; None without cases or when chance agreement is 1."""
-    tt, tf, ft, ff = table
+def cohen_kappa(table: Table2 | Weighted2) -> float | None:
+    """Cohen's kappa of a 2x2 table of counts or of weights; None without cases or when chance agreement is 1."""
+    tt, tf, ft, ff = (Fraction(x) for x in table)
     n = tt + tf + ft + ff
     if n == 0:
         return None
-    p_o = Fraction(tt + ff, n)
-    a_true, b_true = Fraction(tt + tf, n), Fraction(tt + ft, n)
+    p_o = (tt + ff) / n
+    a_true, b_true = (tt + tf) / n, (tt + ft) / n
     p_e = a_true * b_true + (1 - a_true) * (1 - b_true)
     if p_e == 1:
         return None
