@@ -3,8 +3,8 @@
 
 A row decides one trajectory (trajectory_id), one epoch of a (provider, qid) cell (epoch), or the whole cell (neither:
 refused when a run has the cell in several epochs, since it would not say which answer it judged). A row naming
-epoch 1 of a cell that has only epoch 1 is stored as the row without an epoch, so earlier audit events, and an
-exported file imported back, keep their event ids.
+epoch 1 of a cell recorded in epoch 1 only is stored as the row without an epoch, so earlier audit events, and an
+exported file imported back, keep their event ids; a row for a cell not recorded yet keeps the epoch it names.
 """
 
 from __future__ import annotations
@@ -140,19 +140,22 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
                 if have and epoch not in have:
                     raise fail(path, n, AUDIT_EPOCH, f"provider {provider!r} and qid {qid!r} have no epoch {epoch} "
                                f"(epochs {', '.join(map(str, sorted(have)))})")
-            # epoch 1 of a cell that has no other epoch is the row without an epoch (the same event)
-            stored_epoch = None if epoch is None or (epoch == 1 and cells.known_epochs(cell) <= {1}) else epoch
+            # epoch 1 of a cell recorded in epoch 1 only is the row without an epoch (the same event); a cell not
+            # recorded yet keeps the epoch named, so the row still applies once more epochs arrive
+            stored_epoch = None if epoch is None or (epoch == 1 and cells.known_epochs(cell) == {1}) else epoch
             parts = ("import", "audit", provider, qid, str(value))
             eid = event_id(*parts) if stored_epoch is None else event_id(*parts, "epoch", str(stored_epoch))
         key = audit_key(tid, provider, qid, stored_epoch)
-        if key in seen:
-            what = f"trajectory {tid!r}" if tid else f"provider {provider!r} and qid {qid!r}" + (
-                f" in epoch {stored_epoch}" if stored_epoch is not None else "")
-            raise fail(path, n, AUDIT_TRAJECTORY if tid else "qid", f"a second audit row for {what} (line {seen[key]})")
-        seen[key] = n
-        # a trajectory's row and its cell's row in one file would both decide it: refused like a second row
+        # the cell (and epoch) a row decides: epoch 1 and no epoch are one cell unless it has another epoch
         cell_key = audit_key(None, provider, qid, None if epoch == 1 and cells.known_epochs((provider, qid)) <= {1}
                              else epoch)
+        same = key if tid else cell_key
+        if same in seen:
+            what = f"trajectory {tid!r}" if tid else f"provider {provider!r} and qid {qid!r}" + (
+                f" in epoch {epoch}" if epoch is not None else "")
+            raise fail(path, n, AUDIT_TRAJECTORY if tid else "qid", f"a second audit row for {what} (line {seen[same]})")
+        seen[same] = n
+        # a trajectory's row and its cell's row in one file would both decide it: refused like a second row
         mine, other = (by_trajectory, by_cell) if tid else (by_cell, by_trajectory)
         if cell_key in other:
             raise fail(path, n, AUDIT_TRAJECTORY if tid else "qid", f"line {other[cell_key]} already judges "

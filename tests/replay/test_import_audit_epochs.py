@@ -95,6 +95,7 @@ BAD: list[tuple[str, str, int, str, str]] = [
     ("the same epoch twice", "p\tq1\t2\t\ttrue\np\tq1\t2\t\ttrue\n", 3, "qid", "(line 3)"),
     ("a trajectory and its epoch", "p\tq1\t2\t\ttrue\n\t\t\tt2\ttrue\n", 3, "trajectory_id", "line 3 already"),
     ("one-epoch cell with and without epoch", "p\tq2\t\t\ttrue\np\tq2\t1\t\ttrue\n", 3, "qid", "(line 3)"),
+    ("unrecorded cell with and without epoch", "p\tq0\t1\t\ttrue\n", 2, "qid", "(line 2)"),
 ]
 
 
@@ -124,3 +125,14 @@ def test_an_older_stores_cell_rows_are_not_applied_and_counted(store: Path) -> N
     assert (p["audited"], p["correct"]) == (1, 1)  # u1 only: q1's row does not say which epoch it judged
     assert ("1 audit row naming only provider and qid of a cell recorded in several epochs is not applied; "
             "import them again with an epoch or trajectory_id column") in built.notes
+
+
+def test_rows_imported_before_the_traces_keep_their_epochs(tmp_path: Path) -> None:
+    """Audit rows for cells not recorded yet keep the epoch they name, so each applies once the epochs arrive."""
+    db = tmp_path / "a.duckdb"
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text(HEADER + "p\tq1\t1\t\ttrue\np\tq1\t2\t\tfalse\np\tq1\t3\t\ttrue\n", encoding="utf-8")
+    assert run_cli("import", "--db", str(db), "--audit", str(tsv))[0] == 0
+    assert [a[3] for a in audits(db)] == ["1", "2", "3"]
+    assert run_cli("import", "--db", str(db), str(write_jsonl(tmp_path / "t.jsonl", TRACES[:3])))[0] == 0
+    assert (providers(db)["p"]["audited"], providers(db)["p"]["correct"]) == (3, 2)
