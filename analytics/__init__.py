@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._sources as sources
     import searchtrace.analytics._views as views
     from searchtrace.analytics._agreement import compare_judge_runs
-    from searchtrace.analytics._audit import agreement, audit_sample, prepare_import, to_tsv
+    from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
     from searchtrace.analytics._custom import run_metrics
     from searchtrace.analytics._evidence import item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
@@ -67,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "compare_judge_runs": "searchtrace.analytics._agreement",
     "agreement": "searchtrace.analytics._audit",
     "audit_sample": "searchtrace.analytics._audit",
+    "design_event": "searchtrace.analytics._audit",
     "prepare_import": "searchtrace.analytics._audit",
     "to_tsv": "searchtrace.analytics._audit",
     "run_metrics": "searchtrace.analytics._custom",
@@ -131,6 +132,7 @@ __all__ = [
     "build_report",
     "catch_up",
     "compare_judge_runs",
+    "design_event",
     "ensure_views",
     "exact_match",
     "extras_from_db",

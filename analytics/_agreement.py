@@ -10,10 +10,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import searchtrace.analytics._sources as sources
+from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import HasCursor, known_judge_runs, providers, verdicts
+from searchtrace.analytics._rules import first_verdicts, partition_cell, surface_support
 from searchtrace.store import BadInput, Labels, Verdict
 
+CELLS = ("SMART", "MISSED", "BLIND", "NO-OP")  # the order of the report's partition
 Table2 = tuple[int, int, int, int]  # (tt, tf, ft, ff): A's value first
+Weighted2 = tuple[Fraction, Fraction, Fraction, Fraction]  # the same table of weighted counts (a design's N_h/n_h)
 COMPARED: tuple[tuple[str, str], ...] = (
     ("snippet", "supports_gold"),
     ("snippet", "contradicts_gold"),
@@ -22,14 +27,14 @@ COMPARED: tuple[tuple[str, str], ...] = (
 )
 
 
-def cohen_kappa(table: Table2) -> float | None:
-    """Cohen's kappa of a 2x2 table; None without cases or when chance agreement is 1."""
-    tt, tf, ft, ff = table
+def cohen_kappa(table: Table2 | Weighted2) -> float | None:
+    """Cohen's kappa of a 2x2 table of counts or of weights; None without cases or when chance agreement is 1."""
+    tt, tf, ft, ff = (Fraction(x) for x in table)
     n = tt + tf + ft + ff
     if n == 0:
         return None
-    p_o = Fraction(tt + ff, n)
-    a_true, b_true = Fraction(tt + tf, n), Fraction(tt + ft, n)
+    p_o = (tt + ff) / n
+    a_true, b_true = (tt + tf) / n, (tt + ft) / n
     p_e = a_true * b_true + (1 - a_true) * (1 - b_true)
     if p_e == 1:
         return None
@@ -60,11 +65,53 @@ def _as_dict(v: Verdict) -> dict[str, Any]:
     return {"snippet": one(v.snippet), "page": one(v.page)}
 
 
+COMMON_ITEMS_SQL = f"""
+WITH it AS ({ITEMS_SQL}), va AS ({first_verdicts("$a")}), vb AS ({first_verdicts("$b")})
+SELECT it.provider,
+       {partition_cell(surface_support("va", "it"), "it.fetched")} AS cell_a,
+       {partition_cell(surface_support("vb", "it"), "it.fetched")} AS cell_b,
+       {surface_support("va", "it")} AS s_a, {surface_support("vb", "it")} AS s_b
+FROM it
+JOIN va ON va.trajectory_id = it.trajectory_id AND va.url_normalized = it.url_normalized
+JOIN vb ON vb.trajectory_id = it.trajectory_id AND vb.url_normalized = it.url_normalized
+WHERE va.valid AND vb.valid"""
+"""Every judge item of a current trajectory with a valid verdict in both judge runs `$a` and `$b` (each its first
+verdict, as the report counts it): its provider, its partition cell and surface support S under each run."""
+
+
+def _rates_on_common_items(source: HasCursor, run_a: str, run_b: str, names: list[str]) -> dict[str, Any]:
+    """Per provider: the items valid in both runs, and the partition and surface support rate under A and under B
+    over exactly those items, with the report's rules (analytics._rules)."""
+    cur = source.cursor()
+    try:
+        with sources.reading(cur, writable=False):
+            rows = cur.execute(COMMON_ITEMS_SQL, {"a": run_a, "b": run_b}).fetchall()
+    finally:
+        cur.close()
+    parts = {name: {side: dict.fromkeys(CELLS, 0) for side in ("a", "b")} for name in names}
+    supported = {name: [0, 0] for name in names}
+    items = dict.fromkeys(names, 0)
+    for provider, cell_a, cell_b, s_a, s_b in rows:
+        parts[provider]["a"][cell_a] += 1
+        parts[provider]["b"][cell_b] += 1
+        supported[provider][0] += bool(s_a)
+        supported[provider][1] += bool(s_b)
+        items[provider] += 1
+    return {
+        name: {
+            "items_valid_in_both": items[name],
+            **{side: {"partition": parts[name][side],
+                      "surface_support_rate": supported[name][i] / items[name] if items[name] else None}
+               for i, side in enumerate(("a", "b"))},
+        }
+        for name in names
+    }
+
+
 def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, Any]:
     """SPEC §12 `judge compare A B`: per label n / agreement / kappa / 2x2 table over the items with a valid verdict
-    in both runs; each provider's partition and surface support rate under A and under B; every disagreeing item."""
-    from searchtrace.analytics._report import build_report
-
+    in both runs; each provider's partition and surface support rate under A and under B over those same items
+    (SPEC §18: a rate from each run's own valid items would differ where the runs agree); every disagreeing item."""
     known = known_judge_runs(source)
     for run in (run_a, run_b):
         if run not in known:
@@ -95,18 +142,7 @@ def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, A
                 "a": _as_dict(a.labels), "b": _as_dict(b.labels),
                 "a_rationale": a.labels.rationale, "b_rationale": b.labels.rationale,
             })
-    cur = source.cursor()
-    try:
-        rep_a = build_report(cur, judge_run_id=run_a, writable=False).report
-        rep_b = build_report(cur, judge_run_id=run_b, writable=False).report
-    finally:
-        cur.close()
-    per_provider = {
-        name: {side: {"partition": rep.providers[name]["partition"],
-                      "surface_support_rate": rep.providers[name]["surface_support_rate"]}
-               for side, rep in (("a", rep_a), ("b", rep_b))}
-        for name in sorted(rep_a.providers)
-    }
+    per_provider = _rates_on_common_items(source, run_a, run_b, sorted(set(provider_of.values())))
     return {
         "a": run_a,
         "b": run_b,

@@ -5,16 +5,23 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from searchtrace.analytics._agreement import cohen_kappa
 from searchtrace.analytics._items import JudgeItem, judge_items
 from searchtrace.analytics._lookups import HasCursor, judge_run, known_judge_runs, providers, verdicts
 from searchtrace.store import (
+    AuditCase,
+    AuditDesign,
     AuditLabel,
+    AuditStratum,
     BadInput,
     JudgeItemRef,
     JudgeVerdict,
@@ -180,16 +187,52 @@ def to_tsv(rows: Sequence[dict[str, str]]) -> str:
     return buf.getvalue()
 
 
+def sample_design(population: Sequence[Case], chosen: Sequence[Case], judge_run_id: str, k: int,
+                  seed: str) -> AuditDesign:
+    """SPEC §18: the sample as a stratified design, every leaf a stratum with its N_h (cases of the judge run) and
+    n_h (cases drawn), so human labels can be weighted back to the population."""
+    size = Counter(c.leaf for c in population)
+    drawn = Counter(c.leaf for c in chosen)
+    strata = [
+        AuditStratum(provider=leaf[0], surface=_surface(leaf[1]), label=_label(leaf[2]), judge_value=leaf[3],
+                     population=size[leaf], sampled=drawn[leaf])
+        for leaf in sorted(size)
+    ]
+    picked = [AuditCase(trajectory_id=c.trajectory_id, url_normalized=c.url_normalized, surface=_surface(c.surface),
+                        label=_label(c.label)) for c in chosen]
+    return AuditDesign(judge_run_id=judge_run_id, seed=seed, k=k, strata=strata, cases=picked)
+
+
+def _surface(name: str) -> Literal["snippet", "page"]:
+    return "page" if name == "page" else "snippet"
+
+
+def _label(name: str) -> Literal["supports_gold", "contradicts_gold", "relevant"]:
+    for label in LABELS:
+        if label == name:
+            return label
+    raise ValueError(name)
+
+
+def design_event(design: AuditDesign) -> NewEvent:
+    """The `audit.design` event of a drawn sample (stream `audit:<judge_run_id>`); its id derives from the whole
+    design, so drawing the same sample again adds nothing, and a sample drawn after the judge run changed is new."""
+    content = hashlib.sha256(msgspec.json.encode(design)).hexdigest()
+    eid = stable_event_id("audit.design", design.judge_run_id, content)
+    return NewEvent(stream_id=f"audit:{design.judge_run_id}", run_id=design.judge_run_id, payload=design, event_id=eid)
+
+
 def audit_sample(
     source: HasCursor, judge_run_id: str | None, k: int, seed: str
-) -> tuple[str, list[dict[str, str]]]:
-    """(judge run, TSV rows) of the balanced sample."""
+) -> tuple[str, list[dict[str, str]], AuditDesign]:
+    """(judge run, TSV rows, design) of the balanced sample."""
     jr = judge_run(source, judge_run_id)
     judged = verdicts(source, jr)
     if not judged:
         raise BadInput(f"judge run {jr!r} has no verdicts in this database")
-    chosen = balanced_sample(cases(judged, providers(source)), k, seed)
-    return jr, rows_for(chosen, source)
+    population = cases(judged, providers(source))
+    chosen = balanced_sample(population, k, seed)
+    return jr, rows_for(chosen, source), sample_design(population, chosen, jr, k, seed)
 
 
 # -- import --------------------------------------------------------------------
@@ -336,12 +379,14 @@ def label_events(
 
 
 # -- agreement -----------------------------------------------------------------
+Leaf = tuple[str, str, str, bool]  # provider, surface, label, judge value: a stratum of the sample
+
+
 @dataclass
 class Tally:
     labelled: int = 0
     unclear: int = 0
     agree: int = 0
-    table: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # clear cases: (judge, human) TT, TF, FT, FF
 
     @property
     def clear(self) -> int:
@@ -354,34 +399,101 @@ class Tally:
             "clear": self.clear,
             "agree": self.agree,
             "agreement": self.agree / self.clear if self.clear else None,
-            "kappa": cohen_kappa((self.table[0], self.table[1], self.table[2], self.table[3])),
         }
 
 
+def audit_designs(source: HasCursor, judge_run_id: str) -> list[AuditDesign]:
+    """Every `audit.design` recorded for a judge run, oldest first."""
+    cur = source.cursor()
+    try:
+        cur.execute(
+            "SELECT payload FROM events WHERE type = 'audit.design' "
+            "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position",
+            [judge_run_id],
+        )
+        found = [decode_payload(payload) for (payload,) in cur.fetchall()]
+    finally:
+        cur.close()
+    return [d for d in found if isinstance(d, AuditDesign)]
+
+
+def stratum_sizes(designs: Sequence[AuditDesign]) -> dict[Leaf, int]:
+    """N_h of every stratum, from the latest design that has it (a sample drawn later saw the judge run later)."""
+    out: dict[Leaf, int] = {}
+    for d in designs:
+        for st in d.strata:
+            out[(st.provider, st.surface, st.label, st.judge_value)] = st.population
+    return out
+
+
+def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int] | None) -> dict[str, Any]:
+    """Cohen's kappa of (judge, human) over clear cases of one label; with `sizes`, each case of stratum h weighs
+    N_h / m_h (m_h: the clear cases of h), so the table is the judge run's population, not the balanced sample."""
+    clear = Counter(leaf for leaf, _, _ in cases)
+    table = [Fraction(0)] * 4  # (judge, human): TT, TF, FT, FF
+    for leaf, judge, human in cases:
+        w = Fraction(sizes[leaf], clear[leaf]) if sizes is not None else Fraction(1)
+        table[(0 if judge else 2) + (0 if human else 1)] += w
+    total = sum(table)
+    return {
+        "kappa": cohen_kappa((table[0], table[1], table[2], table[3])),
+        "agreement_weighted": float((table[0] + table[3]) / total) if total and sizes is not None else None,
+        "population": float(total) if sizes is not None else None,
+    }
+
+
 def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
-    """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf."""
+    """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf; Cohen's kappa per label
+    (surface.label) across leaves, weighted to the judge run by the sample's design (SPEC §18). A leaf's judge value
+    is constant, so a per-leaf kappa could only be 0 or undefined: there is none."""
     jr = judge_run(source, judge_run_id)
     provider_of = providers(source)
+    designs = audit_designs(source, jr)
+    sizes = stratum_sizes(designs)
     overall = Tally()
-    leaves: dict[str, Tally] = {}
+    leaves: dict[Leaf, Tally] = {}
+    per_label: dict[str, Tally] = {}
+    clear_cases: dict[str, list[tuple[Leaf, bool, bool]]] = {}
     for history in current_labels(source, jr).values():
         a = history[-1]
-        provider = provider_of.get(a.item.trajectory_id, "?")
-        for t in (
-            overall,
-            leaves.setdefault(leaf_name((provider, a.surface, a.label, a.judge_value)), Tally()),
-        ):
+        leaf: Leaf = (provider_of.get(a.item.trajectory_id, "?"), a.surface, a.label, a.judge_value)
+        name = f"{a.surface}.{a.label}"
+        for t in (overall, leaves.setdefault(leaf, Tally()), per_label.setdefault(name, Tally())):
             t.labelled += 1
             if a.human_value == "unclear":
                 t.unclear += 1
-                continue
-            if a.human_value == a.judge_value:
+            elif a.human_value == a.judge_value:
                 t.agree += 1
-            t.table[(0 if a.judge_value else 2) + (0 if a.human_value else 1)] += 1
+        if a.human_value != "unclear":
+            clear_cases.setdefault(name, []).append((leaf, a.judge_value, a.human_value))
+    notes: list[str] = []
+    outside = sorted({leaf for cs in clear_cases.values() for leaf, _, _ in cs if leaf not in sizes})
+    if not designs and clear_cases:
+        notes.append(f"no audit.design is recorded for judge run {jr}: kappa is unweighted (the balanced sample "
+                     "over-represents small leaves); draw the sample again with `audit sample` to record it")
+    elif outside:
+        notes.append(f"{len(outside)} labelled lea{'ves' if len(outside) != 1 else 'f'} outside every recorded "
+                     f"design ({', '.join(leaf_name(x) for x in outside)}): the weighted kappa leaves them out")
+    labels: dict[str, dict[str, Any]] = {}
+    for name in sorted(per_label):
+        cs = clear_cases.get(name, [])
+        weighted = bool(designs)
+        kept = [c for c in cs if c[0] in sizes] if weighted else cs
+        labels[name] = {**per_label[name].as_dict(), **_kappa_of(kept, sizes if weighted else None),
+                        "weighted": weighted, "kappa_unweighted": _kappa_of(cs, None)["kappa"]}
+    leaf_rows = {}
+    for leaf in sorted(leaves):
+        row = leaves[leaf].as_dict()
+        if leaf in sizes:
+            row["population"] = sizes[leaf]
+        leaf_rows[leaf_name(leaf)] = row
     return {
         "judge_run_id": jr,
+        "designs": len(designs),
         "overall": overall.as_dict(),
-        "leaves": {name: leaves[name].as_dict() for name in sorted(leaves)},
+        "leaves": leaf_rows,
+        "labels": labels,
+        "notes": notes,
     }
 
 

@@ -20,10 +20,13 @@ PER_STREAM = ("search_results", "search_calls", "search_completions", "fetch_cal
 def scoped(schema: str, streams: str, trajectory_ids: str) -> str:
     """CTEs that narrow the relations in `schema` to some trajectories (SQL list expressions of their stream ids and
     trajectory ids), under the relations' own names, so the shared SQL reads only their rows. Exact for those
-    trajectories: `trajectories` keeps every row that supersedes another (the latest-attempt rule looks at them)."""
+    trajectories: `trajectories` keeps every row that supersedes another (the latest-attempt rule looks at them) and
+    the other epochs of their cells (the audit rule of analytics._rules, AUDIT_CTE, counts a cell's epochs)."""
     parts = [f"{r} AS (SELECT * FROM {schema}.{r} WHERE stream_id IN ({streams}))" for r in PER_STREAM]
-    parts.append(f"trajectories AS (SELECT * FROM {schema}.trajectories "
-                 f"WHERE stream_id IN ({streams}) OR supersedes IS NOT NULL)")
+    parts.append(f"trajectories AS (SELECT * FROM {schema}.trajectories t "
+                 f"WHERE stream_id IN ({streams}) OR supersedes IS NOT NULL OR EXISTS (SELECT 1 FROM "
+                 f"{schema}.trajectories c WHERE c.stream_id IN ({streams}) AND c.run_id = t.run_id "
+                 "AND c.provider = t.provider AND c.qid = t.qid))")
     parts.append(f"verdicts AS (SELECT * FROM {schema}.verdicts WHERE trajectory_id IN ({trajectory_ids}))")
     return ",\n".join(parts)
 

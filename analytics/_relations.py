@@ -233,6 +233,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("qid", "VARCHAR", "$.qid"),
             ("semantic_match", "BOOLEAN", "$.semantic_match"),
             ("source", "VARCHAR", "$.source"),
+            # SPEC §18: the epoch a (provider, qid) row names; NULL on rows naming a trajectory or a whole cell
+            ("epoch", "INTEGER", "$.epoch"),
         ),
     ),
 )

@@ -34,7 +34,7 @@ from searchtrace.analytics._metrics import (
     provider_metrics,
     trajectory_stats,
 )
-from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs
+from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs, unapplied_audits_note
 from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
@@ -114,6 +114,7 @@ def build_report(
             sizes = surface_sizes(con)
             latency = provider_latency(con)
             shown, assumed = provider_shown(con)
+            unapplied = unapplied_audits_note(con)
             prices = prices or recorded_prices(con)
             if prices is not None:
                 counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -149,6 +150,8 @@ def build_report(
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
     notes.extend(passed_over)
+    if unapplied:
+        notes.append(unapplied)
     items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
     if run is not None and judged < items:
         notes.append(f"judge run {run}: {judged} of {items} items have a verdict")

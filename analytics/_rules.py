@@ -72,19 +72,52 @@ tr AS (
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
 back to the dataset; only the runs `only_runs` names, when it names any."""
 
-AUDIT_CTE = f"""
+AUDIT_ONE_EPOCH = f"""
+aud_one_epoch AS (
+  SELECT DISTINCT c.stream_id FROM trajectories c WHERE {not_superseded("c")}
+  QUALIFY count(DISTINCT c.epoch) OVER (PARTITION BY c.run_id, c.provider, c.qid) = 1
+)"""
+"""`aud_one_epoch`: the streams of current trajectories whose (run, provider, qid) cell has one epoch, the only cells
+an audit row naming neither a trajectory nor an epoch decides (SPEC §18)."""
+
+AUDIT_CTE = f"""{AUDIT_ONE_EPOCH},
 aud_match AS (
   SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
   FROM tr t JOIN audits a ON a.trajectory_id = t.trajectory_id
   UNION ALL
   SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
   FROM tr t JOIN audits a ON a.trajectory_id IS NULL AND a.provider = t.provider AND a.qid = t.qid
+                          AND a.epoch = t.epoch
+  UNION ALL
+  SELECT t.stream_id, a.semantic_match, a.source, {AUDIT_RANK} AS k
+  FROM tr t JOIN aud_one_epoch USING (stream_id)
+  JOIN audits a ON a.trajectory_id IS NULL AND a.epoch IS NULL AND a.provider = t.provider AND a.qid = t.qid
 ),
 aud AS (
   SELECT stream_id, arg_max(semantic_match, k) AS semantic_match, arg_max(source, k) AS audit_source
   FROM aud_match GROUP BY stream_id
 )"""
-"""`aud`: the deciding audit.answer of each trajectory (by trajectory_id, else by provider and qid). Needs `tr`."""
+"""`aud`: the deciding audit.answer of each trajectory: by trajectory_id, else by (provider, qid, epoch), else by
+(provider, qid) when its cell has one epoch (SPEC §18). Needs `tr`."""
+
+UNAPPLIED_AUDITS_SQL = f"""
+WITH {TRAJECTORIES_CTE}, {AUDIT_ONE_EPOCH}
+SELECT count(DISTINCT a.position) FROM audits a JOIN tr t
+  ON a.trajectory_id IS NULL AND a.epoch IS NULL AND a.provider = t.provider AND a.qid = t.qid
+WHERE t.stream_id NOT IN (SELECT stream_id FROM aud_one_epoch)"""
+"""How many audit rows name only (provider, qid) of a reported cell recorded in several epochs: rows of a store
+written before SPEC §18, which `aud` does not apply (they do not say which epoch's answer they judged)."""
+
+
+def unapplied_audits_note(con: Cursor) -> str | None:
+    """The report's note on audit rows `aud` leaves out (None when there are none); run inside `only_runs`."""
+    row = con.execute(UNAPPLIED_AUDITS_SQL).fetchone()
+    n = int(row[0]) if row else 0
+    if not n:
+        return None
+    return (f"{n} audit row{'s' if n != 1 else ''} naming only provider and qid of a cell recorded in several "
+            f"epochs {'are' if n != 1 else 'is'} not applied; import them again with an epoch or trajectory_id column")
+
 
 ANSWERS_CTE = """
 fa AS (SELECT stream_id, arg_max(text, position) AS final_answer FROM answers GROUP BY stream_id)"""

@@ -82,7 +82,7 @@ FROM model_responses m JOIN tr USING (stream_id)""",
         "v_answers": f"""{with_tr}, {AUDIT_CTE}, {ANSWERS_CTE}
 SELECT tr.trajectory_id, tr.provider, tr.qid, tr.gold_answer, fa.final_answer, aud.semantic_match, aud.audit_source
 FROM tr LEFT JOIN fa USING (stream_id) LEFT JOIN aud USING (stream_id)""",
-        "v_audits": """SELECT trajectory_id, provider, qid, semantic_match, source, position FROM audits""",
+        "v_audits": """SELECT trajectory_id, provider, qid, epoch, semantic_match, source, position FROM audits""",
     }
 
 

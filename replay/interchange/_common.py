@@ -185,6 +185,17 @@ def lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield n, raw
 
 
+AuditKey = tuple[str, ...]  # ("trajectory", id) or ("cell", provider, qid, epoch or "")
+
+
+def audit_key(trajectory_id: str | None, provider: str | None, qid: str | None, epoch: int | None) -> AuditKey:
+    """What an imported audit row decides: one trajectory, or a (provider, qid) cell (one epoch of it, when named);
+    two rows with the same key are duplicates, in one file or against the store."""
+    if trajectory_id is not None:
+        return ("trajectory", trajectory_id)
+    return ("cell", provider or "", qid or "", "" if epoch is None else str(epoch))
+
+
 @dataclass
 class Known:
     """Keys already in the database (or in an earlier file of the same call) that a file must agree with."""
@@ -196,7 +207,7 @@ class Known:
     judge_runs: set[str] = field(default_factory=set)
     verdicts: dict[bytes, bytes] = field(default_factory=dict)  # key_digest(run, tid, url) -> event_id bytes
     verdict_runs_loaded: set[str] = field(default_factory=set)
-    audits: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, qid) -> event_id
+    audits: dict[AuditKey, str] = field(default_factory=dict)  # audit_key of an imported audit row -> event_id
     # A stored trajectory's payloads in stream order (recorded ones have no content-derived ids, so an export of
     # them is compared by content: the payloads its line gives); set by the importer, None where nothing is stored.
     stored_payloads: Callable[[str], list[Payload] | None] = field(default=lambda _tid: None)
@@ -228,12 +239,13 @@ class Known:
                 k.runs.setdefault(run, (msgspec.json.decode(config), code))
             sql = "SELECT payload->>'$.judge_run_id' FROM events WHERE type = 'judge.started'"
             k.judge_runs = {r[0] for r in cur.execute(sql).fetchall()}
-            for eid, prov, qid in cur.execute(
-                "SELECT CAST(event_id AS VARCHAR), payload->>'$.provider', payload->>'$.qid' FROM events "
+            for eid, tid, prov, qid, epoch in cur.execute(
+                "SELECT CAST(event_id AS VARCHAR), payload->>'$.trajectory_id', payload->>'$.provider', "
+                "payload->>'$.qid', TRY_CAST(payload->>'$.epoch' AS INTEGER) FROM events "
                 "WHERE type = 'audit.answer' AND payload->>'$.source' = ? ORDER BY position",
                 [AUDIT_SOURCE],
             ).fetchall():
-                k.audits.setdefault((prov, qid), eid)
+                k.audits.setdefault(audit_key(tid, prov, qid, epoch), eid)
         finally:
             cur.close()
         return k

@@ -22,7 +22,7 @@ from searchtrace.analytics import Cells, is_proposal
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
-    AUDIT_HEADER,
+    AUDIT_EXPORT_HEADER,
     FailedStep,
     FetchStep,
     JudgmentLine,
@@ -290,24 +290,37 @@ def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     return [line for run in runs for line in by_run[run]]
 
 
-def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, bool]]:
-    key_of = {t.trajectory_id: (t.provider, t.qid) for t in traces}
-    best: dict[tuple[str, str], tuple[tuple[int, int], bool]] = {}
+def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, int, bool]]:
+    """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the rule of the report's
+    `aud` (analytics AUDIT_CTE): by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell
+    has one epoch; a proposal loses to an imported or human audit, then the latest wins."""
+    by_tid: dict[str, list[tuple[tuple[int, int], bool]]] = {}
+    by_epoch: dict[tuple[str, str, int], list[tuple[tuple[int, int], bool]]] = {}
+    by_cell: dict[tuple[str, str], list[tuple[tuple[int, int], bool]]] = {}
     for ev in log.read(types=["audit.answer"]):
         p = ev.payload
         assert isinstance(p, AuditAnswer)
+        got = ((0 if is_proposal(p.source) else 1, ev.position), p.semantic_match)
         if p.trajectory_id is not None:
-            key = key_of.get(p.trajectory_id)
+            by_tid.setdefault(p.trajectory_id, []).append(got)
         elif p.provider is not None and p.qid is not None:
-            key = (p.provider, p.qid)
-        else:
-            key = None
-        if key is None:
-            continue
-        rank = (0 if is_proposal(p.source) else 1, ev.position)
-        if key not in best or rank > best[key][0]:
-            best[key] = (rank, p.semantic_match)
-    return [(k[0], k[1], v[1]) for k, v in sorted(best.items())]
+            if isinstance(p.epoch, msgspec.UnsetType):
+                by_cell.setdefault((p.provider, p.qid), []).append(got)
+            else:
+                by_epoch.setdefault((p.provider, p.qid, p.epoch), []).append(got)
+    epochs: dict[tuple[str | None, str, str], set[int]] = {}
+    for t in traces:
+        epochs.setdefault((t.run_id, t.provider, t.qid), set()).add(t.epoch)
+    best: dict[tuple[str, str, int], tuple[tuple[int, int], bool]] = {}
+    for t in traces:
+        found = [*by_tid.get(t.trajectory_id, []), *by_epoch.get((t.provider, t.qid, t.epoch), [])]
+        if len(epochs[(t.run_id, t.provider, t.qid)]) == 1:
+            found += by_cell.get((t.provider, t.qid), [])
+        key = (t.provider, t.qid, t.epoch)
+        for got in found:
+            if key not in best or got[0] > best[key][0]:
+                best[key] = got
+    return [(*k, v[1]) for k, v in sorted(best.items())]
 
 
 def runs_of(log: EventLog) -> list[RunLine]:
@@ -352,9 +365,9 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
             fh.write(encoder.encode(j) + b"\n")
     audits = _audits(log, traces)
     with (out / "audit.tsv").open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\t".join(AUDIT_HEADER) + "\n")
-        for provider, qid, value in audits:
-            fh.write(f"{provider}\t{qid}\t{'true' if value else 'false'}\n")
+        fh.write("\t".join(AUDIT_EXPORT_HEADER) + "\n")
+        for provider, qid, epoch, value in audits:
+            fh.write(f"{provider}\t{qid}\t{epoch}\t{'true' if value else 'false'}\n")
     if blobs_dir is not None and raw is not None:
         for d, data in raw.items():
             (blobs_dir / d).write_bytes(data)

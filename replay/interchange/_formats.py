@@ -232,6 +232,10 @@ class TypedJudgmentLine(msgspec.Struct, kw_only=True):
 
 
 AUDIT_HEADER = ("provider", "qid", "semantic_match")
+# SPEC §18: a row may name the epoch of its (provider, qid) cell, or the trajectory itself (then provider and qid may
+# be empty); `export` writes the epoch
+AUDIT_EPOCH, AUDIT_TRAJECTORY = "epoch", "trajectory_id"
+AUDIT_EXPORT_HEADER = ("provider", "qid", AUDIT_EPOCH, "semantic_match")
 AUDIT_VALUES: dict[str, bool] = {"true": True, "1": True, "false": False, "0": False}
 Kind = Literal["traces", "judgments", "audit"]
 

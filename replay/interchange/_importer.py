@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 import searchtrace.replay.interchange._judgments as import_judgments
 from searchtrace.replay.interchange._audit import validate_audit
-from searchtrace.replay.interchange._common import Known, Raw, blob_folder, frozen_inputs
+from searchtrace.replay.interchange._common import Known, Raw, audit_key, blob_folder, frozen_inputs
 from searchtrace.replay.interchange._export import judgments_of as export_judgments
 from searchtrace.replay.interchange._formats import JudgmentLine
 from searchtrace.replay.interchange._runs import runs_beside, validate_runs
@@ -120,7 +122,8 @@ def _import(
         for ev in evs:
             p = ev.payload
             assert isinstance(p, AuditAnswer)
-            known.audits.setdefault((p.provider or "", p.qid or ""), str(ev.event_id))
+            epoch = None if isinstance(p.epoch, msgspec.UnsetType) else p.epoch
+            known.audits.setdefault(audit_key(p.trajectory_id, p.provider, p.qid, epoch), str(ev.event_id))
         audit_events.append(evs)
         res.audits += len(evs)
     if run_events:

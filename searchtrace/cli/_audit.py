@@ -34,10 +34,12 @@ def audit() -> None:
 @click.option("--seed", default="0", show_default=True, help="Seed string; order is sha256(seed + case key).")
 @click.option("--out", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TSV to write.")
 def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> None:
-    """Write k cases per provider × surface × label × judge value as a TSV for human labels."""
+    """Write k cases per provider × surface × label × judge value as a TSV for human labels, and record the
+    sample's design (audit.design) so the report can weight the labels back to the judge run."""
     drawn = pipeline.audit_sample(db, judge_run_id, k, seed, out)
+    design = "its design recorded" if drawn.design_recorded else "its design already recorded"
     click.echo(f"judge run {drawn.judge_run_id}: {len(drawn.rows)} cases in {drawn.leaves} leaves -> {out} "
-               "(fill the human_value column)")
+               f"(fill the human_value column; {design})")
 
 
 @audit.command("import")
@@ -57,7 +59,8 @@ def import_cmd(db: Path, tsv: Path) -> None:
 @_judge_run
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
-    """Agreement = agreeing / clear cases (unclear excluded) and Cohen's kappa, overall and per leaf."""
+    """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf; Cohen's kappa per label, weighted
+    to the judge run by the sample's recorded design."""
     result = pipeline.audit_agreement(db, judge_run_id)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
@@ -67,18 +70,34 @@ def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
 
 def _fmt(t: dict[str, Any]) -> str:
     share = "-" if t["agreement"] is None else f"{t['agreement']:.1%}"
-    kappa = "-" if t.get("kappa") is None else f"{t['kappa']:.3f}"
-    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9} {kappa:>6}"
+    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9}"
+
+
+def _kappa(t: dict[str, Any]) -> str:
+    share = "-" if t["agreement_weighted"] is None else f"{t['agreement_weighted']:.1%}"
+    kappa = "-" if t["kappa"] is None else f"{t['kappa']:.3f}"
+    raw = "-" if t["kappa_unweighted"] is None else f"{t['kappa_unweighted']:.3f}"
+    return f"{share:>8} {kappa:>6} {raw:>10}"
 
 
 def _table(result: dict[str, Any]) -> str:
     names = list(result["leaves"])
+    labels = list(result["labels"])
     head = "leaf (provider|surface|label|judge)"
-    width = max([len(head), *(len(n) for n in names)])
+    width = max([len(head), *(len(n) for n in names), *(len(n) for n in labels)])
     lines = [
         f"judge run {result['judge_run_id']}" + ("" if names else ": no audit labels imported yet"),
-        f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9} {'kappa':>6}",
+        f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9}",
     ]
     lines += [f"{n:<{width}} {_fmt(result['leaves'][n])}" for n in names]
     lines.append(f"{'overall':<{width}} {_fmt(result['overall'])}")
+    if labels:
+        weighted = any(result["labels"][n]["weighted"] for n in labels)
+        how = ("weighted by the sample's design (N_h / clear labels of each stratum)" if weighted
+               else "unweighted (no design recorded)")
+        lines += ["", f"per label across leaves; kappa {how}:",
+                  f"{'label':<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9} {'weighted':>8} "
+                  f"{'kappa':>6} {'unweighted':>10}"]
+        lines += [f"{n:<{width}} {_fmt(result['labels'][n])} {_kappa(result['labels'][n])}" for n in labels]
+    lines += [f"note: {n}" for n in result["notes"]]
     return "\n".join(lines)

@@ -35,7 +35,7 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
               "(default: the task's `provider` argument or the sample's `provider` metadata).")
 @click.option("--run-id", default=None, help="--from inspect: run id of the trajectories (default inspect-<eval id>).")
 @click.option("--judgments", "judgments", multiple=True, type=_file, help="Judgments JSONL (repeatable).")
-@click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match (repeatable).")
+@click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match, optionally epoch or trajectory_id (repeatable).")
 @click.option("--blobs", "blobs", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The folder of raw bodies `export --blobs` wrote (the traces name them by digest).")
 def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | None, run_id: str | None,

@@ -129,7 +129,8 @@ def judge(
 @click.option("--tsv", "as_tsv", is_flag=True, help="Print every disagreeing item as TSV.")
 def compare(db: Path, run_a: str, run_b: str, as_json: bool, as_tsv: bool) -> None:
     """Agreement of two judge runs over the items both judged validly: per label n, agreement, Cohen's kappa and
-    the 2x2 table; each provider's partition and surface support rate under A and B; every disagreeing item."""
+    the 2x2 table; each provider's partition and surface support rate under A and B over those same items; every
+    disagreeing item."""
     if as_json and as_tsv:
         raise click.UsageError("use either --json or --tsv, not both")
     result = pipeline.judge_compare(db, run_a, run_b)
@@ -177,11 +178,14 @@ def compare_text(result: dict[str, Any]) -> str:
         lines.append(f"{name:<26} {s['n']:>7,} {num(s['agreement'], '.1%'):>9} {num(s['kappa'], '.3f'):>6} "
                      f"{t['a_true_b_true']:>6,} {t['a_true_b_false']:>6,} {t['a_false_b_true']:>6,} "
                      f"{t['a_false_b_false']:>6,}")
-    lines.append(f"{'provider':<16} {'run':<3} {'SMART':>6} {'MISSED':>6} {'BLIND':>6} {'NO-OP':>6} {'S rate':>7}")
+    lines.append("each provider over its items valid in both runs:")
+    lines.append(f"{'provider':<16} {'run':<3} {'items':>7} {'SMART':>6} {'MISSED':>6} {'BLIND':>6} {'NO-OP':>6} "
+                 f"{'S rate':>7}")
     for name, sides in result["providers"].items():
         for side in ("a", "b"):
             part = sides[side]["partition"]
-            lines.append(f"{name:<16} {side.upper():<3} {part['SMART']:>6,} {part['MISSED']:>6,} {part['BLIND']:>6,} "
-                         f"{part['NO-OP']:>6,} {num(sides[side]['surface_support_rate'], '.3f'):>7}")
+            lines.append(f"{name:<16} {side.upper():<3} {sides['items_valid_in_both']:>7,} {part['SMART']:>6,} "
+                         f"{part['MISSED']:>6,} {part['BLIND']:>6,} {part['NO-OP']:>6,} "
+                         f"{num(sides[side]['surface_support_rate'], '.3f'):>7}")
     lines.append(f"{len(result['disagreements']):,} disagreeing items (--tsv lists them with both rationales)")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import agreement, prepare_import, to_tsv
+from searchtrace.analytics import agreement, design_event, prepare_import, to_tsv
 from searchtrace.analytics import audit_sample as draw_sample
 from searchtrace.store import BadInput, EventLog, require_database
 
@@ -16,6 +16,7 @@ class AuditSample(msgspec.Struct, kw_only=True):
     judge_run_id: str
     rows: list[dict[str, str]]
     leaves: int
+    design_recorded: bool = False  # a new audit.design event (False: the same sample was drawn before)
 
 
 class AuditImport(msgspec.Struct, kw_only=True):
@@ -26,15 +27,18 @@ class AuditImport(msgspec.Struct, kw_only=True):
 
 
 def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> AuditSample:
-    """Writes k cases per provider × surface × label × judge value as a TSV for human labels."""
-    with EventLog(db, read_only=True) as log:
-        jr, rows = draw_sample(log, judge_run_id, k, seed)
-    try:
-        out.write_text(to_tsv(rows), encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
+    """Writes k cases per provider × surface × label × judge value as a TSV for human labels, and records the
+    sample's design (SPEC §18 `audit.design`: each stratum's N_h and n_h, the cases drawn) once the TSV is written."""
+    require_database(db)  # sampling never creates a store
+    with EventLog(db) as log:
+        jr, rows, design = draw_sample(log, judge_run_id, k, seed)
+        try:
+            out.write_text(to_tsv(rows), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
+        recorded = bool(log.append([design_event(design)])[0])
     leaves = len({(r["provider"], r["surface"], r["label"], r["judge_value"]) for r in rows})
-    return AuditSample(judge_run_id=jr, rows=rows, leaves=leaves)
+    return AuditSample(judge_run_id=jr, rows=rows, leaves=leaves, design_recorded=recorded)
 
 
 def audit_import(db: Path, tsv: Path) -> AuditImport:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from searchtrace.analytics._agreement import cohen_kappa
-from tests.analytics.analytics_fixture import import_fixture, labels, verdict
+from tests.analytics.analytics_fixture import import_fixture, labels, report_json, verdict
 from tests.builders import run_cli, write_jsonl
 
 
@@ -61,8 +61,16 @@ def test_judge_compare(tmp_path: Path) -> None:
     ]
     assert res["disagreements"][0]["a_rationale"] == "fixture" and res["disagreements"][0]["provider"] == "alpha"
     beta = res["providers"]["beta"]
-    assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.5}
+    # over the items valid in both runs only: beta's example.com/a (beta-only.com/z has no verdict in j3)
+    assert beta["items_valid_in_both"] == 1
+    assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 0}, "surface_support_rate": 1.0}
     assert beta["b"] == {"partition": {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.0}
+    # alpha: example.com/a MISSED, other.org/b (fetched) BLIND -> SMART (j3's snippet supports), fourth.io/d SMART,
+    # x.org NO-OP
+    alpha = res["providers"]["alpha"]
+    assert alpha["items_valid_in_both"] == 4
+    assert alpha["a"] == {"partition": {"SMART": 1, "MISSED": 1, "BLIND": 1, "NO-OP": 1}, "surface_support_rate": 0.5}
+    assert alpha["b"] == {"partition": {"SMART": 2, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.75}
     code, out, _ = run_cli("judge", "compare", "--db", str(db), "j1", "j3", "--tsv")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("trajectory_id\turl\tprovider") and len(lines) == 4
@@ -71,3 +79,29 @@ def test_judge_compare(tmp_path: Path) -> None:
     assert code == 0 and "0.333" in out and "3 disagreeing items" in out
     code, _, err = run_cli("judge", "compare", "--db", str(db), "j1", "nope")
     assert code == 2 and "'nope' not found" in err and len(err.strip().splitlines()) == 1
+
+
+def test_judge_compare_rates_on_common_items(tmp_path: Path) -> None:
+    """SPEC §18: two runs with identical labels on the items both judged give equal rates, however many items only
+    one of them judged (j1 has 8 valid items, j4 copies 4 of them; each run's own report differs)."""
+    db = tmp_path / "c.duckdb"
+    import_fixture(db, tmp_path / "in")
+    same = [
+        verdict("j4", "t-a1", "https://example.com/a", labels(True, False)),
+        verdict("j4", "t-a2", "https://x.org", labels(False, True)),
+        verdict("j4", "t-b1", "https://beta-only.com/z", labels(False, False)),
+        verdict("j4", "t-g1", "https://gamma.com/p", labels(False, False)),
+    ]
+    assert run_cli("import", "--db", str(db), "--judgments", str(write_jsonl(tmp_path / "j4.jsonl", same)))[0] == 0
+    code, out, err = run_cli("judge", "compare", "--db", str(db), "j1", "j4", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["items_valid_in_both"] == 4 and res["disagreements"] == []
+    assert {name: (p["items_valid_in_both"], p["a"]["surface_support_rate"]) for name, p in res["providers"].items()} \
+        == {"alpha": (2, 0.5), "beta": (1, 0.0), "gamma": (1, 0.0)}
+    for p in res["providers"].values():
+        assert p["a"] == p["b"]
+    # the full reports, each on its own valid items, differ for beta (0.5 under j1, 0.0 under j4)
+    rates = {run: report_json(db, "--judge-run-id", run)[1]["providers"]["beta"]["surface_support_rate"]
+             for run in ("j1", "j4")}
+    assert rates == {"j1": 0.5, "j4": 0.0}

@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from searchtrace.store import (
@@ -243,7 +244,8 @@ def count_labels(db: Path) -> int:
 def test_import_and_agreement(
     store: tuple[Path, Expected], tmp_path: Path
 ) -> None:
-    db, _ = store
+    db, expected = store
+    population = Counter((prov, surface, label, value) for prov, _, _, surface, label, value in expected)
     tsv = tmp_path / "a.tsv"
     run_cli("audit", "sample", "--db", str(db), "--k", "1", "--seed", "s", "--out", str(tsv))
     rows = read_tsv(tsv)[:6]
@@ -269,16 +271,9 @@ def test_import_and_agreement(
     code, out, _ = run_cli("audit", "agreement", "--db", str(db), "--json")
     result = json.loads(out)
     assert result["judge_run_id"] == "j1"
-    # Cohen's kappa over the 4 clear cases, by hand: judge values j, human values h (row 2 flipped)
-    j = [rows[i]["judge_value"] == "true" for i in (0, 1, 2, 5)]
-    h = [j[0], j[1], not j[2], j[3]]
-    pj, ph = sum(j) / 4, sum(h) / 4
-    pe = pj * ph + (1 - pj) * (1 - ph)
-    kappa = None if pe == 1 else (0.75 - pe) / (1 - pe)
-    overall = dict(result["overall"])
-    got_kappa = overall.pop("kappa")
-    assert overall == {"labelled": 5, "unclear": 1, "clear": 4, "agree": 3, "agreement": 0.75}
-    assert (got_kappa is None and kappa is None) or got_kappa == pytest.approx(kappa, rel=1e-12)
+    # no kappa overall or per leaf (a leaf's judge value is constant); kappa per label: test_weighted_kappa_per_label
+    assert result["overall"] == {"labelled": 5, "unclear": 1, "clear": 4, "agree": 3, "agreement": 0.75}
+    assert all("kappa" not in leaf for leaf in result["leaves"].values())
     leaf = lambda r: f"{r['provider']}|{r['surface']}|{r['label']}|{r['judge_value']}"  # noqa: E731
     assert result["leaves"][leaf(rows[2])]["agree"] == 0
     assert result["leaves"][leaf(rows[3])] == {
@@ -287,7 +282,8 @@ def test_import_and_agreement(
         "clear": 0,
         "agree": 0,
         "agreement": None,
-        "kappa": None,
+        "population": population[(rows[3]["provider"], rows[3]["surface"], rows[3]["label"],
+                                  rows[3]["judge_value"] == "true")],  # N_h of the recorded design
     }
     assert leaf(rows[4]) not in result["leaves"] or result["leaves"][leaf(rows[4])]["labelled"] == 0
     # the human changes their mind on row 2 and back: each change is an event, the latest counts
@@ -386,3 +382,90 @@ def test_no_judge_run_is_bad_input(tmp_path: Path) -> None:
     assert code == 2 and "no such database" in err and not missing.exists()
     code, _, err = run_cli("audit", "sample", "--db", str(missing), "--out", str(tmp_path / "y.tsv"))
     assert code == 2 and not missing.exists()
+
+
+def designs(db: Path) -> list[dict[str, object]]:
+    with EventLog(db, read_only=True) as log:
+        return [{"stream": ev.stream_id, **msgspec.to_builtins(ev.payload)} for ev in log.read(types=["audit.design"])]
+
+
+def test_sample_records_its_design(store: tuple[Path, Expected], tmp_path: Path) -> None:
+    """SPEC §18: `audit sample` appends one audit.design (strata with N_h and n_h, the cases drawn), once."""
+    db, expected = store
+    out = tmp_path / "a.tsv"
+    code, said, err = run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))
+    assert code == 0 and "its design recorded" in said, err
+    rows = read_tsv(out)
+    population = Counter((prov, surface, label, value) for prov, _, _, surface, label, value in expected)
+    [design] = designs(db)
+    assert design["stream"] == "audit:j1" and (design["judge_run_id"], design["seed"], design["k"]) == ("j1", "s", 2)
+    assert design["strata"] == [
+        {"provider": leaf[0], "surface": leaf[1], "label": leaf[2], "judge_value": leaf[3], "population": n,
+         "sampled": min(2, n)} for leaf, n in sorted(population.items())]
+    assert design["cases"] == [{"trajectory_id": r["trajectory_id"], "url_normalized": r["url_normalized"],
+                                "surface": r["surface"], "label": r["label"]} for r in rows]
+    # the same sample again adds nothing; another seed is another design; a TSV that cannot be written records none
+    code, said, _ = run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))
+    assert code == 0 and "its design already recorded" in said and len(designs(db)) == 1
+    assert run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "t", "--out", str(out))[0] == 0
+    assert [d["seed"] for d in designs(db)] == ["s", "t"]
+    code, _, err = run_cli("audit", "sample", "--db", str(db), "--seed", "u", "--out", str(tmp_path / "no" / "x.tsv"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and len(designs(db)) == 2
+
+
+def _kappa(cases: list[tuple[float, bool, bool]]) -> float:
+    """Cohen's kappa of weighted (weight, judge, human) cases, written out."""
+    total = sum(w for w, _, _ in cases)
+    p_o = sum(w for w, j, h in cases if j == h) / total
+    pj = sum(w for w, j, _ in cases if j) / total
+    ph = sum(w for w, _, h in cases if h) / total
+    p_e = pj * ph + (1 - pj) * (1 - ph)
+    return (p_o - p_e) / (1 - p_e)
+
+
+def test_weighted_kappa_per_label(store: tuple[Path, Expected], tmp_path: Path) -> None:
+    """Kappa per label across leaves, each clear case of stratum h weighing N_h / (clear labels of h); without a
+    recorded design the same labels give the unweighted kappa and a note."""
+    db, expected = store
+    population = Counter((prov, surface, label, value) for prov, _, _, surface, label, value in expected)
+    tsv = tmp_path / "a.tsv"
+    assert run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(tsv))[0] == 0
+    rows = [r for r in read_tsv(tsv) if (r["surface"], r["label"]) == ("snippet", "supports_gold")]
+    assert len(rows) == 8  # 2 providers x judge true/false, 2 cases each
+    humans: list[str] = []
+    for r in rows:  # judge true: the first of each leaf agrees, the second is flipped; alpha's first true is unclear
+        first = not any(x["provider"] == r["provider"] and x["judge_value"] == r["judge_value"] for x in rows[:len(humans)])
+        if r["provider"] == "alpha" and r["judge_value"] == "true" and first:
+            humans.append("unclear")
+        elif r["judge_value"] == "true" and not first:
+            humans.append("false")
+        else:
+            humans.append(r["judge_value"])
+    labelled = tmp_path / "l.tsv"
+    write_tsv(labelled, fill(rows, humans))
+    assert run_cli("audit", "import", "--db", str(db), str(labelled))[0] == 0
+    clear = [(r, h == "true") for r, h in zip(rows, humans, strict=True) if h != "unclear"]
+    leaf = lambda r: (r["provider"], "snippet", "supports_gold", r["judge_value"] == "true")  # noqa: E731
+    m = Counter(leaf(r) for r, _ in clear)
+    weighted = [(population[leaf(r)] / m[leaf(r)], r["judge_value"] == "true", h) for r, h in clear]
+    unweighted = [(1.0, j, h) for _, j, h in weighted]
+    got = json.loads(run_cli("audit", "agreement", "--db", str(db), "--json")[1])
+    one = got["labels"]["snippet.supports_gold"]
+    assert list(got["labels"]) == ["snippet.supports_gold"] and got["designs"] == 1 and got["notes"] == []
+    assert (one["labelled"], one["unclear"], one["clear"], one["weighted"]) == (8, 1, 7, True)
+    assert one["kappa"] == pytest.approx(_kappa(weighted), rel=1e-12)
+    assert one["kappa_unweighted"] == pytest.approx(_kappa(unweighted), rel=1e-12)
+    assert abs(one["kappa"] - one["kappa_unweighted"]) > 1e-3  # the design matters here
+    assert one["population"] == sum(population[x] for x in m)
+    assert one["agreement_weighted"] == pytest.approx(
+        sum(w for w, j, h in weighted if j == h) / sum(w for w, _, _ in weighted), rel=1e-12)
+    code, table, _ = run_cli("audit", "agreement", "--db", str(db))
+    assert code == 0 and "snippet.supports_gold" in table and f"{one['kappa']:.3f}" in table and "weighted by" in table
+    # the same labels in a store whose sample design was never recorded: unweighted, and said so
+    other = tmp_path / "other.duckdb"
+    build_store(other)
+    assert run_cli("audit", "import", "--db", str(other), str(labelled))[0] == 0
+    got = json.loads(run_cli("audit", "agreement", "--db", str(other), "--json")[1])
+    one = got["labels"]["snippet.supports_gold"]
+    assert one["weighted"] is False and one["kappa"] == one["kappa_unweighted"] == pytest.approx(_kappa(unweighted))
+    assert got["designs"] == 0 and len(got["notes"]) == 1 and "no audit.design is recorded" in got["notes"][0]

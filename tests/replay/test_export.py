@@ -28,8 +28,8 @@ def test_round_trip_same_report(tmp_path: Path) -> None:
     ]
     assert traces[1]["final_answer"] is None and traces[1]["stop_reason"] == "max_iterations"
     audit = (out / "audit.tsv").read_text().splitlines()
-    assert audit == ["provider\tqid\tsemantic_match", "alpha\tq1\ttrue", "alpha\tq2\tfalse", "gamma\tq1\tfalse",
-                     "gamma\tq2\ttrue"]
+    assert audit == ["provider\tqid\tepoch\tsemantic_match", "alpha\tq1\t1\ttrue", "alpha\tq2\t1\tfalse",
+                     "gamma\tq1\t1\tfalse", "gamma\tq2\t1\ttrue"]
     con = duckdb.connect()
     n = con.execute(f"SELECT count(*), min(position), max(position) FROM '{out / 'events.parquet'}'").fetchone()
     src = duckdb.connect(str(first), read_only=True)

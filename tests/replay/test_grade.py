@@ -71,4 +71,4 @@ def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -
         assert [g.semantic_match for g in grade_answers(log)] == [True]  # a later proposal that disagrees
         assert build_report(log.cursor(), judge_run_id=None).report.providers["p"]["correct"] == 0
         export_all(log, tmp_path / "out")
-    assert (tmp_path / "out" / "audit.tsv").read_text().splitlines()[1:] == ["p\tq1\tfalse"]
+    assert (tmp_path / "out" / "audit.tsv").read_text().splitlines()[1:] == ["p\tq1\t1\tfalse"]

@@ -29,7 +29,7 @@ def test_export_writes_the_latest_attempt_and_reimports_to_the_same_report(
     assert [t["trajectory_id"] for t in traces] == [O1, P2, NEW]  # one per (provider, qid): the latest attempt
     judged = [json.loads(x)["trajectory_id"] for x in (out / "judgments.jsonl").read_text().splitlines()]
     assert judged == [NEW, P2, O1]  # the superseded attempt's verdict is not exported
-    assert (out / "audit.tsv").read_text().splitlines()[1:] == ["o\tq1\tfalse", "p\tq1\ttrue", "p\tq2\ttrue"]
+    assert (out / "audit.tsv").read_text().splitlines()[1:] == ["o\tq1\t1\tfalse", "p\tq1\t1\ttrue", "p\tq2\t1\ttrue"]
     con = duckdb.connect()
     parquet = con.execute(f"SELECT count(*) FROM '{out / 'events.parquet'}' WHERE type = 'trajectory.started'").fetchone()
     con.close()
