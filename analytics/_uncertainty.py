@@ -54,6 +54,7 @@ Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
 LEVEL = 0.95
 DP_CELLS = 400_000_000  # sign-flip DP work (differences x reachable sums) beyond which differences go to a grid
+_RESCALE = 960  # sign-flip DP steps between two exact rescalings of its counts
 _CHUNK_CELLS = 2000000  # replicate rows per chunk x questions: bounds the memory of one weight matrix
 
 Floats = npt.NDArray[np.float64]
@@ -265,8 +266,9 @@ def sign_flip(diffs: Sequence[Fraction], max_cells: int = DP_CELLS) -> tuple[flo
     """Two-sided sign-flip test of mean difference 0: (p-value, method), exact for any number of differences.
 
     The m non-zero |dᵢ| are scaled to integers xᵢ by their common denominator; U = the sum of the xᵢ given a +
-    sign has the distribution of a subset sum, built by dynamic programming (each difference halves and shifts
-    the probabilities: dyadic values, exact in float64 while m <= 52), and p = P(|2U − Σx| >= |Σ signed x|).
+    sign has the distribution of a subset sum, counted by dynamic programming (each difference adds the counts
+    shifted by xᵢ; integers, exact in float64 while m <= 52, rescaled by exact powers of two), and
+    p = P(|2U − Σx| >= |Σ signed x|) = the count of those sign vectors / 2**m.
     When m·Σx would exceed `max_cells`, each |dᵢ| is first rounded to a grid of step Σ|d|·m/max_cells
     ("sign_flip_dp_grid"): still an exact test, of the rounded differences (rounding is odd, so the null stays
     symmetric).
@@ -288,15 +290,18 @@ def sign_flip(diffs: Sequence[Fraction], max_cells: int = DP_CELLS) -> tuple[flo
     total, observed = sum(xs), abs(sum(signed))
     if observed == 0:
         return 1.0, method
-    dist = np.zeros(total + 1, dtype=np.float64)
+    dist = np.zeros(total + 1, dtype=np.float64)  # subset-sum counts, scaled down by 2**-RESCALE now and then
     dist[0] = 1.0
-    reach = 0
+    reach = pending = 0
     for x in xs:
         reach += x
         dist[x:reach + 1] += dist[:reach + 1 - x]  # numpy buffers the overlap: the sum of the old values
-        dist[:reach + 1] *= 0.5
+        pending += 1
+        if pending == _RESCALE:  # a power of two: exact, and the counts stay far below float64's range
+            dist[:reach + 1] *= 2.0**-_RESCALE
+            pending = 0
     lower = (total - observed) // 2  # |2U − T| >= obs  <=>  U <= (T − obs)/2 or (by symmetry, as likely) U >= …
-    return min(1.0, 2 * math.fsum(dist[:lower + 1].tolist())), method
+    return min(1.0, 2 * math.fsum(dist[:lower + 1].tolist()) * 2.0**-pending), method
 
 
 def holm(ps: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -333,7 +338,7 @@ def _paired(ta: QuestionTable, tb: QuestionTable, num: str, den: str) -> tuple[_
     return _Pair(qids, diffs), [(a[q][1], b[q][1]) for q in qids]
 
 
-def _accuracy_test(ta: QuestionTable, tb: QuestionTable, pair: _Pair, counts: list[tuple[int, int]]) -> dict[str, Any]:
+def _accuracy_test(pair: _Pair, counts: list[tuple[int, int]]) -> dict[str, Any]:
     if all(x == 1 and y == 1 for x, y in counts):  # one audited epoch per question on both sides: McNemar
         a_only = sum(1 for d in pair.diffs if d > 0)
         b_only = sum(1 for d in pair.diffs if d < 0)
@@ -386,17 +391,11 @@ def uncertainty(
             values = _divide(floats[:, 0] if num == F1 else ints[:, _COL[num]], d)
             block[f"{key}_ci"] = None if t.point(key) is None else percentile_interval(values)
             block[f"{key}_ci_undefined"] = int(np.count_nonzero(d == 0))
-        tokens = t.column("input_tokens"), t.column("output_tokens")
-        spent_total = (Fraction(sum(usd[n].get(q, Fraction(0)) for q in t.qids)) if usd is not None and n in usd
-                       else None)
-        for key, total, per_trajectory in (
-            ("tokens_per_correct", sum(tokens[0]) + sum(tokens[1]),
-             ints[:, _COL["input_tokens"]] + ints[:, _COL["output_tokens"]]),
-            ("usd_per_correct", spent_total, floats[:, 1] if floats.shape[1] > 1 else None),
-        ):
-            if total is None or per_trajectory is None:
-                continue
-            block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_trajectory, ints)
+        per_correct = [("tokens_per_correct", ints[:, _COL["input_tokens"]] + ints[:, _COL["output_tokens"]])]
+        if floats.shape[1] > 1:  # the provider's USD per question was given
+            per_correct.append(("usd_per_correct", floats[:, 1]))
+        for key, per_replicate in per_correct:
+            block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_replicate, ints)
         providers[n] = block
     pairs: dict[str, dict[str, Any]] = {}
     for j, ((a, b), ((acc, counts), ssr)) in enumerate(pairs_of.items()):
@@ -410,7 +409,7 @@ def uncertainty(
         if out["accuracy_diff"] is None:
             out.update({"accuracy_diff_p": None, "accuracy_test": None})
         else:
-            out.update(_accuracy_test(tables[a], tables[b], acc, counts))
+            out.update(_accuracy_test(acc, counts))
         if out["surface_support_rate_diff"] is None:
             out.update({"surface_support_rate_diff_p": None, "surface_support_rate_test": None})
         else:
@@ -426,10 +425,11 @@ def uncertainty(
     return providers, pairs
 
 
-def _per_correct(t: QuestionTable, per_trajectory: Floats, ints: Floats) -> tuple[list[float | None] | None, int]:
-    """(interval, undefined replicates) of Σx/Σcorrect as (mean x per trajectory) / (correct share), Bonferroni."""
+def _per_correct(t: QuestionTable, totals: Floats, ints: Floats) -> tuple[list[float | None] | None, int]:
+    """(interval, undefined replicates) of Σx/Σcorrect as (mean x per trajectory) / (correct share), Bonferroni;
+    `totals`: Σx per replicate."""
     trajectories = ints[:, _COL["trajectories"]]
-    mean = percentile_interval(_divide(per_trajectory, trajectories), level=1 - (1 - LEVEL) / 2)
+    mean = percentile_interval(_divide(totals, trajectories), level=1 - (1 - LEVEL) / 2)
     share, _ = proportion_interval(t.column("correct"), t.column("trajectories"), Z975)
     undefined = int(np.count_nonzero(trajectories == 0))
     if mean is None or share is None or int(t.ints[:, _COL["correct"]].sum()) == 0:
