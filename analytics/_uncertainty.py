@@ -31,8 +31,10 @@ over a lower share of 0 is unbounded (null).
 Pairs "A|B": `accuracy_diff` is the mean over the questions both ran with an audited answer on both sides of
 āᵢ − b̄ᵢ (each side's mean over its audited epochs), `surface_support_rate_diff` the mean of per-question rate
 differences over the questions with valid items on both sides; each with the paired bootstrap of that same mean
-and a p-value: McNemar exact for accuracy with one audited epoch per question on both sides, else the exact
-sign-flip test by dynamic programming (`sign_flip`).
+(the questions both ran are drawn, once for both sides: a replicate's mean is over its drawn questions that have
+the difference, `<metric>_diff_ci_undefined` counts replicates with none) and a p-value: McNemar exact for
+accuracy with one audited epoch per question on both sides, else the exact sign-flip test by dynamic programming
+(`sign_flip`).
 """
 
 from __future__ import annotations
@@ -132,7 +134,8 @@ class QuestionTable:
 
     def column(self, name: str) -> list[int]:
         """One integer column as exact Python ints, by question."""
-        return [int(v) for v in self.ints[:, _COL[name]]]
+        out: list[int] = self.ints[:, _COL[name]].astype(np.int64).tolist()
+        return out
 
     def point(self, key: str) -> Fraction | None:
         """The statistic over the table itself, exact."""
@@ -258,7 +261,10 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     if n == 0:
         return 1.0
     k = min(a_only, b_only)
-    tail = sum(math.comb(n, i) for i in range(k + 1))
+    tail = term = 1
+    for i in range(k):  # C(n, i + 1) from C(n, i): one multiplication each, not k binomials afresh
+        term = term * (n - i) // (i + 1)
+        tail += term
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
@@ -274,18 +280,19 @@ def sign_flip(diffs: Sequence[Fraction], max_cells: int = DP_CELLS) -> tuple[flo
     symmetric).
     """
     nz = [d for d in diffs if d != 0]
-    if not nz:
-        return 1.0, "sign_flip_exact_dp"
-    den = math.lcm(*(d.denominator for d in nz))
-    signed = [int(d * den) for d in nz]
+    den = math.lcm(*(d.denominator for d in nz)) if nz else 1
+    return sign_flip_scaled([int(d * den) for d in nz], max_cells)
+
+
+def sign_flip_scaled(signed: Sequence[int], max_cells: int = DP_CELLS) -> tuple[float, str]:
+    """`sign_flip` of differences already scaled to integers by a common factor (zeros are ignored)."""
+    signed = [x for x in signed if x != 0]
     method = "sign_flip_exact_dp"
-    if len(signed) * sum(abs(x) for x in signed) > max_cells:
-        grid = Fraction(max_cells, len(signed) * sum(abs(x) for x in signed))  # new units per old unit
-        signed = [(1 if x > 0 else -1) * math.floor(abs(x) * grid + Fraction(1, 2)) for x in signed]
+    cells = len(signed) * sum(abs(x) for x in signed)
+    if cells > max_cells:  # |x| -> round(|x| · max_cells / cells), half up, in integers; the sign kept
+        signed = [(1 if x > 0 else -1) * ((2 * abs(x) * max_cells + cells) // (2 * cells)) for x in signed]
         signed = [x for x in signed if x != 0]
         method = "sign_flip_dp_grid"
-        if not signed:
-            return 1.0, method
     xs = sorted(abs(x) for x in signed)
     total, observed = sum(xs), abs(sum(signed))
     if observed == 0:
@@ -317,34 +324,37 @@ def holm(ps: Mapping[str, float | None]) -> dict[str, float | None]:
 
 
 class _Pair:
-    """One comparison's per-question values over its paired questions: exact differences and their floats."""
+    """One comparison over the questions both arms ran (`qids`): on the questions where num/den is defined on
+    both sides (`used`), the difference of per-question means as an integer over a common `scale`, else 0."""
 
-    def __init__(self, qids: tuple[str, ...], diffs: list[Fraction]):
-        self.qids = qids
-        self.diffs = diffs
-        self.values = np.array([float(d) for d in diffs], dtype=np.float64).reshape(len(diffs), 1)
+    def __init__(self, ta: QuestionTable, tb: QuestionTable, num: str, den: str):
+        a = dict(zip(ta.qids, zip(ta.column(num), ta.column(den), strict=True), strict=True))
+        b = dict(zip(tb.qids, zip(tb.column(num), tb.column(den), strict=True), strict=True))
+        self.qids = tuple(sorted(set(a) & set(b)))
+        self.used = [bool(a[q][1] and b[q][1]) for q in self.qids]
+        self.counts = [(a[q][1], b[q][1]) for q, u in zip(self.qids, self.used, strict=True) if u]
+        self.scale = math.lcm(*(x for c in self.counts for x in c)) if self.counts else 1
+        self.nums = [(a[q][0] * (self.scale // a[q][1]) - b[q][0] * (self.scale // b[q][1])) if u else 0
+                     for q, u in zip(self.qids, self.used, strict=True)]
+        self.n = len(self.counts)
+
+    def job(self) -> Job:
+        """The replicate sums it needs: how many used questions were drawn (exact) and the differences' sum."""
+        used = np.array(self.used, dtype=np.float64).reshape(len(self.qids), 1)
+        values = np.array([x / self.scale for x in self.nums], dtype=np.float64).reshape(len(self.qids), 1)
+        return Job(self.qids, used, values)
 
     def mean(self) -> float | None:
-        return float(sum(self.diffs, Fraction(0)) / len(self.diffs)) if self.diffs else None
+        return float(Fraction(sum(self.nums), self.scale * self.n)) if self.n else None
 
 
-def _paired(ta: QuestionTable, tb: QuestionTable, num: str, den: str) -> tuple[_Pair, list[tuple[int, int]]]:
-    """Per-question mean differences num/den (A − B) over the questions with den > 0 on both sides, and each
-    question's (A's den, B's den) pair of counts."""
-    a = dict(zip(ta.qids, zip(ta.column(num), ta.column(den), strict=True), strict=True))
-    b = dict(zip(tb.qids, zip(tb.column(num), tb.column(den), strict=True), strict=True))
-    qids = tuple(q for q in sorted(set(a) & set(b)) if a[q][1] and b[q][1])
-    diffs = [Fraction(a[q][0], a[q][1]) - Fraction(b[q][0], b[q][1]) for q in qids]
-    return _Pair(qids, diffs), [(a[q][1], b[q][1]) for q in qids]
-
-
-def _accuracy_test(pair: _Pair, counts: list[tuple[int, int]]) -> dict[str, Any]:
-    if all(x == 1 and y == 1 for x, y in counts):  # one audited epoch per question on both sides: McNemar
-        a_only = sum(1 for d in pair.diffs if d > 0)
-        b_only = sum(1 for d in pair.diffs if d < 0)
+def _accuracy_test(pair: _Pair) -> dict[str, Any]:
+    if all(x == 1 and y == 1 for x, y in pair.counts):  # one audited epoch per question on both sides: McNemar
+        a_only = sum(1 for d in pair.nums if d > 0)
+        b_only = sum(1 for d in pair.nums if d < 0)
         return {"accuracy_diff_p": mcnemar_exact(a_only, b_only), "accuracy_test": "mcnemar_exact",
                 "discordant": {"a_only_correct": a_only, "b_only_correct": b_only}}
-    p, method = sign_flip(pair.diffs)
+    p, method = sign_flip_scaled(pair.nums)
     return {"accuracy_diff_p": p, "accuracy_test": method}
 
 
@@ -366,13 +376,12 @@ def uncertainty(
         spent = np.array([float(cost.get(q, 0)) for q in t.qids], dtype=np.float64) if cost is not None else None
         floats = np.stack([t.f1] + ([] if spent is None else [spent]), axis=1)
         jobs.append(Job(t.qids, t.ints, floats))
-    pairs_of: dict[tuple[str, str], tuple[tuple[_Pair, list[tuple[int, int]]], _Pair]] = {}
+    pairs_of: dict[tuple[str, str], tuple[_Pair, _Pair]] = {}
     for a, b in combinations(names, 2):
-        by_answer = _paired(tables[a], tables[b], "correct", "audited")
-        by_item, _ = _paired(tables[a], tables[b], "supported", "valid")
+        by_answer = _Pair(tables[a], tables[b], "correct", "audited")
+        by_item = _Pair(tables[a], tables[b], "supported", "valid")
         pairs_of[(a, b)] = (by_answer, by_item)
-        for side in (by_answer[0], by_item):
-            jobs.append(Job(side.qids, np.empty((len(side.qids), 0)), side.values))
+        jobs += [by_answer.job(), by_item.job()]
     sums = replicate_sums(seed, replicates, jobs)
     providers: dict[str, dict[str, Any]] = {}
     for i, n in enumerate(names):
@@ -398,22 +407,23 @@ def uncertainty(
             block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_replicate, ints)
         providers[n] = block
     pairs: dict[str, dict[str, Any]] = {}
-    for j, ((a, b), ((acc, counts), ssr)) in enumerate(pairs_of.items()):
+    for j, ((a, b), (acc, ssr)) in enumerate(pairs_of.items()):
         key = f"{a}|{b}"
-        acc_sums, ssr_sums = sums[len(names) + 2 * j][1], sums[len(names) + 2 * j + 1][1]
-        out: dict[str, Any] = {"paired_questions": len(acc.qids), "surface_support_rate_paired_questions": len(ssr.qids)}
-        for metric, paired, rep in (("accuracy", acc, acc_sums), ("surface_support_rate", ssr, ssr_sums)):
+        out: dict[str, Any] = {"paired_questions": acc.n, "surface_support_rate_paired_questions": ssr.n}
+        for metric, paired, (drawn, summed) in (("accuracy", acc, sums[len(names) + 2 * j]),
+                                                ("surface_support_rate", ssr, sums[len(names) + 2 * j + 1])):
             mean = paired.mean()
             out[f"{metric}_diff"] = mean
-            out[f"{metric}_diff_ci"] = None if mean is None else percentile_interval(rep[:, 0] / len(paired.qids))
+            out[f"{metric}_diff_ci"] = None if mean is None else percentile_interval(_divide(summed[:, 0], drawn[:, 0]))
+            out[f"{metric}_diff_ci_undefined"] = int(np.count_nonzero(drawn[:, 0] == 0))
         if out["accuracy_diff"] is None:
             out.update({"accuracy_diff_p": None, "accuracy_test": None})
         else:
-            out.update(_accuracy_test(acc, counts))
+            out.update(_accuracy_test(acc))
         if out["surface_support_rate_diff"] is None:
             out.update({"surface_support_rate_diff_p": None, "surface_support_rate_test": None})
         else:
-            p_value, method = sign_flip(ssr.diffs)
+            p_value, method = sign_flip_scaled(ssr.nums)
             out.update({"surface_support_rate_diff_p": p_value, "surface_support_rate_test": method})
         pairs[key] = out
     if len(pairs) > 1:

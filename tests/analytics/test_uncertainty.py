@@ -343,3 +343,21 @@ def test_html_draws_the_intervals(tmp_path: Path) -> None:
     assert "adjusted over the 1 accuracy tests and the 3 surface-support tests shown" in section and " Holm " in section
     _, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
     assert "How sure" not in render(msgspec.convert(plain, Report))
+
+
+def test_table_shows_the_tests_and_holm(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from searchtrace.analytics import Report, render_table
+    from searchtrace.analytics._table import interval
+
+    db = tmp_path / "t.duckdb"
+    import_fixture(db, tmp_path / "in")
+    _, rep = report_json(db, "--judge-run-id", "j1")
+    console = Console(record=True, width=240)
+    render_table(msgspec.convert(rep, Report), console)
+    text = " ".join(console.export_text().split())  # titles wrap at the table's width
+    assert "Holm over the 1 accuracy and 3 surface-support tests shown" in text and "p Holm" in text
+    assert "McNemar" in text and "sign-flip" in text and "Wilson at the effective sample size" in text
+    assert "Wilson 95%" not in text  # accuracy_wilson is accuracy_ci now: one interval row
+    assert interval([1.0, None]) == "1.000–∞" and interval([-0.5, 0.25]) == "[-0.500, 0.250]"
