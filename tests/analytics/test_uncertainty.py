@@ -152,6 +152,10 @@ def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
     _, pairs = uncertainty(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["paired_questions"] == 2 and pair["accuracy_diff"] == float(Fraction(-1, 6))
+    # the four questions both ran are drawn; a replicate without q0 or q3 has no difference to average
+    qids = ("q0", "q1", "q2", "q3")
+    empty = sum(int(np.count_nonzero(w[:, 0] + w[:, 3] == 0)) for w in weight_chunks("s", qids, 200))
+    assert pair["accuracy_diff_ci_undefined"] == empty > 0
     # sign flips of (2/3, −1) in thirds (2, −3): |±2 ± 3| ≥ 1 always -> p = 1
     assert pair["accuracy_test"] == "sign_flip_exact_dp" and pair["accuracy_diff_p"] == 1.0
     lo, hi = pair["accuracy_diff_ci"]
