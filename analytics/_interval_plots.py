@@ -1,4 +1,4 @@
-"""SPEC §12 intervals drawn for the HTML page: a dot per estimate with its 95 % interval as a whisker."""
+"""SPEC §18 intervals drawn for the HTML page: a dot per estimate with its 95 % interval as a whisker."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _ci_text(ci: Sequence[float] | None) -> str:
-    return "–" if ci is None else f"[{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]"
+def _ci_text(ci: Sequence[float | None] | None) -> str:
+    if ci is None:
+        return "–"
+    return f"[{fmt(float(ci[0] or 0))}, {'∞' if ci[1] is None else fmt(float(ci[1]))}]"
 
 
 def _scale(lo: float, hi: float, x0: float, x1: float) -> Any:
@@ -44,12 +46,10 @@ def _whisker(sx: Any, y: float, point: float, ci: Sequence[float] | None, colour
 
 
 def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
-    """One metric: per provider the estimate and its bootstrap interval (and Wilson's for accuracy, dashed)."""
+    """One metric: per provider the estimate and its 95% interval."""
     names = sorted(providers)
     values = [(n, providers[n].get(metric), providers[n].get(f"{metric}_ci")) for n in names]
     ends = [float(v) for _, p, ci in values if p is not None for v in (p, *(ci or ()))]
-    if metric == "accuracy":
-        ends += [float(v) for n in names for v in (providers[n].get("accuracy_wilson") or ())]
     lo, hi = (min([0.0, *ends]), max([1e-9, *ends])) if ends else (0.0, 1.0)
     row, top = 28, 8
     x0, x1 = LEFT, W - 150
@@ -65,18 +65,13 @@ def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, labe
         if point is None:
             body.append(text(x0, y + 4, "–"))
             continue
-        wil = providers[name].get("accuracy_wilson") if metric == "accuracy" else None
-        if wil is not None:
-            a, b = sx(float(wil[0])), sx(float(wil[1]))
-            body.append(f'<line x1="{num(a)}" y1="{num(y + 7)}" x2="{num(b)}" y2="{num(y + 7)}" stroke="#777" '
-                        f'stroke-dasharray="3 2"><title>Wilson {escape(_ci_text(wil))}</title></line>')
         body += _whisker(sx, y, float(point), ci, series_colour(i), f"{name} {label} {fmt(float(point))} {_ci_text(ci)}")
         body.append(text(x1 + 10, y + 4, f"{fmt(float(point))} {_ci_text(ci)}"))
     return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: estimate and 95% interval per provider")
 
 
 def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
-    """Per provider pair the difference A − B with its paired interval, a zero line, and the p-value for accuracy."""
+    """Per provider pair the difference A − B with its paired interval, a zero line, the p-value and Holm's."""
     keys = [k for k in sorted(comp) if f"{metric}_diff" in comp[k]]
     ends = [float(v) for k in keys for v in (comp[k][f"{metric}_diff"], *(comp[k].get(f"{metric}_diff_ci") or ()))
             if v is not None]
@@ -98,8 +93,10 @@ def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str)
             body.append(text(x0, y + 4, "–"))
             continue
         ci = c.get(f"{metric}_diff_ci")
-        p = c.get("accuracy_diff_p") if metric == "accuracy" else None
-        note = f"{fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
+        p = c.get(f"{metric}_diff_p")
+        adjusted = c.get("p_holm" if metric == "accuracy" else f"{metric}_diff_p_holm")
+        note = (f"{fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
+                + ("" if adjusted is None else f" Holm {adjusted:.3g}"))
         body += _whisker(sx, y, float(d), ci, series_colour(i), f"{key} {label} {note}")
         body.append(text(x1 + 10, y + 4, note))
     return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: paired difference and 95% interval per pair")
@@ -114,15 +111,22 @@ def interval_section(report: Report) -> list[str]:
     comp = report.paired or {}
     parts = [
         "<h2>How sure: 95% intervals</h2>",
-        f'<p class="note">Dot: the estimate; whisker: 95% percentile interval from {u.bootstrap:,} bootstrap '
-        f"replicates over questions (seed {escape(u.seed)}); dashed: Wilson interval of accuracy.</p>",
+        '<p class="note">Dot: the estimate; whisker: its 95% interval. Proportions (accuracy, surface support rate, '
+        "gold rank-1 share): continuity-corrected Wilson score interval at the effective sample size over questions "
+        f"(every epoch of a question pooled); the others: percentile interval from {u.bootstrap:,} bootstrap "
+        f"replicates over questions (seed {escape(u.seed)}).</p>",
     ]
     parts += [interval_chart(providers, m, label) for m, label in INTERVAL_METRICS]
     if any("accuracy_diff" in c for c in comp.values()):
+        tests = [sum(c.get(k) is not None for c in comp.values()) for k in ("p_holm", "surface_support_rate_diff_p_holm")]
+        holm = (f" Holm: p-values adjusted over the {tests[0]} accuracy tests and the {tests[1]} surface-support "
+                "tests shown here." if any(tests) else "")
         parts += [
             "<h2>Paired differences (A − B, questions both ran)</h2>",
-            '<p class="note">The same drawn questions for both providers; p: McNemar exact (one epoch) or sign-flip '
-            "test (several epochs) for the accuracy difference.</p>",
+            '<p class="note">Per question A − B (accuracy: questions audited on both sides, each side averaged over '
+            "its audited epochs; surface support: questions with valid items on both sides), averaged; interval: the "
+            "same drawn questions for both providers; p: McNemar exact (one audited epoch per question on both "
+            f"sides) or the exact sign-flip test.{holm}</p>",
             paired_chart(comp, "accuracy", "accuracy difference"),
             paired_chart(comp, "surface_support_rate", "surface support rate difference"),
         ]

@@ -230,22 +230,29 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
 
 
 def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
-    """`accuracy_epoch_sd` (SPEC §12) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
-    over epochs of per-epoch accuracy, null when an epoch has no audited trajectory; nothing for k = 1."""
-    per: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        cnt = per[r.epoch]
-        if r.semantic_match is not None:
-            cnt[0] += 1
-            cnt[1] += bool(r.semantic_match)
-    if len(per) < 2:
+    """`accuracy_epoch_sd` (SPEC §18) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
+    over epochs of per-epoch accuracy over the questions audited in every epoch (a question missing an epoch would
+    move an epoch's accuracy by which questions it has, not by chance), with `accuracy_epoch_sd_questions` (how many
+    such questions; the sd is null when there are none); nothing for k = 1."""
+    epochs = {r.epoch for r in rows}
+    if len(epochs) < 2:
         return {}
-    if any(audited == 0 for audited, _ in per.values()):
-        return {"accuracy_epoch_sd": None}
-    accs = [Fraction(correct, audited) for audited, correct in per.values()]
+    cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for r in rows:
+        if r.semantic_match is not None:
+            cell = cells[r.qid][r.epoch]
+            cell[0] += 1
+            cell[1] += bool(r.semantic_match)
+    complete = [q for q, per in cells.items() if len(per) == len(epochs)]
+    if not complete:
+        return {"accuracy_epoch_sd": None, "accuracy_epoch_sd_questions": 0}
+    accs = []
+    for e in sorted(epochs):
+        audited = sum(cells[q][e][0] for q in complete)
+        accs.append(Fraction(sum(cells[q][e][1] for q in complete), audited))
     mean = sum(accs, Fraction(0)) / len(accs)
     var = sum(((a - mean) ** 2 for a in accs), Fraction(0)) / (len(accs) - 1)
-    return {"accuracy_epoch_sd": math.sqrt(var)}
+    return {"accuracy_epoch_sd": math.sqrt(var), "accuracy_epoch_sd_questions": len(complete)}
 
 
 def complementarity(

@@ -47,12 +47,14 @@ DEFAULT_SEED = "searchtrace"
 
 
 class Uncertainty(msgspec.Struct, kw_only=True):
-    """How the §12 intervals were drawn: B replicates from `seed`, resampling questions."""
+    """How the §18 intervals were drawn: B replicates from `seed`, resampling questions; `methods` names the
+    method behind each interval and p-value key."""
 
     bootstrap: int
     seed: str
     level: float
     unit: str
+    methods: dict[str, str] = {}
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -95,8 +97,9 @@ def build_report(
 ) -> Built:
     """The §8 report (keys beyond the contract: extra provider keys) and its notes.
 
-    `bootstrap` B > 0 adds SPEC §12's intervals (`<metric>_ci`, `accuracy_wilson` per provider), the paired tests
-    (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed), from B replicates drawn from `seed`.
+    `bootstrap` B > 0 adds SPEC §18's intervals (`<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`
+    per provider), the paired tests (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed, methods),
+    from B replicates drawn from `seed`.
     `prices` (else the `[prices]` a run config recorded, else none) adds SPEC §13's cost keys (analytics._cost)
     per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in the notes.
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
@@ -142,13 +145,14 @@ def build_report(
         if line := warning_line(unpriced):
             notes.append(line)
     if bootstrap > 0 and by_provider:
-        from searchtrace.analytics._uncertainty import LEVEL, uncertainty
+        from searchtrace.analytics._uncertainty import LEVEL, methods, uncertainty
 
         per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores)
         for name, extra in per_provider.items():
             report.providers[name].update(extra)
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
-        report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
+        report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
+                                         methods=methods(per_provider, paired))
     notes.extend(passed_over)
     if unapplied:
         notes.append(unapplied)

@@ -90,14 +90,18 @@ def short(v: float) -> str:
 
 
 def interval(ci: Any) -> str:
-    """`0.170–0.340`: a 95% interval in one short cell ("–" when there is none)."""
+    """`0.170–0.340`: a 95% interval in one short cell ("–" when there is none, "∞" for an unbounded end)."""
     if not isinstance(ci, list) or len(ci) != 2:
         return "–"
-    lo, hi = float(ci[0]), float(ci[1])
-    return f"[{short(lo)}, {short(hi)}]" if lo < 0 else f"{short(lo)}–{short(hi)}"
+    lo, hi = float(ci[0]), ("∞" if ci[1] is None else short(float(ci[1])))
+    return f"[{short(lo)}, {hi}]" if lo < 0 else f"{short(lo)}–{hi}"
 
 
-TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact": "sign-flip", "sign_flip_mc": "sign-flip (drawn)"}
+def p_value(p: Any) -> str:
+    return "–" if p is None else f"{p:.3g}"
+
+
+TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)"}
 
 
 def is_cost(key: str) -> bool:
@@ -124,7 +128,8 @@ def render_table(report: Report, console: Console) -> None:
         return
     title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}"
     if u := report.uncertainty:
-        title += f"\n95% intervals: bootstrap over questions, {u.bootstrap:,} replicates, seed {u.seed}"
+        title += (f"\n95% intervals: proportions Wilson at the effective sample size; means and ratios bootstrap over "
+                  f"questions, {u.bootstrap:,} replicates, seed {u.seed}")
     per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
     for start in range(0, len(names), per):
         part = names[start : start + per]
@@ -142,9 +147,6 @@ def render_table(report: Report, console: Console) -> None:
             table.add_row(label, *(show(lookup(providers[n], key)) for n in part))
             if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
                 table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
-            if key == "accuracy" and any("accuracy_wilson" in providers[n] for n in part):
-                table.add_row("  Wilson 95%", *(interval(providers[n].get("accuracy_wilson")) for n in part),
-                              style="dim")
         for metric, values in sorted((report.custom or {}).items()):
             table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
         console.print(table)
@@ -162,15 +164,26 @@ def render_table(report: Report, console: Console) -> None:
     comp = report.paired or {}
     paired = [p for p in sorted(comp) if "accuracy_diff" in comp[p]]
     if paired:
-        pt = Table(title="paired differences A − B over the n questions both ran (p: accuracy)", title_justify="left")
-        for col in ("pair", "n", "Δ accuracy", "p", "Δ surface support"):
+        holm = any("p_holm" in comp[p] for p in paired)
+        tests = [sum(comp[p].get(k) is not None for p in paired) for k in ("p_holm", "surface_support_rate_diff_p_holm")]
+        title = "paired differences A − B, per question (n: questions audited on both sides)"
+        if holm:
+            title += f"; Holm over the {tests[0]} accuracy and {tests[1]} surface-support tests shown"
+        pt = Table(title=title, title_justify="left")
+        cols = ["pair", "n", "Δ accuracy", "p", *(["p Holm"] if holm else []), "Δ surface support", "p",
+                *(["p Holm"] if holm else [])]
+        for col in cols:
             pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
         for pair in paired:
             c = comp[pair]
-            p = c.get("accuracy_diff_p")
-            test = TESTS.get(str(c.get("accuracy_test")), "")
-            pt.add_row(pair, fmt(c.get("paired_questions")), fmt(c.get("accuracy_diff")),
-                       "–" if p is None else f"{p:.3g}", fmt(c.get("surface_support_rate_diff")))
-            pt.add_row("  95% interval", "", interval(c.get("accuracy_diff_ci")), test,
-                       interval(c.get("surface_support_rate_diff_ci")), style="dim")
+            acc = [fmt(c.get("accuracy_diff")), p_value(c.get("accuracy_diff_p")),
+                   *([p_value(c.get("p_holm"))] if holm else [])]
+            ssr = [fmt(c.get("surface_support_rate_diff")), p_value(c.get("surface_support_rate_diff_p")),
+                   *([p_value(c.get("surface_support_rate_diff_p_holm"))] if holm else [])]
+            pt.add_row(pair, fmt(c.get("paired_questions")), *acc, *ssr)
+            pad = [""] if holm else []
+            pt.add_row("  95% interval", "", interval(c.get("accuracy_diff_ci")),
+                       TESTS.get(str(c.get("accuracy_test")), ""), *pad,
+                       interval(c.get("surface_support_rate_diff_ci")),
+                       TESTS.get(str(c.get("surface_support_rate_test")), ""), *pad, style="dim")
         console.print(pt)

@@ -1,18 +1,40 @@
-"""SPEC §12 uncertainty: question-bootstrap percentile intervals, Wilson, paired differences, McNemar and sign-flip tests.
+"""SPEC §18 uncertainty (it replaces §12's interval and test rules): Wilson intervals at the effective sample size
+for proportions, question-bootstrap percentile intervals for means and other ratios, one paired question-level
+estimand per comparison with its exact test, and Holm over the report's pairs.
 
-Vectorised over replicates: each provider's trajectories are summed per question into a table of sufficient
-statistics (one row per qid, sorted), a replicate is the vector of how often each question was drawn, and every
-replicate's sums are one matrix product of those counts with the table. The integer columns stay integers in
-float64 (sums far below 2**53), so the product is exact whatever order BLAS adds in; token F1, the one fractional
-column, is summed per replicate by numpy's own (single-threaded, fixed-order) reduction. Same events and seed,
-same bytes.
+Proportions (PROPORTIONS: Σy/Σm over questions, all epochs pooled per question): the continuity-corrected Wilson
+score interval at the Korn–Graubard effective sample size n_eff = p̂(1−p̂)/v̂, v̂ = n/(n−1)·Σᵢ(yᵢ − p̂mᵢ)²/(Σmᵢ)²
+over the n questions with mᵢ > 0, capped at Σmᵢ, n when v̂ = 0 (and when n = 1). n_eff is an exact Fraction,
+so k identical epochs give bit for bit the interval of one epoch. The corrected form because the plain score
+interval covers less than 92.5 % at n = 30 for some p in 0.02 … 0.98 (small n·p̂, where Wilson dips).
+
+Means and other ratios (BOOTSTRAPPED): each provider's trajectories are summed per question into a table of
+sufficient statistics (one row per qid, sorted), a replicate is the vector of how often each question was drawn,
+and every replicate's sums are one matrix product of those counts with the table. The integer columns stay
+integers in float64 (sums far below 2**53), so the product is exact whatever order BLAS adds in; the fractional
+columns (token F1, USD, paired differences) are summed per replicate by numpy's own (single-threaded,
+fixed-order) reduction. Same events and seed, same bytes. A replicate whose denominator is 0 is left out of the
+interval and counted in `<metric>_ci_undefined`.
 
 Draws, as a function of `--seed S`: for a sorted qid list of length n, a PCG64 generator seeded with the first
 16 bytes of sha256("searchtrace.bootstrap/1\\0" S "\\0" qid_1 "\\0" … qid_n) (big-endian) draws B rows of n
 indices in [0, n) with `Generator.integers`, in chunks of rows; row r's count of index i is how often qid i is in
-replicate r. Providers (and provider pairs) with the same question list therefore share the same replicates,
+replicate r. Everything over the same question list (providers, pairs) therefore shares the same replicates,
 which is what makes a pair's differences paired. Interval: numpy's linear-interpolation 2.5 % and 97.5 %
-quantiles of the replicates where the statistic is defined (a replicate with a zero denominator is skipped).
+quantiles of the defined replicates.
+
+Tokens and USD per correct answer (a ratio whose denominator can be near 0, where the bootstrap of Σx/Σcorrect
+cannot cover): mean per trajectory (bootstrap, 97.5 %) over the correct-per-trajectory share (its proportion
+interval, 97.5 %), ends divided crosswise — Bonferroni, so ≥ 95 % whatever their dependence; an upper end
+over a lower share of 0 is unbounded (null).
+
+Pairs "A|B": `accuracy_diff` is the mean over the questions both ran with an audited answer on both sides of
+āᵢ − b̄ᵢ (each side's mean over its audited epochs), `surface_support_rate_diff` the mean of per-question rate
+differences over the questions with valid items on both sides; each with the paired bootstrap of that same mean
+(the questions both ran are drawn, once for both sides: a replicate's mean is over its drawn questions that have
+the difference, `<metric>_diff_ci_undefined` counts replicates with none) and a p-value: McNemar exact for
+accuracy with one audited epoch per question on both sides, else the exact sign-flip test by dynamic programming
+(`sign_flip`).
 """
 
 from __future__ import annotations
@@ -20,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -31,9 +53,10 @@ import numpy.typing as npt
 from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores
 
 Z95 = 1.959964
+Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
 LEVEL = 0.95
-EXACT_SIGN_FLIP_MAX = 20  # non-zero differences up to which the sign-flip test enumerates every sign vector
-SIGN_FLIP_DRAWS = 100_000
+DP_CELLS = 400_000_000  # sign-flip DP work (differences x reachable sums) beyond which differences go to a grid
+_RESCALE = 960  # sign-flip DP steps between two exact rescalings of its counts
 _CHUNK_CELLS = 2000000  # replicate rows per chunk x questions: bounds the memory of one weight matrix
 
 Floats = npt.NDArray[np.float64]
@@ -61,17 +84,32 @@ RATIOS: dict[str, tuple[str, str]] = {
     "reasoning_tokens_per_trajectory": ("reasoning_tokens", "trajectories"),
     "page_tokens_per_trajectory": ("page_tokens", "trajectories"),
 }
-PAIRED = ("accuracy", "surface_support_rate")
+# The ratios whose numerator counts a subset of the denominator's units: Wilson at the effective sample size.
+PROPORTIONS = ("accuracy", "exact_match", "surface_support_rate", "gold_rank1_share")
+BOOTSTRAPPED = tuple(k for k in RATIOS if k not in PROPORTIONS)
+PER_CORRECT = ("tokens_per_correct", "usd_per_correct")
+
+PROPORTION_METHOD = "wilson_ess_cc"
+METHODS: dict[str, str] = {
+    **{f"{k}_ci": PROPORTION_METHOD for k in PROPORTIONS},
+    "accuracy_wilson": PROPORTION_METHOD,
+    **{f"{k}_ci": "bootstrap_percentile" for k in BOOTSTRAPPED},
+    **{f"{k}_ci": "ratio_bonferroni" for k in PER_CORRECT},
+    "accuracy_diff_ci": "paired_bootstrap",
+    "surface_support_rate_diff_ci": "paired_bootstrap",
+    "p_holm": "holm",
+    "surface_support_rate_diff_p_holm": "holm",
+}
+"""The method behind each interval and adjusted p-value key; the tests' names are per pair (`*_test`)."""
 
 
 class QuestionTable:
     """One provider's sufficient statistics per question: `ints` (n x len(COLUMNS)) and `f1` (n), rows by sorted qid."""
 
-    def __init__(self, qids: tuple[str, ...], ints: Floats, f1: Floats, cells: dict[str, list[tuple[int, int]]]):
+    def __init__(self, qids: tuple[str, ...], ints: Floats, f1: Floats):
         self.qids = qids
         self.ints = ints
         self.f1 = f1
-        self.cells = cells  # qid -> [(audited, correct)] per trajectory, for the paired tests
 
     @classmethod
     def from_rows(cls, rows: Sequence[TrajectoryStats], scores: Scores | None = None) -> QuestionTable:
@@ -92,18 +130,15 @@ class QuestionTable:
         np.add.at(ints, at, per_row)  # exact integer sums per question
         # F1 per question: bincount adds in row order, so the float sums are the same on every run
         f1 = np.bincount(at, weights=np.array([float(s[1]) for s in scores], dtype=np.float64), minlength=len(qids))
-        cells: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for r in rows:
-            cells[r.qid].append((int(r.semantic_match is not None), int(bool(r.semantic_match))))
-        return cls(qids, ints.astype(np.float64), f1.astype(np.float64), dict(cells))
+        return cls(qids, ints.astype(np.float64), f1.astype(np.float64))
 
-    def subset(self, qids: tuple[str, ...]) -> QuestionTable:
-        where = {q: i for i, q in enumerate(self.qids)}
-        idx = np.array([where[q] for q in qids], dtype=np.int64)
-        return QuestionTable(qids, self.ints[idx], self.f1[idx], {q: self.cells[q] for q in qids})
+    def column(self, name: str) -> list[int]:
+        """One integer column as exact Python ints, by question."""
+        out: list[int] = self.ints[:, _COL[name]].astype(np.int64).tolist()
+        return out
 
     def point(self, key: str) -> Fraction | None:
-        """The statistic over the table itself, exact (the paired differences are formed from these)."""
+        """The statistic over the table itself, exact."""
         num, den = RATIOS[key]
         d = int(self.ints[:, _COL[den]].sum())
         if d == 0:
@@ -133,64 +168,91 @@ def weight_chunks(seed: str, qids: tuple[str, ...], replicates: int) -> Iterator
         done += b
 
 
-class Replicates:
-    """Every replicate's column sums of one question table: `ints` (B x len(COLUMNS)) and `f1` (B)."""
+class Job:
+    """Columns over one question list to sum per replicate: `ints` (n x c, exact integers) and `floats` (n x f)."""
 
-    def __init__(self, ints: Floats, f1: Floats):
+    def __init__(self, qids: tuple[str, ...], ints: Floats, floats: Floats):
+        self.qids = qids
         self.ints = ints
-        self.f1 = f1
-
-    def ratio(self, key: str) -> Floats:
-        """The statistic per replicate; NaN where its denominator is 0."""
-        num, den = RATIOS[key]
-        d = self.ints[:, _COL[den]]
-        n = self.f1 if num == F1 else self.ints[:, _COL[num]]
-        out = np.full(d.shape, np.nan)
-        np.divide(n, d, out=out, where=d != 0)
-        return out
+        self.floats = floats
 
 
-def replicate_all(seed: str, replicates: int, tables: Sequence[QuestionTable]) -> list[Replicates]:
-    """Replicates of every table; tables with the same qid list share one pass over the same draws."""
+def replicate_sums(seed: str, replicates: int, jobs: Sequence[Job]) -> list[tuple[Floats, Floats]]:
+    """Per job, every replicate's column sums (B x c, B x f); jobs over the same qid list share one pass over the
+    same draws, and their integer columns one matrix product."""
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for i, t in enumerate(tables):
-        groups[t.qids].append(i)
-    out: list[Replicates | None] = [None] * len(tables)
+    for i, job in enumerate(jobs):
+        groups[job.qids].append(i)
+    out: list[tuple[Floats, Floats]] = [(np.empty((0, 0)), np.empty((0, 0)))] * len(jobs)
     for qids, members in groups.items():
-        ints: dict[int, list[Floats]] = defaultdict(list)
-        f1s: dict[int, list[Floats]] = defaultdict(list)
-        wide = np.hstack([tables[i].ints for i in members])  # one product for every member: faster than one each
-        k = len(COLUMNS)
+        wide = np.hstack([jobs[i].ints for i in members])
+        edges = np.cumsum([0, *(jobs[i].ints.shape[1] for i in members)])
+        ints: list[Floats] = []
+        floats: dict[int, list[Floats]] = defaultdict(list)
         for w in weight_chunks(seed, qids, replicates):
-            sums = w @ wide  # exact: integer values far below 2**53
-            for j, i in enumerate(members):
-                ints[i].append(sums[:, j * k:(j + 1) * k])
-                f1s[i].append((w * tables[i].f1).sum(axis=1))  # numpy's fixed-order reduction
-        for i in members:
-            out[i] = Replicates(np.concatenate(ints[i]), np.concatenate(f1s[i]))
-    return [r for r in out if r is not None]
+            ints.append(w @ wide)  # exact: integer values far below 2**53
+            for i in members:
+                f = jobs[i].floats
+                floats[i].append(np.stack([(w * f[:, j]).sum(axis=1) for j in range(f.shape[1])], axis=1)
+                                 if f.shape[1] else np.empty((w.shape[0], 0)))  # numpy's fixed-order reduction
+        all_ints = np.concatenate(ints)
+        for j, i in enumerate(members):
+            out[i] = (all_ints[:, edges[j]:edges[j + 1]], np.concatenate(floats[i]))
+    return out
 
 
-def percentile_interval(values: Floats) -> list[float] | None:
-    """The central 95 % of the defined replicates (None when none is defined)."""
+def percentile_interval(values: Floats, level: float = LEVEL) -> list[float] | None:
+    """The central `level` share of the defined (not NaN) replicates (None when none is defined)."""
     ok = values[~np.isnan(values)]
     if ok.size == 0:
         return None
-    lo, hi = np.quantile(ok, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2])
+    lo, hi = np.quantile(ok, [(1 - level) / 2, 1 - (1 - level) / 2])
     return [float(lo), float(hi)]
 
 
-def wilson(correct: int, n: int, z: float = Z95) -> list[float] | None:
-    """Wilson score interval for a binomial proportion (None when n = 0)."""
+def _divide(num: Floats, den: Floats) -> Floats:
+    out = np.full(den.shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def effective_n(y: Sequence[int], m: Sequence[int]) -> Fraction | None:
+    """Korn–Graubard effective sample size of Σy/Σm over questions (SPEC §18), exact; None when Σm = 0.
+
+    With Y = Σyᵢ, M = Σmᵢ over the n questions with mᵢ > 0: p̂(1−p̂) = Y(M−Y)/M² and
+    v̂ = n/(n−1)·Σ(yᵢM − Ymᵢ)²/M⁴, so n_eff = Y(M−Y)M²(n−1) / (n·Σ(yᵢM − Ymᵢ)²), capped at M; n when that sum is
+    0 (v̂ = 0) or n = 1 (no variance to estimate)."""
+    units = [(yi, mi) for yi, mi in zip(y, m, strict=True) if mi > 0]
+    n = len(units)
     if n == 0:
         return None
-    p = correct / n
+    big_y, big_m = sum(yi for yi, _ in units), sum(mi for _, mi in units)
+    spread = sum((yi * big_m - big_y * mi) ** 2 for yi, mi in units)
+    if spread == 0 or n == 1:
+        return Fraction(n)
+    return min(Fraction(big_y * (big_m - big_y) * big_m * big_m * (n - 1), n * spread), Fraction(big_m))
+
+
+def score_interval(p: float, n: float, z: float = Z95, corrected: bool = True) -> list[float]:
+    """Wilson score interval for proportion `p` at sample size `n` > 0, continuity-corrected (Newcombe 1998,
+    method 4) unless `corrected` is False; exact at the edges (p = 0: lo = 0; p = 1: hi = 1)."""
     z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    lo = 0.0 if correct == 0 else max(0.0, centre - half)  # exact at the edges (p̂ = 0: lo = 0; p̂ = 1: hi = 1)
-    hi = 1.0 if correct == n else min(1.0, centre + half)
-    return [lo, hi]
+    if corrected:
+        lo = (2 * n * p + z2 - 1 - z * math.sqrt(max(0.0, z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z2))
+        hi = (2 * n * p + z2 + 1 + z * math.sqrt(max(0.0, z2 + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))) / (2 * (n + z2))
+    else:
+        centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+        half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+        lo, hi = centre - half, centre + half
+    return [0.0 if p == 0 else min(p, max(0.0, lo)), 1.0 if p == 1 else max(p, min(1.0, hi))]
+
+
+def proportion_interval(y: Sequence[int], m: Sequence[int], z: float = Z95) -> tuple[list[float] | None, Fraction | None]:
+    """(interval, n_eff) of Σy/Σm: the score interval at the effective sample size; (None, None) when Σm = 0."""
+    n_eff = effective_n(y, m)
+    if n_eff is None:
+        return None, None
+    return score_interval(float(Fraction(sum(y), sum(m))), float(n_eff), z, PROPORTION_METHOD == "wilson_ess_cc"), n_eff
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -199,116 +261,201 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     if n == 0:
         return 1.0
     k = min(a_only, b_only)
-    tail = sum(math.comb(n, i) for i in range(k + 1))
+    tail = term = 1
+    for i in range(k):  # C(n, i + 1) from C(n, i): one multiplication each, not k binomials afresh
+        term = term * (n - i) // (i + 1)
+        tail += term
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
-def sign_flip(diffs: Sequence[Fraction], rng: np.random.Generator | None = None) -> tuple[float, str]:
-    """Two-sided sign-flip test of mean difference 0: (p-value, method).
+def sign_flip(diffs: Sequence[Fraction], max_cells: int = DP_CELLS) -> tuple[float, str]:
+    """Two-sided sign-flip test of mean difference 0: (p-value, method), exact for any number of differences.
 
-    Exact over all 2**m sign vectors of the m non-zero differences when m <= 20 (p = share with |sum| >= the
-    observed |sum|); else SIGN_FLIP_DRAWS random sign vectors from `rng`, p = (1 + hits) / (1 + draws).
-    Differences are scaled to integers by their common denominator, so every comparison is exact.
+    The m non-zero |dᵢ| are scaled to integers xᵢ by their common denominator; U = the sum of the xᵢ given a +
+    sign has the distribution of a subset sum, counted by dynamic programming (each difference adds the counts
+    shifted by xᵢ; integers, exact in float64 while m <= 52, rescaled by exact powers of two), and
+    p = P(|2U − Σx| >= |Σ signed x|) = the count of those sign vectors / 2**m.
+    When m·Σx would exceed `max_cells`, each |dᵢ| is first rounded to a grid of step Σ|d|·m/max_cells
+    ("sign_flip_dp_grid"): still an exact test, of the rounded differences (rounding is odd, so the null stays
+    symmetric).
     """
     nz = [d for d in diffs if d != 0]
-    m = len(nz)
-    if m == 0:
-        return 1.0, "sign_flip_exact"
-    den = math.lcm(*(d.denominator for d in nz))
-    ints = [int(d * den) for d in nz]
-    observed = abs(sum(ints))
-    if sum(abs(x) for x in ints) >= 2**53:  # beyond exact float64 integers: rescale (loses nothing that matters)
-        scale = sum(abs(x) for x in ints) / 2**50
-        vec = np.array([x / scale for x in ints], dtype=np.float64)
-        obs = abs(float(vec.sum()))
-    else:
-        vec = np.array(ints, dtype=np.float64)
-        obs = float(observed)
-    if m <= EXACT_SIGN_FLIP_MAX:
-        total = 1 << m
-        hits = 0
-        step = 1 << 16
-        bits = np.arange(m, dtype=np.int64)
-        for start in range(0, total, step):
-            codes = np.arange(start, min(total, start + step), dtype=np.int64)
-            signs = ((codes[:, None] >> bits) & 1) * 2.0 - 1.0
-            hits += int(np.count_nonzero(np.abs(signs @ vec) >= obs))
-        return hits / total, "sign_flip_exact"
-    if rng is None:
-        raise ValueError("sign_flip needs a generator for more than 20 non-zero differences")
-    hits = 0
-    rows = max(1, _CHUNK_CELLS // m)
-    done = 0
-    while done < SIGN_FLIP_DRAWS:
-        b = min(rows, SIGN_FLIP_DRAWS - done)
-        signs = rng.integers(0, 2, size=(b, m)).astype(np.float64) * 2.0 - 1.0
-        hits += int(np.count_nonzero(np.abs(signs @ vec) >= obs))
-        done += b
-    return (1 + hits) / (1 + SIGN_FLIP_DRAWS), "sign_flip_mc"
+    den = math.lcm(*(d.denominator for d in nz)) if nz else 1
+    return sign_flip_scaled([int(d * den) for d in nz], max_cells)
 
 
-def accuracy_test(a: QuestionTable, b: QuestionTable, seed: str, key: str) -> dict[str, Any]:
-    """The accuracy difference's p-value over the common questions `a.qids` (== `b.qids`): McNemar when every
-    question has one trajectory per side, else the sign-flip test on per-question mean differences."""
-    pairs = [(a.cells[q], b.cells[q]) for q in a.qids]
-    if all(len(x) == 1 and len(y) == 1 for x, y in pairs):
-        a_only = sum(1 for x, y in pairs if x[0][0] and y[0][0] and x[0][1] and not y[0][1])
-        b_only = sum(1 for x, y in pairs if x[0][0] and y[0][0] and y[0][1] and not x[0][1])
+def sign_flip_scaled(signed: Sequence[int], max_cells: int = DP_CELLS) -> tuple[float, str]:
+    """`sign_flip` of differences already scaled to integers by a common factor (zeros are ignored)."""
+    signed = [x for x in signed if x != 0]
+    method = "sign_flip_exact_dp"
+    cells = len(signed) * sum(abs(x) for x in signed)
+    if cells > max_cells:  # |x| -> round(|x| · max_cells / cells), half up, in integers; the sign kept
+        signed = [(1 if x > 0 else -1) * ((2 * abs(x) * max_cells + cells) // (2 * cells)) for x in signed]
+        signed = [x for x in signed if x != 0]
+        method = "sign_flip_dp_grid"
+    xs = sorted(abs(x) for x in signed)
+    total, observed = sum(xs), abs(sum(signed))
+    if observed == 0:
+        return 1.0, method
+    dist = np.zeros(total + 1, dtype=np.float64)  # subset-sum counts, scaled down by 2**-RESCALE now and then
+    dist[0] = 1.0
+    reach = pending = 0
+    for x in xs:
+        reach += x
+        dist[x:reach + 1] += dist[:reach + 1 - x]  # numpy buffers the overlap: the sum of the old values
+        pending += 1
+        if pending == _RESCALE:  # a power of two: exact, and the counts stay far below float64's range
+            dist[:reach + 1] *= 2.0**-_RESCALE
+            pending = 0
+    lower = (total - observed) // 2  # |2U − T| >= obs  <=>  U <= (T − obs)/2 or (by symmetry, as likely) U >= …
+    return min(1.0, 2 * math.fsum(dist[:lower + 1].tolist()) * 2.0**-pending), method
+
+
+def holm(ps: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Holm-adjusted p-values over the defined ones (ties in key order); None stays None."""
+    order = sorted((p, k) for k, p in ps.items() if p is not None)
+    m = len(order)
+    out: dict[str, float | None] = dict.fromkeys(ps)
+    running = 0.0
+    for i, (p, k) in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p))
+        out[k] = running
+    return out
+
+
+class _Pair:
+    """One comparison over the questions both arms ran (`qids`): on the questions where num/den is defined on
+    both sides (`used`), the difference of per-question means as an integer over a common `scale`, else 0."""
+
+    def __init__(self, ta: QuestionTable, tb: QuestionTable, num: str, den: str):
+        a = dict(zip(ta.qids, zip(ta.column(num), ta.column(den), strict=True), strict=True))
+        b = dict(zip(tb.qids, zip(tb.column(num), tb.column(den), strict=True), strict=True))
+        self.qids = tuple(sorted(set(a) & set(b)))
+        self.used = [bool(a[q][1] and b[q][1]) for q in self.qids]
+        self.counts = [(a[q][1], b[q][1]) for q, u in zip(self.qids, self.used, strict=True) if u]
+        self.scale = math.lcm(*(x for c in self.counts for x in c)) if self.counts else 1
+        self.nums = [(a[q][0] * (self.scale // a[q][1]) - b[q][0] * (self.scale // b[q][1])) if u else 0
+                     for q, u in zip(self.qids, self.used, strict=True)]
+        self.n = len(self.counts)
+
+    def job(self) -> Job:
+        """The replicate sums it needs: how many used questions were drawn (exact) and the differences' sum."""
+        used = np.array(self.used, dtype=np.float64).reshape(len(self.qids), 1)
+        values = np.array([x / self.scale for x in self.nums], dtype=np.float64).reshape(len(self.qids), 1)
+        return Job(self.qids, used, values)
+
+    def mean(self) -> float | None:
+        return float(Fraction(sum(self.nums), self.scale * self.n)) if self.n else None
+
+
+def _accuracy_test(pair: _Pair) -> dict[str, Any]:
+    if all(x == 1 and y == 1 for x, y in pair.counts):  # one audited epoch per question on both sides: McNemar
+        a_only = sum(1 for d in pair.nums if d > 0)
+        b_only = sum(1 for d in pair.nums if d < 0)
         return {"accuracy_diff_p": mcnemar_exact(a_only, b_only), "accuracy_test": "mcnemar_exact",
                 "discordant": {"a_only_correct": a_only, "b_only_correct": b_only}}
-    diffs = []
-    for x, y in pairs:
-        na, nb = sum(c[0] for c in x), sum(c[0] for c in y)
-        if na and nb:
-            diffs.append(Fraction(sum(c[1] for c in x), na) - Fraction(sum(c[1] for c in y), nb))
-    p, method = sign_flip(diffs, _rng(seed, "sign-flip", key))
+    p, method = sign_flip_scaled(pair.nums)
     return {"accuracy_diff_p": p, "accuracy_test": method}
-
-
-def _diff(x: Fraction | None, y: Fraction | None) -> float | None:
-    return None if x is None or y is None else float(x - y)
 
 
 def uncertainty(
     by_provider: dict[str, list[TrajectoryStats]], *, replicates: int, seed: str,
-    scores: dict[str, Scores] | None = None,
+    scores: dict[str, Scores] | None = None, usd: dict[str, dict[str, Fraction]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(per provider: `<metric>_ci` and `accuracy_wilson`; per pair "A|B": paired differences, intervals, p-value).
+    """(per provider: `<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`; per pair "A|B": the
+    paired differences, their intervals and p-values, and Holm's adjustment with more than one pair).
 
-    `scores`: each provider's metrics.answer_scores, when the caller already has them (they are the slow part)."""
+    `scores`: each provider's metrics.answer_scores, when the caller already has them (they are the slow part).
+    `usd`: provider -> qid -> that question's USD over its trajectories (adds `usd_per_correct_ci`)."""
     names = sorted(by_provider)
     tables = {n: QuestionTable.from_rows(by_provider[n], (scores or {}).get(n)) for n in names}
-    jobs: list[QuestionTable] = [tables[n] for n in names]
-    pair_tables: dict[tuple[str, str], tuple[QuestionTable, QuestionTable]] = {}
-    for a, b in combinations(names, 2):
-        common = tuple(sorted(set(tables[a].qids) & set(tables[b].qids)))
-        ta = tables[a] if common == tables[a].qids else tables[a].subset(common)
-        tb = tables[b] if common == tables[b].qids else tables[b].subset(common)
-        pair_tables[(a, b)] = (ta, tb)
-        jobs += [t for t in (ta, tb) if all(t is not j for j in jobs)]
-    reps = replicate_all(seed, replicates, jobs)
-    rep_of = {id(t): r for t, r in zip(jobs, reps, strict=True)}
-    providers: dict[str, dict[str, Any]] = {}
+    jobs: list[Job] = []
     for n in names:
-        t, r = tables[n], rep_of[id(tables[n])]
+        t = tables[n]
+        cost = usd.get(n) if usd is not None else None
+        spent = np.array([float(cost.get(q, 0)) for q in t.qids], dtype=np.float64) if cost is not None else None
+        floats = np.stack([t.f1] + ([] if spent is None else [spent]), axis=1)
+        jobs.append(Job(t.qids, t.ints, floats))
+    pairs_of: dict[tuple[str, str], tuple[_Pair, _Pair]] = {}
+    for a, b in combinations(names, 2):
+        by_answer = _Pair(tables[a], tables[b], "correct", "audited")
+        by_item = _Pair(tables[a], tables[b], "supported", "valid")
+        pairs_of[(a, b)] = (by_answer, by_item)
+        jobs += [by_answer.job(), by_item.job()]
+    sums = replicate_sums(seed, replicates, jobs)
+    providers: dict[str, dict[str, Any]] = {}
+    for i, n in enumerate(names):
+        t = tables[n]
+        ints, floats = sums[i]
         block: dict[str, Any] = {}
-        for key in RATIOS:
-            block[f"{key}_ci"] = None if t.point(key) is None else percentile_interval(r.ratio(key))
-        audited = int(t.ints[:, _COL["audited"]].sum())
-        block["accuracy_wilson"] = wilson(int(t.ints[:, _COL["correct"]].sum()), audited)
+        for key in PROPORTIONS:
+            num, den = RATIOS[key]
+            ci, n_eff = proportion_interval(t.column(num), t.column(den))
+            block[f"{key}_ci"] = ci
+            block[f"{key}_n_eff"] = None if n_eff is None else float(n_eff)
+        block["accuracy_wilson"] = block["accuracy_ci"]
+        for key in BOOTSTRAPPED:
+            num, den = RATIOS[key]
+            d = ints[:, _COL[den]]
+            values = _divide(floats[:, 0] if num == F1 else ints[:, _COL[num]], d)
+            block[f"{key}_ci"] = None if t.point(key) is None else percentile_interval(values)
+            block[f"{key}_ci_undefined"] = int(np.count_nonzero(d == 0))
+        per_correct = [("tokens_per_correct", ints[:, _COL["input_tokens"]] + ints[:, _COL["output_tokens"]])]
+        if floats.shape[1] > 1:  # the provider's USD per question was given
+            per_correct.append(("usd_per_correct", floats[:, 1]))
+        for key, per_replicate in per_correct:
+            block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_replicate, ints)
         providers[n] = block
     pairs: dict[str, dict[str, Any]] = {}
-    for (a, b), (ta, tb) in pair_tables.items():
+    for j, ((a, b), (acc, ssr)) in enumerate(pairs_of.items()):
         key = f"{a}|{b}"
-        ra, rb = rep_of[id(ta)], rep_of[id(tb)]
-        out: dict[str, Any] = {"paired_questions": len(ta.qids)}
-        for metric in PAIRED:
-            d = _diff(ta.point(metric), tb.point(metric))
-            out[f"{metric}_diff"] = d
-            out[f"{metric}_diff_ci"] = None if d is None else percentile_interval(ra.ratio(metric) - rb.ratio(metric))
+        out: dict[str, Any] = {"paired_questions": acc.n, "surface_support_rate_paired_questions": ssr.n}
+        for metric, paired, (drawn, summed) in (("accuracy", acc, sums[len(names) + 2 * j]),
+                                                ("surface_support_rate", ssr, sums[len(names) + 2 * j + 1])):
+            mean = paired.mean()
+            out[f"{metric}_diff"] = mean
+            out[f"{metric}_diff_ci"] = None if mean is None else percentile_interval(_divide(summed[:, 0], drawn[:, 0]))
+            out[f"{metric}_diff_ci_undefined"] = int(np.count_nonzero(drawn[:, 0] == 0))
         if out["accuracy_diff"] is None:
             out.update({"accuracy_diff_p": None, "accuracy_test": None})
         else:
-            out.update(accuracy_test(ta, tb, seed, key))
+            out.update(_accuracy_test(acc))
+        if out["surface_support_rate_diff"] is None:
+            out.update({"surface_support_rate_diff_p": None, "surface_support_rate_test": None})
+        else:
+            p_value, method = sign_flip_scaled(ssr.nums)
+            out.update({"surface_support_rate_diff_p": p_value, "surface_support_rate_test": method})
         pairs[key] = out
+    if len(pairs) > 1:
+        for metric, holm_key in (("accuracy_diff_p", "p_holm"), ("surface_support_rate_diff_p",
+                                                                  "surface_support_rate_diff_p_holm")):
+            adjusted = holm({k: v[metric] for k, v in pairs.items()})
+            for k, v in pairs.items():
+                v[holm_key] = adjusted[k]
     return providers, pairs
+
+
+def _per_correct(t: QuestionTable, totals: Floats, ints: Floats) -> tuple[list[float | None] | None, int]:
+    """(interval, undefined replicates) of Σx/Σcorrect as (mean x per trajectory) / (correct share), Bonferroni;
+    `totals`: Σx per replicate."""
+    trajectories = ints[:, _COL["trajectories"]]
+    mean = percentile_interval(_divide(totals, trajectories), level=1 - (1 - LEVEL) / 2)
+    share, _ = proportion_interval(t.column("correct"), t.column("trajectories"), Z975)
+    undefined = int(np.count_nonzero(trajectories == 0))
+    if mean is None or share is None or int(t.ints[:, _COL["correct"]].sum()) == 0:
+        return None, undefined
+    lo = mean[0] / share[1]
+    return [lo, None if share[0] == 0 else mean[1] / share[0]], undefined
+
+
+def methods(providers: Mapping[str, Mapping[str, Any]], pairs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The report's `uncertainty.methods`: {interval or p-value key: method} for the keys it has; a test that
+    differs between pairs is named by every name used, joined by "+" (each pair says its own in `*_test`)."""
+    present = {k for block in (*providers.values(), *pairs.values()) for k in block}
+    out = {k: v for k, v in METHODS.items() if k in present}
+    for p_key, test_key in (("accuracy_diff_p", "accuracy_test"),
+                            ("surface_support_rate_diff_p", "surface_support_rate_test")):
+        used = sorted({str(c[test_key]) for c in pairs.values() if c.get(test_key)})
+        if used:
+            out[p_key] = "+".join(used)
+    return out

@@ -29,7 +29,7 @@ from searchtrace import analytics, pipeline
     help="A custom metric file (.py with metric(con, judge_run_id), or .sql returning provider, value); repeatable.",
 )
 @click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=analytics.DEFAULT_BOOTSTRAP, show_default=True,
-              help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §12); 0 turns them off.")
+              help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §18); 0 turns them off.")
 @click.option("--seed", default=analytics.DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
 @click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
@@ -44,7 +44,7 @@ def report(
     seed: str,
     prices: Path | None,
 ) -> None:
-    """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§12)."""
+    """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§18)."""
     result = pipeline.report(
         db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,
         run_ids=run_ids,

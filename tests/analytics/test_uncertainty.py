@@ -1,4 +1,4 @@
-"""SPEC §12 intervals and tests against independent computations (closed forms, hand-made tables)."""
+"""SPEC §18 intervals and tests against independent computations (closed forms, hand-made tables, enumeration)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,19 @@ import numpy as np
 import pytest
 
 from searchtrace.analytics._metrics import TrajectoryStats, provider_metrics
-from searchtrace.analytics._uncertainty import RATIOS, mcnemar_exact, sign_flip, uncertainty, wilson
+from searchtrace.analytics._uncertainty import (
+    BOOTSTRAPPED,
+    PROPORTIONS,
+    RATIOS,
+    effective_n,
+    holm,
+    mcnemar_exact,
+    proportion_interval,
+    score_interval,
+    sign_flip,
+    uncertainty,
+    weight_chunks,
+)
 from tests.analytics.analytics_fixture import import_fixture, report_json
 
 Z = 1.959964
@@ -37,20 +49,69 @@ def wilson_closed(x: int, n: int) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize(("x", "n"), [(25, 100), (26, 100), (1, 3), (7, 7), (0, 12)])
-def test_wilson_matches_the_closed_form(x: int, n: int) -> None:
-    got = wilson(x, n)
-    assert got is not None
+def test_plain_score_interval_matches_the_closed_form(x: int, n: int) -> None:
     lo, hi = wilson_closed(x, n)
+    got = score_interval(x / n, n, corrected=False)
     assert math.isclose(got[0], lo, rel_tol=1e-12, abs_tol=1e-15) and math.isclose(got[1], hi, rel_tol=1e-12)
 
 
-def test_wilson_edges() -> None:
-    assert wilson(0, 0) is None
-    n = 10
-    all_right, all_wrong = wilson(n, n), wilson(0, n)
-    assert all_right is not None and all_wrong is not None
-    assert math.isclose(all_right[0], n / (n + Z * Z)) and all_right[1] == 1.0  # p̂ = 1: [n/(n+z²), 1]
-    assert all_wrong[0] == 0.0 and math.isclose(all_wrong[1], Z * Z / (n + Z * Z))
+@pytest.mark.parametrize(("x", "n"), [(25, 100), (1, 30), (29, 30), (3, 7), (0, 12), (12, 12), (1, 2)])
+def test_corrected_interval_inverts_the_corrected_score_test(x: int, n: int) -> None:
+    # each end is where the continuity-corrected score statistic reaches z: |x − n·π| − ½ = z·sqrt(n·π(1 − π))
+    lo, hi = score_interval(x / n, n)
+    if x == 0:
+        assert lo == 0.0
+    else:
+        assert math.isclose(x - n * lo - 0.5, Z * math.sqrt(n * lo * (1 - lo)), rel_tol=1e-9)
+    if x == n:
+        assert hi == 1.0
+    else:
+        assert math.isclose(n * hi - x - 0.5, Z * math.sqrt(n * hi * (1 - hi)), rel_tol=1e-9)
+    plain = score_interval(x / n, n, corrected=False)
+    assert lo <= plain[0] and plain[1] <= hi  # the correction only widens
+
+
+@pytest.mark.parametrize(("x", "n"), [(1, 2), (1, 3), (5, 30), (29, 30), (17, 100), (50, 100)])
+def test_one_epoch_complete_audit_has_effective_n_exactly_n_minus_1(x: int, n: int) -> None:
+    # mᵢ = 1, yᵢ ∈ {0, 1}: Σ(yᵢ − p̂)² = n·p̂(1 − p̂), so v̂ = p̂(1 − p̂)/(n − 1) and n_eff = n − 1
+    y = [1] * x + [0] * (n - x)
+    assert effective_n(y, [1] * n) == n - 1
+    ci, n_eff = proportion_interval(y, [1] * n)
+    assert n_eff == n - 1 and ci == score_interval(x / n, n - 1)
+
+
+def test_effective_n_by_hand() -> None:
+    # y = (2, 0, 1), m = (2, 1, 3): p̂ = 1/2, yᵢ − p̂mᵢ = (1, −½, −½), v̂ = 3/2 · (3/2) / 36 = 1/16, n_eff = ¼ / (1/16)
+    assert effective_n([2, 0, 1], [2, 1, 3]) == 4
+    # (0, 0, 1) of (1, 1, 2): 1·3·16·2 / (3·6) = 16/3 > Σm = 4, capped
+    assert effective_n([0, 0, 1], [1, 1, 2]) == 4
+    # v̂ = 0: n (p̂ at an edge, or every question at p̂), whatever Σm; one question: 1; questions with m = 0 ignored
+    assert effective_n([0, 0, 0], [2, 3, 1]) == 3 and effective_n([4, 4], [4, 4]) == 2
+    assert effective_n([1, 2, 0], [2, 4, 0]) == 2 and effective_n([1], [3]) == 1
+    assert effective_n([0, 0], [0, 0]) is None and proportion_interval([0], [0]) == (None, None)
+
+
+def test_identical_epochs_add_no_information() -> None:
+    pattern = [True] * 7 + [False] * 13
+    # (n_eff is capped at Σm, which k copies multiply: these data stay below the cap, as 0/1 answers always do)
+    one = {"a": [row("a", f"q{i}", x, valid=3, supported=3 * x) for i, x in enumerate(pattern)]}
+    three = {"a": [row("a", f"q{i}", x, e, valid=3, supported=3 * x)
+                   for i, x in enumerate(pattern) for e in (1, 2, 3)]}
+    a, _ = uncertainty(one, replicates=50, seed="s")
+    b, _ = uncertainty(three, replicates=50, seed="s")
+    for key in PROPORTIONS:
+        assert a["a"][f"{key}_ci"] == b["a"][f"{key}_ci"], key  # bit for bit: n_eff is an exact Fraction
+        assert a["a"][f"{key}_n_eff"] == b["a"][f"{key}_n_eff"], key
+    assert a["a"]["accuracy_n_eff"] == 19.0 and a["a"]["accuracy_wilson"] == a["a"]["accuracy_ci"]
+
+
+def test_no_zero_width_proportion_interval() -> None:
+    for y, m in (([0] * 5, [1] * 5), ([3] * 4, [3] * 4), ([1], [1]), ([0], [4]), ([1, 1], [2, 2])):
+        ci, _ = proportion_interval(y, m)
+        assert ci is not None and ci[0] < ci[1], (y, m)
+    prov, _ = uncertainty({"a": [row("a", f"q{i}", True) for i in range(15)]}, replicates=50, seed="s")
+    lo, hi = prov["a"]["accuracy_ci"]
+    assert hi == 1.0 and lo == score_interval(1.0, 15)[0] and lo < 1.0  # 15/15 is not [1, 1]
 
 
 def test_mcnemar_against_the_binomial() -> None:
@@ -70,6 +131,7 @@ def test_paired_tables_by_hand() -> None:
     pair = pairs["a|b"]
     assert pair["accuracy_test"] == "mcnemar_exact" and pair["discordant"] == {"a_only_correct": 3, "b_only_correct": 1}
     assert pair["accuracy_diff_p"] == 10 / 16 and pair["accuracy_diff"] == pytest.approx(0.2)
+    assert "p_holm" not in pair  # one pair: nothing to adjust
     lo, hi = pair["accuracy_diff_ci"]
     assert lo <= 0.2 <= hi
     for both in (True, False):  # all correct / all wrong on both sides: no discordant pair, a zero difference
@@ -77,21 +139,94 @@ def test_paired_tables_by_hand() -> None:
         prov, pairs = uncertainty(same, replicates=200, seed="s")
         assert pairs["a|b"]["accuracy_diff_p"] == 1.0 and pairs["a|b"]["accuracy_diff"] == 0.0
         assert pairs["a|b"]["accuracy_diff_ci"] == [0.0, 0.0]
-        assert prov["a"]["accuracy_ci"] == [float(both), float(both)]
-        assert prov["a"]["accuracy_wilson"] == wilson(8 if both else 0, 8)
+        assert prov["a"]["accuracy_ci"] == score_interval(float(both), 8)  # v̂ = 0: n_eff = n
+        assert prov["a"]["accuracy_wilson"] == prov["a"]["accuracy_ci"]
 
 
-def test_sign_flip_exact_and_drawn() -> None:
-    assert sign_flip([Fraction(1)] * 3) == (2 / 8, "sign_flip_exact")  # only ±(1,1,1) reach |3|
-    assert sign_flip([Fraction(1), Fraction(-1), Fraction(0)]) == (1.0, "sign_flip_exact")
-    assert sign_flip([Fraction(1, 2), Fraction(1, 3)]) == (2 / 4, "sign_flip_exact")  # |±1/2 ± 1/3| ≥ 5/6 twice
-    p, how = sign_flip([Fraction(1)] * 25, np.random.Generator(np.random.PCG64(1)))
-    assert how == "sign_flip_mc" and 1 / 100_001 <= p < 5e-5  # true p = 2 / 2**25 ≈ 6e-8
-    # epochs: per-question mean differences are the unit (3 epochs, 2 questions)
-    rows = {"a": [row("a", q, True, e) for q in ("q1", "q2") for e in (1, 2, 3)],
-            "b": [row("b", q, e == 1, e) for q in ("q1", "q2") for e in (1, 2, 3)]}
-    _, pairs = uncertainty(rows, replicates=100, seed="s")
-    assert pairs["a|b"]["accuracy_test"] == "sign_flip_exact" and pairs["a|b"]["accuracy_diff_p"] == 0.5
+def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
+    # a: q0 3 epochs (2 right), q1 1 epoch right, q2 unaudited, q3 1 epoch wrong; b: 1 epoch each, q1 unaudited.
+    # Paired questions (audited on both sides): q0 and q3 -> mean of (2/3 − 0, 0 − 1) = −1/6
+    rows = {"a": [row("a", "q0", m, e) for e, m in ((1, True), (2, True), (3, False))]
+            + [row("a", "q1", True), row("a", "q2", None), row("a", "q3", False)],
+            "b": [row("b", "q0", False), row("b", "q1", None), row("b", "q2", True), row("b", "q3", True)]}
+    _, pairs = uncertainty(rows, replicates=200, seed="s")
+    pair = pairs["a|b"]
+    assert pair["paired_questions"] == 2 and pair["accuracy_diff"] == float(Fraction(-1, 6))
+    # the four questions both ran are drawn; a replicate without q0 or q3 has no difference to average
+    qids = ("q0", "q1", "q2", "q3")
+    empty = sum(int(np.count_nonzero(w[:, 0] + w[:, 3] == 0)) for w in weight_chunks("s", qids, 200))
+    assert pair["accuracy_diff_ci_undefined"] == empty > 0
+    # sign flips of (2/3, −1) in thirds (2, −3): |±2 ± 3| ≥ 1 always -> p = 1
+    assert pair["accuracy_test"] == "sign_flip_exact_dp" and pair["accuracy_diff_p"] == 1.0
+    lo, hi = pair["accuracy_diff_ci"]
+    assert -1.0 <= lo <= -1 / 6 <= hi <= 2 / 3  # replicates are means of draws of {2/3, −1}
+    # surface support: per-question rates over questions with valid items on both sides
+    rows = {"a": [row("a", "q0", True, valid=4, supported=3), row("a", "q1", True, valid=2, supported=0),
+                  row("a", "q2", True)],
+            "b": [row("b", "q0", True, valid=1, supported=0), row("b", "q1", True, valid=5, supported=5),
+                  row("b", "q2", True, valid=2, supported=2)]}
+    _, pairs = uncertainty(rows, replicates=200, seed="s")
+    pair = pairs["a|b"]
+    assert pair["surface_support_rate_paired_questions"] == 2
+    assert pair["surface_support_rate_diff"] == float((Fraction(3, 4) - 0 + 0 - 1) / 2)  # −1/8
+    assert pair["surface_support_rate_test"] == "sign_flip_exact_dp" and pair["surface_support_rate_diff_p"] == 1.0
+
+
+def enumerate_sign_flips(diffs: list[Fraction]) -> Fraction:
+    """Full enumeration: the share of the 2^m sign vectors whose |sum| reaches the observed |sum| (exact)."""
+    nz = [d for d in diffs if d != 0]
+    m = len(nz)
+    if m == 0:
+        return Fraction(1)
+    den = math.lcm(*(d.denominator for d in nz))
+    vec = np.array([int(d * den) for d in nz], dtype=np.int64)
+    observed = abs(int(vec.sum()))
+    bits = np.arange(m, dtype=np.int64)
+    hits = 0
+    for start in range(0, 1 << m, 1 << 16):
+        codes = np.arange(start, min(1 << m, start + (1 << 16)), dtype=np.int64)
+        signs = ((codes[:, None] >> bits) & 1) * 2 - 1
+        hits += int(np.count_nonzero(np.abs(signs @ vec) >= observed))
+    return Fraction(hits, 1 << m)
+
+
+def test_sign_flip_dp_equals_full_enumeration() -> None:
+    assert sign_flip([Fraction(1)] * 3) == (2 / 8, "sign_flip_exact_dp")  # only ±(1,1,1) reach |3|
+    assert sign_flip([Fraction(1), Fraction(-1), Fraction(0)]) == (1.0, "sign_flip_exact_dp")
+    assert sign_flip([Fraction(1, 2), Fraction(1, 3)]) == (2 / 4, "sign_flip_exact_dp")  # |±1/2 ± 1/3| ≥ 5/6 twice
+    assert sign_flip([]) == (1.0, "sign_flip_exact_dp")
+    rng = random.Random(20)
+    for m in [*range(1, 21), 20, 20]:
+        diffs = [Fraction(rng.randint(-6, 6), rng.choice((1, 2, 3, 4, 6))) for _ in range(m)]
+        if rng.random() < 0.5:  # a shifted batch, so that small p-values are covered too
+            diffs = [d + Fraction(1, 2) for d in diffs]
+        p, how = sign_flip(diffs)
+        assert how == "sign_flip_exact_dp" and p == enumerate_sign_flips(diffs), diffs  # equal, not close
+    # beyond enumeration: still exact (no draws), e.g. m equal differences: 2 / 2^m
+    assert sign_flip([Fraction(1)] * 25) == (2 / 2**25, "sign_flip_exact_dp")
+    assert sign_flip([Fraction(1, 3)] * 100) == (2.0**-99, "sign_flip_exact_dp")
+
+
+def test_sign_flip_on_a_grid_when_the_dp_is_too_wide() -> None:
+    diffs = [Fraction(1, 7), Fraction(-5, 9), Fraction(7, 11), Fraction(3, 13), Fraction(2, 17)]
+    p, how = sign_flip(diffs)
+    assert how == "sign_flip_exact_dp" and p == enumerate_sign_flips(diffs)
+    p, how = sign_flip(diffs, max_cells=5 * 40)  # Σ|x| limited to 40 cells: |d| rounded to multiples of Σ|d|/40
+    step = sum(abs(d) for d in diffs) / 40
+    rounded = [(1 if d > 0 else -1) * math.floor(abs(d) / step + Fraction(1, 2)) for d in diffs]
+    assert how == "sign_flip_dp_grid" and p == enumerate_sign_flips([Fraction(x) for x in rounded])
+
+
+def test_holm_by_hand() -> None:
+    # sorted 1/8, 1/4, 3/8: 3·1/8, max(3/8, 2·1/4), max(1/2, 1·3/8); None stays out of the count
+    assert holm({"x": 0.125, "y": 0.375, "z": 0.25, "w": None}) == {"x": 0.375, "y": 0.5, "z": 0.5, "w": None}
+    assert holm({"x": 0.6, "y": 0.7}) == {"x": 1.0, "y": 1.0}
+    data = synthetic(12)
+    data["s"] = [row("s", r.qid, not r.semantic_match, valid=2, supported=1) for r in data["p"]]
+    _, pairs = uncertainty(data, replicates=100, seed="s")
+    assert sorted(pairs) == ["p|r", "p|s", "r|s"]
+    for metric, key in (("accuracy_diff_p", "p_holm"), ("surface_support_rate_diff_p", "surface_support_rate_diff_p_holm")):
+        assert {k: v[key] for k, v in pairs.items()} == holm({k: v[metric] for k, v in pairs.items()})
 
 
 def synthetic(n: int, copies: int = 1) -> dict[str, list[TrajectoryStats]]:
@@ -116,23 +251,56 @@ def widths(block: dict[str, Any]) -> dict[str, float]:
     return {k: block[f"{k}_ci"][1] - block[f"{k}_ci"][0] for k in RATIOS}
 
 
-def test_bootstrap_contains_points_is_seeded_and_narrows_with_more_questions() -> None:
+def test_intervals_contain_points_are_seeded_and_narrow_with_more_questions() -> None:
     data = synthetic(40)
     prov, pairs = uncertainty(data, replicates=2000, seed="one")
     for name, block in prov.items():
         point = provider_metrics(data[name])
-        for key in RATIOS:
+        for key in (*RATIOS, "tokens_per_correct"):
             lo, hi = block[f"{key}_ci"]
             assert lo <= point[key] <= hi, (name, key)
+        assert all(block[f"{k}_ci_undefined"] == 0 for k in (*BOOTSTRAPPED, "tokens_per_correct"))
+        assert not any(f"{k}_ci_undefined" in block for k in PROPORTIONS)
+        assert all(block[f"{k}_n_eff"] > 0 for k in PROPORTIONS)
     assert uncertainty(data, replicates=2000, seed="one") == (prov, pairs)  # same seed: the same numbers
     other, _ = uncertainty(data, replicates=2000, seed="two")
-    for key in ("surface_support_rate", "contradiction_gold_ratio", "input_tokens_per_trajectory",
-                "output_tokens_per_trajectory", "gold_rank1_share"):  # the near-continuous ones move with the seed
+    for key in ("contradiction_gold_ratio", "input_tokens_per_trajectory", "output_tokens_per_trajectory",
+                "tokens_per_correct"):  # the near-continuous bootstrapped ones move with the seed
         assert other["p"][f"{key}_ci"] != prov["p"][f"{key}_ci"], key
+    for key in PROPORTIONS:  # closed form: no draws
+        assert other["p"][f"{key}_ci"] == prov["p"][f"{key}_ci"], key
     four, _ = uncertainty(synthetic(40, copies=4), replicates=2000, seed="one")
     ratios = [widths(four["p"])[k] / w for k, w in widths(prov["p"]).items() if w > 0]
     assert len(ratios) >= 10
     assert 0.4 < float(np.median(ratios)) < 0.6 and all(0.3 < x < 0.75 for x in ratios), ratios  # 1/sqrt(4) = 0.5
+
+
+def test_undefined_replicates_are_counted() -> None:
+    # only q000 has supported items: every replicate that does not draw it has contradiction_gold_ratio 0/0
+    rows = {"a": [row("a", f"q{i:03d}", i % 2 == 0, valid=3, supported=2 if i == 0 else 0,
+                      contradicted=int(i == 0))
+                  for i in range(10)]}
+    prov, _ = uncertainty(rows, replicates=500, seed="u")
+    qids = tuple(f"q{i:03d}" for i in range(10))
+    missing = sum(int(np.count_nonzero(w[:, 0] == 0)) for w in weight_chunks("u", qids, 500))
+    assert prov["a"]["contradiction_gold_ratio_ci_undefined"] == missing > 100  # ≈ 500 · 0.9^10 ≈ 174
+    assert prov["a"]["contradiction_gold_ratio_ci"] == [0.5, 0.5]  # every defined replicate: 1 of 2 per copy
+
+
+def test_per_correct_intervals() -> None:
+    data = synthetic(30)
+    usd = {name: {r.qid: Fraction(r.input_tokens + r.output_tokens, 1000) for r in rows} for name, rows in data.items()}
+    prov, _ = uncertainty(data, replicates=1000, seed="c", usd=usd)
+    for block in prov.values():
+        tokens, spent = block["tokens_per_correct_ci"], block["usd_per_correct_ci"]
+        assert tokens[0] < tokens[1] and block["usd_per_correct_ci_undefined"] == 0
+        # USD proportional to tokens: the same interval, a thousandth
+        assert spent == pytest.approx([tokens[0] / 1000, tokens[1] / 1000], rel=1e-12)
+    plain, _ = uncertainty(data, replicates=1000, seed="c")
+    assert "usd_per_correct_ci" not in plain["p"] and plain["p"]["tokens_per_correct_ci"] == prov["p"]["tokens_per_correct_ci"]
+    none_right = {"a": [row("a", f"q{i}", False, input_tokens=10) for i in range(5)]}
+    block = uncertainty(none_right, replicates=100, seed="c")[0]["a"]
+    assert block["tokens_per_correct_ci"] is None  # no correct answer: no estimate, no interval
 
 
 def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -> None:
@@ -141,7 +309,13 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -
     text, rep = report_json(db, "--judge-run-id", "j1")
     again, _ = report_json(db, "--judge-run-id", "j1")
     assert text == again
+    methods = rep["uncertainty"].pop("methods")
     assert rep["uncertainty"] == {"bootstrap": 2000, "seed": "searchtrace", "level": 0.95, "unit": "question"}
+    assert methods["accuracy_ci"] == methods["accuracy_wilson"] == "wilson_ess_cc"
+    assert methods["token_f1_ci"] == "bootstrap_percentile" and methods["tokens_per_correct_ci"] == "ratio_bonferroni"
+    assert methods["accuracy_diff_ci"] == "paired_bootstrap" and methods["p_holm"] == "holm"
+    assert methods["accuracy_diff_p"] in ("mcnemar_exact", "mcnemar_exact+sign_flip_exact_dp", "sign_flip_exact_dp")
+    assert set(methods) <= {k for b in (*rep["providers"].values(), *rep["paired"].values()) for k in b}
     other, _ = report_json(db, "--judge-run-id", "j1", "--seed", "another", "--bootstrap", "500")
     assert other != text
     off, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
@@ -166,6 +340,28 @@ def test_html_draws_the_intervals(tmp_path: Path) -> None:
     defined = sum(rep["providers"][n]["accuracy_ci"] is not None for n in rep["providers"])
     acc = section.split("<h3>accuracy</h3>", 1)[1].split("<h3>", 1)[0]
     assert acc.count("<circle") == defined and acc.count('stroke-width="2"') == defined
-    assert "Wilson" in acc and "Paired differences" in section and "p=" in section
+    assert "Wilson score interval at the effective sample size" in section
+    assert "Paired differences" in section and "p=" in section
+    tests = [sum(c[k] is not None for c in rep["paired"].values()) for k in ("p_holm", "surface_support_rate_diff_p_holm")]
+    assert tests == [1, 3]  # alpha|gamma is the one pair with questions audited on both sides
+    assert "adjusted over the 1 accuracy tests and the 3 surface-support tests shown" in section and " Holm " in section
     _, plain = report_json(db, "--judge-run-id", "j1", "--bootstrap", "0")
     assert "How sure" not in render(msgspec.convert(plain, Report))
+
+
+def test_table_shows_the_tests_and_holm(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from searchtrace.analytics import Report, render_table
+    from searchtrace.analytics._table import interval
+
+    db = tmp_path / "t.duckdb"
+    import_fixture(db, tmp_path / "in")
+    _, rep = report_json(db, "--judge-run-id", "j1")
+    console = Console(record=True, width=240)
+    render_table(msgspec.convert(rep, Report), console)
+    text = " ".join(console.export_text().split())  # titles wrap at the table's width
+    assert "Holm over the 1 accuracy and 3 surface-support tests shown" in text and "p Holm" in text
+    assert "McNemar" in text and "sign-flip" in text and "Wilson at the effective sample size" in text
+    assert "Wilson 95%" not in text  # accuracy_wilson is accuracy_ci now: one interval row
+    assert interval([1.0, None]) == "1.000–∞" and interval([-0.5, 0.25]) == "[-0.500, 0.250]"

@@ -91,21 +91,26 @@ async def test_raising_epochs_resumes_with_the_missing_epochs_only(tmp_path: Pat
     assert sum(i.endswith("~2") for i in ids) == 6 and len(ids) == 12
 
 
-def _stats(epoch: int, match: bool | None) -> TrajectoryStats:
+def _stats(epoch: int, match: bool | None, qid: str = "q") -> TrajectoryStats:
     zero = dict.fromkeys(
         ("searches fetches input_tokens output_tokens reasoning_tokens page_tokens latency_us domains items valid "
          "invalid snippet_only page_visible smart missed blind noop discovered supported contradicted "
          "supported_appearances supported_rank1").split(), 0)
-    return TrajectoryStats(stream_id="s", trajectory_id="t", provider="p", qid="q", epoch=epoch, gold_answer="g",
+    return TrajectoryStats(stream_id="s", trajectory_id="t", provider="p", qid=qid, epoch=epoch, gold_answer="g",
                            final_answer=None, semantic_match=match, **zero)
 
 
 def test_accuracy_epoch_sd_by_hand() -> None:
     # epoch 1: 1 of 2 correct (0.5); epoch 2: 2 of 2 (1.0); sample sd = sqrt(((0.25)^2 * 2) / 1) = sqrt(0.125)
     rows = [_stats(1, True), _stats(1, False), _stats(2, True), _stats(2, True), _stats(2, None)]
-    assert epoch_spread(rows) == {"accuracy_epoch_sd": math.sqrt(0.125)}
+    assert epoch_spread(rows) == {"accuracy_epoch_sd": math.sqrt(0.125), "accuracy_epoch_sd_questions": 1}
     assert epoch_spread(rows[:2]) == {}  # one epoch: no key (the /1 report keeps its keys)
-    assert epoch_spread([_stats(1, True), _stats(2, None)]) == {"accuracy_epoch_sd": None}
+    assert epoch_spread([_stats(1, True), _stats(2, None)]) == {"accuracy_epoch_sd": None,
+                                                                "accuracy_epoch_sd_questions": 0}
+    # SPEC §18: only questions audited in every epoch. r is right in epoch 1 and unaudited in epoch 2: counting it
+    # would give 2/3 vs 2/2 (sd 0.236); over q alone it is the sd above
+    assert epoch_spread([*rows, _stats(1, True, "r"), _stats(2, None, "r")]) == {
+        "accuracy_epoch_sd": math.sqrt(0.125), "accuracy_epoch_sd_questions": 1}
 
 
 def test_import_and_export_carry_the_epoch(tmp_path: Path) -> None:
