@@ -8,8 +8,13 @@ answer), `surface_supported_items` and `surface_contradicted_items` (the ratios'
 `surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
 `search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics._latency: provider time
 only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included), `results_returned`,
-`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained). At the top:
-`custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained).
+When the judge run has human snippet labels (SPEC §18, analytics._correction): `surface_support_rate_corrected`,
+`surface_contradiction_rate` and `surface_contradiction_rate_corrected` (each `_corrected` with `_labels`, the clear
+human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corrected_labels`, `corrected_unclear`,
+`corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
+`surface_support_rate_corrected_diff` (with `_labels`, and `_ci`, `_ci_undefined`, `_p` under a bootstrap). At the
+top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 import msgspec
 
 import searchtrace.analytics._sources as sources
+from searchtrace.analytics._correction import correction, report_cases
 from searchtrace.analytics._cost import provider_costs, recorded_prices, warning_line
 from searchtrace.analytics._custom import Number
 from searchtrace.analytics._latency import NO_LATENCY, provider_latency
@@ -112,6 +118,7 @@ def build_report(
             sizes = surface_sizes(con)
             latency = provider_latency(con)
             shown, assumed = provider_shown(con)
+            labelled = None if run is None else report_cases(con, run, rows)
             prices = prices or recorded_prices(con)
             if prices is not None:
                 counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -146,6 +153,19 @@ def build_report(
             report.providers[name].update(extra)
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question")
+    if labelled is not None:  # SPEC §18: the judge's rates corrected by the human audit labels
+        fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed)
+        for name, extra in fixed.items():
+            for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value
+                report.providers[name].setdefault(k, v)
+        if fixed_pairs:
+            paired_block = {} if isinstance(report.paired, msgspec.UnsetType) else report.paired
+            for key, extra in fixed_pairs.items():
+                block = paired_block.setdefault(key, {})
+                for k, v in extra.items():
+                    block.setdefault(k, v)  # `paired_questions` is the same count either way
+            report.paired = paired_block
+        notes.extend(labelled.notes)
     notes.extend(passed_over)
     items, judged = sum(r.items for r in rows), sum(r.valid + r.invalid for r in rows)
     if run is not None and judged < items:
