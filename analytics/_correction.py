@@ -38,8 +38,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from searchtrace.analytics._audit import current_labels
 from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._lookups import current_labels
 from searchtrace.analytics._metrics import TrajectoryStats
 from searchtrace.analytics._rules import first_verdicts
 from searchtrace.analytics._uncertainty import _rng, percentile_interval, weight_chunks
