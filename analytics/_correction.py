@@ -49,7 +49,6 @@ Floats = npt.NDArray[np.float64]
 SnippetLabel = Literal["supports_gold", "contradicts_gold"]
 LABELS: tuple[SnippetLabel, ...] = ("supports_gold", "contradicts_gold")
 RATE = {"supports_gold": "surface_support_rate", "contradicts_gold": "surface_contradiction_rate"}
-RATE_JUDGE = {"supports_gold": "supported", "contradicts_gold": "contradicted"}
 TPR = {"supports_gold": ("judge_tpr", "judge_tnr"), "contradicts_gold": ("judge_tpr_contradicts", "judge_tnr_contradicts")}
 METHOD = "stratified_difference_cp_ess"  # the interval method, for the report's `uncertainty.methods`
 
@@ -240,8 +239,7 @@ def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]
         xa, xb = _points(ta)[key], _points(tb)[key]
         diff = None if xa is None or xb is None else float(xa - xb)
         out: dict[str, Any] = {"paired_questions": len(common), f"{key}_diff": diff,
-                               f"{key}_diff_labels": [ta.audited[:, 0].sum().astype(int).item(),
-                                                      tb.audited[:, 0].sum().astype(int).item()]}
+                               f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())]}
         if replicates > 0:
             ra = reps[a][key] if ta is tables[a] else _replicates(ta, a, seed, replicates)[key]
             rb = reps[b][key] if tb is tables[b] else _replicates(tb, b, seed, replicates)[key]

@@ -100,6 +100,26 @@ def test_equals_the_judge_rate_when_humans_agree_on_every_audited_case() -> None
     assert pairs["a|b"]["paired_questions"] == 25
 
 
+def test_a_pair_compares_the_questions_both_ran() -> None:
+    cases, valid = random_cases(np.random.default_rng(2), ("a", "b"), 20, 3, 4, agree=False)
+    extra, more = random_cases(np.random.default_rng(5), ("a",), 26, 3, 2, agree=False)
+    late = {q for (_, q) in more} - {q for (_, q) in valid}  # a's questions b never ran
+    cases += [c for c in extra if c.qid in late]
+    valid |= {k: v for k, v in more.items() if k[1] in late}
+    providers, pairs = correction(cases, valid, replicates=300, seed="s")
+    common = [c for c in cases if c.qid not in late]
+    alone = correction(common, {k: v for k, v in valid.items() if k[1] not in late}, replicates=300, seed="s")[0]
+    pair = pairs["a|b"]
+    assert pair["paired_questions"] == 20
+    assert pair["surface_support_rate_corrected_diff"] == pytest.approx(
+        alone["a"]["surface_support_rate_corrected"] - alone["b"]["surface_support_rate_corrected"])
+    assert providers["a"]["surface_support_rate_corrected"] != alone["a"]["surface_support_rate_corrected"]
+    lo, hi = pair["surface_support_rate_corrected_diff_ci"]
+    assert lo < pair["surface_support_rate_corrected_diff"] < hi and 0 < pair["surface_support_rate_corrected_diff_p"] <= 1
+    assert pair["surface_support_rate_corrected_diff_labels"] == [
+        alone["a"]["surface_support_rate_corrected_labels"], alone["b"]["surface_support_rate_corrected_labels"]]
+
+
 def test_matches_ppi_python_unstratified_and_weighted() -> None:
     """ppi-python (an independent prediction-powered implementation) as the oracle: with one item per question,
     a proportional sample (n_h / N_h equal across strata) makes the stratified estimator the plain PPI mean
