@@ -20,7 +20,7 @@ size (labels clustered on a few questions count for less). The audit sample is d
 a plain resample of a few labels that all agree with the judge has no spread at all. Measured with a judge whose
 false positives grow with surface length (30 or 100 questions of 8 clustered items, true rate 0.02 to 0.98, k = 5 or
 20 labels per stratum, 200–500 stores each): resampling the labels with their questions covered 51–94 %, a Jeffreys
-posterior of the labels 88–96 %, this 93–99 % (k = 60 labels on 30 strongly clustered questions: 91 %), the judge's
+posterior of the labels 88–96 %, this 93–100 % (k = 60 labels on 30 strongly clustered questions: 91 %), the judge's
 own rate 0–92 %. Interval: the central 95 % of the defined replicates; `_ci_undefined` counts replicates with a zero
 denominator. A pair "A|B" (names in code-point order) over the questions both ran:
 `surface_support_rate_corrected_diff` (A − B) and `_labels` ([A's, B's] clear supports_gold labels), its `_ci`, and
