@@ -11,7 +11,8 @@ Where things are:
 - `items`: SPEC §4 judge items (the judge's input; ITEMS_SQL also feeds metrics and `v_judge_items`).
 - `metrics` + `textnorm`: every §5 metric, exact integer sums; `report`: the §8 dict and its canonical JSON.
 - `views`: the documented `v_*` / `ev_*` views for `searchtrace sql` (VIEWS.md); `custom`: user metric files.
-- `lookups`: narrow reads for the audit and the HTML page; `audit`: SPEC §7 oracle validation.
+- `lookups`: narrow reads for the audit and the HTML page; `audit`: SPEC §7 oracle validation; `correction`:
+  SPEC §18 judge-error correction of the snippet rates by the human labels (`JudgedCase`).
 - `table` (terminal form), `html` (the HTML page), `examples/` (a worked metric).
 """
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._views as views
     from searchtrace.analytics._agreement import compare_judge_runs
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
+    from searchtrace.analytics._correction import JudgedCase, correction
     from searchtrace.analytics._custom import run_metrics
     from searchtrace.analytics._evidence import item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
@@ -70,6 +72,8 @@ _EXPORTS: dict[str, str] = {
     "design_event": "searchtrace.analytics._audit",
     "prepare_import": "searchtrace.analytics._audit",
     "to_tsv": "searchtrace.analytics._audit",
+    "JudgedCase": "searchtrace.analytics._correction",
+    "correction": "searchtrace.analytics._correction",
     "run_metrics": "searchtrace.analytics._custom",
     "item_evidence": "searchtrace.analytics._evidence",
     "rationales": "searchtrace.analytics._evidence",
@@ -124,6 +128,7 @@ __all__ = [
     "DEFAULT_SEED",
     "ITEMS_SQL",
     "JudgeItem",
+    "JudgedCase",
     "RUNS_SQL",
     "Report",
     "TRAJECTORIES_CTE",
@@ -132,6 +137,7 @@ __all__ = [
     "build_report",
     "catch_up",
     "compare_judge_runs",
+    "correction",
     "design_event",
     "ensure_views",
     "exact_match",

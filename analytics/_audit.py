@@ -16,7 +16,16 @@ import msgspec
 
 from searchtrace.analytics._agreement import cohen_kappa
 from searchtrace.analytics._items import JudgeItem, judge_items
-from searchtrace.analytics._lookups import HasCursor, judge_run, known_judge_runs, providers, verdicts
+from searchtrace.analytics._lookups import (
+    CaseKey,
+    HasCursor,
+    current_labels,
+    judge_run,
+    known_judge_runs,
+    label_key,
+    providers,
+    verdicts,
+)
 from searchtrace.store import (
     AuditCase,
     AuditDesign,
@@ -64,7 +73,6 @@ REQUIRED = (
 )
 EXCERPT_CHARS = 1500
 HumanValue = bool | Literal["unclear"]
-CaseKey = tuple[str, str, str, str, str]  # judge_run_id, trajectory_id, url_normalized, surface, label
 Judged = dict[tuple[str, str], JudgeVerdict]  # (trajectory_id, url_normalized) -> first verdict of one judge run
 
 
@@ -337,27 +345,6 @@ def _validate_row(
         judge_value=recorded,
         human_value=human,
     )
-
-
-def label_key(a: AuditLabel) -> CaseKey:
-    return (a.judge_run_id, a.item.trajectory_id, a.item.url_normalized, a.surface, a.label)
-
-
-def current_labels(source: HasCursor, judge_run_id: str | None = None) -> dict[CaseKey, list[AuditLabel]]:
-    """Every audit.label per case in append order (the last one is the human's current answer)."""
-    cur = source.cursor()
-    cur.execute(
-        "SELECT payload FROM events WHERE type = 'audit.label' "
-        "AND (? IS NULL OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY position",
-        [judge_run_id, judge_run_id],
-    )
-    out: dict[CaseKey, list[AuditLabel]] = {}
-    for (payload,) in cur.fetchall():
-        a = decode_payload(payload)
-        assert isinstance(a, AuditLabel)
-        out.setdefault(label_key(a), []).append(a)
-    cur.close()
-    return out
 
 
 def label_events(

@@ -28,10 +28,10 @@ from searchtrace.analytics._drawing import (
     svg,
     text,
 )
-from searchtrace.analytics._interval_plots import interval_section
+from searchtrace.analytics._interval_plots import interval_chart, interval_section, paired_chart
 from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.analytics._report import Report
-from searchtrace.analytics._table import ROWS, is_cost, lookup
+from searchtrace.analytics._table import CORRECTED_ROWS, ROWS, interval, is_cost, lookup
 from searchtrace.store import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -276,6 +276,51 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
 
+def corrected_section(report: Report) -> list[str]:
+    """SPEC §18: the judge's snippet rates corrected by the human audit labels (empty without human labels)."""
+    providers = report.providers
+    names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
+    if not names:
+        return []
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    rows = [f"<tr><th>metric</th>{head}</tr>"]
+    for key, label in CORRECTED_ROWS:
+        rows.append(f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{fmt(providers[n].get(key))}</td>" for n in names)
+                    + "</tr>")
+        if any(f"{key}_ci" in providers[n] for n in names):
+            rows.append("<tr><td>  95% interval</td>" + "".join(
+                f"<td>{escape(interval(providers[n].get(f'{key}_ci')))}</td>" for n in names) + "</tr>")
+    parts = [
+        "<h2>Corrected for judge error</h2>",
+        '<p class="note">The judge is an LLM: each snippet rate is corrected by the human audit labels, stratum by '
+        "stratum (provider × label × judge value, weighted by the audit design's population), and each corrected "
+        "rate names the human labels it rests on. TPR / TNR: the judge against the human labels, weighted the same "
+        "way.</p>",
+        '<div class="wide"><table>' + "".join(rows) + "</table></div>",
+    ]
+    if not isinstance(report.uncertainty, msgspec.UnsetType):
+        parts += [interval_chart(providers, "surface_support_rate_corrected", "surface support rate, corrected"),
+                  interval_chart(providers, "surface_contradiction_rate_corrected",
+                                 "surface contradiction rate, corrected")]
+    comp = report.paired or {}
+    keys = [k for k in sorted(comp) if "surface_support_rate_corrected_diff_ci" in comp[k]]
+    if keys:
+        parts.append(paired_chart(comp, "surface_support_rate_corrected", "corrected surface support rate difference"))
+        cells = []
+        for k in keys:
+            c = comp[k]
+            p, labels = c.get("surface_support_rate_corrected_diff_p"), c.get("surface_support_rate_corrected_diff_labels")
+            cells.append(f"<tr><td>{escape(k)}</td><td>{fmt(c.get('paired_questions'))}</td>"
+                         f"<td>{escape(' / '.join(fmt(x) for x in labels or ()))}</td>"
+                         f"<td>{fmt(c.get('surface_support_rate_corrected_diff'))}</td>"
+                         f"<td>{escape(interval(c.get('surface_support_rate_corrected_diff_ci')))}</td>"
+                         f"<td>{'–' if p is None else f'{p:.3g}'}</td></tr>")
+        parts.append('<div class="wide"><table><tr><th>pair A|B</th><th>questions</th><th>human labels A / B</th>'
+                     "<th>Δ corrected</th><th>95% interval</th><th>p (bootstrap)</th></tr>" + "".join(cells)
+                     + "</table></div>")
+    return parts
+
+
 def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
     """The whole page as one string: charts first, then the numbers they come from."""
     providers = report.providers
@@ -331,6 +376,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         else mean_chart(providers, "fetches_per_trajectory", "fetches per trajectory"),
     ]
     parts += interval_section(report)
+    parts += corrected_section(report)
     parts += [
         "<h2>Per provider</h2>",
         provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET),

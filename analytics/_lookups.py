@@ -1,4 +1,5 @@
-"""Narrow lookups for the audit and the HTML plots: the judge run to use, providers, verdicts, two aggregates.
+"""Narrow lookups for the audit and the HTML plots: the judge run to use, providers, verdicts, the current human
+label per audit case, two aggregates.
 
 Works on an EventLog or any DuckDB connection to the store, read-only included, whether the data was recorded
 live or imported. Current trajectories and the HTML aggregates are SQL over the typed relations (the `proj`
@@ -14,11 +15,35 @@ from typing import Any, Protocol
 import searchtrace.analytics._rules as rules
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
-from searchtrace.store import BadInput, Cursor, JudgeVerdict, decode_payload
+from searchtrace.store import AuditLabel, BadInput, Cursor, JudgeVerdict, decode_payload
 
 
 class HasCursor(Protocol):
     def cursor(self) -> Cursor: ...
+
+
+CaseKey = tuple[str, str, str, str, str]  # judge_run_id, trajectory_id, url_normalized, surface, label
+
+
+def label_key(a: AuditLabel) -> CaseKey:
+    return (a.judge_run_id, a.item.trajectory_id, a.item.url_normalized, a.surface, a.label)
+
+
+def current_labels(source: HasCursor, judge_run_id: str | None = None) -> dict[CaseKey, list[AuditLabel]]:
+    """Every audit.label per case in append order (the last one is the human's current answer)."""
+    cur = source.cursor()
+    cur.execute(
+        "SELECT payload FROM events WHERE type = 'audit.label' "
+        "AND (? IS NULL OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY position",
+        [judge_run_id, judge_run_id],
+    )
+    out: dict[CaseKey, list[AuditLabel]] = {}
+    for (payload,) in cur.fetchall():
+        a = decode_payload(payload)
+        assert isinstance(a, AuditLabel)
+        out.setdefault(label_key(a), []).append(a)
+    cur.close()
+    return out
 
 
 def judge_run(source: HasCursor, judge_run_id: str | None) -> str:

@@ -10,8 +10,13 @@ answer), `surface_supported_items` and `surface_contradicted_items` (the ratios'
 of successful calls only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included),
 `search_failed_calls` / `fetch_failed_calls` and `fetch_cache_hits` (SPEC §18: the calls those leave out; cache
 hits are priced as fetches), `results_returned`,
-`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained). At the top:
-`custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained).
+When the judge run has human snippet labels (SPEC §18, analytics._correction): `surface_support_rate_corrected`,
+`surface_contradiction_rate` and `surface_contradiction_rate_corrected` (each `_corrected` with `_labels`, the clear
+human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corrected_labels`, `corrected_unclear`,
+`corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
+`surface_support_rate_corrected_diff` (with `_labels`, and `_ci`, `_ci_undefined`, `_p` under a bootstrap). At the
+top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import msgspec
 
 import searchtrace.analytics._sources as sources
-from searchtrace.analytics._cost import provider_costs, recorded_prices, warning_line
+from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
+from searchtrace.analytics._correction import TEST as CORRECTION_TEST
+from searchtrace.analytics._correction import correction, report_cases
+from searchtrace.analytics._cost import provider_costs, question_costs, recorded_prices, warning_line
 from searchtrace.analytics._custom import Number
 from searchtrace.analytics._latency import NO_LATENCY, provider_latency
 from searchtrace.analytics._metrics import (
@@ -118,13 +127,17 @@ def build_report(
             latency = provider_latency(con)
             shown, assumed = provider_shown(con)
             unapplied = unapplied_audits_note(con)
+            labelled = None if run is None else report_cases(con, run, rows)
             prices = prices or recorded_prices(con)
+            usd: dict[str, dict[str, Fraction]] | None = None
             if prices is not None:
                 counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
                 for r in rows:
                     counts[r.provider][0] += 1
                     counts[r.provider][1] += bool(r.semantic_match)
                 cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
+                if bootstrap > 0:  # usd_per_correct's interval: each question's USD (a provider with a null cost has none)
+                    usd = {p: q for p, q in question_costs(con, prices, run).items() if q is not None}
     by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_provider[r.provider].append(r)
@@ -147,12 +160,33 @@ def build_report(
     if bootstrap > 0 and by_provider:
         from searchtrace.analytics._uncertainty import LEVEL, methods, uncertainty
 
-        per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores)
+        per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores,
+                                           usd=usd)
         for name, extra in per_provider.items():
             report.providers[name].update(extra)
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
                                          methods=methods(per_provider, paired))
+    if labelled is not None:  # SPEC §18: the judge's rates corrected by the human audit labels
+        fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed)
+        for name, extra in fixed.items():
+            for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value
+                report.providers[name].setdefault(k, v)
+        if fixed_pairs:
+            paired_block = {} if isinstance(report.paired, msgspec.UnsetType) else report.paired
+            for key, extra in fixed_pairs.items():
+                block = paired_block.setdefault(key, {})
+                for k, v in extra.items():
+                    block.setdefault(k, v)  # `paired_questions` is the same count either way
+            report.paired = paired_block
+        if not isinstance(report.uncertainty, msgspec.UnsetType):  # name the corrected intervals' method too
+            for block in (*fixed.values(), *fixed_pairs.values()):
+                for k in block:
+                    if k.endswith("_ci"):
+                        report.uncertainty.methods[k] = CORRECTION_METHOD
+                    elif k.endswith("_diff_p"):
+                        report.uncertainty.methods[k] = CORRECTION_TEST
+        notes.extend(labelled.notes)
     notes.extend(passed_over)
     if unapplied:
         notes.append(unapplied)

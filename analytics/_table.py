@@ -187,3 +187,53 @@ def render_table(report: Report, console: Console) -> None:
                        interval(c.get("surface_support_rate_diff_ci")),
                        TESTS.get(str(c.get("surface_support_rate_test")), ""), *pad, style="dim")
         console.print(pt)
+    corrected_table(report, console)
+
+
+# SPEC §18 judge-error correction: (report key, label); each corrected rate is followed by its human-label count
+CORRECTED_ROWS: tuple[tuple[str, str], ...] = (
+    ("surface_support_rate", "surface support rate (judge)"),
+    ("surface_support_rate_corrected", "  corrected for judge error"),
+    ("surface_support_rate_corrected_labels", "  human labels it rests on"),
+    ("judge_tpr", "judge TPR, supports (vs human)"),
+    ("judge_tnr", "judge TNR, supports (vs human)"),
+    ("surface_contradiction_rate", "surface contradiction rate (judge)"),
+    ("surface_contradiction_rate_corrected", "  corrected for judge error"),
+    ("surface_contradiction_rate_corrected_labels", "  human labels it rests on"),
+    ("judge_tpr_contradicts", "judge TPR, contradicts (vs human)"),
+    ("judge_tnr_contradicts", "judge TNR, contradicts (vs human)"),
+    ("corrected_unclear", "unclear labels (excluded)"),
+)
+
+
+def corrected_table(report: Report, console: Console) -> None:
+    """The judge's snippet rates next to the rates corrected by the human audit labels (only when there are any)."""
+    providers = report.providers
+    names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
+    if not names:
+        return
+    ct = Table(title="corrected for judge error (SPEC §18: stratified by judge value, weighted by the audit design)",
+               title_justify="left")
+    ct.add_column("metric")
+    for name in names:
+        ct.add_column(name, justify="right")
+    for key, label in CORRECTED_ROWS:
+        ct.add_row(label, *(fmt(providers[n].get(key)) for n in names))
+        if any(f"{key}_ci" in providers[n] for n in names):
+            ct.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in names), style="dim")
+    console.print(ct)
+    comp = report.paired or {}
+    pairs = [p for p in sorted(comp) if "surface_support_rate_corrected_diff" in comp[p]]
+    if not pairs:
+        return
+    pt = Table(title="corrected surface support, A − B over the n questions both ran", title_justify="left")
+    for col in ("pair", "n", "human labels A / B", "Δ corrected", "95% interval", "p (bootstrap)"):
+        pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
+    for pair in pairs:
+        c = comp[pair]
+        p = c.get("surface_support_rate_corrected_diff_p")
+        labels = c.get("surface_support_rate_corrected_diff_labels") or [None, None]
+        pt.add_row(pair, fmt(c.get("paired_questions")), f"{fmt(labels[0])} / {fmt(labels[1])}",
+                   fmt(c.get("surface_support_rate_corrected_diff")),
+                   interval(c.get("surface_support_rate_corrected_diff_ci")), "–" if p is None else f"{p:.3g}")
+    console.print(pt)

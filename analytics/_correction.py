@@ -1,0 +1,326 @@
+"""SPEC §18 judge-error correction: snippet support and contradiction rates corrected by the human audit labels.
+
+The per-URL oracle is an LLM, and its errors may differ by provider. `audit sample` draws a stratified random sample
+of judge cases (strata: provider × surface × label × judge value, `audit.design`); with their human labels, each rate
+is corrected by the stratified difference (prediction-powered) estimator. Per provider and snippet label, over the
+provider's N valid items: `<rate>_corrected` = judge rate + Σₕ (Nₕ/N)·meanₕ(human − judge), the strata h being
+the judge's two values of that label and Nₕ the provider's cases in each (an item with no snippet labels counts as
+judge 0 with nothing to correct; "unclear" labels are excluded and counted). Since the judge is constant within a
+stratum, this is Σₕ (Nₕ/N)·p̂ₕ with p̂ₕ the human "true" share of the stratum's clear audited cases; a stratum with
+items but no clear label keeps the judge's value (counted in `corrected_unaudited_strata`). `judge_tpr` /
+`judge_tnr` are the judge's sensitivity and specificity against the human labels, weighted to the population the
+same way (a stratified sample's raw agreement over-weights the rare judge value); null while a non-empty stratum
+has no clear label.
+
+Intervals (`_ci`, 95 %), per replicate of the question bootstrap: N and the Nₕ are resampled with their questions
+(analytics._uncertainty.weight_chunks: the same draws as the report's other intervals, so a pair's difference is
+paired by question), and each audited stratum's share p̂ₕ is drawn from the Clopper–Pearson confidence distribution
+of its clear labels (an even mixture of Beta(s, n − s + 1) and Beta(s + 1, n − s)) at their Korn–Graubard effective
+size (labels clustered on a few questions count for less). The audit sample is drawn apart from the questions, and
+a plain resample of a few labels that all agree with the judge has no spread at all. Measured with a judge whose
+false positives grow with surface length (30 or 100 questions of 8 clustered items, true rate 0.02 to 0.98, k = 5 or
+20 labels per stratum, 200–500 stores each): resampling the labels with their questions covered 51–94 %, a Jeffreys
+posterior of the labels 88–96 %, this 93–100 % (k = 60 labels on 30 strongly clustered questions: 91 %), the judge's
+own rate 0–92 %. Interval: the central 95 % of the defined replicates; `_ci_undefined` counts replicates with a zero
+denominator. A pair "A|B" (names in code-point order) over the questions both ran:
+`surface_support_rate_corrected_diff` (A − B) and `_labels` ([A's, B's] clear supports_gold labels), its `_ci`, and
+`_p`, the two-sided bootstrap p-value 2·min(share ≤ 0, share ≥ 0) (one added to each count, never 0).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from itertools import combinations
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._lookups import current_labels
+from searchtrace.analytics._metrics import TrajectoryStats
+from searchtrace.analytics._rules import first_verdicts
+from searchtrace.analytics._uncertainty import _rng, percentile_interval, weight_chunks
+from searchtrace.store import AuditDesign, Cursor, decode_payload
+
+Floats = npt.NDArray[np.float64]
+SnippetLabel = Literal["supports_gold", "contradicts_gold"]
+LABELS: tuple[SnippetLabel, ...] = ("supports_gold", "contradicts_gold")
+RATE = {"supports_gold": "surface_support_rate", "contradicts_gold": "surface_contradiction_rate"}
+TPR = {"supports_gold": ("judge_tpr", "judge_tnr"), "contradicts_gold": ("judge_tpr_contradicts", "judge_tnr_contradicts")}
+METHOD = "stratified_difference_cp_ess"  # the interval method, for the report's `uncertainty.methods`
+TEST = "bootstrap_two_sided"  # the pair difference's p-value: 2·min(share <= 0, share >= 0) of its replicates
+
+
+class JudgedCase(msgspec.Struct, frozen=True, kw_only=True):
+    """One snippet label of one valid judge item, with the human's value when the item is in the audit sample."""
+
+    provider: str
+    qid: str
+    label: SnippetLabel  # snippet labels only
+    judge_value: bool
+    human_value: bool | Literal["unclear"] | None = None  # None: not in the audit sample
+
+
+class _Table:
+    """One provider's counts per question (rows: sorted qids): valid items, and per (label, judge value) the cases
+    (Nₕ), the clear audited cases (nₕ) and the human "true" among them (sₕ); `unclear` per label."""
+
+    def __init__(self, qids: tuple[str, ...], valid: Floats, cases: Floats, audited: Floats, human: Floats,
+                 unclear: dict[str, int]):
+        self.qids = qids
+        self.valid = valid  # (n,)
+        self.cases = cases  # (n, 2 labels, 2 judge values: [False, True])
+        self.audited = audited
+        self.human = human
+        self.unclear = unclear
+
+    def subset(self, qids: tuple[str, ...]) -> _Table:
+        where = {q: i for i, q in enumerate(self.qids)}
+        idx = np.array([where[q] for q in qids], dtype=np.int64)
+        # unclear labels are counted per provider, not per question: a subset keeps the provider's count
+        return _Table(qids, self.valid[idx], self.cases[idx], self.audited[idx], self.human[idx], self.unclear)
+
+
+def _tables(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]) -> dict[str, _Table]:
+    qids: dict[str, set[str]] = defaultdict(set)
+    for (provider, qid) in valid:
+        qids[provider].add(qid)
+    for c in cases:
+        if (c.provider, c.qid) not in valid:
+            raise ValueError(f"judged case of ({c.provider}, {c.qid}) has no valid-item count")
+    out: dict[str, _Table] = {}
+    for provider, qs in qids.items():
+        order = tuple(sorted(qs))
+        n = len(order)
+        out[provider] = _Table(
+            order, np.array([float(valid[(provider, q)]) for q in order], dtype=np.float64),
+            np.zeros((n, 2, 2)), np.zeros((n, 2, 2)), np.zeros((n, 2, 2)), {label: 0 for label in LABELS},
+        )
+    where = {p: {q: i for i, q in enumerate(t.qids)} for p, t in out.items()}
+    for c in cases:
+        t = out[c.provider]
+        i, li, v = where[c.provider][c.qid], LABELS.index(c.label), int(c.judge_value)
+        t.cases[i, li, v] += 1
+        if c.human_value == "unclear":
+            t.unclear[c.label] += 1
+        elif c.human_value is not None:
+            t.audited[i, li, v] += 1
+            t.human[i, li, v] += bool(c.human_value)
+    for provider, t in out.items():
+        over = np.flatnonzero(t.cases.sum(axis=2).max(axis=1) > t.valid)
+        if over.size:
+            raise ValueError(f"{provider}, {t.qids[over[0]]}: more cases of one label than valid items")
+    return out
+
+
+def _points(t: _Table) -> dict[str, Any]:
+    """Exact point estimates (Fractions) of one table; None where undefined."""
+    out: dict[str, Any] = {}
+    valid = int(t.valid.sum())
+    for li, label in enumerate(LABELS):
+        big = [int(t.cases[:, li, v].sum()) for v in (0, 1)]
+        n = [int(t.audited[:, li, v].sum()) for v in (0, 1)]
+        s = [int(t.human[:, li, v].sum()) for v in (0, 1)]
+        # each stratum's human "true" share; an unaudited stratum keeps the judge's value v
+        p = [Fraction(s[v], n[v]) if n[v] else Fraction(v) for v in (0, 1)]
+        rate = RATE[label]
+        out[rate] = None if valid == 0 else Fraction(big[1], valid)
+        labelled = sum(n)
+        out[f"{rate}_corrected"] = (
+            None if valid == 0 or labelled == 0 else Fraction(big[0] * p[0] + big[1] * p[1]) / valid
+        )
+        out[f"{rate}_corrected_labels"] = labelled
+        complete = all(n[v] or not big[v] for v in (0, 1))
+        tpr, tnr = TPR[label]
+        pos, neg = big[1] * p[1] + big[0] * p[0], big[0] * (1 - p[0]) + big[1] * (1 - p[1])
+        out[tpr] = None if not complete or pos == 0 else big[1] * p[1] / pos
+        out[tnr] = None if not complete or neg == 0 else big[0] * (1 - p[0]) / neg
+        out[f"_unaudited_{label}"] = sum(1 for v in (0, 1) if big[v] and not n[v])
+    return out
+
+
+def _effective(m_q: Floats, s_q: Floats) -> tuple[float, float]:
+    """(successes, trials) of one stratum's clear labels at their Korn–Graubard effective size (SPEC §18's formula
+    over the questions holding them: n_eff = p̂(1−p̂)/v̂, capped at n, n when v̂ = 0), so that several labels on
+    one question count as the information they carry."""
+    n, s = float(m_q.sum()), float(s_q.sum())
+    p = s / n
+    holding = int(np.count_nonzero(m_q))
+    v = holding / (holding - 1) * float(((s_q - p * m_q) ** 2).sum()) / n**2 if holding > 1 else 0.0
+    n_eff = n if v == 0 else min(n, p * (1 - p) / v)
+    return p * n_eff, n_eff
+
+
+def _share_draws(successes: float, trials: float, rng: np.random.Generator, size: int) -> Floats:
+    """Draws of a proportion from the Clopper–Pearson confidence distribution: an even mixture of Beta(s, n − s + 1)
+    and Beta(s + 1, n − s) (a point mass at 0 when s = 0, at 1 when s = n). Its central 95 % contains the exact
+    interval, so a stratum whose few labels all agree with the judge still carries its full uncertainty."""
+    upper = rng.random(size) < 0.5
+    a = np.where(upper, successes + 1, successes)
+    b = np.where(upper, trials - successes, trials - successes + 1)
+    ok = (a > 0) & (b > 0)
+    draws = rng.beta(np.where(ok, a, 1.0), np.where(ok, b, 1.0))
+    return np.where(a <= 0, 0.0, np.where(b <= 0, 1.0, draws))
+
+
+def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[str, Floats]:
+    """Every replicate's value of each interval key (NaN where its denominator is 0)."""
+    cols = [t.valid, *(t.cases[:, li, v] for li in range(2) for v in (0, 1))]
+    wide = np.stack(cols, axis=1)
+    sums = np.concatenate([w @ wide for w in weight_chunks(seed, t.qids, replicates)])  # exact integer sums
+    valid = sums[:, 0]
+    out: dict[str, Floats] = {}
+    for li, label in enumerate(LABELS):
+        big = [sums[:, 1 + 2 * li + v] for v in (0, 1)]
+        p: list[Floats] = []
+        for v in (0, 1):
+            if not t.audited[:, li, v].any():
+                p.append(np.full(replicates, float(v)))  # unaudited: the judge's value, as in the point
+                continue
+            s_eff, n_eff = _effective(t.audited[:, li, v], t.human[:, li, v])
+            p.append(_share_draws(s_eff, n_eff, _rng(seed, "correction", provider, label, str(v).lower()), replicates))
+        rate = RATE[label]
+        num = big[0] * p[0] + big[1] * p[1]
+        out[f"{rate}_corrected"] = _div(num, valid)
+        tpr, tnr = TPR[label]
+        out[tpr] = _div(big[1] * p[1], num)
+        out[tnr] = _div(big[0] * (1 - p[0]), big[0] * (1 - p[0]) + big[1] * (1 - p[1]))
+    return out
+
+
+def _div(num: Floats, den: Floats) -> Floats:
+    out = np.full(den.shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int], *, replicates: int, seed: str
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(per provider keys, per pair "A|B" keys); valid[(provider, qid)] = the rate's denominator per question.
+
+    `cases`: every snippet supports_gold / contradicts_gold case of the judge run's valid items, with the human value
+    on the audited ones. The intervals (`_ci`, `_ci_undefined`, the pair's `_ci` and `_p`) only with replicates > 0."""
+    tables = _tables(cases, valid)
+    names = sorted(tables)
+    providers: dict[str, dict[str, Any]] = {}
+    reps: dict[str, dict[str, Floats]] = {}
+    for name in names:
+        t = tables[name]
+        pts = _points(t)
+        block: dict[str, Any] = {}
+        for label in LABELS:
+            rate = RATE[label]
+            block[rate] = _float(pts[rate])
+            block[f"{rate}_corrected"] = _float(pts[f"{rate}_corrected"])
+            block[f"{rate}_corrected_labels"] = pts[f"{rate}_corrected_labels"]
+            for key in TPR[label]:
+                block[key] = _float(pts[key])
+        block["corrected_labels"] = sum(block[f"{RATE[label]}_corrected_labels"] for label in LABELS)
+        block["corrected_unclear"] = sum(t.unclear.values())
+        block["corrected_unaudited_strata"] = sum(pts[f"_unaudited_{label}"] for label in LABELS)
+        if replicates > 0:
+            reps[name] = r = _replicates(t, name, seed, replicates)
+            for key, values in r.items():
+                block[f"{key}_ci"] = None if block[key] is None else percentile_interval(values)
+                block[f"{key}_ci_undefined"] = int(np.count_nonzero(np.isnan(values)))
+        providers[name] = block
+    pairs: dict[str, dict[str, Any]] = {}
+    key = "surface_support_rate_corrected"
+    for a, b in combinations(names, 2):
+        common = tuple(sorted(set(tables[a].qids) & set(tables[b].qids)))
+        ta = tables[a] if common == tables[a].qids else tables[a].subset(common)
+        tb = tables[b] if common == tables[b].qids else tables[b].subset(common)
+        xa, xb = _points(ta)[key], _points(tb)[key]
+        diff = None if xa is None or xb is None else float(xa - xb)
+        out: dict[str, Any] = {"paired_questions": len(common), f"{key}_diff": diff,
+                               f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())]}
+        if replicates > 0:
+            ra = reps[a][key] if ta is tables[a] else _replicates(ta, a, seed, replicates)[key]
+            rb = reps[b][key] if tb is tables[b] else _replicates(tb, b, seed, replicates)[key]
+            d = ra - rb
+            out[f"{key}_diff_ci"] = None if diff is None else percentile_interval(d)
+            out[f"{key}_diff_ci_undefined"] = int(np.count_nonzero(np.isnan(d)))
+            out[f"{key}_diff_p"] = None if diff is None else _two_sided(d)
+        pairs[f"{a}|{b}"] = out
+    return providers, pairs
+
+
+def _two_sided(d: Floats) -> float | None:
+    """Bootstrap two-sided p-value of a zero difference: 2·min(share ≤ 0, share ≥ 0), one added to each count."""
+    ok = d[~np.isnan(d)]
+    if ok.size == 0:
+        return None
+    low, high = int(np.count_nonzero(ok <= 0)), int(np.count_nonzero(ok >= 0))
+    return min(1.0, 2 * (1 + min(low, high)) / (1 + ok.size))
+
+
+# -- the report's cases: verdicts of the judge run, the current human label per case, the recorded designs -------
+
+CASES_SQL = f"""
+WITH it AS ({ITEMS_SQL}), v AS ({first_verdicts("$run")})
+SELECT it.provider, it.qid, it.trajectory_id, it.url_normalized, v.snippet_supports_gold, v.snippet_contradicts_gold
+FROM it JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
+WHERE v.valid AND it.snippet_shown AND v.snippet_supports_gold IS NOT NULL
+ORDER BY it.provider, it.qid, it.trajectory_id, it.url_normalized
+"""
+"""Every valid item of judge run `$run` with snippet labels the model was shown: the cases the rates count (an item
+fetched but never shown has S = false whatever its labels, so it has nothing to correct)."""
+
+
+class ReportCases(msgspec.Struct, kw_only=True):
+    """What `correction` needs from a store, and the remarks for the report's reader."""
+
+    cases: list[JudgedCase]
+    valid: dict[tuple[str, str], int]
+    notes: list[str]
+
+
+def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> ReportCases | None:
+    """The judged cases of `run` over the report's trajectories `rows` (inside analytics._sources.reading and
+    _rules.only_runs), None when the run has no human snippet label on them.
+
+    With `audit.design` events for the run, only labels of cases a design drew are used (a hand-picked label is
+    not a random sample of its stratum; the others are counted in a note); without one, every label is used as if
+    drawn at random within its stratum, and a note says so."""
+    wanted: dict[tuple[str, str, str], bool | Literal["unclear"]]
+    wanted = {(a.item.trajectory_id, a.item.url_normalized, a.label): a.human_value
+              for history in current_labels(con, run).values() for a in history[-1:]
+              if a.surface == "snippet" and a.label in LABELS}
+    tids = {r.trajectory_id for r in rows}
+    wanted = {k: v for k, v in wanted.items() if k[0] in tids}
+    if not wanted:
+        return None
+    designs = [d for (payload,) in con.execute(
+        "SELECT payload FROM events WHERE type = 'audit.design' "
+        "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position", [run]).fetchall()
+        if isinstance(d := decode_payload(payload), AuditDesign)]
+    notes: list[str] = []
+    if designs:
+        drawn = {(c.trajectory_id, c.url_normalized, c.label) for d in designs for c in d.cases
+                 if c.surface == "snippet"}
+        outside = sorted(set(wanted) - drawn)
+        if outside:
+            notes.append(f"judge-error correction: {len(outside)} human snippet labels of judge run {run} are not in "
+                         "a recorded audit sample (audit.design) and are not used")
+        wanted = {k: v for k, v in wanted.items() if k in drawn}
+    else:
+        notes.append(f"judge-error correction: judge run {run} has no recorded audit design (audit.design); its "
+                     f"{len(wanted)} human snippet labels are taken as a random sample within their strata")
+    cases: list[JudgedCase] = []
+    for provider, qid, tid, url_n, supports, contradicts in con.execute(CASES_SQL, {"run": run}).fetchall():
+        for label, value in zip(LABELS, (supports, contradicts), strict=True):
+            human = wanted.get((tid, url_n, label))
+            cases.append(JudgedCase(provider=provider, qid=qid, label=label, judge_value=bool(value),
+                                    human_value=human))
+    valid: dict[tuple[str, str], int] = defaultdict(int)
+    for r in rows:
+        valid[(r.provider, r.qid)] += r.valid
+    return ReportCases(cases=cases, valid=dict(valid), notes=notes)
