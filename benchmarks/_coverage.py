@@ -31,7 +31,7 @@ the surface's length): so the judge's rate is 0.2·0.9 + 0.8·(0.02 + 0.1·E[L]/
 (short); contradicts with chance 0.8 when true, else 0.01. The audit draws min(N_h, 40) cases of every stratum
 (provider × label × judge value) and a human labels them with the truth. Truths: surface support rate 0.2 for
 both, contradiction rate 0.08, judge_tpr 0.9, judge_tnr 0.88 (long) / 0.96 (short), for contradicts 0.8 / 0.99;
-every difference between the providers 0 (the judge's own difference is −0.064).
+every difference between the providers 0 (the judge's own long − short difference is +0.064).
 """
 
 from __future__ import annotations
