@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.analytics._evidence import item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
     from searchtrace.analytics._items import ITEMS_SQL, JudgeItem, judge_items
-    from searchtrace.analytics._metrics import trajectory_stats
+    from searchtrace.analytics._metrics import TrajectoryStats, answer_scores, trajectory_stats
     from searchtrace.analytics._projections import catch_up, mismatched
     from searchtrace.analytics._report import (
         DEFAULT_BOOTSTRAP,
@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.analytics._table import render_table
     from searchtrace.analytics._textnorm import exact_match, token_f1, tokens
+    from searchtrace.analytics._uncertainty import uncertainty
     from searchtrace.analytics._views import ensure_views
 
 
@@ -83,6 +84,8 @@ _EXPORTS: dict[str, str] = {
     "ITEMS_SQL": "searchtrace.analytics._items",
     "JudgeItem": "searchtrace.analytics._items",
     "judge_items": "searchtrace.analytics._items",
+    "TrajectoryStats": "searchtrace.analytics._metrics",
+    "answer_scores": "searchtrace.analytics._metrics",
     "trajectory_stats": "searchtrace.analytics._metrics",
     "catch_up": "searchtrace.analytics._projections",
     "mismatched": "searchtrace.analytics._projections",
@@ -107,6 +110,7 @@ _EXPORTS: dict[str, str] = {
     "exact_match": "searchtrace.analytics._textnorm",
     "token_f1": "searchtrace.analytics._textnorm",
     "tokens": "searchtrace.analytics._textnorm",
+    "uncertainty": "searchtrace.analytics._uncertainty",
     "ensure_views": "searchtrace.analytics._views",
 }
 # modules exported whole, as namespaces (`blobs.get(...)`)
@@ -132,7 +136,9 @@ __all__ = [
     "RUNS_SQL",
     "Report",
     "TRAJECTORIES_CTE",
+    "TrajectoryStats",
     "agreement",
+    "answer_scores",
     "audit_sample",
     "build_report",
     "catch_up",
@@ -165,6 +171,7 @@ __all__ = [
     "token_f1",
     "tokens",
     "trajectory_stats",
+    "uncertainty",
     "views",
 ]
 

@@ -8,6 +8,7 @@ from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._chaos as chaos
+    import searchtrace.benchmarks._coverage as coverage
     import searchtrace.benchmarks._fanout as fanout
     import searchtrace.benchmarks._http as http
     import searchtrace.benchmarks._ingest as ingest
@@ -26,6 +27,7 @@ _EXPORTS: dict[str, str] = {
 # modules exported whole, as namespaces (`blobs.get(...)`)
 _MODULES: dict[str, str] = {
     "chaos": "searchtrace.benchmarks._chaos",
+    "coverage": "searchtrace.benchmarks._coverage",
     "fanout": "searchtrace.benchmarks._fanout",
     "http": "searchtrace.benchmarks._http",
     "ingest": "searchtrace.benchmarks._ingest",
@@ -39,6 +41,7 @@ _MODULES: dict[str, str] = {
 __all__ = [
     "COMMANDS",
     "chaos",
+    "coverage",
     "fanout",
     "http",
     "ingest",
@@ -61,6 +64,7 @@ COMMANDS: dict[str, str] = {
     "view": "searchtrace.benchmarks._view:command",
     "proxy": "searchtrace.benchmarks._proxy:command",
     "live": "searchtrace.benchmarks._live:command",
+    "coverage": "searchtrace.benchmarks._coverage:command",
 }
 
 

@@ -10,9 +10,9 @@ from searchtrace.benchmarks import COMMANDS
 from searchtrace.cli import LazyGroup
 
 if TYPE_CHECKING:  # the table's modules named for mypy, which else would pass over a benchmarks/ it cannot find
-    from searchtrace.benchmarks import chaos, fanout, http, ingest, judge, live, proxy, replay, view  # noqa: F401
+    from searchtrace.benchmarks import chaos, coverage, fanout, http, ingest, judge, live, proxy, replay, view  # noqa: F401
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS)
 def bench() -> None:
-    """Throughput benchmarks (ingest, replay, fan-out, judge, http), the explorer's API latency (view) and the chaos suite."""
+    """Throughput benchmarks (ingest, replay, fan-out, judge, http), the explorer's API latency (view) the chaos suite and the interval coverage simulation."""
