@@ -55,7 +55,8 @@ from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_score
 Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
 LEVEL = 0.95
-DP_CELLS = 400_000_000  # sign-flip DP work (differences x reachable sums) beyond which differences go to a grid
+DP_CELLS = 4_000_000  # sign-flip DP work (differences x reachable sums) beyond which differences go to a grid: a
+# few ms per test; each |d| then moves by at most ~m²/DP_CELLS of its size (0.25 % at m = 100)
 _RESCALE = 960  # sign-flip DP steps between two exact rescalings of its counts
 _CHUNK_CELLS = 2000000  # replicate rows per chunk x questions: bounds the memory of one weight matrix
 
