@@ -32,13 +32,16 @@ def _scale(lo: float, hi: float, x0: float, x1: float) -> Any:
     return lambda v: x0 + (x1 - x0) * (v - lo) / span
 
 
-def _whisker(sx: Any, y: float, point: float, ci: Sequence[float] | None, colour: str, title: str) -> list[str]:
+def _whisker(sx: Any, y: float, point: float, ci: Sequence[float | None] | None, colour: str, title: str,
+             right: float = W - 150) -> list[str]:
+    """A point and its interval; an unbounded upper end (null) runs to the chart's `right` edge without a cap."""
     out = []
     if ci is not None:
-        a, b = sx(float(ci[0])), sx(float(ci[1]))
+        a = sx(float(ci[0] or 0))
+        b = right if ci[1] is None else sx(float(ci[1]))
         out.append(f'<line x1="{num(a)}" y1="{num(y)}" x2="{num(b)}" y2="{num(y)}" stroke="{colour}" '
                    f'stroke-width="2"><title>{escape(title)}</title></line>')
-        for x in (a, b):
+        for x in (a,) if ci[1] is None else (a, b):
             out.append(f'<line x1="{num(x)}" y1="{num(y - 5)}" x2="{num(x)}" y2="{num(y + 5)}" stroke="{colour}"/>')
     out.append(f'<circle cx="{num(sx(point))}" cy="{num(y)}" r="4" fill="{colour}"><title>{escape(title)}</title>'
                "</circle>")
@@ -49,7 +52,7 @@ def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, labe
     """One metric: per provider the estimate and its 95% interval."""
     names = sorted(providers)
     values = [(n, providers[n].get(metric), providers[n].get(f"{metric}_ci")) for n in names]
-    ends = [float(v) for _, p, ci in values if p is not None for v in (p, *(ci or ()))]
+    ends = [float(v) for _, p, ci in values if p is not None for v in (p, *(ci or ())) if v is not None]
     lo, hi = (min([0.0, *ends]), max([1e-9, *ends])) if ends else (0.0, 1.0)
     row, top = 28, 8
     x0, x1 = LEFT, W - 150

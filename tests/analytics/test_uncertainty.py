@@ -17,6 +17,7 @@ from searchtrace.analytics._metrics import TrajectoryStats, provider_metrics
 from searchtrace.analytics._uncertainty import (
     BOOTSTRAPPED,
     PROPORTIONS,
+    RATIO_OF_PROPORTIONS,
     RATIOS,
     effective_n,
     holm,
@@ -260,14 +261,14 @@ def test_intervals_contain_points_are_seeded_and_narrow_with_more_questions() ->
             lo, hi = block[f"{key}_ci"]
             assert lo <= point[key] <= hi, (name, key)
         assert all(block[f"{k}_ci_undefined"] == 0 for k in (*BOOTSTRAPPED, "tokens_per_correct"))
-        assert not any(f"{k}_ci_undefined" in block for k in PROPORTIONS)
+        assert not any(f"{k}_ci_undefined" in block for k in (*PROPORTIONS, *RATIO_OF_PROPORTIONS))
         assert all(block[f"{k}_n_eff"] > 0 for k in PROPORTIONS)
     assert uncertainty(data, replicates=2000, seed="one") == (prov, pairs)  # same seed: the same numbers
     other, _ = uncertainty(data, replicates=2000, seed="two")
-    for key in ("contradiction_gold_ratio", "input_tokens_per_trajectory", "output_tokens_per_trajectory",
+    for key in ("input_tokens_per_trajectory", "output_tokens_per_trajectory",
                 "tokens_per_correct"):  # the near-continuous bootstrapped ones move with the seed
         assert other["p"][f"{key}_ci"] != prov["p"][f"{key}_ci"], key
-    for key in PROPORTIONS:  # closed form: no draws
+    for key in (*PROPORTIONS, *RATIO_OF_PROPORTIONS):  # closed form: no draws
         assert other["p"][f"{key}_ci"] == prov["p"][f"{key}_ci"], key
     four, _ = uncertainty(synthetic(40, copies=4), replicates=2000, seed="one")
     ratios = [widths(four["p"])[k] / w for k, w in widths(prov["p"]).items() if w > 0]
@@ -276,15 +277,22 @@ def test_intervals_contain_points_are_seeded_and_narrow_with_more_questions() ->
 
 
 def test_undefined_replicates_are_counted() -> None:
-    # only q000 has supported items: every replicate that does not draw it has contradiction_gold_ratio 0/0
+    # only q000 has supported items: the bootstrap of contradicted / supported would be 0/0 in every replicate that
+    # does not draw it and [0.5, 0.5] in the others; as a ratio of two proportions of the valid items it is wide
     rows = {"a": [row("a", f"q{i:03d}", i % 2 == 0, valid=3, supported=2 if i == 0 else 0,
                       contradicted=int(i == 0))
                   for i in range(10)]}
     prov, _ = uncertainty(rows, replicates=500, seed="u")
+    lo, hi = prov["a"]["contradiction_gold_ratio_ci"]
+    assert lo < 0.5 and (hi is None or hi > 0.5)
+    # a pair whose arms share one audited question: replicates that do not draw it have no difference, counted
+    pair = {"a": [row("a", f"q{i:03d}", True) for i in range(10)],
+            "b": [row("b", "q000", False)] + [row("b", f"q{i:03d}", None) for i in range(1, 10)]}
+    _, pairs = uncertainty(pair, replicates=500, seed="u")
     qids = tuple(f"q{i:03d}" for i in range(10))
     missing = sum(int(np.count_nonzero(w[:, 0] == 0)) for w in weight_chunks("u", qids, 500))
-    assert prov["a"]["contradiction_gold_ratio_ci_undefined"] == missing > 100  # ≈ 500 · 0.9^10 ≈ 174
-    assert prov["a"]["contradiction_gold_ratio_ci"] == [0.5, 0.5]  # every defined replicate: 1 of 2 per copy
+    assert pairs["a|b"]["accuracy_diff_ci_undefined"] == missing > 100  # ≈ 500 · 0.9^10 ≈ 174
+    assert pairs["a|b"]["accuracy_diff_ci"] == [1.0, 1.0]  # every defined replicate: that question's difference
 
 
 def test_per_correct_intervals() -> None:
@@ -312,8 +320,10 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -
     methods = rep["uncertainty"].pop("methods")
     assert rep["uncertainty"] == {"bootstrap": 2000, "seed": "searchtrace", "level": 0.95, "unit": "question"}
     assert methods["accuracy_ci"] == methods["accuracy_wilson"] == "wilson_ess_cc"
-    assert methods["token_f1_ci"] == "bootstrap_percentile" and methods["tokens_per_correct_ci"] == "ratio_bonferroni"
-    assert methods["accuracy_diff_ci"] == "paired_bootstrap" and methods["p_holm"] == "holm"
+    assert methods["token_f1_ci"] == "wilson_ess_cc"
+    assert methods["contradiction_gold_ratio_ci"] == "ratio_bonferroni"
+    assert methods["searches_per_trajectory_ci"] == "bootstrap_expanded_percentile" and methods["tokens_per_correct_ci"] == "ratio_bonferroni"
+    assert methods["accuracy_diff_ci"] == "paired_bootstrap_expanded_percentile" and methods["p_holm"] == "holm"
     assert methods["accuracy_diff_p"] in ("mcnemar_exact", "mcnemar_exact+sign_flip_exact_dp", "sign_flip_exact_dp")
     assert set(methods) <= {k for b in (*rep["providers"].values(), *rep["paired"].values()) for k in b}
     other, _ = report_json(db, "--judge-run-id", "j1", "--seed", "another", "--bootstrap", "500")
