@@ -130,8 +130,8 @@ def figures(s: Scenario) -> list[Figure]:
     p = s.p
     if s.kind == "single":
         props = {"accuracy_ci": p, "accuracy_wilson": p, "exact_match_ci": p / 2, "surface_support_rate_ci": p,
-                 "gold_rank1_share_ci": p}
-        others = {"token_f1_ci": p / 2 + p / 2 * HALF_F1, "contradiction_gold_ratio_ci": GAMMA * (1 - p) / p,
+                 "gold_rank1_share_ci": p, "token_f1_ci": p / 2 + p / 2 * HALF_F1}
+        others = {"contradiction_gold_ratio_ci": GAMMA * (1 - p) / p,
                   "searches_per_trajectory_ci": SEARCHES, "fetches_per_trajectory_ci": FETCHES,
                   "input_tokens_per_trajectory_ci": INPUT, "output_tokens_per_trajectory_ci": OUTPUT,
                   "reasoning_tokens_per_trajectory_ci": REASONING, "page_tokens_per_trajectory_ci": PAGE,
