@@ -357,17 +357,22 @@ def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
     proc = subprocess.Popen([SEARCHTRACE, "sql", "--db", str(store),
                              "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until the query has run a while (start-up alone takes ~1 s of CPU)
-        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        if (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") > 4.0:
-            break
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    t0 = time.monotonic()
-    _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t0 < 5, "sql did not stop promptly"
-    assert proc.returncode == 130 and len(err.splitlines()) == 1, err
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the query has run a while (start-up alone takes ~1 s of CPU)
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") > 4.0:
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - t0 < 5, "sql did not stop promptly"
+        assert proc.returncode == 130 and len(err.splitlines()) == 1, err
+    finally:  # a query that did not stop would spin on a core for the rest of the suite
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
 
 
 @pytest.mark.parametrize("query", [
