@@ -168,3 +168,25 @@ def traj(tid: str, provider: str, qid: str, gold: str, final: str | None, steps:
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
     return path
+
+
+def _interruptible() -> None:
+    """In the child before exec: SIGINT at its default and unblocked, as in a terminal (a test runner's worker may
+    have inherited it ignored or blocked, and a child keeps an ignored SIGINT ignored)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+INTERRUPTIBLE: dict[str, Any] = {"preexec_fn": _interruptible}
+"""Popen keywords for a child the test will stop with SIGINT (Ctrl-C)."""
+
+
+def signal_state(pid: int) -> str:
+    """The child's blocked and ignored signal masks, for a failure message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "(process gone)"
+    return " ".join(line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))

@@ -13,7 +13,7 @@ from typing import Any
 
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store import EventLog, RunStarted, TrajectoryFinished
-from tests.builders import check_chain, trajectories
+from tests.builders import INTERRUPTIBLE, check_chain, signal_state, trajectories
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
 ROUTES = ("chat", "brave", "tavily", "firecrawl", "jina")
@@ -105,13 +105,14 @@ def test_ctrl_c_keeps_what_finished_and_says_how_to_resume(tmp_path: Path) -> No
     app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
     with running(app=app) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--db", str(db), "--no-progress"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **INTERRUPTIBLE)
         deadline = time.monotonic() + 60
         while app.state.totals["chat"] < 20 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
+        state = f"chats {app.state.totals['chat']}, exited {proc.poll()}, {signal_state(proc.pid)}"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130 and "run the same command again" in err, err
+        assert proc.returncode == 130 and "run the same command again" in err, (state, err)
         first = finished_ids(db)
         assert 0 < len(first) < 18
         app.state.sandbox.faults = None

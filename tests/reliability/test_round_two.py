@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from searchtrace.benchmarks._chaos import SEARCHTRACE
-from tests.builders import run_cli
+from tests.builders import INTERRUPTIBLE, run_cli, signal_state
 from tests.reliability.catalogue import snapshot
 from tests.reliability.test_security import SECRETS, leaks, store_texts, write_trace
 
@@ -356,7 +356,7 @@ def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
 
     proc = subprocess.Popen([SEARCHTRACE, "sql", "--db", str(store),
                              "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **INTERRUPTIBLE)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # until the query has run a while (start-up alone takes ~1 s of CPU)
@@ -364,9 +364,13 @@ def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
             if (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") > 4.0:
                 break
             time.sleep(0.2)
+        state = signal_state(proc.pid)
         proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"sql did not stop on SIGINT ({state})") from None
         assert time.monotonic() - t0 < 5, "sql did not stop promptly"
         assert proc.returncode == 130 and len(err.splitlines()) == 1, err
     finally:  # a query that did not stop would spin on a core for the rest of the suite
