@@ -491,8 +491,12 @@ def _ratio_of_shares(t: QuestionTable, num: str, den: str, unit: str) -> list[fl
         return None
     top, _ = proportion_interval(t.column(num), t.column(unit), Z975)
     bottom, _ = proportion_interval(t.column(den), t.column(unit), Z975)
-    if top is None or bottom is None:
-        return None
+    return None if top is None or bottom is None else _crosswise(top, bottom)
+
+
+def _crosswise(top: Sequence[float], bottom: Sequence[float]) -> list[float | None]:
+    """The Bonferroni ratio interval of two 97.5 % intervals: ends divided crosswise, an upper end over a lower
+    bottom of 0 unbounded (null)."""
     return [top[0] / bottom[1], None if bottom[0] == 0 else top[1] / bottom[0]]
 
 
@@ -505,8 +509,7 @@ def _per_correct(t: QuestionTable, totals: Floats, ints: Floats) -> tuple[list[f
     undefined = int(np.count_nonzero(trajectories == 0))
     if mean is None or share is None or int(t.ints[:, _COL["correct"]].sum()) == 0:
         return None, undefined
-    lo = mean[0] / share[1]
-    return [lo, None if share[0] == 0 else mean[1] / share[0]], undefined
+    return _crosswise(mean, share), undefined
 
 
 def methods(providers: Mapping[str, Mapping[str, Any]], pairs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
