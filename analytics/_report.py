@@ -48,7 +48,7 @@ from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
-from searchtrace.store import Cursor
+from searchtrace.store import BadInput, Cursor
 
 SCHEMA = "searchtrace.report/1"
 DEFAULT_BOOTSTRAP = 2000
@@ -79,6 +79,9 @@ class Report(msgspec.Struct, kw_only=True):
     paired: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET  # keyed like complementarity
     uncertainty: Uncertainty | msgspec.UnsetType = msgspec.UNSET
     custom: dict[str, dict[str, Number]] | msgspec.UnsetType = msgspec.UNSET  # {metric file stem: {provider: value}}
+    # SPEC §19: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
+    by: str | msgspec.UnsetType = msgspec.UNSET
+    arms: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
 
     def to_builtins(self) -> dict[str, Any]:
         """The report as plain JSON values (what `to_json` writes)."""
@@ -103,6 +106,7 @@ def build_report(
     seed: str = DEFAULT_SEED,
     prices: Prices | None = None,
     run_ids: Sequence[str] = (),
+    by: str = "provider",
 ) -> Built:
     """The §8 report (keys beyond the contract: extra provider keys) and its notes.
 
@@ -114,7 +118,10 @@ def build_report(
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
     for `searchtrace sql`); without it everything is computed from views over the raw events.
     `run_ids`: the runs to report (analytics._rules.resolve_runs: required when the store holds several).
+    `by`: the arm axis of SPEC §19 (`provider`, `run`, `model`, `prompt`, `config:<dotted.key>`).
     """
+    if by != "provider":
+        raise BadInput(f"--by {by}: only --by provider is built so far")
     if writable:
         ensure_views(con)
     with sources.reading(con, writable=writable):

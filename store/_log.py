@@ -15,7 +15,7 @@ import searchtrace.store._append as _append
 import searchtrace.store._blobs as _blobs
 from searchtrace.store._append import Group, Head, Pending, Prepared, Stale
 from searchtrace.store._events import NewEvent, StoredEvent, decode_payload
-from searchtrace.store._schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash
+from searchtrace.store._schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash, segment_of
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
 
@@ -65,6 +65,12 @@ class EventLog:
                 cur.close()
             self._ids = ids
         return self._ids
+
+    @property
+    def segment(self) -> tuple[str, str] | None:
+        """(segment_id, host) of this store (SPEC §22); None for an older store opened read-only."""
+        with self._lock:
+            return segment_of(self._con, writable=not self.read_only)
 
     # -- writing ---------------------------------------------------------
     @property

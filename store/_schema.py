@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import socket
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -151,4 +152,24 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("BEGIN")
     con.execute(DDL)
     con.execute("INSERT INTO searchtrace_meta VALUES ('schema', ?)", [SCHEMA_VERSION])
+    _name_segment(con)
     con.execute("COMMIT")
+
+
+def _name_segment(con: duckdb.DuckDBPyConnection) -> None:
+    """SPEC §22: every store is a segment, named once by a random id and the host that created it."""
+    con.execute("INSERT INTO searchtrace_meta VALUES ('segment_id', ?), ('host', ?)",
+                [uuid.uuid4().hex, socket.gethostname()])
+
+
+def segment_of(con: duckdb.DuckDBPyConnection, *, writable: bool) -> tuple[str, str] | None:
+    """(segment_id, host) of a store; a store made before segments existed is named on its first writable open
+    (None while it is only read)."""
+    rows = dict(con.execute(
+        "SELECT key, value FROM searchtrace_meta WHERE key IN ('segment_id', 'host')").fetchall())
+    if "segment_id" not in rows:
+        if not writable:
+            return None
+        _name_segment(con)
+        return segment_of(con, writable=False)
+    return str(rows["segment_id"]), str(rows.get("host", ""))

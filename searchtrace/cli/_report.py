@@ -33,6 +33,8 @@ from searchtrace import analytics, pipeline
 @click.option("--seed", default=analytics.DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
 @click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
+@click.option("--by", "by", default="provider", show_default=True,
+              help="The arms to compare (SPEC §19): provider, run, model, prompt or config:<dotted.key>.")
 def report(
     db: Path,
     judge_run_id: str | None,
@@ -43,11 +45,12 @@ def report(
     bootstrap: int,
     seed: str,
     prices: Path | None,
+    by: str,
 ) -> None:
     """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§18)."""
     result = pipeline.report(
         db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,
-        run_ids=run_ids,
+        run_ids=run_ids, by=by,
     )
     data = result.data
     for note in result.notes:  # on stderr: stdout keeps exactly the table or the JSON

@@ -81,6 +81,7 @@ def report(
     seed: str = DEFAULT_SEED,
     prices: Path | None = None,
     run_ids: Sequence[str] = (),
+    by: str = "provider",
 ) -> Report:
     """The §8 report of a judge run (default: analytics._rules), with custom metric files and §12 intervals from
     `bootstrap` replicates (0: none) and §13 costs from the price file `prices`; writes the HTML page when asked."""
@@ -95,7 +96,7 @@ def report(
             try:
                 built = build_report(
                     con, judge_run_id=judge_run_id, writable=writable,
-                    bootstrap=bootstrap, seed=seed, prices=price_table, run_ids=run_ids,
+                    bootstrap=bootstrap, seed=seed, prices=price_table, run_ids=run_ids, by=by,
                 )
                 runs = list(run_ids) or None
                 return built, extras_from_db(log, built.report.judge_run_id, runs) if html is not None else None

@@ -359,7 +359,7 @@ def _question(cur: Cursor, schema: str, qid: str, run: str | None) -> Row:
             "trajectories": out, "shared_urls": shared}
 
 
-def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None) -> Report | Row:
+def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None, by: str = "provider") -> Report | Row:
     """The §8 report (and every extra key the report carries) for the judge run and the chosen runs. A store of
     several runs with none chosen answers the runs to choose from (`choose_run`), as `report` would ask for
     `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing."""
@@ -367,7 +367,7 @@ def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None)
         known = [str(r[0]) for r in cur.execute(RUNS_SQL).fetchall()]
     if len(known) > 1 and not runs:
         return {"choose_run": True, "runs": known}
-    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or ()).report
+    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or (), by=by).report
 
 
 _LABELS = ("valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "page_supports_gold",
