@@ -43,7 +43,7 @@ from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import current_labels
 from searchtrace.analytics._metrics import TrajectoryStats
 from searchtrace.analytics._rules import first_verdicts
-from searchtrace.analytics._uncertainty import _rng, percentile_interval, weight_chunks
+from searchtrace.analytics._uncertainty import percentile_interval, seeded_rng, weight_chunks
 from searchtrace.store import AuditDesign, Cursor, decode_payload
 
 Floats = npt.NDArray[np.float64]
@@ -182,7 +182,7 @@ def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[st
                 p.append(np.full(replicates, float(v)))  # unaudited: the judge's value, as in the point
                 continue
             s_eff, n_eff = _effective(t.audited[:, li, v], t.human[:, li, v])
-            p.append(_share_draws(s_eff, n_eff, _rng(seed, "correction", provider, label, str(v).lower()), replicates))
+            p.append(_share_draws(s_eff, n_eff, seeded_rng(seed, "correction", provider, label, str(v).lower()), replicates))
         rate = RATE[label]
         num = big[0] * p[0] + big[1] * p[1]
         out[f"{rate}_corrected"] = _div(num, valid)

@@ -155,7 +155,8 @@ class QuestionTable:
         return n / d
 
 
-def _rng(seed: str, *parts: str) -> np.random.Generator:
+def seeded_rng(seed: str, *parts: str) -> np.random.Generator:
+    """The one way a report draws random numbers: the same seed and parts give the same stream everywhere."""
     h = hashlib.sha256("\0".join(("searchtrace.bootstrap/1", seed, *parts)).encode()).digest()
     return np.random.Generator(np.random.PCG64(int.from_bytes(h[:16], "big")))
 
@@ -163,7 +164,7 @@ def _rng(seed: str, *parts: str) -> np.random.Generator:
 def weight_chunks(seed: str, qids: tuple[str, ...], replicates: int) -> Iterator[Floats]:
     """The replicates' draw counts (rows: replicates, columns: qids), chunk by chunk, as documented above."""
     n = len(qids)
-    rng = _rng(seed, *qids)
+    rng = seeded_rng(seed, *qids)
     rows = max(1, _CHUNK_CELLS // max(n, 1))
     done = 0
     while done < replicates:

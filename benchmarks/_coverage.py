@@ -36,6 +36,7 @@ every difference between the providers 0 (the judge's own long − short differe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -181,6 +182,23 @@ def figures(s: Scenario) -> list[Figure]:
 
 
 # --- generating stores -------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Sets the BLAS thread variables while worker processes start (they inherit them), then restores ours."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {v: os.environ.get(v) for v in names}
+    for v in names:
+        os.environ.setdefault(v, "1")
+    try:
+        yield
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+
 
 def _rng(seed: int, scenario: Scenario, store: int) -> np.random.Generator:
     h = hashlib.sha256(f"searchtrace.coverage/1\0{seed}\0{scenario.name}\0{store}".encode()).digest()
@@ -677,12 +695,11 @@ def command(stores: int, quick: bool, replicates: int, only: str | None, workers
             cpu[s.name] += sec
             progress(done)
     else:
-        # one BLAS thread per process: the processes already fill the cores
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ.setdefault(var, "1")
         import multiprocessing
 
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # one BLAS thread per process (the processes already fill the cores), given to the children only
+        with _one_blas_thread(), ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures: dict[Future[tuple[dict[str, dict[str, float]], float]], str] = {
                 pool.submit(run_chunk, s, a, b, seed, replicates): s.name for s, a, b in jobs}
             for done, fut in enumerate(as_completed(futures), start=1):
