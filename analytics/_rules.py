@@ -22,7 +22,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from searchtrace.engine import Attempts
-from searchtrace.store import AnswerFinal, BadInput, Cursor, DatasetQuestion, Payload, TrajectoryStarted
+from searchtrace.store import (
+    AnswerFinal,
+    BadInput,
+    Cursor,
+    DatasetQuestion,
+    Payload,
+    TrajectoryStarted,
+    gold_aliases_of,
+)
 
 # -- the deciding audit --------------------------------------------------------------------------------------
 PROPOSAL_PREFIXES = ("llm", "grader")
@@ -63,14 +71,18 @@ TRAJECTORIES_CTE = f"""
 tr AS (
   SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.epoch, t.position, t.attempt, t.supersedes,
          coalesce(nullif(t.question, ''), q.question, '') AS question,
-         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
+         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer,
+         CASE WHEN coalesce(nullif(t.gold_answer, ''), q.gold_answer) = q.gold_answer THEN q.gold_aliases END
+           AS gold_aliases
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
-  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
+  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer,
+                    arg_max_null(gold_aliases, position) AS gold_aliases
              FROM questions GROUP BY qid) q ON q.qid = t.qid
   WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
 )"""
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
-back to the dataset; only the runs `only_runs` names, when it names any."""
+back to the dataset, and the dataset's aliases (SPEC §19, a JSON array or NULL) when its first is that gold answer;
+only the runs `only_runs` names, when it names any."""
 
 AUDIT_ONE_EPOCH = f"""
 aud_one_epoch AS (
@@ -205,6 +217,12 @@ class Cells:
     def gold(self, t: TrajectoryStarted) -> str:
         q = self.questions.get(t.qid)
         return t.gold_answer or (q.gold_answer if q else "")
+
+    def aliases(self, t: TrajectoryStarted) -> list[str]:
+        """Every accepted answer (SPEC §19): the dataset's aliases when their first is the gold answer, as in `tr`."""
+        q = self.questions.get(t.qid)
+        gold = self.gold(t)
+        return gold_aliases_of(q) if q is not None and q.gold_answer == gold else [gold]
 
 
 CELL_EVENT_TYPES = ("dataset.question", "trajectory.started", "answer.final")

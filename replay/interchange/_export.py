@@ -335,7 +335,7 @@ def runs_of(log: EventLog) -> list[RunLine]:
             continue
         if isinstance(p, DatasetQuestion):
             line.questions.append(RunQuestion(qid=p.qid, question=p.question, gold_answer=p.gold_answer,
-                                              strata=p.strata))
+                                              strata=p.strata, gold_aliases=p.gold_aliases))
         elif isinstance(p, RunFinished) and line.counts is None:
             line.counts = p.counts
     return list(out.values())
