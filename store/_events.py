@@ -71,13 +71,8 @@ class DatasetQuestion(_Body, tag="dataset.question"):
     gold_answer: str  # the first alias
     strata: dict[str, str] = {}
     # SPEC §19: every accepted answer, the first being `gold_answer`; absent (UNSET, never encoded) for a question
-    # with one answer, so such events keep their bytes. Read it through `gold_aliases_of`.
+    # with one answer, so such events keep their bytes.
     gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET
-
-
-def gold_aliases_of(q: DatasetQuestion) -> list[str]:
-    """Every accepted answer of a question (just `gold_answer` when the field is absent)."""
-    return [q.gold_answer] if isinstance(q.gold_aliases, msgspec.UnsetType) else list(q.gold_aliases)
 
 
 _ALSO = " (also accepted: "

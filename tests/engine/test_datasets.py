@@ -78,6 +78,17 @@ def test_a_simpleqa_parquet_records_on_the_sandbox_and_scores_over_aliases(tmp_p
     assert brave["token_f1"] >= brave["exact_match"] and brave["correct"] >= len(right)
     # the judge saw every alias: documents stating the second alias (the decoy is stated nowhere) support the gold
     assert brave["surface_support_rate"] > 0 and set(decoyed) <= supported
+    # the aliases survive export and import (run.jsonl), and so do the scores
+    out, again = tmp_path / "export", str(tmp_path / "again.duckdb")
+    assert run_cli("export", "--db", db, "--out", str(out)).code == 0
+    ran = run_cli("import", "--db", again, str(out / "traces.jsonl"), "--judgments", str(out / "judgments.jsonl"),
+                  "--audit", str(out / "audit.tsv"))
+    assert ran.code == 0, ran.err
+    with EventLog(again, read_only=True) as log:
+        assert dict(log.cursor().execute("SELECT payload->>'$.question', payload::VARCHAR FROM events "
+                                         "WHERE type = 'dataset.question' AND stream_id LIKE 'run:%'").fetchall()) == raw
+    ran = run_cli("report", "--db", again, "--json", "--bootstrap", "0")
+    assert msgspec.json.decode(ran.out)["providers"]["brave"]["exact_match"] == brave["exact_match"]
 
 
 def test_answers_as_numbers_and_csv_json_arrays_and_bad_mappings(tmp_path: Path) -> None:
