@@ -214,7 +214,8 @@ def prepare(
     columns: set[str] = set()
     for row in rows:
         columns.update(row)
-    for col in ("question", *strata):
+    q_col = next((c for c in COLUMN_ROLES["question"] if c in columns), "question")  # `problem` in SimpleQA files
+    for col in (q_col, *strata):
         if col not in columns:
             raise BadInput(f"{source}: missing column {col!r} (needed for sampling)")
     id_col = id_column(columns)
@@ -222,9 +223,9 @@ def prepare(
     seen: dict[str, int] = {}
     for index, row in enumerate(rows, start=1):
         where = f"{source}: row {index}"
-        question = row.get("question")
+        question = row.get(q_col)
         if not isinstance(question, str) or not question.strip():
-            raise BadInput(f"{where}: column 'question' must be a non-empty string, found {_kind(question)}")
+            raise BadInput(f"{where}: column {q_col!r} must be a non-empty string, found {_kind(question)}")
         key = tuple(_stratum_value(row.get(col), where, col) for col in strata)
         qid = _qid_of(row.get(id_col) if id_col else None, question, where, id_col or "qid")
         if qid in seen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import msgspec
@@ -11,7 +12,7 @@ import pytest
 
 from searchtrace.adapters.sandbox import default_world, question_rows
 from searchtrace.analytics import tokens
-from searchtrace.engine import question_file
+from searchtrace.engine import question_file, sample
 from searchtrace.store import BadInput, DatasetQuestion, EventLog
 from tests.builders import run_cli
 
@@ -97,6 +98,8 @@ def test_answers_as_numbers_and_csv_json_arrays_and_bad_mappings(tmp_path: Path)
     got = question_file(str(tmp_path / "q.jsonl"), columns={"qid": "id", "answer": "answers"})
     assert [(q.qid, q.question, q.answer, q.aliases) for q in got] == [
         ("7", "P?", "1987", ["1987", "nineteen 87"]), ("8", "Q?", "2.5", [])]
+    [drawn] = sample([{"problem": "P?"}, {"problem": "Q?"}], 1, "s", source="m", strata=())  # `problem` samples too
+    assert drawn["qid"] == hashlib.sha256(drawn["problem"].encode()).hexdigest()[:16]
     (tmp_path / "q.csv").write_text('question,answer\nA?,"[""x"", ""y""]"\nB?,plain\n')
     assert [q.aliases or [q.answer] for q in question_file(str(tmp_path / "q.csv"))] == [["x", "y"], ["plain"]]
     with pytest.raises(BadInput, match=r"q.jsonl: dataset.columns.answer = 'gold': no such column \(the file has id, problem, answers"):
