@@ -12,7 +12,7 @@ import pytest
 
 from searchtrace.adapters.sandbox import default_world, question_rows
 from searchtrace.analytics import tokens
-from searchtrace.engine import question_file, sample
+from searchtrace.engine import load_config, question_file, sample
 from searchtrace.store import BadInput, DatasetQuestion, EventLog
 from tests.builders import run_cli
 
@@ -105,6 +105,15 @@ def test_answers_as_numbers_and_csv_json_arrays_and_bad_mappings(tmp_path: Path)
     with pytest.raises(BadInput, match=r"q.jsonl: dataset.columns.answer = 'gold': no such column \(the file has id, problem, answers"):
         question_file(str(tmp_path / "q.jsonl"), columns={"answer": "gold"})
     (tmp_path / "r.toml").write_text(CONFIG.replace("simpleqa.parquet", "q.jsonl"))
+    plain = load_config(tmp_path / "r.toml", env={})
+    assert "dataset_columns" not in plain.identity() and "columns" not in plain.to_event()["dataset"]  # bytes as before
+    (tmp_path / "m.toml").write_text(CONFIG.replace("simpleqa.parquet", "q.jsonl") + 'columns = { answer = "answers" }\n')
+    mapped = load_config(tmp_path / "m.toml", env={})
+    assert mapped.effective_run_id() == "simpleqa" and mapped.identity_sha256() != plain.identity_sha256()
+    assert [q.answer for q in question_file(mapped.dataset.path, columns=mapped.dataset.columns)] == ["1987", "2.5"]
+    (tmp_path / "m.toml").write_text(CONFIG.replace("simpleqa.parquet", "q.jsonl") + 'columns = { topic = "x" }\n')
+    with pytest.raises(BadInput, match="m.toml: key dataset.columns: unknown role 'topic'"):
+        load_config(tmp_path / "m.toml", env={})
     for flag, says in [("answer=gold", "dataset.columns.answer = 'gold': no such column"),
                        ("answer", "--dataset-columns: expected role=column pairs"),
                        ("topic=x", "--dataset-columns: unknown role 'topic' (roles: qid, question, answer)")]:
