@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         resolve_judge_run,
     )
     from searchtrace.analytics._table import render_table
-    from searchtrace.analytics._textnorm import exact_match, token_f1, tokens
+    from searchtrace.analytics._textnorm import alias_scores, exact_match, token_f1, tokens
     from searchtrace.analytics._uncertainty import uncertainty
     from searchtrace.analytics._views import ensure_views
 
@@ -108,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_judge_run": "searchtrace.analytics._rules",
     "render_table": "searchtrace.analytics._table",
     "exact_match": "searchtrace.analytics._textnorm",
+    "alias_scores": "searchtrace.analytics._textnorm",
     "token_f1": "searchtrace.analytics._textnorm",
     "tokens": "searchtrace.analytics._textnorm",
     "uncertainty": "searchtrace.analytics._uncertainty",
@@ -138,6 +139,7 @@ __all__ = [
     "TRAJECTORIES_CTE",
     "TrajectoryStats",
     "agreement",
+    "alias_scores",
     "answer_scores",
     "audit_sample",
     "build_report",

@@ -90,6 +90,7 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
     page_digest: str | None  # content blob of the first ok fetch; `log.get_blob(digest)` gives the page
     epoch: int = 1  # SPEC §12: the epoch of the item's trajectory
     snippet_shown: bool = True  # SPEC §17: a model request showed it (False: fetched only; no snippet verdict)
+    gold_aliases: list[str] = []  # SPEC §19: every accepted answer when the dataset gave several (else empty)
 
 
 def judge_items(
@@ -120,7 +121,8 @@ def judge_items(
 WITH {TRAJECTORIES_CTE}, {ANSWERS_CTE}, i AS ({ITEMS_SQL})
 SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
        i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
-       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch, i.snippet_shown
+       i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch, i.snippet_shown,
+       tr.gold_aliases
 FROM i JOIN tr ON tr.stream_id = i.stream_id
 LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}
@@ -134,5 +136,6 @@ ORDER BY i.first_position
     for row in rows:
         rec = dict(zip(names, row, strict=True))
         rec["metadata"] = msgspec.json.decode(rec["metadata"]) if rec["metadata"] else {}
+        rec["gold_aliases"] = msgspec.json.decode(rec["gold_aliases"], type=list[str]) if rec["gold_aliases"] else []
         out.append(JudgeItem(**rec))
     return out

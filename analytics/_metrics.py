@@ -25,7 +25,7 @@ from searchtrace.analytics._rules import (
     partition_cell,
     surface_support,
 )
-from searchtrace.analytics._textnorm import exact_match, token_f1
+from searchtrace.analytics._textnorm import alias_scores
 from searchtrace.store import Cursor
 
 
@@ -62,6 +62,12 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
     contradicted: int  # valid items with snippet.contradicts_gold
     supported_appearances: int
     supported_rank1: int
+    gold_aliases: list[str] = []  # SPEC §19: every accepted answer when the dataset gave several (else empty)
+
+    @property
+    def answers(self) -> list[str]:
+        """Every accepted answer: the aliases, or just the gold answer."""
+        return self.gold_aliases or [self.gold_answer]
 
 
 def _lat(col: str) -> str:
@@ -120,7 +126,7 @@ SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.epoch, tr.gold_an
   coalesce(ist.noop, 0) AS noop, coalesce(ist.discovered, 0) AS discovered,
   coalesce(ist.supported, 0) AS supported, coalesce(ist.contradicted, 0) AS contradicted,
   coalesce(ist.supported_appearances, 0) AS supported_appearances,
-  coalesce(ist.supported_rank1, 0) AS supported_rank1
+  coalesce(ist.supported_rank1, 0) AS supported_rank1, tr.gold_aliases
 FROM tr
 LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) LEFT JOIN sc USING (stream_id)
 LEFT JOIN sl USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN fl USING (stream_id)
@@ -153,6 +159,7 @@ def trajectory_stats(con: Cursor, judge_run_id: str | None) -> list[TrajectorySt
         rec: dict[str, Any] = {
             k: (int(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in zip(names, row, strict=True)
         }
+        rec["gold_aliases"] = msgspec.json.decode(rec["gold_aliases"], type=list[str]) if rec["gold_aliases"] else []
         out.append(TrajectoryStats(**rec))
     return out
 
@@ -165,8 +172,9 @@ Scores = list[tuple[int, Fraction]]
 
 
 def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
-    """(exact match, token F1) of each trajectory's final answer against its gold answer (SPEC §5)."""
-    return [(exact_match(r.final_answer, r.gold_answer), token_f1(r.final_answer, r.gold_answer)) for r in rows]
+    """(exact match, token F1) of each trajectory's final answer against its gold answer (SPEC §5), each the
+    maximum over the question's aliases when it has several (SPEC §19)."""
+    return [alias_scores(r.final_answer, r.answers) for r in rows]
 
 
 def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> dict[str, Any]:

@@ -80,6 +80,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("qid", "VARCHAR", "$.qid"),
             ("question", "VARCHAR", "$.question"),
             ("gold_answer", "VARCHAR", "$.gold_answer"),
+            ("gold_aliases", "VARCHAR", "$.gold_aliases"),  # SPEC §19: JSON array of every accepted answer, or NULL
         ),
     ),
     Relation(

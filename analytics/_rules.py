@@ -22,7 +22,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from searchtrace.engine import Attempts
-from searchtrace.store import AnswerFinal, BadInput, Cursor, DatasetQuestion, Payload, TrajectoryStarted
+from searchtrace.store import (
+    AnswerFinal,
+    BadInput,
+    Cursor,
+    DatasetQuestion,
+    Payload,
+    TrajectoryStarted,
+)
 
 # -- the deciding audit --------------------------------------------------------------------------------------
 PROPOSAL_PREFIXES = ("llm", "grader")
@@ -63,14 +70,19 @@ TRAJECTORIES_CTE = f"""
 tr AS (
   SELECT t.stream_id, t.trajectory_id, t.provider, t.qid, t.epoch, t.position, t.attempt, t.supersedes,
          coalesce(nullif(t.question, ''), q.question, '') AS question,
-         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer
+         coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer,
+         CASE WHEN coalesce(nullif(t.gold_answer, ''), q.gold_answer) = json_extract_string(q.gold_aliases, '$[0]')
+              THEN q.gold_aliases END AS gold_aliases
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
-  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer
+  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer,
+                    arg_max(gold_aliases, position) AS gold_aliases  -- the latest that has aliases (NULLs skipped)
              FROM questions GROUP BY qid) q ON q.qid = t.qid
   WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
 )"""
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
-back to the dataset; only the runs `only_runs` names, when it names any."""
+back to the dataset, and the aliases (SPEC §19, a JSON array or NULL) of the latest dataset.question of its qid that
+has any, when their first is that gold answer (a trace import restating the question without aliases keeps them);
+only the runs `only_runs` names, when it names any."""
 
 AUDIT_ONE_EPOCH = f"""
 aud_one_epoch AS (
@@ -170,6 +182,7 @@ class Cells:
     def __init__(self) -> None:
         self.started: dict[str, TrajectoryStarted] = {}  # stream -> its first trajectory.started
         self.questions: dict[str, DatasetQuestion] = {}  # qid -> latest dataset.question
+        self.aliased: dict[str, list[str]] = {}  # qid -> aliases of its latest dataset.question that has several
         self.finals: dict[str, str] = {}  # stream -> text of its last answer.final
         self.attempts = Attempts()
 
@@ -177,6 +190,8 @@ class Cells:
         """Take one event (others are ignored); events must come in position order."""
         if isinstance(p, DatasetQuestion):
             self.questions[p.qid] = p
+            if isinstance(p.gold_aliases, list):
+                self.aliased[p.qid] = p.gold_aliases
         elif isinstance(p, TrajectoryStarted):
             self.started.setdefault(stream_id, p)
             self.attempts.add(p.trajectory_id, p.supersedes)
@@ -205,6 +220,12 @@ class Cells:
     def gold(self, t: TrajectoryStarted) -> str:
         q = self.questions.get(t.qid)
         return t.gold_answer or (q.gold_answer if q else "")
+
+    def aliases(self, t: TrajectoryStarted) -> list[str]:
+        """Every accepted answer (SPEC §19): the latest aliases of its qid when their first is the gold answer, as `tr`."""
+        gold = self.gold(t)
+        aliases = self.aliased.get(t.qid)
+        return list(aliases) if aliases and aliases[0] == gold else [gold]
 
 
 CELL_EVENT_TYPES = ("dataset.question", "trajectory.started", "answer.final")

@@ -44,3 +44,10 @@ def token_f1(prediction: str | None, gold: str | None) -> Fraction:
     if overlap == 0:
         return Fraction(0)
     return Fraction(2 * overlap, len(p) + len(g))
+
+
+def alias_scores(prediction: str | None, aliases: list[str]) -> tuple[int, Fraction]:
+    """(exact match, token F1) against the best of several accepted answers, each maximised on its own (SQuAD)."""
+    if not aliases:
+        return exact_match(prediction, ""), token_f1(prediction, "")
+    return max(exact_match(prediction, g) for g in aliases), max(token_f1(prediction, g) for g in aliases)

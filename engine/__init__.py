@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         run_started,
         run_stream,
     )
-    from searchtrace.engine._sample import STRATA, read_questions, sample, to_jsonl
+    from searchtrace.engine._sample import STRATA, parse_columns, read_questions, sample, to_jsonl
     from searchtrace.engine._tools import TOOL_SCHEMAS
     from searchtrace.engine._trajectory import (
         Attempts,
@@ -137,6 +137,7 @@ _EXPORTS: dict[str, str] = {
     "run_stream": "searchtrace.engine._record",
     "STRATA": "searchtrace.engine._sample",
     "read_questions": "searchtrace.engine._sample",
+    "parse_columns": "searchtrace.engine._sample",
     "sample": "searchtrace.engine._sample",
     "to_jsonl": "searchtrace.engine._sample",
     "TOOL_SCHEMAS": "searchtrace.engine._tools",
@@ -207,6 +208,7 @@ __all__ = [
     "model_usd",
     "searches_usd",
     "fetched_usd",
+    "parse_columns",
     "parse_config",
     "parse_prices",
     "point_at_sandbox",

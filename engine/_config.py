@@ -26,6 +26,7 @@ cache_dir = ".searchtrace-cache/fetch"
 {providers}
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"
+# columns = { qid = "id", question = "problem", answer = "answers" }   # other column names (SPEC §19)
 [sample]
 n = 100
 seed = "searchtrace"
@@ -60,6 +61,7 @@ from searchtrace.adapters import (
     specs,
 )
 from searchtrace.engine._prompts import get_prompt
+from searchtrace.engine._sample import columns_problem
 from searchtrace.store import BadInput
 
 # SPEC §20: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
@@ -134,6 +136,9 @@ class RunCfg(_Cfg):
 class DatasetCfg(_Cfg):
     path: str
     id: str = ""
+    # SPEC §19: role -> the file's column, e.g. { qid = "id", question = "problem", answer = "answers" }; a role left
+    # out is read from its default columns (engine._sample.COLUMN_ROLES)
+    columns: dict[str, str] = {}
 
 
 class SampleCfg(_Cfg):
@@ -168,6 +173,8 @@ class RunConfig(_Cfg):
             "dataset": self.dataset.id,
             "sample": {"n": self.sample.n, "seed": self.sample.seed},
             "sandbox": self.sandbox,
+            # a mapping changes what is recorded; a config without one keeps the run id it had before the key existed
+            **({"dataset_columns": dict(sorted(self.dataset.columns.items()))} if self.dataset.columns else {}),
         }
 
     def identity_sha256(self) -> str:
@@ -188,6 +195,8 @@ class RunConfig(_Cfg):
             del body["agent"]["prompt_file"]  # configs without one keep their run.started bytes
         if self.agent.api == "chat":
             del body["agent"]["api"]  # likewise the default API
+        if not self.dataset.columns:
+            del body["dataset"]["columns"]  # and a dataset read without a column mapping
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
@@ -300,6 +309,8 @@ def _check(cfg: RunConfig, src: str) -> None:
         parse_prices(cfg.prices, f"{src}: [prices]")
     if cfg.dataset.path != SANDBOX_DATASET and not Path(cfg.dataset.path).is_file():
         raise bad("dataset.path", f"no such file {cfg.dataset.path!r}")
+    if (problem := columns_problem(cfg.dataset.columns)) is not None:
+        raise bad("dataset.columns", problem)
 
 
 def _fill_endpoint(e: EndpointCfg, kind: str) -> None:

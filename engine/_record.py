@@ -40,7 +40,15 @@ from searchtrace.engine._agent import Agent, Stats, Trajectory
 from searchtrace.engine._config import SANDBOX_DATASET, EndpointCfg, RunConfig
 from searchtrace.engine._fanout import bad_input_alone, fan_out
 from searchtrace.engine._prompts import Prompt, get_prompt
-from searchtrace.engine._sample import STRATA, prepare, read_questions, sample
+from searchtrace.engine._sample import (
+    STRATA,
+    answer_aliases,
+    format_of,
+    map_columns,
+    prepare,
+    read_questions,
+    sample,
+)
 from searchtrace.engine._trajectory import Attempts
 from searchtrace.store import (
     BadInput,
@@ -59,8 +67,14 @@ log = structlog.get_logger("searchtrace.record")
 class Question(msgspec.Struct, frozen=True, kw_only=True):
     qid: str
     question: str
-    answer: str
+    answer: str  # the gold answer: the first of `aliases`
     strata: dict[str, str] = {}
+    aliases: list[str] = []  # SPEC §19: every accepted answer when there are several (else empty)
+
+    def dataset_event(self) -> DatasetQuestion:
+        """Its `dataset.question` payload (the aliases only when there are several: one-answer events keep their bytes)."""
+        return DatasetQuestion(qid=self.qid, question=self.question, gold_answer=self.answer, strata=dict(self.strata),
+                               gold_aliases=list(self.aliases) if len(self.aliases) > 1 else msgspec.UNSET)
 
 
 class Endpoints(msgspec.Struct, kw_only=True):
@@ -106,16 +120,19 @@ def run_stream(run_id: str) -> str:
 
 def load_questions(cfg: RunConfig, rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
     """The run's questions: the file, or `rows` (the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
-    return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed, rows=rows)
+    return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed, rows=rows, columns=cfg.dataset.columns)
 
 
 def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
-                  rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
-    """The questions of a file (JSONL / CSV / Parquet), sampled when `n` is set. The dataset `sandbox` is the
-    sandbox world's own set: the application layer, which starts the sandbox, passes its `rows`."""
+                  rows: Sequence[dict[str, Any]] | None = None, columns: dict[str, str] | None = None) -> list[Question]:
+    """The questions of a file (JSONL / CSV / Parquet), sampled when `n` is set, its columns mapped by `columns`
+    (SPEC §19). The dataset `sandbox` is the sandbox world's own set: the application layer, which starts the
+    sandbox, passes its `rows`."""
     if path == SANDBOX_DATASET and rows is None:
         raise BadInput(f"dataset {path!r}: the sandbox world's questions, given only where a command runs the sandbox")
-    rows = list(rows) if rows is not None else read_questions(path)
+    json_lists = rows is None and format_of(Path(path)) == "csv"  # a CSV cell holds an alias list as a JSON array
+    rows, used = map_columns(list(rows) if rows is not None else read_questions(path), columns or {}, path)
+    answer_col = used.get("answer", "answer")
     source = path
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()
@@ -127,15 +144,17 @@ def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
         chosen = [row for _, _, row in prepare(rows, source, strata)]
     out = []
     for i, row in enumerate(chosen, start=1):
-        answer = row.get("answer", row.get("gold_answer"))
-        if not isinstance(answer, str):
-            raise BadInput(f"{source}: question {row.get('qid')!r} (row {i}): column 'answer' must be a string")
+        where = f"{source}: question {row.get('qid')!r} (row {i})"
+        if "answer" not in row:
+            raise BadInput(f"{where}: no answer column (name it with [dataset] columns, e.g. answer = \"answers\")")
+        aliases = answer_aliases(row["answer"], where, column=answer_col, json_lists=json_lists)
         out.append(
             Question(
                 qid=str(row["qid"]),
                 question=str(row["question"]),
-                answer=answer,
+                answer=aliases[0],
                 strata={c: str(row[c]) for c in STRATA if isinstance(row.get(c), str)},
+                aliases=aliases if len(aliases) > 1 else [],
             )
         )
     return out
@@ -352,7 +371,7 @@ def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[Ne
             NewEvent(
                 stream_id=stream,
                 run_id=run_id,
-                payload=DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.answer, strata=dict(q.strata)),
+                payload=q.dataset_event(),
                 event_id=stable_event_id("dataset.question", run_id, q.qid),
             )
         )

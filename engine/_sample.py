@@ -21,6 +21,13 @@ Row = dict[str, Any]
 _PARQUET_MAGIC = b"PAR1"
 # Where a question's id comes from: the first of these columns the file has; a file with none keys rows by hash.
 ID_COLUMNS: tuple[str, ...] = ("qid", "id", "question_id")
+# SPEC §19: the roles `[dataset] columns` may map to a file's columns, and the columns each role is read from when
+# it is not mapped (the first one the file has): Hugging Face sets such as SimpleQA and BrowseComp say `problem`.
+COLUMN_ROLES: dict[str, tuple[str, ...]] = {
+    "qid": ID_COLUMNS,
+    "question": ("question", "problem"),
+    "answer": ("answer", "gold_answer", "answers"),
+}
 
 
 # -- reading -------------------------------------------------------------------
@@ -29,7 +36,7 @@ def read_questions(path: str | Path) -> list[Row]:
     p = Path(path)
     if not p.is_file():
         raise BadInput(f"{p}: no such question file")
-    fmt = _format_of(p)
+    fmt = format_of(p)
     if fmt == "parquet":
         return _read_parquet(p)
     data = p.read_bytes()
@@ -41,7 +48,8 @@ def read_questions(path: str | Path) -> list[Row]:
     return _read_csv(p, text) if fmt == "csv" else _read_jsonl(p, text)
 
 
-def _format_of(p: Path) -> str:
+def format_of(p: Path) -> str:
+    """The format of a question file: from its suffix, else sniffed from its first bytes."""
     suffix = p.suffix.lower()
     if suffix in (".parquet", ".pq"):
         return "parquet"
@@ -109,6 +117,83 @@ def _read_csv(p: Path, text: str) -> list[Row]:
     return rows
 
 
+# -- columns and answers (SPEC §19) ----------------------------------------------
+def columns_problem(columns: dict[str, str]) -> str | None:
+    """Why a column mapping is unusable (None when it is fine): each key a role, each value a column name."""
+    for role, col in columns.items():
+        if role not in COLUMN_ROLES:
+            return f"unknown role {role!r} (roles: {', '.join(COLUMN_ROLES)})"
+        if not isinstance(col, str) or not col.strip():
+            return f"{role}: the column name must be a non-empty string"
+    return None
+
+
+def parse_columns(text: str, where: str) -> dict[str, str]:
+    """`qid=id,question=problem,answer=answers` (the command line's form of `[dataset] columns`)."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        role, eq, col = part.partition("=")
+        if not part or not eq:
+            raise BadInput(f"{where}: expected role=column pairs separated by commas, got {part!r}")
+        out[role.strip()] = col.strip()
+    if (problem := columns_problem(out)) is not None:
+        raise BadInput(f"{where}: {problem}")
+    return out
+
+
+def map_columns(rows: Sequence[Row], columns: dict[str, str], source: str) -> tuple[list[Row], dict[str, str]]:
+    """Rows whose `qid`, `question` and `answer` come from the mapped columns, or else from the first column the
+    file has of each role's defaults (COLUMN_ROLES), and which column each role came from; a mapped column the file
+    does not have is bad input."""
+    present: dict[str, None] = {}
+    for row in rows:
+        present.update(dict.fromkeys(row))
+    copies: dict[str, str] = {}
+    used: dict[str, str] = {}
+    for role, defaults in COLUMN_ROLES.items():
+        col = columns.get(role)
+        if col is not None:
+            if col not in present:
+                have = ", ".join(present) or "none"
+                raise BadInput(f"{source}: dataset.columns.{role} = {col!r}: no such column (the file has {have})"[:300])
+        elif role != "qid":  # an unmapped qid stays where `prepare` finds it (id_column), named in its errors
+            col = next((c for c in defaults if c in present), None)
+        if col is not None:
+            used[role] = col
+            if col != role:
+                copies[role] = col
+    if not copies:
+        return list(rows), used
+    return [{**row, **{role: row.get(col) for role, col in copies.items()}} for row in rows], used
+
+
+def answer_aliases(value: object, where: str, *, column: str = "answer", json_lists: bool = False) -> list[str]:
+    """Every accepted answer of a row: a string, a number, or a list of them (a Parquet list column, a JSON array;
+    in a CSV cell, with `json_lists`, a JSON array of strings); the first is the gold answer, duplicates dropped."""
+    if json_lists and isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
+        try:
+            value = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            pass
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not items:
+        raise BadInput(f"{where}: column {column!r} is an empty list (give at least one answer)")
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            text = item
+        elif isinstance(item, int) and not isinstance(item, bool):
+            text = str(item)
+        elif isinstance(item, float) and math.isfinite(item):
+            text = str(int(item)) if item.is_integer() else repr(item)
+        else:
+            inside = " in a list" if isinstance(value, list | tuple) else ""
+            raise BadInput(f"{where}: column {column!r} must be a string, a number or a list of them, "
+                           f"found {_kind(item)}{inside}")
+        out.append(text)
+    return list(dict.fromkeys(out))
+
+
 # -- qids and strata -----------------------------------------------------------
 def question_qid(question: str) -> str:
     """The qid of a row that has none: the first 16 hex digits of sha256(question)."""
@@ -129,7 +214,8 @@ def prepare(
     columns: set[str] = set()
     for row in rows:
         columns.update(row)
-    for col in ("question", *strata):
+    q_col = next((c for c in COLUMN_ROLES["question"] if c in columns), "question")  # `problem` in SimpleQA files
+    for col in (q_col, *strata):
         if col not in columns:
             raise BadInput(f"{source}: missing column {col!r} (needed for sampling)")
     id_col = id_column(columns)
@@ -137,9 +223,9 @@ def prepare(
     seen: dict[str, int] = {}
     for index, row in enumerate(rows, start=1):
         where = f"{source}: row {index}"
-        question = row.get("question")
+        question = row.get(q_col)
         if not isinstance(question, str) or not question.strip():
-            raise BadInput(f"{where}: column 'question' must be a non-empty string, found {_kind(question)}")
+            raise BadInput(f"{where}: column {q_col!r} must be a non-empty string, found {_kind(question)}")
         key = tuple(_stratum_value(row.get(col), where, col) for col in strata)
         qid = _qid_of(row.get(id_col) if id_col else None, question, where, id_col or "qid")
         if qid in seen:

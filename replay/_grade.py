@@ -22,12 +22,15 @@ class Grade(msgspec.Struct, kw_only=True):
     semantic_match: bool
 
 
-def proposes_match(final_answer: str | None, gold: str) -> bool:
-    """Exact match after SPEC §5 normalisation, or the whole gold answer standing inside the final answer."""
-    f, g = tokens(final_answer), tokens(gold)
-    if not f or not g:
-        return False
-    return any(f[i : i + len(g)] == g for i in range(len(f) - len(g) + 1))
+def proposes_match(final_answer: str | None, gold: str | list[str]) -> bool:
+    """Exact match after SPEC §5 normalisation, or a whole gold answer standing inside the final answer; with
+    several accepted answers (SPEC §19), any of them."""
+    f = tokens(final_answer)
+    for alias in [gold] if isinstance(gold, str) else gold:
+        g = tokens(alias)
+        if f and g and any(f[i : i + len(g)] == g for i in range(len(f) - len(g) + 1)):
+            return True
+    return False
 
 
 def _grades(log: EventLog) -> Iterator[Grade]:
@@ -44,7 +47,7 @@ def _grades(log: EventLog) -> Iterator[Grade]:
             qid=t.qid,
             final_answer=final,
             gold_answer=gold,
-            semantic_match=proposes_match(final, gold),
+            semantic_match=proposes_match(final, cells.aliases(t)),
         )
 
 

@@ -159,7 +159,8 @@ class _Run:
             page=page if item.page_visible else None,
         )
         return self.prompt.messages(
-            question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block
+            question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block,
+            gold_aliases=item.gold_aliases,
         )
 
     async def judge_one(self, item: JudgeItem) -> None:

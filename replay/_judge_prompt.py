@@ -9,7 +9,7 @@ import msgspec
 
 from searchtrace.engine import PromptFile, prompt_file
 from searchtrace.replay._verdicts import SCHEMA_VERSION
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, gold_text
 
 _SYSTEM_1 = """\
 You are an evidence judge. You receive a question, its gold answer, the final answer an agent gave, and ONE \
@@ -57,15 +57,20 @@ class JudgePrompt(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
     blob: bytes | None = None  # a prompt file's canonical bytes (stored as the blob named by `sha256`)
 
-    def messages(self, *, question: str, gold_answer: str, final_answer: str | None, document: str) -> list[dict[str, str]]:
-        """The chat messages of one judge call (one document per call)."""
+    def messages(self, *, question: str, gold_answer: str, final_answer: str | None, document: str,
+                 gold_aliases: list[str] | None = None) -> list[dict[str, str]]:
+        """The chat messages of one judge call (one document per call). With several accepted answers (SPEC §19)
+        the gold field names every one (store.gold_text); a prompt file may also name `{gold_aliases}`, a JSON array."""
+        aliases = gold_aliases if gold_aliases else [gold_answer]
+        gold = _clean(gold_text(aliases))
         user = self.user_template.format(
             question=_clean(question),
-            gold=_clean(gold_answer),
+            gold=gold,
             final=_clean(final_answer) if final_answer is not None else "(no final answer)",
             document=document,
-            gold_answer=_clean(gold_answer),
+            gold_answer=gold,
             final_answer=_clean(final_answer) if final_answer is not None else "(no final answer)",
+            gold_aliases=_clean(msgspec.json.encode(aliases).decode()),
         )
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
@@ -78,7 +83,7 @@ def _clean(value: str) -> str:
 
 
 # The fields a judge prompt file's user template may name (gold/final also under their long names).
-FIELDS = frozenset({"question", "gold", "gold_answer", "final", "final_answer", "document"})
+FIELDS = frozenset({"question", "gold", "gold_answer", "gold_aliases", "final", "final_answer", "document"})
 # Prompt files seen by this process (loaded from a file or from a recorded blob), by version.
 _FILES: dict[str, JudgePrompt] = {}
 

@@ -68,8 +68,34 @@ class RunStarted(_Body, tag="run.started"):
 class DatasetQuestion(_Body, tag="dataset.question"):
     qid: str
     question: str
-    gold_answer: str
+    gold_answer: str  # the first alias
     strata: dict[str, str] = {}
+    # SPEC §19: every accepted answer, the first being `gold_answer`; absent (UNSET, never encoded) for a question
+    # with one answer, so such events keep their bytes.
+    gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+_ALSO = " (also accepted: "
+
+
+def gold_text(aliases: list[str]) -> str:
+    """The gold answer as one text for a prompt: the first alias, then the others as JSON strings
+    (`Paris (also accepted: "Paris, France")`); a single answer is itself, so such prompts keep their bytes."""
+    if len(aliases) <= 1:
+        return aliases[0] if aliases else ""
+    return aliases[0] + _ALSO + ", ".join(msgspec.json.encode(a).decode() for a in aliases[1:]) + ")"
+
+
+def gold_text_aliases(text: str) -> list[str]:
+    """The aliases `gold_text` wrote (a text it did not write is one alias)."""
+    head, sep, tail = text.partition(_ALSO)
+    if sep and tail.endswith(")"):
+        try:
+            rest = msgspec.json.decode(f"[{tail[:-1]}]", type=list[str])
+        except msgspec.DecodeError:
+            return [text]
+        return [head, *rest]
+    return [text]
 
 
 class TrajectoryStarted(_Body, tag="trajectory.started"):

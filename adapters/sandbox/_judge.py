@@ -25,6 +25,7 @@ from searchtrace.adapters.sandbox._reading import (
     stated_answers,
     subject_of,
 )
+from searchtrace.store import gold_text_aliases
 
 _enc = msgspec.json.Encoder()
 BAD_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
@@ -41,13 +42,14 @@ def _field(text: str, tag: str, labels: tuple[str, ...]) -> str | None:
     return None
 
 
-def _labels(text: str | None, subject: Subject | None, gold: str) -> dict[str, bool]:
+def _labels(text: str | None, subject: Subject | None, golds: list[str]) -> dict[str, bool]:
+    """Labels of one surface; `golds`: every accepted answer (an answer none of them is contradicts)."""
     if text is None or subject is None:
         return {"supports_gold": False, "contradicts_gold": False, "relevant": False}
     answers = stated_answers(text, subject)
     return {
-        "supports_gold": any(same_answer(a, gold) for a in answers),
-        "contradicts_gold": any(not same_answer(a, gold) for a in answers),
+        "supports_gold": any(same_answer(a, g) for a in answers for g in golds),
+        "contradicts_gold": any(not any(same_answer(a, g) for g in golds) for a in answers),
         "relevant": mentions(text, subject),
     }
 
@@ -58,7 +60,7 @@ def verdict(prompt: str) -> dict[str, Any]:
     doc: Doc | None = docs[-1] if docs else None
     before = prompt[: prompt.rfind("<document")] if doc else prompt
     question = _field(before, "question", ("question",)) or before
-    gold = _field(before, "gold_answer", ("gold answer", "gold_answer", "reference answer")) or ""
+    gold = gold_text_aliases(_field(before, "gold_answer", ("gold answer", "gold_answer", "reference answer")) or "")
     final = _field(before, "final_answer", ("final answer", "final_answer", "model answer")) or ""
     subject = subject_of(question)
     surface = f"{doc.title}\n{doc.url}\n{doc.snippet}" if doc else None

@@ -30,7 +30,6 @@ from searchtrace.engine._trajectory import Builder, Message, trajectory_id
 from searchtrace.engine._transcript import assistant_message
 from searchtrace.store import (
     BadInput,
-    DatasetQuestion,
     EventLog,
     FetchStatus,
     NewEvent,
@@ -116,8 +115,7 @@ class ProxyRecorder:
         for q in self.questions.values():
             out.append(NewEvent(stream_id=stream, run_id=self.run_id,
                                 event_id=stable_event_id("dataset.question", self.run_id, q.qid),
-                                payload=DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.answer,
-                                                        strata=dict(q.strata))))
+                                payload=q.dataset_event()))
         return out
 
     def restore(self, log: EventLog, spent: Callable[[str, list[Payload]], Fraction] | None = None) -> None:

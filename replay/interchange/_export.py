@@ -9,6 +9,9 @@ one (a non-LLM source before an LLM grader, then the latest), written as `true`/
 Attempts: a trajectory that a later attempt of its cell supersedes (it ended in `error` and `record` recorded the
 cell again) is not written, nor are its verdicts: the files hold one trajectory per (provider, qid), the latest,
 so they import again; `events.parquet` keeps every event, superseded attempts included.
+Notebooks: `trajectories.parquet`, `judge_items.parquet` and `verdicts.parquet` are the documented views
+`v_trajectories`, `v_judge_items` and `v_verdicts` (every column they have), typed for dataframes: integers stay
+integers (DuckDB's 128-bit sums would become doubles in Parquet), JSON, UUIDs and nested values become strings.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import Cells, is_proposal
+from searchtrace.analytics import Cells, ensure_views, is_proposal
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -335,7 +338,7 @@ def runs_of(log: EventLog) -> list[RunLine]:
             continue
         if isinstance(p, DatasetQuestion):
             line.questions.append(RunQuestion(qid=p.qid, question=p.question, gold_answer=p.gold_answer,
-                                              strata=p.strata))
+                                              strata=p.strata, gold_aliases=p.gold_aliases))
         elif isinstance(p, RunFinished) and line.counts is None:
             line.counts = p.counts
     return list(out.values())
@@ -385,8 +388,49 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
         "audit.tsv": len(audits),
         "events.parquet": int(row[0]) if row else 0,
     }
+    written.update(export_views(log, out))
     if blobs_dir is not None and raw is not None:
         written[str(blobs_dir)] = len(raw)
+    return written
+
+
+VIEW_FILES = {"trajectories.parquet": "v_trajectories", "judge_items.parquet": "v_judge_items",
+              "verdicts.parquet": "v_verdicts"}
+_WIDE_INTS = ("HUGEINT", "UHUGEINT", "UBIGINT")  # Parquet has no 128-bit integer: DuckDB would write a double
+_AS_TEXT = ("JSON", "UUID")
+
+
+def typed_column(name: str, duck_type: str) -> str:
+    """One SELECT item of a view column, typed for a dataframe (see the module docstring)."""
+    col = '"' + name.replace('"', '""') + '"'
+    t = duck_type.upper()
+    if t in _WIDE_INTS:
+        return f"CAST({col} AS BIGINT) AS {col}"
+    if t.startswith("DECIMAL"):
+        scale = t.rstrip(")").rpartition(",")[2].strip()
+        return f"CAST({col} AS {'BIGINT' if scale in ('', '0') else 'DOUBLE'}) AS {col}"
+    if t in _AS_TEXT:
+        return f"CAST({col} AS VARCHAR) AS {col}"
+    if t.endswith("]") or t.startswith(("STRUCT", "MAP", "UNION")):
+        return f"CAST(to_json({col}) AS VARCHAR) AS {col}"
+    return col
+
+
+def export_views(log: EventLog, out: Path) -> dict[str, int]:
+    """Each of VIEW_FILES as typed Parquet, every column the view has, rows in a fixed order (ORDER BY ALL), read on
+    a cursor of its own (it works on a read-only store); rows per file."""
+    written: dict[str, int] = {}
+    cur = log.cursor()
+    try:
+        ensure_views(cur, temp=True)
+        for file, view in VIEW_FILES.items():
+            cols = cur.execute(f"DESCRIBE SELECT * FROM {view}").fetchall()
+            select = ", ".join(typed_column(str(c[0]), str(c[1])) for c in cols)
+            row = cur.execute(f"COPY (SELECT {select} FROM {view} ORDER BY ALL) TO '{_sql_str(out / file)}' "
+                              "(FORMAT PARQUET)").fetchone()
+            written[file] = int(row[0]) if row else 0
+    finally:
+        cur.close()
     return written
 
 

@@ -196,6 +196,7 @@ class RunQuestion(msgspec.Struct, kw_only=True, omit_defaults=True):
     question: str
     gold_answer: str
     strata: dict[str, str] = {}
+    gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET  # SPEC §19: every accepted answer, when several
 
 
 class RunLine(msgspec.Struct, kw_only=True):

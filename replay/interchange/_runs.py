@@ -32,12 +32,16 @@ def validate_runs(path: Path, known: Known) -> list[NewEvent]:
         if have is not None and have != (r.config, r.code_version):
             raise fail(path, n, "config", f"run {r.run_id!r} is already in the database with another config")
         known.runs[r.run_id] = (r.config, r.code_version)
+        for q in r.questions:
+            if isinstance(q.gold_aliases, list) and q.gold_aliases[:1] != [q.gold_answer]:
+                raise fail(path, n, "questions.gold_aliases", f"question {q.qid!r}: the first alias must be gold_answer")
         stream = run_stream(r.run_id)
         out.append(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("run.started", r.run_id),
                             payload=RunStarted(run_id=r.run_id, config=r.config, code_version=r.code_version)))
         out.extend(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("dataset.question", r.run_id, q.qid),
                             payload=DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.gold_answer,
-                                                    strata=q.strata)) for q in r.questions)
+                                                    strata=q.strata, gold_aliases=q.gold_aliases))
+                   for q in r.questions)
         if r.counts is not None:
             out.append(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("run.finished", r.run_id),
                                 payload=RunFinished(counts=r.counts)))

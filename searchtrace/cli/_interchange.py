@@ -72,7 +72,8 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
 @click.option("--blobs", "blobs", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Also write the raw model and search replies and the pages, one file per sha256, into this folder.")
 def export_cmd(db: Path, out: Path, blobs: Path | None) -> None:
-    """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (SPEC §9, §17) and events.parquet into a folder."""
+    """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (SPEC §9, §17), events.parquet and, for notebooks,
+    trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder."""
     written = pipeline.export(db, out, blobs)
     for name, count in written.items():
         click.echo(f"{out / name}: {count}")

@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config
+from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config, parse_columns
 
 if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
     from searchtrace.engine import RunSummary
@@ -39,9 +39,12 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
               help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
+@click.option("--dataset-columns", default=None, metavar="ROLE=COLUMN,...",
+              help="Which question-file columns hold qid, question and answer, e.g. qid=id,question=problem,"
+                   "answer=answers (over [dataset] columns; SPEC §19).")
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
-    no_progress: bool, epochs: int | None,
+    no_progress: bool, epochs: int | None, dataset_columns: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -52,6 +55,8 @@ def record(
     cfg = load_config(config_path)
     if epochs is not None:
         cfg.run.epochs = epochs
+    if dataset_columns is not None:
+        cfg.dataset.columns = {**cfg.dataset.columns, **parse_columns(dataset_columns, "--dataset-columns")}
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)

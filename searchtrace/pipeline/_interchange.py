@@ -41,7 +41,8 @@ def import_files(
 
 
 def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
-    """Writes traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv and events.parquet into `out`, and with `blobs`
+    """Writes traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv, events.parquet and the notebook files
+    trajectories.parquet, judge_items.parquet, verdicts.parquet (the typed v_* views) into `out`, and with `blobs`
     the raw bodies and pages the traces name; file name -> rows written."""
     with EventLog(db, read_only=True) as log:
         return export_all(log, out, blobs)

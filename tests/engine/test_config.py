@@ -125,9 +125,9 @@ def test_questions_without_strata_are_sampled_by_seeded_hash(tmp_path: Path) -> 
     got = [q.qid for q in load_questions(cfg)]
     want = sorted((f"q{i}" for i in range(10)), key=lambda q: hashlib.sha256((cfg.sample.seed + q).encode()).hexdigest())[:3]
     assert got == want and all(q.strata == {} for q in load_questions(cfg))
-    (tmp_path / "q.jsonl").write_text(rows[0] + "\n" + '{"qid": "x", "question": "Q?", "answer": 3}\n')
+    (tmp_path / "q.jsonl").write_text(rows[0] + "\n" + '{"qid": "x", "question": "Q?", "answer": true}\n')
     cfg.sample.n = None
-    with pytest.raises(BadInput, match="column 'answer' must be a string"):
+    with pytest.raises(BadInput, match="column 'answer' must be a string, a number or a list of them, found bool"):
         load_questions(cfg)
 
 

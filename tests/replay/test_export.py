@@ -17,8 +17,10 @@ def test_round_trip_same_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, text, err = run_cli("export", "--db", str(first), "--out", str(out))
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judgments.jsonl", "run.jsonl",
-                                                     "traces.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["audit.tsv", "events.parquet", "judge_items.parquet",
+                                                     "judgments.jsonl", "run.jsonl", "traces.jsonl",
+                                                     "trajectories.parquet", "verdicts.parquet"]
+    check_typed_views(first, out)
     assert (out / "run.jsonl").read_text() == ""  # imported traces only: no run.started
     traces = [json.loads(x) for x in (out / "traces.jsonl").read_text().splitlines()]
     assert [t["trajectory_id"] for t in traces] == ["t-a1", "t-a2", "t-b1", "t-g1", "t-g2"]
@@ -46,6 +48,36 @@ def test_round_trip_same_report(tmp_path: Path) -> None:
     code, text, err = run_cli("import", "--db", str(first), str(out / "traces.jsonl"),
                               "--judgments", str(out / "judgments.jsonl"), "--audit", str(out / "audit.tsv"))
     assert code == 0 and " 0 new events" in text, err
+
+
+def check_typed_views(db: Path, out: Path) -> None:
+    """The three notebook files are the views, every column, typed: integers as integers (also DuckDB's 128-bit
+    sums), JSON payloads as strings, and nothing else turned into a double."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from searchtrace.analytics import ensure_views
+
+    con = duckdb.connect(str(db), read_only=True)
+    ensure_views(con, temp=True)
+    ints = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER")
+    for file, view in [("trajectories.parquet", "v_trajectories"), ("judge_items.parquet", "v_judge_items"),
+                       ("verdicts.parquet", "v_verdicts")]:
+        described = {str(c[0]): str(c[1]) for c in con.execute(f"DESCRIBE SELECT * FROM {view}").fetchall()}
+        schema = pq.read_schema(out / file)
+        assert schema.names == list(described)
+        assert pq.read_metadata(out / file).num_rows == con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0
+        for name, duck in described.items():
+            typ = schema.field(name).type
+            assert pa.types.is_integer(typ) == (duck in ints), (file, name, duck, typ)
+            assert pa.types.is_floating(typ) == (duck in ("DOUBLE", "FLOAT")), (file, name, duck, typ)
+            if duck in ("VARCHAR", "JSON"):
+                assert pa.types.is_string(typ) or pa.types.is_large_string(typ), (file, name, typ)
+    assert "HUGEINT" in {str(c[1]) for c in con.execute("DESCRIBE SELECT * FROM v_trajectories").fetchall()}
+    con.close()
+    items = pq.read_table(out / "judge_items.parquet")
+    assert json.loads(items.column("metadata")[0].as_py()) is not None  # a JSON payload, as a string
+    assert str(pq.read_table(out / "trajectories.parquet").to_pandas()["input_tokens"].dtype) == "int64"
 
 
 def test_round_trip_of_recorded_events(tmp_path: Path) -> None:
