@@ -10,6 +10,7 @@ Where things are:
 - `shown`: SPEC §17 what the model saw: which results a later model request contained (a replay, table `shown`).
 - `items`: SPEC §4 judge items (the judge's input; ITEMS_SQL also feeds metrics and `v_judge_items`).
 - `metrics` + `textnorm`: every §5 metric, exact integer sums; `report`: the §8 dict and its canonical JSON.
+- `arms`: SPEC §19 `report --by`: the runs an axis reads, the refusals that keep runs apart, `trajectory_arms`.
 - `views`: the documented `v_*` / `ev_*` views for `searchtrace sql` (VIEWS.md); `custom`: user metric files.
 - `lookups`: narrow reads for the audit and the HTML page; `audit`: SPEC §7 oracle validation; `correction`:
   SPEC §18 judge-error correction of the snippet rates by the human labels (`JudgedCase`).
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._sources as sources
     import searchtrace.analytics._views as views
     from searchtrace.analytics._agreement import compare_judge_runs
+    from searchtrace.analytics._arms import trajectory_arms
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
     from searchtrace.analytics._correction import JudgedCase, correction
     from searchtrace.analytics._custom import run_metrics
@@ -68,6 +70,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 # use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
     "compare_judge_runs": "searchtrace.analytics._agreement",
+    "trajectory_arms": "searchtrace.analytics._arms",
     "agreement": "searchtrace.analytics._audit",
     "audit_sample": "searchtrace.analytics._audit",
     "design_event": "searchtrace.analytics._audit",
@@ -172,6 +175,7 @@ __all__ = [
     "to_tsv",
     "token_f1",
     "tokens",
+    "trajectory_arms",
     "trajectory_stats",
     "uncertainty",
     "views",

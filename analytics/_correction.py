@@ -42,7 +42,7 @@ import numpy.typing as npt
 from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import current_labels
 from searchtrace.analytics._metrics import TrajectoryStats
-from searchtrace.analytics._rules import first_verdicts
+from searchtrace.analytics._rules import TRAJECTORIES_CTE, first_verdicts
 from searchtrace.analytics._uncertainty import percentile_interval, seeded_rng, weight_chunks
 from searchtrace.store import AuditDesign, Cursor, decode_payload
 
@@ -58,7 +58,7 @@ TEST = "bootstrap_two_sided"  # the pair difference's p-value: 2·min(share <= 0
 class JudgedCase(msgspec.Struct, frozen=True, kw_only=True):
     """One snippet label of one valid judge item, with the human's value when the item is in the audit sample."""
 
-    provider: str
+    provider: str  # the item's arm in a report over another axis than providers (SPEC §19)
     qid: str
     label: SnippetLabel  # snippet labels only
     judge_value: bool
@@ -265,14 +265,15 @@ def _two_sided(d: Floats) -> float | None:
 # -- the report's cases: verdicts of the judge run, the current human label per case, the recorded designs -------
 
 CASES_SQL = f"""
-WITH it AS ({ITEMS_SQL}), v AS ({first_verdicts("$run")})
-SELECT it.provider, it.qid, it.trajectory_id, it.url_normalized, v.snippet_supports_gold, v.snippet_contradicts_gold
-FROM it JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
+WITH {TRAJECTORIES_CTE}, it AS ({ITEMS_SQL}), v AS ({first_verdicts("$run")})
+SELECT tr.arm, it.qid, it.trajectory_id, it.url_normalized, v.snippet_supports_gold, v.snippet_contradicts_gold
+FROM it JOIN tr USING (stream_id) JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 WHERE v.valid AND it.snippet_shown AND v.snippet_supports_gold IS NOT NULL
-ORDER BY it.provider, it.qid, it.trajectory_id, it.url_normalized
+ORDER BY tr.arm, it.qid, it.trajectory_id, it.url_normalized
 """
-"""Every valid item of judge run `$run` with snippet labels the model was shown: the cases the rates count (an item
-fetched but never shown has S = false whatever its labels, so it has nothing to correct)."""
+"""Every valid item of judge run `$run` with snippet labels the model was shown, by arm (analytics._rules.ARM_SQL:
+the provider unless the report names another axis): the cases the rates count (an item fetched but never shown
+has S = false whatever its labels, so it has nothing to correct)."""
 
 
 class ReportCases(msgspec.Struct, kw_only=True):
@@ -315,12 +316,12 @@ def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> Repo
         notes.append(f"judge-error correction: judge run {run} has no recorded audit design (audit.design); its "
                      f"{len(wanted)} human snippet labels are taken as a random sample within their strata")
     cases: list[JudgedCase] = []
-    for provider, qid, tid, url_n, supports, contradicts in con.execute(CASES_SQL, {"run": run}).fetchall():
+    for arm, qid, tid, url_n, supports, contradicts in con.execute(CASES_SQL, {"run": run}).fetchall():
         for label, value in zip(LABELS, (supports, contradicts), strict=True):
             human = wanted.get((tid, url_n, label))
-            cases.append(JudgedCase(provider=provider, qid=qid, label=label, judge_value=bool(value),
+            cases.append(JudgedCase(provider=arm, qid=qid, label=label, judge_value=bool(value),
                                     human_value=human))
     valid: dict[tuple[str, str], int] = defaultdict(int)
     for r in rows:
-        valid[(r.provider, r.qid)] += r.valid
+        valid[(r.arm, r.qid)] += r.valid
     return ReportCases(cases=cases, valid=dict(valid), notes=notes)

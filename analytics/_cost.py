@@ -1,8 +1,9 @@
-"""Dollar cost per provider (SPEC §13, §18), only from prices the user gives (`report --prices FILE` or `[prices]`).
+"""Dollar cost per arm (SPEC §13, §18; §19: an arm is the provider unless the report names another axis), only from
+prices the user gives (`report --prices FILE` or `[prices]`).
 
-What is billed, per question (every epoch of it, current trajectories only), then summed per provider:
+What is billed, per question (every epoch of it, current trajectories only), then summed per arm:
 - search: `search.completed` calls with status `ok` (providers bill successful requests) x USD per 1,000 requests,
-  priced by the provider's name in the run, else by its kind;
+  priced by the provider's name in the run, else by its kind (whatever the arm);
 - fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`) x USD per 1M tokens of the run's fetch
   backend (`jina` when the store does not say). Cache hits are billed too (SPEC §18: the cost a user without our
   fetch cache pays); analytics._latency counts them (`fetch_cache_hits`);
@@ -14,7 +15,7 @@ What is billed, per question (every epoch of it, current trajectories only), the
 A component whose price is missing (or whose model the store does not name) is null, never zero, and its name goes
 into `unpriced` (the report prints one warning line); `usd_total`, `usd_per_trajectory` and `usd_per_correct` are
 null when any component is. A component with nothing to bill is 0. Sums are exact fractions, so the same events
-and prices give the same bytes, and a provider's figures are exactly the sum of its questions' (`question_costs`,
+and prices give the same bytes, and an arm's figures are exactly the sum of its questions' (`question_costs`,
 the unit the usd-per-correct interval resamples).
 """
 
@@ -55,27 +56,27 @@ SELECT run_id, json_extract_string(payload, '$.config.agent.model'),
 FROM events WHERE type = 'run.started' ORDER BY position
 """
 
-# One row per (kind, provider, qid, run): what that question's trajectories of that run used. `question` rows name
-# every question, so one with nothing to bill is there at 0.
+# One row per (kind, arm, provider, qid, run): what that question's trajectories of that run used. `question` rows
+# name every question of an arm, so one with nothing to bill is there at 0. The arm (analytics._rules.ARM_SQL) is
+# the provider unless the report names another axis; pricing always uses the provider's own name.
 _USAGE_SQL = f"""
 WITH {TRAJECTORIES_CTE},
-runs AS (SELECT stream_id, any_value(run_id) AS run_id FROM events WHERE type = 'trajectory.started' GROUP BY 1),
-t AS (SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, runs.run_id FROM tr JOIN runs USING (stream_id))
-SELECT 'question' AS kind, t.provider, t.qid, NULL AS run_id, 0 AS a, 0 AS b, 0 AS c FROM t GROUP BY 2, 3
+t AS (SELECT tr.stream_id, tr.trajectory_id, tr.arm, tr.provider, tr.qid, tr.run_id FROM tr)
+SELECT 'question' AS kind, t.arm, NULL AS provider, t.qid, NULL AS run_id, 0 AS a, 0 AS b, 0 AS c FROM t GROUP BY 2, 4
 UNION ALL
-SELECT 'search', t.provider, t.qid, t.run_id, count(*), 0, 0
-FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3, 4
+SELECT 'search', t.arm, t.provider, t.qid, t.run_id, count(*), 0, 0
+FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3, 4, 5
 UNION ALL
-SELECT 'fetch', t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
-FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' GROUP BY 2, 3, 4
+SELECT 'fetch', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
+FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' GROUP BY 2, 3, 4, 5
 UNION ALL
-SELECT 'agent', t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
+SELECT 'agent', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
        coalesce(sum(m.output_tokens), 0)
-FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4
+FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4, 5
 UNION ALL
-SELECT 'judge', t.provider, t.qid, NULL, coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0),
+SELECT 'judge', t.arm, t.provider, t.qid, NULL, coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0),
        coalesce(sum(v.output_tokens), 0)
-FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2, 3
+FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2, 3, 4
 """
 
 COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
@@ -97,7 +98,7 @@ class _Priced(msgspec.Struct, frozen=True):
     """Every question's USD components as integer numerators over one denominator (None: unpriced), so sums over
     questions are exact integer sums, and the names of what had no price."""
 
-    numerators: dict[str, dict[str, dict[str, int | None]]]  # provider -> qid -> component -> numerator
+    numerators: dict[str, dict[str, dict[str, int | None]]]  # arm -> qid -> component -> numerator
     denominator: int
     unpriced: frozenset[str]
 
@@ -129,12 +130,12 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
     billed: list[tuple[str, str, str, tuple[int, int, int], tuple[str, str | None]]] = []
     questions: dict[str, list[str]] = defaultdict(list)
     unpriced: set[str] = set()
-    for kind, provider, qid, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
-        provider, qid, counts = str(provider), str(qid), (int(a), int(b), int(c))
+    for kind, arm, provider, qid, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
+        arm, provider, qid, counts = str(arm), str(provider), str(qid), (int(a), int(b), int(c))
         model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
         key: tuple[str, str | None] | None
         if kind == "question":  # every question, so one with nothing to bill is there at 0
-            questions[provider].append(qid)
+            questions[arm].append(qid)
             continue
         if kind == "search":
             comp, missing = "search_usd", f"search {provider}"
@@ -153,21 +154,21 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
             rates[key] = unit_usd(*key)
         if rates[key] is None:
             unpriced.add(missing)
-        billed.append((provider, qid, comp, counts, key))
+        billed.append((arm, qid, comp, counts, key))
     denominator = math.lcm(1, *{r.denominator for unit in rates.values() if unit for r in unit})
     weights = {key: None if unit is None else tuple(r.numerator * (denominator // r.denominator) for r in unit)
                for key, unit in rates.items()}
     numerators: dict[str, dict[str, dict[str, int | None]]] = {
-        provider: {qid: dict.fromkeys(COMPONENTS, 0) for qid in qids} for provider, qids in questions.items()}
-    for provider, qid, comp, (a, b, c), key in billed:
-        block = numerators[provider][qid]
+        arm: {qid: dict.fromkeys(COMPONENTS, 0) for qid in qids} for arm, qids in questions.items()}
+    for arm, qid, comp, (a, b, c), key in billed:
+        block = numerators[arm][qid]
         w, old = weights[key], block[comp]
         block[comp] = None if w is None or old is None else old + a * w[0] + b * w[1] + c * w[2]
     return _Priced(numerators=numerators, denominator=denominator, unpriced=frozenset(unpriced))
 
 
 def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dict[str, dict[str, Fraction] | None]:
-    """{provider: {qid: USD of that question's trajectories, every epoch}}, a provider None when any of its costs
+    """{arm: {qid: USD of that question's trajectories, every epoch}}, an arm None when any of its costs
     had no price: the resampling unit of `usd_per_correct`'s interval. Needs the relations on the search path."""
     priced = _priced(con, prices, judge_run_id)
     out: dict[str, dict[str, Fraction] | None] = {}
@@ -181,10 +182,10 @@ def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dic
 def provider_costs(
     con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """({provider: USD components, total, per trajectory, per correct}, sorted names of what had no price): the sums
-    over the provider's questions of `question_costs`' components (exact, so the totals agree to the last bit).
+    """({arm: USD components, total, per trajectory, per correct}, sorted names of what had no price): the sums
+    over the arm's questions of `question_costs`' components (exact, so the totals agree to the last bit).
 
-    `correct`: {provider: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+    `correct`: {arm: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
     priced = _priced(con, prices, judge_run_id)
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():

@@ -31,7 +31,7 @@ from searchtrace.analytics._drawing import (
 from searchtrace.analytics._interval_plots import interval_chart, interval_section, paired_chart
 from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.analytics._report import Report
-from searchtrace.analytics._table import CORRECTED_ROWS, ROWS, interval, is_cost, lookup
+from searchtrace.analytics._table import ARM_ROWS, CORRECTED_ROWS, ROWS, fmt_names, interval, is_cost, lookup
 from searchtrace.store import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -250,12 +250,15 @@ def mean_chart(providers: Mapping[str, Mapping[str, Any]], field: str, label: st
 
 
 # -- page ------------------------------------------------------------------------
-def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool = False) -> str:
+def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool = False, arms: bool = False) -> str:
     """The terminal table's rows (analytics._table.ROWS, one definition; USD rows only when priced), one column per
-    provider."""
+    provider, or per arm (`arms`: ARM_ROWS first, what each arm holds)."""
     names = sorted(providers)
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
     rows = [f"<tr><th>metric</th>{head}</tr>"]
+    for key, label in ARM_ROWS if arms else ():
+        cells = "".join(f"<td>{escape(fmt_names(providers[n].get(key)))}</td>" for n in names)
+        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
     for key, label in ROWS:
         if is_cost(key) and not priced:
             continue
@@ -278,7 +281,7 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
 
 def corrected_section(report: Report) -> list[str]:
     """SPEC §18: the judge's snippet rates corrected by the human audit labels (empty without human labels)."""
-    providers = report.providers
+    providers = report.blocks
     names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
     if not names:
         return []
@@ -293,7 +296,8 @@ def corrected_section(report: Report) -> list[str]:
     parts = [
         "<h2>Corrected for judge error</h2>",
         '<p class="note">The judge is an LLM: each snippet rate is corrected by the human audit labels, stratum by '
-        "stratum (provider × label × judge value, weighted by the audit design's population), and each corrected "
+        f"stratum ({'provider' if report.axis == 'provider' else 'arm'} × label × judge value, weighted by the audit "
+        "design's population), and each corrected "
         "rate names the human labels it rests on. TPR / TNR: the judge against the human labels, weighted the same "
         "way.</p>",
         '<div class="wide"><table>' + "".join(rows) + "</table></div>",
@@ -323,7 +327,7 @@ def corrected_section(report: Report) -> list[str]:
 
 def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
     """The whole page as one string: charts first, then the numbers they come from."""
-    providers = report.providers
+    providers = report.blocks
     extra = extra or {}
     names = sorted(providers)
     per_traj: dict[str, list[dict[str, Any]]] = extra.get("per_trajectory") or {}
@@ -336,7 +340,8 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         f"<style>{_CSS}</style></head><body>",
         "<h1>Search APIs as decision surfaces</h1>",
         f'<p class="note">judge run <b>{escape(str(report.judge_run_id))}</b> · '
-        f"{escape(report.schema)} · {len(names)} providers</p>",
+        f"{escape(report.schema)} · {len(names)} "
+        + ("providers" if report.axis == "provider" else f"arms by {escape(report.axis)}") + "</p>",
         "<h2>What the agent did with the evidence it saw</h2>",
         '<p class="note">Every judge item (a distinct URL in a trajectory) by whether its pre-fetch surface '
         "supported the gold answer and whether the agent fetched it.</p>",
@@ -378,8 +383,8 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
     parts += interval_section(report)
     parts += corrected_section(report)
     parts += [
-        "<h2>Per provider</h2>",
-        provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET),
+        f"<h2>Per {escape(report.axis)}</h2>",
+        provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET, arms=report.axis != "provider"),
     ]
     if report.complementarity:
         parts += ["<h2>Complementarity</h2>", complementarity_table(report.complementarity)]
@@ -389,10 +394,13 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def extras_from_db(source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None) -> dict[str, Any]:
-    """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None)."""
+def extras_from_db(source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None,
+                   by: str = "provider") -> dict[str, Any]:
+    """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None), per
+    provider or per arm of `by` (SPEC §19)."""
     try:
         jr = judge_run(source, judge_run_id)
     except BadInput:
         jr = None
-    return {"gold_rank_hist": gold_rank_hist(source, jr, runs), "per_trajectory": per_trajectory(source, runs)}
+    return {"gold_rank_hist": gold_rank_hist(source, jr, runs, by),
+            "per_trajectory": per_trajectory(source, runs, by)}

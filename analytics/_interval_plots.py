@@ -110,7 +110,7 @@ def interval_section(report: Report) -> list[str]:
     u = report.uncertainty
     if isinstance(u, msgspec.UnsetType):
         return []
-    providers = report.providers
+    providers = report.blocks
     comp = report.paired or {}
     parts = [
         "<h2>How sure: 95% intervals</h2>",
@@ -128,7 +128,8 @@ def interval_section(report: Report) -> list[str]:
             "<h2>Paired differences (A − B, questions both ran)</h2>",
             '<p class="note">Per question A − B (accuracy: questions audited on both sides, each side averaged over '
             "its audited epochs; surface support: questions with valid items on both sides), averaged; interval: the "
-            "same drawn questions for both providers; p: McNemar exact (one audited epoch per question on both "
+            f"same drawn questions for both {'providers' if report.axis == 'provider' else 'arms'}; p: McNemar exact "
+            "(one audited epoch per question on both "
             f"sides) or the exact sign-flip test.{holm}</p>",
             paired_chart(comp, "accuracy", "accuracy difference"),
             paired_chart(comp, "surface_support_rate", "surface support rate difference"),

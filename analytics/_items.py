@@ -56,7 +56,7 @@ SELECT tr.trajectory_id, tr.provider, tr.qid, tr.epoch, s.stream_id, s.url_norma
        coalesce(fi.n_fetches, 0) AS n_fetches,
        coalesce(fi.n_fetches, 0) > 0 AS fetched,
        coalesce(fi.n_fetches_ok, 0) > 0 AS page_visible,
-       fi.page_digest
+       fi.page_digest, tr.run_id, tr.model, tr.prompt_sha256
 FROM firsts s
 JOIN search_results r ON r.stream_id = s.stream_id AND r.position = s.first_position
 JOIN tr ON tr.stream_id = s.stream_id

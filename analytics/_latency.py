@@ -23,19 +23,20 @@ NO_LATENCY: dict[str, Any] = {**dict.fromkeys(KEYS), **dict.fromkeys(COUNTS, 0)}
 
 
 def provider_latency(con: Cursor) -> dict[str, dict[str, Any]]:
-    """{provider: KEYS and COUNTS} over the calls of current trajectories (every epoch)."""
+    """{arm: KEYS and COUNTS} over the calls of current trajectories (every epoch); an arm is the provider unless the
+    report names another axis (analytics._rules.ARM_SQL)."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE},
 calls AS (
-  SELECT tr.provider, 'search' AS kind, c.status, false AS cache_hit, c.provider_ms
+  SELECT tr.arm, 'search' AS kind, c.status, false AS cache_hit, c.provider_ms
   FROM search_completions c JOIN tr USING (stream_id)
   UNION ALL
-  SELECT tr.provider, 'fetch' AS kind, c.status, coalesce(c.cache_hit, false), c.provider_ms
+  SELECT tr.arm, 'fetch' AS kind, c.status, coalesce(c.cache_hit, false), c.provider_ms
   FROM fetch_completions c JOIN tr USING (stream_id)
 )
-SELECT provider, kind, quantile_cont(provider_ms, 0.5) FILTER (WHERE status = 'ok'),
+SELECT arm, kind, quantile_cont(provider_ms, 0.5) FILTER (WHERE status = 'ok'),
        quantile_cont(provider_ms, 0.9) FILTER (WHERE status = 'ok'), count(*) FILTER (WHERE status <> 'ok'),
        count(*) FILTER (WHERE status = 'ok' AND cache_hit)
-FROM calls GROUP BY provider, kind ORDER BY provider, kind""").fetchall()
+FROM calls GROUP BY arm, kind ORDER BY arm, kind""").fetchall()
     out: dict[str, dict[str, Any]] = {}
     for provider, kind, median, p90, failed, hits in rows:
         block = out.setdefault(str(provider), dict(NO_LATENCY))

@@ -110,12 +110,13 @@ def verdicts(
 
 
 def gold_rank_hist(
-    source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None
+    source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None, by: str = "provider"
 ) -> dict[str, dict[int, int]]:
-    """{provider: {rank: appearances}} over search.result appearances whose item's snippet supports gold."""
+    """{arm: {rank: appearances}} over search.result appearances whose item's snippet supports gold (arms: the
+    providers, or the axis `by` of SPEC §19)."""
     cur = source.cursor()
     try:
-        with sources.reading(cur, writable=False), rules.only_runs(cur, runs):
+        with sources.reading(cur, writable=False), rules.only_runs(cur, runs), rules.arm_variable(cur, by):
             return _gold_rank_hist(cur, judge_run_id)
     finally:
         cur.close()
@@ -123,7 +124,7 @@ def gold_rank_hist(
 
 def _gold_rank_hist(cur: Cursor, judge_run_id: str | None) -> dict[str, dict[int, int]]:
     with_tr = f"WITH {TRAJECTORIES_CTE}"
-    providers = [r[0] for r in cur.execute(f"{with_tr} SELECT DISTINCT provider FROM tr").fetchall()]
+    providers = [r[0] for r in cur.execute(f"{with_tr} SELECT DISTINCT arm FROM tr").fetchall()]
     out: dict[str, dict[int, int]] = {p: {} for p in sorted(providers)}
     if judge_run_id is None:
         return out
@@ -133,7 +134,7 @@ v AS (
   SELECT trajectory_id, url_normalized, arg_min(coalesce(valid AND snippet_supports_gold, false), position) AS s
   FROM verdicts WHERE judge_run_id = ? GROUP BY 1, 2
 )
-SELECT tr.provider, r.rank, count(*) FROM search_results r
+SELECT tr.arm, r.rank, count(*) FROM search_results r
 JOIN tr USING (stream_id)
 JOIN v ON v.trajectory_id = tr.trajectory_id AND v.url_normalized = r.url_normalized
 WHERE v.s GROUP BY 1, 2 ORDER BY 1, 2
@@ -157,22 +158,25 @@ fin AS (  -- the usage totals of trajectory.finished are not a relation column
         FROM events WHERE type = 'trajectory.finished')
   GROUP BY stream_id
 )
-SELECT tr.provider, tr.trajectory_id, coalesce(searches, 0), coalesce(fetches, 0),
+SELECT tr.arm, tr.trajectory_id, coalesce(searches, 0), coalesce(fetches, 0),
        CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mi, 0) ELSE fi END,
        CASE WHEN coalesce(mi, 0) + coalesce(mo, 0) > 0 OR fi IS NULL THEN coalesce(mo, 0) ELSE fo END
 FROM tr LEFT JOIN sc USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN mu USING (stream_id)
-LEFT JOIN fin USING (stream_id) ORDER BY tr.provider, tr.trajectory_id
+LEFT JOIN fin USING (stream_id) ORDER BY tr.arm, tr.trajectory_id
 """
 
 
-def per_trajectory(source: HasCursor, runs: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """{provider: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id.
+def per_trajectory(
+    source: HasCursor, runs: Sequence[str] | None = None, by: str = "provider"
+) -> dict[str, list[dict[str, Any]]]:
+    """{arm: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id (arms: the
+    providers, or the axis `by` of SPEC §19).
 
     Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
     """
     cur = source.cursor()
     try:
-        with sources.reading(cur, writable=False), rules.only_runs(cur, runs):
+        with sources.reading(cur, writable=False), rules.only_runs(cur, runs), rules.arm_variable(cur, by):
             rows = cur.execute(PER_TRAJECTORY_SQL).fetchall()
     finally:
         cur.close()

@@ -62,6 +62,8 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
     contradicted: int  # valid items with snippet.contradicts_gold
     supported_appearances: int
     supported_rank1: int
+    run_id: str = ""
+    arm: str = ""  # SPEC §19: what the report groups by (analytics._rules.ARM_SQL; the provider by default)
     gold_aliases: list[str] = []  # SPEC §19: every accepted answer when the dataset gave several (else empty)
 
     @property
@@ -126,7 +128,7 @@ SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.epoch, tr.gold_an
   coalesce(ist.noop, 0) AS noop, coalesce(ist.discovered, 0) AS discovered,
   coalesce(ist.supported, 0) AS supported, coalesce(ist.contradicted, 0) AS contradicted,
   coalesce(ist.supported_appearances, 0) AS supported_appearances,
-  coalesce(ist.supported_rank1, 0) AS supported_rank1, tr.gold_aliases
+  coalesce(ist.supported_rank1, 0) AS supported_rank1, tr.gold_aliases, tr.run_id, tr.arm
 FROM tr
 LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) LEFT JOIN sc USING (stream_id)
 LEFT JOIN sl USING (stream_id) LEFT JOIN fc USING (stream_id) LEFT JOIN fl USING (stream_id)
@@ -138,16 +140,17 @@ ORDER BY tr.position
 
 OVERLAP_SQL = f"""
 WITH {TRAJECTORIES_CTE},
-u AS (SELECT DISTINCT tr.provider, tr.qid, tr.epoch, r.url_normalized
+u AS (SELECT DISTINCT tr.arm, tr.qid, tr.epoch, r.url_normalized
       FROM search_results r JOIN tr USING (stream_id)),
-x AS (SELECT a.provider AS pa, b.provider AS pb, a.qid, a.epoch, count(*) AS n
+x AS (SELECT a.arm AS pa, b.arm AS pb, a.qid, a.epoch, count(*) AS n
       FROM u a JOIN u b ON a.qid = b.qid AND a.epoch = b.epoch AND a.url_normalized = b.url_normalized
-                        AND a.provider < b.provider
-      GROUP BY a.provider, b.provider, a.qid, a.epoch)
-SELECT 'n' AS kind, provider AS pa, NULL AS pb, qid, epoch, count(*) AS n FROM u GROUP BY provider, qid, epoch
+                        AND a.arm < b.arm
+      GROUP BY a.arm, b.arm, a.qid, a.epoch)
+SELECT 'n' AS kind, arm AS pa, NULL AS pb, qid, epoch, count(*) AS n FROM u GROUP BY arm, qid, epoch
 UNION ALL SELECT 'x', pa, pb, qid, epoch, n FROM x
 """
-"""Per (provider, qid, epoch): distinct result URLs; per provider pair and (qid, epoch): shared URLs."""
+"""Per (arm, qid, epoch): distinct result URLs; per arm pair and (qid, epoch): shared URLs (an arm is the provider
+unless the report names another axis)."""
 
 
 def trajectory_stats(con: Cursor, judge_run_id: str | None) -> list[TrajectoryStats]:
@@ -266,13 +269,13 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
 def complementarity(
     con: Cursor, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
-    """SPEC §5 complementarity for every provider pair (names in code-point order), over the (qid, epoch) cells both
-    have (§12)."""
+    """SPEC §5 complementarity for every arm pair (names in code-point order; arms are providers unless the report
+    names another axis, §19), over the (qid, epoch) cells both have (§12)."""
     Cell = tuple[str, int]
     answerable: dict[str, dict[Cell, bool]] = defaultdict(dict)
     for r in rows:
         cell = (r.qid, r.epoch)
-        answerable[r.provider][cell] = answerable[r.provider].get(cell, False) or r.supported > 0
+        answerable[r.arm][cell] = answerable[r.arm].get(cell, False) or r.supported > 0
     sizes: dict[tuple[str, Cell], int] = {}
     shared: dict[tuple[str, str, Cell], int] = {}
     for kind, pa, pb, qid, epoch, n in con.execute(OVERLAP_SQL).fetchall():

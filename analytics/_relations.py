@@ -74,6 +74,18 @@ RELATIONS: tuple[Relation, ...] = (
         ),
     ),
     Relation(
+        "run_configs",
+        "run.started",
+        (
+            # SPEC §19: what a run compares by, from its recorded config (NULL where the run does not name it:
+            # a proxied or imported run has no agent model or prompt of ours)
+            ("model", "VARCHAR", "$.config.agent.model"),
+            ("prompt_sha256", "VARCHAR", "$.config.prompt.sha256"),
+            ("config", "VARCHAR", "$.config"),  # the whole config as JSON text (`report --by config:<key>`)
+            ("run_id", "VARCHAR", "run_id"),
+        ),
+    ),
+    Relation(
         "questions",
         "dataset.question",
         (

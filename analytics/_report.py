@@ -17,6 +17,11 @@ human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corr
 `corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
 `surface_support_rate_corrected_diff` (with `_labels`, and `_ci`, `_ci_undefined`, `_p` under a bootstrap). At the
 top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+
+SPEC §19, `by` other than provider (analytics._arms): the same blocks per arm under `arms` (keyed by arm value; each
+also names its `runs` and `search_providers`), `by` at the top, `providers` empty; `complementarity` and `paired`
+pair the arms, keyed "<A>|<B>" by arm value. Costs price each search by its provider's name, whatever the arm; the
+judge-error correction stratifies each arm's cases by judge value.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 import msgspec
 
 import searchtrace.analytics._sources as sources
+from searchtrace.analytics._arms import arms
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
 from searchtrace.analytics._correction import TEST as CORRECTION_TEST
 from searchtrace.analytics._correction import correction, report_cases
@@ -43,12 +49,12 @@ from searchtrace.analytics._metrics import (
     provider_metrics,
     trajectory_stats,
 )
-from searchtrace.analytics._rules import only_runs, resolve_judge_run, resolve_runs, unapplied_audits_note
+from searchtrace.analytics._rules import arm_axis, resolve_judge_run, unapplied_audits_note
 from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
-from searchtrace.store import BadInput, Cursor
+from searchtrace.store import Cursor
 
 SCHEMA = "searchtrace.report/1"
 DEFAULT_BOOTSTRAP = 2000
@@ -82,6 +88,16 @@ class Report(msgspec.Struct, kw_only=True):
     # SPEC §19: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
     by: str | msgspec.UnsetType = msgspec.UNSET
     arms: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def axis(self) -> str:
+        """What the blocks compare: `provider`, or the `by` of SPEC §19."""
+        return "provider" if isinstance(self.by, msgspec.UnsetType) else self.by
+
+    @property
+    def blocks(self) -> dict[str, dict[str, Any]]:
+        """Every compared block by name: `arms` in a report by another axis than providers, else `providers`."""
+        return self.providers if isinstance(self.arms, msgspec.UnsetType) else self.arms
 
     def to_builtins(self) -> dict[str, Any]:
         """The report as plain JSON values (what `to_json` writes)."""
@@ -120,65 +136,65 @@ def build_report(
     `run_ids`: the runs to report (analytics._rules.resolve_runs: required when the store holds several).
     `by`: the arm axis of SPEC §19 (`provider`, `run`, `model`, `prompt`, `config:<dotted.key>`).
     """
-    if by != "provider":
-        raise BadInput(f"--by {by}: only --by provider is built so far")
+    arm_axis(by)  # a bad --by is one line before anything is read or written
     if writable:
         ensure_views(con)
-    with sources.reading(con, writable=writable):
-        runs = resolve_runs(con, run_ids)
+    with sources.reading(con, writable=writable), arms(con, by, run_ids):  # every read below: these runs, these arms
         run, passed_over = resolve_judge_run(con, judge_run_id)
-        with only_runs(con, runs):
-            rows = trajectory_stats(con, run)
-            pairs = complementarity(con, rows)
-            sizes = surface_sizes(con)
-            latency = provider_latency(con)
-            shown, assumed = provider_shown(con)
-            unapplied = unapplied_audits_note(con)
-            labelled = None if run is None else report_cases(con, run, rows)
-            prices = prices or recorded_prices(con)
-            usd: dict[str, dict[str, Fraction]] | None = None
-            if prices is not None:
-                counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-                for r in rows:
-                    counts[r.provider][0] += 1
-                    counts[r.provider][1] += bool(r.semantic_match)
-                cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
-                if bootstrap > 0:  # usd_per_correct's interval: each question's USD (a provider with a null cost has none)
-                    usd = {p: q for p, q in question_costs(con, prices, run).items() if q is not None}
-    by_provider: dict[str, list[TrajectoryStats]] = defaultdict(list)
+        rows = trajectory_stats(con, run)
+        pairs = complementarity(con, rows)
+        sizes = surface_sizes(con)
+        latency = provider_latency(con)
+        shown, assumed = provider_shown(con)
+        unapplied = unapplied_audits_note(con)
+        labelled = None if run is None else report_cases(con, run, rows)
+        prices = prices or recorded_prices(con)
+        usd: dict[str, dict[str, Fraction]] | None = None
+        if prices is not None:
+            counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for r in rows:
+                counts[r.arm][0] += 1
+                counts[r.arm][1] += bool(r.semantic_match)
+            cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
+            if bootstrap > 0:  # usd_per_correct's interval: each question's USD (an arm with a null cost has none)
+                usd = {p: q for p, q in question_costs(con, prices, run).items() if q is not None}
+    by_arm: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
-        by_provider[r.provider].append(r)
-    scores = {name: answer_scores(r) for name, r in by_provider.items()}
-    report = Report(
-        judge_run_id=run,
-        providers={name: {**provider_metrics(by_provider[name], scores[name]), **sizes.get(name, NO_SIZES),
-                          **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
-                   for name in sorted(by_provider)},
-        complementarity=pairs,
-    )
+        by_arm[r.arm].append(r)
+    scores = {name: answer_scores(r) for name, r in by_arm.items()}
+    blocks = {name: {**provider_metrics(by_arm[name], scores[name]), **sizes.get(name, NO_SIZES),
+                     **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
+              for name in sorted(by_arm)}
+    report = Report(judge_run_id=run, complementarity=pairs)
+    if by == "provider":
+        report.providers = blocks
+    else:  # SPEC §19: the arms, each naming the runs and search providers it holds
+        for name, block in blocks.items():
+            block["runs"] = sorted({r.run_id for r in by_arm[name]})
+            block["search_providers"] = sorted({r.provider for r in by_arm[name]})
+        report.by, report.arms = by, blocks
     notes: list[str] = []
     if prices is not None:
         for name, extra in cost.items():
-            report.providers[name].update(extra)
+            blocks[name].update(extra)
         report.prices_as_of = prices.as_of
         report.prices_unpriced = unpriced
         if line := warning_line(unpriced):
             notes.append(line)
-    if bootstrap > 0 and by_provider:
+    if bootstrap > 0 and by_arm:
         from searchtrace.analytics._uncertainty import LEVEL, methods, uncertainty
 
-        per_provider, paired = uncertainty(dict(by_provider), replicates=bootstrap, seed=seed, scores=scores,
-                                           usd=usd)
-        for name, extra in per_provider.items():
-            report.providers[name].update(extra)
+        per_arm, paired = uncertainty(dict(by_arm), replicates=bootstrap, seed=seed, scores=scores, usd=usd)
+        for name, extra in per_arm.items():
+            blocks[name].update(extra)
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
-                                         methods=methods(per_provider, paired))
+                                         methods=methods(per_arm, paired))
     if labelled is not None:  # SPEC §18: the judge's rates corrected by the human audit labels
         fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed)
         for name, extra in fixed.items():
             for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value
-                report.providers[name].setdefault(k, v)
+                blocks[name].setdefault(k, v)
         if fixed_pairs:
             paired_block = {} if isinstance(report.paired, msgspec.UnsetType) else report.paired
             for key, extra in fixed_pairs.items():

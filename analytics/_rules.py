@@ -8,6 +8,9 @@
   `dataset.question` of its qid; its final answer is the stream's last `answer.final`.
 - The deciding audit: an imported or human audit wins over a proposal (an LLM grader, `searchtrace grade`);
   within the same rank the latest wins.
+- A trajectory's arm (SPEC §19, ARM_SQL): what `report --by` compares, its provider by default; else its run, the
+  run's agent model, prompt sha256 or a key of the run config (the first run.started of its run). analytics._arms
+  sets the axis and refuses arms that would merge runs.
 - The default judge run: the latest judge run (by its last `judge.started`, else its first verdict) that has at
   least one valid verdict; a run that produced nothing is never chosen silently.
 
@@ -17,6 +20,7 @@ search_path (analytics._sources) says whether they are the `proj` tables or view
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,6 +69,33 @@ SUPERSEDED_IDS = f"SELECT s.trajectory_id FROM trajectories s WHERE NOT {not_sup
 """SELECT of the trajectory ids that a later attempt of the same cell supersedes (for rows keyed by trajectory_id)."""
 
 RUNS_VARIABLE = "searchtrace_runs"  # a connection's DuckDB variable: the runs `tr` keeps (unset: every run)
+ARM_VARIABLE = "searchtrace_arm"  # a connection's DuckDB variable: the axis of `tr.arm` (unset: provider)
+
+# -- the arm of a trajectory (SPEC §19) -------------------------------------------------------------------------
+ARM_AXES = ("provider", "run", "model", "prompt")  # and config:<dotted.key>
+CONFIG_AXIS = "config:"
+_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def arm_axis(by: str) -> str:
+    """The value `ARM_VARIABLE` holds for `report --by by`: the axis name, or for `config:<dotted.key>` the JSON path
+    of the key in a run's config; BadInput for anything else."""
+    if by in ARM_AXES:
+        return by
+    if by.startswith(CONFIG_AXIS):
+        parts = by[len(CONFIG_AXIS):].split(".")
+        if all(_KEY_PART.fullmatch(p) for p in parts):
+            return "$." + ".".join(f'"{p}"' for p in parts)
+    raise BadInput(f"--by {by}: choose provider, run, model, prompt or config:<dotted.key> "
+                   "(a key of the run config, e.g. config:limits.max_iterations)")
+
+
+ARM_SQL = f"""CASE coalesce(getvariable('{ARM_VARIABLE}'), 'provider')
+           WHEN 'provider' THEN t.provider WHEN 'run' THEN t.run_id WHEN 'model' THEN rc.model
+           WHEN 'prompt' THEN rc.prompt_sha256 ELSE json_extract_string(rc.config, getvariable('{ARM_VARIABLE}')) END"""
+"""A trajectory's arm, the one definition: its provider, run, the run's agent model, the run's prompt sha256, or
+the text of a key of the run's config (JSON text for a list or table), by `ARM_VARIABLE` (analytics._arms sets
+it); NULL when the run's config does not name it."""
 
 TRAJECTORIES_CTE = f"""
 tr AS (
@@ -72,16 +103,21 @@ tr AS (
          coalesce(nullif(t.question, ''), q.question, '') AS question,
          coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer,
          CASE WHEN coalesce(nullif(t.gold_answer, ''), q.gold_answer) = json_extract_string(q.gold_aliases, '$[0]')
-              THEN q.gold_aliases END AS gold_aliases
+              THEN q.gold_aliases END AS gold_aliases,
+         t.run_id, rc.model, rc.prompt_sha256, {ARM_SQL} AS arm
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
   LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer,
                     arg_max(gold_aliases, position) AS gold_aliases  -- the latest that has aliases (NULLs skipped)
              FROM questions GROUP BY qid) q ON q.qid = t.qid
+  LEFT JOIN (SELECT run_id, arg_min(model, position) AS model, arg_min(prompt_sha256, position) AS prompt_sha256,
+                    arg_min(config, position) AS config
+             FROM run_configs GROUP BY run_id) rc ON rc.run_id = t.run_id
   WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
 )"""
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
 back to the dataset, and the aliases (SPEC §19, a JSON array or NULL) of the latest dataset.question of its qid that
 has any, when their first is that gold answer (a trace import restating the question without aliases keeps them);
+its run with the run's agent model and prompt (its first run.started) and its arm (ARM_SQL);
 only the runs `only_runs` names, when it names any."""
 
 AUDIT_ONE_EPOCH = f"""
@@ -169,6 +205,21 @@ def only_runs(con: Cursor, runs: Sequence[str] | None) -> Iterator[None]:
         yield
     finally:
         con.execute(f"RESET VARIABLE {RUNS_VARIABLE}")
+
+
+@contextmanager
+def arm_variable(con: Cursor, by: str) -> Iterator[None]:
+    """Give `tr.arm` the axis `by` (provider, run, model, prompt or config:<dotted.key>; BadInput for another) on
+    `con` for the block; provider, the default, sets nothing."""
+    axis = arm_axis(by)
+    if axis == "provider":
+        yield
+        return
+    con.execute(f"SET VARIABLE {ARM_VARIABLE} = ?::VARCHAR", [axis])
+    try:
+        yield
+    finally:
+        con.execute(f"RESET VARIABLE {ARM_VARIABLE}")
 
 
 # -- the same rules over a stream of events (Python) -----------------------------------------------------------

@@ -293,13 +293,13 @@ def assumed_note(n: int) -> str:
 
 
 def provider_shown(con: Cursor) -> tuple[dict[str, dict[str, Any]], int]:
-    """({provider: {results_returned, results_shown, shown_share}} over the results of current trajectories, the
-    number of those trajectories whose results count as shown because no request of theirs was recorded).
-    Run inside analytics._sources.reading."""
+    """({arm: {results_returned, results_shown, shown_share}} over the results of current trajectories, the
+    number of those trajectories whose results count as shown because no request of theirs was recorded); an arm is
+    the provider unless the report names another axis. Run inside analytics._sources.reading."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}, {SHOWN_CTE}
-SELECT tr.provider, count(*), count(*) FILTER (WHERE sh.shown),
+SELECT tr.arm, count(*), count(*) FILTER (WHERE sh.shown),
        count(DISTINCT sh.stream_id) FILTER (WHERE sh.shown_by = 'assumed' AND sh.shown_position IS NULL)
-FROM sh JOIN tr USING (stream_id) GROUP BY tr.provider ORDER BY tr.provider""").fetchall()
+FROM sh JOIN tr USING (stream_id) GROUP BY tr.arm ORDER BY tr.arm""").fetchall()
     out = {str(p): {"results_returned": int(n), "results_shown": int(s), "shown_share": None if not n else s / n}
            for p, n, s, _ in rows}
     return out, sum(int(r[3]) for r in rows)

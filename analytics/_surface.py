@@ -15,10 +15,11 @@ NO_SIZES: dict[str, Any] = {"surface_chars_mean": None, "surface_chars_median": 
 
 
 def surface_sizes(con: Cursor) -> dict[str, dict[str, Any]]:
-    """{provider: {surface_chars_mean, surface_chars_median}} over the results of current trajectories (every epoch)."""
+    """{arm: {surface_chars_mean, surface_chars_median}} over the results of current trajectories (every epoch); an
+    arm is the provider unless the report names another axis (analytics._rules.ARM_SQL)."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}
-SELECT tr.provider, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})
-FROM search_results r JOIN tr USING (stream_id) GROUP BY tr.provider ORDER BY tr.provider""").fetchall()
+SELECT tr.arm, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})
+FROM search_results r JOIN tr USING (stream_id) GROUP BY tr.arm ORDER BY tr.arm""").fetchall()
     return {str(name): {"surface_chars_mean": None if mean is None else float(mean),  # SPEC §18: unrounded
                         "surface_chars_median": None if med is None else float(med)}
             for name, mean, med in rows}

@@ -1,4 +1,5 @@
-"""The terminal form of the report: one column per provider (rich), then complementarity and custom metrics."""
+"""The terminal form of the report: one column per provider, or per arm of `--by` (rich), then complementarity and
+custom metrics."""
 
 from __future__ import annotations
 
@@ -53,6 +54,20 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("usd_per_trajectory", "USD / trajectory"),
     ("usd_per_correct", "USD / correct answer"),
 )
+
+
+# SPEC §19: in a report by another axis, what each arm holds (lists of names), above ROWS
+ARM_ROWS: tuple[tuple[str, str], ...] = (("runs", "runs"), ("search_providers", "search providers"))
+
+
+def fmt_names(value: Any) -> str:
+    """An arm's list of names in one cell."""
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else fmt(value)
+
+
+def axis_title(report: Report) -> str:
+    """What a report by another axis than providers adds to a title (SPEC §19: the heading names the axis)."""
+    return "" if report.axis == "provider" else f" · arms by {report.axis}"
 
 
 _LABEL_WIDTH = 36  # the metric column and the table's borders
@@ -121,23 +136,27 @@ def lookup(block: Mapping[str, Any], key: str) -> Any:
 
 def render_table(report: Report, console: Console) -> None:
     """Print the report as tables (numbers only; `--json` is the contract)."""
-    providers = report.providers
+    providers = report.blocks
     names = sorted(providers)
     if not names:
         console.print("no trajectories in this database yet (record, demo or import some)")
         return
-    title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}"
+    title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}{axis_title(report)}"
     if u := report.uncertainty:
         title += (f"\n95% intervals: proportions Wilson at the effective sample size; means and ratios bootstrap over "
                   f"questions, {u.bootstrap:,} replicates, seed {u.seed}")
     per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
     for start in range(0, len(names), per):
         part = names[start : start + per]
-        more = f" (providers {start + 1}–{start + len(part)} of {len(names)})" if len(names) > per else ""
+        kind = "providers" if report.axis == "provider" else "arms"
+        more = f" ({kind} {start + 1}–{start + len(part)} of {len(names)})" if len(names) > per else ""
         table = Table(title=title + more, title_justify="left")
         table.add_column("metric")
         for name in part:
             table.add_column(name, justify="right")
+        if report.axis != "provider":
+            for key, label in ARM_ROWS:
+                table.add_row(label, *(fmt_names(providers[n].get(key)) for n in part))
         for key, label in ROWS:
             if is_cost(key):
                 if isinstance(report.prices_as_of, msgspec.UnsetType):
@@ -152,7 +171,8 @@ def render_table(report: Report, console: Console) -> None:
         console.print(table)
     comp = report.complementarity
     if comp:
-        ct = Table(title="complementarity (questions both providers ran)", title_justify="left")
+        both = "providers" if report.axis == "provider" else "arms"
+        ct = Table(title=f"complementarity (questions both {both} ran)", title_justify="left")
         for col in ("pair", "A only", "B only", "both", "neither", "url Jaccard"):
             ct.add_column(col, justify="left" if col == "pair" else "right")
         for pair in sorted(comp):
@@ -208,7 +228,7 @@ CORRECTED_ROWS: tuple[tuple[str, str], ...] = (
 
 def corrected_table(report: Report, console: Console) -> None:
     """The judge's snippet rates next to the rates corrected by the human audit labels (only when there are any)."""
-    providers = report.providers
+    providers = report.blocks
     names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
     if not names:
         return

@@ -44,7 +44,7 @@ SELECT tr.trajectory_id, tr.stream_id, tr.provider, tr.qid, tr.attempt, tr.super
        fin.finish_reason, fin.iterations, coalesce(sc.n_searches, 0) AS n_searches, coalesce(fc.n_fetches, 0) AS n_fetches,
        coalesce(mu.input_tokens, 0) AS input_tokens, coalesce(mu.output_tokens, 0) AS output_tokens,
        coalesce(mu.reasoning_tokens, 0) AS reasoning_tokens, aud.semantic_match, aud.audit_source,
-       tr.position AS started_position
+       tr.position AS started_position, tr.run_id, tr.model, tr.prompt_sha256
 FROM tr LEFT JOIN fa USING (stream_id) LEFT JOIN fin USING (stream_id) LEFT JOIN sc USING (stream_id)
 LEFT JOIN fc USING (stream_id) LEFT JOIN mu USING (stream_id) LEFT JOIN aud USING (stream_id)""",
         "v_search_results": f"""{with_tr}
@@ -72,7 +72,8 @@ FROM judge_runs""",
 SELECT v.judge_run_id, v.trajectory_id, tr.provider, tr.qid, v.url_normalized, v.surface, v.valid,
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer, v.invalid_reason,
-       v.input_tokens, v.cached_tokens, v.output_tokens, v.latency_ms, v.position
+       v.input_tokens, v.cached_tokens, v.output_tokens, v.latency_ms, v.position,
+       tr.epoch, tr.run_id, tr.model, tr.prompt_sha256
 FROM verdicts v LEFT JOIN tr ON tr.trajectory_id = v.trajectory_id
 WHERE v.trajectory_id NOT IN ({SUPERSEDED_IDS})""",
         "v_usage": f"""{with_tr}

@@ -34,7 +34,9 @@ from searchtrace import analytics, pipeline
 @click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
 @click.option("--by", "by", default="provider", show_default=True,
-              help="The arms to compare (SPEC §19): provider, run, model, prompt or config:<dotted.key>.")
+              help="The arms to compare (SPEC §19): provider, run, model (agent.model), prompt (its sha256) or "
+                   "config:<dotted.key> of the run config; another axis than provider reads every run unless "
+                   "--run-id names some.")
 def report(
     db: Path,
     judge_run_id: str | None,
@@ -47,7 +49,8 @@ def report(
     prices: Path | None,
     by: str,
 ) -> None:
-    """Evidence metrics per provider for one judge run (SPEC §5, §8), with 95% intervals and paired tests (§18)."""
+    """Evidence metrics per provider (or per arm of --by, SPEC §19) for one judge run (SPEC §5, §8), with 95% intervals
+    and paired tests (§18)."""
     result = pipeline.report(
         db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,
         run_ids=run_ids, by=by,

@@ -84,7 +84,8 @@ def report(
     by: str = "provider",
 ) -> Report:
     """The §8 report of a judge run (default: analytics._rules), with custom metric files and §12 intervals from
-    `bootstrap` replicates (0: none) and §13 costs from the price file `prices`; writes the HTML page when asked."""
+    `bootstrap` replicates (0: none) and §13 costs from the price file `prices`, per provider or per arm of `by`
+    (SPEC §19: run, model, prompt, config:<dotted.key>); writes the HTML page when asked."""
     from searchtrace.engine import load_prices
 
     price_table = None if prices is None else load_prices(prices)  # a bad file stops us before the store is read
@@ -99,7 +100,8 @@ def report(
                     bootstrap=bootstrap, seed=seed, prices=price_table, run_ids=run_ids, by=by,
                 )
                 runs = list(run_ids) or None
-                return built, extras_from_db(log, built.report.judge_run_id, runs) if html is not None else None
+                extra = extras_from_db(log, built.report.judge_run_id, runs, by) if html is not None else None
+                return built, extra
             finally:
                 con.close()
 
