@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import partition_cell, resolve_judge_run, surface_support
+from searchtrace.analytics import partition_cell, resolve_judge_run, sources, surface_support
 from searchtrace.engine import Attempts, Fetch, Search, fold
 from searchtrace.replay.interchange._otlp import Span, SpanEvent
 from searchtrace.store import Cursor, EventLog, ModelResponded, TrajectoryStarted, decode_payload
@@ -82,11 +82,14 @@ def _answers(cur: Cursor) -> dict[str, bool]:
     return {str(t): bool(m) for t, m in rows}
 
 
-def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None) -> Iterable[list[Span]]:
-    """The spans of each trajectory (latest attempts), trajectory by trajectory. `cur` has the views (v_*)."""
-    run, _notes = resolve_judge_run(cur, judge_run_id)
-    items = _items(cur, run)
-    answers = _answers(cur)
+def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *,
+                  writable: bool = True) -> Iterable[list[Span]]:
+    """The spans of each trajectory (latest attempts), trajectory by trajectory. `cur` has the views (v_*) and
+    caught-up projections (`writable`) or reads the raw views."""
+    with sources.reading(cur, writable=writable):
+        run, _notes = resolve_judge_run(cur, judge_run_id)
+        items = _items(cur, run)
+        answers = _answers(cur)
     rows = cur.execute(
         "SELECT stream_id, CAST(event_id AS VARCHAR), epoch_ns(recorded_at), run_id, payload FROM events "
         "WHERE stream_id LIKE 'traj:%' ORDER BY position").fetchall()
