@@ -37,7 +37,7 @@ from searchtrace.adapters import (
     url_domain,
 )
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
-from searchtrace.replay.interchange._common import event_id, event_ids
+from searchtrace.replay.interchange._common import CHUNK, event_id, event_ids
 from searchtrace.replay.interchange._otlp import MAX_DEPTH, Span
 from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream
 
@@ -556,8 +556,14 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
         built.append((events, blobs))
         res.trajectories += 1
         _carried(t, spans, res)
-    for events, blobs in built:
-        res.events_written += sum(1 for p in log.append(events, blobs=blobs) if p)
+    batch: list[Any] = []
+    kept: list[bytes] = []
+    for k, (events, blobs) in enumerate(built):  # appended in chunks, after every trace is mapped
+        batch += events
+        kept += blobs
+        if len(batch) >= CHUNK or k == len(built) - 1:
+            res.events_written += sum(1 for p in log.append(batch, blobs=kept) if p)
+            batch, kept = [], []
     return res
 
 
