@@ -51,11 +51,11 @@ def traces(n: int, turns: int) -> list[list[Span]]:
         t = 1000
         for k in range(turns):
             last = k == turns - 1
-            reply = {"choices": [{"message": {"role": "assistant", "content": "FINAL ANSWER: 42" if last else None,
-                                              "tool_calls": None if last else [
-                                                  {"id": f"c{k}", "type": "function", "function": {
-                                                      "name": "search_web", "arguments": json.dumps({"query": f"q {k}"})}}]},
-                                  "finish_reason": "stop" if last else "tool_calls"}],
+            call = {"id": f"c{k}", "type": "function",
+                    "function": {"name": "search_web", "arguments": json.dumps({"query": f"q {k}"})}}
+            message: dict[str, Any] = {"role": "assistant", "content": "FINAL ANSWER: 42" if last else None,
+                                       "tool_calls": None if last else [call]}
+            reply = {"choices": [{"message": message, "finish_reason": "stop" if last else "tool_calls"}],
                      "usage": {"prompt_tokens": 100 * (k + 1), "completion_tokens": 20}}
             spans.append(Span(trace_id=tid, span_id=f"{sid:016x}", parent_id=root, name="ChatCompletion",
                               start_ns=t, end_ns=t + 500, attrs={
@@ -73,7 +73,7 @@ def traces(n: int, turns: int) -> list[list[Span]]:
                                                                  "tool.name": "search_web",
                                                                  "input.value": json.dumps({"query": f"q {k}"}),
                                                                  "output.value": body}))
-            messages += [reply["choices"][0]["message"], {"role": "tool", "tool_call_id": f"c{k}", "content": body}]
+            messages += [message, {"role": "tool", "tool_call_id": f"c{k}", "content": body}]
             sid, t = sid + 1, t + 1000
             if k % 2:
                 spans.append(Span(trace_id=tid, span_id=f"{sid:016x}", parent_id=root, name="fetch_page",
@@ -132,7 +132,7 @@ def run(n: int = 200, turns: int = 5) -> dict[str, Any]:
         import_otel(idb, [f], questions=str(q), run_id="bench")
         wall_i, cpu_i = time.perf_counter() - t0, time.process_time() - cpu0
         same = _events(cdb) == _events(idb)
-    out = {"traces": n, "spans": n_spans,
+    out: dict[str, Any] = {"traces": n, "spans": n_spans,
            "receiver_spans_per_s": round(n_spans / wall_c, 1), "import_spans_per_s": round(n_spans / wall_i, 1),
            "receiver_cpu_us_per_span": round(cpu_c / n_spans * 1e6, 1),
            "import_cpu_us_per_span": round(cpu_i / n_spans * 1e6, 1)}
