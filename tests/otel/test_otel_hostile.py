@@ -5,6 +5,8 @@ that write nothing; the same spans imported twice add nothing."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,15 @@ def test_hostile_files_are_one_line_refusals(tmp_path: Path) -> None:
     (tmp_path / "broken.pb").write_bytes(b"\x0a\xff\xff\xff\x0f")
     refused(db, tmp_path / "broken.pb", says="not a protobuf ExportTraceServiceRequest")
     refused(db, write(tmp_path / "dupcell.jsonl", good_trace(), good_trace(T2)), says="one trace is one trajectory")
+
+
+def test_otlp_json_and_the_demo_path_load_no_protobuf(tmp_path: Path) -> None:
+    """The `otel` extra is needed for protobuf only: OTLP JSON imports without it, and `demo` never loads it."""
+    f = write(tmp_path / "t.jsonl", good_trace())
+    code = ("import sys\nfrom searchtrace.cli import main\nimport searchtrace.pipeline._sandbox_demo\n"
+            f"try:\n    main(['import', '--db', {str(tmp_path / 's.duckdb')!r}, '--from', 'otel', {str(f)!r}])\n"
+            "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
