@@ -35,8 +35,8 @@ def figures(db: Path) -> dict[str, Any]:
     return {p: {k: v for k, v in fig.items() if not any(w in k for w in LATENCY)} for p, fig in providers.items()}
 
 
-def agent(questions: Path, *way: str) -> str:
-    out = subprocess.run([sys.executable, str(EXAMPLES / "otel_agent.py"), "--questions", str(questions), *way],
+def agent(questions: Path, *way: str, script: str = "otel_agent.py") -> str:
+    out = subprocess.run([sys.executable, str(EXAMPLES / script), "--questions", str(questions), *way],
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -48,7 +48,7 @@ def collecting(db: Path, questions: Path, run_id: str) -> Iterator[tuple[int, su
     log = db.with_suffix(".log")
     with log.open("ab") as err:
         proc = subprocess.Popen([sys.executable, "-c", CLI, "collect", "--db", str(db), "--questions", str(questions),
-                                 "--run-id", run_id, "--port", str(port)], stdout=err, stderr=err)
+                                 "--run-id", run_id, "--port", str(port), "--provider", "brave"], stdout=err, stderr=err)
     try:
         wait_listening(port, proc, 30, "collect")
         yield port, proc
@@ -79,15 +79,21 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 
 
 def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path) -> None:
-    qfile = tmp_path / "q.jsonl"
-    rows = write_questions(qfile, 2)
+    qfile, two, one = tmp_path / "q.jsonl", tmp_path / "q2.jsonl", tmp_path / "q1.jsonl"
+    rows = write_questions(qfile, 3)
+    two.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    one.write_text(json.dumps(rows[2]) + "\n")
     cdb, pdb = tmp_path / "collected.duckdb", tmp_path / "proxied.duckdb"
     with collecting(cdb, qfile, "mine") as (port, proc), running() as sandbox:
         url = f"http://127.0.0.1:{port}/v1/traces"
-        out = agent(qfile, "--base", sandbox, "--otlp", url)
+        out = agent(two, "--base", sandbox, "--otlp", url)  # tavily, qid and provider as span attributes
+        # a second instrumentor: the Agents SDK (Responses API) through OpenInference's processor, brave (collect's
+        # --provider), its question found by its text
+        sdk = agent(one, "--base", sandbox, "--otlp", url, script="openai_agents_agent.py")
+        assert f"{rows[2]['qid']}: {rows[2]['answer']}" in sdk
         # reads while collect holds the file (SPEC §16): every trajectory committed as its root span arrived
         live = cli("sql", "--db", str(cdb), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")
-        assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 2, live.stderr
+        assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 3, live.stderr
         # SPEC §20: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are refused
         # in one JSON line and record nothing
         assert httpx.post(url, content=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json"}
@@ -115,11 +121,12 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     with proxy(pdb, qfile, "mine") as p:
-        assert agent(qfile, "--proxy", p.url) == out
-    for row in rows:
+        assert agent(two, "--proxy", p.url) == out
+        assert agent(one, "--proxy", p.url, script="openai_agents_agent.py") == sdk
+    for row in rows[:2]:
         assert f"{row['qid']}: {row['answer']}" in out
     collected = streams(cdb)
-    assert sorted(collected) == sorted(streams(pdb)) and len(collected) == 2
+    assert sorted(collected) == sorted(streams(pdb)) and len(collected) == 3
     for events in collected.values():  # the requests are evidence (SPEC §17): shown is a replay, not an assumption
         turns = [e for _, _, e in events if isinstance(e, ModelResponded)]
         assert turns and all(t.request_messages for t in turns)
@@ -128,7 +135,8 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         assert j.returncode == 0, j.stderr
     want = figures(pdb)
     assert figures(cdb) == want
-    assert want["tavily"]["valid_items"] > 0 and want["tavily"]["results_shown"] > 0
+    assert set(want) == {"tavily", "brave"}
+    assert all(f["valid_items"] > 0 and f["results_shown"] > 0 for f in want.values())
     # out: to a real OTLP receiver (protobuf, parsed with opentelemetry-proto), and to a file that imports back
     Receiver.got = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
@@ -141,16 +149,16 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         server.server_close()
     spans = [s for req in Receiver.got for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
     roots = [s for s in spans if not s.parent_span_id]
-    assert len(roots) == 2 and len({bytes(s.trace_id) for s in spans}) == 2
+    assert len(roots) == 3 and len({bytes(s.trace_id) for s in spans}) == 3
     attrs = {kv.key: kv.value for kv in roots[0].attributes}
     assert attrs["gen_ai.operation.name"].string_value == "invoke_agent"
     parts = {k: sum(int({kv.key: kv.value for kv in r.attributes}[f"searchtrace.partition.{k}"].int_value)
                     for r in roots) for k in ("SMART", "MISSED", "BLIND", "NO-OP")}
-    assert parts == want["tavily"]["partition"]
+    assert parts == {k: sum(f["partition"][k] for f in want.values()) for k in parts}
     ops = {kv.value.string_value for s in spans for kv in s.attributes if kv.key == "gen_ai.operation.name"}
     assert ops == {"invoke_agent", "chat", "execute_tool"}
     verdicts = [e for s in spans for e in s.events if e.name == "searchtrace.verdict"]
-    assert len(verdicts) >= want["tavily"]["valid_items"]
+    assert len(verdicts) >= sum(f["valid_items"] for f in want.values())
     out_file = tmp_path / "traces.otlp.jsonl"
     assert cli("export", "--db", str(pdb), "--otlp-file", str(out_file)).returncode == 0
     assert cli("export", "--db", str(pdb), "--otlp-file", str(tmp_path / "again.jsonl")).returncode == 0
