@@ -489,11 +489,17 @@ def question_index(questions: Sequence[Question]) -> tuple[dict[str, Question], 
     return {q.qid: q for q in questions}, {q.question.strip(): q for q in questions}
 
 
-def stored_start(log: Any, tid: str) -> str | None:
-    """The event id of a stored trajectory.started (None: not stored)."""
-    for ev in log.read(stream_id=trajectory_stream(tid), types=["trajectory.started"]):
-        return str(ev.event_id)
-    return None
+def stored_starts(log: Any) -> dict[str, str]:
+    """trajectory id -> the event id of its stored trajectory.started (one query for the whole import)."""
+    if log.head == 0:
+        return {}
+    cur = log.cursor()
+    try:
+        rows = cur.execute("SELECT payload->>'$.trajectory_id', CAST(event_id AS VARCHAR) FROM events "
+                           "WHERE type = 'trajectory.started'").fetchall()
+    finally:
+        cur.close()
+    return {str(t): str(e) for t, e in rows}
 
 
 def question_event(ident: Identity) -> Any:
@@ -528,6 +534,7 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
             traces.setdefault(s.trace_id, []).append(s)
             where.setdefault(s.trace_id, at)
     res = OtelImport()
+    starts = stored_starts(log)
     cells: dict[str, str] = {}
     built: list[tuple[list[Any], list[bytes]]] = []
     for trace_id, spans in traces.items():
@@ -543,7 +550,7 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
             raise BadInput(f"{where[trace_id]}: traces {cells[t.tid]} and {trace_id} are both provider "
                            f"{ident.provider!r}, qid {ident.qid!r} in run {run_id!r} (one trace is one trajectory)")
         cells[t.tid] = trace_id
-        have = stored_start(log, t.tid)
+        have = starts.get(t.tid)
         if have is not None and have != str(t.start_id()):
             raise BadInput(f"{where[trace_id]}: trace {trace_id}: trajectory {t.tid!r} is already in the database, "
                            "recorded from something else; choose another --run-id")
@@ -625,6 +632,14 @@ class Collector:
                 ident = identify(ordered(held), self.by_qid, self.by_text, self.provider) if any(
                     _kind(s) or not s.parent_id for s in held) else None
                 if ident is None:
+                    if any(not s.parent_id for s in held):  # the trace is over and never said which question
+                        self.n_held -= len(self.held.pop(trace_id))
+                        self.closed.add(trace_id)
+                        if any(_kind(s) for s in held):
+                            rejected += len(group)
+                            why = (f"trace {trace_id} names no {QID} / {PROVIDER} and no question of the file; "
+                                   "its spans are not recorded")
+                        continue
                     if self.n_held > MAX_HELD_SPANS:
                         self.n_held -= len(self.held.pop(trace_id))
                         rejected += len(group)
