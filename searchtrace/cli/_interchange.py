@@ -77,7 +77,7 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
                    f"{res.events_written} new events")
         return
     if provider or run_id:
-        raise click.UsageError("--provider and --run-id apply to --from inspect only")
+        raise click.UsageError("--provider and --run-id apply to --from otel and --from inspect only")
     for t in traces:
         if t.is_dir():
             raise click.UsageError(f"{t}: a folder; traces are JSONL files (folders only with --from inspect)")
