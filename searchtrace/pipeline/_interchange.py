@@ -172,11 +172,12 @@ def export_otlp(db: Path, *, url: str | None = None, file: Path | None = None,
                 return n
             assert url is not None
             pending: list[Any] = []
+            headers = {**otlp_headers(), "Content-Type": "application/x-protobuf"}
             with httpx.Client(timeout=30) as client:
                 def send() -> None:
                     body = encode_protobuf([s for t in pending for s in t], "searchtrace")
                     try:
-                        r = client.post(url, content=body, headers={"Content-Type": "application/x-protobuf"})
+                        r = client.post(url, content=body, headers=headers)
                     except httpx.HTTPError as exc:
                         raise BadInput(f"--otlp {url}: {type(exc).__name__}: {exc}") from None
                     if not r.is_success:
@@ -192,3 +193,21 @@ def export_otlp(db: Path, *, url: str | None = None, file: Path | None = None,
         finally:
             cur.close()
     return n
+
+
+def otlp_headers() -> dict[str, str]:
+    """The exporter headers OpenTelemetry's own variables give (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`, else
+    `OTEL_EXPORTER_OTLP_HEADERS`: `k=v,k2=v2`, values URL-encoded), so a backend's key (Langfuse's Basic auth) stays
+    out of the command line; never echoed."""
+    import os
+    from urllib.parse import unquote
+
+    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    out: dict[str, str] = {}
+    for pair in raw.split(","):
+        key, eq, value = pair.partition("=")
+        if eq and key.strip():
+            out[unquote(key.strip())] = unquote(value.strip())
+        elif pair.strip():
+            raise BadInput("OTEL_EXPORTER_OTLP_HEADERS: each header is key=value, separated by commas")
+    return out

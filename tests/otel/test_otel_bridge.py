@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -62,6 +63,7 @@ class Receiver(http.server.BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver that parses each request with opentelemetry-proto (no collector needed)."""
 
     got: list[ExportTraceServiceRequest] = []
+    auth: list[str | None] = []
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -69,6 +71,7 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         req = ExportTraceServiceRequest()
         req.ParseFromString(body)
         Receiver.got.append(req)
+        Receiver.auth.append(self.headers.get("Authorization"))
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
@@ -142,8 +145,11 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        sent = cli("export", "--db", str(pdb), "--otlp", f"http://127.0.0.1:{server.server_address[1]}")
+        sent = subprocess.run([sys.executable, "-c", CLI, "export", "--db", str(pdb), "--otlp",
+                               f"http://127.0.0.1:{server.server_address[1]}"], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Basic%20eA=="})
         assert sent.returncode == 0, sent.stderr
+        assert "eA==" not in sent.stdout + sent.stderr and Receiver.auth == ["Basic eA=="]  # OpenTelemetry's variable
     finally:
         server.shutdown()
         server.server_close()
