@@ -16,7 +16,7 @@ adapter when the tool output is that provider's reply (as the proxy does), else 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -455,19 +455,18 @@ def start_event_id(run_id: str, trace_id: str) -> uuid.UUID:
     return event_id("otel", run_id, trace_id, "start")
 
 
-def check_spans(spans: Sequence[Span], where: str) -> list[Span]:
-    """The spans with exact repeats dropped; a span id repeated with other content is refused."""
+def check_spans(requests: Iterable[tuple[str, list[Span]]]) -> Iterator[tuple[str, Span]]:
+    """(where, span) of every span, exact repeats dropped; a span id repeated with other content is refused."""
     seen: dict[tuple[str, str], Span] = {}
-    out = []
-    for s in spans:
-        key = (s.trace_id, s.span_id)
-        if key in seen:
-            if seen[key] != s:
-                raise BadInput(f"{where}: span {s.span_id} of trace {s.trace_id} appears twice with other content")
-            continue
-        seen[key] = s
-        out.append(s)
-    return out
+    for at, spans in requests:
+        for s in spans:
+            key = (s.trace_id, s.span_id)
+            if key in seen:
+                if seen[key] != s:
+                    raise BadInput(f"{at}: span {s.span_id} of trace {s.trace_id} appears twice with other content")
+                continue
+            seen[key] = s
+            yield at, s
 
 
 # -- import --------------------------------------------------------------------------------------------------------
@@ -522,17 +521,9 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
     by_qid, by_text = question_index(questions)
     traces: dict[str, list[Span]] = {}
     where: dict[str, str] = {}
-    seen: dict[tuple[str, str], Span] = {}
-    for at, spans in requests:
-        for s in spans:
-            key = (s.trace_id, s.span_id)
-            if key in seen:
-                if seen[key] != s:
-                    raise BadInput(f"{at}: span {s.span_id} of trace {s.trace_id} appears twice with other content")
-                continue
-            seen[key] = s
-            traces.setdefault(s.trace_id, []).append(s)
-            where.setdefault(s.trace_id, at)
+    for at, s in check_spans(requests):
+        traces.setdefault(s.trace_id, []).append(s)
+        where.setdefault(s.trace_id, at)
     res = OtelImport()
     starts = stored_starts(log)
     cells: dict[str, str] = {}
@@ -619,7 +610,7 @@ class Collector:
         blobs: list[bytes] = []
         rejected, why = 0, ""
         by_trace: dict[str, list[Span]] = {}
-        for s in spans:
+        for _, s in check_spans([("request", list(spans))]):  # a repeat with other content: the request is refused
             by_trace.setdefault(s.trace_id, []).append(s)
         for trace_id, group in by_trace.items():
             if trace_id in self.closed:
