@@ -585,6 +585,7 @@ class Collector:
         self.stored: dict[str, tuple[str, list[Any]]] = {}  # trajectory id -> (stored start id, payloads) on restart
         self.spans = 0  # accepted
         self.n_held = 0
+        self.dropped = 0
 
     def restore(self, log: Any) -> None:
         """What the store holds of this run, so a restarted `collect` continues its traces without duplicates."""
@@ -694,6 +695,9 @@ class Collector:
             events += [NewEvent(stream_id=t.stream, run_id=self.run_id, payload=p, event_id=i) for i, p in pairs]
             blobs += bl
         self.open.clear()
+        self.dropped = self.n_held  # spans of traces that never named their question: acknowledged, not recorded
+        self.held.clear()
+        self.n_held = 0
         return events, blobs, n
 
 

@@ -52,8 +52,9 @@ def collect(db: Path, questions: str, run_id: str, port: int, provider: str | No
         click.echo(f"searchtrace collect: recording run {run_id} into {db}; "
                    f"OTLP/HTTP endpoint http://{host}:{bound}/v1/traces", err=True)
 
-    spans, abandoned, requests = anyio.run(
+    spans, abandoned, requests, dropped = anyio.run(
         lambda: serve(db, questions, run_id, port=port, provider=provider, tools=tools, max_body=cap, ready=ready),
         backend="asyncio")
     click.echo(f"searchtrace collect: stopped; {spans} spans from {requests} requests recorded, "
-               f"{abandoned} open trajectories abandoned", err=True)
+               f"{abandoned} open trajectories abandoned"
+               + (f", {dropped} spans of traces that never named their question dropped" if dropped else ""), err=True)

@@ -82,8 +82,9 @@ class Receiver:
 
 async def collect(db: Path, questions: str, run_id: str, *, port: int, provider: str | None = None,
                   tools: ToolNames | None = None, max_body: int = MAX_BODY,
-                  ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int]:
-    """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered)."""
+                  ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int]:
+    """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered, spans
+    still held at the stop for traces that never named their question, dropped)."""
     listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     rows = await anyio.to_thread.run_sync(lambda: question_file(questions, rows=sandbox_rows(questions)))
     collector = Collector(run_id, rows, provider=provider, tools=tools)
@@ -108,7 +109,7 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
                         events, blobs, abandoned = collector.abandon_open()
                         if events:
                             await writer.append(events, blobs=blobs)
-                return collector.spans, abandoned, receiver.requests
+                return collector.spans, abandoned, receiver.requests, collector.dropped
         finally:
             await anyio.to_thread.run_sync(log.close)
 

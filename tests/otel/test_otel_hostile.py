@@ -155,3 +155,26 @@ def test_otlp_json_and_the_demo_path_load_no_protobuf(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_restarted_collector_continues_a_trace_as_one_import_records_it(tmp_path: Path) -> None:
+    """Spans of one trace over two `collect` lives (the store restores the open trajectory) give the events one
+    import of all of them gives; a re-sent request adds nothing."""
+    from searchtrace.engine import Question
+    from searchtrace.replay.interchange import Collector, decode_spans, import_spans
+
+    spans = decode_spans(json.dumps(good_trace()).encode(), "t")
+    root, rest = spans[0], spans[1:]
+    questions = [Question(qid="q1", question="Who?", answer="Alpha")]
+    with EventLog(tmp_path / "c.duckdb") as log:
+        for part in (rest[:4], rest[4:] + [root], rest[4:] + [root]):  # the last: an exporter's retry
+            c = Collector("otel", questions, provider="tavily")  # the question is found by its text
+            c.restore(log)
+            events, blobs, rejected, _ = c.add(part)
+            assert rejected == 0
+            log.append(events, blobs=blobs)
+        collected = trajectories(log)
+    with EventLog(tmp_path / "i.duckdb") as log:
+        import_spans(log, [("t", spans)], run_id="otel", questions=questions)
+        imported = trajectories(log)
+    assert collected == imported and len(collected["otel:tavily:q1"]) > 10
