@@ -28,12 +28,14 @@ from searchtrace.adapters import (
     SearchAdapter,
     SearchHit,
     build_search,
+    configured_secrets,
     estimate_tokens,
     json_too_deep,
     page_markdown,
     parse_completion,
     read_page,
     read_results,
+    scrub_parsed,
     url_domain,
 )
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
@@ -456,9 +458,12 @@ def start_event_id(run_id: str, trace_id: str) -> uuid.UUID:
 
 
 def check_spans(requests: Iterable[tuple[str, list[Span]]]) -> Iterator[tuple[str, Span]]:
-    """(where, span) of every span, exact repeats dropped; a span id repeated with other content is refused."""
+    """(where, span) of every span, exact repeats dropped; a span id repeated with other content is refused. Each
+    span has every configured key replaced by `***` (SPEC §20), before anything is read from it."""
     seen: dict[tuple[str, str], Span] = {}
+    secrets = configured_secrets()
     for at, spans in requests:
+        spans = scrub_parsed(spans, secrets)
         for s in spans:
             key = (s.trace_id, s.span_id)
             if key in seen:

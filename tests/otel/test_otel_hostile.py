@@ -5,6 +5,7 @@ that write nothing; the same spans imported twice add nothing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,14 +148,26 @@ def test_hostile_files_are_one_line_refusals(tmp_path: Path) -> None:
 
 def test_otlp_json_and_the_demo_path_load_no_protobuf(tmp_path: Path) -> None:
     """The `otel` extra is needed for protobuf only: OTLP JSON imports without it, and `demo` never loads it."""
-    f = write(tmp_path / "t.jsonl", good_trace())
+    key = "sk-configured-key-0123456789"  # SPEC §20: a configured key in an attribute reaches no event or blob
+    doc = good_trace()
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"] += kv({"gen_ai.input.messages": [
+        {"role": "user", "parts": [{"type": "text", "content": f"Who? (key {key})"}]}]})
+    f = write(tmp_path / "t.jsonl", doc)
     code = ("import sys\nfrom searchtrace.cli import main\nimport searchtrace.pipeline._sandbox_demo\n"
             f"try:\n    main(['import', '--db', {str(tmp_path / 's.duckdb')!r}, '--from', 'otel', {str(f)!r}])\n"
             "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
             "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENAI_API_KEY": key})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+    with EventLog(tmp_path / "s.duckdb", read_only=True) as log:
+        cur = log.cursor()
+        payloads = [r[0] for r in cur.execute("SELECT payload FROM events").fetchall()]
+        stored = [log.get_blob(r[0]) for r in cur.execute("SELECT sha256 FROM blobs").fetchall()]
+        cur.close()
+    assert any(b"Who? (key ***)" in b for b in stored)  # the message is kept, its key replaced
+    assert not any(key in p for p in payloads) and not any(key.encode() in b for b in stored)
 
 
 def test_a_restarted_collector_continues_a_trace_as_one_import_records_it(tmp_path: Path) -> None:
