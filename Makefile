@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench http
 	$(VENV)/bin/searchtrace bench chaos
 	$(VENV)/bin/searchtrace bench proxy
+	$(VENV)/bin/searchtrace bench otel
 	$(VENV)/bin/searchtrace bench live
 	$(VENV)/bin/searchtrace bench coverage --quick
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_parsed,
         scrub_text,
     )
-    from searchtrace.adapters._local_server import LocalGuard, MiB
+    from searchtrace.adapters._local_server import LocalGuard, MiB, json_too_deep
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "scrub_text": "searchtrace.adapters._keys",
     "LocalGuard": "searchtrace.adapters._local_server",
     "MiB": "searchtrace.adapters._local_server",
+    "json_too_deep": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
@@ -176,6 +177,7 @@ __all__ = [
     "domain_of",
     "endpoints",
     "estimate_tokens",
+    "json_too_deep",
     "input_items",
     "normalize_url",
     "norm_url",

@@ -9,7 +9,8 @@ that resolves to 127.0.0.1 (DNS rebinding). `LocalGuard` wraps the app and, befo
 - answers 403 to a request with an `Origin` that is not this server's own, or a `Sec-Fetch-Site` other than
   `same-origin` / `none` (a page on another local port is `same-site` to a browser, and gets SameSite cookies);
 - answers 415 to a POST, PUT or PATCH without `Content-Type: application/json` (a form or `text/plain` POST is how
-  a page sends one without a CORS preflight); `form_paths` may also take a url-encoded form (a real API's form);
+  a page sends one without a CORS preflight); `form_paths` may also take a url-encoded form (a real API's form),
+  `media_paths` the media types a path names (`collect`'s OTLP protobuf);
 - with a `token`, answers 403 unless the query (`?token=`) or the cookie holds it, and sets that cookie (HttpOnly,
   SameSite=Strict) on a response to a request that brought the token in its query;
 - caps each header value (400), the body (413; by Content-Length at once, else while reading, never reading more
@@ -22,7 +23,7 @@ curl) send no Origin and no Sec-Fetch-*, use the address they were given, and se
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qs
 
 import msgspec
@@ -84,9 +85,13 @@ class LocalGuard:
     """ASGI middleware with the checks above; `max_body` in bytes, `token` for a server that needs one (`view`)."""
 
     def __init__(self, app: ASGIApp, *, max_body: int, token: str | None = None, cookie: str = "searchtrace-token",
-                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER, form_paths: frozenset[str] = frozenset()) -> None:
+                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER, form_paths: frozenset[str] = frozenset(),
+                 media_paths: Mapping[str, frozenset[str]] | None = None) -> None:
         self.app = app
         self.form_paths = form_paths
+        # path -> media types its POST may carry besides JSON (OTLP's application/x-protobuf: not one a page can
+        # send without a CORS preflight, unlike a form or text/plain)
+        self.media_paths = dict(media_paths or {})
         self.max_body = max_body
         self.token = token
         self.cookie = cookie
@@ -147,7 +152,8 @@ class LocalGuard:
             kinds = headers.get("content-type", [])
             media = kinds[0].split(";", 1)[0].strip().lower() if len(kinds) == 1 else ""
             form = media == "application/x-www-form-urlencoded" and scope.get("path") in self.form_paths
-            if media != "application/json" and not form:
+            other = media in self.media_paths.get(scope.get("path", ""), frozenset())
+            if media != "application/json" and not form and not other:
                 return (415, f"{method} needs Content-Type: application/json"), False
         if self.token is None:
             return None, False

@@ -58,7 +58,9 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         is_proposal,
         judge_runs,
         not_superseded,
+        partition_cell,
         resolve_judge_run,
+        surface_support,
     )
     from searchtrace.analytics._table import render_table
     from searchtrace.analytics._textnorm import alias_scores, exact_match, token_f1, tokens
@@ -108,7 +110,9 @@ _EXPORTS: dict[str, str] = {
     "is_proposal": "searchtrace.analytics._rules",
     "judge_runs": "searchtrace.analytics._rules",
     "not_superseded": "searchtrace.analytics._rules",
+    "partition_cell": "searchtrace.analytics._rules",
     "resolve_judge_run": "searchtrace.analytics._rules",
+    "surface_support": "searchtrace.analytics._rules",
     "render_table": "searchtrace.analytics._table",
     "exact_match": "searchtrace.analytics._textnorm",
     "alias_scores": "searchtrace.analytics._textnorm",
@@ -167,7 +171,9 @@ __all__ = [
     "rationales",
     "render",
     "render_table",
+    "partition_cell",
     "resolve_judge_run",
+    "surface_support",
     "run_metrics",
     "scoped",
     "sources",

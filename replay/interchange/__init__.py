@@ -16,6 +16,17 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
     from searchtrace.replay.interchange._importer import ImportResult, import_files
     from searchtrace.replay.interchange._inspect_logs import log_files, log_traces
+    from searchtrace.replay.interchange._otel import (
+        Collector,
+        OtelImport,
+        ToolNames,
+        default_search_tools,
+        import_spans,
+    )
+    from searchtrace.replay.interchange._otel_export import export_traces
+    from searchtrace.replay.interchange._otlp import Span, encode_json, encode_protobuf, requests_in
+    from searchtrace.replay.interchange._otlp import decode as decode_spans
+    from searchtrace.replay.interchange._otlp import encode_response as otlp_response
 
 
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
@@ -28,16 +39,40 @@ _EXPORTS: dict[str, str] = {
     "import_files": "searchtrace.replay.interchange._importer",
     "log_files": "searchtrace.replay.interchange._inspect_logs",
     "log_traces": "searchtrace.replay.interchange._inspect_logs",
+    "Collector": "searchtrace.replay.interchange._otel",
+    "OtelImport": "searchtrace.replay.interchange._otel",
+    "ToolNames": "searchtrace.replay.interchange._otel",
+    "default_search_tools": "searchtrace.replay.interchange._otel",
+    "import_spans": "searchtrace.replay.interchange._otel",
+    "export_traces": "searchtrace.replay.interchange._otel_export",
+    "Span": "searchtrace.replay.interchange._otlp",
+    "decode_spans": "searchtrace.replay.interchange._otlp:decode",
+    "encode_json": "searchtrace.replay.interchange._otlp",
+    "encode_protobuf": "searchtrace.replay.interchange._otlp",
+    "otlp_response": "searchtrace.replay.interchange._otlp:encode_response",
+    "requests_in": "searchtrace.replay.interchange._otlp",
 }
 
 __all__ = [
+    "Collector",
     "ImportResult",
     "JudgmentLine",
+    "OtelImport",
+    "Span",
+    "ToolNames",
     "TraceLine",
+    "decode_spans",
+    "default_search_tools",
+    "encode_json",
+    "encode_protobuf",
     "export_all",
+    "export_traces",
     "import_files",
+    "import_spans",
     "log_files",
     "log_traces",
+    "otlp_response",
+    "requests_in",
 ]
 
 

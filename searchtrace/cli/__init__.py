@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "sandbox": "searchtrace.cli._sandbox:sandbox",
     "bench": "searchtrace.cli._bench:bench",
     "proxy": "searchtrace.cli._proxy:proxy",
+    "collect": "searchtrace.cli._collect:collect",
 }
 
 

@@ -29,19 +29,44 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.command("import")
 @click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
 @click.argument("traces", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option("--from", "source", type=click.Choice(["traces", "inspect"]), default="traces", show_default=True,
-              help="traces: SPEC §9 traces JSONL; inspect: Inspect AI eval logs (.eval / .json files or folders).")
-@click.option("--provider", default=None, help="--from inspect: the search API the logs searched with "
-              "(default: the task's `provider` argument or the sample's `provider` metadata).")
-@click.option("--run-id", default=None, help="--from inspect: run id of the trajectories (default inspect-<eval id>).")
+@click.option("--from", "source", type=click.Choice(["traces", "inspect", "otel"]), default="traces", show_default=True,
+              help="traces: SPEC §9 traces JSONL; inspect: Inspect AI eval logs (.eval / .json files or folders); "
+                   "otel: OTLP trace files (ExportTraceServiceRequest as JSON, JSON lines, or protobuf).")
+@click.option("--provider", default=None, help="--from inspect / otel: the search API the logs searched with "
+              "(default: the task's `provider` argument or the sample's `provider` metadata; for otel the "
+              "searchtrace.provider attribute).")
+@click.option("--run-id", default=None, help="--from inspect / otel: run id of the trajectories (default inspect-<eval "
+              "id>; otel).")
+@click.option("--questions", "questions", default=None,
+              help="--from otel: question file (or `sandbox`) giving qid and gold answer by exact question text.")
+@click.option("--search-tools", default=None, metavar="A,B", help="--from otel: tool names that search.")
+@click.option("--fetch-tools", default=None, metavar="A,B", help="--from otel: tool names that fetch a page.")
 @click.option("--judgments", "judgments", multiple=True, type=_file, help="Judgments JSONL (repeatable).")
 @click.option("--audit", "audits", multiple=True, type=_file, help="Audit TSV provider/qid/semantic_match, optionally epoch or trajectory_id (repeatable).")
 @click.option("--blobs", "blobs", default=None, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The folder of raw bodies `export --blobs` wrote (the traces name them by digest).")
 def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | None, run_id: str | None,
+               questions: str | None, search_tools: str | None, fetch_tools: str | None,
                judgments: tuple[Path, ...], audits: tuple[Path, ...], blobs: Path | None) -> None:
-    """Import traces (with the run.jsonl beside them), judgments and audits, or Inspect AI logs; strict: a bad line
-    stops it (exit 2) and nothing of that file is written."""
+    """Import traces (with the run.jsonl beside them), judgments and audits, Inspect AI logs, or OpenTelemetry
+    traces; strict: a bad line stops it (exit 2) and nothing of that file is written."""
+    if source == "otel":
+        from searchtrace.cli._collect import tool_names
+
+        if not traces or judgments or audits or blobs:
+            raise click.UsageError("--from otel takes OTLP trace files and no --judgments / --audit / --blobs")
+        for t in traces:
+            if t.is_dir():
+                raise click.UsageError(f"{t}: a folder; --from otel takes OTLP trace files")
+        search, fetch = tool_names(search_tools, fetch_tools)
+        got = pipeline.import_otel(db, traces, questions=questions, provider=provider, run_id=run_id or "otel",
+                                   search_tools=search, fetch_tools=fetch)
+        click.echo(f"{db}: {got.trajectories} trajectories from {len(traces)} OTLP file(s) ({got.skipped} traces "
+                   f"without chat or tool spans skipped); {len(got.judgments)} verdicts, {len(got.audits)} audits "
+                   f"carried; {got.events_written} new events")
+        return
+    if questions or search_tools or fetch_tools:
+        raise click.UsageError("--questions, --search-tools and --fetch-tools apply to --from otel only")
     if source == "inspect":
         if not traces or judgments or audits or blobs:
             raise click.UsageError("--from inspect takes Inspect logs (files or folders) and no --judgments / --audit "
@@ -52,7 +77,7 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
                    f"{res.events_written} new events")
         return
     if provider or run_id:
-        raise click.UsageError("--provider and --run-id apply to --from inspect only")
+        raise click.UsageError("--provider and --run-id apply to --from otel and --from inspect only")
     for t in traces:
         if t.is_dir():
             raise click.UsageError(f"{t}: a folder; traces are JSONL files (folders only with --from inspect)")
@@ -68,12 +93,28 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
 
 @click.command("export")
 @click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--blobs", "blobs", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Also write the raw model and search replies and the pages, one file per sha256, into this folder.")
-def export_cmd(db: Path, out: Path, blobs: Path | None) -> None:
+@click.option("--otlp", "otlp", default=None, metavar="URL",
+              help="Send every trajectory as an OpenTelemetry trace (GenAI conventions, protobuf) to this OTLP/HTTP "
+                   "endpoint (e.g. Phoenix or Langfuse; /v1/traces is added to a bare root).")
+@click.option("--otlp-file", "otlp_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Write those traces as OTLP JSON to this file, one ExportTraceServiceRequest per line.")
+@click.option("--judge-run-id", default=None, help="--otlp / --otlp-file: the judge run whose verdicts the traces "
+              "carry (default: the report's).")
+def export_cmd(db: Path, out: Path | None, blobs: Path | None, otlp: str | None, otlp_file: Path | None,
+               judge_run_id: str | None) -> None:
     """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (SPEC §9, §17), events.parquet and, for notebooks,
-    trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder."""
+    trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder (--out), or the trajectories as OpenTelemetry traces with per-result verdicts (--otlp / --otlp-file, SPEC §21)."""
+    if otlp or otlp_file:
+        if out or blobs or (otlp and otlp_file):
+            raise click.UsageError("give one of --out [--blobs], --otlp URL, --otlp-file FILE")
+        n = pipeline.export_otlp(db, url=otlp, file=otlp_file, judge_run_id=judge_run_id)
+        click.echo(f"{otlp or otlp_file}: {n} traces")
+        return
+    if out is None:
+        raise click.UsageError("give --out DIR (or --otlp URL / --otlp-file FILE)")
     written = pipeline.export(db, out, blobs)
     for name, count in written.items():
         click.echo(f"{out / name}: {count}")

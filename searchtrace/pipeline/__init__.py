@@ -19,8 +19,15 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         audit_sample,
         judge_compare,
     )
+    from searchtrace.pipeline._collecting import collect
     from searchtrace.pipeline._doctor import Check, doctor
-    from searchtrace.pipeline._interchange import export, import_files, import_inspect
+    from searchtrace.pipeline._interchange import (
+        export,
+        export_otlp,
+        import_files,
+        import_inspect,
+        import_otel,
+    )
     from searchtrace.pipeline._judging import (
         DEFAULT_RPS,
         SANDBOX_JUDGE,
@@ -54,6 +61,9 @@ _EXPORTS: dict[str, str] = {
     "export": "searchtrace.pipeline._interchange",
     "import_files": "searchtrace.pipeline._interchange",
     "import_inspect": "searchtrace.pipeline._interchange",
+    "import_otel": "searchtrace.pipeline._interchange",
+    "export_otlp": "searchtrace.pipeline._interchange",
+    "collect": "searchtrace.pipeline._collecting",
     "DEFAULT_RPS": "searchtrace.pipeline._judging",
     "JudgePlan": "searchtrace.pipeline._judging",
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
@@ -109,6 +119,9 @@ __all__ = [
     "grade_and_report",
     "import_files",
     "import_inspect",
+    "import_otel",
+    "export_otlp",
+    "collect",
     "judge",
     "judge_chat",
     "judge_compare",

@@ -1,0 +1,250 @@
+"""Trajectories -> OpenTelemetry traces in the GenAI conventions (SPEC §21 "Out"), so Phoenix or Langfuse show
+searchtrace's per-URL evidence beside how the agent ran.
+
+Each trajectory is one trace: an `invoke_agent` root span (qid, provider, question, gold and final answer, stop
+reason, the partition counts of the judge run as `searchtrace.partition.<cell>`), one `chat` span per model turn
+(`gen_ai.input.messages` / `gen_ai.output.messages` in the GenAI message-parts shape, usage, and the request and
+reply bodies as OpenInference `input.value` / `output.value`, so an import gets the exact messages back) and one
+`execute_tool` span per search (its results as `gen_ai.tool.call.result`, one `searchtrace.verdict` span event per
+judged result) or fetch (the page). Trace and span ids are digests of event ids; span times keep stream order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from searchtrace.analytics import partition_cell, resolve_judge_run, sources, surface_support
+from searchtrace.engine import Attempts, Fetch, Search, fold
+from searchtrace.replay.interchange._otlp import Span, SpanEvent
+from searchtrace.store import Cursor, EventLog, ModelResponded, TrajectoryStarted, decode_payload
+
+SCOPE = "searchtrace"
+SEARCH_TOOL, FETCH_TOOL = "search_web", "fetch_page"
+CELLS = ("SMART", "MISSED", "BLIND", "NO-OP")
+_enc = msgspec.json.Encoder()
+
+
+def _hex(text: str, size: int) -> str:
+    return hashlib.sha256(f"searchtrace-otel:{text}".encode()).hexdigest()[: 2 * size]
+
+
+def _parts(m: dict[str, Any]) -> dict[str, Any]:
+    """One chat message in the GenAI message-parts shape."""
+    parts: list[dict[str, Any]] = []
+    content = m.get("content")
+    if isinstance(content, str) and content:
+        parts.append({"type": "text", "content": content})
+    elif isinstance(content, list):
+        parts += [{"type": "text", "content": str(p.get("text", ""))} for p in content if isinstance(p, dict)]
+    for c in m.get("tool_calls") or []:
+        if isinstance(c, dict):
+            f = c.get("function") or {}
+            parts.append({"type": "tool_call", "id": c.get("id"), "name": f.get("name"), "arguments": f.get("arguments")})
+    if m.get("role") == "tool":
+        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": m.get("tool_call_id"),
+                                           "response": content}]}
+    return {"role": m.get("role"), "parts": parts}
+
+
+def _items(cur: Cursor, judge_run_id: str | None) -> dict[tuple[str, str], dict[str, Any]]:
+    """(trajectory_id, url_normalized) -> the item's verdict and cell in the judge run (valid verdicts only count
+    towards the partition, as in the report)."""
+    if judge_run_id is None:
+        return {}
+    cell = partition_cell(surface_support("v", "i"), "i.fetched")
+    rows = cur.execute(
+        f"SELECT i.trajectory_id, i.url_normalized, v.valid, v.invalid_reason, v.snippet_supports_gold, "
+        f"v.snippet_contradicts_gold, v.snippet_relevant, v.has_page, v.page_supports_gold, v.page_contradicts_gold, "
+        f"v.page_relevant, v.supports_final_answer, {cell}, i.snippet_shown, i.fetched "
+        f"FROM v_judge_items i JOIN (SELECT * FROM v_verdicts WHERE judge_run_id = ? QUALIFY row_number() OVER "
+        f"(PARTITION BY trajectory_id, url_normalized ORDER BY position) = 1) v "
+        f"ON v.trajectory_id = i.trajectory_id AND v.url_normalized = i.url_normalized", [judge_run_id]).fetchall()
+    out = {}
+    for (tid, url, valid, why, s_sup, s_con, s_rel, has_page, p_sup, p_con, p_rel, final, c, shown, fetched) in rows:
+        labels = None
+        if valid:
+            labels = {"snippet": {"supports_gold": bool(s_sup), "contradicts_gold": bool(s_con),
+                                  "relevant": bool(s_rel)},
+                      "page": {"supports_gold": bool(p_sup), "contradicts_gold": bool(p_con), "relevant": bool(p_rel)}
+                      if has_page else None,
+                      "supports_final_answer": bool(final), "rationale": ""}
+        out[(tid, url)] = {"valid": bool(valid), "invalid_reason": why, "labels": labels, "cell": c if valid else None,
+                           "shown": bool(shown), "fetched": bool(fetched)}
+    return out
+
+
+def _answers(cur: Cursor) -> dict[str, bool]:
+    rows = cur.execute("SELECT trajectory_id, semantic_match FROM v_answers WHERE semantic_match IS NOT NULL").fetchall()
+    return {str(t): bool(m) for t, m in rows}
+
+
+def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *,
+                  writable: bool = True) -> Iterable[list[Span]]:
+    """The spans of each trajectory (latest attempts), trajectory by trajectory. `cur` has the views (v_*) and
+    caught-up projections (`writable`) or reads the raw views."""
+    with sources.reading(cur, writable=writable):
+        run, _notes = resolve_judge_run(cur, judge_run_id)
+        items = _items(cur, run)
+        answers = _answers(cur)
+    rows = cur.execute(
+        "SELECT stream_id, CAST(event_id AS VARCHAR), epoch_ns(recorded_at), run_id, payload FROM events "
+        "WHERE stream_id LIKE 'traj:%' ORDER BY position").fetchall()
+    streams: dict[str, list[tuple[str, int, str, Any]]] = {}
+    attempts = Attempts()
+    for stream, eid, ns, run_id, payload in rows:
+        p = decode_payload(payload)
+        if isinstance(p, TrajectoryStarted):
+            attempts.add(p.trajectory_id, p.supersedes)
+        streams.setdefault(stream, []).append((eid, int(ns), run_id, p))
+    for events in streams.values():
+        first = events[0][3]
+        if not isinstance(first, TrajectoryStarted) or not attempts.is_latest(first.trajectory_id):
+            continue
+        yield _trace(log, events, items, answers, run)
+
+
+def _trace(log: EventLog, events: list[tuple[str, int, str, Any]], items: dict[tuple[str, str], dict[str, Any]],
+           answers: dict[str, bool], judge_run_id: str | None) -> list[Span]:
+    f = fold(p for _, _, _, p in events)
+    started = f.started
+    assert started is not None
+    tid = started.trajectory_id
+    by_obj = {id(p): (eid, ns) for eid, ns, _, p in events}
+    trace_id = _hex(events[0][0], 16)
+    root_id = _hex(events[0][0] + ":root", 8)
+    resource = {"service.name": "searchtrace", "searchtrace.run_id": events[0][2]}
+    spans: list[Span] = []
+    last_start = events[0][1]
+    last_end = events[0][1]
+
+    def times(ns: int, ms: float) -> tuple[int, int]:
+        """(start, end) kept in stream order: each span starts after the previous one started."""
+        nonlocal last_start, last_end
+        end = max(ns, last_end)
+        start = max(end - int(ms * 1e6), last_start + 1)
+        end = max(end, start)
+        last_start, last_end = start, end
+        return start, end
+
+    for step in f.steps:
+        if isinstance(step, ModelResponded):
+            eid, ns = by_obj[id(step)]
+            start, end = times(ns, step.latency_ms)
+            messages = None
+            if not isinstance(step.request_messages, msgspec.UnsetType):
+                got = [log.get_blob(d) for d in step.request_messages]
+                if all(g is not None for g in got):
+                    messages = [msgspec.json.decode(g) for g in got if g is not None]
+            tools = None
+            if not isinstance(step.tools_digest, msgspec.UnsetType) and step.tools_digest:
+                t = log.get_blob(step.tools_digest)
+                tools = msgspec.json.decode(t) if t is not None else None
+            reply = log.get_blob(step.raw_digest) if step.raw_digest else None
+            out_parts: list[dict[str, Any]] = [{"type": "text", "content": step.text}] if step.text else []
+            out_parts += [{"type": "tool_call", "id": c.call_id, "name": c.name, "arguments": c.arguments}
+                          for c in step.tool_calls]
+            u = step.usage
+            attrs: dict[str, Any] = {
+                "gen_ai.operation.name": "chat", "openinference.span.kind": "LLM",
+                "gen_ai.usage.input_tokens": u.input_tokens, "gen_ai.usage.output_tokens": u.output_tokens,
+                "gen_ai.usage.reasoning_tokens": u.reasoning_tokens,
+                "gen_ai.usage.cache_read.input_tokens": u.cached_tokens,
+                "gen_ai.output.messages": _enc.encode([{"role": "assistant", "parts": out_parts,
+                                                        "finish_reason": step.finish_reason}]).decode(),
+                "searchtrace.iteration": step.iteration,
+            }
+            if step.finish_reason:
+                attrs["gen_ai.response.finish_reasons"] = [step.finish_reason]
+            if messages is not None:
+                attrs["gen_ai.input.messages"] = _enc.encode([_parts(m) for m in messages]).decode()
+                body: dict[str, Any] = {"messages": messages}
+                if tools:
+                    body["tools"] = tools
+                attrs["input.value"] = _enc.encode(body).decode()
+                attrs["input.mime_type"] = "application/json"
+            if reply is not None:
+                attrs["output.value"] = reply.decode("utf-8", "replace")
+                attrs["output.mime_type"] = "application/json"
+            spans.append(Span(trace_id=trace_id, span_id=_hex(eid, 8), parent_id=root_id, name="chat", kind=3,
+                              start_ns=start, end_ns=end, attrs=attrs, resource=resource))
+        elif isinstance(step, Search):
+            eid, ns = by_obj[id(step.called)]
+            done = step.completed
+            start, end = times(by_obj[id(done)][1] if done else ns, done.latency_ms if done else 0.0)
+            results = [{"doc_id": r.doc_id, "rank": r.rank, "title": r.title, "url": r.url, "domain": r.domain,
+                        "snippet": r.snippet} for r in step.results]
+            span_events = []
+            for r in step.results:
+                item = items.get((tid, r.url_normalized))
+                if item is None:
+                    continue
+                ev: dict[str, Any] = {"searchtrace.judge_run_id": judge_run_id or "", "searchtrace.url": r.url,
+                                      "searchtrace.url_normalized": r.url_normalized, "searchtrace.doc_id": r.doc_id,
+                                      "searchtrace.rank": r.rank, "searchtrace.valid": item["valid"],
+                                      "searchtrace.shown": item["shown"], "searchtrace.fetched": item["fetched"]}
+                if item["labels"] is not None:
+                    ev["searchtrace.labels"] = _enc.encode(item["labels"]).decode()
+                    ev["searchtrace.partition"] = item["cell"]
+                    ev["searchtrace.snippet.supports_gold"] = item["labels"]["snippet"]["supports_gold"]
+                    ev["searchtrace.snippet.contradicts_gold"] = item["labels"]["snippet"]["contradicts_gold"]
+                if item["invalid_reason"]:
+                    ev["searchtrace.invalid_reason"] = str(item["invalid_reason"])
+                span_events.append(SpanEvent(name="searchtrace.verdict", time_ns=end, attrs=ev))
+            bad = done is not None and done.status != "ok"
+            spans.append(Span(
+                trace_id=trace_id, span_id=_hex(eid, 8), parent_id=root_id, name=f"execute_tool {SEARCH_TOOL}",
+                kind=1, start_ns=start, end_ns=end, events=span_events,
+                attrs={"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL",
+                       "gen_ai.tool.name": SEARCH_TOOL, "gen_ai.tool.call.id": step.called.call_id,
+                       "gen_ai.tool.call.arguments": _enc.encode({"query": step.called.query}).decode(),
+                       "gen_ai.tool.call.result": _enc.encode(results).decode(),
+                       "searchtrace.provider": step.called.provider},
+                status=2 if bad else 0,
+                status_message=(done.error or done.status) if bad and done is not None else ""))
+        elif isinstance(step, Fetch):
+            eid, ns = by_obj[id(step.called)]
+            fc = step.completed
+            start, end = times(by_obj[id(fc)][1] if fc else ns, fc.latency_ms if fc else 0.0)
+            page = log.get_blob(fc.content_digest) if fc is not None and fc.content_digest else None
+            ok = fc is not None and fc.status == "ok" and page is not None
+            attrs = {"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL",
+                     "gen_ai.tool.name": FETCH_TOOL, "gen_ai.tool.call.id": step.called.call_id,
+                     "gen_ai.tool.call.arguments": _enc.encode({"url": step.called.url,
+                                                                "doc_id": step.called.doc_id}).decode()}
+            if ok and page is not None:
+                attrs["gen_ai.tool.call.result"] = page.decode("utf-8", "replace")
+            spans.append(Span(trace_id=trace_id, span_id=_hex(eid, 8), parent_id=root_id,
+                              name=f"execute_tool {FETCH_TOOL}", kind=1, start_ns=start, end_ns=end, attrs=attrs,
+                              status=0 if ok else 2,
+                              status_message="" if ok else (fc.error or fc.status) if fc else "no reply"))
+    counts = {c: 0 for c in CELLS}
+    for (item_tid, _url), item in items.items():
+        if item_tid == tid and item["cell"] in counts:
+            counts[item["cell"]] += 1
+    fin = f.finished
+    root_attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "searchtrace", "openinference.span.kind": "AGENT",
+        "searchtrace.trajectory_id": tid, "searchtrace.qid": started.qid, "searchtrace.provider": started.provider,
+        "searchtrace.question": started.question, "searchtrace.gold_answer": started.gold_answer,
+        "input.value": started.question,
+        **{f"searchtrace.partition.{c}": n for c, n in counts.items()},
+    }
+    if judge_run_id is not None:
+        root_attrs["searchtrace.judge_run_id"] = judge_run_id
+    if f.final is not None:
+        root_attrs["searchtrace.final_answer"] = f.final.text
+        root_attrs["output.value"] = f.final.text
+    if fin is not None:
+        root_attrs["searchtrace.reason"] = fin.reason
+    if tid in answers:
+        root_attrs["searchtrace.semantic_match"] = answers[tid]
+    end = max([s.end_ns for s in spans] + [events[-1][1]])
+    root = Span(trace_id=trace_id, span_id=root_id, name="invoke_agent searchtrace", kind=1,
+                start_ns=min([s.start_ns for s in spans] + [events[0][1]]), end_ns=end, attrs=root_attrs,
+                resource=resource, status=2 if fin is not None and fin.reason == "error" else 0,
+                status_message=(fin.error or "") if fin is not None and fin.reason == "error" else "")
+    return [root, *[msgspec.structs.replace(s, resource=resource) for s in spans]]

@@ -1,0 +1,120 @@
+"""`searchtrace collect` (SPEC §21): an OTLP/HTTP trace receiver on 127.0.0.1 that records spans as they arrive.
+
+`POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf (`application/x-protobuf`) or OTLP JSON
+(`application/json`), optionally gzip-encoded; its spans are mapped by `replay.interchange`'s `Collector` and
+committed before the reply (so an exporter's retry of an unanswered batch is a no-op: event ids come from span
+ids). The local-server guard of SPEC §20 (loopback Host, no cross-site request, body and nesting caps) wraps it;
+other processes read the file meanwhile through `<db>.sock`, as with `record` and `proxy`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from searchtrace.adapters import LocalGuard, MiB
+from searchtrace.engine import question_file
+from searchtrace.engine.proxy import QuietServer, bind, stop_on_signal
+from searchtrace.pipeline._live import serving_reads
+from searchtrace.pipeline._recording import sandbox_rows
+from searchtrace.replay.interchange import Collector, ToolNames, decode_spans, otlp_response
+from searchtrace.store import BadInput, EventLog, Writer, open_writer
+
+TRACES = "/v1/traces"
+PROTOBUF = "application/x-protobuf"
+MAX_BODY = 16 * MiB
+
+
+def _inflate(body: bytes, cap: int) -> bytes:
+    """A gzip body inflated, never past `cap` bytes (a small body that inflates to gigabytes costs the cap)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(body, cap + 1)
+    except zlib.error as exc:
+        raise BadInput(f"gzip body does not inflate ({exc})") from None
+    if len(out) > cap or d.unconsumed_tail:
+        raise BadInput(f"gzip body inflates beyond {cap} bytes")
+    return out
+
+
+class Receiver:
+    """The receiver's routes over one collector and one writer; a lock keeps each request's mapping whole."""
+
+    def __init__(self, collector: Collector, writer: Writer, max_body: int) -> None:
+        self.collector, self.writer, self.max_body = collector, writer, max_body
+        self.lock = anyio.Lock()
+        self.requests = 0
+
+    def app(self) -> Any:
+        return LocalGuard(Starlette(routes=[Route(TRACES, self.traces, methods=["POST"])]), max_body=self.max_body,
+                          media_paths={TRACES: frozenset({PROTOBUF})})
+
+    async def traces(self, request: Request) -> Response:
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        protobuf = media == PROTOBUF
+        body = await request.body()
+        try:
+            encoding = request.headers.get("content-encoding", "identity").strip().lower()
+            if encoding == "gzip":
+                body = _inflate(body, self.max_body)
+            elif encoding not in ("", "identity"):
+                raise BadInput(f"Content-Encoding {encoding[:40]!r} is not supported (gzip or none)")
+            spans = decode_spans(body, "request", protobuf=protobuf)
+            async with self.lock:
+                events, blobs, rejected, why = self.collector.add(spans)
+                if events or blobs:
+                    await self.writer.append(events, blobs=blobs)
+        except BadInput as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        self.requests += 1
+        data, kind = otlp_response(rejected, why, protobuf=protobuf)
+        return Response(data, media_type=kind)
+
+
+async def collect(db: Path, questions: str, run_id: str, *, port: int, provider: str | None = None,
+                  tools: ToolNames | None = None, max_body: int = MAX_BODY,
+                  ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int]:
+    """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered, spans
+    still held at the stop for traces that never named their question, dropped)."""
+    listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
+    rows = await anyio.to_thread.run_sync(lambda: question_file(questions, rows=sandbox_rows(questions)))
+    collector = Collector(run_id, rows, provider=provider, tools=tools)
+    with listener:
+        log = await anyio.to_thread.run_sync(EventLog, db)
+        try:
+            with serving_reads(log):
+                await anyio.to_thread.run_sync(collector.restore, log)
+                async with open_writer(log, max_delay=0.0) as writer:
+                    receiver = Receiver(collector, writer, max_body)
+                    port_ = int(listener.getsockname()[1])
+                    server = QuietServer(uvicorn.Config(receiver.app(), host="127.0.0.1", port=port_,
+                                                        log_level="warning", access_log=False, lifespan="off",
+                                                        timeout_graceful_shutdown=2))
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(stop_on_signal, server)
+                        if ready is not None:
+                            tg.start_soon(_announce, server, ready, port_)
+                        await server.serve(sockets=[listener])
+                        tg.cancel_scope.cancel()
+                    async with receiver.lock:
+                        events, blobs, abandoned = collector.abandon_open()
+                        if events:
+                            await writer.append(events, blobs=blobs)
+                return collector.spans, abandoned, receiver.requests, collector.dropped
+        finally:
+            await anyio.to_thread.run_sync(log.close)
+
+
+async def _announce(server: uvicorn.Server, ready: Callable[[str, int], None], port: int) -> None:
+    while not server.started:
+        await anyio.sleep(0.01)
+    ready("127.0.0.1", port)
