@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "sandbox": "searchtrace.cli._sandbox:sandbox",
     "bench": "searchtrace.cli._bench:bench",
     "proxy": "searchtrace.cli._proxy:proxy",
+    "ship": "searchtrace.cli._ship:ship",
+    "replica": "searchtrace.cli._ship:replica",
 }
 
 

@@ -10,6 +10,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
+from searchtrace.cli._ship import shipped_line
 from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config
 
 if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
@@ -39,9 +40,12 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
               help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
+@click.option("--ship-to", "ship_to", default=None, metavar="URL",
+              help="Ship committed events to this PostgreSQL log every second and at the end (SPEC §22; "
+                   "the postgres extra).")
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
-    no_progress: bool, epochs: int | None,
+    no_progress: bool, epochs: int | None, ship_to: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -55,9 +59,12 @@ def record(
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
+    shipped: list[str] = []
     try:
         summary = anyio.run(
-            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None, ship_to=ship_to,
+                                    on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
+            backend="asyncio",
         )
     except KeyboardInterrupt:
         click.echo(
@@ -69,6 +76,8 @@ def record(
         click.echo(msgspec.json.encode(summary).decode())
     else:
         click.echo(summary_text(summary))
+    for line in shipped:
+        click.echo(f"shipped: {line}", err=as_json)
     if summary.failed:  # a run that failed never exits 0
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())) or "unknown"
         click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
