@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import msgspec
+import structlog
 
 from searchtrace.store._blobs import CODEC, digest
 from searchtrace.store._errors import BadInput, StoreError
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 BATCH = 5_000  # events per central transaction
 PULL = 20_000  # rows per replica transaction
 EVERY_S = 1.0  # `--ship-to`: a batch every second while the run records
+_log = structlog.get_logger("searchtrace.ship")
 _DIGEST = re.compile(rb'"([0-9a-f]{64})"')  # any sha256 a payload names: content, raw reply, message and tool blobs
 
 
@@ -137,6 +139,7 @@ def ship(log: EventLog, log_central: CentralLog, *, batch: int = BATCH) -> Shipp
         positions = log_central.append_rows(rows, _local_blobs(log, rows), marker,
                                             where=f"segment {segment_id} ({host})")
         new = sum(1 for p in positions if p)
+        _log.info("shipped batch", log=log_central.name, segment=segment_id, first=first, last=last, new=new)
         out.batches += 1
         out.events += new
         out.skipped += len(rows) - new
@@ -219,6 +222,7 @@ def pull(log_central: CentralLog, log: EventLog, *, batch: int = PULL) -> Pulled
                 raise StoreError(f"{log_central.name}: blob {sha[:16]}: its bytes do not match its digest")
             data.append(content)
         log.extend(rows, data)
+        _log.info("pulled", log=log_central.name, first=rows[0].position, last=rows[-1].position, blobs=len(data))
         out.events += len(rows)
         out.blobs += len(data)
         out.head = log.head

@@ -29,14 +29,14 @@ class Postgres:
         auth = f"postgres:{password}" if password else "postgres"
         return f"postgresql://{auth}@/{db}?host={self.socket_dir}"
 
-    def database(self) -> str:
-        """A new empty database; its URL."""
+    def database(self, password: str | None = None) -> str:
+        """A new empty database; its URL (with a password in it, when given: the server does not ask for one)."""
         import psycopg
 
         name = f"t_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.url(), autocommit=True) as con:
             con.execute(f"CREATE DATABASE {name}")
-        return self.url(name)
+        return self.url(name, password)
 
 
 def _server_bin() -> Path | None:
