@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._live as live
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
+    import searchtrace.benchmarks._ship as ship
     import searchtrace.benchmarks._view as view
 
 
@@ -35,6 +36,7 @@ _MODULES: dict[str, str] = {
     "live": "searchtrace.benchmarks._live",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
+    "ship": "searchtrace.benchmarks._ship",
     "view": "searchtrace.benchmarks._view",
 }
 
@@ -49,6 +51,7 @@ __all__ = [
     "live",
     "proxy",
     "replay",
+    "ship",
     "view",
 ]
 
@@ -65,6 +68,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "searchtrace.benchmarks._proxy:command",
     "live": "searchtrace.benchmarks._live:command",
     "coverage": "searchtrace.benchmarks._coverage:command",
+    "ship": "searchtrace.benchmarks._ship:command",
 }
 
 

@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.store._rows import LogRow
     from searchtrace.store._schema import DDL, OFFLINE, first_line, require_database
+    from searchtrace.store._ship import BATCH as SHIP_BATCH
     from searchtrace.store._ship import Pulled, Shipped, Shipper, central, follow, pull, ship, shipping
     from searchtrace.store._tuning import bulk_appends
     from searchtrace.store._verify import verify
@@ -171,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "OFFLINE": "searchtrace.store._schema",
     "first_line": "searchtrace.store._schema",
     "require_database": "searchtrace.store._schema",
+    "SHIP_BATCH": "searchtrace.store._ship:BATCH",
     "Pulled": "searchtrace.store._ship",
     "Shipped": "searchtrace.store._ship",
     "Shipper": "searchtrace.store._ship",
@@ -229,6 +231,7 @@ __all__ = [
     "SearchCalled",
     "SearchCompleted",
     "SearchResult",
+    "SHIP_BATCH",
     "SearchStatus",
     "SegmentShipped",
     "Shipped",

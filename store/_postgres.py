@@ -68,6 +68,20 @@ _ROWS = ("SELECT position, event_id, stream_id, stream_seq, type, run_id, "
 BlobRow = tuple[str, bytes, str, int]  # sha256, stored bytes, codec, n_bytes: as both stores keep them
 
 
+def _escaped(data: bytes) -> bytes:
+    """A value as COPY's text format reads back byte for byte: backslashes (JSON escapes) doubled, line breaks and
+    tabs (none in msgspec's JSON, maybe in a stream id) escaped."""
+    if b"\\" in data or b"\n" in data or b"\r" in data or b"\t" in data:
+        data = data.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r").replace(b"\t", b"\\t")
+    return data
+
+
+def _text(value: str) -> str:
+    if "\\" in value or "\n" in value or "\r" in value or "\t" in value:
+        return _escaped(value.encode()).decode()
+    return value
+
+
 class Conflict(StoreError):
     """An event id the log holds with other bytes; nothing of the batch was written."""
 
@@ -217,15 +231,18 @@ class CentralLog:
                                     [(*b, first) for b in new_blobs.values()])
         if not fresh:
             return positions
+        lines: list[bytes] = []
+        for r in fresh:
+            position += 1
+            seq = seqs.get(r.stream_id, -1) + 1
+            seqs[r.stream_id] = seq
+            prev = row_hash(prev, position, r.event_id, r.stream_id, seq, r.type, r.run_id, r.recorded_at_us,
+                            r.payload)
+            ts = (_EPOCH + timedelta(microseconds=r.recorded_at_us)).isoformat()
+            lines.append(f"{position}\t{r.event_id}\t{_text(r.stream_id)}\t{seq}\t{_text(r.type)}\t"
+                         f"{_text(r.run_id)}\t{ts}\t".encode() + _escaped(r.payload) + f"\t{prev}\n".encode())
         with con.cursor() as cur, cur.copy(f"COPY events ({_COLUMNS}) FROM STDIN") as copy:
-            for r in fresh:
-                position += 1
-                seq = seqs.get(r.stream_id, -1) + 1
-                seqs[r.stream_id] = seq
-                prev = row_hash(prev, position, r.event_id, r.stream_id, seq, r.type, r.run_id, r.recorded_at_us,
-                                r.payload)
-                copy.write_row((position, r.event_id, r.stream_id, seq, r.type, r.run_id,
-                                _EPOCH + timedelta(microseconds=r.recorded_at_us), r.payload.decode(), prev))
+            copy.write(b"".join(lines))
         con.execute("UPDATE head SET position = %s, hash = %s", [position, prev])
         return positions
 
