@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
-from searchtrace.cli._ship import shipped_line
+from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config
 
 if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
@@ -40,9 +40,7 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
               help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
-@click.option("--ship-to", "ship_to", default=None, metavar="URL",
-              help="Ship committed events to this PostgreSQL log every second and at the end (SPEC §22; "
-                   "the postgres extra).")
+@ship_to_option
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
     no_progress: bool, epochs: int | None, ship_to: str | None,

@@ -20,6 +20,12 @@ if TYPE_CHECKING:  # types only: the shipping module loads DuckDB, which `--help
 _URL_HELP = "The central log, postgresql://user[:password]@host/db or postgresql:///db?host=/socket/dir."
 
 
+# `record | judge | proxy --ship-to URL`: the one definition of the option the three share
+ship_to_option = click.option(
+    "--ship-to", "ship_to", default=None, metavar="URL",
+    help="Ship committed events to this PostgreSQL log every second and at the end (SPEC §22; the postgres extra).")
+
+
 def shipped_line(s: Shipped, url: str) -> str:
     return (f"segment {s.segment_id} ({s.host}): {s.batches} batches, {s.events} events shipped, {s.skipped} "
             f"already in the log; through local position {s.through}; {redacted(url)} at position {s.central_head}")

@@ -23,8 +23,8 @@ from searchtrace.engine import (
     progress_display,
     record_run,
 )
-from searchtrace.pipeline._live import serving_reads
-from searchtrace.store import BadInput, EventLog, Shipped, check_url, shipping
+from searchtrace.pipeline._live import live
+from searchtrace.store import BadInput, EventLog, Shipped, check_url
 
 
 def sandbox_rows(path: str) -> list[dict[str, Any]] | None:
@@ -69,13 +69,8 @@ async def record(
     preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        with serving_reads(log):
-            with shipping(log, ship_to) as shipped:
-                summary = await record_into(log, cfg, transport, progress=progress, questions=questions)
-            done = shipped()
-            if done is not None and on_shipped is not None:
-                on_shipped(done)
-            return summary
+        with live(log, ship_to, on_shipped):
+            return await record_into(log, cfg, transport, progress=progress, questions=questions)
     finally:
         await anyio.to_thread.run_sync(log.close)
 

@@ -208,7 +208,7 @@ def test_a_url_password_reaches_no_line_event_or_blob(postgres: Postgres, tmp_pa
     assert b"s3cr" not in blob_bytes and b"s3cr" not in replica
 
 
-def test_record_ships_while_it_runs_and_a_followed_replica_reports(postgres: Postgres, tmp_path: Path) -> None:
+def test_record_and_judge_ship_while_they_run_and_a_followed_replica_reports(postgres: Postgres, tmp_path: Path) -> None:
     import anyio
 
     from searchtrace import pipeline
@@ -220,9 +220,12 @@ def test_record_ships_while_it_runs_and_a_followed_replica_reports(postgres: Pos
     shipped: list[Any] = []
     summary = anyio.run(lambda: pipeline.record(cfg, db, pipeline.aim(cfg, sandbox=True), progress=False,
                                                 ship_to=url, on_shipped=shipped.append), backend="asyncio")
+    assert summary.recorded == 12 and shipped
+    judged = run_cli("judge", "--db", str(db), "--sandbox", "--ship-to", url)
+    assert judged.code == 0 and "shipped: segment" in judged.out, judged.err
     with EventLog(db, read_only=True) as log:
         local = log.head
-    assert summary.recorded == 12 and shipped and shipped[0].through == local
+    assert shipped[0].through < local and f"through local position {local};" in judged.out
     follower = subprocess.Popen([SEARCHTRACE, "replica", "--from", url, "--db", str(tmp_path / "r.duckdb"), "--follow"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
