@@ -176,6 +176,12 @@ class Shipper:
         except BaseException as exc:  # kept for `stop`, which raises it in the caller's thread
             self.error = exc
 
+    def abandon(self) -> None:
+        """Stop without a last pass (the block failed); what the thread committed stays, the next run ships the rest."""
+        self._stop.set()
+        self._thread.join()
+        self.central.close()
+
     def stop(self) -> Shipped:
         """Ship what is still committed and not shipped, then close; an error of the thread is raised here."""
         self._stop.set()
@@ -201,9 +207,7 @@ def shipping(log: EventLog, url: str | None) -> Iterator[Callable[[], Shipped | 
     try:
         yield lambda: result[0] if result else None
     except BaseException:
-        shipper._stop.set()
-        shipper._thread.join()
-        shipper.central.close()
+        shipper.abandon()
         raise
     result.append(shipper.stop())
 
