@@ -137,18 +137,19 @@ def test_a_shipper_killed_mid_batch_resumes_with_nothing_lost_or_twice(postgres:
 
     url = postgres.database()
     CentralLog(url).close()  # the schema, so the watcher below can read the head from the start
-    n = 30_000
+    n = 15_000
     with segment(tmp_path / "s.duckdb", "s", n):
         pass
-    proc = subprocess.Popen([SEARCHTRACE, "ship", "--db", str(tmp_path / "s.duckdb"), "--to", url, "--batch", "3000"],
+    proc = subprocess.Popen([SEARCHTRACE, "ship", "--db", str(tmp_path / "s.duckdb"), "--to", url, "--batch", "1500"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     watch = psycopg.connect(url, autocommit=True)
     try:
         deadline = time.monotonic() + 120
-        while True:  # a batch is half written: its transaction has written rows and not committed
+        while True:  # a batch is half written: its transaction is in (or past) its COPY and not committed
             row = watch.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'searchtrace ship' "
-                "AND backend_xid IS NOT NULL AND datname = current_database()").fetchone()
+                "AND datname = current_database() AND query LIKE 'COPY events%' "
+                "AND state IN ('active', 'idle in transaction')").fetchone()
             committed = watch.execute("SELECT position FROM head").fetchone()
             if row == (1,) and committed is not None and committed[0] > 0:
                 break
@@ -163,12 +164,12 @@ def test_a_shipper_killed_mid_batch_resumes_with_nothing_lost_or_twice(postgres:
         assert len(before) == shipped[-1].last + len(shipped)
     finally:
         watch.close()
-    resumed = run_cli("ship", "--db", str(tmp_path / "s.duckdb"), "--to", url, "--batch", "3000")
+    resumed = run_cli("ship", "--db", str(tmp_path / "s.duckdb"), "--to", url, "--batch", "1500")
     assert resumed.code == 0, resumed.err
     assert f"{n - shipped[-1].last} events shipped, 0 already in the log" in resumed.out
     rows = central_rows(url)
     ranges = [(m.first, m.last) for m in markers(rows)]
-    assert ranges == [(i + 1, min(i + 3000, n)) for i in range(0, n, 3000)]  # tiles 1..n, no batch twice
+    assert ranges == [(i + 1, min(i + 1500, n)) for i in range(0, n, 1500)]  # tiles 1..n, no batch twice
     assert len(rows) == n + len(ranges) and len({r[1] for r in rows}) == len(rows)
     replica_verifies(url, tmp_path, "replica.duckdb")
 
