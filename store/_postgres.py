@@ -82,6 +82,13 @@ def _text(value: str) -> str:
     return value
 
 
+def _copy_parts(r: LogRow) -> tuple[bytes, bytes]:
+    """A row's COPY line around its sequence, without position and hash: (event_id .. stream_id, type .. payload)."""
+    ts = (_EPOCH + timedelta(microseconds=r.recorded_at_us)).isoformat()
+    return (f"\t{r.event_id}\t{_text(r.stream_id)}\t".encode(),
+            f"\t{_text(r.type)}\t{_text(r.run_id)}\t{ts}\t".encode() + _escaped(r.payload) + b"\t")
+
+
 class Conflict(StoreError):
     """An event id the log holds with other bytes; nothing of the batch was written."""
 
@@ -183,6 +190,10 @@ class CentralLog:
         where: str,
     ) -> list[int]:
         con = self._con
+        # everything of a row but its position, sequence and hash, made before the head is taken: while this
+        # transaction holds it, every other writer waits
+        parts = {r.event_id: _copy_parts(r) for r in rows}
+        ids = "{" + ",".join(map(str, parts)) + "}"
         head = con.execute("SELECT position, hash FROM head FOR UPDATE").fetchone()
         assert head is not None  # created with the schema
         position, prev = int(head[0]), str(head[1])
@@ -191,7 +202,7 @@ class CentralLog:
             eid: (int(pos), sid, tag, run, str(payload).encode())
             for pos, eid, sid, tag, run, payload in con.execute(
                 "SELECT position, event_id, stream_id, type, run_id, payload::text FROM events "
-                "WHERE event_id = ANY(%s)", [[r.event_id for r in rows]]).fetchall()
+                "WHERE event_id = ANY(%s::uuid[])", [ids]).fetchall()
         }
         fresh: list[LogRow] = []
         positions: list[int] = []
@@ -213,6 +224,7 @@ class CentralLog:
         if extra is not None:
             fresh.append(LogRow(0, extra.event_id, extra.stream_id, 0, type_of(extra.payload), extra.run_id,
                                 epoch_us(datetime.now(UTC)), encode_payload(extra.payload), ""))
+            parts[extra.event_id] = _copy_parts(fresh[-1])
         if not fresh and not blobs:
             return positions
         streams = sorted({r.stream_id for r in fresh})
@@ -238,9 +250,8 @@ class CentralLog:
             seqs[r.stream_id] = seq
             prev = row_hash(prev, position, r.event_id, r.stream_id, seq, r.type, r.run_id, r.recorded_at_us,
                             r.payload)
-            ts = (_EPOCH + timedelta(microseconds=r.recorded_at_us)).isoformat()
-            lines.append(f"{position}\t{r.event_id}\t{_text(r.stream_id)}\t{seq}\t{_text(r.type)}\t"
-                         f"{_text(r.run_id)}\t{ts}\t".encode() + _escaped(r.payload) + f"\t{prev}\n".encode())
+            before, after = parts[r.event_id]
+            lines.append(b"%d%s%d%s%s\n" % (position, before, seq, after, prev.encode()))
         with con.cursor() as cur, cur.copy(f"COPY events ({_COLUMNS}) FROM STDIN") as copy:
             copy.write(b"".join(lines))
         con.execute("UPDATE head SET position = %s, hash = %s", [position, prev])
