@@ -65,7 +65,10 @@ def postgres() -> Iterator[Postgres]:
     data = home / "data"
 
     def run(*args: str) -> None:
-        subprocess.run([*as_user, *args], check=True, capture_output=True, cwd=home)
+        done = subprocess.run([*as_user, *args], capture_output=True, text=True, cwd=home)
+        if done.returncode != 0:
+            log = (home / "log").read_text(errors="replace")[-2000:] if (home / "log").exists() else ""
+            raise RuntimeError(f"{Path(args[0]).name} failed ({done.returncode}): {done.stderr.strip()} {log}")
 
     run(str(bindir / "initdb"), "-D", str(data), "-E", "UTF8", "--locale=C.UTF-8", "-A", "trust", "-U",
         "postgres", "-N")
