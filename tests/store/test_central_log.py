@@ -256,3 +256,25 @@ def test_bench_ship_measures_ship_and_replica_against_ingest(postgres: Postgres)
     assert result["replica_verify"].startswith("ok: 6006 events")
     with psycopg.connect(postgres.url()) as con:  # the scratch schemas are gone
         assert con.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_%'").fetchone() == (0,)
+
+
+def test_the_proxy_ships_what_it_recorded(postgres: Postgres, tmp_path: Path) -> None:
+    import httpx
+
+    from tests.proxy.support import proxy, write_questions
+
+    url = postgres.database()
+    qfile = tmp_path / "q.jsonl"
+    qid = write_questions(qfile, 1)[0]["qid"]
+    db = tmp_path / "proxied.duckdb"
+    with proxy(db, qfile, "p", extra=("--ship-to", url)) as p:
+        base = f"{p.url}/t/tavily/{qid}"
+        assert httpx.post(f"{base}/tavily/search", json={"query": "who"}, timeout=30).status_code == 200
+        assert httpx.post(f"{base}/final", json={"answer": "a"}, timeout=30).status_code == 200
+        assert p.stop() == 0
+        text = p.log.read_text()
+    with EventLog(db, read_only=True) as log:
+        local = log.head
+    assert "searchtrace proxy: shipped: segment" in text and f"through local position {local};" in text, text
+    rows = central_rows(url)
+    assert len(rows) - len(markers(rows)) == local
