@@ -97,6 +97,18 @@ def test_the_payload_column_is_json_and_keeps_every_byte(postgres: Postgres) -> 
     assert [s.encode() for s in stored] == [encode_payload(p) for p in payloads]
 
 
+def test_a_payload_rewritten_through_jsonb_breaks_the_chain_a_replica_checks(postgres: Postgres, tmp_path: Path) -> None:
+    from searchtrace.store import CentralLog
+
+    url = postgres.database()
+    with CentralLog(url) as log:
+        log.append([NewEvent(stream_id="s", run_id="r", payload=p) for p in every_payload()[:3]])
+    with psycopg.connect(url) as con:  # what a jsonb column would have done to the second event
+        con.execute("UPDATE events SET payload = payload::jsonb::json WHERE position = 2")
+    got = run_cli("replica", "--from", url, "--db", str(tmp_path / "r.duckdb"))
+    assert got.code == 2 and "position 2: its hash does not follow the one before" in got.err, got.err
+
+
 def test_two_segments_shipping_at_once_make_one_gap_free_chain(postgres: Postgres, tmp_path: Path) -> None:
     url = postgres.database()
     n = 6_000
