@@ -2,13 +2,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
+POSTGRES := $(VENV)/.postgres
 
 .PHONY: demo test lint typecheck bench clean
 
+# The postgres extra is part of the development install (mypy checks store/_postgres.py against psycopg's types);
+# the default install (`pip install searchtrace`) and `make demo` never import it (tests/test_startup.py).
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -28,11 +31,23 @@ $(BROWSER):
 	else echo "no chromium and not root: install Debian's chromium (apt-get install chromium), else the browser tests skip"; fi
 	@touch $@
 
+# The central-log tests run Debian's PostgreSQL server from a session fixture (tests/conftest.py), as the postgres
+# user on a Unix socket only; the package is told not to create (and start) a cluster of its own.
+$(POSTGRES):
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		mkdir -p /etc/postgresql-common && [ -e /etc/postgresql-common/createcluster.conf ] || \
+			echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold \
+			postgresql >/dev/null; \
+	else echo "no PostgreSQL server and not root: install Debian's postgresql (apt-get install postgresql), else the central-log tests skip"; fi
+	@touch $@
+
 # The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
 # tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
 # work stealing keeps the long tests from trailing at the end.
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package.
-test: $(STAMP) $(BROWSER) lint typecheck
+test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	$(VENV)/bin/pytest -q -n 4 --dist worksteal
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._otel as otel
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
+    import searchtrace.benchmarks._ship as ship
     import searchtrace.benchmarks._view as view
 
 
@@ -37,6 +38,7 @@ _MODULES: dict[str, str] = {
     "otel": "searchtrace.benchmarks._otel",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
+    "ship": "searchtrace.benchmarks._ship",
     "view": "searchtrace.benchmarks._view",
 }
 
@@ -52,6 +54,7 @@ __all__ = [
     "otel",
     "proxy",
     "replay",
+    "ship",
     "view",
 ]
 
@@ -69,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "live": "searchtrace.benchmarks._live:command",
     "coverage": "searchtrace.benchmarks._coverage:command",
     "otel": "searchtrace.benchmarks._otel:command",
+    "ship": "searchtrace.benchmarks._ship:command",
 }
 
 

@@ -5,6 +5,8 @@ Public surface (imported lazily, so reaching `store._errors` from the command li
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
 - `EventLog` (store._log); `Writer`, `open_writer` (store._writer)
+- the central PostgreSQL log of SPEC §22: `CentralLog` (store._postgres, the only module that imports psycopg),
+  `ship`, `shipping`, `pull`, `follow` (store._ship)
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         SearchCompleted,
         SearchResult,
         SearchStatus,
+        SegmentShipped,
         StoredEvent,
         ToolCall,
         ToolRefused,
@@ -65,6 +68,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         gold_text,
         gold_text_aliases,
         judge_stream,
+        segment_stream,
         stable_event_id,
         surface_chars,
         trajectory_stream,
@@ -72,6 +76,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
+    from searchtrace.store._pgurl import check_url, redacted, scrub
+    from searchtrace.store._postgres import CentralLog, Conflict
     from searchtrace.store._readonly import open_read_only, read_statements
     from searchtrace.store._readserver import (
         TIMEOUT_S,
@@ -82,7 +88,10 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         read_connection,
         while_held,
     )
+    from searchtrace.store._rows import LogRow
     from searchtrace.store._schema import DDL, OFFLINE, first_line, require_database
+    from searchtrace.store._ship import BATCH as SHIP_BATCH
+    from searchtrace.store._ship import Pulled, Shipped, Shipper, central, follow, pull, ship, shipping
     from searchtrace.store._tuning import bulk_appends
     from searchtrace.store._verify import verify
     from searchtrace.store._writer import Writer, open_writer
@@ -124,6 +133,7 @@ _EXPORTS: dict[str, str] = {
     "SearchCompleted": "searchtrace.store._events",
     "SearchResult": "searchtrace.store._events",
     "SearchStatus": "searchtrace.store._events",
+    "SegmentShipped": "searchtrace.store._events",
     "StoredEvent": "searchtrace.store._events",
     "ToolCall": "searchtrace.store._events",
     "ToolRefused": "searchtrace.store._events",
@@ -138,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     "gold_text": "searchtrace.store._events",
     "gold_text_aliases": "searchtrace.store._events",
     "judge_stream": "searchtrace.store._events",
+    "segment_stream": "searchtrace.store._events",
     "stable_event_id": "searchtrace.store._events",
     "surface_chars": "searchtrace.store._events",
     "trajectory_stream": "searchtrace.store._events",
@@ -146,6 +157,12 @@ _EXPORTS: dict[str, str] = {
     "interruptible": "searchtrace.store._interrupt",
     "time_limit": "searchtrace.store._interrupt",
     "EventLog": "searchtrace.store._log",
+    "CentralLog": "searchtrace.store._postgres",
+    "Conflict": "searchtrace.store._postgres",
+    "check_url": "searchtrace.store._pgurl",
+    "redacted": "searchtrace.store._pgurl",
+    "scrub": "searchtrace.store._pgurl",
+    "LogRow": "searchtrace.store._rows",
     "open_read_only": "searchtrace.store._readonly",
     "read_statements": "searchtrace.store._readonly",
     "ReadServer": "searchtrace.store._readserver",
@@ -159,6 +176,15 @@ _EXPORTS: dict[str, str] = {
     "OFFLINE": "searchtrace.store._schema",
     "first_line": "searchtrace.store._schema",
     "require_database": "searchtrace.store._schema",
+    "SHIP_BATCH": "searchtrace.store._ship:BATCH",
+    "Pulled": "searchtrace.store._ship",
+    "Shipped": "searchtrace.store._ship",
+    "Shipper": "searchtrace.store._ship",
+    "central": "searchtrace.store._ship",
+    "follow": "searchtrace.store._ship",
+    "pull": "searchtrace.store._ship",
+    "ship": "searchtrace.store._ship",
+    "shipping": "searchtrace.store._ship",
     "bulk_appends": "searchtrace.store._tuning",
     "verify": "searchtrace.store._verify",
     "Writer": "searchtrace.store._writer",
@@ -179,7 +205,9 @@ __all__ = [
     "BadInput",
     "CallFailed",
     "CallRetried",
+    "CentralLog",
     "ConcurrencyError",
+    "Conflict",
     "Cursor",
     "DDL",
     "DatasetQuestion",
@@ -191,11 +219,13 @@ __all__ = [
     "JudgeStarted",
     "JudgeVerdict",
     "Labels",
+    "LogRow",
     "ModelResponded",
     "NewEvent",
     "NotAStore",
     "OFFLINE",
     "Payload",
+    "Pulled",
     "ReadOnlyViolation",
     "ReadServer",
     "ReadsEnded",
@@ -205,7 +235,11 @@ __all__ = [
     "SearchCalled",
     "SearchCompleted",
     "SearchResult",
+    "SHIP_BATCH",
     "SearchStatus",
+    "SegmentShipped",
+    "Shipped",
+    "Shipper",
     "StoreError",
     "StoreLocked",
     "StoredEvent",
@@ -220,6 +254,8 @@ __all__ = [
     "Writer",
     "blobs",
     "bulk_appends",
+    "central",
+    "check_url",
     "close_when_free",
     "decode_payload",
     "digest",
@@ -228,14 +264,21 @@ __all__ = [
     "first_line",
     "gold_text",
     "gold_text_aliases",
+    "follow",
     "interruptible",
     "judge_stream",
     "open_read_only",
     "open_remote",
     "open_writer",
+    "pull",
     "read_connection",
     "read_statements",
+    "redacted",
     "require_database",
+    "scrub",
+    "segment_stream",
+    "ship",
+    "shipping",
     "stable_event_id",
     "surface_chars",
     "time_limit",

@@ -359,6 +359,18 @@ class RunFinished(_Body, tag="run.finished"):
     counts: dict[str, int] = {}
 
 
+class SegmentShipped(_Body, tag="segment.shipped"):
+    """SPEC §22: one batch of a segment appended to the central log, in the batch's own transaction; the last one
+    of a segment is where its shipper resumes. Positions and hash are the segment's own (local), not the log's."""
+
+    segment_id: str
+    host: str
+    first: int  # local position of the batch's first event
+    last: int  # local position of its last event: the next batch starts after it
+    head_hash: str  # the segment's hash at `last`: a resuming shipper checks its file still holds that event
+    events: int = 0  # events of the batch the log did not hold yet (the rest were there by event_id)
+
+
 Payload = (
     RunStarted
     | DatasetQuestion
@@ -380,6 +392,7 @@ Payload = (
     | AuditLabel
     | AuditDesign
     | RunFinished
+    | SegmentShipped
 )
 
 PAYLOAD_TYPES: tuple[type[_Body], ...] = typing.get_args(Payload)
@@ -434,6 +447,11 @@ def stable_event_id(*parts: str) -> uuid.UUID:
 def trajectory_stream(trajectory_id: str) -> str:
     """The stream holding one trajectory's events (recorded or imported)."""
     return f"traj:{trajectory_id}"
+
+
+def segment_stream(segment_id: str) -> str:
+    """The stream of a segment's `segment.shipped` markers in the central log."""
+    return f"segment:{segment_id}"
 
 
 def judge_stream(judge_run_id: str) -> str:

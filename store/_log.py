@@ -14,7 +14,9 @@ import duckdb
 import searchtrace.store._append as _append
 import searchtrace.store._blobs as _blobs
 from searchtrace.store._append import Group, Head, Pending, Prepared, Stale
+from searchtrace.store._errors import StoreError
 from searchtrace.store._events import NewEvent, StoredEvent, decode_payload
+from searchtrace.store._rows import LogRow, rows_table
 from searchtrace.store._schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash, segment_of
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventLog", "epoch_us", "row_hash"]
@@ -200,6 +202,43 @@ class EventLog:
                 if p is prepared:
                     del self._ahead[i:]
                     break
+
+    def extend(self, rows: Sequence[LogRow], blobs: Sequence[bytes] = ()) -> None:
+        """Append rows that already carry their positions, sequences, times and hashes (a replica of the central
+        log, SPEC §22) in one transaction; a row that does not continue this log's chain writes nothing."""
+        if self.read_only:
+            raise PermissionError(f"{self.path}: opened read-only")
+        with self._lock:
+            ids = self._stored_ids()
+            position, prev, heads = self._position, self._hash, dict(self._heads)
+            for r in rows:
+                if r.position != position + 1:
+                    raise StoreError(f"{self.path}: the log ends at position {position}, the next row given is "
+                                     f"{r.position}; nothing of this batch was written")
+                if r.stream_seq != heads.get(r.stream_id, -1) + 1 or r.event_id.int in ids:
+                    raise StoreError(f"{self.path}: position {r.position} (stream {r.stream_id!r}, seq {r.stream_seq}) "
+                                     "does not continue this log's streams; nothing of this batch was written")
+                want = row_hash(prev, r.position, r.event_id, r.stream_id, r.stream_seq, r.type, r.run_id,
+                                r.recorded_at_us, r.payload)
+                if want != r.hash:
+                    raise StoreError(f"{self.path}: position {r.position}: its hash does not follow the one before "
+                                     "(the source log is broken there); nothing of this batch was written")
+                position, prev, heads[r.stream_id] = r.position, r.hash, r.stream_seq
+            self._con.execute("BEGIN")
+            try:
+                if blobs:
+                    _blobs.insert(self._con, blobs)
+                if rows:
+                    _append.insert(self._con, rows_table(rows))
+                    self._con.execute(_append.head_sql(position, prev))
+                self._con.execute("COMMIT")
+            except BaseException:
+                _append.rollback(self._con)
+                raise
+            ids.update(r.event_id.int for r in rows)
+            with self._ahead_lock:
+                self._position, self._hash, self._heads = position, prev, heads
+                self._ahead.clear()  # anything prepared ahead continued the old head
 
     def put_blob(self, data: bytes) -> str:
         """Store content once (by sha256), compressed; returns the digest."""

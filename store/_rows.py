@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import array
 import hashlib
+import uuid
 from collections.abc import Sequence
 from itertools import accumulate
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,6 +30,46 @@ def _pool() -> pa.MemoryPool:
 
 
 _POOL = _pool()
+
+
+class LogRow(msgspec.Struct, array_like=True, frozen=True):
+    """One stored row in the form the chain hashes it (recorded_at in microseconds since the epoch, the payload
+    its stored JSON bytes): what moves between a segment, the central log and a replica (SPEC §22)."""
+
+    position: int
+    event_id: uuid.UUID
+    stream_id: str
+    stream_seq: int
+    type: str
+    run_id: str
+    recorded_at_us: int
+    payload: bytes
+    hash: str
+
+
+def rows_table(rows: Sequence[LogRow]) -> pa.Table:
+    """The Arrow table of rows that already have positions, sequences, times and hashes, in the events layout."""
+    n, pool = len(rows), _POOL
+    offsets = array.array("q", (0,))
+    offsets.extend(accumulate(len(r.payload) for r in rows))
+    payload = pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(r.payload for r in rows))]
+    )
+    return pa.table(
+        {
+            "position": pa.array([r.position for r in rows], pa.int64(), memory_pool=pool),
+            "event_id": pa.ExtensionArray.from_storage(
+                _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(b"".join(r.event_id.bytes for r in rows))])
+            ),
+            "stream_id": pa.array([r.stream_id for r in rows], pa.string(), memory_pool=pool),
+            "stream_seq": pa.array([r.stream_seq for r in rows], pa.int32(), memory_pool=pool),
+            "type": pa.array([r.type for r in rows], pa.string(), memory_pool=pool),
+            "run_id": pa.array([r.run_id for r in rows], pa.string(), memory_pool=pool),
+            "recorded_at": pa.array([r.recorded_at_us for r in rows], _TS, memory_pool=pool),
+            "payload": pa.ExtensionArray.from_storage(_JSON, payload),
+            "hash": pa.array([r.hash for r in rows], pa.string(), memory_pool=pool),
+        }
+    )
 
 
 class Columns:

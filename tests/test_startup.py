@@ -29,3 +29,41 @@ def test_the_package_surfaces_load_nothing_heavy() -> None:
     assert loaded("searchtrace.cli") == set()
     assert loaded("searchtrace.store") == set()
     assert loaded("searchtrace.pipeline") == set()
+
+
+def test_no_command_module_loads_psycopg() -> None:
+    """The central PostgreSQL log is an extra: its driver loads only when a command opens such a log."""
+    code = ("import sys, pathlib, importlib, searchtrace.cli as c; "
+            "[importlib.import_module(t.split(':')[0]) for t in c.COMMANDS.values()]; "
+            "print('psycopg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.split() == ["False"]
+
+
+# psycopg made unimportable, as in an install without the postgres extra; then the commands the demo is made of
+_WITHOUT_EXTRA = """
+import sys
+class NoExtra:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("psycopg", "psycopg_binary"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, NoExtra())
+from searchtrace.cli import main
+for argv in (["demo", "--n", "2", "--out", "d"], ["verify", "--db", "d/demo.duckdb"],
+             ["ship", "--db", "d/demo.duckdb", "--to", "postgresql:///x"]):
+    try:
+        main(argv)
+    except SystemExit as exc:
+        print("exit", argv[0], exc.code, file=sys.stderr)
+print("psycopg loaded:", "psycopg" in sys.modules)
+"""
+
+
+def test_the_demo_runs_without_the_postgres_extra(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_EXTRA], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert "exit demo" not in done.stderr and "exit verify" not in done.stderr, done.stderr
+    assert (tmp_path / "d" / "report.html").exists()
+    assert "searchtrace: error: a PostgreSQL log needs the postgres extra: pip install 'searchtrace[postgres]'" \
+        in done.stderr and "exit ship 2" in done.stderr
+    assert done.stdout.strip().endswith("psycopg loaded: False")

@@ -34,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "bench": "searchtrace.cli._bench:bench",
     "proxy": "searchtrace.cli._proxy:proxy",
     "collect": "searchtrace.cli._collect:collect",
+    "ship": "searchtrace.cli._ship:ship",
+    "replica": "searchtrace.cli._ship:replica",
 }
 
 

@@ -10,7 +10,19 @@ from searchtrace.benchmarks import COMMANDS
 from searchtrace.cli import LazyGroup
 
 if TYPE_CHECKING:  # the table's modules named for mypy, which else would pass over a benchmarks/ it cannot find
-    from searchtrace.benchmarks import chaos, coverage, fanout, http, ingest, judge, live, proxy, replay, view  # noqa: F401
+    from searchtrace.benchmarks import (  # noqa: F401
+        chaos,
+        coverage,
+        fanout,
+        http,
+        ingest,
+        judge,
+        live,
+        proxy,
+        replay,
+        ship,
+        view,
+    )
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS)

@@ -19,6 +19,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
+from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.replay import DEFAULT_VERSION, versions
 
 if TYPE_CHECKING:  # the stats' type only: importing the judge would load DuckDB and Arrow for --help
@@ -82,12 +83,13 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--sandbox-url", default=None, help="Use a running `searchtrace sandbox serve` (http://127.0.0.1:PORT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@ship_to_option
 @click.pass_context
 def judge(
     ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None,
     prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
     concurrency: int, timeout_s: float, max_retries: int,
-    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool,
+    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, ship_to: str | None,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
 
@@ -102,16 +104,21 @@ def judge(
     chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
                                concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
                                sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
+    shipped: list[str] = []
     with judge_progress(False if no_progress or as_json else None) as tick:
         # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
         stats = anyio.run(lambda: pipeline.judge(db, chat, model=plan.model, judge_run_id=plan.judge_run_id,
                                                  prompt_version=plan.prompt_version, prompt=plan.prompt,
-                                                 concurrency=plan.concurrency, params=plan.params, progress=tick),
+                                                 concurrency=plan.concurrency, params=plan.params, progress=tick,
+                                                 ship_to=ship_to,
+                                                 on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
                           backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(stats).decode())
     else:
         click.echo(summary_text(stats))
+    for line in shipped:
+        click.echo(f"shipped: {line}", err=as_json)
     if stats.failed:
         for err in stats.errors:
             click.echo(f"searchtrace: judge call failed: {err}", err=True)

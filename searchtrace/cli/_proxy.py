@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import click
 
+from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.store import BadInput
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
@@ -52,9 +53,10 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 @click.option("--final", "final", type=click.Choice(["call", "last-reply"]), default="call", show_default=True,
               help="last-reply: a trajectory closed without an answer (the proxy stops, or `final` with {}) takes "
                    "its last model reply without tool calls as its answer.")
+@ship_to_option
 def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durable: bool, max_body: str,
           max_turns: int | None, max_tokens: int | None, max_usd: float | None, prices: Path | None,
-          final: str) -> None:
+          final: str, ship_to: str | None) -> None:
     """Serve every provider's, the fetch backend's and chat's routes under /t/<provider>/<qid>/ and record them."""
     from searchtrace.engine import load_prices
     from searchtrace.engine.proxy import Limits
@@ -79,7 +81,10 @@ def proxy(db: Path, questions: str, run_id: str, port: int, upstream: str, durab
 
     abandoned, appended = anyio.run(
         lambda: serve(db, questions, run_id, port=port, upstream=upstream, durable=durable, ready=ready,
-                      max_body=body_cap, limits=limits if limits.any else None, final=final), backend="asyncio"
+                      max_body=body_cap, limits=limits if limits.any else None, final=final, ship_to=ship_to,
+                      on_shipped=lambda s: click.echo(f"searchtrace proxy: shipped: {shipped_line(s, ship_to or '')}",
+                                                      err=True)),
+        backend="asyncio",
     )
     click.echo(f"searchtrace proxy: stopped; {appended} events appended, {abandoned} open trajectories abandoned",
                err=True)

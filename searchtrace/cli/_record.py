@@ -10,6 +10,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
+from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config, parse_columns
 
 if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
@@ -42,9 +43,10 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--dataset-columns", default=None, metavar="ROLE=COLUMN,...",
               help="Which question-file columns hold qid, question and answer, e.g. qid=id,question=problem,"
                    "answer=answers (over [dataset] columns; SPEC §19).")
+@ship_to_option
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
-    no_progress: bool, epochs: int | None, dataset_columns: str | None,
+    no_progress: bool, epochs: int | None, dataset_columns: str | None, ship_to: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -60,9 +62,12 @@ def record(
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
+    shipped: list[str] = []
     try:
         summary = anyio.run(
-            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None, ship_to=ship_to,
+                                    on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
+            backend="asyncio",
         )
     except KeyboardInterrupt:
         click.echo(
@@ -74,6 +79,8 @@ def record(
         click.echo(msgspec.json.encode(summary).decode())
     else:
         click.echo(summary_text(summary))
+    for line in shipped:
+        click.echo(f"shipped: {line}", err=as_json)
     if summary.failed:  # a run that failed never exits 0
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())) or "unknown"
         click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._replaying import replay
     from searchtrace.pipeline._reporting import Report, grade, grade_and_report, open_for_report, report
     from searchtrace.pipeline._sandbox_demo import DemoResult, demo, demo_providers
+    from searchtrace.pipeline._shipping import replicate, ship_segment
     from searchtrace.pipeline._verifying import Verification, verify
 
 
@@ -91,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "DemoResult": "searchtrace.pipeline._sandbox_demo",
     "demo": "searchtrace.pipeline._sandbox_demo",
     "demo_providers": "searchtrace.pipeline._sandbox_demo",
+    "replicate": "searchtrace.pipeline._shipping",
+    "ship_segment": "searchtrace.pipeline._shipping",
     "Verification": "searchtrace.pipeline._verifying",
     "verify": "searchtrace.pipeline._verifying",
 }
@@ -134,10 +137,12 @@ __all__ = [
     "record",
     "record_into",
     "replay",
+    "replicate",
     "report",
     "run_sql",
     "sandbox_rows",
     "serving_reads",
+    "ship_segment",
     "verify",
 ]
 

@@ -12,7 +12,7 @@ import msgspec
 from searchtrace.adapters import SANDBOX_KEY, ClosableChat, build_chat, default_endpoint, sandbox_endpoint
 from searchtrace.adapters.sandbox import in_process
 from searchtrace.engine import RPS_RANGE, SECONDS_RANGE, rate_problem
-from searchtrace.pipeline._live import serving_reads
+from searchtrace.pipeline._live import live
 from searchtrace.pipeline._recording import check_sandbox_url
 from searchtrace.replay import (
     DEFAULT_VERSION,
@@ -22,7 +22,7 @@ from searchtrace.replay import (
     load_judge_prompt_file,
     run_judge,
 )
-from searchtrace.store import BadInput, EventLog, require_database
+from searchtrace.store import BadInput, EventLog, Shipped, check_url, require_database
 
 SANDBOX_JUDGE = "sandbox-judge"
 DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
@@ -104,12 +104,17 @@ def judge_chat(
 async def judge(
     db: Path, chat: ClosableChat, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
     prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
-    progress: Callable[[JudgeStats], None] | None = None,
+    progress: Callable[[JudgeStats], None] | None = None, ship_to: str | None = None,
+    on_shipped: Callable[[Shipped], None] | None = None,
 ) -> JudgeStats:
-    """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store."""
+    """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store.
+
+    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (SPEC §22)."""
+    if ship_to is not None:
+        check_url(ship_to)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        with serving_reads(log):
+        with live(log, ship_to, on_shipped):
             return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
                                    prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
                                    params=params, progress=progress)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from searchtrace.analytics import ensure_views
-from searchtrace.store import EventLog, ReadServer
+from searchtrace.store import EventLog, ReadServer, Shipped, shipping
 
 
 def install_views(log: EventLog) -> None:
@@ -27,3 +27,15 @@ def serving_reads(log: EventLog) -> Iterator[EventLog]:
     with ReadServer(log.path, log.cursor):
         yield log
 
+
+
+@contextmanager
+def live(log: EventLog, ship_to: str | None = None,
+         on_shipped: Callable[[Shipped], None] | None = None) -> Iterator[EventLog]:
+    """Reads served (as `serving_reads`) and, with `ship_to`, committed events shipped to that PostgreSQL log every
+    second and the rest at the end (SPEC §22); `on_shipped` is told what the whole block shipped."""
+    with serving_reads(log), shipping(log, ship_to) as shipped:
+        yield log
+    done = shipped()
+    if done is not None and on_shipped is not None:
+        on_shipped(done)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,8 @@ from searchtrace.engine import (
     progress_display,
     record_run,
 )
-from searchtrace.pipeline._live import serving_reads
-from searchtrace.store import BadInput, EventLog
+from searchtrace.pipeline._live import live
+from searchtrace.store import BadInput, EventLog, Shipped, check_url
 
 
 def sandbox_rows(path: str) -> list[dict[str, Any]] | None:
@@ -55,14 +56,20 @@ def aim(cfg: RunConfig, *, sandbox: bool = False, sandbox_url: str | None = None
 
 
 async def record(
-    cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None
+    cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
+    ship_to: str | None = None, on_shipped: Callable[[Shipped], None] | None = None,
 ) -> RunSummary:
-    """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself."""
+    """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself.
+
+    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (SPEC §22);
+    `on_shipped` is told what the whole run shipped."""
+    if ship_to is not None:
+        check_url(ship_to)
     questions = await anyio.to_thread.run_sync(questions_of, cfg)  # bad input stops us before the store exists
     preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
-        with serving_reads(log):
+        with live(log, ship_to, on_shipped):
             return await record_into(log, cfg, transport, progress=progress, questions=questions)
     finally:
         await anyio.to_thread.run_sync(log.close)

@@ -29,6 +29,7 @@ from searchtrace.store import (
     SearchCalled,
     SearchCompleted,
     SearchResult,
+    SegmentShipped,
     ToolCall,
     ToolRefused,
     TrajectoryFinished,
@@ -116,6 +117,7 @@ def every_payload() -> list[Payload]:
                              label="supports_gold")],
         ),
         RunFinished(counts={"trajectories": 3, "events": 99}),
+        SegmentShipped(segment_id="0f" * 16, host="höst-1", first=1, last=5000, head_hash="9a" * 32, events=4999),
     ]
 
 

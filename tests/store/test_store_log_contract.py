@@ -1,11 +1,16 @@
-"""Contract tests of EventLog on real DuckDB files: round trip, idempotency, atomicity, concurrency, blobs, reads."""
+"""Contract tests of EventLog on real DuckDB files: round trip, idempotency, atomicity, concurrency, blobs, reads.
+
+The parts that make an append-only log with a chain hold for the central PostgreSQL log too (SPEC §22): those
+tests take `opener`, run once on a DuckDB file and once on a PostgreSQL database of the session's server."""
 
 from __future__ import annotations
 
 import tracemalloc
 import uuid
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import msgspec
@@ -15,16 +20,52 @@ import searchtrace.store._append as append_mod
 from searchtrace.store import (
     ConcurrencyError,
     EventLog,
+    LogRow,
     NewEvent,
     RunStarted,
     bulk_appends,
     encode_payload,
     open_read_only,
+    pull,
     type_of,
     verify,
 )
 from searchtrace.store._events import TYPE_NAMES
+from searchtrace.store._ship import _local_rows
 from tests.store.store_support import covered_types, ev, every_payload, intact
+
+if TYPE_CHECKING:  # the central log's module imports psycopg: only the postgres runs load it
+    from searchtrace.store import CentralLog
+
+    Log = EventLog | CentralLog
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Log]:
+    """Opens the same log again each call: a DuckDB file, or a database of the session's PostgreSQL server."""
+    if request.param == "duckdb":
+        return lambda: EventLog(tmp_path / "t.duckdb")
+    from searchtrace.store import CentralLog
+
+    url = request.getfixturevalue("postgres").database()
+    return lambda: CentralLog(url)
+
+
+def rows_of(log: Log) -> list[LogRow]:
+    """Every stored row as the chain hashes it (payload bytes as stored)."""
+    if isinstance(log, EventLog):
+        return _local_rows(log, 0, log.head + 1_000_000)
+    return log.rows(0, 1_000_000)[0]
+
+
+def checked(log: Log, tmp_path: Path, events: int | None = None) -> None:
+    """The log verifies: a DuckDB store itself, the central log through a replica of it (as users check it)."""
+    if isinstance(log, EventLog):
+        intact(log, events)
+        return
+    with EventLog(tmp_path / f"replica-{uuid.uuid4().hex[:6]}.duckdb") as replica:
+        pull(log, replica)
+        intact(replica, events)
 
 
 def count(path: Path) -> int:
@@ -35,15 +76,15 @@ def count(path: Path) -> int:
         con.close()
 
 
-def test_every_event_type_round_trips(tmp_path: Path) -> None:
+def test_every_event_type_round_trips(opener: Callable[[], Log]) -> None:
     payloads = every_payload()
     assert {type(p) for p in payloads} == covered_types(), "add an example for the new event type"
     events = [NewEvent(stream_id=f"s{i % 3}", run_id="r", payload=p) for i, p in enumerate(payloads)]
-    path = tmp_path / "t.duckdb"
-    with EventLog(path) as log:
+    with opener() as log:
         assert log.append(events) == list(range(1, len(events) + 1))
-    with EventLog(path, read_only=True) as log:
+    with opener() as log:
         stored = list(log.read())
+        rows = rows_of(log)
     assert [s.payload for s in stored] == payloads
     assert [s.type for s in stored] == [type_of(p) for p in payloads]
     assert {s.type for s in stored} == set(TYPE_NAMES)
@@ -51,41 +92,34 @@ def test_every_event_type_round_trips(tmp_path: Path) -> None:
     # stream_seq counts 0, 1, 2, … within each of the three round-robin streams
     assert [(s.stream_id, s.stream_seq) for s in stored] == [(f"s{i % 3}", i // 3) for i in range(len(stored))]
     # the payload column holds exactly the msgspec bytes, and the `type` column is the union tag
-    con = duckdb.connect(str(path), read_only=True)
-    rows = con.execute("SELECT type, CAST(payload AS VARCHAR), payload->>'$.type' FROM events ORDER BY position").fetchall()
-    con.close()
-    for (type_, raw, tag), p in zip(rows, payloads, strict=True):
-        assert raw.encode() == encode_payload(p)
-        assert type_ == tag == type_of(p)
+    for row, p in zip(rows, payloads, strict=True):
+        assert row.payload == encode_payload(p)
+        assert row.type == msgspec.json.decode(row.payload)["type"] == type_of(p)
 
 
-def test_reappending_an_event_id_is_a_no_op_also_after_reopening(tmp_path: Path) -> None:
-    path = tmp_path / "t.duckdb"
+def test_reappending_an_event_id_is_a_no_op_also_after_reopening(opener: Callable[[], Log], tmp_path: Path) -> None:
     first = [ev("a", i) for i in range(5)]
-    with EventLog(path) as log:
+    with opener() as log:
         assert log.append(first) == [1, 2, 3, 4, 5]
         assert log.append(first) == [0, 0, 0, 0, 0]
         head_hash = log.head_hash
         assert (log.head, log.stream_head("a"), log.head_hash) == (5, 4, head_hash)
     new = ev("a", 5)
-    with EventLog(path) as log:  # the set of stored ids is rebuilt from the file
+    with opener() as log:  # the set of stored ids is rebuilt from the file
         assert log.append([first[2], new, new, first[0]]) == [0, 6, 0, 0]
         assert (log.head, log.stream_head("a")) == (6, 5)
-        intact(log)
-    assert count(path) == 6
+        checked(log, tmp_path, 6)
 
 
-def test_a_failing_batch_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "t.duckdb"
-    with EventLog(path) as log:
+def test_a_failing_batch_writes_nothing(opener: Callable[[], Log], tmp_path: Path) -> None:
+    with opener() as log:
         log.append([ev("a", 0)])
         bad = NewEvent(stream_id="a", run_id="r", payload=RunStarted(run_id="r", config={"x": object()}, code_version="v"))
         with pytest.raises(TypeError):
             log.append([ev("a", 1), ev("b", 0), bad])
         assert (log.head, log.stream_head("a"), log.stream_head("b")) == (1, 0, -1)
         assert log.append([ev("a", 1)]) == [2]
-        intact(log)
-    assert count(path) == 2
+        checked(log, tmp_path, 2)
 
 
 def test_a_database_error_mid_transaction_rolls_back_every_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,10 +179,9 @@ def test_group_commit_isolates_a_stale_group(tmp_path: Path) -> None:
         intact(log)
 
 
-def test_blobs_are_content_addressed_compressed_and_stored_once(tmp_path: Path) -> None:
-    path = tmp_path / "t.duckdb"
+def test_blobs_are_content_addressed_compressed_and_stored_once(opener: Callable[[], Log], tmp_path: Path) -> None:
     page = ("<p>the same page</p>" * 500).encode()
-    with EventLog(path) as log:
+    with opener() as log:
         d1 = log.put_blob(page)
         d2 = log.put_blob(page)
         log.append([ev("a", 0)], blobs=[page, b"other", b"other"])
@@ -156,9 +189,17 @@ def test_blobs_are_content_addressed_compressed_and_stored_once(tmp_path: Path) 
         assert not log.has_blob("0" * 64)
         with pytest.raises(KeyError):
             log.get_blob("0" * 64)
-    con = duckdb.connect(str(path), read_only=True)
-    rows = con.execute("SELECT sha256, octet_length(bytes), n_bytes, codec, bytes FROM blobs ORDER BY n_bytes").fetchall()
-    con.close()
+        if not isinstance(log, EventLog):
+            import psycopg
+
+            con = psycopg.connect(log.url)
+            sql = "SELECT sha256, octet_length(bytes), n_bytes, codec, bytes FROM blobs ORDER BY n_bytes"
+            rows = [tuple(r) for r in con.execute(sql).fetchall()]
+            con.close()
+    if isinstance(log, EventLog):
+        con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+        rows = con.execute("SELECT sha256, octet_length(bytes), n_bytes, codec, bytes FROM blobs ORDER BY n_bytes").fetchall()
+        con.close()
     assert [r[0] for r in rows].count(d1) == 1 and len(rows) == 2
     big = rows[1]
     assert big[2] == len(page) and big[1] < len(page) // 10
@@ -220,11 +261,10 @@ def test_event_ids_stored_as_uuid(tmp_path: Path) -> None:
     assert msgspec.json.decode(encode_payload(every_payload()[0]))["type"] == "run.started"
 
 
-def test_stored_hashes_follow_the_documented_formula(tmp_path: Path) -> None:
+def test_stored_hashes_follow_the_documented_formula(opener: Callable[[], Log]) -> None:
     from searchtrace.store._schema import GENESIS, epoch_us, row_hash
 
-    path = tmp_path / "t.duckdb"
-    with EventLog(path) as log:
+    with opener() as log:
         log.append([ev("a", 0), ev("b", 0)])
         log.append([NewEvent(stream_id="a", run_id="r2", payload=p) for p in every_payload()[:4]])
         prev = GENESIS
