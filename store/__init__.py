@@ -1,10 +1,10 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain.
 
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
-- `BadInput`, `ConcurrencyError`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
+- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
-- `EventLog` (store._log); `Writer`, `open_writer` (store._writer)
+- `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, SPEC §22); `Writer`, `open_writer` (store._writer)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.store._errors import (
         BadInput,
         ConcurrencyError,
+        EventConflict,
         NotAStore,
         ReadOnlyViolation,
         StoreError,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
+    from searchtrace.store._merge import Merged, Segment, merged_segments, segment_line
     from searchtrace.store._readonly import open_read_only, read_statements
     from searchtrace.store._readserver import (
         TIMEOUT_S,
@@ -93,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "Cursor": "searchtrace.store._cursor",
     "BadInput": "searchtrace.store._errors",
     "ConcurrencyError": "searchtrace.store._errors",
+    "EventConflict": "searchtrace.store._errors",
     "NotAStore": "searchtrace.store._errors",
     "ReadOnlyViolation": "searchtrace.store._errors",
     "StoreError": "searchtrace.store._errors",
@@ -142,6 +145,10 @@ _EXPORTS: dict[str, str] = {
     "interruptible": "searchtrace.store._interrupt",
     "time_limit": "searchtrace.store._interrupt",
     "EventLog": "searchtrace.store._log",
+    "Merged": "searchtrace.store._merge",
+    "Segment": "searchtrace.store._merge",
+    "merged_segments": "searchtrace.store._merge",
+    "segment_line": "searchtrace.store._merge",
     "open_read_only": "searchtrace.store._readonly",
     "read_statements": "searchtrace.store._readonly",
     "ReadServer": "searchtrace.store._readserver",
@@ -179,6 +186,7 @@ __all__ = [
     "Cursor",
     "DDL",
     "DatasetQuestion",
+    "EventConflict",
     "EventLog",
     "FetchCalled",
     "FetchCompleted",
@@ -187,6 +195,7 @@ __all__ = [
     "JudgeStarted",
     "JudgeVerdict",
     "Labels",
+    "Merged",
     "ModelResponded",
     "NewEvent",
     "NotAStore",
@@ -202,6 +211,7 @@ __all__ = [
     "SearchCompleted",
     "SearchResult",
     "SearchStatus",
+    "Segment",
     "StoreError",
     "StoreLocked",
     "StoredEvent",
@@ -224,12 +234,14 @@ __all__ = [
     "first_line",
     "interruptible",
     "judge_stream",
+    "merged_segments",
     "open_read_only",
     "open_remote",
     "open_writer",
     "read_connection",
     "read_statements",
     "require_database",
+    "segment_line",
     "stable_event_id",
     "surface_chars",
     "time_limit",

@@ -39,9 +39,12 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
               help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Record only shard I of N of the run's cells (a stable hash of provider, qid, epoch) into this "
+                   "store, a segment to `merge` with the others (SPEC §22); it never appends run.finished.")
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
-    no_progress: bool, epochs: int | None,
+    no_progress: bool, epochs: int | None, shard: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -54,10 +57,12 @@ def record(
         cfg.run.epochs = epochs
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
+    part = _shard(shard)
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
     try:
         summary = anyio.run(
-            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None), backend="asyncio"
+            lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None, shard=part),
+            backend="asyncio",
         )
     except KeyboardInterrupt:
         click.echo(
@@ -74,3 +79,13 @@ def record(
         click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
                    f"error ({kinds}); run the same command again to record them again", err=True)
         raise SystemExit(1)
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """`I/N` as (i, n) with 0 <= i < n; a bad value is a usage error naming it."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    if not (sep and i.isdigit() and n.isdigit() and 0 <= int(i) < int(n)):
+        raise click.BadParameter(f"{text!r}: expected I/N with 0 <= I < N (e.g. 0/2)", param_hint="--shard")
+    return int(i), int(n)

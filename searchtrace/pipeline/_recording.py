@@ -55,7 +55,8 @@ def aim(cfg: RunConfig, *, sandbox: bool = False, sandbox_url: str | None = None
 
 
 async def record(
-    cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None
+    cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> RunSummary:
     """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself."""
     questions = await anyio.to_thread.run_sync(questions_of, cfg)  # bad input stops us before the store exists
@@ -63,14 +64,14 @@ async def record(
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         with serving_reads(log):
-            return await record_into(log, cfg, transport, progress=progress, questions=questions)
+            return await record_into(log, cfg, transport, progress=progress, questions=questions, shard=shard)
     finally:
         await anyio.to_thread.run_sync(log.close)
 
 
 async def record_into(
     log: EventLog, cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
-    label: str = "record", questions: list[Question] | None = None,
+    label: str = "record", questions: list[Question] | None = None, shard: tuple[int, int] | None = None,
 ) -> RunSummary:
     """Records into an open store, with a progress bar on an interactive stderr (`progress` forces it on or off)."""
     if questions is None:
@@ -78,4 +79,4 @@ async def record_into(
     stats = Stats()
     with progress_display(stats, label=label, enabled=progress) as tick:
         return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick,
-                                questions=questions)
+                                questions=questions, shard=shard)
