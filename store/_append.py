@@ -392,5 +392,5 @@ def _compare(e: NewEvent, have: Identity, where: str) -> None:
         return
     other = "with other payload bytes" if mine[:2] == have[:2] else f"as {have[1]} in stream {have[0]!r}"
     raise EventConflict(
-        f"event {e.event_id} ({mine[1]} in stream {mine[0]!r}) is {where} {other}; nothing of this batch was written"
+        f"event {e.event_id} ({mine[1]} in stream {mine[0]!r}) {where} {other}; nothing of this batch was written"
     )
