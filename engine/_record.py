@@ -398,7 +398,7 @@ def _endpoint(e: EndpointCfg) -> Endpoint:
     """The adapters' Endpoint of a config section (its defaults were filled in on load)."""
     return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
                     concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries,
-                    max_wait_s=e.max_wait_s)
+                    max_wait_s=e.max_wait_s, quota=e.quota or None)
 
 
 def endpoint_factory(transport: httpx.AsyncBaseTransport | None = None) -> AdapterFactory:

@@ -1,4 +1,4 @@
-"""Shared fixtures: anyio runs on asyncio (aiolimiter needs it)."""
+"""Shared fixtures: anyio runs on asyncio (aiohttp needs it)."""
 
 import pytest
 
