@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._ingest as ingest
     import searchtrace.benchmarks._judge as judge
     import searchtrace.benchmarks._live as live
+    import searchtrace.benchmarks._merge as merge
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
     import searchtrace.benchmarks._view as view
@@ -33,6 +34,7 @@ _MODULES: dict[str, str] = {
     "ingest": "searchtrace.benchmarks._ingest",
     "judge": "searchtrace.benchmarks._judge",
     "live": "searchtrace.benchmarks._live",
+    "merge": "searchtrace.benchmarks._merge",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
     "view": "searchtrace.benchmarks._view",
@@ -47,6 +49,7 @@ __all__ = [
     "ingest",
     "judge",
     "live",
+    "merge",
     "proxy",
     "replay",
     "view",
@@ -65,6 +68,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "searchtrace.benchmarks._proxy:command",
     "live": "searchtrace.benchmarks._live:command",
     "coverage": "searchtrace.benchmarks._coverage:command",
+    "merge": "searchtrace.benchmarks._merge:command",
 }
 
 

@@ -52,12 +52,12 @@ def record(
         return
     if config_path is None:
         raise click.UsageError("--config is required (`searchtrace record --example` prints a template)")
+    part = _shard(shard)
     cfg = load_config(config_path)
     if epochs is not None:
         cfg.run.epochs = epochs
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
-    part = _shard(shard)
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
     try:
         summary = anyio.run(
