@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench chaos
 	$(VENV)/bin/searchtrace bench proxy
 	$(VENV)/bin/searchtrace bench live
+	$(VENV)/bin/searchtrace bench merge
 	$(VENV)/bin/searchtrace bench coverage --quick
 
 clean:
