@@ -119,6 +119,14 @@ def test_a_conflicting_segment_stops_the_merge_in_one_line(stores: dict[str, Pat
     with EventLog(stores["merged"], read_only=True) as log:
         assert log.head == head  # not even the judge run the segment held besides
         assert verify(log.cursor()).ok
+        [(stream,)] = log.cursor().execute(
+            "SELECT stream_id FROM events WHERE type = 'trajectory.started' ORDER BY position LIMIT 1").fetchall()
+    writer = tmp_path / "writer.duckdb"
+    with EventLog(writer) as log:  # a second writer of a trajectory the target holds
+        log.append([NewEvent(stream_id=stream, run_id="t", payload=RunFinished(counts={}))])
+    ran = run_cli("merge", str(writer), "--into", str(stores["merged"]))
+    assert ran.code == 2 and len(ran.err.splitlines()) == 1
+    assert f"trajectory stream {stream!r}" in ran.err and "a trajectory has one writer" in ran.err
 
 
 def _later_facts(db: Path, judge_run_id: str, trajectory_id: str, match: bool) -> None:
