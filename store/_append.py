@@ -293,6 +293,11 @@ def _build(
     chain = Chain(delta.hash, str(inserter.ts))
     cols = Columns(position + 1)
     results: list[Result] = []
+
+    def earlier(ui: int) -> NewEvent | None:
+        """The event an earlier kept group of this transaction appended under id `ui` (a rare path: a plain scan)."""
+        kept = (g for g, r in zip(groups, results, strict=False) if not isinstance(r, Exception))
+        return next((e for events, _ in kept for e in events if e.event_id.int == ui), None)
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
             results.append(failed[gi])
@@ -302,8 +307,7 @@ def _build(
             results.append(ConcurrencyError(stale_message(bad[0], bad[1], last_seq(bad[0]))))
             continue
         try:
-            kept = [g for g, r in zip(groups, results, strict=False) if not isinstance(r, Exception)]
-            keep, positions = _fresh(events, stored, seen, position, head.lookup, kept)
+            keep, positions = _fresh(events, stored, seen, position, head.lookup, earlier)
         except EventConflict as exc:  # before any of its rows were filled: the group is left out, the rest commit
             results.append(exc)
             continue
@@ -338,12 +342,13 @@ def _fresh(
     seen: set[int],
     position: int,
     lookup: Lookup | None = None,
-    before: Sequence[Group] = (),
+    earlier: Callable[[int], NewEvent | None] | None = None,
 ) -> tuple[Sequence[NewEvent], list[int]]:
     """The events to write and every event's position (0 for an id already stored or repeated); marks them seen.
 
-    A known id is a no-op only when its stream, type and payload bytes are the ones stored (or appended earlier in
-    this transaction, `before` and this group); other bytes raise EventConflict and nothing of the group is marked.
+    A known id is a no-op only when its stream, type and payload bytes are the ones stored (`lookup`) or appended
+    earlier in this transaction (`earlier`, or this group); other bytes raise EventConflict and nothing of the group
+    is marked.
     """
     ids = [e.event_id.int for e in events]
     if seen.isdisjoint(ids) and all(s.isdisjoint(ids) for s in stored):
@@ -357,8 +362,9 @@ def _fresh(
     known: list[NewEvent] = []  # stored before this transaction (or prepared ahead of it)
     for e, ui in zip(events, ids, strict=True):
         if ui in mine or ui in seen:
-            _compare(e, _identity(mine[ui] if ui in mine else _earlier(before, ui)),
-                     "was appended earlier in this transaction")
+            first = mine.get(ui) or (earlier(ui) if earlier is not None else None)
+            if first is not None:
+                _compare(e, _identity(first), "was appended earlier in this transaction")
             positions.append(0)
         elif any(ui in s for s in stored):
             known.append(e)
@@ -378,11 +384,6 @@ def _fresh(
 
 def _identity(e: NewEvent) -> Identity:
     return e.stream_id, TAGS[type(e.payload)], _encoder.encode(e.payload)
-
-
-def _earlier(groups: Sequence[Group], ui: int) -> NewEvent:
-    """The event of an id first appended by an earlier group of this transaction (a rare path: a plain scan)."""
-    return next(e for events, _ in groups for e in events if e.event_id.int == ui)
 
 
 def _compare(e: NewEvent, have: Identity, where: str) -> None:
