@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench proxy
 	$(VENV)/bin/searchtrace bench otel
 	$(VENV)/bin/searchtrace bench live
+	$(VENV)/bin/searchtrace bench merge
 	$(VENV)/bin/searchtrace bench coverage --quick
 
 clean:

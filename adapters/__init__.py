@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_parsed,
         scrub_text,
     )
+    from searchtrace.adapters._limiter import RateLimiter
     from searchtrace.adapters._local_server import LocalGuard, MiB, json_too_deep
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
@@ -68,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "FetchCache": "searchtrace.adapters._fetch_cache",
     "default_cache_dir": "searchtrace.adapters._fetch_cache",
     "EndpointClient": "searchtrace.adapters._http",
+    "RateLimiter": "searchtrace.adapters._limiter",
     "default_transport": "searchtrace.adapters._http",
     "JinaFetcher": "searchtrace.adapters._jina",
     "estimate_tokens": "searchtrace.adapters._jina",
@@ -152,6 +154,7 @@ __all__ = [
     "MiB",
     "MissingKey",
     "OpenAIChat",
+    "RateLimiter",
     "RetryInfo",
     "SANDBOX_KEY",
     "SEARCH_PROVIDERS",

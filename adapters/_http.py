@@ -11,9 +11,9 @@ import anyio
 import httpx
 import msgspec
 import structlog
-from aiolimiter import AsyncLimiter
 
 from searchtrace.adapters._keys import Secret, configured_secrets, read_key
+from searchtrace.adapters._limiter import RateLimiter
 from searchtrace.adapters._retry import backoff, retry_reason, stated_wait
 from searchtrace.adapters._types import TRACE_HEADER, Endpoint, RetryInfo
 
@@ -51,12 +51,11 @@ class Reply:
             return None
 
 
-def make_limiter(endpoint: Endpoint) -> AsyncLimiter | None:
+def make_limiter(endpoint: Endpoint) -> RateLimiter | None:
     """A leaky bucket of rps/10 per 0.1 s (no first-second burst; perf.md §4), or `burst` when set."""
     if endpoint.rps <= 0:
         return None
-    bucket = float(endpoint.burst) if endpoint.burst > 0 else max(1.0, endpoint.rps / 10.0)
-    return AsyncLimiter(bucket, bucket / endpoint.rps)
+    return RateLimiter(endpoint.rps, float(endpoint.burst) if endpoint.burst > 0 else None)
 
 
 def default_headers() -> list[tuple[str, str]]:
@@ -107,6 +106,11 @@ class EndpointClient:
         # a semaphore that skips the scheduling checkpoint when a slot is free (every attempt then awaits I/O)
         self._slots = anyio.Semaphore(max(1, endpoint.concurrency), fast_acquire=True)
         self._closed = False
+
+    @property
+    def limiter(self) -> RateLimiter | None:
+        """The endpoint's rate limiter (None: unlimited); `set_rate` on it changes the pace (a quota share)."""
+        return self._rate
 
     async def aclose(self) -> None:
         self._closed = True

@@ -26,6 +26,7 @@ from searchtrace.analytics._lookups import (
     providers,
     verdicts,
 )
+from searchtrace.analytics._rules import RECORDED_ORDER
 from searchtrace.store import (
     AuditCase,
     AuditDesign,
@@ -395,7 +396,7 @@ def audit_designs(source: HasCursor, judge_run_id: str) -> list[AuditDesign]:
     try:
         cur.execute(
             "SELECT payload FROM events WHERE type = 'audit.design' "
-            "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position",
+            f"AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY {RECORDED_ORDER}",
             [judge_run_id],
         )
         found = [decode_payload(payload) for (payload,) in cur.fetchall()]

@@ -43,7 +43,7 @@ def recorded_prices(con: Cursor) -> Prices | None:
     """The `[prices]` table of the latest run.started that has one (a run config's own prices), else None."""
     row = con.execute(
         "SELECT run_id, json_extract(payload, '$.config.prices') FROM events WHERE type = 'run.started' "
-        "AND json_extract(payload, '$.config.prices') IS NOT NULL ORDER BY position DESC LIMIT 1"
+        "AND json_extract(payload, '$.config.prices') IS NOT NULL ORDER BY recorded_at DESC, position DESC LIMIT 1"
     ).fetchone()
     if row is None:
         return None

@@ -34,7 +34,7 @@ def current_labels(source: HasCursor, judge_run_id: str | None = None) -> dict[C
     cur = source.cursor()
     cur.execute(
         "SELECT payload FROM events WHERE type = 'audit.label' "
-        "AND (? IS NULL OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY position",
+        f"AND (? IS NULL OR json_extract_string(payload, '$.judge_run_id') = ?) ORDER BY {rules.RECORDED_ORDER}",
         [judge_run_id, judge_run_id],
     )
     out: dict[CaseKey, list[AuditLabel]] = {}

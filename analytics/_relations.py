@@ -21,7 +21,8 @@ def _typed(expr: str, typ: str) -> str:
 
 @dataclass(frozen=True)
 class Relation:
-    """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload` / `run_id`)."""
+    """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload` /
+    `run_id` / `recorded_at`)."""
 
     name: str
     event_type: str
@@ -45,7 +46,7 @@ class Relation:
         extra = f" AND ({where})" if where else ""
         return (
             f"SELECT position, stream_id, {', '.join(exprs)} FROM ("
-            f"SELECT position, stream_id, run_id, payload, json_extract_string(payload, [{plist}]) AS j "
+            f"SELECT position, stream_id, run_id, recorded_at, payload, json_extract_string(payload, [{plist}]) AS j "
             f"FROM events WHERE type = '{self.event_type}'{extra})"
         )
 
@@ -93,6 +94,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("question", "VARCHAR", "$.question"),
             ("gold_answer", "VARCHAR", "$.gold_answer"),
             ("gold_aliases", "VARCHAR", "$.gold_aliases"),  # SPEC §19: JSON array of every accepted answer, or NULL
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
         ),
     ),
     Relation(
@@ -209,6 +211,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("prompt_version", "VARCHAR", "$.prompt_version"),
             ("prompt_sha256", "VARCHAR", "$.prompt_sha256"),
             ("schema_version", "INTEGER", "$.schema_version"),
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
         ),
     ),
     Relation(
@@ -235,6 +238,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("latency_ms", "DOUBLE", "$.latency_ms"),
             ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
             ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
         ),
     ),
     Relation(
@@ -248,6 +252,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("source", "VARCHAR", "$.source"),
             # SPEC §18: the epoch a (provider, qid) row names; NULL on rows naming a trajectory or a whole cell
             ("epoch", "INTEGER", "$.epoch"),
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
         ),
     ),
 )

@@ -13,6 +13,10 @@
   sets the axis and refuses arms that would merge runs.
 - The default judge run: the latest judge run (by its last `judge.started`, else its first verdict) that has at
   least one valid verdict; a run that produced nothing is never chosen silently.
+- Latest means by recorded time (SPEC §22), then position: a store merged from segments (`searchtrace merge`)
+  holds each segment's events in their own order but the segments one after another, so "latest" between facts
+  of different writers is their `recorded_at`, which travels with the event; within one writer's transaction
+  (one recorded_at) position still decides, and a merge keeps that order.
 
 The SQL reads the typed relations by their bare names (`trajectories`, `answers`, ...): the caller's
 search_path (analytics._sources) says whether they are the `proj` tables or views over the raw events.
@@ -24,6 +28,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 from searchtrace.engine import Attempts
 from searchtrace.store import (
@@ -45,8 +50,18 @@ def is_proposal(source: str) -> bool:
 
 
 AUDIT_RANK = (
-    "(CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END) * 1000000000000 + a.position"
+    "[CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END, a.recorded_us, a.position]"
 )
+"""The deciding audit's key (arg_max): rank, then recorded time, then position (see `audit_key` for Python)."""
+
+
+def audit_key(source: str, recorded_at: datetime, position: int) -> tuple[int, datetime, int]:
+    """AUDIT_RANK for code that ranks audits in Python (export): the highest key decides."""
+    return (0 if is_proposal(source) else 1, recorded_at, position)
+
+
+RECORDED_ORDER = "recorded_at, position"
+"""ORDER BY of facts several writers may have appended (audit labels and designs, run configs): oldest first."""
 
 
 # -- the latest attempt, its question, gold and final answer (SQL) ---------------------------------------------
@@ -106,8 +121,10 @@ tr AS (
               THEN q.gold_aliases END AS gold_aliases,
          t.run_id, rc.model, rc.prompt_sha256, {ARM_SQL} AS arm
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
-  LEFT JOIN (SELECT qid, arg_max(question, position) AS question, arg_max(gold_answer, position) AS gold_answer,
-                    arg_max(gold_aliases, position) AS gold_aliases  -- the latest that has aliases (NULLs skipped)
+  LEFT JOIN (SELECT qid, arg_max(question, [recorded_us, position]) AS question,
+                    arg_max(gold_answer, [recorded_us, position]) AS gold_answer,
+                    -- the latest that has aliases (NULLs skipped)
+                    arg_max(gold_aliases, [recorded_us, position]) AS gold_aliases
              FROM questions GROUP BY qid) q ON q.qid = t.qid
   LEFT JOIN (SELECT run_id, arg_min(model, position) AS model, arg_min(prompt_sha256, position) AS prompt_sha256,
                     arg_min(config, position) AS config
@@ -291,14 +308,21 @@ class JudgeRun:
     first_position: int  # its first judge.started or verdict
     latest_position: int  # its last judge.started (a resume starts again), else its last verdict
     valid_verdicts: int
+    latest_us: int = 0  # recorded_at (µs) of its last judge.started, else of its last verdict (SPEC §22)
+
+    @property
+    def latest(self) -> tuple[int, int]:
+        """The order of judge runs: recorded time of their latest start, then position."""
+        return (self.latest_us, self.latest_position)
 
 
 JUDGE_RUNS_SQL = """
 SELECT judge_run_id, min(position) AS first_position,
        coalesce(max(position) FILTER (WHERE started), max(position)) AS latest_position,
-       count(*) FILTER (WHERE valid) AS valid_verdicts
-FROM (SELECT judge_run_id, position, true AS started, NULL::BOOLEAN AS valid FROM judge_runs
-      UNION ALL SELECT judge_run_id, position, false, valid FROM verdicts)
+       count(*) FILTER (WHERE valid) AS valid_verdicts,
+       coalesce(max(recorded_us) FILTER (WHERE started), max(recorded_us)) AS latest_us
+FROM (SELECT judge_run_id, position, recorded_us, true AS started, NULL::BOOLEAN AS valid FROM judge_runs
+      UNION ALL SELECT judge_run_id, position, recorded_us, false, valid FROM verdicts)
 WHERE judge_run_id IS NOT NULL
 GROUP BY judge_run_id ORDER BY first_position"""
 """Every judge run, oldest first (a judge.started or a verdict names it)."""
@@ -306,13 +330,14 @@ GROUP BY judge_run_id ORDER BY first_position"""
 
 def judge_runs(con: Cursor) -> list[JudgeRun]:
     """Every judge run, oldest first (run inside analytics._sources.reading)."""
-    return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
+    return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4] or 0))
+            for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
 
 
 def default_judge_run(runs: list[JudgeRun]) -> JudgeRun | None:
     """The latest judge run with at least one valid verdict (None when no run has one)."""
     useful = [r for r in runs if r.valid_verdicts > 0]
-    return max(useful, key=lambda r: r.latest_position) if useful else None
+    return max(useful, key=lambda r: r.latest) if useful else None
 
 
 def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None, list[str]]:
@@ -328,12 +353,12 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
             raise BadInput(f"judge run {judge_run_id!r} not found in the database (known: {known})")
         return judge_run_id, []
     chosen = default_judge_run(runs)
-    after = -1 if chosen is None else chosen.latest_position
+    after = (-1, -1) if chosen is None else chosen.latest
     notes = [
         f"judge run {r.judge_run_id} has no valid verdict; "
         + (f"using judge run {chosen.judge_run_id}" if chosen else "the report uses no judge run")
         for r in runs
-        if r.valid_verdicts == 0 and r.latest_position > after
+        if r.valid_verdicts == 0 and r.latest > after
     ]
     return (None if chosen is None else chosen.judge_run_id), notes
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._ingest as ingest
     import searchtrace.benchmarks._judge as judge
     import searchtrace.benchmarks._live as live
+    import searchtrace.benchmarks._merge as merge
     import searchtrace.benchmarks._otel as otel
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
@@ -36,6 +37,7 @@ _MODULES: dict[str, str] = {
     "judge": "searchtrace.benchmarks._judge",
     "live": "searchtrace.benchmarks._live",
     "otel": "searchtrace.benchmarks._otel",
+    "merge": "searchtrace.benchmarks._merge",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
     "ship": "searchtrace.benchmarks._ship",
@@ -52,6 +54,7 @@ __all__ = [
     "judge",
     "live",
     "otel",
+    "merge",
     "proxy",
     "replay",
     "ship",
@@ -73,6 +76,7 @@ COMMANDS: dict[str, str] = {
     "coverage": "searchtrace.benchmarks._coverage:command",
     "otel": "searchtrace.benchmarks._otel:command",
     "ship": "searchtrace.benchmarks._ship:command",
+    "merge": "searchtrace.benchmarks._merge:command",
 }
 
 

@@ -5,7 +5,7 @@ Public surface (imported lazily so importing any engine module stays cheap for t
 - `Builder`, `fold`, `Folded`, `trajectory_id`, `request_sha256`, `Attempts` (the latest attempt of a cell): a
   trajectory's one home (engine._trajectory)
 - `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine._config)
-- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary` (engine._record)
+- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary`, `shard_of` (engine._record)
 - `fan_out` (engine._fanout); `get_prompt`, `TOOL_SCHEMAS` (engine._prompts, engine._tools)
 """
 
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         record_run,
         run_started,
         run_stream,
+        shard_of,
     )
     from searchtrace.engine._sample import STRATA, parse_columns, read_questions, sample, to_jsonl
     from searchtrace.engine._tools import TOOL_SCHEMAS
@@ -135,6 +136,7 @@ _EXPORTS: dict[str, str] = {
     "record_run": "searchtrace.engine._record",
     "run_started": "searchtrace.engine._record",
     "run_stream": "searchtrace.engine._record",
+    "shard_of": "searchtrace.engine._record",
     "STRATA": "searchtrace.engine._sample",
     "read_questions": "searchtrace.engine._sample",
     "parse_columns": "searchtrace.engine._sample",
@@ -225,6 +227,7 @@ __all__ = [
     "run_stream",
     "sample",
     "sandbox_config",
+    "shard_of",
     "to_jsonl",
     "trajectory_id",
     "worker_pool",

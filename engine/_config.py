@@ -100,6 +100,9 @@ class EndpointCfg(_Cfg):
     timeout_s: float = 0.0  # 0: the kind's default
     max_retries: int = 4
     max_wait_s: float = 60.0  # cap of one backoff wait (a stated Retry-After is honoured up to this)
+    # SPEC §22: the quota domain whose rate this endpoint shares with others ("firecrawl:team-x"); recorded in
+    # run.started (absent when unset, so earlier configs keep their bytes), not part of the run id
+    quota: str = ""
 
 
 class AgentCfg(EndpointCfg):
@@ -197,6 +200,9 @@ class RunConfig(_Cfg):
             del body["agent"]["api"]  # likewise the default API
         if not self.dataset.columns:
             del body["dataset"]["columns"]  # and a dataset read without a column mapping
+        for section in (body["agent"], body["fetch"], *body["providers"].values()):
+            if not section.get("quota"):
+                section.pop("quota", None)  # likewise an endpoint without a quota domain
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
         # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
@@ -211,6 +217,7 @@ EXAMPLE_CONFIG = (__doc__.split("```toml\n", 1)[1].split("```", 1)[0] if __doc__
     "{providers}\n", "".join(s.sample_config for s in specs() if s.paper))
 
 _ID_RE = re.compile(r"[A-Za-z0-9._-]+")  # always fullmatch: `$` would let a trailing newline through
+_QUOTA_RE = re.compile(r"[A-Za-z0-9._:/-]{1,200}")  # a quota domain's name, e.g. "firecrawl:team-x"
 # Sane bounds of the pacing numbers: outside them a run hangs (rps 1e-9, inf) or never waits at all (timeout inf).
 RPS_RANGE = (0.01, 1e6)
 SECONDS_RANGE = (0.001, 86_400.0)
@@ -278,6 +285,8 @@ def _check(cfg: RunConfig, src: str) -> None:
             problem = rate_problem(name, v, RPS_RANGE if name == "rps" else SECONDS_RANGE)
             if problem:
                 raise bad(f"{where}.{name}", problem.removeprefix(f"{name} "))
+        if e.quota and not _QUOTA_RE.fullmatch(e.quota):
+            raise bad(f"{where}.quota", f"{e.quota[:80]!r} may only hold letters, digits and '.', '_', '-', ':', '/'")
         for name, n in (("concurrency", e.concurrency - 1), ("burst", e.burst), ("max_retries", e.max_retries)):
             if n < 0:
                 raise bad(f"{where}.{name}", f"must be >= {1 if name == 'concurrency' else 0}, got {getattr(e, name)}")

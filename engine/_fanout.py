@@ -1,7 +1,7 @@
 """The fan-out over every (question, provider) trajectory: a fixed pool of anyio workers.
 
 Per-endpoint limits live where the requests are made: each adapter holds one adapters.EndpointClient
-per endpoint with its leaky bucket (AsyncLimiter(rps/10, 0.1), or `burst` when configured) and its
+per endpoint with its leaky bucket (adapters.RateLimiter: rps/10 per 0.1 s, or `burst` when configured) and its
 CapacityLimiter, shared by every trajectory that uses that provider, the fetch backend or the chat model.
 
 A trajectory that fails for any reason (chat failure after retries, an adapter bug) is written with reason

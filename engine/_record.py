@@ -12,6 +12,7 @@ errored one in `supersedes`); nothing is updated or deleted, the analytics read 
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -226,6 +227,15 @@ def _run_state(log_: EventLog, run_id: str) -> RunState:
     return RunState(started=prev, latest=latest, superseded=superseded, has_finished=has_finished)
 
 
+Shard = tuple[int, int]  # (i, n): shard i of n, 0 <= i < n
+
+
+def shard_of(provider: str, qid: str, epoch: int, n: int) -> int:
+    """SPEC §22: the shard of a cell among n, a stable hash of (provider, qid, epoch) (the same on every machine)."""
+    digest = hashlib.sha256(f"{provider}\x1f{qid}\x1f{epoch}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n
+
+
 def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | None] | None:
     """(attempt, supersedes) to record for a cell, or None when the cell is final."""
     if latest is None:
@@ -238,13 +248,17 @@ def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | 
 
 
 def _plan(
-    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int, epochs: int = 1
+    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int, epochs: int = 1,
+    shard: Shard | None = None,
 ) -> list[Trajectory]:
-    """The trajectories to record now: every cell that is not final, in epoch-then-question-then-provider order."""
+    """The trajectories to record now: every cell (of `shard`, when given) that is not final, in
+    epoch-then-question-then-provider order."""
     jobs = []
     for e in range(1, epochs + 1):
         for q in questions:
             for p in names:
+                if shard is not None and shard_of(p, q.qid, e, shard[1]) != shard[0]:
+                    continue
                 nxt = next_attempt(state.latest.get((p, q.qid, e)), max_attempts)
                 if nxt is not None:
                     jobs.append(Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question,
@@ -274,8 +288,13 @@ async def record_run(
     stats: Stats | None = None,
     on_progress: Callable[[], None] | None = None,
     questions: list[Question] | None = None,
+    shard: Shard | None = None,
 ) -> RunSummary:
-    """Records every trajectory of the run that the store does not hold yet; returns the counters."""
+    """Records every trajectory of the run that the store does not hold yet; returns the counters.
+
+    With `shard` (i, n) only the cells of shard i (`shard_of`): the store is then one segment of the run (SPEC §22),
+    merged with the others later, and it never appends `run.finished` (the coordinator's: a `record` without a
+    shard on the merged store, which finds every cell recorded, appends it)."""
     t0 = time.perf_counter()
     run_id = cfg.effective_run_id()
     prompt = get_prompt(cfg.agent.prompt_version)
@@ -291,10 +310,11 @@ async def record_run(
     names = sorted(cfg.providers)
     max_attempts = cfg.limits.max_attempts
     epochs = cfg.run.epochs
-    jobs = _plan(run_id, questions, names, state, max_attempts, epochs)
+    jobs = _plan(run_id, questions, names, state, max_attempts, epochs, shard)
     retried = sum((a := state.latest.get((j.provider, j.qid, j.epoch))) is not None and a.reason == "error" for j in jobs)
     stats = stats or Stats()
-    cells = len(questions) * len(names) * epochs
+    cells = len(questions) * len(names) * epochs if shard is None else sum(
+        shard_of(p, q.qid, e, shard[1]) == shard[0] for e in range(1, epochs + 1) for q in questions for p in names)
     already = cells - len(jobs)
     stats.total = len(jobs)
     log.info("run planned", run_id=run_id, trajectories=cells, already=already, to_record=len(jobs),
@@ -312,8 +332,8 @@ async def record_run(
                 await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer,
                               max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
             after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
-            complete = not _plan(run_id, questions, names, after, max_attempts, epochs)
-            if complete and not after.has_finished:
+            complete = not _plan(run_id, questions, names, after, max_attempts, epochs, shard)
+            if complete and not after.has_finished and shard is None:
                 ev = NewEvent(
                     stream_id=run_stream(run_id),
                     run_id=run_id,
@@ -397,7 +417,7 @@ def _endpoint(e: EndpointCfg) -> Endpoint:
     """The adapters' Endpoint of a config section (its defaults were filled in on load)."""
     return Endpoint(base_url=e.base_url, key_env=e.key_env or None, rps=e.rps, burst=e.burst,
                     concurrency=e.concurrency, timeout_s=e.timeout_s, max_retries=e.max_retries,
-                    max_wait_s=e.max_wait_s)
+                    max_wait_s=e.max_wait_s, quota=e.quota or None)
 
 
 def endpoint_factory(transport: httpx.AsyncBaseTransport | None = None) -> AdapterFactory:

@@ -1,10 +1,10 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain.
 
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
-- `BadInput`, `ConcurrencyError`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
+- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
-- `EventLog` (store._log); `Writer`, `open_writer` (store._writer)
+- `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, SPEC §22); `Writer`, `open_writer` (store._writer)
 - the central PostgreSQL log of SPEC §22: `CentralLog` (store._postgres, the only module that imports psycopg),
   `ship`, `shipping`, `pull`, `follow` (store._ship)
 """
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.store._errors import (
         BadInput,
         ConcurrencyError,
+        EventConflict,
         NotAStore,
         ReadOnlyViolation,
         StoreError,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
+    from searchtrace.store._merge import Merged, Segment, merged_segments, segment_line
     from searchtrace.store._pgurl import check_url, redacted, scrub
     from searchtrace.store._postgres import CentralLog, Conflict
     from searchtrace.store._readonly import open_read_only, read_statements
@@ -104,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "Cursor": "searchtrace.store._cursor",
     "BadInput": "searchtrace.store._errors",
     "ConcurrencyError": "searchtrace.store._errors",
+    "EventConflict": "searchtrace.store._errors",
     "NotAStore": "searchtrace.store._errors",
     "ReadOnlyViolation": "searchtrace.store._errors",
     "StoreError": "searchtrace.store._errors",
@@ -163,6 +166,10 @@ _EXPORTS: dict[str, str] = {
     "redacted": "searchtrace.store._pgurl",
     "scrub": "searchtrace.store._pgurl",
     "LogRow": "searchtrace.store._rows",
+    "Merged": "searchtrace.store._merge",
+    "Segment": "searchtrace.store._merge",
+    "merged_segments": "searchtrace.store._merge",
+    "segment_line": "searchtrace.store._merge",
     "open_read_only": "searchtrace.store._readonly",
     "read_statements": "searchtrace.store._readonly",
     "ReadServer": "searchtrace.store._readserver",
@@ -211,6 +218,7 @@ __all__ = [
     "Cursor",
     "DDL",
     "DatasetQuestion",
+    "EventConflict",
     "EventLog",
     "FetchCalled",
     "FetchCompleted",
@@ -220,6 +228,7 @@ __all__ = [
     "JudgeVerdict",
     "Labels",
     "LogRow",
+    "Merged",
     "ModelResponded",
     "NewEvent",
     "NotAStore",
@@ -240,6 +249,7 @@ __all__ = [
     "SegmentShipped",
     "Shipped",
     "Shipper",
+    "Segment",
     "StoreError",
     "StoreLocked",
     "StoredEvent",
@@ -267,6 +277,7 @@ __all__ = [
     "follow",
     "interruptible",
     "judge_stream",
+    "merged_segments",
     "open_read_only",
     "open_remote",
     "open_writer",
@@ -279,6 +290,7 @@ __all__ = [
     "segment_stream",
     "ship",
     "shipping",
+    "segment_line",
     "stable_event_id",
     "surface_chars",
     "time_limit",

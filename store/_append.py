@@ -8,7 +8,7 @@ Writer builds one flush while the previous one commits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -16,13 +16,15 @@ import duckdb
 import pyarrow as pa
 
 import searchtrace.store._blobs as _blobs
-from searchtrace.store._errors import ConcurrencyError
-from searchtrace.store._events import NewEvent
-from searchtrace.store._rows import Chain, Columns, fill
+from searchtrace.store._errors import ConcurrencyError, EventConflict
+from searchtrace.store._events import NewEvent, _encoder
+from searchtrace.store._rows import TAGS, Chain, Columns, fill
 from searchtrace.store._schema import HEAD_KEY
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
+Identity = tuple[str, str, bytes]  # (stream_id, type, payload bytes): what must match for a known event_id
+Lookup = Callable[[Sequence[int]], Mapping[int, Identity]]  # stored identities of known event ids (as ints)
 
 CHUNK_ROWS = 8_192
 _INSERT = "INSERT INTO events SELECT * FROM __batch"  # columns in table order, Arrow types DuckDB maps 1:1
@@ -40,6 +42,7 @@ class Head:
     hash: str
     streams: dict[str, int]
     ids: set[int]
+    lookup: Lookup | None = None  # how to read a known id's stored identity (None: a known id is not compared)
 
 
 @dataclass
@@ -185,7 +188,7 @@ def publish(head: Head, delta: _Delta) -> Head:
     """The head after `delta` committed (the stream and id maps are updated in place)."""
     head.streams.update(delta.streams)
     head.ids.update(delta.ids)
-    return Head(delta.position, delta.hash, head.streams, head.ids)
+    return Head(delta.position, delta.hash, head.streams, head.ids, head.lookup)
 
 
 def prepare(
@@ -290,6 +293,11 @@ def _build(
     chain = Chain(delta.hash, str(inserter.ts))
     cols = Columns(position + 1)
     results: list[Result] = []
+
+    def earlier(ui: int) -> NewEvent | None:
+        """The event an earlier kept group of this transaction appended under id `ui` (a rare path: a plain scan)."""
+        kept = (g for g, r in zip(groups, results, strict=False) if not isinstance(r, Exception))
+        return next((e for events, _ in kept for e in events if e.event_id.int == ui), None)
     for gi, (events, expected) in enumerate(groups):
         if gi in failed:
             results.append(failed[gi])
@@ -298,7 +306,13 @@ def _build(
         if bad is not None:
             results.append(ConcurrencyError(stale_message(bad[0], bad[1], last_seq(bad[0]))))
             continue
-        keep, positions = _fresh(events, stored, seen, position)
+        try:
+            keep, positions = _fresh(events, stored, seen, position, head.lookup, earlier)
+        except EventConflict as exc:  # before any of its rows were filled: the group is left out, the rest commit
+            results.append(exc)
+            continue
+        except KeyError as exc:
+            raise _GroupFailed(gi, TypeError(f"group {gi}: a payload is not a store event ({exc})")) from exc
         try:
             done = 0
             while done < len(keep):
@@ -323,9 +337,19 @@ def _build(
 
 
 def _fresh(
-    events: Sequence[NewEvent], stored: Sequence[set[int]], seen: set[int], position: int
+    events: Sequence[NewEvent],
+    stored: Sequence[set[int]],
+    seen: set[int],
+    position: int,
+    lookup: Lookup | None = None,
+    earlier: Callable[[int], NewEvent | None] | None = None,
 ) -> tuple[Sequence[NewEvent], list[int]]:
-    """The events to write and every event's position (0 for an id already stored or repeated); marks them seen."""
+    """The events to write and every event's position (0 for an id already stored or repeated); marks them seen.
+
+    A known id is a no-op only when its stream, type and payload bytes are the ones stored (`lookup`) or appended
+    earlier in this transaction (`earlier`, or this group); other bytes raise EventConflict and nothing of the group
+    is marked.
+    """
     ids = [e.event_id.int for e in events]
     if seen.isdisjoint(ids) and all(s.isdisjoint(ids) for s in stored):
         unique = set(ids)
@@ -334,11 +358,40 @@ def _fresh(
             return events, list(range(position + 1, position + 1 + len(ids)))
     keep: list[NewEvent] = []
     positions: list[int] = []
+    mine: dict[int, NewEvent] = {}
+    known: list[NewEvent] = []  # stored before this transaction (or prepared ahead of it)
     for e, ui in zip(events, ids, strict=True):
-        if ui in seen or any(ui in s for s in stored):
+        if ui in mine or ui in seen:
+            first = mine.get(ui) or (earlier(ui) if earlier is not None else None)
+            if first is not None:
+                _compare(e, _identity(first), "was appended earlier in this transaction")
+            positions.append(0)
+        elif any(ui in s for s in stored):
+            known.append(e)
             positions.append(0)
         else:
-            seen.add(ui)
+            mine[ui] = e
             keep.append(e)
             positions.append(position + len(keep))
+    if known and lookup is not None:
+        have = lookup([e.event_id.int for e in known])
+        for e in known:
+            if e.event_id.int in have:
+                _compare(e, have[e.event_id.int], "is already stored")
+    seen.update(mine)
     return keep, positions
+
+
+def _identity(e: NewEvent) -> Identity:
+    return e.stream_id, TAGS[type(e.payload)], _encoder.encode(e.payload)
+
+
+def _compare(e: NewEvent, have: Identity, where: str) -> None:
+    """Nothing when `e` is the event already `where`; EventConflict naming the id and both versions otherwise."""
+    mine = _identity(e)
+    if mine == have:
+        return
+    other = "with other payload bytes" if mine[:2] == have[:2] else f"as {have[1]} in stream {have[0]!r}"
+    raise EventConflict(
+        f"event {e.event_id} ({mine[1]} in stream {mine[0]!r}) {where} {other}; nothing of this batch was written"
+    )

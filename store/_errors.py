@@ -23,3 +23,7 @@ class ReadOnlyViolation(StoreError):
 
 class BadInput(Exception):
     """Bad usage or bad input anywhere in the project: one line naming what and where; exit code 2."""
+
+
+class EventConflict(StoreError):
+    """An event_id already stored (or appended twice) with other bytes: nothing of its batch was written."""

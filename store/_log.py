@@ -13,9 +13,11 @@ import duckdb
 
 import searchtrace.store._append as _append
 import searchtrace.store._blobs as _blobs
-from searchtrace.store._append import Group, Head, Pending, Prepared, Stale
+import searchtrace.store._merge as _merge
+from searchtrace.store._append import Group, Head, Identity, Lookup, Pending, Prepared, Stale
 from searchtrace.store._errors import StoreError
 from searchtrace.store._events import NewEvent, StoredEvent, decode_payload
+from searchtrace.store._merge import Merged
 from searchtrace.store._rows import LogRow, rows_table
 from searchtrace.store._schema import GENESIS, SCHEMA_VERSION, epoch_us, open_store, row_hash, segment_of
 
@@ -68,6 +70,32 @@ class EventLog:
             self._ids = ids
         return self._ids
 
+    def _lookup(self, ahead: Sequence[Prepared]) -> Lookup:
+        """Reads the stored identity of known ids: committed rows from the database, else the transactions
+        prepared ahead (`ahead`, not committed yet); an append compares a known id's bytes with it."""
+
+        def find(ids: Sequence[int]) -> dict[int, Identity]:
+            cur = self._con.cursor()
+            try:
+                rows = cur.execute(
+                    "SELECT event_id, stream_id, type, CAST(payload AS VARCHAR) FROM events "
+                    "WHERE event_id IN (SELECT unnest(?::UUID[]))", [[str(uuid.UUID(int=i)) for i in ids]]
+                ).fetchall()
+            finally:
+                cur.close()
+            found = {uuid.UUID(str(eid)).int: (str(sid), str(t), str(p).encode()) for eid, sid, t, p in rows}
+            missing = set(ids) - found.keys()
+            for prepared in ahead if missing else ():
+                for table in prepared.tables:
+                    keys = [int.from_bytes(b, "big") for b in table.column("event_id").combine_chunks().storage.to_pylist()]
+                    for i, k in enumerate(keys):
+                        if k in missing:
+                            row = table.slice(i, 1).to_pylist()[0]
+                            found[k] = (row["stream_id"], row["type"], str(row["payload"]).encode())
+            return found
+
+        return find
+
     @property
     def segment(self) -> tuple[str, str] | None:
         """(segment_id, host) of this store (SPEC §22); None for an older store opened read-only."""
@@ -116,7 +144,7 @@ class EventLog:
     def _append_locked(self, groups: Sequence[Group], blobs: Sequence[bytes]) -> list[list[int] | Exception]:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-insert")
-        head = Head(self._position, self._hash, self._heads, self._stored_ids())
+        head = Head(self._position, self._hash, self._heads, self._stored_ids(), self._lookup(()))
         results, head = _append.append_groups(
             self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC)),
             narrow=self._bulk_threads is not None,
@@ -125,6 +153,24 @@ class EventLog:
             self._position, self._hash, self._heads = head.position, head.hash, head.streams
             self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again
         return results
+
+    def merge(self, paths: Sequence[str | Path]) -> list[Merged]:
+        """SPEC §22: append the events of other stores (segments) not stored here, each keeping its recorded_at
+        (store._merge); a conflict anywhere appends nothing (EventConflict)."""
+        if self.read_only:
+            raise PermissionError(f"{self.path}: opened read-only")
+        here = self.segment
+        assert here is not None  # a writable store is always named
+        segments = _merge.open_segments(paths, self.path, here)
+        with self._lock:
+            tip = _merge.Tip(self._position, self._hash, dict(self._heads))
+            try:
+                return _merge.merge(self._con, tip, here, segments)
+            finally:
+                with self._ahead_lock:
+                    self._ahead.clear()
+                    self._load_heads()
+                    self._ids = None  # loaded again by the next append
 
     def bulk_threads(self, on: bool) -> bool:
         """Run multi-chunk transactions with DuckDB on one thread (the next chunk is prepared on the other core),
@@ -153,8 +199,8 @@ class EventLog:
                 self._stored_ids()
         with self._prepare_lock:
             with self._ahead_lock:
-                head = Head(self._position, self._hash, self._heads, self._stored_ids())
                 ahead = list(self._ahead)
+                head = Head(self._position, self._hash, self._heads, self._stored_ids(), self._lookup(ahead))
             pending = None
             if ahead:
                 pending = Pending(ahead[-1].delta.position, ahead[-1].delta.hash)

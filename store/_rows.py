@@ -6,7 +6,7 @@ import array
 import hashlib
 import uuid
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
 
 import msgspec
 import pyarrow as pa
@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from searchtrace.store._events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
 
-_TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))
+TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))  # payload struct -> its `type`
 _TS = pa.timestamp("us", tz="UTC")
 _JSON = pa.json_(pa.large_string())
 _UUID = pa.uuid()
@@ -84,6 +84,7 @@ class Columns:
         self.runs: list[str] = []
         self.payloads: list[bytes] = []
         self.hashes: list[str] = []
+        self.stamps: list[int] | None = None  # each row's own recorded_at (µs), when rows carry it (a merge)
 
     def table(self, recorded_at_us: int) -> pa.Table:
         n, pool = len(self.ids), _POOL
@@ -103,7 +104,8 @@ class Columns:
                 "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
                 "type": pa.array(self.types, pa.string(), memory_pool=pool),
                 "run_id": pa.array(self.runs, pa.string(), memory_pool=pool),
-                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n),
+                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n) if self.stamps is None
+                else pa.array(self.stamps, _TS),
                 "payload": pa.ExtensionArray.from_storage(_JSON, payload),
                 "hash": pa.array(self.hashes, pa.string(), memory_pool=pool),
             }
@@ -114,7 +116,7 @@ def fill(
     cols: Columns, part: Sequence[NewEvent], heads: dict[str, int], ahead: dict[str, int], base: dict[str, int]
 ) -> None:
     """Append a slice of events to the chunk's columns (everything but the hash)."""
-    encode, tags = _encoder.encode, _TAGS
+    encode, tags = _encoder.encode, TAGS
     bodies = [e.payload for e in part]
     cols.types += [tags[type(b)] for b in bodies]
     cols.payloads += [encode(b) for b in bodies]
@@ -142,14 +144,15 @@ class Chain:
         self.ts = recorded_at
 
     def seal(self, cols: Columns) -> None:
-        """Compute the hashes of the rows of `cols` that have none yet."""
-        sha256, ts, prev = hashlib.sha256, self.ts, self.prev
+        """Compute the hashes of the rows of `cols` that have none yet (each at its own recorded_at when it has one)."""
+        sha256, prev = hashlib.sha256, self.prev
         start = len(cols.hashes)
         add = cols.hashes.append
         position = cols.first + start
-        for hx, sid, seq, tag, run, payload in zip(
+        stamps = repeat(self.ts) if cols.stamps is None else map(str, cols.stamps[start:])
+        for hx, sid, seq, tag, run, payload, ts in zip(
             cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
-            cols.payloads[start:], strict=True,
+            cols.payloads[start:], stamps, strict=False,
         ):
             h = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode())
             h.update(payload)  # cheaper than concatenating ~600 bytes first

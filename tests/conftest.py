@@ -1,4 +1,4 @@
-"""Shared fixtures: anyio runs on asyncio (aiolimiter needs it); a PostgreSQL server for the central-log tests."""
+"""Shared fixtures: anyio runs on asyncio (aiohttp needs it); a PostgreSQL server for the central-log tests."""
 
 from __future__ import annotations
 

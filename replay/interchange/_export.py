@@ -16,12 +16,13 @@ integers (DuckDB's 128-bit sums would become doubles in Parquet), JSON, UUIDs an
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import Cells, ensure_views, is_proposal
+from searchtrace.analytics import Cells, audit_key, ensure_views
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -293,17 +294,20 @@ def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     return [line for run in runs for line in by_run[run]]
 
 
+AuditKey = tuple[int, datetime, int]
+
+
 def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, int, bool]]:
     """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the rule of the report's
     `aud` (analytics AUDIT_CTE): by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell
     has one epoch; a proposal loses to an imported or human audit, then the latest wins."""
-    by_tid: dict[str, list[tuple[tuple[int, int], bool]]] = {}
-    by_epoch: dict[tuple[str, str, int], list[tuple[tuple[int, int], bool]]] = {}
-    by_cell: dict[tuple[str, str], list[tuple[tuple[int, int], bool]]] = {}
+    by_tid: dict[str, list[tuple[AuditKey, bool]]] = {}
+    by_epoch: dict[tuple[str, str, int], list[tuple[AuditKey, bool]]] = {}
+    by_cell: dict[tuple[str, str], list[tuple[AuditKey, bool]]] = {}
     for ev in log.read(types=["audit.answer"]):
         p = ev.payload
         assert isinstance(p, AuditAnswer)
-        got = ((0 if is_proposal(p.source) else 1, ev.position), p.semantic_match)
+        got = (audit_key(p.source, ev.recorded_at, ev.position), p.semantic_match)
         if p.trajectory_id is not None:
             by_tid.setdefault(p.trajectory_id, []).append(got)
         elif p.provider is not None and p.qid is not None:
@@ -314,7 +318,7 @@ def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, int,
     epochs: dict[tuple[str | None, str, str], set[int]] = {}
     for t in traces:
         epochs.setdefault((t.run_id, t.provider, t.qid), set()).add(t.epoch)
-    best: dict[tuple[str, str, int], tuple[tuple[int, int], bool]] = {}
+    best: dict[tuple[str, str, int], tuple[AuditKey, bool]] = {}
     for t in traces:
         found = [*by_tid.get(t.trajectory_id, []), *by_epoch.get((t.provider, t.qid, t.epoch), [])]
         if len(epochs[(t.run_id, t.provider, t.qid)]) == 1:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "sql": "searchtrace.cli._sql:sql",
     "view": "searchtrace.cli._view:view",
     "verify": "searchtrace.cli._verify:verify",
+    "merge": "searchtrace.cli._merge:merge",
     "sample": "searchtrace.cli._sample:sample",
     "audit": "searchtrace.cli._audit:audit",
     "sandbox": "searchtrace.cli._sandbox:sandbox",

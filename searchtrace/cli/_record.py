@@ -43,10 +43,13 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--dataset-columns", default=None, metavar="ROLE=COLUMN,...",
               help="Which question-file columns hold qid, question and answer, e.g. qid=id,question=problem,"
                    "answer=answers (over [dataset] columns; SPEC §19).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Record only shard I of N of the run's cells (a stable hash of provider, qid, epoch) into this "
+                   "store, a segment to `merge` with the others (SPEC §22); it never appends run.finished.")
 @ship_to_option
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
-    no_progress: bool, epochs: int | None, dataset_columns: str | None, ship_to: str | None,
+    no_progress: bool, epochs: int | None, dataset_columns: str | None, ship_to: str | None, shard: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -54,6 +57,7 @@ def record(
         return
     if config_path is None:
         raise click.UsageError("--config is required (`searchtrace record --example` prints a template)")
+    part = _shard(shard)
     cfg = load_config(config_path)
     if epochs is not None:
         cfg.run.epochs = epochs
@@ -66,7 +70,8 @@ def record(
     try:
         summary = anyio.run(
             lambda: pipeline.record(cfg, db, transport, progress=False if no_progress else None, ship_to=ship_to,
-                                    on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
+                                    on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or "")),
+                                    shard=part),
             backend="asyncio",
         )
     except KeyboardInterrupt:
@@ -86,3 +91,13 @@ def record(
         click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
                    f"error ({kinds}); run the same command again to record them again", err=True)
         raise SystemExit(1)
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """`I/N` as (i, n) with 0 <= i < n; a bad value is a usage error naming it."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    if not (sep and i.isdigit() and n.isdigit() and 0 <= int(i) < int(n)):
+        raise click.BadParameter(f"{text!r}: expected I/N with 0 <= I < N (e.g. 0/2)", param_hint="--shard")
+    return int(i), int(n)

@@ -19,14 +19,14 @@ def verify(db: Path) -> None:
     event the one appended last, every blob's bytes against its digest; rebuild projections that do not match."""
     result = pipeline.verify(db)
     if not result.ok:
-        click.echo(f"{db}: {result.log_line}", err=True)
+        click.echo(f"{db}: {result.log_line}; {result.segment}", err=True)
         sys.exit(1)
     stale = ", ".join(result.stale)
     if result.rebuild_error is not None:
         click.echo(f"{db}: the log is intact but projections {stale} do not match it and could not "
                    f"be rebuilt ({result.rebuild_error})", err=True)
         sys.exit(1)
-    line = f"{db}: {result.log_line}"
+    line = f"{db}: {result.log_line}; {result.segment}"
     if result.stale:
         line += f"; projections {stale} did not match the log and were rebuilt"
     click.echo(line)

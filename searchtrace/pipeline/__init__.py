@@ -1,4 +1,5 @@
-"""The application layer: record → judge → grade → report, and demo, replay, import/export, audit, probes, sql, verify.
+"""The application layer: record → judge → grade → report, and demo, replay, import/export, audit, probes, sql, verify,
+merge.
 
 Typed functions over a database path that return plain msgspec Structs (or the lower layers' results). The CLI
 parses arguments and prints what they return; tests and benchmarks call them directly. One module per area.
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         plan_judge,
     )
     from searchtrace.pipeline._live import serving_reads
+    from searchtrace.pipeline._merging import MergeResult, SegmentMerged, merge
     from searchtrace.pipeline._probing import probe_fetch, probe_search
     from searchtrace.pipeline._proxying import proxy
     from searchtrace.pipeline._querying import SqlResult, query, run_sql
@@ -65,6 +67,9 @@ _EXPORTS: dict[str, str] = {
     "import_otel": "searchtrace.pipeline._interchange",
     "export_otlp": "searchtrace.pipeline._interchange",
     "collect": "searchtrace.pipeline._collecting",
+    "MergeResult": "searchtrace.pipeline._merging",
+    "SegmentMerged": "searchtrace.pipeline._merging",
+    "merge": "searchtrace.pipeline._merging",
     "DEFAULT_RPS": "searchtrace.pipeline._judging",
     "JudgePlan": "searchtrace.pipeline._judging",
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
@@ -105,8 +110,10 @@ __all__ = [
     "DEFAULT_RPS",
     "DemoResult",
     "JudgePlan",
+    "MergeResult",
     "Report",
     "SANDBOX_JUDGE",
+    "SegmentMerged",
     "SqlResult",
     "Verification",
     "aim",
@@ -128,6 +135,7 @@ __all__ = [
     "judge",
     "judge_chat",
     "judge_compare",
+    "merge",
     "open_for_report",
     "plan_judge",
     "probe_fetch",

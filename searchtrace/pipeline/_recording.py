@@ -58,6 +58,7 @@ def aim(cfg: RunConfig, *, sandbox: bool = False, sandbox_url: str | None = None
 async def record(
     cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
     ship_to: str | None = None, on_shipped: Callable[[Shipped], None] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> RunSummary:
     """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself.
 
@@ -70,14 +71,14 @@ async def record(
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         with live(log, ship_to, on_shipped):
-            return await record_into(log, cfg, transport, progress=progress, questions=questions)
+            return await record_into(log, cfg, transport, progress=progress, questions=questions, shard=shard)
     finally:
         await anyio.to_thread.run_sync(log.close)
 
 
 async def record_into(
     log: EventLog, cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
-    label: str = "record", questions: list[Question] | None = None,
+    label: str = "record", questions: list[Question] | None = None, shard: tuple[int, int] | None = None,
 ) -> RunSummary:
     """Records into an open store, with a progress bar on an interactive stderr (`progress` forces it on or off)."""
     if questions is None:
@@ -85,4 +86,4 @@ async def record_into(
     stats = Stats()
     with progress_display(stats, label=label, enabled=progress) as tick:
         return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick,
-                                questions=questions)
+                                questions=questions, shard=shard)

@@ -8,7 +8,14 @@ from pathlib import Path
 import msgspec
 
 from searchtrace.analytics import catch_up, mismatched
-from searchtrace.store import EventLog, StoreError, close_when_free, interruptible, open_read_only
+from searchtrace.store import (
+    EventLog,
+    StoreError,
+    close_when_free,
+    interruptible,
+    open_read_only,
+    segment_line,
+)
 from searchtrace.store import verify as verify_log
 
 
@@ -18,6 +25,7 @@ class Verification(msgspec.Struct, kw_only=True):
 
     ok: bool  # the log is intact (the chain, positions, sequences, head and blobs)
     log_line: str
+    segment: str = ""  # SPEC §22: the store's segment id and host, and the segments merged into it
     stale: list[str] = []
     rebuild_error: str | None = None
 
@@ -28,11 +36,12 @@ def verify(db: Path) -> Verification:
     con = open_read_only(db)
     try:
         report, stale = interruptible(con, lambda: (verify_log(con), mismatched(con)))
+        segment = segment_line(con)
     finally:
         close_when_free(con)
     if not report.ok:
-        return Verification(ok=False, log_line=report.line())
-    out = Verification(ok=True, log_line=report.line(), stale=stale)
+        return Verification(ok=False, log_line=report.line(), segment=segment)
+    out = Verification(ok=True, log_line=report.line(), segment=segment, stale=stale)
     if stale:
         try:
             with EventLog(db) as log:

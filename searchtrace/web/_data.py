@@ -88,7 +88,7 @@ def judge_run_list(cur: Cursor) -> list[Row]:
             cur, "SELECT judge_run_id, arg_max(model, position) AS model, arg_max(prompt_version, position) "
                  "AS prompt_version FROM judge_runs GROUP BY judge_run_id")}
     out = []
-    for jr in sorted(runs, key=lambda r: r.latest_position, reverse=True):
+    for jr in sorted(runs, key=lambda r: r.latest, reverse=True):
         st, m = stats.get(jr.judge_run_id, {}), models.get(jr.judge_run_id, {})
         out.append({"judge_run_id": jr.judge_run_id, "model": m.get("model"), "prompt_version": m.get("prompt_version"),
                     "verdicts": st.get("verdicts", 0), "valid": jr.valid_verdicts, "invalid": st.get("invalid", 0),

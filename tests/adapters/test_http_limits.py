@@ -28,9 +28,11 @@ async def test_real_endpoints_get_aiohttp_and_explicit_timeouts() -> None:
 
 def test_limiter_has_no_first_second_burst() -> None:
     lim = make_limiter(Endpoint(base_url="http://x", rps=100.0))
-    assert lim is not None and (lim.max_rate, lim.time_period) == (10.0, 0.1)
+    assert lim is not None and (lim.burst, lim.per_second) == (10.0, 100.0)  # 10 per 0.1 s
     slow = make_limiter(Endpoint(base_url="http://x", rps=2.0))
-    assert slow is not None and (slow.max_rate, slow.time_period) == (1.0, 0.5)
+    assert slow is not None and (slow.burst, slow.per_second) == (1.0, 2.0)  # 1 per 0.5 s
+    burst = make_limiter(Endpoint(base_url="http://x", rps=2.0, burst=5))
+    assert burst is not None and (burst.burst, burst.per_second) == (5.0, 2.0)
     assert make_limiter(Endpoint(base_url="http://x", rps=0.0)) is None
 
 

@@ -79,6 +79,7 @@ def test_env_overrides_base_urls_and_sandbox_points_everything(tmp_path: Path) -
         (lambda t: t + "[fetch]\nbase_url = \"ftp://x\"\n", "key fetch.base_url: 'ftp://x' is not an http(s) URL"),
         (lambda t: 'run_id = "a b"\n' + t, "key run_id: 'a b' may only hold"),
         (lambda t: t.replace("[agent]", "[agent\n"), "not valid TOML"),
+        (lambda t: t.replace("rps = 2", 'rps = 2\nquota = "team x"'), "key providers.tavily.quota: 'team x' may only hold"),
     ],
 )
 def test_bad_values_name_file_and_key(tmp_path: Path, edit: object, message: str) -> None:
@@ -86,6 +87,17 @@ def test_bad_values_name_file_and_key(tmp_path: Path, edit: object, message: str
     with pytest.raises(BadInput) as err:
         load_config(path, env={})
     assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+
+
+def test_a_quota_domain_is_recorded_and_reaches_the_endpoint(tmp_path: Path) -> None:
+    from searchtrace.engine._record import _endpoint
+
+    plain = load_config(write(tmp_path, GOOD), env={})
+    cfg = load_config(write(tmp_path, GOOD.replace("rps = 2", 'rps = 2\nquota = "tavily:team-x"')), env={})
+    assert cfg.effective_run_id() == plain.effective_run_id()  # a quota is how fast, not what: not in the run id
+    assert cfg.to_event()["providers"]["tavily"]["quota"] == "tavily:team-x"  # recorded in run.started
+    assert all("quota" not in section for section in (plain.to_event()["agent"], plain.to_event()["providers"]["brave"]))
+    assert _endpoint(cfg.providers["tavily"]).quota == "tavily:team-x" and _endpoint(cfg.agent).quota is None
 
 
 def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:

@@ -65,7 +65,8 @@ def test_verify_reports_what_the_command_prints(demo_db: Path, tmp_path: Path) -
     result = pipeline.verify(store)
     assert result.ok and result.stale == [] and result.rebuild_error is None
     code, out, _ = run_cli("verify", "--db", str(store))
-    assert code == 0 and out == f"{store}: {result.log_line}\n"
+    assert code == 0 and out == f"{store}: {result.log_line}; {result.segment}\n"
+    assert result.segment.startswith("segment ") and " on " in result.segment  # SPEC §22: the store's segment
     con = duckdb.connect(str(store))
     con.execute("UPDATE proj.search_results SET rank = 99")
     con.close()
@@ -78,7 +79,7 @@ def test_verify_reports_what_the_command_prints(demo_db: Path, tmp_path: Path) -
     broken = pipeline.verify(store)
     assert not broken.ok and broken.log_line.startswith("broken at position 7: hash mismatch")
     code, _, err = run_cli("verify", "--db", str(store))
-    assert code == 1 and err == f"{store}: {broken.log_line}\n"
+    assert code == 1 and err == f"{store}: {broken.log_line}; {broken.segment}\n"
 
 
 def test_judge_defaults_come_from_the_application_layer(demo_db: Path, tmp_path: Path) -> None:
