@@ -174,7 +174,7 @@ def write_files(env: Env) -> None:
     w("q_noanswer.jsonl").write_text(_jsonl(_without(rows, "answer")))
     w("q_nostrata.jsonl").write_text(_jsonl(_without(rows, "topic")))
     w("q_intquestion.jsonl").write_text(_jsonl(_with(rows, "question", 42)))
-    w("q_listanswer.jsonl").write_text(_jsonl(_with(rows, "answer", ["a", "b"])))
+    w("q_nestedanswer.jsonl").write_text(_jsonl(_with(rows, "answer", [["a"], "b"])))  # a flat list is aliases (§19)
     w("q_intstratum.jsonl").write_text(_jsonl(_with(rows, "topic", 3)))
     text = _csv(rows)
     w("q_truncated.csv").write_text(text[: len(text) - 25].rsplit(",", 1)[0] + ',"cut in the mid')
@@ -192,7 +192,7 @@ def write_files(env: Env) -> None:
     w("q_words.txt").write_text("what is this\n")
     w("q_dupqid.jsonl").write_text(_jsonl([rows[0], {**rows[1], "qid": rows[0]["qid"]}]))
     for stem in ("broken.jsonl", "truncated.jsonl", "noquestion.jsonl", "noanswer.jsonl", "intquestion.jsonl",
-                 "listanswer.jsonl", "truncated.csv", "ragged.csv", "noanswer.csv", "binary.csv", "truncated.parquet",
+                 "nestedanswer.jsonl", "truncated.csv", "ragged.csv", "noanswer.csv", "binary.csv", "truncated.parquet",
                  "random.parquet", "noanswer.parquet", "intquestion.parquet", "words.txt", "dupqid.jsonl"):
         w(f"cfg_{stem}.toml").write_text(GOOD_CONFIG.format(run_id="bad", questions=w(f"q_{stem}")))
     # run configs
@@ -306,7 +306,7 @@ QUESTION_FILES: list[tuple[str, str, bool, bool]] = [  # (stem, what, for sample
     ("noanswer.jsonl", "missing answer column", False, True),
     ("nostrata.jsonl", "missing strata column", True, False),
     ("intquestion.jsonl", "question of the wrong type", True, True),
-    ("listanswer.jsonl", "answer of the wrong type", False, True),
+    ("nestedanswer.jsonl", "answer of the wrong type (a nested list)", False, True),
     ("intstratum.jsonl", "stratum of the wrong type", True, False),
     ("truncated.csv", "truncated CSV", True, True),
     ("ragged.csv", "CSV row with extra fields", True, True),
