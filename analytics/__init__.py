@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
     from searchtrace.analytics._correction import JudgedCase, correction
     from searchtrace.analytics._custom import run_metrics
-    from searchtrace.analytics._evidence import item_evidence, rationales, scoped
+    from searchtrace.analytics._evidence import ALL_ITEM_EVIDENCE_SQL, item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
     from searchtrace.analytics._items import ITEMS_SQL, JudgeItem, judge_items
     from searchtrace.analytics._metrics import TrajectoryStats, answer_scores, trajectory_stats
@@ -76,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "JudgedCase": "searchtrace.analytics._correction",
     "correction": "searchtrace.analytics._correction",
     "run_metrics": "searchtrace.analytics._custom",
+    "ALL_ITEM_EVIDENCE_SQL": "searchtrace.analytics._evidence",
     "item_evidence": "searchtrace.analytics._evidence",
     "rationales": "searchtrace.analytics._evidence",
     "scoped": "searchtrace.analytics._evidence",
@@ -123,6 +124,7 @@ _MODULES: dict[str, str] = {
 }
 
 __all__ = [
+    "ALL_ITEM_EVIDENCE_SQL",
     "ANSWERS_CTE",
     "AUDIT_CTE",
     "Built",
