@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         not_superseded,
         resolve_judge_run,
     )
-    from searchtrace.analytics._table import render_table
+    from searchtrace.analytics._table import CORRECTED_ROWS, TESTS, render_table
+    from searchtrace.analytics._table import ROWS as REPORT_ROWS
     from searchtrace.analytics._textnorm import exact_match, token_f1, tokens
     from searchtrace.analytics._uncertainty import uncertainty
     from searchtrace.analytics._views import ensure_views
@@ -107,6 +108,9 @@ _EXPORTS: dict[str, str] = {
     "judge_runs": "searchtrace.analytics._rules",
     "not_superseded": "searchtrace.analytics._rules",
     "resolve_judge_run": "searchtrace.analytics._rules",
+    "CORRECTED_ROWS": "searchtrace.analytics._table",
+    "REPORT_ROWS": "searchtrace.analytics._table:ROWS",
+    "TESTS": "searchtrace.analytics._table",
     "render_table": "searchtrace.analytics._table",
     "exact_match": "searchtrace.analytics._textnorm",
     "token_f1": "searchtrace.analytics._textnorm",
@@ -129,14 +133,17 @@ __all__ = [
     "AUDIT_CTE",
     "Built",
     "CELL_EVENT_TYPES",
+    "CORRECTED_ROWS",
     "Cells",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_SEED",
     "ITEMS_SQL",
     "JudgeItem",
     "JudgedCase",
+    "REPORT_ROWS",
     "RUNS_SQL",
     "Report",
+    "TESTS",
     "TRAJECTORIES_CTE",
     "TrajectoryStats",
     "agreement",

@@ -19,8 +19,11 @@ from searchtrace.analytics import (
     ALL_ITEM_EVIDENCE_SQL,
     ANSWERS_CTE,
     AUDIT_CTE,
+    CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
+    REPORT_ROWS,
     RUNS_SQL,
+    TESTS,
     TRAJECTORIES_CTE,
     Report,
     build_report,
@@ -490,15 +493,16 @@ TRAJECTORY_LABELS: dict[str, Callable[[Row], bool]] = {
     "audited": lambda t: t["correct"] is not None,
     "correct": lambda t: bool(t["correct"]),
     "incorrect": lambda t: t["correct"] is False,
-    "exact_match": lambda t: bool(t["exact_match"]),
+    "exact_matches": lambda t: bool(t["exact_match"]),
     "surface_answerable_queries": lambda t: t["supported"] > 0,
 }
 RESULT_LABELS = ("results_returned", "results_shown")  # search results (appearances), shown to the model or not
 
 # each linkable count or rate of the report -> the query of the rows behind it (a rate: its numerator)
 LINKS: dict[str, Row] = {
-    **{k: {"label": k} for k in TRAJECTORY_LABELS if k != "incorrect"},
+    **{k: {"label": k} for k in TRAJECTORY_LABELS if k not in ("incorrect", "exact_matches")},
     "accuracy": {"label": "correct"},
+    "exact_match": {"label": "exact_matches"},
     "token_f1": {"label": "trajectories"},
     **{k: {"label": k} for k in ITEM_LABELS if k not in ("partition", "fetched_items")},
     **{f"partition.{p}": {"label": "partition", "partition": p} for p in _PART_CODE},
@@ -569,7 +573,8 @@ class ItemQuery(msgspec.Struct, kw_only=True):
 
 def link_labels() -> Row:
     """What the report page links each key to, and the labels the CLI's table gives each key (one definition)."""
-    return {"links": LINKS}
+    counts = [k for k, v in LINKS.items() if v["label"] == k or k.startswith("partition.")]  # the rest: rates
+    return {"links": LINKS, "counts": counts, "rows": REPORT_ROWS, "corrected": CORRECTED_ROWS, "tests": TESTS}
 
 
 def arm_of(t: Row, by: str) -> str:
