@@ -114,3 +114,30 @@ def test_pages_are_served_by_the_app_with_a_strict_policy(demo_db: Path, url: st
     assert "script-src 'self'" in r.headers["content-security-policy"]
     assert "http://" not in r.text and "https://" not in r.text  # nothing from elsewhere
     json.dumps(r.text)
+
+
+def test_every_count_of_the_report_is_the_total_of_the_items_behind_it(demo_db: Path) -> None:
+    """SPEC §19: `/api/items` for each linked count of each provider answers exactly that many rows in all."""
+    rep, links = (r.json() for r in get_all(demo_db, ("GET", "/api/report", None), ("GET", "/api/report-links", None)))
+    asks = []
+    for arm, block in rep["providers"].items():
+        for key in links["counts"]:
+            value: Any = block
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, int):
+                asks.append((key, value, "/api/items?" + str(httpx.QueryParams({**links["links"][key], "arm": arm, "limit": 500}))))
+    assert len(asks) == 3 * len(links["counts"])  # every count of every provider
+    for (key, value, _), r in zip(asks, get_all(demo_db, *[("GET", url, None) for *_, url in asks]), strict=True):
+        body = r.json()
+        assert body["total"] == value == len(body["rows"]), (key, body["total"], value)
+    rank1, = get_all(demo_db, ("GET", "/api/items?label=surface_supported_items&rank=1&arm=brave", None))
+    b = rep["providers"]["brave"]
+    assert rank1.json()["kind"] == "appearances" and all(r["appearance"]["rank"] == 1 for r in rank1.json()["rows"])
+    if b["gold_rank1_share"]:  # the share's numerator: rank-1 appearances of supported items
+        assert rank1.json()["total"] > 0
+    bad = get_all(demo_db, ("GET", "/api/items?label=nope", None), ("GET", "/api/items?label=items&by=model&arm=x", None),
+                  ("GET", "/api/items?label=partition&partition=GOOD", None), ("GET", "/api/nowhere", None),
+                  ("GET", "/api/report?by=nonsense", None))
+    assert [r.status_code for r in bad] == [400, 400, 400, 404, 400]
+    assert all(set(r.json()) == {"error"} and "\n" not in r.json()["error"] for r in bad)
