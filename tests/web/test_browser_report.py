@@ -196,6 +196,9 @@ def test_every_page_fits_400_px_and_shows_what_the_model_was_sent(page: tuple[An
         show(p, h)
         wide = p.evaluate("document.documentElement.scrollWidth")
         assert wide <= 400, (h, wide)
+        stray = p.evaluate("() => { const w = document.createTreeWalker(document.getElementById('main'), NodeFilter.SHOW_TEXT);"
+                           " const out = []; while (w.nextNode()) if (/^(null|undefined|NaN)$/.test(w.currentNode.data.trim())) out.push(w.currentNode.data); return out; }")
+        assert stray == [], (h, stray)
         if h == f"#/t/{tid}":  # our agent records its requests: the system prompt and every message sent
             assert "system" in p.get_by_test_id("system-prompt").inner_text().lower()
             assert p.get_by_test_id("message").count() >= 2

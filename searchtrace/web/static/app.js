@@ -355,7 +355,7 @@ async function viewTrajectory(id, params) {
     answer,
     h("div", { class: "counts" }, PARTS.map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`)),
       chip(`${t.items.length} items`)),
-    prompt, turnPager, timeline, turnPager ? turnPager.cloneNode(true) : null);
+    ...[prompt, turnPager, timeline, turnPager ? turnPager.cloneNode(true) : null].filter(Boolean));
   if (turnPager) { // the copy at the bottom needs its own handlers
     const bottom = main().lastChild;
     const [prevB, nextB] = bottom.querySelectorAll("button");
@@ -436,7 +436,7 @@ async function viewReport() {
   const body = [];
   for (const [key, label] of layout.rows) {
     if (isCost(key) && !priced) continue;
-    const show = isCost(key) ? usd : fmt;
+    const show = isCost(key) ? usd : null;
     body.push(h("tr", {}, h("td", {}, label + (key === "search_usd" && priced ? ` (prices ${rep.prices_as_of})` : "")), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key, show)))));
     if (names.some((n) => arms[n][`${key}_ci`] !== undefined)) {
       body.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), names.map((n) => h("td", { class: "num" }, interval(arms[n][`${key}_ci`]) || "–"))));
