@@ -469,7 +469,14 @@ class ReportCache:
 
 # -- the items behind each count of the report (GET /api/items) ------------------------------------------------
 
-_VALID, _INVALID, _PAGE, _DISCOVERED, _CONTRA, _SHOWN, _FETCHED = (1 << i for i in range(7))
+_VALID, _INVALID, _PAGE, _DISCOVERED, _CONTRA, _SHOWN, _FETCHED, _SUPPORTS, _RELEVANT, _PAGE_SUPPORTS, \
+    _PAGE_CONTRA, _FINAL, _PAGE_VISIBLE = (1 << i for i in range(13))
+_BITS = {  # the verdict's labels and the item's states, by the item_evidence_sql column they come from
+    "has_page": _PAGE, "discovered": _DISCOVERED, "snippet_contradicts_gold": _CONTRA, "snippet_shown": _SHOWN,
+    "fetched": _FETCHED, "snippet_supports_gold": _SUPPORTS, "snippet_relevant": _RELEVANT,
+    "page_supports_gold": _PAGE_SUPPORTS, "page_contradicts_gold": _PAGE_CONTRA, "supports_final_answer": _FINAL,
+    "page_visible": _PAGE_VISIBLE,
+}
 _PART_CODE = {p: i for i, p in enumerate(("SMART", "MISSED", "BLIND", "NO-OP"))}
 
 # report key -> which of a trajectory's items it counts (TrajectoryStats' definitions, over the item rows of
@@ -518,7 +525,9 @@ for _k in ("searches", "fetches", "input_tokens", "output_tokens", "reasoning_to
     LINKS[f"{_k}_per_trajectory"] = {"label": "trajectories"}
 
 
-ItemRow = tuple[str, str, int, int, int, int]  # stream_id, url_normalized, flags, part code (-1: none), n_rank1, first_position
+Span = tuple[int, int, int, int]  # a stream's search results: returned, shown, first and last position
+# stream_id, url_normalized, flags, part code (-1: none), n_rank1, position of its surface result, of its verdict (-1)
+ItemRow = tuple[str, str, int, int, int, int, int]
 
 
 class ItemIndex:
@@ -529,9 +538,10 @@ class ItemIndex:
         self._lock = threading.Lock()
         self._key: tuple[int, str | None] | None = None
         self._items: dict[str, list[ItemRow]] = {}
-        self._results: dict[str, tuple[int, int]] = {}
+        self._results: dict[str, Span] = {}
+        self._hits: dict[tuple[Any, ...], list[tuple[ItemRow, int]]] = {}  # the last few queries' rows, for paging
 
-    def get(self, cur: Cursor, judge_run_id: str | None) -> tuple[dict[str, list[ItemRow]], dict[str, tuple[int, int]]]:
+    def get(self, cur: Cursor, judge_run_id: str | None) -> tuple[dict[str, list[ItemRow]], dict[str, Span]]:
         key = (head(cur), judge_run_id)
         with self._lock:
             if self._key == key:
@@ -541,22 +551,35 @@ class ItemIndex:
             cur.execute(ALL_ITEM_EVIDENCE_SQL, {"run": judge_run_id})
             names = [d[0] for d in cur.description or []]
             col = {n: i for i, n in enumerate(names)}
+            bits = [(col[name], bit) for name, bit in _BITS.items()]
+            at = [col[k] for k in ("valid", "part", "stream_id", "url_normalized", "n_rank1", "first_position",
+                                   "verdict_position")]
             for r in cur.fetchall():
-                valid = r[col["valid"]]
-                flags = ((_VALID if valid is True else 0) | (_INVALID if valid is False else 0)
-                         | (_PAGE if r[col["has_page"]] else 0) | (_DISCOVERED if r[col["discovered"]] else 0)
-                         | (_CONTRA if r[col["snippet_contradicts_gold"]] else 0)
-                         | (_SHOWN if r[col["snippet_shown"]] else 0) | (_FETCHED if r[col["fetched"]] else 0))
-                part = r[col["part"]]
-                stream = r[col["stream_id"]]
-                items[stream].append((stream, r[col["url_normalized"]], flags, -1 if part is None else _PART_CODE[part],
-                                      int(r[col["n_rank1"]]), int(r[col["first_position"]])))
-            results = {str(st): (int(n), int(k)) for st, n, k in cur.execute(
-                f"WITH {shown.SHOWN_CTE} SELECT stream_id, count(*), count(*) FILTER (WHERE shown) FROM sh "
-                "GROUP BY stream_id").fetchall()}
+                valid, part, stream, url, rank1, first, verdict = (r[i] for i in at)
+                flags = (_VALID if valid is True else 0) | (_INVALID if valid is False else 0)
+                for i, bit in bits:
+                    if r[i]:
+                        flags |= bit
+                items[stream].append((stream, url, flags, -1 if part is None else _PART_CODE[part], int(rank1),
+                                      int(first), -1 if verdict is None else int(verdict)))
+            results = {str(st): (int(n), int(k), int(lo), int(hi)) for st, n, k, lo, hi in cur.execute(
+                f"WITH {shown.SHOWN_CTE} SELECT stream_id, count(*), count(*) FILTER (WHERE shown), min(position), "
+                "max(position) FROM sh GROUP BY stream_id").fetchall()}
         with self._lock:
-            self._key, self._items, self._results = key, dict(items), results
+            self._key, self._items, self._results, self._hits = key, dict(items), results, {}
         return self._items, results
+
+    def hits(self, query: tuple[Any, ...], find: Callable[[], list[tuple[ItemRow, int]]]) -> list[tuple[ItemRow, int]]:
+        """The rows of one query (all its pages), found once while the head stays where it is."""
+        key = (self._key, *query)
+        with self._lock:
+            if key in self._hits:
+                return self._hits[key]
+        found = find()
+        with self._lock:
+            self._hits = {k: v for k, v in list(self._hits.items())[-15:] if k[0] == self._key}
+            self._hits[key] = found
+        return found
 
 
 class ItemQuery(msgspec.Struct, kw_only=True):
@@ -624,17 +647,18 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         raise BadInput(f"label={q.label[:80]!r} is not one of: {', '.join(choices)}")
     test = ITEM_LABELS[q.label]
     cell = -1 if q.partition is None else _PART_CODE[q.partition]
-    hits: list[tuple[ItemRow, int]] = []  # (item, how many rows it stands for: 1, or its appearances at `rank`)
-    picked: list[ItemRow] = []
-    for t in trs:
-        for it in by_stream.get(t["stream_id"], ()):
-            if test(it[2], it[3]) and (cell < 0 or it[3] == cell) and (q.shown is None or bool(it[2] & _SHOWN) == q.shown):
-                picked.append(it)
-    if q.rank is None:
-        hits = [(it, 1) for it in picked]
-    else:
+
+    def find() -> list[tuple[ItemRow, int]]:
+        """(item, how many rows it stands for: 1, or its appearances at `rank`), in trajectory order."""
+        picked = [it for t in trs for it in by_stream.get(t["stream_id"], ())
+                  if test(it[2], it[3]) and (cell < 0 or it[3] == cell)
+                  and (q.shown is None or bool(it[2] & _SHOWN) == q.shown)]
+        if q.rank is None:
+            return [(it, 1) for it in picked]
         counts = _rank_counts(cur, picked, q.rank)
-        hits = [(it, n) for it in picked if (n := counts.get((it[0], it[1]), 0))]
+        return [(it, n) for it in picked if (n := counts.get((it[0], it[1]), 0))]
+
+    hits = index.hits((tuple(q.runs), q.by, q.arm, q.label, q.partition, q.rank, q.shown), find)
     total = sum(n for _, n in hits)
     window: list[tuple[ItemRow, int]] = []  # (item, index of the appearance) on this page
     seen = 0
@@ -647,7 +671,7 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         if len(window) >= q.limit:
             break
     return {**base, "kind": "items" if q.rank is None else "appearances", "total": total,
-            "rows": _item_rows(cur, window, of, judge_run_id, q.rank)}
+            "rows": _item_rows(cur, window, of, q.rank, results)}
 
 
 def _rank_counts(cur: Cursor, picked: list[ItemRow], rank: int) -> dict[tuple[str, str], int]:
@@ -661,39 +685,52 @@ def _rank_counts(cur: Cursor, picked: list[ItemRow], rank: int) -> dict[tuple[st
     return {(str(a), str(b)): int(n) for a, b, n in rows}
 
 
-def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row], judge_run_id: str | None,
-               rank: int | None) -> list[Row]:
-    """The page's items in full (labels, rationale: item_evidence over their trajectories only)."""
+def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row], rank: int | None,
+               results: dict[str, Span]) -> list[Row]:
+    """The page's items in full: the index row's labels and cell, its surface result (by position) and the
+    verdict's rationale (by position), so a page reads a few rows, not the items of its trajectories."""
     if not window:
         return []
-    tids = sorted({of[it[0]]["trajectory_id"] for it, _ in window})
-    with reading(cur) as schema:
-        full = {(r["stream_id"], r["url_normalized"]): r for r in item_evidence(cur, schema, tids, judge_run_id)}
+    positions = sorted({it[5] for it, _ in window})
+    with reading(cur) as schema:  # position ranges let DuckDB skip the row groups the page has nothing in
+        surface = {r["position"]: r for r in _rows(
+            cur, f"SELECT position, rank, title, url, domain, snippet FROM {schema}.search_results "
+                 "WHERE position BETWEEN $lo AND $hi AND position IN (SELECT unnest($p::BIGINT[]))",
+            {"p": positions, "lo": positions[0], "hi": positions[-1]})}
         where: dict[tuple[str, str], list[Row]] = {}
         if rank is not None:
-            for r in _rows(cur, "SELECT r.stream_id, r.url_normalized, r.position, r.call_id, c.query FROM search_results r "
+            streams = sorted({it[0] for it, _ in window})
+            near = "position BETWEEN $lo AND $hi AND stream_id IN (SELECT unnest($s::VARCHAR[]))"
+            span = {"lo": min(of[st]["position"] for st in streams), "hi": max(results.get(st, (0, 0, 0, 0))[3] for st in streams)}
+            for r in _rows(cur, f"WITH search_results AS (SELECT * FROM {schema}.search_results WHERE {near}), "
+                                f"search_calls AS (SELECT * FROM {schema}.search_calls WHERE {near}) "
+                                "SELECT r.stream_id, r.url_normalized, r.position, c.query FROM search_results r "
                                 "LEFT JOIN search_calls c ON c.stream_id = r.stream_id AND c.call_id = r.call_id "
-                                "WHERE r.rank = ? AND r.stream_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY r.position",
-                           [rank, sorted({it[0] for it, _ in window})]):
+                                "WHERE r.rank = $rank ORDER BY r.position", {"s": streams, "rank": rank, **span}):
                 where.setdefault((r["stream_id"], r["url_normalized"]), []).append(r)
+    why = rationales(cur, [it[6] for it, _ in window if it[6] >= 0])
+    parts = list(_PART_CODE)
     out = []
     for it, k in window:
-        t = of[it[0]]
-        row = {**full.get((it[0], it[1]), {"url_normalized": it[1]}), "trajectory_id": t["trajectory_id"],
+        t, flags = of[it[0]], it[2]
+        valid = True if flags & _VALID else False if flags & _INVALID else None
+        row = {**surface.get(it[5], {}), "url_normalized": it[1], "trajectory_id": t["trajectory_id"],
                "provider": t["provider"], "run_id": t["run_id"], "qid": t["qid"], "epoch": t["epoch"],
-               "question": t["question"]}
+               "question": t["question"], "valid": valid, "part": parts[it[3]] if it[3] >= 0 else None,
+               "n_rank1": it[4], "rationale": why.get(it[6]) if it[6] >= 0 else None,
+               **{name: bool(flags & bit) for name, bit in _BITS.items()}}
         if rank is not None:
-            at = where.get((it[0], it[1]), [])
-            row["appearance"] = {"rank": rank, "index": k + 1, "of": len(at),
-                                 "query": at[k]["query"] if k < len(at) else None}
+            found = where.get((it[0], it[1]), [])
+            row["appearance"] = {"rank": rank, "index": k + 1, "of": len(found),
+                                 "query": found[k]["query"] if k < len(found) else None}
         out.append(row)
     return out
 
 
-def _results(cur: Cursor, trs: list[Row], results: dict[str, tuple[int, int]], want: bool | None, q: ItemQuery) -> Row:
+def _results(cur: Cursor, trs: list[Row], results: dict[str, Span], want: bool | None, q: ItemQuery) -> Row:
     """Search results of the trajectories (all, or those shown / not shown to the model): total and one page."""
     def n(st: str) -> int:
-        got = results.get(st, (0, 0))
+        got = results.get(st, (0, 0, 0, 0))
         return got[0] if want is None else got[1] if want else got[0] - got[1]
 
     total = sum(n(t["stream_id"]) for t in trs)
@@ -710,12 +747,18 @@ def _results(cur: Cursor, trs: list[Row], results: dict[str, tuple[int, int]], w
     if streams:
         of = {t["stream_id"]: t for t in streams}
         cond = "" if want is None else "AND sh.shown" if want else "AND NOT sh.shown"
-        with reading(cur):
-            got = _rows(cur, f"WITH {shown.SHOWN_CTE} SELECT r.stream_id, r.position, r.rank, r.title, r.url, "
+        # every event of a stream comes after its trajectory.started: the range lets DuckDB skip most row groups
+        lo = min(t["position"] for t in streams)
+        hi = max(results[st][3] for st in of if st in results)
+        near = "position BETWEEN $lo AND $hi AND stream_id IN (SELECT unnest($s::VARCHAR[]))"
+        with reading(cur) as schema:  # the relations narrowed to the page's streams, under their own names
+            got = _rows(cur, f"WITH search_results AS (SELECT * FROM {schema}.search_results WHERE {near}), "
+                             f"search_calls AS (SELECT * FROM {schema}.search_calls WHERE {near}), shown AS "
+                             f"(SELECT * FROM {schema}.shown WHERE {near}), "
+                             f"{shown.SHOWN_CTE} SELECT r.stream_id, r.position, r.rank, r.title, r.url, "
                              "r.url_normalized, r.domain, sh.shown, sh.shown_by, c.query FROM search_results r "
                              "JOIN sh ON sh.position = r.position LEFT JOIN search_calls c ON c.stream_id = r.stream_id "
-                             "AND c.call_id = r.call_id WHERE r.stream_id IN (SELECT unnest(?::VARCHAR[])) "
-                             f"{cond} ORDER BY r.position", [list(of)])
+                             f"AND c.call_id = r.call_id WHERE true {cond} ORDER BY r.position", {"s": list(of), "lo": lo, "hi": hi})
         order = {st: i for i, st in enumerate(of)}
         got.sort(key=lambda r: (order[r["stream_id"]], r["position"]))
         for r in got[skip: skip + q.limit]:
