@@ -48,10 +48,12 @@ class ViewTiming:
     question_ms: float
     runs_ms: float
     items_cold_ms: float
+    items_first_ms: float
     items_ms: float
     items_p90_ms: float
     list_warm_cpu_ms: float
     trajectory_cpu_ms: float
+    items_first_cpu_ms: float
     items_cpu_ms: float
     requests: int
 
@@ -91,7 +93,7 @@ async def _measure(db: Path, repeat: int, seed: int) -> dict[str, Any]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765",
                                  cookies={"searchtrace-view-8765": app.state.token}) as c:
 
-        cpu: dict[str, list[float]] = {"list": [], "trajectory": [], "items": []}
+        cpu: dict[str, list[float]] = {"list": [], "trajectory": [], "items": [], "first": []}
 
         async def ms(url: str, kind: str | None = None) -> tuple[float, Any]:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -120,17 +122,21 @@ async def _measure(db: Path, repeat: int, seed: int) -> dict[str, Any]:
         providers = first["facets"]["providers"]
         out["items_cold_ms"], _ = await ms(f"/api/items?label=items&arm={providers[0]}")
         kinds = ("label=partition&partition=MISSED", "label=surface_supported_items&rank=1", "label=results_shown")
-        items = []
-        for i in range(repeat):
-            arm = providers[i % len(providers)]
-            probe = f"/api/items?{kinds[i % len(kinds)]}&arm={arm}"
-            n = (await ms(f"{probe}&limit=1"))[1]["total"]
-            items.append((await ms(f"{probe}&offset={rng.randrange(0, max(1, n - 50))}", "items"))[0])
+        items, firsts = [], []
+        combos = [(k, a) for k in kinds for a in providers]  # each count once: its first page finds its rows
+        for i in range(max(repeat, len(combos))):  # then another page of it reads the rows kept
+            kind, arm = combos[i % len(combos)]
+            probe = f"/api/items?{kind}&arm={arm}"
+            took, body = await ms(probe, "first" if i < len(combos) else None)
+            if i < len(combos):
+                firsts.append(took)
+            items.append((await ms(f"{probe}&offset={rng.randrange(0, max(1, body['total'] - 50))}", "items"))[0])
     app.state.source.close()
     out.update(
         trajectories=total, list_warm_ms=statistics.median(warm), list_filtered_ms=statistics.median(filtered),
         trajectory_ms=statistics.median(trajs), trajectory_p90_ms=sorted(trajs)[int(0.9 * (len(trajs) - 1))],
         question_ms=statistics.median(questions), runs_ms=statistics.median(runs),
+        items_first_ms=statistics.median(firsts), items_first_cpu_ms=statistics.median(cpu["first"]),
         items_ms=statistics.median(items), items_p90_ms=sorted(items)[int(0.9 * (len(items) - 1))],
         list_warm_cpu_ms=statistics.median(cpu["list"]), trajectory_cpu_ms=statistics.median(cpu["trajectory"]),
         items_cpu_ms=statistics.median(cpu["items"]),
@@ -168,7 +174,7 @@ def command(scale: int, repeat: int, seed: int, workdir: Path | None, as_json: b
                      trajectories=int(m.pop("trajectories")), requests=int(m.pop("requests")),
                      **{k: round(float(v), 1) for k, v in m.items()})
     targets = {"list_page_under_200ms": row.list_warm_ms < TARGET_MS, "trajectory_under_200ms": row.trajectory_ms < TARGET_MS,
-               "items_under_200ms": row.items_ms < TARGET_MS}
+               "items_under_200ms": max(row.items_first_ms, row.items_ms) < TARGET_MS}
     if as_json:
         click.echo(json.dumps({"timing": asdict(row), "targets": targets}, indent=1))
         return
@@ -179,9 +185,9 @@ def command(scale: int, repeat: int, seed: int, workdir: Path | None, as_json: b
         f"filtered {row.list_filtered_ms} ms (median of {repeat})\n"
         f"  one trajectory: median {row.trajectory_ms} ms, p90 {row.trajectory_p90_ms} ms; one question "
         f"{row.question_ms} ms; runs {row.runs_ms} ms\n"
-        f"  items behind a count: cold {row.items_cold_ms} ms (builds the item index), warm median {row.items_ms} ms, "
-        f"p90 {row.items_p90_ms} ms\n"
+        f"  items behind a count: cold {row.items_cold_ms} ms (builds the item index), a count's first page "
+        f"{row.items_first_ms} ms, another page of it {row.items_ms} ms (p90 {row.items_p90_ms} ms)\n"
         f"  CPU time (median): list page {row.list_warm_cpu_ms} ms, trajectory {row.trajectory_cpu_ms} ms, "
-        f"items {row.items_cpu_ms} ms\n"
+        f"items first page {row.items_first_cpu_ms} ms, another page {row.items_cpu_ms} ms\n"
         f"  targets (< {TARGET_MS:g} ms): " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in targets.items())
     )
