@@ -176,6 +176,8 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         return data.judge_compare(cur, a, b, integer(request, "offset", 0), integer(request, "limit", data.COMPARE_ROWS))
 
     def not_found(request: Request) -> Response:
+        if request.url.path == "/api/sql":
+            return json_response({"error": 'POST /api/sql with a JSON object {"sql": "SELECT …"}'}, 405)
         return json_response({"error": f"no such API route: {request.url.path[:200]}"}, 404)
 
     def report_html(request: Request) -> Response:

@@ -138,6 +138,6 @@ def test_every_count_of_the_report_is_the_total_of_the_items_behind_it(demo_db: 
         assert rank1.json()["total"] > 0
     bad = get_all(demo_db, ("GET", "/api/items?label=nope", None), ("GET", "/api/items?label=items&by=model&arm=x", None),
                   ("GET", "/api/items?label=partition&partition=GOOD", None), ("GET", "/api/nowhere", None),
-                  ("GET", "/api/report?by=nonsense", None))
-    assert [r.status_code for r in bad] == [400, 400, 400, 404, 400]
+                  ("GET", "/api/report?by=nonsense", None), ("GET", "/api/sql", None))
+    assert [r.status_code for r in bad] == [400, 400, 400, 404, 400, 405]
     assert all(set(r.json()) == {"error"} and "\n" not in r.json()["error"] for r in bad)
