@@ -481,18 +481,19 @@ _PART_CODE = {p: i for i, p in enumerate(("SMART", "MISSED", "BLIND", "NO-OP"))}
 
 # report key -> which of a trajectory's items it counts (TrajectoryStats' definitions, over the item rows of
 # ALL_ITEM_EVIDENCE_SQL: `ok` is a valid verdict; S, the surface support, is the SMART or MISSED cell)
-ItemTest = Callable[[int, int], bool]  # (flags, part code) -> counted
+ALL_CELLS = frozenset(range(4))
+ItemTest = tuple[int, int, frozenset[int]]  # flags it needs, flags it must not have, the cells it may be in
 ITEM_LABELS: dict[str, ItemTest] = {
-    "items": lambda f, p: True,
-    "valid_items": lambda f, p: bool(f & _VALID),
-    "invalid_items": lambda f, p: bool(f & _INVALID),
-    "snippet_only_items": lambda f, p: bool(f & _VALID) and not f & _PAGE,
-    "page_visible_items": lambda f, p: bool(f & _VALID) and bool(f & _PAGE),
-    "partition": lambda f, p: p >= 0,  # with `partition=` the cell asked for
-    "discovered_support": lambda f, p: bool(f & _DISCOVERED),
-    "surface_supported_items": lambda f, p: p in (0, 1),
-    "surface_contradicted_items": lambda f, p: bool(f & _VALID) and bool(f & _CONTRA) and bool(f & _SHOWN),
-    "fetched_items": lambda f, p: bool(f & _FETCHED),
+    "items": (0, 0, frozenset({-1, *ALL_CELLS})),
+    "valid_items": (_VALID, 0, ALL_CELLS),
+    "invalid_items": (_INVALID, 0, frozenset({-1})),
+    "snippet_only_items": (_VALID, _PAGE, ALL_CELLS),
+    "page_visible_items": (_VALID | _PAGE, 0, ALL_CELLS),
+    "partition": (_VALID, 0, ALL_CELLS),  # with `partition=` the cell asked for
+    "discovered_support": (_DISCOVERED, 0, ALL_CELLS),
+    "surface_supported_items": (_VALID, 0, frozenset({0, 1})),  # S: SMART or MISSED
+    "surface_contradicted_items": (_VALID | _CONTRA | _SHOWN, 0, ALL_CELLS),
+    "fetched_items": (_FETCHED, 0, frozenset({-1, *ALL_CELLS})),
 }
 # report key -> which trajectories it counts (the rows of the trajectory list)
 TRAJECTORY_LABELS: dict[str, Callable[[Row], bool]] = {
@@ -645,14 +646,16 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
     if q.label not in ITEM_LABELS:
         choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS]
         raise BadInput(f"label={q.label[:80]!r} is not one of: {', '.join(choices)}")
-    test = ITEM_LABELS[q.label]
-    cell = -1 if q.partition is None else _PART_CODE[q.partition]
+    need, forbid, cells = ITEM_LABELS[q.label]
+    if q.partition is not None:
+        cells = cells & {_PART_CODE[q.partition]}
+    if q.shown is not None:
+        need, forbid = (need | _SHOWN, forbid) if q.shown else (need, forbid | _SHOWN)
 
     def find() -> list[tuple[ItemRow, int]]:
         """(item, how many rows it stands for: 1, or its appearances at `rank`), in trajectory order."""
         picked = [it for t in trs for it in by_stream.get(t["stream_id"], ())
-                  if test(it[2], it[3]) and (cell < 0 or it[3] == cell)
-                  and (q.shown is None or bool(it[2] & _SHOWN) == q.shown)]
+                  if it[2] & need == need and not it[2] & forbid and it[3] in cells]
         if q.rank is None:
             return [(it, 1) for it in picked]
         counts = _rank_counts(cur, picked, q.rank)
