@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
     from searchtrace.analytics._correction import JudgedCase, correction
     from searchtrace.analytics._custom import run_metrics
-    from searchtrace.analytics._evidence import item_evidence, rationales, scoped
+    from searchtrace.analytics._evidence import ALL_ITEM_EVIDENCE_SQL, item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
     from searchtrace.analytics._items import ITEMS_SQL, JudgeItem, judge_items
     from searchtrace.analytics._metrics import TrajectoryStats, answer_scores, trajectory_stats
@@ -63,7 +63,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         resolve_judge_run,
         surface_support,
     )
-    from searchtrace.analytics._table import render_table
+    from searchtrace.analytics._table import CORRECTED_ROWS, TESTS, render_table
+    from searchtrace.analytics._table import ROWS as REPORT_ROWS
     from searchtrace.analytics._textnorm import alias_scores, exact_match, token_f1, tokens
     from searchtrace.analytics._uncertainty import uncertainty
     from searchtrace.analytics._views import ensure_views
@@ -82,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "JudgedCase": "searchtrace.analytics._correction",
     "correction": "searchtrace.analytics._correction",
     "run_metrics": "searchtrace.analytics._custom",
+    "ALL_ITEM_EVIDENCE_SQL": "searchtrace.analytics._evidence",
     "item_evidence": "searchtrace.analytics._evidence",
     "rationales": "searchtrace.analytics._evidence",
     "scoped": "searchtrace.analytics._evidence",
@@ -115,6 +117,9 @@ _EXPORTS: dict[str, str] = {
     "partition_cell": "searchtrace.analytics._rules",
     "resolve_judge_run": "searchtrace.analytics._rules",
     "surface_support": "searchtrace.analytics._rules",
+    "CORRECTED_ROWS": "searchtrace.analytics._table",
+    "REPORT_ROWS": "searchtrace.analytics._table:ROWS",
+    "TESTS": "searchtrace.analytics._table",
     "render_table": "searchtrace.analytics._table",
     "exact_match": "searchtrace.analytics._textnorm",
     "alias_scores": "searchtrace.analytics._textnorm",
@@ -133,18 +138,22 @@ _MODULES: dict[str, str] = {
 }
 
 __all__ = [
+    "ALL_ITEM_EVIDENCE_SQL",
     "ANSWERS_CTE",
     "AUDIT_CTE",
     "Built",
     "CELL_EVENT_TYPES",
+    "CORRECTED_ROWS",
     "Cells",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_SEED",
     "ITEMS_SQL",
     "JudgeItem",
     "JudgedCase",
+    "REPORT_ROWS",
     "RUNS_SQL",
     "Report",
+    "TESTS",
     "TRAJECTORIES_CTE",
     "TrajectoryStats",
     "agreement",

@@ -31,15 +31,11 @@ def scoped(schema: str, streams: str, trajectory_ids: str) -> str:
     return ",\n".join(parts)
 
 
-def item_evidence_sql(schema: str) -> str:
-    """Every item of the trajectories `$streams` / `$tids` with its verdict in judge run `$run`; `part` NULL unless
-    the verdict is valid."""
-    return f"""
-WITH {scoped(schema, "SELECT unnest($streams::VARCHAR[])", "SELECT unnest($tids::VARCHAR[])")},
+_EVIDENCE = f"""
 it AS ({ITEMS_SQL}),
 v AS ({first_verdicts("$run")})
-SELECT it.stream_id, it.url_normalized, it.first_position, it.rank, it.title, it.url, it.domain, it.n_appearances,
-       it.n_fetches, it.fetched, it.page_visible, it.page_digest, v.valid, v.surface, v.invalid_reason,
+SELECT it.stream_id, it.trajectory_id, it.url_normalized, it.first_position, it.rank, it.title, it.url, it.domain,
+       it.n_appearances, it.n_rank1, it.snippet_shown, it.n_fetches, it.fetched, it.page_visible, it.page_digest, v.valid, v.surface, v.invalid_reason,
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer,
        v.position AS verdict_position,
@@ -48,6 +44,17 @@ SELECT it.stream_id, it.url_normalized, it.first_position, it.rank, it.title, it
 FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ORDER BY it.first_position
 """
+
+ALL_ITEM_EVIDENCE_SQL = f"WITH {_EVIDENCE}"
+"""Every item of every current trajectory with its verdict in judge run `$run` (the rows of `item_evidence_sql`
+over the whole store: the explorer's `/api/items` lists what each report count counts)."""
+
+
+def item_evidence_sql(schema: str) -> str:
+    """Every item of the trajectories `$streams` / `$tids` with its verdict in judge run `$run`; `part` NULL unless
+    the verdict is valid."""
+    return f"""
+WITH {scoped(schema, "SELECT unnest($streams::VARCHAR[])", "SELECT unnest($tids::VARCHAR[])")},{_EVIDENCE}"""
 
 
 def rationales(con: Cursor, positions: list[int]) -> dict[int, str | None]:

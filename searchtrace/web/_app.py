@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import searchtrace.web._data as data
 from searchtrace.adapters import LocalGuard, MiB
-from searchtrace.analytics import extras_from_db, render
+from searchtrace.analytics import DEFAULT_BOOTSTRAP, extras_from_db, render
 from searchtrace.store import BadInput, Cursor, ReadsEnded, StoreError
 from searchtrace.web._source import Source
 
@@ -73,6 +73,8 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     token = token or secrets.token_urlsafe(24)
     source = Source(db)
     index = data.TrajectoryIndex()
+    item_index = data.ItemIndex()
+    reports = data.ReportCache()
     if warm:
         threading.Thread(target=_warm, args=(source, index), name="searchtrace-view-warm", daemon=True).start()
     assets = {name: _static(name) for name in STATIC}
@@ -92,13 +94,40 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
             try:
                 return answer(request)
             except data.NotFound as exc:
-                return json_response({"error": str(exc)}, 404)
+                return error(exc, 404)
             except (BadInput, StoreError, ValueError) as exc:
-                return json_response({"error": str(exc)}, 400)
+                return error(exc, 400)
             except duckdb.Error as exc:
-                return json_response({"error": f"database: {str(exc).strip().splitlines()[0]}"}, 503)
+                return error(exc, 503, "database: ")
+            except Exception as exc:  # a bug: still one JSON line for the page, never a traceback
+                return error(exc, 500, f"internal error ({type(exc).__name__}): ")
 
         return endpoint
+
+    def error(exc: BaseException, status: int, prefix: str = "") -> Response:
+        """The one-line JSON error of SPEC §19 (the first line of the message, bounded)."""
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return json_response({"error": (prefix + line)[:500]}, status)
+
+    def integer(request: Request, name: str, default: int) -> int:
+        raw = request.query_params.get(name)
+        if not raw:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise BadInput(f"{name} is an integer, not {raw[:40]!r}") from None
+
+    def flag(request: Request, name: str) -> bool | None:
+        raw = request.query_params.get(name)
+        if not raw:
+            return None
+        if raw not in ("true", "false"):
+            raise BadInput(f"{name} is true or false, not {raw[:40]!r}")
+        return raw == "true"
+
+    def runs_of(request: Request) -> list[str]:
+        return [r for r in request.query_params.getlist("run") if r]
 
     def q(request: Request, name: str) -> str | None:
         return request.query_params.get(name) or None
@@ -106,7 +135,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     def trajectories(cur: Cursor, request: Request) -> Any:
         qp = request.query_params
         try:
-            f = data.Filters(run=q(request, "run"), provider=q(request, "provider"),
+            f = data.Filters(runs=runs_of(request), provider=q(request, "provider"),
                              epoch=int(qp["epoch"]) if qp.get("epoch") else None,
                              correct=q(request, "correct"), partition=q(request, "partition"), q=q(request, "q"),
                              limit=int(qp.get("limit") or 50), offset=int(qp.get("offset") or 0))
@@ -122,26 +151,47 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     def question_page(cur: Cursor, request: Request) -> Any:
         return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def report(cur: Cursor, request: Request) -> Any:
-        return data.report(cur, q(request, "judge_run_id"), request.query_params.getlist("run"))
+    def report_of(cur: Cursor, request: Request) -> Any:
+        bootstrap = integer(request, "bootstrap", DEFAULT_BOOTSTRAP)
+        if not 0 <= bootstrap <= 100_000:
+            raise BadInput("bootstrap must be 0..100000")
+        return reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider", bootstrap)
+
+    def items(cur: Cursor, request: Request) -> Any:
+        run = index.resolve(cur, q(request, "judge_run_id"))
+        label = q(request, "label")
+        if not label:
+            raise BadInput("items needs label= (a count of the report: partition, surface_supported_items, …)")
+        rank = integer(request, "rank", 0)
+        query = data.ItemQuery(label=label, arm=q(request, "arm"), by=q(request, "by") or "provider",
+                               runs=runs_of(request), partition=q(request, "partition"),
+                               rank=rank if request.query_params.get("rank") else None, shown=flag(request, "shown"),
+                               limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
+        return data.items(cur, index.rows(cur, run), item_index, run, query)
 
     def compare(cur: Cursor, request: Request) -> Any:
         a, b = q(request, "a"), q(request, "b")
         if not a or not b:
             raise BadInput("judge-compare needs two judge runs: ?a=…&b=…")
-        return data.judge_compare(cur, a, b)
+        return data.judge_compare(cur, a, b, integer(request, "offset", 0), integer(request, "limit", data.COMPARE_ROWS))
+
+    def not_found(request: Request) -> Response:
+        if request.url.path == "/api/sql":
+            return json_response({"error": 'POST /api/sql with a JSON object {"sql": "SELECT …"}'}, 405)
+        return json_response({"error": f"no such API route: {request.url.path[:200]}"}, 404)
 
     def report_html(request: Request) -> Response:
         """The static `report --html` page for the chosen judge run (shown in a frame of the report view)."""
         try:
             with source.cursor() as cur:
-                body = data.report(cur, q(request, "judge_run_id"), request.query_params.getlist("run"))
+                body = reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider",
+                                   DEFAULT_BOOTSTRAP)
                 if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
                     return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
                                         f"{len(body['runs'])} runs: choose one (or several) above.</p>")
-                html = render(body, extra=extras_from_db(cur, body.judge_run_id))
+                html = render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None))
         except (BadInput, StoreError) as exc:
-            return json_response({"error": str(exc)}, 400)
+            return error(exc, 400)
         return HTMLResponse(html)
 
     async def sql(request: Request) -> Response:
@@ -181,9 +231,12 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         Route("/api/trajectories", api(trajectories)),
         Route("/api/trajectories/{tid:path}", api(trajectory_page)),
         Route("/api/questions/{qid:path}", api(question_page)),
-        Route("/api/report", api(report)),
+        Route("/api/report", api(report_of)),
+        Route("/api/report-links", api(lambda cur, _: data.link_labels())),
+        Route("/api/items", api(items)),
         Route("/api/judge-compare", api(compare)),
         Route("/api/sql", sql, methods=["POST"]),
+        Route("/api/{rest:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -10,14 +10,20 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from searchtrace.analytics import (
+    ALL_ITEM_EVIDENCE_SQL,
     ANSWERS_CTE,
     AUDIT_CTE,
+    CORRECTED_ROWS,
+    DEFAULT_BOOTSTRAP,
+    REPORT_ROWS,
     RUNS_SQL,
+    TESTS,
     TRAJECTORIES_CTE,
     Report,
     build_report,
@@ -29,18 +35,28 @@ from searchtrace.analytics import (
     rationales,
     resolve_judge_run,
     scoped,
+    shown,
     sources,
     token_f1,
     trajectory_stats,
 )
 from searchtrace.engine import Fetch, fold
 from searchtrace.pipeline import query
-from searchtrace.store import TIMEOUT_S, BadInput, Cursor, blobs, decode_payload, trajectory_stream
+from searchtrace.store import (
+    TIMEOUT_S,
+    BadInput,
+    Cursor,
+    ModelResponded,
+    blobs,
+    decode_payload,
+    trajectory_stream,
+)
 
 PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob keeps every byte)
 SQL_ROWS = 1_000
-COMPARE_ROWS = 500
+COMPARE_ROWS = 50  # judge compare: rows per page
 LIST_MAX = 500
+ARMS = ("provider", "run")  # the `by` values whose arm of a trajectory the explorer can name (items, list counts)
 
 Row = dict[str, Any]
 
@@ -148,12 +164,13 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
         for s in stats:
             m = meta.get(s.stream_id, {})
             out.append({
-                "trajectory_id": s.trajectory_id, "provider": s.provider, "qid": s.qid,
+                "trajectory_id": s.trajectory_id, "stream_id": s.stream_id, "provider": s.provider, "qid": s.qid,
                 "question": m.get("question", ""), "run_id": m.get("run_id"), "epoch": s.epoch,
                 "position": m.get("position", 0), "finish_reason": m.get("finish_reason"),
                 "final_answer": s.final_answer, "gold_answer": s.gold_answer, "correct": s.semantic_match,
                 "searches": s.searches, "fetches": s.fetches, "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens, "items": s.items, "valid_items": s.valid,
+                "supported": s.supported, "exact_match": exact_match(s.final_answer, s.gold_answer),
                 "partition": {"SMART": s.smart, "MISSED": s.missed, "BLIND": s.blind, "NO-OP": s.noop},
             })
         out.sort(key=lambda r: r["position"], reverse=True)
@@ -161,7 +178,7 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
 
 
 class Filters(msgspec.Struct, kw_only=True):
-    run: str | None = None
+    runs: list[str] = []  # any of these runs (none: every run)
     provider: str | None = None
     epoch: int | None = None
     correct: str | None = None  # true / false / unaudited
@@ -172,7 +189,7 @@ class Filters(msgspec.Struct, kw_only=True):
 
 
 def _keep(r: Row, f: Filters, q: str | None) -> bool:
-    if f.run and r["run_id"] != f.run or f.provider and r["provider"] != f.provider:
+    if f.runs and r["run_id"] not in f.runs or f.provider and r["provider"] != f.provider:
         return False
     if f.epoch is not None and r["epoch"] != f.epoch:
         return False
@@ -194,12 +211,14 @@ def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
         raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
     _check_filters(f, choices)
     q = (f.q or "").strip().lower() or None
-    filtered = any((f.run, f.provider, f.epoch is not None, f.correct, f.partition, q))
+    filtered = any((f.runs, f.provider, f.epoch is not None, f.correct, f.partition, q))
     hits = [r for r in rows if _keep(r, f, q)] if filtered else rows
     parts = dict.fromkeys(_PARTITIONS, 0)
     correct: Counter[str] = Counter()
     providers: Counter[str] = Counter()
+    by_run: Counter[str] = Counter()
     for r in hits:
+        by_run[r["run_id"] or ""] += 1
         for k, v in r["partition"].items():
             parts[k] += v
         correct["unaudited" if r["correct"] is None else "true" if r["correct"] else "false"] += 1
@@ -211,6 +230,7 @@ def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
         "trajectories": hits[f.offset : f.offset + f.limit],
         "counts": {
             "providers": dict(providers),
+            "runs": dict(by_run),
             "correct": dict(correct),
             "partition": parts,
         },
@@ -232,7 +252,8 @@ def _check_filters(f: Filters, choices: Row) -> None:
 
     one_of("correct", f.correct, _CORRECT)
     one_of("partition", f.partition, _PARTITIONS)
-    one_of("run", f.run, choices["runs"])
+    for run in f.runs:
+        one_of("run", run, choices["runs"])
     one_of("provider", f.provider, choices["providers"])
     one_of("epoch", f.epoch, choices["epochs"])
 
@@ -267,6 +288,25 @@ def _pages(cur: Cursor, digests: list[str]) -> dict[str, Row]:
     return out
 
 
+def _requests(cur: Cursor, turns: list[ModelResponded]) -> tuple[Row, Row]:
+    """What the model was sent (SPEC §17): each request message and tool list by digest, decoded from its blob once
+    (a turn's `request_messages` name them in order; a digest not stored maps to None)."""
+    wanted = [d for t in turns if not isinstance(t.request_messages, msgspec.UnsetType) for d in t.request_messages]
+    tools = [t.tools_digest for t in turns if isinstance(t.tools_digest, str)]
+    found = blobs.get_many(cur, sorted({*wanted, *tools}))
+
+    def decoded(d: str) -> Any:
+        raw = found.get(d)
+        if raw is None:
+            return None
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return raw.decode("utf-8", errors="replace")
+
+    return {d: decoded(d) for d in dict.fromkeys(wanted)}, {d: decoded(d) for d in dict.fromkeys(tools)}
+
+
 def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     """The trajectory's events in order (the timeline), its items with verdicts, fetched pages, answer and audit."""
     stream = trajectory_stream(trajectory_id)
@@ -289,6 +329,7 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
                          if isinstance(g, Fetch) and g.completed is not None and g.completed.content_digest])
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
+    messages, tools = _requests(cur, f.turns)
     parts = Counter(i["part"] for i in items if i["part"])
     return {
         "trajectory_id": trajectory_id,
@@ -302,6 +343,8 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
         "items": items,
         "partition": {k: parts.get(k, 0) for k in ("SMART", "MISSED", "BLIND", "NO-OP")},
         "pages": pages,
+        "messages": messages,
+        "tools": tools,
         "answer": {
             "final": final,
             "gold": gold,
@@ -356,56 +399,425 @@ def _question(cur: Cursor, schema: str, qid: str, run: str | None) -> Row:
         out.append({**t, "searches": searches, "n_items": len(items)})
     shared = {u: sorted(ps) for u, ps in seen.items() if len(ps) > 1}
     return {"qid": qid, "question": trs[0]["question"], "gold_answer": trs[0]["gold_answer"], "judge_run_id": run,
-            "trajectories": out, "shared_urls": shared}
+            "trajectories": out, "shared_urls": shared, "aligned": _aligned(trs, results, per_stream)}
 
 
-def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None, by: str = "provider") -> Report | Row:
-    """The §8 report (and every extra key the report carries) for the judge run and the chosen runs. A store of
-    several runs with none chosen answers the runs to choose from (`choose_run`), as `report` would ask for
-    `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing."""
+_VERDICT_KEYS = ("valid", "invalid_reason", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant",
+                 "has_page", "page_supports_gold", "page_contradicts_gold", "supports_final_answer", "part", "fetched",
+                 "discovered", "rationale")
+
+
+def _aligned(trs: list[Row], results: list[Row], per_stream: dict[str, dict[str, Row]]) -> list[Row]:
+    """One row per URL any trajectory of the question returned: per trajectory its best rank and its item's
+    verdict (labels, cell, rationale) in the judge run; URLs most trajectories share first, then by best rank."""
+    rows: dict[str, Row] = {}
+    for r in results:
+        u = r["url_normalized"]
+        row = rows.setdefault(u, {"url_normalized": u, "url": r["url"], "title": r["title"], "domain": r["domain"],
+                                  "cells": {}})
+        cell = row["cells"].setdefault(r["stream_id"], {"rank": r["rank"], "appearances": 0})
+        cell["rank"] = min(cell["rank"], r["rank"])
+        cell["appearances"] += 1
+    tid = {t["stream_id"]: t["trajectory_id"] for t in trs}
+    for u, row in rows.items():
+        cells = {}
+        for stream, cell in row["cells"].items():
+            item = per_stream.get(stream, {}).get(u)
+            cells[tid[stream]] = {**cell, **({k: item.get(k) for k in _VERDICT_KEYS} if item else {"item": False})}
+        row["cells"] = cells
+    return sorted(rows.values(), key=lambda r: (-len(r["cells"]), min(c["rank"] for c in r["cells"].values()),
+                                                r["url_normalized"]))
+
+
+def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None, by: str = "provider",
+           bootstrap: int = DEFAULT_BOOTSTRAP) -> Report | Row:
+    """The §8 report (and every extra key the report carries: §18 intervals and paired tests from `bootstrap`
+    replicates, as `report` prints them) for the judge run, the chosen runs and the arms `by`. A store of several
+    runs with none chosen, by provider, answers the runs to choose from (`choose_run`), as `report` would ask for
+    `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing. With another
+    `by` and no run chosen every run is reported (each run's trajectories fall in their arms)."""
     with reading(cur):
         known = [str(r[0]) for r in cur.execute(RUNS_SQL).fetchall()]
     if len(known) > 1 and not runs:
-        return {"choose_run": True, "runs": known}
-    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or (), by=by).report
+        if by == "provider":
+            return {"choose_run": True, "runs": known}
+        runs = known
+    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or (), by=by,
+                        bootstrap=bootstrap).report
 
 
-_LABELS = ("valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "page_supports_gold",
-           "supports_final_answer")
+class ReportCache:
+    """The last few reports by (head, judge run, runs, by, bootstrap): a report with 2,000 replicates is drawn once
+    per state of the store, not once per page view."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._lock = threading.Lock()
+        self._size = size
+        self._kept: dict[tuple[Any, ...], Report | Row] = {}
+
+    def get(self, cur: Cursor, judge_run_id: str | None, runs: list[str], by: str, bootstrap: int) -> Report | Row:
+        key = (head(cur), judge_run_id or None, tuple(runs), by, bootstrap)
+        with self._lock:
+            if key in self._kept:
+                return self._kept[key]
+        body = report(cur, judge_run_id, runs, by, bootstrap)
+        with self._lock:
+            self._kept = {k: v for k, v in list(self._kept.items())[-(self._size - 1):] if k[0] == key[0]}
+            self._kept[key] = body
+        return body
 
 
-def judge_compare(cur: Cursor, a: str, b: str) -> Row:
-    """Two judge runs item by item: each run's labels side by side, disagreements first (per-label agreement counts)."""
-    cols = ", ".join(f"a.{c} AS a_{c}, b.{c} AS b_{c}" for c in _LABELS)
+# -- the items behind each count of the report (GET /api/items) ------------------------------------------------
+
+_VALID, _INVALID, _PAGE, _DISCOVERED, _CONTRA, _SHOWN, _FETCHED, _SUPPORTS, _RELEVANT, _PAGE_SUPPORTS, \
+    _PAGE_CONTRA, _FINAL, _PAGE_VISIBLE = (1 << i for i in range(13))
+_BITS = {  # the verdict's labels and the item's states, by the item_evidence_sql column they come from
+    "has_page": _PAGE, "discovered": _DISCOVERED, "snippet_contradicts_gold": _CONTRA, "snippet_shown": _SHOWN,
+    "fetched": _FETCHED, "snippet_supports_gold": _SUPPORTS, "snippet_relevant": _RELEVANT,
+    "page_supports_gold": _PAGE_SUPPORTS, "page_contradicts_gold": _PAGE_CONTRA, "supports_final_answer": _FINAL,
+    "page_visible": _PAGE_VISIBLE,
+}
+_PART_CODE = {p: i for i, p in enumerate(("SMART", "MISSED", "BLIND", "NO-OP"))}
+
+# report key -> which of a trajectory's items it counts (TrajectoryStats' definitions, over the item rows of
+# ALL_ITEM_EVIDENCE_SQL: `ok` is a valid verdict; S, the surface support, is the SMART or MISSED cell)
+ALL_CELLS = frozenset(range(4))
+ItemTest = tuple[int, int, frozenset[int]]  # flags it needs, flags it must not have, the cells it may be in
+ITEM_LABELS: dict[str, ItemTest] = {
+    "items": (0, 0, frozenset({-1, *ALL_CELLS})),
+    "valid_items": (_VALID, 0, ALL_CELLS),
+    "invalid_items": (_INVALID, 0, frozenset({-1})),
+    "snippet_only_items": (_VALID, _PAGE, ALL_CELLS),
+    "page_visible_items": (_VALID | _PAGE, 0, ALL_CELLS),
+    "partition": (_VALID, 0, ALL_CELLS),  # with `partition=` the cell asked for
+    "discovered_support": (_DISCOVERED, 0, ALL_CELLS),
+    "surface_supported_items": (_VALID, 0, frozenset({0, 1})),  # S: SMART or MISSED
+    "surface_contradicted_items": (_VALID | _CONTRA | _SHOWN, 0, ALL_CELLS),
+    "fetched_items": (_FETCHED, 0, frozenset({-1, *ALL_CELLS})),
+}
+# report key -> which trajectories it counts (the rows of the trajectory list)
+TRAJECTORY_LABELS: dict[str, Callable[[Row], bool]] = {
+    "trajectories": lambda t: True,
+    "audited": lambda t: t["correct"] is not None,
+    "correct": lambda t: bool(t["correct"]),
+    "incorrect": lambda t: t["correct"] is False,
+    "exact_matches": lambda t: bool(t["exact_match"]),
+    "surface_answerable_queries": lambda t: t["supported"] > 0,
+}
+RESULT_LABELS = ("results_returned", "results_shown")  # search results (appearances), shown to the model or not
+
+# each linkable count or rate of the report -> the query of the rows behind it (a rate: its numerator)
+LINKS: dict[str, Row] = {
+    **{k: {"label": k} for k in TRAJECTORY_LABELS if k not in ("incorrect", "exact_matches")},
+    "accuracy": {"label": "correct"},
+    "exact_match": {"label": "exact_matches"},
+    "token_f1": {"label": "trajectories"},
+    **{k: {"label": k} for k in ITEM_LABELS if k not in ("partition", "fetched_items")},
+    **{f"partition.{p}": {"label": "partition", "partition": p} for p in _PART_CODE},
+    "surface_support_rate": {"label": "surface_supported_items"},
+    "contradiction_gold_ratio": {"label": "surface_contradicted_items"},
+    "gold_rank1_share": {"label": "surface_supported_items", "rank": "1"},
+    "results_returned": {"label": "results_returned"},
+    "results_shown": {"label": "results_shown"},
+    "shown_share": {"label": "results_shown"},
+}
+for _k in ("searches", "fetches", "input_tokens", "output_tokens", "reasoning_tokens", "page_tokens", "latency_ms",
+           "distinct_domains"):
+    LINKS[f"{_k}_per_trajectory"] = {"label": "trajectories"}
+
+
+Span = tuple[int, int, int, int]  # a stream's search results: returned, shown, first and last position
+# stream_id, url_normalized, flags, part code (-1: none), n_rank1, position of its surface result, of its verdict (-1)
+ItemRow = tuple[str, str, int, int, int, int, int]
+
+
+class ItemIndex:
+    """Every current judge item of one judge run as a compact row, and each stream's search results returned and
+    shown, kept until the log's head moves (the report's counts are sums over these)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[int, str | None] | None = None
+        self._items: dict[str, list[ItemRow]] = {}
+        self._results: dict[str, Span] = {}
+        self._hits: dict[tuple[Any, ...], list[tuple[ItemRow, int]]] = {}  # the last few queries' rows, for paging
+
+    def get(self, cur: Cursor, judge_run_id: str | None) -> tuple[dict[str, list[ItemRow]], dict[str, Span]]:
+        key = (head(cur), judge_run_id)
+        with self._lock:
+            if self._key == key:
+                return self._items, self._results
+        items: dict[str, list[ItemRow]] = defaultdict(list)
+        with reading(cur):
+            cur.execute(ALL_ITEM_EVIDENCE_SQL, {"run": judge_run_id})
+            names = [d[0] for d in cur.description or []]
+            col = {n: i for i, n in enumerate(names)}
+            bits = [(col[name], bit) for name, bit in _BITS.items()]
+            at = [col[k] for k in ("valid", "part", "stream_id", "url_normalized", "n_rank1", "first_position",
+                                   "verdict_position")]
+            for r in cur.fetchall():
+                valid, part, stream, url, rank1, first, verdict = (r[i] for i in at)
+                flags = (_VALID if valid is True else 0) | (_INVALID if valid is False else 0)
+                for i, bit in bits:
+                    if r[i]:
+                        flags |= bit
+                items[stream].append((stream, url, flags, -1 if part is None else _PART_CODE[part], int(rank1),
+                                      int(first), -1 if verdict is None else int(verdict)))
+            results = {str(st): (int(n), int(k), int(lo), int(hi)) for st, n, k, lo, hi in cur.execute(
+                f"WITH {shown.SHOWN_CTE} SELECT stream_id, count(*), count(*) FILTER (WHERE shown), min(position), "
+                "max(position) FROM sh GROUP BY stream_id").fetchall()}
+        with self._lock:
+            self._key, self._items, self._results, self._hits = key, dict(items), results, {}
+        return self._items, results
+
+    def hits(self, query: tuple[Any, ...], find: Callable[[], list[tuple[ItemRow, int]]]) -> list[tuple[ItemRow, int]]:
+        """The rows of one query (all its pages), found once while the head stays where it is."""
+        key = (self._key, *query)
+        with self._lock:
+            if key in self._hits:
+                return self._hits[key]
+        found = find()
+        with self._lock:
+            self._hits = {k: v for k, v in list(self._hits.items())[-15:] if k[0] == self._key}
+            self._hits[key] = found
+        return found
+
+
+class ItemQuery(msgspec.Struct, kw_only=True):
+    label: str
+    arm: str | None = None
+    by: str = "provider"
+    runs: list[str] = []
+    partition: str | None = None
+    rank: int | None = None
+    shown: bool | None = None
+    limit: int = 50
+    offset: int = 0
+
+
+def link_labels() -> Row:
+    """What the report page links each key to, and the labels the CLI's table gives each key (one definition)."""
+    counts = [k for k, v in LINKS.items() if v["label"] == k or k.startswith("partition.")]  # the rest: rates
+    return {"links": LINKS, "counts": counts, "rows": REPORT_ROWS, "corrected": CORRECTED_ROWS, "tests": TESTS}
+
+
+def arm_of(t: Row, by: str) -> str:
+    """The arm of one trajectory under `by` (SPEC §19) among those the explorer can name."""
+    if by == "provider":
+        return str(t["provider"])
+    if by == "run":
+        return str(t["run_id"])
+    raise BadInput(f"by={by[:80]!r}: the explorer lists the items of arms by {' or '.join(ARMS)}")
+
+
+def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: str | None, q: ItemQuery) -> Row:
+    """The trajectories, judge items or search results one count of the report counts, `total` equal to that count
+    (every epoch, the chosen runs, the arm), one page of them in order."""
+    if q.limit < 1 or q.limit > LIST_MAX or q.offset < 0:
+        raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
+    if q.partition is not None and q.partition not in _PART_CODE:
+        raise BadInput(f"partition={q.partition[:40]!r} is not one of: {', '.join(_PART_CODE)}")
+    if q.rank is not None and q.rank < 1:
+        raise BadInput("rank is a search rank, 1 or more")
+    known = {r["run_id"] for r in trajectories}
+    for run in q.runs:
+        if run not in known:
+            raise BadInput(f"run {run[:80]!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
+    trs = [t for t in trajectories if (not q.runs or t["run_id"] in q.runs)
+           and (q.arm is None or arm_of(t, q.by) == q.arm)]
+    if q.arm is not None and not trs and q.arm not in {arm_of(t, q.by) for t in trajectories}:
+        raise BadInput(f"arm={q.arm[:80]!r}: no trajectory of the chosen runs is in it (by {q.by})")
+    trs.sort(key=lambda t: t["position"])
+    base = {"label": q.label, "arm": q.arm, "by": q.by, "judge_run_id": judge_run_id, "offset": q.offset,
+            "limit": q.limit, "partition": q.partition, "rank": q.rank, "shown": q.shown}
+    if q.label in TRAJECTORY_LABELS:
+        if q.partition or q.rank or q.shown is not None:
+            raise BadInput(f"label={q.label}: counts trajectories (partition, rank and shown select items)")
+        keep = TRAJECTORY_LABELS[q.label]
+        found = [t for t in trs if keep(t)]
+        return {**base, "kind": "trajectories", "total": len(found), "rows": found[q.offset: q.offset + q.limit]}
+    by_stream, results = index.get(cur, judge_run_id)
+    of = {t["stream_id"]: t for t in trs}
+    if q.label in RESULT_LABELS:
+        if q.partition or q.rank:
+            raise BadInput(f"label={q.label}: counts search results (partition and rank select items)")
+        want = True if q.label == "results_shown" else q.shown
+        return {**base, "kind": "results", **_results(cur, trs, results, want, q)}
+    if q.label not in ITEM_LABELS:
+        choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS]
+        raise BadInput(f"label={q.label[:80]!r} is not one of: {', '.join(choices)}")
+    need, forbid, cells = ITEM_LABELS[q.label]
+    if q.partition is not None:
+        cells = cells & {_PART_CODE[q.partition]}
+    if q.shown is not None:
+        need, forbid = (need | _SHOWN, forbid) if q.shown else (need, forbid | _SHOWN)
+
+    def find() -> list[tuple[ItemRow, int]]:
+        """(item, how many rows it stands for: 1, or its appearances at `rank`), in trajectory order."""
+        picked = [it for t in trs for it in by_stream.get(t["stream_id"], ())
+                  if it[2] & need == need and not it[2] & forbid and it[3] in cells]
+        if q.rank is None:
+            return [(it, 1) for it in picked]
+        counts = _rank_counts(cur, picked, q.rank)
+        return [(it, n) for it in picked if (n := counts.get((it[0], it[1]), 0))]
+
+    hits = index.hits((tuple(q.runs), q.by, q.arm, q.label, q.partition, q.rank, q.shown), find)
+    total = sum(n for _, n in hits)
+    window: list[tuple[ItemRow, int]] = []  # (item, index of the appearance) on this page
+    seen = 0
+    for it, n in hits:
+        if seen + n > q.offset and len(window) < q.limit:
+            for k in range(max(0, q.offset - seen), n):
+                if len(window) < q.limit:
+                    window.append((it, k))
+        seen += n
+        if len(window) >= q.limit:
+            break
+    return {**base, "kind": "items" if q.rank is None else "appearances", "total": total,
+            "rows": _item_rows(cur, window, of, q.rank, results)}
+
+
+def _rank_counts(cur: Cursor, picked: list[ItemRow], rank: int) -> dict[tuple[str, str], int]:
+    """Appearances at `rank` of each picked item (rank 1: the item row's own count, `n_rank1`)."""
+    if rank == 1:
+        return {(it[0], it[1]): it[4] for it in picked}
+    streams = sorted({it[0] for it in picked})
     with reading(cur):
-        known = {r.judge_run_id for r in judge_runs(cur)}
-        for jr in (a, b):
-            if jr not in known:
-                raise BadInput(f"judge run {jr!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
-        rows = _rows(cur, f"""WITH a AS ({first_verdicts("$a")}), b AS ({first_verdicts("$b")})
+        rows = cur.execute("SELECT stream_id, url_normalized, count(*) FROM search_results WHERE rank = ? "
+                           "AND stream_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1, 2", [rank, streams]).fetchall()
+    return {(str(a), str(b)): int(n) for a, b, n in rows}
+
+
+def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row], rank: int | None,
+               results: dict[str, Span]) -> list[Row]:
+    """The page's items in full: the index row's labels and cell, its surface result (by position) and the
+    verdict's rationale (by position), so a page reads a few rows, not the items of its trajectories."""
+    if not window:
+        return []
+    positions = sorted({it[5] for it, _ in window})
+    with reading(cur) as schema:  # position ranges let DuckDB skip the row groups the page has nothing in
+        surface = {r["position"]: r for r in _rows(
+            cur, f"SELECT position, rank, title, url, domain, snippet FROM {schema}.search_results "
+                 "WHERE position BETWEEN $lo AND $hi AND position IN (SELECT unnest($p::BIGINT[]))",
+            {"p": positions, "lo": positions[0], "hi": positions[-1]})}
+        where: dict[tuple[str, str], list[Row]] = {}
+        if rank is not None:
+            streams = sorted({it[0] for it, _ in window})
+            near = "position BETWEEN $lo AND $hi AND stream_id IN (SELECT unnest($s::VARCHAR[]))"
+            span = {"lo": min(of[st]["position"] for st in streams), "hi": max(results.get(st, (0, 0, 0, 0))[3] for st in streams)}
+            for r in _rows(cur, f"WITH search_results AS (SELECT * FROM {schema}.search_results WHERE {near}), "
+                                f"search_calls AS (SELECT * FROM {schema}.search_calls WHERE {near}) "
+                                "SELECT r.stream_id, r.url_normalized, r.position, c.query FROM search_results r "
+                                "LEFT JOIN search_calls c ON c.stream_id = r.stream_id AND c.call_id = r.call_id "
+                                "WHERE r.rank = $rank ORDER BY r.position", {"s": streams, "rank": rank, **span}):
+                where.setdefault((r["stream_id"], r["url_normalized"]), []).append(r)
+    why = rationales(cur, [it[6] for it, _ in window if it[6] >= 0])
+    parts = list(_PART_CODE)
+    out = []
+    for it, k in window:
+        t, flags = of[it[0]], it[2]
+        valid = True if flags & _VALID else False if flags & _INVALID else None
+        row = {**surface.get(it[5], {}), "url_normalized": it[1], "trajectory_id": t["trajectory_id"],
+               "provider": t["provider"], "run_id": t["run_id"], "qid": t["qid"], "epoch": t["epoch"],
+               "question": t["question"], "valid": valid, "part": parts[it[3]] if it[3] >= 0 else None,
+               "n_rank1": it[4], "rationale": why.get(it[6]) if it[6] >= 0 else None,
+               **{name: bool(flags & bit) for name, bit in _BITS.items()}}
+        if rank is not None:
+            found = where.get((it[0], it[1]), [])
+            row["appearance"] = {"rank": rank, "index": k + 1, "of": len(found),
+                                 "query": found[k]["query"] if k < len(found) else None}
+        out.append(row)
+    return out
+
+
+def _results(cur: Cursor, trs: list[Row], results: dict[str, Span], want: bool | None, q: ItemQuery) -> Row:
+    """Search results of the trajectories (all, or those shown / not shown to the model): total and one page."""
+    def n(st: str) -> int:
+        got = results.get(st, (0, 0, 0, 0))
+        return got[0] if want is None else got[1] if want else got[0] - got[1]
+
+    total = sum(n(t["stream_id"]) for t in trs)
+    streams, seen = [], 0
+    for t in trs:  # the streams this page's rows come from, in order
+        k = n(t["stream_id"])
+        if k and seen + k > q.offset:
+            streams.append(t)
+        seen += k
+        if seen >= q.offset + q.limit:
+            break
+    skip = q.offset - sum(n(t["stream_id"]) for t in trs[: trs.index(streams[0])]) if streams else 0
+    rows: list[Row] = []
+    if streams:
+        of = {t["stream_id"]: t for t in streams}
+        cond = "" if want is None else "AND sh.shown" if want else "AND NOT sh.shown"
+        # every event of a stream comes after its trajectory.started: the range lets DuckDB skip most row groups
+        lo = min(t["position"] for t in streams)
+        hi = max(results[st][3] for st in of if st in results)
+        near = "position BETWEEN $lo AND $hi AND stream_id IN (SELECT unnest($s::VARCHAR[]))"
+        with reading(cur) as schema:  # the relations narrowed to the page's streams, under their own names
+            got = _rows(cur, f"WITH search_results AS (SELECT * FROM {schema}.search_results WHERE {near}), "
+                             f"search_calls AS (SELECT * FROM {schema}.search_calls WHERE {near}), shown AS "
+                             f"(SELECT * FROM {schema}.shown WHERE {near}), "
+                             f"{shown.SHOWN_CTE} SELECT r.stream_id, r.position, r.rank, r.title, r.url, "
+                             "r.url_normalized, r.domain, sh.shown, sh.shown_by, c.query FROM search_results r "
+                             "JOIN sh ON sh.position = r.position LEFT JOIN search_calls c ON c.stream_id = r.stream_id "
+                             f"AND c.call_id = r.call_id WHERE true {cond} ORDER BY r.position", {"s": list(of), "lo": lo, "hi": hi})
+        order = {st: i for i, st in enumerate(of)}
+        got.sort(key=lambda r: (order[r["stream_id"]], r["position"]))
+        for r in got[skip: skip + q.limit]:
+            t = of[r["stream_id"]]
+            rows.append({**r, "trajectory_id": t["trajectory_id"], "provider": t["provider"], "run_id": t["run_id"],
+                         "qid": t["qid"], "epoch": t["epoch"]})
+    return {"total": total, "rows": rows}
+
+
+_COMPARED = (("snippet", "supports_gold"), ("snippet", "contradicts_gold"), ("snippet", "relevant"),
+             ("page", "supports_gold"))
+
+
+def judge_compare(cur: Cursor, a: str, b: str, offset: int = 0, limit: int = COMPARE_ROWS) -> Row:
+    """Two judge runs item by item with SPEC §12's comparison (`judge compare`: its agreement, kappa and
+    disagreeing items, the one definition): the disagreeing items first, then those valid in both, then the rest
+    (a verdict in one run only, or invalid in one), one page of rows with both runs' labels and rationales."""
+    if limit < 1 or limit > LIST_MAX or offset < 0:
+        raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
+    comparison = compare_judge_runs(cur, a, b)  # BadInput for an unknown judge run
+    differs = {(d["trajectory_id"], d["url"]): d["differs"] for d in comparison["disagreements"]}
+    cols = ", ".join(f"{s}.{c} AS {s}_{c}" for s in ("a", "b") for c in (
+        "valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "has_page", "page_supports_gold"))
+    with reading(cur):
+        rows = _rows(cur, f"""WITH a AS ({first_verdicts("$a")}), b AS ({first_verdicts("$b")}), {TRAJECTORIES_CTE}
 SELECT coalesce(a.trajectory_id, b.trajectory_id) AS trajectory_id, coalesce(a.url_normalized, b.url_normalized)
-       AS url_normalized, {cols}, a.position AS a_position, b.position AS b_position
-FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normalized = b.url_normalized""",
-                 {"a": a, "b": b})
-    agree: Counter[str] = Counter()
-    both: Counter[str] = Counter()
+       AS url_normalized, {cols}, a.position AS a_position, b.position AS b_position, tr.provider, tr.qid
+FROM a FULL OUTER JOIN b ON a.trajectory_id = b.trajectory_id AND a.url_normalized = b.url_normalized
+LEFT JOIN tr ON tr.trajectory_id = coalesce(a.trajectory_id, b.trajectory_id)""", {"a": a, "b": b})
     for r in rows:
-        r["disagree"] = [c for c in _LABELS if r[f"a_{c}"] is not None and r[f"b_{c}"] is not None
-                         and r[f"a_{c}"] != r[f"b_{c}"]]
-        for c in _LABELS:
-            if r[f"a_{c}"] is not None and r[f"b_{c}"] is not None:
-                both[c] += 1
-                agree[c] += r[f"a_{c}"] == r[f"b_{c}"]
-    rows.sort(key=lambda r: (not r["disagree"], r["trajectory_id"], r["url_normalized"]))
-    shown = rows[:COMPARE_ROWS]
-    why = rationales(cur, [r[k] for r in shown for k in ("a_position", "b_position") if r[k] is not None])
-    for r in shown:
-        r["a_rationale"], r["b_rationale"] = why.get(r["a_position"]), why.get(r["b_position"])
-    return {"a": a, "b": b, "items": len(rows), "disagreeing": sum(1 for r in rows if r["disagree"]),
-            "labels": {c: {"both": both[c], "agree": agree[c]} for c in _LABELS}, "rows": shown,
-            "truncated": len(rows) > COMPARE_ROWS,
+        key = (r["trajectory_id"], r["url_normalized"])
+        r["differs"] = differs.get(key, [])
+        both = bool(r["a_valid"]) and bool(r["b_valid"]) and r["provider"] is not None
+        r["status"] = "disagree" if r["differs"] else "agree" if both else (
+            "not current" if r["provider"] is None else "only in B" if r["a_valid"] is None
+            else "only in A" if r["b_valid"] is None else "invalid in A" if not r["a_valid"] else "invalid in B")
+        for side in ("a", "b"):
+            r[side] = None if not r[f"{side}_valid"] else {
+                f"{s}.{c}": (r[f"{side}_page_{c}"] if r[f"{side}_has_page"] else None) if s == "page"
+                else r[f"{side}_snippet_{c}"] for s, c in _COMPARED}
+    rank = {"disagree": 0, "agree": 1}
+    rows.sort(key=lambda r: (rank.get(r["status"], 2), r["trajectory_id"], r["url_normalized"]))
+    page = rows[offset: offset + limit]
+    why = rationales(cur, [r[k] for r in page for k in ("a_position", "b_position") if r[k] is not None])
+    with reading(cur):
+        urls = dict(cur.execute(
+            "SELECT url_normalized, arg_min(url, position) FROM search_results WHERE url_normalized IN "
+            "(SELECT unnest(?::VARCHAR[])) GROUP BY 1", [[r["url_normalized"] for r in page]]).fetchall()) if page else {}
+    out = [{"trajectory_id": r["trajectory_id"], "url_normalized": r["url_normalized"],
+            "url": urls.get(r["url_normalized"], r["url_normalized"]), "provider": r["provider"], "qid": r["qid"],
+            "status": r["status"], "differs": r["differs"], "a": r["a"], "b": r["b"],
+            "a_rationale": why.get(r["a_position"]), "b_rationale": why.get(r["b_position"])} for r in page]
+    return {"a": a, "b": b, "items": len(rows), "valid_in_both": comparison["items_valid_in_both"],
+            "disagreeing": len(comparison["disagreements"]), "offset": offset, "limit": limit, "rows": out,
             # SPEC §12's comparison (Cohen's kappa, 2x2 tables, partitions under A and B), as `judge compare` prints it
-            "comparison": compare_judge_runs(cur, a, b)}
+            "comparison": {k: v for k, v in comparison.items() if k != "disagreements"}}
 
 
 def run_sql(cur: Cursor, sql: str) -> Row:

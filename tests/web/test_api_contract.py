@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtrace.analytics import build_report, to_json
+from searchtrace.analytics import DEFAULT_BOOTSTRAP, build_report, to_json
 from searchtrace.store import EventLog
 from tests.builders import run_cli
 from tests.web.test_api import get_all
@@ -53,8 +53,8 @@ def test_a_store_of_several_runs_offers_the_runs_and_reports_the_chosen_ones(dem
     try:
         cur = log.cursor()
         recorded = str(cur.execute("SELECT run_id FROM events WHERE type = 'run.started'").fetchone()[0])  # type: ignore[index]
-        want = to_json(build_report(cur, writable=False, run_ids=[recorded]).report)
-        both = to_json(build_report(cur, writable=False, run_ids=[recorded, "import"]).report)
+        want = to_json(build_report(cur, writable=False, run_ids=[recorded], bootstrap=DEFAULT_BOOTSTRAP).report)
+        both = to_json(build_report(cur, writable=False, run_ids=[recorded, "import"], bootstrap=DEFAULT_BOOTSTRAP).report)
         cur.close()
     finally:
         log.close()

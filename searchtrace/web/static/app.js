@@ -9,6 +9,11 @@ const PART_MEANING = {
   "BLIND": "no surface support, fetched",
   "NO-OP": "no surface support, not fetched",
 };
+const BYS = ["provider", "run", "model", "prompt"];
+const SCOPE = ["run", "by", "judge_run_id"]; // kept across navigation: every link carries them
+const PAGE = 50;
+const TURNS_PER_PAGE = 20; // a trajectory's timeline shows this many model turns at a time
+const RESULTS_SHOWN = 3; // results past this rank are folded
 const main = () => document.getElementById("main");
 
 // -- tiny DOM helpers ------------------------------------------------------------------------------
@@ -26,9 +31,14 @@ function h(tag, attrs, ...children) {
   }
   return el;
 }
-const fmt = (v) => v === null || v === undefined ? "–" : typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en") : v.toFixed(3)) : String(v);
+const rate = (v) => v === null || v === undefined ? "–" : Math.abs(v) >= 100 ? v.toLocaleString("en", { maximumFractionDigits: 1 }) : v.toFixed(3);
+const fmt = (v) => v === null || v === undefined ? "–" : typeof v === "boolean" ? String(v) : typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en") : Math.abs(v) >= 100 ? v.toLocaleString("en", { maximumFractionDigits: 1 }) : v.toFixed(3)) : String(v);
+const usd = (v) => v === null || v === undefined ? "–" : `$${Number(v).toPrecision(4)}`;
 const badge = (part) => h("span", { class: `badge part-${part === "NO-OP" ? "noop" : part.toLowerCase()}`, title: PART_MEANING[part], "data-testid": "badge" }, part);
 const chip = (text, cls, title) => h("span", { class: `chip ${cls || ""}`, title: title || null }, text);
+const short = (v) => Math.abs(v) >= 10000 ? `${(v / 1000).toFixed(0)}k` : Math.abs(v) >= 1000 ? `${(v / 1000).toFixed(1)}k` : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(3);
+const interval = (ci) => !Array.isArray(ci) || ci.length !== 2 ? null : `${ci[0] < 0 ? "[" : ""}${short(ci[0])}${ci[0] < 0 ? ", " : "–"}${ci[1] === null ? "∞" : short(ci[1])}${ci[0] < 0 ? "]" : ""}`;
+const pval = (p) => p === null || p === undefined ? "–" : Number(p).toPrecision(3);
 
 async function api(path, opts) {
   const res = await fetch(path, opts);
@@ -41,72 +51,114 @@ function showError(err) {
 }
 function parseHash() {
   const raw = location.hash.replace(/^#/, "") || "/";
-  const [path, query] = raw.split("?");
-  return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(query || "") };
+  const i = raw.indexOf("?");
+  const path = i < 0 ? raw : raw.slice(0, i), query = i < 0 ? "" : raw.slice(i + 1);
+  return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(query) };
 }
-function go(path, params) {
+// the scope (runs, by, judge run) of the page shown now
+function scope() {
+  const p = parseHash().params;
+  return { run: p.getAll("run").filter(Boolean), by: p.get("by") || "", judge_run_id: p.get("judge_run_id") || "" };
+}
+// a hash link that keeps the scope: `params` may override it (a list value repeats the key)
+function href(path, params, keep = true) {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params || {})) if (v !== null && v !== undefined && v !== "") q.set(k, v);
+  const all = { ...(keep ? scope() : {}), ...(params || {}) };
+  for (const [k, v] of Object.entries(all)) {
+    if (Array.isArray(v)) v.filter((x) => x !== "" && x !== null && x !== undefined).forEach((x) => q.append(k, x));
+    else if (v !== null && v !== undefined && v !== "") q.set(k, v);
+  }
+  if (all.by === "provider") q.delete("by");
   const s = q.toString();
-  location.hash = `#${path}${s ? "?" + s : ""}`;
+  return `#${path}${s ? "?" + s : ""}`;
 }
-const tlink = (id, text) => h("a", { href: `#/t/${encodeURIComponent(id)}` }, text || id);
-const qlink = (qid, text) => h("a", { href: `#/q/${encodeURIComponent(qid)}`, "data-testid": "question-link" }, text || qid);
+function go(path, params, keep = true) { location.hash = href(path, params, keep); }
+// the API query of the scope (and more)
+function apiQuery(params) {
+  const q = new URLSearchParams();
+  const s = scope();
+  s.run.forEach((r) => q.append("run", r));
+  if (s.by) q.set("by", s.by);
+  if (s.judge_run_id) q.set("judge_run_id", s.judge_run_id);
+  for (const [k, v] of Object.entries(params || {})) if (v !== null && v !== undefined && v !== "") q.set(k, v);
+  return q.toString();
+}
+const tlink = (id, text) => h("a", { href: href(`/t/${encodeURIComponent(id)}`), "data-testid": "trajectory-link" }, text || id);
+const qlink = (qid, text) => h("a", { href: href(`/q/${encodeURIComponent(qid)}`), "data-testid": "question-link" }, text || qid);
+function pager(offset, limit, total, onto) {
+  return h("div", { class: "pager" },
+    h("button", { disabled: offset <= 0, onclick: () => onto(Math.max(0, offset - limit)) }, "← previous"),
+    ` ${total ? offset + 1 : 0}–${Math.min(offset + limit, total)} of ${fmt(total)} `,
+    h("button", { disabled: offset + limit >= total, "data-testid": "next-page", onclick: () => onto(offset + limit) }, "next →"));
+}
 
-let judgeRuns = null;
-async function judgeRunSelect(current, onchange) {
+// -- the scope bar: judge run, runs, arms (on every page) -----------------------------------------
+let judgeRuns = null, allRuns = null;
+async function scopeBar() {
   judgeRuns = judgeRuns || await api("/api/judge-runs");
-  const sel = h("select", { "aria-label": "judge run", "data-testid": "judge-run", onchange: (e) => onchange(e.target.value) },
-    judgeRuns.length ? null : h("option", { value: "" }, "no judge run"),
-    judgeRuns.map((j) => h("option", { value: j.judge_run_id, selected: j.judge_run_id === current },
-      `${j.judge_run_id} (${j.model || "?"}, ${j.valid} valid)`)));
-  return h("label", {}, "judge run ", sel);
+  allRuns = allRuns || (await api("/api/runs")).filter((r) => r.trajectories > 0).map((r) => r.run_id);
+  const s = scope();
+  const { parts, params } = parseHash();
+  const path = "/" + parts.map(encodeURIComponent).join("/");
+  const here = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
+  delete here.offset;
+  const onto = (over) => go(path, { ...here, run: s.run, by: s.by, judge_run_id: s.judge_run_id, ...over }, false);
+  const jr = h("select", { "aria-label": "judge run", "data-testid": "judge-run", onchange: (e) => onto({ judge_run_id: e.target.value }) },
+    h("option", { value: "" }, judgeRuns.length ? "judge run: default" : "no judge run"),
+    judgeRuns.map((j) => h("option", { value: j.judge_run_id, selected: j.judge_run_id === s.judge_run_id },
+      `${j.judge_run_id} (${j.model || "?"}, ${fmt(j.valid)} valid)${j.default ? " ·default" : ""}`)));
+  const boxes = allRuns.map((r) => h("label", { class: "run" },
+    h("input", { type: "checkbox", value: r, checked: s.run.includes(r), "data-testid": "run-choice" }), ` ${r}`));
+  const runs = h("details", { class: "runs", "data-testid": "runs" },
+    h("summary", {}, s.run.length ? `runs: ${s.run.length === 1 ? s.run[0] : s.run.length + " chosen"}` : allRuns.length > 1 ? `runs: all ${allRuns.length}` : "run"),
+    h("div", { class: "runlist" }, boxes,
+      h("button", { "data-testid": "runs-apply", onclick: () => onto({ run: boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value) }) }, "apply")));
+  const choices = BYS.includes(s.by || "provider") ? BYS : [...BYS, s.by];
+  const by = h("select", { "aria-label": "compare by", "data-testid": "by", onchange: (e) => onto({ by: e.target.value }) },
+    choices.map((b) => h("option", { value: b, selected: b === (s.by || "provider") }, `by ${b}`)));
+  return h("div", { class: "scope", "data-testid": "scope" }, jr, runs, by);
 }
 
 // -- trajectory list -------------------------------------------------------------------------------
 async function viewTrajectories(params) {
-  const q = new URLSearchParams(params);
-  if (!q.get("limit")) q.set("limit", "50");
-  const data = await api(`/api/trajectories?${q}`);
-  const cur = Object.fromEntries(q);
-  const set = (k) => (e) => go("/", { ...cur, [k]: e.target.value, offset: 0 });
+  const own = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
+  const data = await api(`/api/trajectories?${apiQuery({ limit: PAGE, ...own })}`);
+  const set = (k) => (e) => go("/", { ...own, [k]: e.target.value, offset: 0 });
   const select = (k, label, values, names) => h("label", {}, `${label} `,
     h("select", { "aria-label": label, "data-testid": `filter-${k}`, onchange: set(k) },
       h("option", { value: "" }, "all"),
-      values.map((v, i) => h("option", { value: v, selected: String(v) === (cur[k] || "") }, names ? names[i] : v))));
-  const search = h("input", { type: "search", placeholder: "question, qid, answer…", value: cur.q || "", "aria-label": "search", "data-testid": "filter-q" });
+      values.map((v, i) => h("option", { value: v, selected: String(v) === (own[k] || "") }, names ? names[i] : v))));
+  const search = h("input", { type: "search", placeholder: "question, qid, answer…", value: own.q || "", "aria-label": "search", "data-testid": "filter-q" });
   search.addEventListener("change", set("q"));
   const c = data.counts;
   const bar = h("div", { class: "filters" },
-    await judgeRunSelect(data.judge_run_id, (v) => go("/", { ...cur, judge_run_id: v, offset: 0 })),
-    select("run", "run", data.facets.runs),
     select("provider", "provider", data.facets.providers),
     select("epoch", "epoch", data.facets.epochs),
     select("correct", "correct", ["true", "false", "unaudited"], ["correct", "incorrect", "unaudited"]),
     select("partition", "has item", PARTS),
     search);
+  const arms = scope().by === "run" ? c.runs : c.providers;
   const counts = h("div", { class: "counts", "data-testid": "counts" },
     h("strong", { "data-testid": "total" }, `${fmt(data.total)} trajectories`),
-    Object.entries(c.providers).map(([p, n]) => chip(`${p} ${fmt(n)}`)),
+    Object.entries(arms).map(([p, n]) => chip(`${p} ${fmt(n)}`)),
     Object.entries(c.correct).map(([k, n]) => chip(`${k === "true" ? "correct" : k === "false" ? "incorrect" : k} ${fmt(n)}`, `c-${k}`)),
     PARTS.map((p) => h("span", { class: "pcount" }, badge(p), ` ${fmt(c.partition[p])}`)));
-  const rows = data.trajectories.map((t) => h("tr", { "data-testid": "trajectory-row" },
-    h("td", {}, tlink(t.trajectory_id, t.provider)),
-    h("td", { class: "q" }, qlink(t.qid, t.question || t.qid)),
-    h("td", {}, t.final_answer === null ? h("span", { class: "muted" }, t.finish_reason || "running") : t.final_answer),
-    h("td", {}, t.correct === null ? chip("unaudited", "c-unaudited") : chip(t.correct ? "correct" : "incorrect", `c-${t.correct}`)),
-    h("td", { class: "num" }, fmt(t.searches)), h("td", { class: "num" }, fmt(t.fetches)),
-    h("td", { class: "num" }, fmt(t.input_tokens + t.output_tokens)),
-    h("td", { class: "parts" }, PARTS.filter((p) => t.partition[p]).map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`)))));
-  const offset = Number(cur.offset || 0), limit = Number(cur.limit);
-  const pager = h("div", { class: "pager" },
-    h("button", { disabled: offset <= 0, onclick: () => go("/", { ...cur, offset: Math.max(0, offset - limit) }) }, "← newer"),
-    ` ${data.total ? offset + 1 : 0}–${Math.min(offset + limit, data.total)} of ${fmt(data.total)} `,
-    h("button", { disabled: offset + limit >= data.total, "data-testid": "next-page", onclick: () => go("/", { ...cur, offset: offset + limit }) }, "older →"));
-  main().replaceChildren(h("h1", {}, "Trajectories"), bar, counts,
-    h("div", { class: "wide" }, h("table", { class: "list" },
-      h("thead", {}, h("tr", {}, ["provider", "question", "final answer", "audit", "searches", "fetches", "tokens", "items"].map((x) => h("th", {}, x)))),
-      h("tbody", {}, rows))), pager);
+  const offset = Number(own.offset || 0);
+  main().replaceChildren(h("h1", {}, "Trajectories"), await scopeBar(), bar, counts,
+    trajectoryTable(data.trajectories), pager(offset, PAGE, data.total, (o) => go("/", { ...own, offset: o })));
+}
+
+function trajectoryTable(rows) {
+  return h("div", { class: "wide" }, h("table", { class: "list" },
+    h("thead", {}, h("tr", {}, ["provider", "question", "final answer", "audit", "searches", "fetches", "tokens", "items"].map((x) => h("th", {}, x)))),
+    h("tbody", {}, rows.map((t) => h("tr", { "data-testid": "trajectory-row" },
+      h("td", {}, tlink(t.trajectory_id, t.provider)),
+      h("td", { class: "q" }, qlink(t.qid, t.question || t.qid)),
+      h("td", {}, t.final_answer === null ? h("span", { class: "muted" }, t.finish_reason || "running") : t.final_answer),
+      h("td", {}, t.correct === null ? chip("unaudited", "c-unaudited") : chip(t.correct ? "correct" : "incorrect", `c-${t.correct}`)),
+      h("td", { class: "num" }, fmt(t.searches)), h("td", { class: "num" }, fmt(t.fetches)),
+      h("td", { class: "num" }, fmt(t.input_tokens + t.output_tokens)),
+      h("td", { class: "parts" }, PARTS.filter((p) => t.partition[p]).map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`))))))));
 }
 
 // -- one trajectory as a timeline --------------------------------------------------------------------
@@ -152,62 +204,128 @@ function pageBlock(page) {
     h("pre", { class: "pagetext" }, page.text));
 }
 
+// a request message as text: its role, then each string part (tool calls as name(arguments))
+function messageText(m) {
+  if (m === null || m === undefined) return "(message not in the store)";
+  if (typeof m === "string") return m;
+  const out = [];
+  const walk = (c) => {
+    if (c === null || c === undefined) return;
+    if (typeof c === "string") out.push(c);
+    else if (Array.isArray(c)) c.forEach(walk);
+    else if (typeof c === "object") {
+      if (typeof c.text === "string") out.push(c.text);
+      else if (c.content !== undefined) walk(c.content);
+      else if (c.output !== undefined) walk(c.output);
+      else out.push(JSON.stringify(c));
+    }
+  };
+  walk(m.content !== undefined ? m.content : m.output !== undefined ? m.output : m.text);
+  for (const tc of m.tool_calls || []) {
+    const fn = tc.function || tc;
+    out.push(`→ ${fn.name}(${typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments)})`);
+  }
+  if (m.type === "function_call") out.push(`→ ${m.name}(${m.arguments})`);
+  return out.join("\n") || JSON.stringify(m);
+}
+const roleOf = (m) => m && typeof m === "object" ? (m.role || m.type || "message") : "message";
+function messageBox(m) {
+  return h("div", { class: `msg role-${roleOf(m)}`, "data-testid": "message" }, h("div", { class: "mrole" }, roleOf(m)),
+    h("div", { class: "mbody" }, messageText(m)));
+}
+
+function resultsList(results, items, seen) {
+  const rows = results.map((r) => {
+    const row = resultRow(r, items[r.url_normalized], !seen.has(r.url_normalized));
+    seen.add(r.url_normalized);
+    return row;
+  });
+  const list = h("ol", { class: "results" }, rows.slice(0, RESULTS_SHOWN));
+  if (rows.length > RESULTS_SHOWN) {
+    list.append(h("li", {}, h("details", { class: "more", "data-testid": "more-results" },
+      h("summary", {}, `${rows.length - RESULTS_SHOWN} more results (rank ${RESULTS_SHOWN + 1}+)`), h("ol", { class: "results" }, rows.slice(RESULTS_SHOWN)))));
+  }
+  return list;
+}
+
 async function viewTrajectory(id, params) {
-  const q = new URLSearchParams();
-  if (params.get("judge_run_id")) q.set("judge_run_id", params.get("judge_run_id"));
-  const t = await api(`/api/trajectories/${encodeURIComponent(id)}?${q}`);
+  const t = await api(`/api/trajectories/${encodeURIComponent(id)}?${apiQuery()}`);
   const items = Object.fromEntries(t.items.map((i) => [i.url_normalized, i]));
-  const docItem = {};
-  const timeline = h("ol", { class: "timeline", "data-testid": "timeline" });
-  const calls = {};
-  const seen = new Set();
+  // the steps as recorded, grouped into turns: each model turn, then the tool calls it asked for
+  const groups = [[]];
+  const searches = {}, docItem = {};
   for (const s of t.steps) {
     const p = s.payload;
-    if (s.type === "model.responded") {
-      const u = p.usage || {};
-      timeline.append(h("li", { class: "step model" },
-        h("div", { class: "shead" }, h("b", {}, `model turn ${p.iteration}`),
-          chip(`${fmt(u.input_tokens)} in / ${fmt(u.output_tokens)} out${u.reasoning_tokens ? ` / ${fmt(u.reasoning_tokens)} reasoning` : ""} tokens`),
-          chip(`${fmt(p.latency_ms)} ms`), p.finish_reason ? chip(p.finish_reason, "muted") : null),
-        p.text ? h("div", { class: "mtext" }, p.text) : null,
-        (p.tool_calls || []).map((c) => h("div", { class: "toolcall" }, h("code", {}, `${c.name}(${c.arguments})`)))));
-    } else if (s.type === "search.called") {
-      const list = h("ol", { class: "results" });
-      const status = h("span", {});
-      calls[p.call_id] = { list, status };
-      timeline.append(h("li", { class: "step search", "data-testid": "search" },
-        h("div", { class: "shead" }, h("b", {}, "search "), h("q", {}, p.query), " ", status), list));
-    } else if (s.type === "search.result") {
-      docItem[p.doc_id] = p.url_normalized;
-      const call = calls[p.call_id];
-      const row = resultRow(p, items[p.url_normalized], !seen.has(p.url_normalized));
-      seen.add(p.url_normalized);
-      if (call) call.list.append(row); else timeline.append(h("li", { class: "step" }, row));
-    } else if (s.type === "search.completed") {
-      const call = calls[p.call_id];
-      if (call) call.status.replaceChildren(chip(p.status, p.status === "ok" ? "" : "bad"), chip(`${fmt(p.n_results)} results`), chip(`${fmt(p.latency_ms)} ms`));
-    } else if (s.type === "fetch.called") {
-      const body = h("div", {});
-      calls[`fetch:${p.call_id}:${p.doc_id}`] = body;
-      const item = items[docItem[p.doc_id]];
-      timeline.append(h("li", { class: "step fetch", "data-testid": "fetch" },
-        h("div", { class: "shead" }, h("b", {}, "fetch "), item && item.part ? badge(item.part) : null, h("span", { class: "url" }, p.url)), body));
-    } else if (s.type === "fetch.completed") {
-      const body = calls[`fetch:${p.call_id}:${p.doc_id}`];
-      const parts = [h("div", {}, chip(p.status, p.status === "ok" ? "" : "bad"), chip(`${fmt(p.n_tokens)} tokens`),
-        chip(`${fmt(p.latency_ms)} ms`), p.cache_hit ? chip("cache hit", "muted") : null),
-        p.content_digest ? pageBlock(t.pages[p.content_digest]) : null];
-      if (body) body.append(...parts.filter(Boolean)); else timeline.append(h("li", { class: "step" }, parts));
-    } else if (s.type === "answer.final") {
-      timeline.append(h("li", { class: "step answer" }, h("b", {}, "final answer: "), p.text));
-    } else if (s.type === "trajectory.finished") {
-      timeline.append(h("li", { class: "step end" }, h("b", {}, "finished: "), `${p.reason} after ${p.iterations} iterations`));
-    } else if (s.type === "call.retried") {
-      timeline.append(h("li", { class: "step retry" }, `retry ${p.what} (attempt ${p.attempt}, ${p.reason}, waited ${p.wait_s} s)`));
-    } else if (s.type === "tool.refused") {
-      timeline.append(h("li", { class: "step retry" }, `refused ${p.name}: ${p.reason}`));
-    } else if (s.type !== "trajectory.started") {
-      timeline.append(h("li", { class: "step muted" }, s.type));
+    if (s.type === "model.responded") groups.push([s]);
+    else if (s.type === "search.result") { (searches[p.call_id] = searches[p.call_id] || []).push(p); docItem[p.doc_id] = p.url_normalized; continue; }
+    else if (s.type === "search.completed" || s.type === "fetch.completed") { /* drawn with their call */ }
+    if (!["search.result", "search.completed", "fetch.completed", "model.responded"].includes(s.type)) groups[groups.length - 1].push(s);
+  }
+  const completed = {};
+  for (const s of t.steps) if (s.type === "search.completed" || s.type === "fetch.completed") completed[`${s.type}:${s.payload.call_id}:${s.payload.doc_id || ""}`] = s.payload;
+  // what came before the first model turn is drawn with it
+  const turns = (groups.length > 1 ? [[...groups[0], ...groups[1]], ...groups.slice(2)] : groups).filter((g) => g.length);
+  const pages = Math.max(1, Math.ceil(turns.length / TURNS_PER_PAGE));
+  const pageNo = Math.min(pages, Math.max(1, Number(params.get("page") || 1)));
+  // what the model was sent: each turn's request messages; a turn shows the messages new since the turn before
+  let prev = [];
+  const sentBefore = new Map();
+  for (const g of groups) {
+    const s = g[0];
+    if (s && s.type === "model.responded") {
+      const list = s.payload.request_messages || null;
+      if (list) {
+        let keep = 0;
+        while (keep < prev.length && keep < list.length && prev[keep] === list[keep]) keep++;
+        sentBefore.set(s, list.slice(keep));
+        prev = list;
+      }
+    }
+  }
+  const firstRequest = t.steps.find((s) => s.type === "model.responded" && s.payload.request_messages);
+  const system = firstRequest ? firstRequest.payload.request_messages.map((d) => t.messages[d]).filter((m) => m && typeof m === "object" && ["system", "developer"].includes(m.role)) : [];
+  const seen = new Set();
+  // results seen before this page still count as seen
+  for (const g of turns.slice(0, (pageNo - 1) * TURNS_PER_PAGE)) for (const s of g) if (s.type === "search.called") for (const r of searches[s.payload.call_id] || []) seen.add(r.url_normalized);
+  const timeline = h("ol", { class: "timeline", "data-testid": "timeline" });
+  for (const g of turns.slice((pageNo - 1) * TURNS_PER_PAGE, pageNo * TURNS_PER_PAGE)) {
+    for (const s of g) {
+      const p = s.payload;
+      if (s.type === "model.responded") {
+        const u = p.usage || {};
+        const sent = (sentBefore.get(s) || []).map((d) => t.messages[d]).filter((m) => !(m && ["system", "developer"].includes(m.role)));
+        timeline.append(h("li", { class: "step model", "data-testid": "turn" },
+          sent.length ? h("details", { class: "sent", open: sent.length <= 3 }, h("summary", {}, `${sent.length} message${sent.length > 1 ? "s" : ""} sent to the model`), sent.map(messageBox)) : null,
+          h("div", { class: "shead" }, h("b", {}, `model turn ${p.iteration}`),
+            chip(`${fmt(u.input_tokens)} in / ${fmt(u.output_tokens)} out${u.reasoning_tokens ? ` / ${fmt(u.reasoning_tokens)} reasoning` : ""} tokens`),
+            chip(`${fmt(p.latency_ms)} ms`), p.finish_reason ? chip(p.finish_reason, "muted") : null),
+          p.text ? h("div", { class: "mtext" }, p.text) : null,
+          (p.tool_calls || []).map((c) => h("div", { class: "toolcall" }, h("code", {}, `${c.name}(${c.arguments})`)))));
+      } else if (s.type === "search.called") {
+        const done = completed[`search.completed:${p.call_id}:`];
+        timeline.append(h("li", { class: "step search", "data-testid": "search" },
+          h("div", { class: "shead" }, h("b", {}, "search "), h("q", {}, p.query), " ",
+            done ? [chip(done.status, done.status === "ok" ? "" : "bad"), chip(`${fmt(done.n_results)} results`), chip(`${fmt(done.latency_ms)} ms`)] : null),
+          resultsList(searches[p.call_id] || [], items, seen)));
+      } else if (s.type === "fetch.called") {
+        const item = items[docItem[p.doc_id]];
+        const done = completed[`fetch.completed:${p.call_id}:${p.doc_id || ""}`];
+        timeline.append(h("li", { class: "step fetch", "data-testid": "fetch" },
+          h("div", { class: "shead" }, h("b", {}, "fetch "), item && item.part ? badge(item.part) : null, h("span", { class: "url" }, p.url)),
+          done ? h("div", {}, chip(done.status, done.status === "ok" ? "" : "bad"), chip(`${fmt(done.n_tokens)} tokens`),
+            chip(`${fmt(done.latency_ms)} ms`), done.cache_hit ? chip("cache hit", "muted") : null) : null,
+          done && done.content_digest ? pageBlock(t.pages[done.content_digest]) : null));
+      } else if (s.type === "answer.final") {
+        timeline.append(h("li", { class: "step answer" }, h("b", {}, "final answer: "), p.text));
+      } else if (s.type === "trajectory.finished") {
+        timeline.append(h("li", { class: "step end" }, h("b", {}, "finished: "), `${p.reason} after ${p.iterations} iterations`));
+      } else if (s.type === "call.retried") {
+        timeline.append(h("li", { class: "step retry" }, `retry ${p.what} (attempt ${p.attempt}, ${p.reason}, waited ${p.wait_s} s)`));
+      } else if (s.type === "tool.refused") {
+        timeline.append(h("li", { class: "step retry" }, `refused ${p.name}: ${p.reason}`));
+      } else if (s.type !== "trajectory.started") {
+        timeline.append(h("li", { class: "step muted" }, s.type));
+      }
     }
   }
   const a = t.answer;
@@ -217,95 +335,233 @@ async function viewTrajectory(id, params) {
     h("div", {}, chip(`EM ${a.exact_match}`), chip(`F1 ${a.token_f1.toFixed(3)}`),
       a.semantic_match === null ? chip("unaudited", "c-unaudited") : chip(a.semantic_match ? "correct" : "incorrect", `c-${a.semantic_match}`),
       a.audit_source ? chip(`audit: ${a.audit_source}`, "muted") : null));
+  const tools = Object.values(t.tools || {}).filter((x) => x !== null);
+  const prompt = h("section", { class: "prompt", "data-testid": "system-prompt" },
+    system.length ? h("details", { open: true }, h("summary", {}, "system prompt"), system.map(messageBox))
+      : h("p", { class: "muted" }, firstRequest ? "no system message in the requests" : "the model's requests were not recorded (imported, or recorded before request messages were stored)"),
+    tools.length ? h("details", {}, h("summary", {}, `tools offered (${tools.map((x) => Array.isArray(x) ? x.length : 1).reduce((x, y) => x + y, 0)})`),
+      h("pre", { class: "pagetext" }, JSON.stringify(tools[tools.length - 1], null, 1))) : null);
+  const turnPager = pages > 1 ? h("div", { class: "pager", "data-testid": "turn-pager" },
+    h("button", { disabled: pageNo <= 1, onclick: () => go(`/t/${encodeURIComponent(id)}`, { page: pageNo - 1 }) }, "← earlier turns"),
+    ` turns page ${pageNo} of ${pages} (${fmt(turns.length)} turns) `,
+    h("button", { disabled: pageNo >= pages, "data-testid": "later-turns", onclick: () => go(`/t/${encodeURIComponent(id)}`, { page: pageNo + 1 }) }, "later turns →")) : null;
   main().replaceChildren(
-    h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Trajectories"), " / ", t.trajectory_id),
+    h("p", { class: "crumbs" }, h("a", { href: href("/") }, "Trajectories"), " / ", h("span", { class: "url" }, t.trajectory_id)),
     h("h1", {}, t.question),
+    await scopeBar(),
     h("div", { class: "filters" }, chip(t.provider), chip(`qid ${t.qid}`), chip(`run ${t.run_id}`),
       qlink(t.qid, "this question across providers"),
-      await judgeRunSelect(t.judge_run_id, (v) => go(`/t/${encodeURIComponent(id)}`, { judge_run_id: v })),
       t.current ? null : chip("superseded attempt", "bad")),
     answer,
     h("div", { class: "counts" }, PARTS.map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`)),
       chip(`${t.items.length} items`)),
-    timeline);
+    ...[prompt, turnPager, timeline, turnPager ? turnPager.cloneNode(true) : null].filter(Boolean));
+  if (turnPager) { // the copy at the bottom needs its own handlers
+    const bottom = main().lastChild;
+    const [prevB, nextB] = bottom.querySelectorAll("button");
+    prevB.addEventListener("click", () => go(`/t/${encodeURIComponent(id)}`, { page: pageNo - 1 }));
+    nextB.addEventListener("click", () => go(`/t/${encodeURIComponent(id)}`, { page: pageNo + 1 }));
+  }
 }
 
-// -- one question across providers -------------------------------------------------------------------
-async function viewQuestion(qid, params) {
-  const q = new URLSearchParams();
-  if (params.get("judge_run_id")) q.set("judge_run_id", params.get("judge_run_id"));
-  const d = await api(`/api/questions/${encodeURIComponent(qid)}?${q}`);
+// -- one question across trajectories, aligned by URL ---------------------------------------------
+async function viewQuestion(qid) {
+  const d = await api(`/api/questions/${encodeURIComponent(qid)}?${apiQuery()}`);
+  const name = (t) => t.epoch > 1 ? `${t.provider} (epoch ${t.epoch})` : t.provider;
+  const byId = Object.fromEntries(d.trajectories.map((t) => [t.trajectory_id, t]));
+  const aligned = h("ol", { class: "aligned", "data-testid": "aligned" }, d.aligned.map((u) => h("li", { class: "urlrow", "data-testid": "aligned-url" },
+    h("div", { class: "rhead" }, h("span", { class: "title" }, u.title || u.url), h("span", { class: "domain" }, u.domain),
+      Object.keys(u.cells).length > 1 ? chip(`${Object.keys(u.cells).length} trajectories`, "shared") : null),
+    h("div", { class: "url" }, u.url),
+    h("ul", { class: "cells" }, Object.entries(u.cells).map(([tid, c]) => h("li", {},
+      h("div", { class: "rhead" }, tlink(tid, name(byId[tid] || { provider: tid, epoch: 1 })), h("span", { class: "rank" }, `#${c.rank}`),
+        c.appearances > 1 ? chip(`${c.appearances}×`, "muted", "appearances in this trajectory") : null,
+        c.part ? badge(c.part) : null, c.item === false ? chip("not shown, not fetched", "muted") : chip(c.fetched ? "fetched" : "not fetched", c.fetched ? "fetched" : "muted")),
+      c.item === false ? null : h("div", { class: "labels" }, labelChips(c)),
+      c.rationale ? h("div", { class: "rationale" }, h("b", {}, "judge: "), c.rationale) : null))))));
   const cols = d.trajectories.map((t) => h("section", { class: "col", "data-testid": "provider-column" },
-    h("h2", {}, tlink(t.trajectory_id, t.epoch > 1 ? `${t.provider} (epoch ${t.epoch})` : t.provider)),
+    h("h2", {}, tlink(t.trajectory_id, name(t))),
     h("div", {}, h("b", {}, "answer: "), t.final_answer === null ? h("span", { class: "muted" }, "none") : t.final_answer, " ",
       t.semantic_match === null ? chip("unaudited", "c-unaudited") : chip(t.semantic_match ? "correct" : "incorrect", `c-${t.semantic_match}`)),
     t.searches.map((s) => h("div", { class: "qsearch" }, h("div", { class: "shead" }, h("q", {}, s.query), " ", chip(s.status || "?")),
-      h("ol", { class: "results" }, s.results.map((r) => {
-        const shared = (d.shared_urls[r.url_normalized] || []).filter((p) => p !== t.provider);
-        return h("li", { class: `result${shared.length ? " shared" : ""}` },
-          h("div", { class: "rhead" }, h("span", { class: "rank" }, `#${r.rank}`), r.part ? badge(r.part) : null,
-            h("span", { class: "title" }, r.title || r.url), h("span", { class: "domain" }, r.domain),
-            r.fetched ? chip("fetched", "fetched") : null,
-            shared.length ? chip(`also ${shared.join(", ")}`, "shared", "this URL was also a result for these providers") : null),
-          h("div", { class: "snippet" }, r.snippet));
-      }))))));
+      h("ol", { class: "results" }, s.results.map((r) => h("li", { class: `result${(d.shared_urls[r.url_normalized] || []).length ? " shared" : ""}` },
+        h("div", { class: "rhead" }, h("span", { class: "rank" }, `#${r.rank}`), r.part ? badge(r.part) : null,
+          h("span", { class: "title" }, r.title || r.url), r.fetched ? chip("fetched", "fetched") : null))))))));
   main().replaceChildren(
-    h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Trajectories"), " / question ", qid),
-    h("h1", {}, d.question), h("p", {}, h("b", {}, "gold: "), d.gold_answer, " ",
+    h("p", { class: "crumbs" }, h("a", { href: href("/") }, "Trajectories"), " / question ", qid),
+    h("h1", {}, d.question), await scopeBar(), h("p", {}, h("b", {}, "gold: "), d.gold_answer, " ",
       chip(`${Object.keys(d.shared_urls).length} URLs shared between providers`, "shared")),
+    h("h2", {}, "Every URL returned, aligned across trajectories"), aligned,
+    h("h2", {}, "Each trajectory's searches"),
     h("div", { class: "cols", "data-testid": "side-by-side" }, cols));
 }
 
-// -- report, judge runs, SQL -------------------------------------------------------------------------
-async function viewReport(params) {
-  const jr = params.get("judge_run_id") || "", run = params.get("run") || "";
-  const sp = new URLSearchParams();
-  if (jr) sp.set("judge_run_id", jr);
-  if (run) run.split(",").forEach((r) => sp.append("run", r));
-  const q = sp.toString() ? `?${sp}` : "";
-  // a store of several runs reports one run (or several, chosen together) at a time: never merged silently
-  const runs = (await api("/api/runs")).filter((r) => r.trajectories > 0).map((r) => r.run_id);
-  const choose = runs.length > 1 && !run;
-  const runSelect = runs.length > 1 ? h("select", { "aria-label": "run", "data-testid": "report-run", onchange: (e) => go("/report", { judge_run_id: jr, run: e.target.value }) },
-    h("option", { value: "", selected: !run }, "choose a run…"),
-    runs.map((r) => h("option", { value: r, selected: r === run }, r)),
-    runs.length > 1 ? h("option", { value: runs.join(","), selected: run === runs.join(",") }, "all runs together") : null) : null;
-  main().replaceChildren(h("h1", {}, "Report"),
-    h("div", { class: "filters" }, await judgeRunSelect(jr, (v) => go("/report", { judge_run_id: v, run })), runSelect,
-      h("a", { href: `/api/report${q}` }, "JSON")),
-    choose ? h("p", { "data-testid": "choose-run" }, `This store holds ${runs.length} runs: choose one to report.`)
-      : h("iframe", { class: "report", src: `/report.html${q}`, title: "report", sandbox: "" }));
+// -- the report -----------------------------------------------------------------------------------
+let layout = null;
+const valueAt = (block, key) => key.split(".").reduce((v, k) => (v && typeof v === "object" ? v[k] : undefined), block);
+const isCost = (key) => key.endsWith("_usd") || key.startsWith("usd_");
+
+function countCell(block, arm, key, show) {
+  const v = valueAt(block, key);
+  const link = layout.links[key];
+  const count = layout.counts.includes(key);
+  const text = show ? show(v) : count || typeof v !== "number" ? fmt(v) : rate(v);
+  if (!link || v === null || v === undefined) return text;
+  return h("a", { href: href("/items", { ...link, arm }), "data-testid": "count-link", "data-key": key, "data-arm": arm,
+    "data-count": count ? v : null, title: count ? `the ${fmt(v)} behind this count` : "what this rate counts (its numerator)" }, text);
 }
 
+function chooser(runs) {
+  const boxes = runs.map((r) => h("label", { class: "run" }, h("input", { type: "checkbox", value: r, "data-testid": "choose-run-box" }), ` ${r}`));
+  const picked = () => boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
+  return h("section", { class: "chooser", "data-testid": "choose-run" },
+    h("p", {}, `This store holds ${runs.length} runs. A report by provider covers one run (or several chosen together, never merged silently); by run, each run is an arm.`),
+    h("div", { class: "runlist" }, boxes),
+    h("div", { class: "filters" },
+      h("button", { "data-testid": "report-runs", onclick: () => picked().length && go("/report", { run: picked(), by: "provider" }) }, "report the chosen runs"),
+      h("button", { "data-testid": "compare-runs", onclick: () => go("/report", { run: picked().length ? picked() : runs, by: "run" }) }, "compare runs (by run)")),
+    h("ul", {}, runs.map((r) => h("li", {}, h("a", { href: href("/report", { run: [r] }), "data-testid": "report-run" }, r)))));
+}
+
+async function viewReport() {
+  layout = layout || await api("/api/report-links");
+  const bar = await scopeBar();
+  const rep = await api(`/api/report?${apiQuery()}`);
+  if (rep.choose_run) { main().replaceChildren(h("h1", {}, "Report"), bar, chooser(rep.runs)); return; }
+  const arms = rep.arms && Object.keys(rep.arms).length ? rep.arms : rep.providers;
+  const names = Object.keys(arms).sort();
+  const priced = rep.prices_as_of !== undefined;
+  const u = rep.uncertainty;
+  const head = h("tr", {}, h("th", {}, "metric"), names.map((n) => h("th", {}, n)));
+  const body = [];
+  for (const [key, label] of layout.rows) {
+    if (isCost(key) && !priced) continue;
+    const show = isCost(key) ? usd : null;
+    body.push(h("tr", {}, h("td", {}, label + (key === "search_usd" && priced ? ` (prices ${rep.prices_as_of})` : "")), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key, show)))));
+    if (names.some((n) => arms[n][`${key}_ci`] !== undefined)) {
+      body.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), names.map((n) => h("td", { class: "num" }, interval(arms[n][`${key}_ci`]) || "–"))));
+    }
+  }
+  for (const [key, label] of [["surface_supported_items", "items whose surface supports gold (S)"], ["surface_contradicted_items", "items whose surface contradicts gold"], ["results_returned", "search results returned"], ["results_shown", "search results shown to the model"], ["shown_share", "shown share"], ["fetch_cache_hits", "fetch cache hits"]]) {
+    if (names.some((n) => arms[n][key] !== undefined)) body.push(h("tr", {}, h("td", {}, label), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key)))));
+  }
+  const sections = [h("h2", {}, `Per ${rep.by || "provider"}`), h("div", { class: "wide" }, h("table", { class: "list report", "data-testid": "report-table" }, h("thead", {}, head), h("tbody", {}, body)))];
+  // paired differences (SPEC §18): A − B over the questions both ran, with p and Holm's adjustment
+  const comp = rep.paired || {};
+  const pairs = Object.keys(comp).sort().filter((k) => comp[k].accuracy_diff !== undefined);
+  if (pairs.length) {
+    const holm = pairs.some((p) => comp[p].p_holm !== undefined);
+    const tests = ["p_holm", "surface_support_rate_diff_p_holm"].map((k) => pairs.filter((p) => comp[p][k] !== undefined && comp[p][k] !== null).length);
+    const cols = ["pair A|B", "n", "Δ accuracy", "95% interval", "p", ...(holm ? ["p Holm"] : []), "test", "Δ surface support", "95% interval", "p", ...(holm ? ["p Holm"] : [])];
+    sections.push(h("h2", {}, "Paired differences (A − B, per question)"),
+      h("p", { class: "muted" }, `n: questions audited on both sides.${holm ? ` Holm over the ${tests[0]} accuracy and ${tests[1]} surface-support tests shown.` : ""}`),
+      h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "paired" }, h("thead", {}, h("tr", {}, cols.map((c) => h("th", {}, c)))),
+        h("tbody", {}, pairs.map((p) => { const c = comp[p]; return h("tr", {}, h("td", {}, p), h("td", { class: "num" }, fmt(c.paired_questions)),
+          h("td", { class: "num" }, fmt(c.accuracy_diff)), h("td", { class: "num" }, interval(c.accuracy_diff_ci) || "–"), h("td", { class: "num" }, pval(c.accuracy_diff_p)),
+          holm ? h("td", { class: "num" }, pval(c.p_holm)) : null, h("td", {}, layout.tests[c.accuracy_test] || c.accuracy_test || ""),
+          h("td", { class: "num" }, fmt(c.surface_support_rate_diff)), h("td", { class: "num" }, interval(c.surface_support_rate_diff_ci) || "–"),
+          h("td", { class: "num" }, pval(c.surface_support_rate_diff_p)), holm ? h("td", { class: "num" }, pval(c.surface_support_rate_diff_p_holm)) : null); })))));
+  }
+  // judge-error correction (SPEC §18), when the judge run has human labels
+  const fixed = names.filter((n) => arms[n].surface_support_rate_corrected !== undefined);
+  if (fixed.length) {
+    const rows = [];
+    for (const [key, label] of layout.corrected) {
+      rows.push(h("tr", {}, h("td", {}, label), fixed.map((n) => h("td", { class: "num" }, fmt(arms[n][key])))));
+      if (fixed.some((n) => arms[n][`${key}_ci`] !== undefined)) rows.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), fixed.map((n) => h("td", { class: "num" }, interval(arms[n][`${key}_ci`]) || "–"))));
+    }
+    sections.push(h("h2", {}, "Corrected for judge error"), h("p", { class: "muted" }, "Each snippet rate corrected by the human audit labels, stratum by stratum; TPR / TNR: the judge against the human labels."),
+      h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "corrected" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), fixed.map((n) => h("th", {}, n)))), h("tbody", {}, rows))));
+    const cp = Object.keys(comp).sort().filter((k) => comp[k].surface_support_rate_corrected_diff !== undefined);
+    if (cp.length) sections.push(h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["pair A|B", "n", "Δ corrected", "95% interval", "p (bootstrap)"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, fmt(comp[p].paired_questions)), h("td", { class: "num" }, fmt(comp[p].surface_support_rate_corrected_diff)),
+        h("td", { class: "num" }, interval(comp[p].surface_support_rate_corrected_diff_ci) || "–"), h("td", { class: "num" }, pval(comp[p].surface_support_rate_corrected_diff_p))))))));
+  }
+  const compl = rep.complementarity || {};
+  if (Object.keys(compl).length) {
+    const cols = ["a_only", "b_only", "both", "neither", "url_jaccard"];
+    sections.push(h("h2", {}, "Complementarity"), h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "pair A|B"), cols.map((c) => h("th", {}, c)))),
+      h("tbody", {}, Object.keys(compl).sort().map((k) => h("tr", {}, h("td", {}, k), cols.map((c) => h("td", { class: "num" }, fmt(compl[k][c])))))))));
+  }
+  const note = u ? `95% intervals: proportions Wilson at the effective sample size; means and ratios bootstrap over questions, ${fmt(u.bootstrap)} replicates, seed ${u.seed}.` : "no intervals (bootstrap 0)";
+  const q = apiQuery();
+  main().replaceChildren(h("h1", {}, "Report"), bar,
+    h("p", { class: "muted", "data-testid": "report-meta" }, `judge run ${rep.judge_run_id || "(none)"} · ${names.length} ${rep.by && rep.by !== "provider" ? "arms by " + rep.by : "providers"} · ${note} Every count links to what it counts.`),
+    h("p", {}, h("a", { href: `/api/report${q ? "?" + q : ""}` }, "JSON"), " · ", h("a", { href: `/report.html${q ? "?" + q : ""}`, target: "_blank", rel: "noopener" }, "charts (the report --html page)")),
+    ...sections);
+}
+
+// -- the items behind one count -----------------------------------------------------------------------
+const LABEL_TEXT = {
+  trajectories: "trajectories", audited: "audited trajectories", correct: "correct trajectories", exact_matches: "trajectories with an exact match",
+  surface_answerable_queries: "surface-answerable trajectories", items: "judge items", valid_items: "items with a valid verdict",
+  invalid_items: "items with an invalid verdict", snippet_only_items: "snippet-only items", page_visible_items: "page-visible items",
+  discovered_support: "items with discovered support", surface_supported_items: "items whose surface supports gold",
+  surface_contradicted_items: "items whose surface contradicts gold", results_returned: "search results returned", results_shown: "search results shown to the model",
+};
+async function viewItems(params) {
+  const own = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
+  const d = await api(`/api/items?${apiQuery({ ...own, limit: PAGE })}`);
+  const what = d.label === "partition" ? `${d.partition} items` : (LABEL_TEXT[d.label] || d.label);
+  const title = `${fmt(d.total)} ${d.rank ? `rank-${d.rank} appearances of ` : ""}${what}${d.arm ? ` · ${d.by} ${d.arm}` : ""}`;
+  let list;
+  if (d.kind === "trajectories") list = trajectoryTable(d.rows);
+  else list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": "item-row" },
+    h("div", { class: "rhead" }, r.rank !== undefined ? h("span", { class: "rank" }, `#${r.rank}`) : null, r.part ? badge(r.part) : null,
+      h("span", { class: "title" }, r.title || r.url), h("span", { class: "domain" }, r.domain),
+      d.kind === "results" ? chip(r.shown ? `shown (${r.shown_by})` : "not shown", r.shown ? "" : "muted") : chip(r.fetched ? "fetched" : "not fetched", r.fetched ? "fetched" : "muted")),
+    h("div", { class: "url" }, r.url || r.url_normalized),
+    h("div", {}, tlink(r.trajectory_id, `${r.provider} · ${r.qid}${r.epoch > 1 ? ` · epoch ${r.epoch}` : ""}`), " ", h("span", { class: "muted" }, r.question || "")),
+    r.appearance ? h("div", { class: "muted" }, `appearance ${r.appearance.index} of ${r.appearance.of} at rank ${r.appearance.rank}${r.appearance.query ? ` · query “${r.appearance.query}”` : ""}`) : null,
+    r.query && d.kind === "results" ? h("div", { class: "muted" }, `query “${r.query}”`) : null,
+    d.kind === "results" ? null : h("div", { class: "labels" }, labelChips(r)),
+    r.rationale ? h("div", { class: "rationale" }, h("b", {}, "judge: "), r.rationale) : null)));
+  main().replaceChildren(h("p", { class: "crumbs" }, h("a", { href: href("/report") }, "Report"), " / items"),
+    h("h1", { "data-testid": "items-title" }, title), await scopeBar(),
+    h("p", { class: "muted" }, h("span", { "data-testid": "items-total", "data-total": d.total }, `${fmt(d.total)} in all`), ` · judge run ${d.judge_run_id || "(none)"}`),
+    list, pager(d.offset, PAGE, d.total, (o) => go("/items", { ...own, offset: o })));
+}
+
+// -- two judge runs compared -------------------------------------------------------------------------
 async function viewCompare(params) {
   judgeRuns = judgeRuns || await api("/api/judge-runs");
   const ids = judgeRuns.map((j) => j.judge_run_id);
   const a = params.get("a") || ids[1] || ids[0] || "", b = params.get("b") || ids[0] || "";
-  const sel = (name, value) => h("select", { "aria-label": `judge run ${name}`, onchange: (e) => go("/compare", { a, b, [name]: e.target.value }) },
+  const offset = Number(params.get("offset") || 0);
+  const sel = (name, value) => h("select", { "aria-label": `judge run ${name}`, "data-testid": `compare-${name}`, onchange: (e) => go("/compare", { a, b, [name]: e.target.value }) },
     ids.map((id) => h("option", { value: id, selected: id === value }, id)));
-  const head = [h("h1", {}, "Judge runs"), h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["judge run", "model", "prompt", "verdicts", "valid", "invalid"].map((x) => h("th", {}, x)))),
+  const head = [h("h1", {}, "Judge runs"), await scopeBar(), h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["judge run", "model", "prompt", "verdicts", "valid", "invalid"].map((x) => h("th", {}, x)))),
     h("tbody", {}, judgeRuns.map((j) => h("tr", {}, h("td", {}, j.judge_run_id), h("td", {}, j.model), h("td", {}, j.prompt_version),
-      h("td", { class: "num" }, fmt(j.verdicts)), h("td", { class: "num" }, fmt(j.valid)), h("td", { class: "num" }, fmt(j.invalid))))))];
+      h("td", { class: "num" }, fmt(j.verdicts)), h("td", { class: "num" }, fmt(j.valid)), h("td", { class: "num" }, fmt(j.invalid)))))))];
   if (!a || !b) { main().replaceChildren(...head, h("p", {}, "no judge run yet")); return; }
-  const d = await api(`/api/judge-compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
-  const cell = (v) => v === null || v === undefined ? "–" : v ? "yes" : "no";
-  const labels = Object.keys(d.labels);
+  const d = await api(`/api/judge-compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&offset=${offset}&limit=${PAGE}`);
+  const yn = (v) => v === null || v === undefined ? "–" : v ? "yes" : "no";
+  const labels = Object.keys(d.comparison.labels);
+  const rows = h("ol", { class: "itemlist", start: offset + 1 }, d.rows.map((r) => h("li", { class: `item ${r.status === "disagree" ? "disagree" : ""}`, "data-testid": "compare-row", "data-status": r.status },
+    h("div", { class: "rhead" }, chip(r.status, r.status === "disagree" ? "bad" : r.status === "agree" ? "good" : "muted"), r.provider ? chip(r.provider) : null,
+      r.trajectory_id ? tlink(r.trajectory_id, r.qid || r.trajectory_id) : null),
+    h("div", { class: "url readable" }, r.url),
+    h("table", { class: "pairs" }, h("tbody", {}, labels.map((l) => h("tr", { class: r.differs.includes(l) ? "bad" : "" },
+      h("td", {}, l), h("td", {}, `A ${yn(r.a && r.a[l])}`), h("td", {}, `B ${yn(r.b && r.b[l])}`))))),
+    r.a_rationale ? h("div", { class: "rationale" }, h("b", {}, "A: "), r.a_rationale) : null,
+    r.b_rationale ? h("div", { class: "rationale" }, h("b", {}, "B: "), r.b_rationale) : null)));
   main().replaceChildren(...head,
-    h("h2", {}, "Item by item"), h("div", { class: "filters" }, h("label", {}, "A ", sel("a", a)), h("label", {}, "B ", sel("b", b)),
-      chip(`${fmt(d.items)} items`), chip(`${fmt(d.disagreeing)} disagree`, d.disagreeing ? "bad" : "")),
-    h("p", {}, labels.map((l) => chip(`${l}: ${fmt(d.labels[l].agree)}/${fmt(d.labels[l].both)} agree`))),
+    h("h2", {}, "Item by item"), h("div", { class: "filters" }, h("label", {}, "A ", sel("a", a)), h("label", {}, "B ", sel("b", b))),
+    h("p", { class: "counts" }, chip(`${fmt(d.items)} items`), chip(`${fmt(d.valid_in_both)} valid in both`),
+      h("span", { class: `chip ${d.disagreeing ? "bad" : ""}`, "data-testid": "disagreeing", "data-count": d.disagreeing }, `${fmt(d.disagreeing)} disagree`)),
     h("p", { "data-testid": "kappa" }, Object.entries(d.comparison.labels).map(([l, s]) =>
-      chip(`${l}: κ ${s.kappa === null ? "–" : s.kappa.toFixed(3)} (n ${fmt(s.n)})`))),
-    h("div", { class: "wide" }, h("table", { class: "list" },
-      h("thead", {}, h("tr", {}, h("th", {}, "trajectory"), h("th", {}, "url"), labels.map((l) => h("th", {}, l)), h("th", {}, "rationale A"), h("th", {}, "rationale B"))),
-      h("tbody", {}, d.rows.map((r) => h("tr", { class: r.disagree.length ? "disagree" : "" },
-        h("td", {}, tlink(r.trajectory_id)), h("td", { class: "url" }, r.url_normalized),
-        labels.map((l) => h("td", { class: r.disagree.includes(l) ? "bad" : "" }, `${cell(r[`a_${l}`])} / ${cell(r[`b_${l}`])}`)),
-        h("td", { class: "rationale" }, r.a_rationale || ""), h("td", { class: "rationale" }, r.b_rationale || "")))))),
-    d.truncated ? h("p", { class: "muted" }, "first rows only") : null);
+      chip(`${l}: agreement ${s.agreement === null ? "–" : s.agreement.toFixed(3)}, κ ${s.kappa === null ? "–" : s.kappa.toFixed(3)} (n ${fmt(s.n)})`))),
+    h("p", { class: "muted" }, "Agreement as `searchtrace judge compare` counts it (SPEC §12): over the items with a valid verdict in both runs, per label. Disagreeing items first."),
+    rows, pager(offset, PAGE, d.items, (o) => go("/compare", { a, b, offset: o })));
 }
 
-function viewSql(params) {
+// -- SQL ---------------------------------------------------------------------------------------------
+const ID_LINKS = { trajectory_id: (v) => href(`/t/${encodeURIComponent(v)}`), qid: (v) => href(`/q/${encodeURIComponent(v)}`) };
+function csv(columns, rows) {
+  const cell = (v) => { const s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v); return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s; };
+  return [columns, ...rows].map((r) => r.map(cell).join(",")).join("\r\n") + "\r\n";
+}
+async function viewSql(params) {
   const box = h("textarea", { rows: 6, "aria-label": "SQL", "data-testid": "sql-input" },
     params.get("q") || "SELECT provider, count(*) AS trajectories, count(*) FILTER (WHERE semantic_match) AS correct\nFROM v_trajectories GROUP BY provider ORDER BY provider");
   const out = h("div", { "data-testid": "sql-result" });
@@ -313,18 +569,22 @@ function viewSql(params) {
     out.replaceChildren(h("p", { class: "muted" }, "running…"));
     try {
       const d = await api("/api/sql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sql: box.value }) });
-      if (d.error) throw new Error(d.error);
-      out.replaceChildren(h("div", { class: "wide" }, h("table", { class: "list" },
-        h("thead", {}, h("tr", {}, d.columns.map((c) => h("th", {}, c)))),
-        h("tbody", {}, d.rows.map((r) => h("tr", {}, r.map((v) => h("td", {}, typeof v === "object" && v !== null ? JSON.stringify(v) : fmt(v)))))))),
-        h("p", { class: "muted" }, `${d.rows.length} rows${d.truncated ? " (first rows only)" : ""}`));
+      const link = d.columns.map((c) => ID_LINKS[c]);
+      const file = URL.createObjectURL(new Blob([csv(d.columns, d.rows)], { type: "text/csv" }));
+      out.replaceChildren(
+        h("p", { class: "muted" }, `${d.rows.length} rows${d.truncated ? " (first rows only)" : ""} · `, h("a", { href: file, download: "searchtrace.csv", "data-testid": "sql-csv" }, "download CSV")),
+        h("div", { class: "wide" }, h("table", { class: "list" },
+          h("thead", {}, h("tr", {}, d.columns.map((c) => h("th", {}, c)))),
+          h("tbody", {}, d.rows.map((r) => h("tr", {}, r.map((v, i) => h("td", {},
+            link[i] && typeof v === "string" ? h("a", { href: link[i](v), "data-testid": "sql-id-link" }, v) : typeof v === "object" && v !== null ? JSON.stringify(v) : fmt(v)))))))));
     } catch (err) {
       out.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
     }
   };
-  main().replaceChildren(h("h1", {}, "SQL"),
-    h("p", { class: "muted" }, "Read-only, as `searchtrace sql`: events, blobs and the documented views v_trajectories, v_search_results, v_searches, v_fetches, v_judge_items, v_judge_runs, v_verdicts, v_usage, v_answers, v_audits."),
-    box, h("div", {}, h("button", { onclick: run, "data-testid": "sql-run" }, "Run")), out);
+  box.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); } });
+  main().replaceChildren(h("h1", {}, "SQL"), await scopeBar(),
+    h("p", { class: "muted" }, "Read-only, as `searchtrace sql`: events, blobs and the documented views v_trajectories, v_search_results, v_searches, v_fetches, v_judge_items, v_judge_runs, v_verdicts, v_usage, v_answers, v_audits. Ctrl+Enter runs; trajectory_id and qid columns link to their pages."),
+    box, h("div", {}, h("button", { onclick: run, "data-testid": "sql-run" }, "Run"), h("span", { class: "muted" }, " Ctrl+Enter")), out);
 }
 
 // -- routing -------------------------------------------------------------------------------------
@@ -332,15 +592,14 @@ let liveTimer = null;
 function watchList(params) {
   // the list re-draws when the store grows (a run recording), at most every 1.5 s, only on its first page
   clearInterval(liveTimer);
-  const q = new URLSearchParams(params);
-  if (Number(q.get("offset") || 0) > 0) return;
-  q.set("limit", "1");
+  if (Number(params.get("offset") || 0) > 0) return;
+  const own = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
   let last = null;
   liveTimer = setInterval(async () => {
     try {
-      const d = await api(`/api/trajectories?${q}`);
+      const d = await api(`/api/trajectories?${apiQuery({ ...own, limit: 1 })}`);
       const key = `${d.total}:${d.trajectories.length ? d.trajectories[0].trajectory_id : ""}`;
-      if (last !== null && key !== last && document.activeElement.tagName !== "SELECT") await viewTrajectories(params);
+      if (last !== null && key !== last && document.activeElement.tagName !== "SELECT") { allRuns = null; await viewTrajectories(params); }
       last = key;
       document.getElementById("live").textContent = `${d.total.toLocaleString("en")} trajectories`;
     } catch (err) { /* the run may just have ended; the next tick reads the file */ }
@@ -351,13 +610,17 @@ async function route() {
   clearInterval(liveTimer);
   const { parts, params } = parseHash();
   const page = parts[0] || "trajectories";
-  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.nav === (page === "t" || page === "q" ? "trajectories" : page));
+  for (const a of document.querySelectorAll("nav a")) {
+    a.classList.toggle("on", a.dataset.nav === (page === "t" || page === "q" ? "trajectories" : page === "items" ? "report" : page));
+    a.setAttribute("href", href(a.dataset.path)); // the scope travels with the navigation
+  }
   try {
     if (page === "t") await viewTrajectory(parts.slice(1).join("/"), params);
-    else if (page === "q") await viewQuestion(parts.slice(1).join("/"), params);
-    else if (page === "report") await viewReport(params);
+    else if (page === "q") await viewQuestion(parts.slice(1).join("/"));
+    else if (page === "report") await viewReport();
+    else if (page === "items") await viewItems(params);
     else if (page === "compare") await viewCompare(params);
-    else if (page === "sql") viewSql(params);
+    else if (page === "sql") await viewSql(params);
     else { await viewTrajectories(params); watchList(params); }
     document.body.dataset.ready = location.hash;
   } catch (err) {
