@@ -26,9 +26,9 @@ from searchtrace.analytics import (
     TESTS,
     TRAJECTORIES_CTE,
     Report,
+    alias_scores,
     build_report,
     compare_judge_runs,
-    exact_match,
     first_verdicts,
     item_evidence,
     judge_runs,
@@ -37,7 +37,7 @@ from searchtrace.analytics import (
     scoped,
     shown,
     sources,
-    token_f1,
+    trajectory_arms,
     trajectory_stats,
 )
 from searchtrace.engine import Fetch, fold
@@ -56,7 +56,6 @@ PAGE_CHARS = 200_000  # a fetched page beyond this is cut in the view (the blob 
 SQL_ROWS = 1_000
 COMPARE_ROWS = 50  # judge compare: rows per page
 LIST_MAX = 500
-ARMS = ("provider", "run")  # the `by` values whose arm of a trajectory the explorer can name (items, list counts)
 
 Row = dict[str, Any]
 
@@ -170,7 +169,7 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
                 "final_answer": s.final_answer, "gold_answer": s.gold_answer, "correct": s.semantic_match,
                 "searches": s.searches, "fetches": s.fetches, "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens, "items": s.items, "valid_items": s.valid,
-                "supported": s.supported, "exact_match": exact_match(s.final_answer, s.gold_answer),
+                "supported": s.supported, "exact_match": alias_scores(s.final_answer, s.answers)[0],
                 "partition": {"SMART": s.smart, "MISSED": s.missed, "BLIND": s.blind, "NO-OP": s.noop},
             })
         out.sort(key=lambda r: r["position"], reverse=True)
@@ -269,7 +268,7 @@ def _answer_row(cur: Cursor, schema: str, trajectory_id: str) -> Row:
     found = _rows(
         cur,
         f"""WITH {scoped(schema, "SELECT $stream", "SELECT $tid")}, {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE}
-SELECT tr.question, tr.gold_answer, fa.final_answer, aud.semantic_match, aud.audit_source
+SELECT tr.question, tr.gold_answer, tr.gold_aliases, fa.final_answer, aud.semantic_match, aud.audit_source
 FROM tr LEFT JOIN aud USING (stream_id) LEFT JOIN fa USING (stream_id) WHERE tr.stream_id = $stream""",
         {"stream": stream, "tid": trajectory_id},
     )
@@ -329,6 +328,8 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
                          if isinstance(g, Fetch) and g.completed is not None and g.completed.content_digest])
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
+    aliases = msgspec.json.decode(ans["gold_aliases"], type=list[str]) if ans.get("gold_aliases") else [gold]
+    em, f1 = alias_scores(final, aliases)  # SPEC §19: the best of the accepted answers, as the report scores
     messages, tools = _requests(cur, f.turns)
     parts = Counter(i["part"] for i in items if i["part"])
     return {
@@ -348,8 +349,9 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
         "answer": {
             "final": final,
             "gold": gold,
-            "exact_match": exact_match(final, gold),
-            "token_f1": float(token_f1(final, gold)),
+            "aliases": aliases,
+            "exact_match": em,
+            "token_f1": float(f1),
             "semantic_match": ans.get("semantic_match"),
             "audit_source": ans.get("audit_source"),
         },
@@ -601,13 +603,13 @@ def link_labels() -> Row:
     return {"links": LINKS, "counts": counts, "rows": REPORT_ROWS, "corrected": CORRECTED_ROWS, "tests": TESTS}
 
 
-def arm_of(t: Row, by: str) -> str:
-    """The arm of one trajectory under `by` (SPEC §19) among those the explorer can name."""
+def arm_names(cur: Cursor, by: str, runs: list[str]) -> Callable[[Row], str]:
+    """The arm of a trajectory under `by` (SPEC §19), as the report groups it (analytics.trajectory_arms; BadInput
+    where the report refuses the axis); by provider, its provider."""
     if by == "provider":
-        return str(t["provider"])
-    if by == "run":
-        return str(t["run_id"])
-    raise BadInput(f"by={by[:80]!r}: the explorer lists the items of arms by {' or '.join(ARMS)}")
+        return lambda t: str(t["provider"])
+    arms = trajectory_arms(cur, by, runs)
+    return lambda t: arms.get(str(t["trajectory_id"]), "")
 
 
 def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: str | None, q: ItemQuery) -> Row:
@@ -623,9 +625,10 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
     for run in q.runs:
         if run not in known:
             raise BadInput(f"run {run[:80]!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
+    arm_of = arm_names(cur, q.by, q.runs)
     trs = [t for t in trajectories if (not q.runs or t["run_id"] in q.runs)
-           and (q.arm is None or arm_of(t, q.by) == q.arm)]
-    if q.arm is not None and not trs and q.arm not in {arm_of(t, q.by) for t in trajectories}:
+           and (q.arm is None or arm_of(t) == q.arm)]
+    if q.arm is not None and not trs and q.arm not in {arm_of(t) for t in trajectories}:
         raise BadInput(f"arm={q.arm[:80]!r}: no trajectory of the chosen runs is in it (by {q.by})")
     trs.sort(key=lambda t: t["position"])
     base = {"label": q.label, "arm": q.arm, "by": q.by, "judge_run_id": judge_run_id, "offset": q.offset,

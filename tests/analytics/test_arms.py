@@ -277,3 +277,18 @@ def test_an_arm_never_merges_runs(imported: Path, tmp_path: Path) -> None:
     code, _, err = run_cli("report", "--db", str(db), "--by", "model")
     assert code == 2 and err.startswith("searchtrace: error: --by model: runs ra, rb hold trajectories of the same arm "
                                         "'gpt-a', provider, question and epoch (4 (provider, qid, epoch) cells"), err
+
+
+def test_the_explorer_shows_the_same_arms(proxied: Path, imported: Path) -> None:
+    """SPEC §19: the explorer's report by run is the CLI's, and its items of an arm are that arm's (any axis)."""
+    from tests.web.test_api import get_all
+
+    _, want = report_json(proxied, "--by", "run", "--bootstrap", "200")
+    rep, top2, refused = get_all(proxied, ("GET", "/api/report?by=run&bootstrap=200", None),
+                                 ("GET", "/api/items?by=run&arm=top2&label=trajectories", None),
+                                 ("GET", "/api/report?by=provider&run=full&run=top2&bootstrap=0", None))
+    assert rep.status_code == 200 and rep.json() == want
+    assert top2.json()["total"] == want["arms"]["top2"]["trajectories"] == 3
+    assert refused.status_code == 400 and "full" in refused.json()["error"] and "top2" in refused.json()["error"]
+    (model,) = get_all(imported, ("GET", "/api/items?by=model&arm=gpt-b&label=trajectories", None))
+    assert model.status_code == 200 and model.json()["total"] == len(QIDS)
