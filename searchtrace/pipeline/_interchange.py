@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,21 @@ def import_files(
 
     A failed import into a store that did not exist before leaves no store behind.
     """
+    with _importing(db) as log:
+        with bulk_appends(log):  # short GIL turns, one-thread chunks for the appends; restored after
+            res = import_into(log, list(traces), list(judgments), list(audits), blobs=blobs, on_stage=on_stage)
+        on_stage("building the typed projections")
+    return res
+
+
+@contextlib.contextmanager
+def _importing(db: Path) -> Iterator[EventLog]:
+    """The store an import writes, its typed projections caught up after; a failed import into a store that did
+    not exist before leaves no store behind."""
     new = not db.exists()
     try:
         with EventLog(db) as log:
-            with bulk_appends(log):  # short GIL turns, one-thread chunks for the appends; restored after
-                res = import_into(log, list(traces), list(judgments), list(audits), blobs=blobs, on_stage=on_stage)
-            on_stage("building the typed projections")
+            yield log
             cur = log.cursor()
             try:
                 views.ensure_views(cur)
@@ -40,7 +50,6 @@ def import_files(
             for leftover in (db, db.with_name(db.name + ".wal")):
                 leftover.unlink(missing_ok=True)
         raise
-    return res
 
 
 def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
@@ -113,33 +122,20 @@ def import_otel(
     rows = question_file(questions, rows=sandbox_rows(questions)) if questions else []
     tools = ToolNames(search=frozenset(search_tools or default_search_tools()),
                       fetch=frozenset(fetch_tools or ToolNames().fetch))
-    new = not db.exists()
-    try:
-        requests = [r for f in files for r in requests_in(read(f), str(f))]
-        with EventLog(db) as log:
-            res = import_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
-            with tempfile.TemporaryDirectory(prefix="searchtrace-otel-") as tmp:
-                judgments, audits = [], []
-                if res.judgments:
-                    judgments.append(Path(tmp) / "judgments.jsonl")
-                    judgments[0].write_bytes(b"".join(msgspec.json.encode(j) + b"\n" for j in res.judgments))
-                if res.audits:
-                    audits.append(Path(tmp) / "audit.tsv")
-                    audits[0].write_text("provider\tqid\tsemantic_match\n" + "".join(
-                        f"{p}\t{q}\t{str(m).lower()}\n" for p, q, m in res.audits))
-                if judgments or audits:
-                    res.events_written += import_into(log, [], judgments, audits).events_written
-            cur = log.cursor()
-            try:
-                views.ensure_views(cur)
-                projections.catch_up(cur)
-            finally:
-                cur.close()
-    except BaseException:
-        if new:
-            for leftover in (db, db.with_name(db.name + ".wal")):
-                leftover.unlink(missing_ok=True)
-        raise
+    requests = [r for f in files for r in requests_in(read(f), str(f))]
+    with _importing(db) as log:
+        res = import_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
+        with tempfile.TemporaryDirectory(prefix="searchtrace-otel-") as tmp:
+            judgments, audits = [], []
+            if res.judgments:
+                judgments.append(Path(tmp) / "judgments.jsonl")
+                judgments[0].write_bytes(b"".join(msgspec.json.encode(j) + b"\n" for j in res.judgments))
+            if res.audits:
+                audits.append(Path(tmp) / "audit.tsv")
+                audits[0].write_text("provider\tqid\tsemantic_match\n" + "".join(
+                    f"{p}\t{q}\t{str(m).lower()}\n" for p, q, m in res.audits))
+            if judgments or audits:
+                res.events_written += import_into(log, [], judgments, audits).events_written
     return res
 
 
