@@ -115,8 +115,8 @@ async def hold_share(ledger: Any, worker: str, limiter: RateLimiter) -> AsyncIte
             limiter.set_rate(rate)
         return rate if rate != PAUSED_RATE else 0.0
 
-    while await renew() <= 0:  # a newcomer waits until the others made room (their next renewal)
-        await anyio.sleep(RENEW_S / 10)
+    while await renew() <= 0:  # a newcomer waits until the others made room (their next renewal), asking often
+        await anyio.sleep(RENEW_S / 50)
 
     async def keep() -> None:
         while True:

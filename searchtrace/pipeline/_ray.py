@@ -31,6 +31,7 @@ from searchtrace.engine import (
     Question,
     RunConfig,
     RunSummary,
+    Stats,
     endpoint_factory,
     plan_cells,
 )
@@ -108,7 +109,11 @@ class ShardRecorder:
     """One shard's engine (the body of its Ray async actor): `record --shard i/N` into its segment."""
 
     def __init__(self) -> None:
-        self._summary: RunSummary | None = None
+        self._stats = Stats()
+
+    def progress(self) -> int:
+        """Trajectories this actor has finished so far."""
+        return self._stats.done
 
     async def record(self, cfg: RunConfig, segment: str, shard: tuple[int, int], questions: list[Question],
                      sandbox: bool, sandbox_url: str | None) -> ShardDone:
@@ -121,7 +126,7 @@ class ShardRecorder:
         from searchtrace.pipeline._recording import record
 
         summary = await record(cfg, path, transport, progress=False, shard=shard, questions=questions,
-                               endpoints=leased(endpoint_factory(transport), worker))
+                               endpoints=leased(endpoint_factory(transport), worker), stats=self._stats)
         return ShardDone(shard=shard[0], segment=segment, node=ray.get_runtime_context().get_node_id(),
                          host=socket.gethostname(), summary=summary,
                          max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
@@ -153,12 +158,15 @@ def record_on_ray(
     """Records the run as `shards` segments on a Ray cluster, merges them into `db` and finishes the run there.
 
     `on_started` is told each started shard's actor (tests kill one)."""
-    import ray
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise BadInput("--ray needs the ray extra: pip install 'searchtrace[ray]'") from None
 
     t0 = time.perf_counter()
     if shards < 1:
         raise BadInput(f"--shards {shards}: a run needs at least one shard")
-    check_sandbox_url(sandbox_url)
+    aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)  # the run's identity as the shards (which aim it too) record it
     rates = domain_rates(quota_endpoints(cfg))
     questions = questions_of(cfg)
     run_id = cfg.effective_run_id()
