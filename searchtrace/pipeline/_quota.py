@@ -13,7 +13,7 @@ sees at most 1.1 R; the 429/Retry-After handling of every call stays the backsto
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -40,8 +40,8 @@ def actor_name(domain: str) -> str:
 class QuotaLedger:
     """The shares of one quota domain (the body of its Ray actor; plain Python, calls are serial)."""
 
-    def __init__(self, domain: str, rate: float) -> None:
-        self.domain, self.rate = domain, float(rate)
+    def __init__(self, domain: str, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.domain, self.rate, self._clock = domain, float(rate), clock
         self._held: dict[str, tuple[float, float]] = {}  # worker -> (share, expires at, monotonic)
 
     def configure(self, rate: float) -> float:
@@ -51,7 +51,7 @@ class QuotaLedger:
 
     def lease(self, worker: str, ttl_s: float = LEASE_TTL_S) -> float:
         """Grants `worker` its share for `ttl_s` seconds: the fair share, cut to what the others' leases leave."""
-        now = time.monotonic()
+        now = self._clock()
         self._held = {w: h for w, h in self._held.items() if h[1] > now and w != worker}
         others = sum(share for share, _ in self._held.values())
         share = max(0.0, min(self.rate / (len(self._held) + 1), self.rate - others))
@@ -63,7 +63,7 @@ class QuotaLedger:
         self._held.pop(worker, None)
 
     def holders(self) -> dict[str, float]:
-        now = time.monotonic()
+        now = self._clock()
         return {w: share for w, (share, expires) in self._held.items() if expires > now}
 
 

@@ -43,7 +43,7 @@ from searchtrace.pipeline._quota import (
     quota_actor,
     resource_of,
 )
-from searchtrace.pipeline._recording import aim, check_sandbox_url, questions_of, record_into
+from searchtrace.pipeline._recording import aim, questions_of, record_into
 from searchtrace.store import BadInput, EventLog
 
 SHARE_OF_RESOURCE = 0.01  # what a shard actor asks of a quota domain's resource: one unit hosts 100 shards
