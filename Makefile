@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench otel
 	$(VENV)/bin/searchtrace bench live
 	$(VENV)/bin/searchtrace bench merge
+	$(VENV)/bin/searchtrace bench scale --questions 60
 	$(VENV)/bin/searchtrace bench coverage --quick
 
 clean:

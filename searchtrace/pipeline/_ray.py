@@ -179,6 +179,11 @@ def record_on_ray(
             raise BadInput(f"{db} holds {plan.cells - plan.to_record} cells of shard {i}/{shards} but its segment "
                            f"{seg} is gone; restore it (recording the shard again would call those cells twice)")
     connect(address)
+    have: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    if missing := [resource_of(d) for d in rates if have.get(resource_of(d), 0) < SHARE_OF_RESOURCE]:
+        # a shard asks for every domain its config names: with none declared it would wait for a node forever
+        raise BadInput(f"no node of the Ray cluster declares {', '.join(missing)}: start the nodes that hold those "
+                       f"keys with ray start --resources '{{\"{missing[0]}\": 1}}'")
     for domain, rate in rates.items():
         quota_actor(domain, rate)
     actor: Any = ray.remote(ShardRecorder)  # Ray's handle types do not carry remote methods
