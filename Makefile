@@ -6,12 +6,13 @@ POSTGRES := $(VENV)/.postgres
 
 .PHONY: demo test lint typecheck bench clean
 
-# The postgres extra is part of the development install (mypy checks store/_postgres.py against psycopg's types);
-# the default install (`pip install searchtrace`) and `make demo` never import it (tests/test_startup.py).
+# The postgres and ray extras are part of the development install (mypy checks store/_postgres.py against psycopg's
+# types and pipeline/_ray*.py against ray's; the Ray tests start a local two-raylet cluster); the default install
+# (`pip install searchtrace`) and `make demo` import neither (tests/test_startup.py).
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,postgres]'
+	$(PY) -m pip install -q -e '.[dev,postgres,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -62,6 +63,7 @@ bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench otel
 	$(VENV)/bin/searchtrace bench live
 	$(VENV)/bin/searchtrace bench merge
+	$(VENV)/bin/searchtrace bench scale --questions 60
 	$(VENV)/bin/searchtrace bench coverage --quick
 
 clean:

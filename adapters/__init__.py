@@ -10,7 +10,7 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
-    from searchtrace.adapters._http import EndpointClient, default_transport
+    from searchtrace.adapters._http import EndpointClient, default_transport, quota_limiter
     from searchtrace.adapters._jina import JinaFetcher, estimate_tokens, page_markdown
     from searchtrace.adapters._keys import (
         Secret,
@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "FetchCache": "searchtrace.adapters._fetch_cache",
     "default_cache_dir": "searchtrace.adapters._fetch_cache",
     "EndpointClient": "searchtrace.adapters._http",
+    "quota_limiter": "searchtrace.adapters._http",
     "RateLimiter": "searchtrace.adapters._limiter",
     "default_transport": "searchtrace.adapters._http",
     "JinaFetcher": "searchtrace.adapters._jina",
@@ -144,6 +145,7 @@ __all__ = [
     "ENDPOINT",
     "Endpoint",
     "EndpointClient",
+    "quota_limiter",
     "FETCHERS",
     "FetchCache",
     "FetchResponse",

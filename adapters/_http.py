@@ -280,3 +280,12 @@ class OwnsClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def quota_limiter(adapter: object) -> tuple[str, RateLimiter] | None:
+    """The quota domain an adapter's endpoint names and the limiter pacing it (SPEC §22: a worker paces at its lease's
+    share through it), or None for an adapter without both (no `quota`, an unlimited rate, or not built here)."""
+    if not isinstance(adapter, OwnsClient):
+        return None
+    limiter = adapter._http.limiter
+    return (adapter.endpoint.quota, limiter) if adapter.endpoint.quota and limiter is not None else None

@@ -113,7 +113,7 @@ class Endpoint(msgspec.Struct, kw_only=True):
     timeout_s: float = 30.0
     max_retries: int = 4
     max_wait_s: float = 60.0
-    quota: str | None = None  # SPEC §22: the quota domain whose rate this endpoint shares (not enforced across processes yet)
+    quota: str | None = None  # SPEC §22: the quota domain whose rate this endpoint shares (leased across Ray workers)
 
     def __post_init__(self) -> None:
         """The one gate every adapter's endpoint passes: no credentials in the URL, finite rates and timeouts."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.benchmarks._otel as otel
     import searchtrace.benchmarks._proxy as proxy
     import searchtrace.benchmarks._replay as replay
+    import searchtrace.benchmarks._scale as scale
     import searchtrace.benchmarks._ship as ship
     import searchtrace.benchmarks._view as view
 
@@ -40,6 +41,7 @@ _MODULES: dict[str, str] = {
     "merge": "searchtrace.benchmarks._merge",
     "proxy": "searchtrace.benchmarks._proxy",
     "replay": "searchtrace.benchmarks._replay",
+    "scale": "searchtrace.benchmarks._scale",
     "ship": "searchtrace.benchmarks._ship",
     "view": "searchtrace.benchmarks._view",
 }
@@ -57,6 +59,7 @@ __all__ = [
     "merge",
     "proxy",
     "replay",
+    "scale",
     "ship",
     "view",
 ]
@@ -77,6 +80,7 @@ COMMANDS: dict[str, str] = {
     "otel": "searchtrace.benchmarks._otel:command",
     "ship": "searchtrace.benchmarks._ship:command",
     "merge": "searchtrace.benchmarks._merge:command",
+    "scale": "searchtrace.benchmarks._scale:command",
 }
 
 

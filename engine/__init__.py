@@ -5,7 +5,7 @@ Public surface (imported lazily so importing any engine module stays cheap for t
 - `Builder`, `fold`, `Folded`, `trajectory_id`, `request_sha256`, `Attempts` (the latest attempt of a cell): a
   trajectory's one home (engine._trajectory)
 - `RunConfig`, `load_config`, `parse_config`, `point_at_sandbox`, `sandbox_config` (engine._config)
-- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary`, `shard_of` (engine._record)
+- `record_run`, `endpoint_factory`, `load_questions`, `RunSummary`, `shard_of`, `plan_cells` (engine._record)
 - `fan_out` (engine._fanout); `get_prompt`, `TOOL_SCHEMAS` (engine._prompts, engine._tools)
 """
 
@@ -56,11 +56,15 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine._prompt_file import PromptFile, from_blob, is_file_version
     from searchtrace.engine._prompts import from_prompt_file, get_prompt
     from searchtrace.engine._record import (
+        AdapterFactory,
+        Endpoints,
         Question,
         RunSummary,
+        ShardPlan,
         endpoint_factory,
         load_questions,
         make_agents,
+        plan_cells,
         preflight,
         question_file,
         record_run,
@@ -137,6 +141,10 @@ _EXPORTS: dict[str, str] = {
     "run_started": "searchtrace.engine._record",
     "run_stream": "searchtrace.engine._record",
     "shard_of": "searchtrace.engine._record",
+    "AdapterFactory": "searchtrace.engine._record",
+    "Endpoints": "searchtrace.engine._record",
+    "ShardPlan": "searchtrace.engine._record",
+    "plan_cells": "searchtrace.engine._record",
     "STRATA": "searchtrace.engine._sample",
     "read_questions": "searchtrace.engine._sample",
     "parse_columns": "searchtrace.engine._sample",
@@ -228,6 +236,10 @@ __all__ = [
     "sample",
     "sandbox_config",
     "shard_of",
+    "AdapterFactory",
+    "Endpoints",
+    "ShardPlan",
+    "plan_cells",
     "to_jsonl",
     "trajectory_id",
     "worker_pool",

@@ -277,6 +277,28 @@ def _finish_counts(state: RunState) -> dict[str, int]:
     return counts
 
 
+class ShardPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What a `record` of one shard (or of the whole run) would do on a store now."""
+
+    cells: int  # the cells of the shard
+    to_record: int  # of them not final in this store
+
+
+def plan_cells(cfg: RunConfig, log_: EventLog, questions: list[Question], shard: Shard | None = None) -> ShardPlan:
+    """The plan `record_run` would make on this store, without recording (a coordinator plans its shards with it);
+    BadInput when the store holds the run under another protocol."""
+    run_id = cfg.effective_run_id()
+    state = _run_state(log_, run_id)
+    if state.started is not None and state.started.config.get("identity_sha256") != cfg.identity_sha256():
+        raise BadInput(f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, "
+                       "params, dataset or sample); set another run_id to record a new run")
+    names, epochs = sorted(cfg.providers), cfg.run.epochs
+    jobs = _plan(run_id, questions, names, state, cfg.limits.max_attempts, epochs, shard)
+    cells = len(questions) * len(names) * epochs if shard is None else sum(
+        shard_of(p, q.qid, e, shard[1]) == shard[0] for e in range(1, epochs + 1) for q in questions for p in names)
+    return ShardPlan(cells=cells, to_record=len(jobs))
+
+
 AdapterFactory = Callable[[RunConfig, AsyncExitStack], Awaitable[Endpoints]]
 
 

@@ -31,39 +31,44 @@ def test_the_package_surfaces_load_nothing_heavy() -> None:
     assert loaded("searchtrace.pipeline") == set()
 
 
-def test_no_command_module_loads_psycopg() -> None:
-    """The central PostgreSQL log is an extra: its driver loads only when a command opens such a log."""
-    code = ("import sys, pathlib, importlib, searchtrace.cli as c; "
+def test_no_command_module_loads_psycopg_or_ray() -> None:
+    """The central PostgreSQL log and the Ray fan-out are extras: their drivers load only when a command uses them."""
+    code = ("import sys, pathlib, importlib, searchtrace.cli as c, searchtrace.benchmarks as b; "
             "[importlib.import_module(t.split(':')[0]) for t in c.COMMANDS.values()]; "
-            "print('psycopg' in sys.modules)")
+            "import searchtrace.pipeline as p; p.record, p.merge; "
+            "print('psycopg' in sys.modules, 'ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
-    assert out.stdout.split() == ["False"]
+    assert out.stdout.split() == ["False", "False"]
 
 
-# psycopg made unimportable, as in an install without the postgres extra; then the commands the demo is made of
+# psycopg and ray made unimportable, as in an install without the extras; then the commands the demo is made of
 _WITHOUT_EXTRA = """
 import sys
 class NoExtra:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("psycopg", "psycopg_binary"):
+        if name.split(".")[0] in ("psycopg", "psycopg_binary", "ray"):
             raise ModuleNotFoundError(f"No module named {name!r}")
 sys.meta_path.insert(0, NoExtra())
 from searchtrace.cli import main
+open("r.toml", "w").write('[agent]\\nmodel = "sandbox-agent"\\n[providers.brave]\\n[dataset]\\npath = "sandbox"\\n')
 for argv in (["demo", "--n", "2", "--out", "d"], ["verify", "--db", "d/demo.duckdb"],
-             ["ship", "--db", "d/demo.duckdb", "--to", "postgresql:///x"]):
+             ["ship", "--db", "d/demo.duckdb", "--to", "postgresql:///x"],
+             ["record", "--config", "r.toml", "--sandbox", "--db", "d/r.duckdb", "--ray", "auto", "--shards", "2"]):
     try:
         main(argv)
     except SystemExit as exc:
         print("exit", argv[0], exc.code, file=sys.stderr)
-print("psycopg loaded:", "psycopg" in sys.modules)
+print("psycopg loaded:", "psycopg" in sys.modules, "ray loaded:", "ray" in sys.modules)
 """
 
 
-def test_the_demo_runs_without_the_postgres_extra(tmp_path: Path) -> None:
+def test_the_demo_runs_without_the_postgres_and_ray_extras(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _WITHOUT_EXTRA], capture_output=True, text=True, cwd=tmp_path,
                           timeout=300)
     assert "exit demo" not in done.stderr and "exit verify" not in done.stderr, done.stderr
     assert (tmp_path / "d" / "report.html").exists()
     assert "searchtrace: error: a PostgreSQL log needs the postgres extra: pip install 'searchtrace[postgres]'" \
         in done.stderr and "exit ship 2" in done.stderr
-    assert done.stdout.strip().endswith("psycopg loaded: False")
+    assert "searchtrace: error: --ray needs the ray extra: pip install 'searchtrace[ray]'" in done.stderr \
+        and "exit record 2" in done.stderr
+    assert done.stdout.strip().endswith("psycopg loaded: False ray loaded: False")

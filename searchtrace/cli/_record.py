@@ -14,7 +14,7 @@ from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.engine import EXAMPLE_CONFIG, MAX_EPOCHS, load_config, parse_columns
 
 if TYPE_CHECKING:  # the summary's type only: importing the recorder would load DuckDB and Arrow for --help
-    from searchtrace.engine import RunSummary
+    from searchtrace.engine import RunConfig, RunSummary
 
 
 def summary_text(s: RunSummary) -> str:
@@ -46,10 +46,15 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--shard", default=None, metavar="I/N",
               help="Record only shard I of N of the run's cells (a stable hash of provider, qid, epoch) into this "
                    "store, a segment to `merge` with the others (SPEC §22); it never appends run.finished.")
+@click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
+              help="Fan the run out on a Ray cluster (`auto`: the one this machine runs, else a local one), --shards "
+                   "segments next to --db, merged into it; needs the ray extra (SPEC §22).")
+@click.option("--shards", type=click.IntRange(1, 4096), default=None, help="How many shards --ray records (one actor each).")
 @ship_to_option
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
     no_progress: bool, epochs: int | None, dataset_columns: str | None, ship_to: str | None, shard: str | None,
+    ray_address: str | None, shards: int | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -65,6 +70,10 @@ def record(
         cfg.dataset.columns = {**cfg.dataset.columns, **parse_columns(dataset_columns, "--dataset-columns")}
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
+    if ray_address is not None or shards is not None:
+        _on_ray(cfg, db, ray_address, shards, sandbox=sandbox, sandbox_url=sandbox_url, shard=shard, ship_to=ship_to,
+                as_json=as_json)
+        return
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
     shipped: list[str] = []
     try:
@@ -90,6 +99,35 @@ def record(
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.error_kinds.items())) or "unknown"
         click.echo(f"searchtrace: record: {summary.failed} of {summary.recorded} trajectories recorded now ended in "
                    f"error ({kinds}); run the same command again to record them again", err=True)
+        raise SystemExit(1)
+
+
+def _on_ray(cfg: RunConfig, db: Path, address: str | None, shards: int | None, *, sandbox: bool,
+            sandbox_url: str | None, shard: str | None, ship_to: str | None, as_json: bool) -> None:
+    """`record --ray ADDRESS --shards N`: the shards on Ray, merged into --db; exit 1 while a shard failed."""
+    if address is None or shards is None:
+        raise click.UsageError("--ray and --shards go together (e.g. --ray auto --shards 4)")
+    if shard is not None or ship_to is not None:
+        raise click.UsageError(f"--ray records every shard itself and merges them into --db; drop "
+                               f"{'--shard' if shard is not None else '--ship-to'}")
+    from searchtrace.pipeline import record_on_ray
+
+    done = record_on_ray(cfg, db, shards=shards, address=address, sandbox=sandbox, sandbox_url=sandbox_url)
+    if as_json:
+        click.echo(msgspec.json.encode(done).decode())
+    else:
+        for d in done.done:
+            what = summary_text(d.summary) if d.summary is not None else f"stopped: {d.error}"
+            click.echo(f"shard {d.shard}/{done.shards} on {d.host or 'a lost node'}: {what}")
+        merged = f"{done.merged.appended} events merged from {len(done.merged.segments)} segments" if done.merged else "nothing to merge"
+        click.echo(f"run {done.run_id}: {done.trajectories} trajectories ({done.already} already in {db}, "
+                   f"{done.recorded} recorded now by {len(done.done)} shards); {merged} in {done.elapsed_s:.1f} s"
+                   + ("" if done.finished else f"; unfinished: {done.to_record} cells to record, run the same command again"))
+    failed = [d for d in done.done if d.summary is None or d.summary.failed]
+    if failed:
+        click.echo(f"searchtrace: record: shard{'s' if len(failed) > 1 else ''} "
+                   f"{', '.join(str(d.shard) for d in failed)} of {done.shards} did not record every cell; run the "
+                   "same command again to resume them", err=True)
         raise SystemExit(1)
 
 

@@ -42,6 +42,9 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._probing import probe_fetch, probe_search
     from searchtrace.pipeline._proxying import proxy
     from searchtrace.pipeline._querying import SqlResult, query, run_sql
+    from searchtrace.pipeline._quota import QuotaLedger, hold_share, quota_actor
+    from searchtrace.pipeline._ray import RayRecord, ShardDone, record_on_ray, segment_path
+    from searchtrace.pipeline._ray import connect as connect_ray
     from searchtrace.pipeline._recording import aim, check_sandbox_url, record, record_into, sandbox_rows
     from searchtrace.pipeline._replaying import replay
     from searchtrace.pipeline._reporting import Report, grade, grade_and_report, open_for_report, report
@@ -70,6 +73,14 @@ _EXPORTS: dict[str, str] = {
     "MergeResult": "searchtrace.pipeline._merging",
     "SegmentMerged": "searchtrace.pipeline._merging",
     "merge": "searchtrace.pipeline._merging",
+    "QuotaLedger": "searchtrace.pipeline._quota",
+    "hold_share": "searchtrace.pipeline._quota",
+    "quota_actor": "searchtrace.pipeline._quota",
+    "RayRecord": "searchtrace.pipeline._ray",
+    "ShardDone": "searchtrace.pipeline._ray",
+    "record_on_ray": "searchtrace.pipeline._ray",
+    "connect_ray": "searchtrace.pipeline._ray:connect",
+    "segment_path": "searchtrace.pipeline._ray",
     "DEFAULT_RPS": "searchtrace.pipeline._judging",
     "JudgePlan": "searchtrace.pipeline._judging",
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
@@ -136,6 +147,14 @@ __all__ = [
     "judge_chat",
     "judge_compare",
     "merge",
+    "QuotaLedger",
+    "hold_share",
+    "quota_actor",
+    "RayRecord",
+    "ShardDone",
+    "record_on_ray",
+    "connect_ray",
+    "segment_path",
     "open_for_report",
     "plan_judge",
     "probe_fetch",

@@ -12,6 +12,7 @@ import httpx
 from searchtrace.adapters.sandbox import default_world, in_process, question_rows
 from searchtrace.engine import (
     SANDBOX_DATASET,
+    AdapterFactory,
     Question,
     RunConfig,
     RunSummary,
@@ -58,20 +59,25 @@ def aim(cfg: RunConfig, *, sandbox: bool = False, sandbox_url: str | None = None
 async def record(
     cfg: RunConfig, db: Path, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
     ship_to: str | None = None, on_shipped: Callable[[Shipped], None] | None = None,
-    shard: tuple[int, int] | None = None,
+    shard: tuple[int, int] | None = None, questions: list[Question] | None = None,
+    endpoints: AdapterFactory | None = None, stats: Stats | None = None,
 ) -> RunSummary:
     """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself.
 
     `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (SPEC §22);
-    `on_shipped` is told what the whole run shipped."""
+    `on_shipped` is told what the whole run shipped. `questions`: the run's questions as a coordinator read them
+    (else read here); `endpoints`: builds the adapters (else `endpoint_factory(transport)`); `stats`: the counters
+    to keep (read by a caller while the run goes)."""
     if ship_to is not None:
         check_url(ship_to)
-    questions = await anyio.to_thread.run_sync(questions_of, cfg)  # bad input stops us before the store exists
+    if questions is None:  # bad input stops us before the store exists
+        questions = await anyio.to_thread.run_sync(questions_of, cfg)
     preflight(cfg)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         with live(log, ship_to, on_shipped):
-            return await record_into(log, cfg, transport, progress=progress, questions=questions, shard=shard)
+            return await record_into(log, cfg, transport, progress=progress, questions=questions, shard=shard,
+                                     endpoints=endpoints, stats=stats)
     finally:
         await anyio.to_thread.run_sync(log.close)
 
@@ -79,11 +85,12 @@ async def record(
 async def record_into(
     log: EventLog, cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = None, *, progress: bool | None = None,
     label: str = "record", questions: list[Question] | None = None, shard: tuple[int, int] | None = None,
+    endpoints: AdapterFactory | None = None, stats: Stats | None = None,
 ) -> RunSummary:
     """Records into an open store, with a progress bar on an interactive stderr (`progress` forces it on or off)."""
     if questions is None:
         questions = await anyio.to_thread.run_sync(questions_of, cfg)
-    stats = Stats()
+    stats = stats or Stats()
     with progress_display(stats, label=label, enabled=progress) as tick:
-        return await record_run(cfg, log, endpoint_factory(transport), stats=stats, on_progress=tick,
+        return await record_run(cfg, log, endpoints or endpoint_factory(transport), stats=stats, on_progress=tick,
                                 questions=questions, shard=shard)

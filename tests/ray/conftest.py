@@ -1,0 +1,35 @@
+"""One local Ray cluster with two raylets for the session (SPEC §22, tested on one machine), on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# both nodes hold the keys of the test's quota domain (a machine declares the domains whose keys it has)
+QUOTA = "test:shared"
+# Ray on Linux resolves 127.0.0.1 to the machine's outward address; this setting (read when ray is first imported,
+# so set before any test module here imports it, and inherited by every Ray process) keeps them all on loopback
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A head and a second raylet, started here and torn down at session end; the session's driver joined to it."""
+    pytest.importorskip("ray", reason="the Ray tests need the ray extra: pip install 'searchtrace[ray]'")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "resources": {f"quota:{QUOTA}": 1},
+            "object_store_memory": 100 * 1024 * 1024}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", namespace="searchtrace", log_to_driver=False, logging_level="WARNING")
+        yield cluster.address
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
