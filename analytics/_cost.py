@@ -33,7 +33,7 @@ from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
 
-__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "question_costs", "recorded_prices",
+__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "question_costs", "recorded_prices", "report_costs",
            "warning_line"]
 
 DEFAULT_BACKEND = "jina"
@@ -170,7 +170,10 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
 def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dict[str, dict[str, Fraction] | None]:
     """{arm: {qid: USD of that question's trajectories, every epoch}}, an arm None when any of its costs
     had no price: the resampling unit of `usd_per_correct`'s interval. Needs the relations on the search path."""
-    priced = _priced(con, prices, judge_run_id)
+    return _per_question(_priced(con, prices, judge_run_id))
+
+
+def _per_question(priced: _Priced) -> dict[str, dict[str, Fraction] | None]:
     out: dict[str, dict[str, Fraction] | None] = {}
     for provider, questions in sorted(priced.numerators.items()):
         totals = {qid: _sum(comps.values()) for qid, comps in sorted(questions.items())}
@@ -186,7 +189,20 @@ def provider_costs(
     over the arm's questions of `question_costs`' components (exact, so the totals agree to the last bit).
 
     `correct`: {arm: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+    return _per_arm(_priced(con, prices, judge_run_id), correct)
+
+
+def report_costs(
+    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]], *, per_question: bool
+) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, dict[str, Fraction]] | None]:
+    """`provider_costs` and, with `per_question`, the priced arms' `question_costs`, from one pass over the usage."""
     priced = _priced(con, prices, judge_run_id)
+    cost, unpriced = _per_arm(priced, correct)
+    usd = {a: q for a, q in _per_question(priced).items() if q is not None} if per_question else None
+    return cost, unpriced, usd
+
+
+def _per_arm(priced: _Priced, correct: dict[str, tuple[int, int]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():
         questions = priced.numerators.get(provider, {}).values()

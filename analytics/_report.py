@@ -39,7 +39,7 @@ from searchtrace.analytics._arms import arms
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
 from searchtrace.analytics._correction import TEST as CORRECTION_TEST
 from searchtrace.analytics._correction import correction, report_cases
-from searchtrace.analytics._cost import provider_costs, question_costs, recorded_prices, warning_line
+from searchtrace.analytics._cost import recorded_prices, report_costs, warning_line
 from searchtrace.analytics._custom import Number
 from searchtrace.analytics._latency import NO_LATENCY, provider_latency
 from searchtrace.analytics._metrics import (
@@ -155,9 +155,9 @@ def build_report(
             for r in rows:
                 counts[r.arm][0] += 1
                 counts[r.arm][1] += bool(r.semantic_match)
-            cost, unpriced = provider_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()})
-            if bootstrap > 0:  # usd_per_correct's interval: each question's USD (an arm with a null cost has none)
-                usd = {p: q for p, q in question_costs(con, prices, run).items() if q is not None}
+            # with intervals, usd_per_correct's: each question's USD (an arm with a null cost has none)
+            cost, unpriced, usd = report_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()},
+                                               per_question=bootstrap > 0)
     by_arm: dict[str, list[TrajectoryStats]] = defaultdict(list)
     for r in rows:
         by_arm[r.arm].append(r)
