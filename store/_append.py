@@ -23,7 +23,8 @@ from searchtrace.store._schema import HEAD_KEY
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
-Identity = tuple[str, str, bytes]  # (stream_id, type, payload bytes): what must match for a known event_id
+Identity = tuple[str, str, str, bytes]  # (stream_id, type, run_id, payload bytes): what must match for a known id
+# (the central log compares the same four, store._postgres)
 Lookup = Callable[[Sequence[int]], Mapping[int, Identity]]  # stored identities of known event ids (as ints)
 
 CHUNK_ROWS = 8_192
@@ -383,7 +384,7 @@ def _fresh(
 
 
 def _identity(e: NewEvent) -> Identity:
-    return e.stream_id, TAGS[type(e.payload)], _encoder.encode(e.payload)
+    return e.stream_id, TAGS[type(e.payload)], e.run_id, _encoder.encode(e.payload)
 
 
 def _compare(e: NewEvent, have: Identity, where: str) -> None:
@@ -391,7 +392,8 @@ def _compare(e: NewEvent, have: Identity, where: str) -> None:
     mine = _identity(e)
     if mine == have:
         return
-    other = "with other payload bytes" if mine[:2] == have[:2] else f"as {have[1]} in stream {have[0]!r}"
+    other = ("with other payload bytes" if mine[:3] == have[:3] else f"in run {have[2]!r}" if mine[:2] == have[:2]
+             else f"as {have[1]} in stream {have[0]!r}")
     raise EventConflict(
         f"event {e.event_id} ({mine[1]} in stream {mine[0]!r}) {where} {other}; nothing of this batch was written"
     )

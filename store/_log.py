@@ -78,12 +78,12 @@ class EventLog:
             cur = self._con.cursor()
             try:
                 rows = cur.execute(
-                    "SELECT event_id, stream_id, type, CAST(payload AS VARCHAR) FROM events "
+                    "SELECT event_id, stream_id, type, run_id, CAST(payload AS VARCHAR) FROM events "
                     "WHERE event_id IN (SELECT unnest(?::UUID[]))", [[str(uuid.UUID(int=i)) for i in ids]]
                 ).fetchall()
             finally:
                 cur.close()
-            found = {uuid.UUID(str(eid)).int: (str(sid), str(t), str(p).encode()) for eid, sid, t, p in rows}
+            found = {uuid.UUID(str(eid)).int: (str(sid), str(t), str(r), str(p).encode()) for eid, sid, t, r, p in rows}
             missing = set(ids) - found.keys()
             for prepared in ahead if missing else ():
                 for table in prepared.tables:
@@ -91,7 +91,7 @@ class EventLog:
                     for i, k in enumerate(keys):
                         if k in missing:
                             row = table.slice(i, 1).to_pylist()[0]
-                            found[k] = (row["stream_id"], row["type"], str(row["payload"]).encode())
+                            found[k] = (row["stream_id"], row["type"], row["run_id"], str(row["payload"]).encode())
             return found
 
         return find

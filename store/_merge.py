@@ -110,7 +110,8 @@ def _quoted(path: Path) -> str:
 
 _DIFFERS = """
 SELECT s.event_id, s.type, s.stream_id, t.type, t.stream_id FROM {s}.events s JOIN {t}.events t USING (event_id)
-WHERE s.type <> t.type OR s.stream_id <> t.stream_id OR CAST(s.payload AS VARCHAR) <> CAST(t.payload AS VARCHAR)
+WHERE s.type <> t.type OR s.stream_id <> t.stream_id OR s.run_id <> t.run_id
+   OR CAST(s.payload AS VARCHAR) <> CAST(t.payload AS VARCHAR)
 ORDER BY s.position LIMIT 1"""
 
 

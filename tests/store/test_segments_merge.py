@@ -177,6 +177,9 @@ def test_a_known_event_id_with_other_bytes_is_refused_by_append(tmp_path: Path) 
             log.append([NewEvent(stream_id="run:r", run_id="r", payload=RunFinished(counts={"m": 0})), finished(2)])
         with pytest.raises(EventConflict, match="is already stored as run.finished in stream 'run:r'"):
             log.append([NewEvent(stream_id="run:q", run_id="r", payload=RunFinished(counts={"n": 1}), event_id=eid)])
+        # another run's event under the id: refused as the central log refuses it (one rule, store._append.Identity)
+        with pytest.raises(EventConflict, match="is already stored in run 'r'"):
+            log.append([NewEvent(stream_id="run:r", run_id="r2", payload=RunFinished(counts={"n": 1}), event_id=eid)])
         twice = stable_event_id("twice")
         with pytest.raises(EventConflict, match="was appended earlier in this transaction with other payload bytes"):
             log.append([NewEvent(stream_id="run:q", run_id="r", payload=RunFinished(counts={"n": n}), event_id=twice)
