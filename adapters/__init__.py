@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_text,
     )
     from searchtrace.adapters._limiter import RateLimiter
-    from searchtrace.adapters._local_server import LocalGuard, MiB, json_too_deep
+    from searchtrace.adapters._local_server import MAX_DEPTH, LocalGuard, MiB, json_too_deep
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
@@ -85,6 +85,7 @@ _EXPORTS: dict[str, str] = {
     "LocalGuard": "searchtrace.adapters._local_server",
     "MiB": "searchtrace.adapters._local_server",
     "json_too_deep": "searchtrace.adapters._local_server",
+    "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
@@ -183,6 +184,7 @@ __all__ = [
     "endpoints",
     "estimate_tokens",
     "json_too_deep",
+    "MAX_DEPTH",
     "input_items",
     "normalize_url",
     "norm_url",

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._shown as shown
     import searchtrace.analytics._sources as sources
     import searchtrace.analytics._views as views
-    from searchtrace.analytics._agreement import compare_judge_runs
+    from searchtrace.analytics._agreement import COMPARED, compare_judge_runs
     from searchtrace.analytics._arms import trajectory_arms
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
     from searchtrace.analytics._correction import JudgedCase, correction
@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
 # use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
+    "COMPARED": "searchtrace.analytics._agreement",
     "compare_judge_runs": "searchtrace.analytics._agreement",
     "trajectory_arms": "searchtrace.analytics._arms",
     "agreement": "searchtrace.analytics._audit",
@@ -162,6 +163,7 @@ __all__ = [
     "audit_sample",
     "build_report",
     "catch_up",
+    "COMPARED",
     "compare_judge_runs",
     "correction",
     "design_event",

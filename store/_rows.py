@@ -149,10 +149,10 @@ class Chain:
         start = len(cols.hashes)
         add = cols.hashes.append
         position = cols.first + start
-        stamps = repeat(self.ts) if cols.stamps is None else map(str, cols.stamps[start:])
+        stamps = repeat(self.ts, len(cols.ids) - start) if cols.stamps is None else map(str, cols.stamps[start:])
         for hx, sid, seq, tag, run, payload, ts in zip(
             cols.ids[start:], cols.streams[start:], cols.seqs[start:], cols.types[start:], cols.runs[start:],
-            cols.payloads[start:], stamps, strict=False,
+            cols.payloads[start:], stamps, strict=True,
         ):
             h = sha256(f"{prev}\x1f{position}\x1f{hx}\x1f{sid}\x1f{seq}\x1f{tag}\x1f{run}\x1f{ts}\x1f".encode())
             h.update(payload)  # cheaper than concatenating ~600 bytes first

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import (
+    MAX_DEPTH,
     SEARCH_PROVIDERS,
     Endpoint,
     SearchAdapter,
@@ -40,7 +41,7 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
 from searchtrace.replay.interchange._common import CHUNK, event_id, event_ids
-from searchtrace.replay.interchange._otlp import MAX_DEPTH, Span
+from searchtrace.replay.interchange._otlp import Span
 from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream
 
 Message = dict[str, Any]

@@ -14,10 +14,10 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import json_too_deep
+from searchtrace.adapters import MAX_DEPTH, json_too_deep
 from searchtrace.store import BadInput
 
-MAX_DEPTH = 64  # JSON nesting of a request body (SPEC §20), and of an attribute's AnyValue
+# MAX_DEPTH (SPEC §20's JSON nesting of a request body) bounds an attribute's AnyValue too
 MAX_ATTRIBUTE = 16 << 20  # bytes of one attribute value: a page or a long conversation fits, a runaway does not
 _HEX = frozenset("0123456789abcdef")
 

@@ -78,8 +78,8 @@ class RayRecord(msgspec.Struct, kw_only=True):
 
 def segment_path(db: Path, run_id: str, shard: int, shards: int) -> Path:
     """Shard i of N of a run records here, next to the target (the same path on every run: a rerun resumes it)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
-    return db.parent / f"{db.name}.segments" / f"{safe}.shard-{shard}-of-{shards}.duckdb"
+    # a run id is [A-Za-z0-9._-]+ (engine._config), so it names a file as it is
+    return db.parent / f"{db.name}.segments" / f"{run_id}.shard-{shard}-of-{shards}.duckdb"
 
 
 def quota_endpoints(cfg: RunConfig) -> list[tuple[str, str | None, float]]:
@@ -132,13 +132,19 @@ class ShardRecorder:
                          max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
 
 
-def connect(address: str) -> None:
-    """Joins the Ray cluster at `address`; `auto`: the one this machine runs (RAY_ADDRESS, `ray start`), else a
-    local one started here."""
+def ray_module() -> Any:
+    """The ray package, imported only here and only for --ray; its absence is one line naming the extra."""
     try:
         import ray
     except ModuleNotFoundError:
         raise BadInput("--ray needs the ray extra: pip install 'searchtrace[ray]'") from None
+    return ray
+
+
+def connect(address: str) -> None:
+    """Joins the Ray cluster at `address`; `auto`: the one this machine runs (RAY_ADDRESS, `ray start`), else a
+    local one started here."""
+    ray = ray_module()
     if ray.is_initialized():
         return
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": "WARNING"}
@@ -158,10 +164,7 @@ def record_on_ray(
     """Records the run as `shards` segments on a Ray cluster, merges them into `db` and finishes the run there.
 
     `on_started` is told each started shard's actor (tests kill one)."""
-    try:
-        import ray
-    except ModuleNotFoundError:
-        raise BadInput("--ray needs the ray extra: pip install 'searchtrace[ray]'") from None
+    ray = ray_module()
 
     t0 = time.perf_counter()
     if shards < 1:
@@ -179,7 +182,7 @@ def record_on_ray(
             raise BadInput(f"{db} holds {plan.cells - plan.to_record} cells of shard {i}/{shards} but its segment "
                            f"{seg} is gone; restore it (recording the shard again would call those cells twice)")
     connect(address)
-    have: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    have: dict[str, float] = ray.cluster_resources()
     if missing := [resource_of(d) for d in rates if have.get(resource_of(d), 0) < SHARE_OF_RESOURCE]:
         # a shard asks for every domain its config names: with none declared it would wait for a node forever
         raise BadInput(f"no node of the Ray cluster declares {', '.join(missing)}: start the nodes that hold those "

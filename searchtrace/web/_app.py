@@ -189,7 +189,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
                 if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
                     return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
                                         f"{len(body['runs'])} runs: choose one (or several) above.</p>")
-                html = render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None))
+                html = render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None, body.axis))
         except (BadInput, StoreError) as exc:
             return error(exc, 400)
         return HTMLResponse(html)

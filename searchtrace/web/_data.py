@@ -19,6 +19,7 @@ from searchtrace.analytics import (
     ALL_ITEM_EVIDENCE_SQL,
     ANSWERS_CTE,
     AUDIT_CTE,
+    COMPARED,
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
     REPORT_ROWS,
@@ -774,8 +775,6 @@ def _results(cur: Cursor, trs: list[Row], results: dict[str, Span], want: bool |
     return {"total": total, "rows": rows}
 
 
-_COMPARED = (("snippet", "supports_gold"), ("snippet", "contradicts_gold"), ("snippet", "relevant"),
-             ("page", "supports_gold"))
 
 
 def judge_compare(cur: Cursor, a: str, b: str, offset: int = 0, limit: int = COMPARE_ROWS) -> Row:
@@ -804,7 +803,7 @@ LEFT JOIN tr ON tr.trajectory_id = coalesce(a.trajectory_id, b.trajectory_id)"""
         for side in ("a", "b"):
             r[side] = None if not r[f"{side}_valid"] else {
                 f"{s}.{c}": (r[f"{side}_page_{c}"] if r[f"{side}_has_page"] else None) if s == "page"
-                else r[f"{side}_snippet_{c}"] for s, c in _COMPARED}
+                else r[f"{side}_snippet_{c}"] for s, c in COMPARED}
     rank = {"disagree": 0, "agree": 1}
     rows.sort(key=lambda r: (rank.get(r["status"], 2), r["trajectory_id"], r["url_normalized"]))
     page = rows[offset: offset + limit]
