@@ -9,7 +9,13 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.replay._diff import Divergence, first_divergence
     from searchtrace.replay._grade import SOURCE, Grade, grade_answers
-    from searchtrace.replay._judge import JudgeStats, default_judge_run_id, run_judge, trace_id_of
+    from searchtrace.replay._judge import (
+        JudgeStats,
+        default_judge_run_id,
+        open_judge_run,
+        run_judge,
+        trace_id_of,
+    )
     from searchtrace.replay._judge_prompt import (
         DEFAULT_VERSION,
         JudgePrompt,
@@ -33,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "grade_answers": "searchtrace.replay._grade",
     "JudgeStats": "searchtrace.replay._judge",
     "default_judge_run_id": "searchtrace.replay._judge",
+    "open_judge_run": "searchtrace.replay._judge",
     "run_judge": "searchtrace.replay._judge",
     "trace_id_of": "searchtrace.replay._judge",
     "DEFAULT_VERSION": "searchtrace.replay._judge_prompt",
@@ -79,6 +86,7 @@ __all__ = [
     "import_files",
     "load_judge_prompt_file",
     "load_recorded",
+    "open_judge_run",
     "parse_verdict",
     "replay_trajectories",
     "run_judge",

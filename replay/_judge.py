@@ -306,6 +306,25 @@ async def run_judge(
     return stats
 
 
+def open_judge_run(
+    log: EventLog, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
+    prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
+) -> tuple[str, JudgePrompt]:
+    """A judge run started where it is not judged (SPEC §22 `judge --ray`): its `judge.started` appended once, as
+    `run_judge` would append it, and a resumed run checked; its id and prompt, for the shards that judge it."""
+    if concurrency < 1:
+        raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
+    if prompt is None:
+        prompt = resolve_prompt(log, prompt_version, judge_run_id)
+    jrid = judge_run_id or default_judge_run_id(model, prompt.version)
+    if (prev := _started(log, jrid)) is not None:
+        _check_same_run(prev, model, prompt)
+    else:
+        log.append([_started_event(jrid, model, prompt, concurrency, params)],
+                   blobs=[prompt.blob] if prompt.blob is not None else [])
+    return jrid, prompt
+
+
 def resolve_prompt(log: EventLog, version: str | None, judge_run_id: str | None) -> JudgePrompt:
     """The judge prompt of a version: built in, loaded earlier, or a prompt file's words recorded in this store.
 
@@ -374,4 +393,4 @@ async def _judge_pending(
             await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
-__all__ = ["JSON_MODE", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "run_judge", "stream_of", "trace_id_of"]
+__all__ = ["JSON_MODE", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]

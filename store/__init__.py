@@ -6,7 +6,7 @@ Public surface (imported lazily, so reaching `store._errors` from the command li
   (store._events)
 - `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, SPEC §22); `Writer`, `open_writer` (store._writer)
 - the central PostgreSQL log of SPEC §22: `CentralLog` (store._postgres, the only module that imports psycopg),
-  `ship`, `shipping`, `pull`, `follow` (store._ship)
+  `ship`, `shipping`, `pull`, `follow`, `copy_events` (store._ship)
 """
 
 from __future__ import annotations
@@ -93,7 +93,17 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.store._rows import LogRow
     from searchtrace.store._schema import DDL, OFFLINE, first_line, require_database
     from searchtrace.store._ship import BATCH as SHIP_BATCH
-    from searchtrace.store._ship import Pulled, Shipped, Shipper, central, follow, pull, ship, shipping
+    from searchtrace.store._ship import (
+        Pulled,
+        Shipped,
+        Shipper,
+        central,
+        copy_events,
+        follow,
+        pull,
+        ship,
+        shipping,
+    )
     from searchtrace.store._tuning import bulk_appends
     from searchtrace.store._verify import verify
     from searchtrace.store._writer import Writer, open_writer
@@ -188,6 +198,7 @@ _EXPORTS: dict[str, str] = {
     "Shipped": "searchtrace.store._ship",
     "Shipper": "searchtrace.store._ship",
     "central": "searchtrace.store._ship",
+    "copy_events": "searchtrace.store._ship",
     "follow": "searchtrace.store._ship",
     "pull": "searchtrace.store._ship",
     "ship": "searchtrace.store._ship",
@@ -265,6 +276,7 @@ __all__ = [
     "blobs",
     "bulk_appends",
     "central",
+    "copy_events",
     "check_url",
     "close_when_free",
     "decode_payload",

@@ -84,12 +84,21 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @ship_to_option
+@click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
+              help="Fan the judge calls out on a Ray cluster (`auto`: the one this machine runs, else a local one): "
+                   "--shards segments (items by their trajectory's cell), merged into --db; rate, concurrency and "
+                   "key apply per shard; needs the ray extra (SPEC §22).")
+@click.option("--shards", type=click.IntRange(1, 4096), default=None, help="How many shards --ray judges (one actor each).")
+@click.option("--segment-dir", default=None, metavar="DIR",
+              help="With --ray: each actor writes its segment in DIR on its own node (no shared filesystem); the "
+                   "driver fetches it through Ray, checked by size and sha256 [default: next to --db on every node].")
 @click.pass_context
 def judge(
     ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None,
     prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
     concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, ship_to: str | None,
+    ray_address: str | None, shards: int | None, segment_dir: str | None,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
 
@@ -101,6 +110,9 @@ def judge(
         judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
         sandbox=sandbox, sandbox_url=sandbox_url,
     )
+    if ray_address is not None or shards is not None or segment_dir is not None:
+        _on_ray(plan, db, ray_address, shards, segment_dir=segment_dir, ship_to=ship_to, as_json=as_json)
+        return
     chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
                                concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
                                sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
@@ -125,6 +137,39 @@ def judge(
         if stats.stopped:
             click.echo(f"searchtrace: judge {stats.stopped}; check the endpoint, then run the same command "
                        "again to resume", err=True)
+        raise SystemExit(1)
+
+
+def _on_ray(plan: pipeline.JudgePlan, db: Path, address: str | None, shards: int | None, *, segment_dir: str | None,
+            ship_to: str | None, as_json: bool) -> None:
+    """`judge --ray ADDRESS --shards N`: the shards on Ray, merged into --db; exit 1 while items lack a verdict."""
+    if address is None or shards is None:
+        raise click.UsageError("--ray and --shards go together (e.g. --ray auto --shards 4); --segment-dir needs them")
+    if ship_to is not None:
+        raise click.UsageError("--ray judges every shard itself and merges them into --db; drop --ship-to "
+                               "(ship --db afterwards)")
+    from searchtrace.pipeline import judge_on_ray
+
+    done = judge_on_ray(plan, db, shards=shards, address=address, segment_dir=segment_dir)
+    if as_json:
+        click.echo(msgspec.json.encode(done).decode())
+    else:
+        for d in done.done:
+            what = summary_text(d.judged) if d.judged is not None else f"stopped: {d.error}"
+            fetched = f" ({d.fetched_bytes:,} segment bytes fetched)" if d.fetched_bytes else ""
+            click.echo(f"shard {d.shard}/{done.shards} on {d.host or 'a lost node'}: {what}{fetched}")
+        merged = (f"{done.merged.appended} events merged from {len(done.merged.segments)} segments" if done.merged
+                  else "nothing to merge")
+        click.echo(f"judge run {done.judge_run_id}: {done.items} items ({done.already} already judged in {db}, "
+                   f"{done.judged} judged now by {len(done.done)} shards); {merged} in {done.elapsed_s:.1f} s"
+                   + (f"; unfinished: {done.pending} items without a verdict, run the same command again"
+                      if done.pending else ""))
+    if done.pending:
+        stopped = [d for d in done.done if d.error]
+        for d in stopped:
+            click.echo(f"searchtrace: judge shard {d.shard}/{done.shards}: {d.error}", err=True)
+        click.echo(f"searchtrace: judge: {done.pending} items have no verdict yet; run the same command again to "
+                   "judge them", err=True)
         raise SystemExit(1)
 
 

@@ -50,11 +50,14 @@ def summary_text(s: RunSummary) -> str:
               help="Fan the run out on a Ray cluster (`auto`: the one this machine runs, else a local one), --shards "
                    "segments next to --db, merged into it; needs the ray extra (SPEC §22).")
 @click.option("--shards", type=click.IntRange(1, 4096), default=None, help="How many shards --ray records (one actor each).")
+@click.option("--segment-dir", default=None, metavar="DIR",
+              help="With --ray: each actor writes its segment in DIR on its own node (no shared filesystem); the "
+                   "driver fetches it through Ray, checked by size and sha256 [default: next to --db on every node].")
 @ship_to_option
 def record(
     config_path: Path | None, example: bool, db: Path, sandbox: bool, sandbox_url: str | None, as_json: bool,
     no_progress: bool, epochs: int | None, dataset_columns: str | None, ship_to: str | None, shard: str | None,
-    ray_address: str | None, shards: int | None,
+    ray_address: str | None, shards: int | None, segment_dir: str | None,
 ) -> None:
     """Record every (question, provider) trajectory of a run; re-running resumes where it stopped."""
     if example:
@@ -70,9 +73,9 @@ def record(
         cfg.dataset.columns = {**cfg.dataset.columns, **parse_columns(dataset_columns, "--dataset-columns")}
     if sandbox and sandbox_url:
         raise click.UsageError("use either --sandbox or --sandbox-url, not both")
-    if ray_address is not None or shards is not None:
+    if ray_address is not None or shards is not None or segment_dir is not None:
         _on_ray(cfg, db, ray_address, shards, sandbox=sandbox, sandbox_url=sandbox_url, shard=shard, ship_to=ship_to,
-                as_json=as_json)
+                as_json=as_json, segment_dir=segment_dir)
         return
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
     shipped: list[str] = []
@@ -103,16 +106,18 @@ def record(
 
 
 def _on_ray(cfg: RunConfig, db: Path, address: str | None, shards: int | None, *, sandbox: bool,
-            sandbox_url: str | None, shard: str | None, ship_to: str | None, as_json: bool) -> None:
+            sandbox_url: str | None, shard: str | None, ship_to: str | None, as_json: bool,
+            segment_dir: str | None) -> None:
     """`record --ray ADDRESS --shards N`: the shards on Ray, merged into --db; exit 1 while a shard failed."""
     if address is None or shards is None:
-        raise click.UsageError("--ray and --shards go together (e.g. --ray auto --shards 4)")
+        raise click.UsageError("--ray and --shards go together (e.g. --ray auto --shards 4); --segment-dir needs them")
     if shard is not None or ship_to is not None:
         raise click.UsageError(f"--ray records every shard itself and merges them into --db; drop "
                                f"{'--shard' if shard is not None else '--ship-to'}")
     from searchtrace.pipeline import record_on_ray
 
-    done = record_on_ray(cfg, db, shards=shards, address=address, sandbox=sandbox, sandbox_url=sandbox_url)
+    done = record_on_ray(cfg, db, shards=shards, address=address, sandbox=sandbox, sandbox_url=sandbox_url,
+                         segment_dir=segment_dir)
     if as_json:
         click.echo(msgspec.json.encode(done).decode())
     else:

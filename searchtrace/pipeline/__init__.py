@@ -43,7 +43,15 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._proxying import proxy
     from searchtrace.pipeline._querying import SqlResult, query, run_sql
     from searchtrace.pipeline._quota import QuotaLedger, hold_share, quota_actor
-    from searchtrace.pipeline._ray import RayRecord, ShardDone, record_on_ray, segment_path
+    from searchtrace.pipeline._ray import (
+        RayJudge,
+        RayRecord,
+        ShardDone,
+        judge_on_ray,
+        judge_segment_path,
+        record_on_ray,
+        segment_path,
+    )
     from searchtrace.pipeline._ray import connect as connect_ray
     from searchtrace.pipeline._recording import aim, check_sandbox_url, record, record_into, sandbox_rows
     from searchtrace.pipeline._replaying import replay
@@ -76,8 +84,11 @@ _EXPORTS: dict[str, str] = {
     "QuotaLedger": "searchtrace.pipeline._quota",
     "hold_share": "searchtrace.pipeline._quota",
     "quota_actor": "searchtrace.pipeline._quota",
+    "RayJudge": "searchtrace.pipeline._ray",
     "RayRecord": "searchtrace.pipeline._ray",
     "ShardDone": "searchtrace.pipeline._ray",
+    "judge_on_ray": "searchtrace.pipeline._ray",
+    "judge_segment_path": "searchtrace.pipeline._ray",
     "record_on_ray": "searchtrace.pipeline._ray",
     "connect_ray": "searchtrace.pipeline._ray:connect",
     "segment_path": "searchtrace.pipeline._ray",
@@ -150,8 +161,11 @@ __all__ = [
     "QuotaLedger",
     "hold_share",
     "quota_actor",
+    "RayJudge",
     "RayRecord",
     "ShardDone",
+    "judge_on_ray",
+    "judge_segment_path",
     "record_on_ray",
     "connect_ray",
     "segment_path",

@@ -1,4 +1,4 @@
-"""SPEC §22, fan-out on Ray: `record --ray auto|ADDRESS --shards N`.
+"""SPEC §22, fan-out on Ray: `record --ray auto|ADDRESS --shards N` and `judge --ray auto|ADDRESS --shards N`.
 
 The driver plans against the target store (the run's protocol, which shards still have cells to record), starts one
 Ray async actor per such shard, each running the unchanged single-process record (`record --shard i/N`) into its
@@ -8,11 +8,25 @@ actor or a second run resumes its shard from what the segment holds and no recor
 never leave the machines that hold them: a shard reads them from its own environment (the driver needs none), and
 when the config names quota domains the shard actor requests each domain's custom resource, which only the machines
 holding that domain's keys declare (`ray start --resources '{"quota:NAME": 1}'`). Ray is imported here only.
+
+`judge --ray` shards the judge items by their trajectory's cell (the same stable hash of provider, qid, epoch, so
+every item and attempt of a trajectory is in one shard). The driver opens the judge run in the target (its
+`judge.started`, as one process would append it) and writes, per shard with items to judge, an input store: the
+shard's trajectory streams, their questions and run configs, the run's header and every verdict the target holds
+for the shard, copied byte for byte. Its bytes travel through Ray's object store; the actor merges them into its
+segment (created when missing) and runs the unchanged judge there, which calls only what has no verdict.
+
+Segments need no shared filesystem: an actor writes its segment at the driver's path (a shared filesystem) or in
+`segment_dir` on its own node, and the driver fetches every closed segment through the actor in chunks, checked
+against the size and sha256 the actor reports, into its own path next to the target (a copy already holding those
+bytes moves nothing; a fetch that does not reproduce them leaves the copy as it was and is not merged).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import resource
 import socket
 import time
@@ -25,6 +39,7 @@ import anyio
 import msgspec
 
 from searchtrace.adapters import quota_limiter
+from searchtrace.analytics import JudgeItem, judge_items
 from searchtrace.engine import (
     AdapterFactory,
     Endpoints,
@@ -34,7 +49,9 @@ from searchtrace.engine import (
     Stats,
     endpoint_factory,
     plan_cells,
+    shard_of,
 )
+from searchtrace.pipeline._judging import JudgePlan
 from searchtrace.pipeline._merging import MergeResult, merge
 from searchtrace.pipeline._quota import (
     NAMESPACE,
@@ -44,7 +61,18 @@ from searchtrace.pipeline._quota import (
     resource_of,
 )
 from searchtrace.pipeline._recording import aim, questions_of, record_into
-from searchtrace.store import BadInput, EventLog
+from searchtrace.replay import JudgeStats, open_judge_run
+from searchtrace.store import (
+    BadInput,
+    EventConflict,
+    EventLog,
+    StoreError,
+    copy_events,
+    judge_stream,
+    trajectory_stream,
+)
+
+CHUNK = 8 << 20  # bytes per read of a segment fetched from its actor (well under Ray's object size limits)
 
 SHARE_OF_RESOURCE = 0.01  # what a shard actor asks of a quota domain's resource: one unit hosts 100 shards
 
@@ -56,9 +84,12 @@ class ShardDone(msgspec.Struct, kw_only=True):
     segment: str
     node: str = ""  # the Ray node the actor ran on
     host: str = ""
-    summary: RunSummary | None = None  # None: the actor died (error says how)
+    summary: RunSummary | None = None  # a record shard's summary; None: the actor died (error says how)
+    judged: JudgeStats | None = None  # a judge shard's counters; None: the actor died
     error: str = ""
     max_rss_mb: float = 0.0  # the actor process's peak resident memory
+    local: str = ""  # the segment's path on the actor's node
+    fetched_bytes: int = 0  # bytes of it brought to `segment` through Ray (0: the driver saw those bytes there)
 
 
 class RayRecord(msgspec.Struct, kw_only=True):
@@ -80,6 +111,48 @@ def segment_path(db: Path, run_id: str, shard: int, shards: int) -> Path:
     """Shard i of N of a run records here, next to the target (the same path on every run: a rerun resumes it)."""
     # a run id is [A-Za-z0-9._-]+ (engine._config), so it names a file as it is
     return db.parent / f"{db.name}.segments" / f"{run_id}.shard-{shard}-of-{shards}.duckdb"
+
+
+def judge_segment_path(db: Path, judge_run_id: str, shard: int, shards: int) -> Path:
+    """Shard i of N of a judge run judges here, next to the target (the same path on every run: a rerun resumes it)."""
+    # a judge run id may hold any character (`model@judge/1`): kept readable where it is safe, told apart by its hash
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", judge_run_id)[:80]
+    tag = hashlib.sha256(judge_run_id.encode()).hexdigest()[:8]
+    return db.parent / f"{db.name}.segments" / f"judge-{safe}-{tag}.shard-{shard}-of-{shards}.duckdb"
+
+
+def local_path(dest: Path, segment_dir: str | None) -> Path:
+    """Where an actor writes the segment the driver merges from `dest`: in `segment_dir` on the actor's own node, else
+    at `dest` itself (a filesystem the nodes share with the driver)."""
+    return Path(segment_dir) / dest.name if segment_dir else dest
+
+
+class SegmentFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A closed segment file: where, its size and sha256 (what a copy of it must reproduce)."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+def file_of(path: Path) -> SegmentFile:
+    """A file's size and sha256, read in chunks."""
+    h, n = hashlib.sha256(), 0
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+            n += len(chunk)
+    return SegmentFile(path=str(path), size=n, sha256=h.hexdigest())
+
+
+def write_checked(data: bytes, sha256: str, path: Path) -> None:
+    """Bytes sent through Ray written to `path` only when they are the ones sent (their sha256)."""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise StoreError(f"{path}: the store sent through Ray arrived damaged ({len(data)} bytes, another sha256)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(data)
+    os.replace(part, path)
 
 
 def quota_endpoints(cfg: RunConfig) -> list[tuple[str, str | None, float]]:
@@ -105,31 +178,111 @@ def leased(base: AdapterFactory, worker: str) -> AdapterFactory:
     return make
 
 
-class ShardRecorder:
+class ShardActor:
+    """What every shard's Ray async actor has besides its work: its progress, and its segment readable through Ray
+    (the driver fetches it when it cannot see it at its own path)."""
+
+    def __init__(self) -> None:
+        self._done = 0
+        self._segment: Path | None = None  # set when the work starts
+
+    def progress(self) -> int:
+        """Trajectories or items this actor has finished so far."""
+        return self._done
+
+    def segment_file(self) -> SegmentFile | None:
+        """The segment as it is now on this node; None before it exists or while a write-ahead log says it is open."""
+        path = self._segment
+        if path is None or not path.exists() or path.with_name(path.name + ".wal").exists():
+            return None
+        return file_of(path)
+
+    def read_chunk(self, offset: int, size: int) -> bytes:
+        """`size` bytes of the segment from `offset` (fewer at its end)."""
+        assert self._segment is not None
+        with self._segment.open("rb") as f:
+            f.seek(offset)
+            return f.read(size)
+
+    def _ran(self, shard: int, dest: str) -> ShardDone:
+        import ray
+
+        return ShardDone(shard=shard, segment=dest, node=ray.get_runtime_context().get_node_id(),
+                         host=socket.gethostname(), local=str(self._segment),
+                         max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+
+
+class ShardRecorder(ShardActor):
     """One shard's engine (the body of its Ray async actor): `record --shard i/N` into its segment."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._stats = Stats()
 
     def progress(self) -> int:
         """Trajectories this actor has finished so far."""
         return self._stats.done
 
-    async def record(self, cfg: RunConfig, segment: str, shard: tuple[int, int], questions: list[Question],
-                     sandbox: bool, sandbox_url: str | None) -> ShardDone:
-        import ray
-
+    async def record(self, cfg: RunConfig, dest: str, segment_dir: str | None, shard: tuple[int, int],
+                     questions: list[Question], sandbox: bool, sandbox_url: str | None,
+                     seed: bytes | None = None, seed_sha256: str = "") -> ShardDone:
+        """Records the shard into its segment on this node; `seed`: the driver's copy of it, the start when this node
+        has none (an earlier run of the shard ran elsewhere)."""
         transport = aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
-        path = Path(segment)
+        path = self._segment = local_path(Path(dest), segment_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if seed is not None and not path.exists():
+            write_checked(seed, seed_sha256, path)
         worker = f"{cfg.effective_run_id()}:{shard[0]}/{shard[1]}@{socket.gethostname()}:{os.getpid()}"
         from searchtrace.pipeline._recording import record
 
         summary = await record(cfg, path, transport, progress=False, shard=shard, questions=questions,
                                endpoints=leased(endpoint_factory(transport), worker), stats=self._stats)
-        return ShardDone(shard=shard[0], segment=segment, node=ray.get_runtime_context().get_node_id(),
-                         host=socket.gethostname(), summary=summary,
-                         max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+        done = self._ran(shard[0], dest)
+        done.summary = summary
+        return done
+
+
+class ShardJudge(ShardActor):
+    """One judge shard (the body of its Ray async actor): the unchanged `judge` on its segment, which starts from the
+    input the driver sent (the shard's trajectories and the verdicts the target holds)."""
+
+    async def judge(self, plan: JudgePlan, shard: int, dest: str, segment_dir: str | None, given: bytes,
+                    given_sha256: str) -> ShardDone:
+        """Judges what the shard's segment has no verdict for, with the keys of this node's environment."""
+        from searchtrace.pipeline._judging import judge, judge_chat
+
+        path = self._segment = local_path(Path(dest), segment_dir)
+        await anyio.to_thread.run_sync(lambda: take_input(given, given_sha256, path))
+        chat = judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
+                          concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
+                          sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
+
+        def tick(s: JudgeStats) -> None:
+            self._done = s.done
+
+        stats = await judge(path, chat, model=plan.model, judge_run_id=plan.judge_run_id, prompt=plan.prompt,
+                            concurrency=plan.concurrency, params=plan.params, progress=tick)
+        done = self._ran(shard, dest)
+        done.judged = stats
+        return done
+
+
+def take_input(given: bytes, sha256: str, segment: Path) -> None:
+    """The driver's input store merged into the shard's segment (created when missing): what the segment judged
+    before stays, the target's verdicts join it. A segment that disagrees with the target (its items were judged
+    since on another node) starts again from the input."""
+    inbox = segment.with_name(segment.name + ".input")
+    write_checked(given, sha256, inbox)
+    try:
+        try:
+            merge([inbox], segment)
+        except EventConflict:
+            for stale in (segment, segment.with_name(segment.name + ".wal")):
+                stale.unlink(missing_ok=True)
+            merge([inbox], segment)
+    finally:
+        inbox.unlink(missing_ok=True)
 
 
 def ray_module() -> Any:
@@ -157,13 +310,85 @@ def connect(address: str) -> None:
         raise BadInput(f"--ray {address}: cannot join a Ray cluster there ({str(exc).splitlines()[0]})") from None
 
 
+def fetch_segment(ray: Any, handle: Any, dest: Path) -> int:
+    """Brings a shard actor's closed segment to `dest` unless `dest` holds those bytes already (a shared filesystem);
+    the bytes moved. Written beside `dest` and put in its place only when size and sha256 are the actor's: a fetch cut
+    short or damaged leaves `dest` as it was (StoreError)."""
+    got: SegmentFile | None = ray.get(handle.segment_file.remote())
+    if got is None:
+        raise StoreError("its segment is not closed on its node")
+    if dest.exists() and dest.stat().st_size == got.size and file_of(dest).sha256 == got.sha256:
+        return 0
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    h, n = hashlib.sha256(), 0
+    try:
+        with part.open("wb") as f:
+            while n < got.size:
+                chunk: bytes = ray.get(handle.read_chunk.remote(n, min(CHUNK, got.size - n)))
+                if not chunk:
+                    break
+                f.write(chunk)
+                h.update(chunk)
+                n += len(chunk)
+        if (n, h.hexdigest()) != (got.size, got.sha256):
+            raise StoreError(f"its segment {got.path} came {n} of {got.size} bytes, sha256 {h.hexdigest()[:12]} "
+                             f"for {got.sha256[:12]}; not merged")
+        os.replace(part, dest)
+    finally:
+        part.unlink(missing_ok=True)
+    return n
+
+
+def gather(ray: Any, started: dict[int, Any], refs: dict[int, Any], dests: dict[int, Path]) -> list[ShardDone]:
+    """Each shard's outcome, its segment fetched to its path at the driver when its actor is alive (also after its
+    work failed: what it committed is merged), then its actor ended; BadInput of a shard is raised."""
+    done: list[ShardDone] = []
+    for i, ref in refs.items():
+        where = str(dests[i])
+        alive = True
+        try:
+            d: ShardDone = ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            d, alive = ShardDone(shard=i, segment=where, error=f"its actor died ({type(exc).__name__})"), False
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            if isinstance(cause, BadInput):
+                for handle in started.values():
+                    ray.kill(handle)
+                raise cause from None
+            d = ShardDone(shard=i, segment=where, error=f"{type(cause).__name__}: {str(cause).splitlines()[0]}")
+        except ray.exceptions.RayError as exc:  # its actor could not be placed (its node went)
+            d, alive = ShardDone(shard=i, segment=where, error=f"its actor did not run ({type(exc).__name__})"), False
+        try:
+            if alive:
+                d.fetched_bytes = fetch_segment(ray, started[i], dests[i])
+        except (StoreError, OSError, ray.exceptions.RayError) as exc:
+            d.error = "; ".join(filter(None, [d.error, f"segment not fetched: {str(exc).splitlines()[0]}"]))
+        finally:
+            ray.kill(started[i])  # its segment is closed (or its actor gone); the actor's process goes
+        done.append(d)
+    return sorted(done, key=lambda d: d.shard)
+
+
+def seed_of(ray: Any, dest: Path, segment_dir: str | None) -> tuple[Any, str]:
+    """The driver's copy of a shard's segment, put in Ray's object store for an actor whose node may have none
+    (segments in `segment_dir`, node-local); (None, "") when the actor writes at `dest` or there is no copy."""
+    if segment_dir is None or not dest.exists():
+        return None, ""
+    data = dest.read_bytes()
+    return ray.put(data), hashlib.sha256(data).hexdigest()
+
+
 def record_on_ray(
     cfg: RunConfig, db: Path, *, shards: int, address: str = "auto", sandbox: bool = False,
-    sandbox_url: str | None = None, on_started: Callable[[dict[int, Any]], None] | None = None,
+    sandbox_url: str | None = None, segment_dir: str | None = None,
+    on_started: Callable[[dict[int, Any]], None] | None = None,
 ) -> RayRecord:
     """Records the run as `shards` segments on a Ray cluster, merges them into `db` and finishes the run there.
 
-    `on_started` is told each started shard's actor (tests kill one)."""
+    `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
+    through Ray). `on_started` is told each started shard's actor (tests kill one)."""
     ray = ray_module()
 
     t0 = time.perf_counter()
@@ -193,6 +418,7 @@ def record_on_ray(
     need = {resource_of(d): SHARE_OF_RESOURCE for d in rates}
     started: dict[int, Any] = {}
     refs: dict[int, Any] = {}
+    dests = {i: segment_path(db, run_id, i, shards) for i in range(shards)}
     for i, plan in plans.items():
         if not plan.to_record:
             continue
@@ -201,24 +427,11 @@ def record_on_ray(
             max_restarts=0, scheduling_strategy="SPREAD",
         ).remote()
         started[i] = handle
-        refs[i] = handle.record.remote(cfg, str(segment_path(db, run_id, i, shards)), (i, shards), questions,
-                                       sandbox, sandbox_url)
+        refs[i] = handle.record.remote(cfg, str(dests[i]), segment_dir, (i, shards), questions, sandbox, sandbox_url,
+                                       *seed_of(ray, dests[i], segment_dir))
     if on_started is not None:
         on_started(started)
-    done: list[ShardDone] = []
-    for i, ref in refs.items():
-        where = str(segment_path(db, run_id, i, shards))
-        try:
-            done.append(ray.get(ref))
-        except ray.exceptions.RayActorError as exc:
-            done.append(ShardDone(shard=i, segment=where, error=f"its actor died ({type(exc).__name__})"))
-        except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-            if isinstance(cause, BadInput):
-                raise cause from None
-            done.append(ShardDone(shard=i, segment=where, error=f"{type(cause).__name__}: {str(cause).splitlines()[0]}"))
-        finally:
-            ray.kill(started[i])  # its segment is closed; the actor's process goes
+    done = gather(ray, started, refs, dests)
     segments = [p for i in range(shards) if (p := segment_path(db, run_id, i, shards)).exists()]
     merged = merge(segments, db) if segments else None
     with EventLog(db) as log:
@@ -229,5 +442,116 @@ def record_on_ray(
             finished = True
     recorded = sum(d.summary.recorded for d in done if d.summary is not None)
     return RayRecord(run_id=run_id, shards=shards, trajectories=whole.cells, already=whole.cells - whole.to_record,
-                     recorded=recorded, done=sorted(done, key=lambda d: d.shard), merged=merged, finished=finished,
+                     recorded=recorded, done=done, merged=merged, finished=finished,
                      to_record=after.to_record, elapsed_s=time.perf_counter() - t0)
+
+
+class RayJudge(msgspec.Struct, kw_only=True):
+    """A fanned-out judge run: every shard, the merge of their segments into the target, what is left to judge."""
+
+    judge_run_id: str
+    shards: int
+    items: int  # judge items of the target
+    already: int  # of them with a verdict of this judge run before this run
+    judged: int  # verdicts the shards made now
+    failed: int  # calls that failed for good on a transient error (no verdict: run again)
+    done: list[ShardDone]
+    merged: MergeResult | None
+    pending: int  # items of the target still without a verdict (run again)
+    elapsed_s: float
+
+
+# what a judge shard needs besides its trajectories' own streams: their questions and run configs, the judge run's
+# header and every verdict the target holds for the shard's trajectories (so nothing judged is called again)
+_INPUT_SQL = """
+WITH t(stream_id) AS (SELECT unnest(?::VARCHAR[])), v(trajectory_id) AS (SELECT unnest(?::VARCHAR[]))
+SELECT position FROM events WHERE stream_id IN (SELECT stream_id FROM t)
+UNION ALL SELECT position FROM events WHERE type = 'dataset.question' AND payload->>'$.qid' IN
+  (SELECT DISTINCT payload->>'$.qid' FROM events WHERE type = 'trajectory.started' AND stream_id IN (SELECT stream_id FROM t))
+UNION ALL SELECT position FROM events WHERE type = 'run.started' AND run_id IN
+  (SELECT DISTINCT run_id FROM events WHERE stream_id IN (SELECT stream_id FROM t))
+UNION ALL SELECT position FROM events WHERE stream_id = ? AND (type = 'judge.started' OR (type = 'judge.verdict' AND
+  payload->>'$.item.trajectory_id' IN (SELECT trajectory_id FROM v)))
+ORDER BY position"""
+
+
+def judge_input(log: EventLog, judge_run_id: str, to_judge: list[JudgeItem], of_shard: set[str], into: Path) -> int:
+    """Writes the input store of a judge shard: the streams of the trajectories with items `to_judge`, and the
+    verdicts the target holds for every trajectory of the shard (`of_shard`); returns its events."""
+    streams = sorted({trajectory_stream(it.trajectory_id) for it in to_judge})
+    cur = log.cursor()
+    try:
+        positions = [int(r[0]) for r in cur.execute(_INPUT_SQL, [streams, sorted(of_shard), judge_stream(judge_run_id)])
+                     .fetchall()]
+    finally:
+        cur.close()
+    into.unlink(missing_ok=True)
+    with EventLog(into) as out:
+        return copy_events(log, positions, out)
+
+
+def judge_on_ray(
+    plan: JudgePlan, db: Path, *, shards: int, address: str = "auto", segment_dir: str | None = None,
+    on_started: Callable[[dict[int, Any]], None] | None = None,
+) -> RayJudge:
+    """Judges the items of `db` this judge run has no verdict for as `shards` segments on a Ray cluster and merges
+    them into `db` (which holds the run's `judge.started`, appended first by the driver).
+
+    `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
+    through Ray). `on_started` is told each started shard's actor (tests kill one)."""
+    ray = ray_module()
+    t0 = time.perf_counter()
+    if shards < 1:
+        raise BadInput(f"--shards {shards}: a judge run needs at least one shard")
+    dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
+    inputs: dict[int, tuple[bytes, int]] = {}
+    with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target
+        jrid, prompt = open_judge_run(log, model=plan.model, judge_run_id=plan.judge_run_id,
+                                      prompt_version=plan.prompt_version, prompt=plan.prompt,
+                                      concurrency=plan.concurrency, params=plan.params)
+        cur = log.cursor()
+        try:
+            every = judge_items(cur)
+            pending = judge_items(cur, without_verdict_in=jrid)
+        finally:
+            cur.close()
+        cell = {it.trajectory_id: shard_of(it.provider, it.qid, it.epoch, shards) for it in every}
+        for i in sorted({cell[it.trajectory_id] for it in pending}):
+            mine = {t for t, k in cell.items() if k == i}
+            box = dests[i].with_name(dests[i].name + ".input")
+            box.parent.mkdir(parents=True, exist_ok=True)
+            n = judge_input(log, jrid, [it for it in pending if cell[it.trajectory_id] == i], mine, box)
+            inputs[i] = (box.read_bytes(), n)
+            box.unlink()
+    connect(address)
+    actor: Any = ray.remote(ShardJudge)  # Ray's handle types do not carry remote methods
+    plan = msgspec.structs.replace(plan, judge_run_id=jrid, prompt=prompt)
+    started: dict[int, Any] = {}
+    refs: dict[int, Any] = {}
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    for k, (i, (data, _)) in enumerate(inputs.items()):
+        # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: the
+        # shards go round the live nodes (a node gone meanwhile fails its shard's actor: the rerun judges it)
+        where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[k % len(nodes)], soft=False)
+        handle = actor.options(
+            name=f"searchtrace-judge:{jrid}:{i}/{shards}", namespace=NAMESPACE, num_cpus=0, max_restarts=0,
+            scheduling_strategy=where,
+        ).remote()
+        started[i] = handle
+        refs[i] = handle.judge.remote(plan, i, str(dests[i]), segment_dir, ray.put(data),
+                                      hashlib.sha256(data).hexdigest())
+    if on_started is not None:
+        on_started(started)
+    done = gather(ray, started, refs, dests)
+    segments = [p for p in dests.values() if p.exists()]
+    merged = merge(segments, db) if segments else None
+    with EventLog(db) as log:
+        cur = log.cursor()
+        try:
+            left = len(judge_items(cur, without_verdict_in=jrid))
+        finally:
+            cur.close()
+    judged = [d.judged for d in done if d.judged is not None]
+    return RayJudge(judge_run_id=jrid, shards=shards, items=len(every), already=len(every) - len(pending),
+                    judged=sum(s.done for s in judged), failed=sum(s.failed for s in judged), done=done,
+                    merged=merged, pending=left, elapsed_s=time.perf_counter() - t0)
