@@ -504,7 +504,7 @@ def judge_on_ray(
     if shards < 1:
         raise BadInput(f"--shards {shards}: a judge run needs at least one shard")
     dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
-    inputs: dict[int, tuple[bytes, int]] = {}
+    inputs: dict[int, bytes] = {}  # each shard's input store
     with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target
         jrid, prompt = open_judge_run(log, model=plan.model, judge_run_id=plan.judge_run_id,
                                       prompt_version=plan.prompt_version, prompt=plan.prompt,
@@ -520,8 +520,8 @@ def judge_on_ray(
             mine = {t for t, k in cell.items() if k == i}
             box = dests[i].with_name(dests[i].name + ".input")
             box.parent.mkdir(parents=True, exist_ok=True)
-            n = judge_input(log, jrid, [it for it in pending if cell[it.trajectory_id] == i], mine, box)
-            inputs[i] = (box.read_bytes(), n)
+            judge_input(log, jrid, [it for it in pending if cell[it.trajectory_id] == i], mine, box)
+            inputs[i] = box.read_bytes()
             box.unlink()
     connect(address)
     actor: Any = ray.remote(ShardJudge)  # Ray's handle types do not carry remote methods
@@ -529,7 +529,7 @@ def judge_on_ray(
     started: dict[int, Any] = {}
     refs: dict[int, Any] = {}
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
-    for k, (i, (data, _)) in enumerate(inputs.items()):
+    for k, (i, data) in enumerate(inputs.items()):
         # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: the
         # shards go round the live nodes (a node gone meanwhile fails its shard's actor: the rerun judges it)
         where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[k % len(nodes)], soft=False)
