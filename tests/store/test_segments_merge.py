@@ -25,6 +25,7 @@ from searchtrace.store import (
     NewEvent,
     RunFinished,
     Verdict,
+    copy_events,
     stable_event_id,
     verify,
 )
@@ -100,6 +101,22 @@ def test_merging_again_adds_nothing(stores: dict[str, Path]) -> None:
     assert "0 events appended from 2 segments" in ran.out
     with EventLog(stores["merged"], read_only=True) as log:
         assert (log.head, log.head_hash) == head
+
+
+def test_copied_events_form_a_store_that_merges_back_as_a_no_op(stores: dict[str, Path], tmp_path: Path) -> None:
+    # what judge --ray sends a shard: chosen events (here one trajectory and the judge run) byte for byte, blobs too
+    part = tmp_path / "part.duckdb"
+    pick = ("SELECT position FROM events WHERE stream_id = (SELECT min(stream_id) FROM events "
+            "WHERE starts_with(stream_id, 'traj:')) OR starts_with(stream_id, 'judge:') ORDER BY position")
+    with EventLog(stores["single"], read_only=True) as log, EventLog(part) as out:
+        positions = [p for (p,) in log.cursor().execute(pick).fetchall()]
+        assert copy_events(log, positions, out) == len(positions) > 0
+        assert verify(out.cursor()).ok
+        digests = out.cursor().execute("SELECT count(*) FROM blobs").fetchone()
+        assert digests is not None and digests[0] > 0
+    before = tmp_path / "single-copy.duckdb"
+    before.write_bytes(stores["single"].read_bytes())
+    assert pipeline.merge([part], before).appended == 0  # the same ids with the same bytes
 
 
 def test_a_conflicting_segment_stops_the_merge_in_one_line(stores: dict[str, Path], tmp_path: Path) -> None:
