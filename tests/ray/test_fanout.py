@@ -1,6 +1,7 @@
 """SPEC §22 fan-out on Ray, on a local cluster of two raylets: a sharded sandbox record merged into the target
-reports what one process reports (every value but latencies); a shard actor killed mid-run is resumed by the rerun,
-which records only the cells its segment misses; four workers sharing one quota domain hold its rate."""
+reports what one process reports (every value but latencies), its segments fetched from node-local directories
+through Ray; a shard actor killed mid-run is resumed by the rerun, which records only the cells its segment misses;
+four workers sharing one quota domain hold its rate."""
 
 from __future__ import annotations
 
@@ -38,10 +39,14 @@ def test_shards_on_two_raylets_merge_into_the_report_of_one_process(ray_cluster:
     single = tmp_path / "single.duckdb"
     _record_judge_grade(cfg, single, None)
     target = tmp_path / "target.duckdb"
-    done = pipeline.record_on_ray(cfg, target, shards=2, address=ray_cluster, sandbox=True)
+    # each actor writes in a directory of its own node; the driver merges the copies it fetched through Ray
+    node_local = tmp_path / "node-local"
+    done = pipeline.record_on_ray(cfg, target, shards=2, address=ray_cluster, sandbox=True, segment_dir=str(node_local))
     assert done.finished and done.recorded == done.trajectories == 18 and done.already == 0
     assert len({d.node for d in done.done}) == 2  # one shard on each raylet
     assert [d.segment for d in done.done] == [str(pipeline.segment_path(target, "t", i, 2)) for i in range(2)]
+    assert all(Path(d.local).parent == node_local and d.fetched_bytes == Path(d.local).stat().st_size
+               for d in done.done)
     _judge_and_grade(target)
     assert _values(target) == _values(single)
     assert _count(target, "SELECT count(*) FROM events WHERE type = 'run.finished'") == 1
