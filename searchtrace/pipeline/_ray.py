@@ -523,26 +523,28 @@ def judge_on_ray(
             judge_input(log, jrid, [it for it in pending if cell[it.trajectory_id] == i], mine, box)
             inputs[i] = box.read_bytes()
             box.unlink()
-    connect(address)
-    actor: Any = ray.remote(ShardJudge)  # Ray's handle types do not carry remote methods
-    plan = msgspec.structs.replace(plan, judge_run_id=jrid, prompt=prompt)
-    started: dict[int, Any] = {}
-    refs: dict[int, Any] = {}
-    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
-    for k, (i, data) in enumerate(inputs.items()):
-        # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: the
-        # shards go round the live nodes (a node gone meanwhile fails its shard's actor: the rerun judges it)
-        where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[k % len(nodes)], soft=False)
-        handle = actor.options(
-            name=f"searchtrace-judge:{jrid}:{i}/{shards}", namespace=NAMESPACE, num_cpus=0, max_restarts=0,
-            scheduling_strategy=where,
-        ).remote()
-        started[i] = handle
-        refs[i] = handle.judge.remote(plan, i, str(dests[i]), segment_dir, ray.put(data),
-                                      hashlib.sha256(data).hexdigest())
-    if on_started is not None:
-        on_started(started)
-    done = gather(ray, started, refs, dests)
+    done: list[ShardDone] = []
+    if inputs:  # else every item has a verdict: nothing to start, the segments are merged again (a no-op)
+        connect(address)
+        actor: Any = ray.remote(ShardJudge)  # Ray's handle types do not carry remote methods
+        plan = msgspec.structs.replace(plan, judge_run_id=jrid, prompt=prompt)
+        started: dict[int, Any] = {}
+        refs: dict[int, Any] = {}
+        nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+        for k, (i, data) in enumerate(inputs.items()):
+            # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: the
+            # shards go round the live nodes (a node gone meanwhile fails its shard's actor: the rerun judges it)
+            where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[k % len(nodes)], soft=False)
+            handle = actor.options(
+                name=f"searchtrace-judge:{jrid}:{i}/{shards}", namespace=NAMESPACE, num_cpus=0, max_restarts=0,
+                scheduling_strategy=where,
+            ).remote()
+            started[i] = handle
+            refs[i] = handle.judge.remote(plan, i, str(dests[i]), segment_dir, ray.put(data),
+                                          hashlib.sha256(data).hexdigest())
+        if on_started is not None:
+            on_started(started)
+        done = gather(ray, started, refs, dests)
     segments = [p for p in dests.values() if p.exists()]
     merged = merge(segments, db) if segments else None
     with EventLog(db) as log:
