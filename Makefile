@@ -47,9 +47,12 @@ $(POSTGRES):
 # The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
 # tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
 # work stealing keeps the long tests from trailing at the end.
-# Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package.
+# Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
+# and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
+# writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
 test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >/dev/null
 	$(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 bench: $(STAMP)

@@ -60,9 +60,20 @@ def served(tmp_path: Path):  # type: ignore[no-untyped-def]
             yield path, log
 
 
+@pytest.fixture(scope="module")
+def served_once(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One served store for the two statement catalogues (each server costs its views): every case checks the
+    store is as it was, so a statement that changed it fails there, and after it."""
+    path = tmp_path_factory.mktemp("reads") / "live.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("s0", i) for i in range(3)])
+        with serving_reads(log):
+            yield path, log
+
+
 @pytest.mark.parametrize("sql", FORBIDDEN)
-def test_no_function_reaches_beyond_the_store_on_a_session_or_a_free_store(served, sql: str) -> None:  # type: ignore[no-untyped-def]
-    path, _ = served
+def test_no_function_reaches_beyond_the_store_on_a_session_or_a_free_store(served_once, sql: str) -> None:  # type: ignore[no-untyped-def]
+    path, _ = served_once
     with RemoteCursor(path) as cur, pytest.raises((ReadOnlyViolation, duckdb.Error)):
         cur.execute(sql).fetchall()
     with pytest.raises(ReadOnlyViolation):
@@ -70,8 +81,8 @@ def test_no_function_reaches_beyond_the_store_on_a_session_or_a_free_store(serve
 
 
 @pytest.mark.parametrize("sql", STATEMENTS)
-def test_no_statement_changes_what_another_session_sees(served, sql: str) -> None:  # type: ignore[no-untyped-def]
-    path, _ = served
+def test_no_statement_changes_what_another_session_sees(served_once, sql: str) -> None:  # type: ignore[no-untyped-def]
+    path, _ = served_once
     with RemoteCursor(path) as cur, RemoteCursor(path) as other:
         before = other.execute("SELECT count(*) FROM searchtrace_derived.ev.trajectories").fetchall()
         with pytest.raises((ReadOnlyViolation, duckdb.Error)):
