@@ -405,7 +405,7 @@ const isCost = (key) => key.endsWith("_usd") || key.startsWith("usd_");
 const nc = (text, why) => h("span", { "data-not-count": why }, text);
 // a count that links nowhere (counts of human audit labels: no item list behind them yet), marked so
 const unlinked = (v) => h("span", { "data-unlinked": "human audit labels" }, fmt(v));
-const LABEL_COUNTS = ["surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels", "corrected_unclear", "corrected_labels"];
+const LABEL_COUNTS = ["surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels", "corrected_unclear"];
 
 function countCell(block, arm, key, show) {
   const v = valueAt(block, key);
