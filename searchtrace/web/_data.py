@@ -560,6 +560,7 @@ class ItemIndex:
         self._items: dict[str, list[ItemRow]] = {}
         self._results: dict[str, Span] = {}
         self._hits: dict[tuple[Any, ...], list[tuple[ItemRow, int]]] = {}  # the last few queries' rows, for paging
+        self._pairs: dict[tuple[Any, ...], tuple[list[Row], Any]] = {}  # the last few arm pairs' rows, by list row set
 
     def get(self, cur: Cursor, judge_run_id: str | None) -> tuple[dict[str, list[ItemRow]], dict[str, Span]]:
         key = (head(cur), judge_run_id)
@@ -588,6 +589,19 @@ class ItemIndex:
         with self._lock:
             self._key, self._items, self._results, self._hits = key, dict(items), results, {}
         return self._items, results
+
+    def pairs(self, rows: list[Row], query: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """What `build` finds for one arm pair over the trajectory list `rows`, found once while `rows` is the list
+        index's current set (the list is kept here, so its identity cannot be taken by another)."""
+        with self._lock:
+            got = self._pairs.get(query)
+            if got is not None and got[0] is rows:
+                return got[1]
+        found = build()
+        with self._lock:
+            self._pairs = {k: v for k, v in list(self._pairs.items())[-31:] if v[0] is rows}
+            self._pairs[query] = (rows, found)
+        return found
 
     def hits(self, query: tuple[Any, ...], find: Callable[[], list[tuple[ItemRow, int]]]) -> list[tuple[ItemRow, int]]:
         """The rows of one query (all its pages), found once while the head stays where it is."""
@@ -654,7 +668,7 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
             raise BadInput(f"run {run[:80]!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
     arm_of = arm_names(cur, q.by, q.runs)
     if q.label in _PAIR_LABELS:
-        return _pair_rows([t for t in trajectories if not q.runs or t["run_id"] in q.runs], arm_of, judge_run_id, q)
+        return _pair_rows(trajectories, arm_of, index, judge_run_id, q)
     if q.pair is not None or q.cell is not None:
         raise BadInput(f"label={q.label[:80]}: pair and cell select the counts of an arm pair "
                        f"(label={' or '.join(_PAIR_LABELS)})")
@@ -728,7 +742,13 @@ def _pair_of(key: str, arms: set[str], by: str) -> tuple[str, str]:
     raise BadInput(f"pair={key[:80]!r} is not two arms A|B of the chosen runs (by {by}: {shown})")
 
 
-def _pair_rows(trs: list[Row], arm_of: Callable[[Row], str], judge_run_id: str | None, q: ItemQuery) -> Row:
+# per arm: its trajectories by (qid, epoch) for `cells`, by qid for `paired_questions`; its answerable cells, or its
+# audited trajectories per qid
+ArmsFound = tuple[dict[str, dict[Any, list[Row]]], dict[str, dict[Any, Any]]]
+
+
+def _pair_rows(trajectories: list[Row], arm_of: Callable[[Row], str], index: ItemIndex, judge_run_id: str | None,
+               q: ItemQuery) -> Row:
     """What a count of an arm pair counts: the (qid, epoch) cells both arms ran (`cells`, of one complementarity
     class with `cell=`), or the questions the paired accuracy test rests on (`paired_questions`), each row with
     both sides' trajectories; by the analytics' own rules (answerable_cells, pair_cells, paired_qids)."""
@@ -738,43 +758,47 @@ def _pair_rows(trs: list[Row], arm_of: Callable[[Row], str], judge_run_id: str |
         raise BadInput(f"label={q.label}: counts an arm pair (arm, partition, rank and shown select items)")
     if q.cell is not None and (q.label != "cells" or q.cell not in COMPLEMENTARITY):
         raise BadInput(f"cell={q.cell[:40]!r}: label=cells takes cell= one of: {', '.join(COMPLEMENTARITY)}")
-    a, b = _pair_of(q.pair, {arm_of(t) for t in trs}, q.by)
-    side: dict[str, list[Row]] = {a: [], b: []}
-    for t in sorted(trs, key=lambda t: t["position"]):
-        if (arm := arm_of(t)) in side:
-            side[arm].append(t)
+    pair = q.pair
+    cells = q.label == "cells"
 
-    def brief(t: Row) -> Row:
-        return {k: t[k] for k in ("trajectory_id", "provider", "run_id", "epoch", "correct", "supported", "answerable")}
+    def by_arm() -> ArmsFound:
+        """ArmsFound in one pass over the list rows, once for every pair of a report's scope."""
+        groups: dict[str, dict[Any, list[Row]]] = defaultdict(lambda: defaultdict(list))
+        audited: dict[str, Counter[str]] = defaultdict(Counter)  # audited trajectories per qid: the paired tests'
+        for t in trajectories:
+            if not q.runs or t["run_id"] in q.runs:
+                arm = arm_of(t)
+                groups[arm][(t["qid"], t["epoch"]) if cells else t["qid"]].append(t)
+                if not cells and t["correct"] is not None:
+                    audited[arm][t["qid"]] += 1
+        if cells:
+            return dict(groups), answerable_cells((arm, c, bool(t["answerable"])) for arm, per in groups.items()
+                                                  for c, ts in per.items() for t in ts)
+        return dict(groups), dict(audited)
 
-    base = {"label": q.label, "pair": q.pair, "a": a, "b": b, "by": q.by, "judge_run_id": judge_run_id,
+    groups, per = index.pairs(trajectories, (q.label, tuple(q.runs), q.by), by_arm)
+    a, b = _pair_of(pair, set(groups), q.by)
+    keys: list[Any] = index.pairs(trajectories, (q.label, tuple(q.runs), q.by, a, b), lambda: (
+        pair_cells(per, a, b) if cells else paired_qids(per[a], per[b])))
+
+    def listed(ts: list[Row]) -> list[Row]:
+        return [{k: t[k] for k in ("trajectory_id", "provider", "run_id", "epoch", "correct", "supported", "answerable")}
+                for t in sorted(ts, key=lambda t: t["position"])]
+
+    base = {"label": q.label, "pair": pair, "a": a, "b": b, "by": q.by, "judge_run_id": judge_run_id,
             "cell": q.cell, "offset": q.offset, "limit": q.limit}
-    question = {t["qid"]: t["question"] for t in trs}
-    if q.label == "cells":
-        answerable = answerable_cells((arm, (t["qid"], t["epoch"]), bool(t["answerable"]))
-                                      for arm in (a, b) for t in side[arm])
-        found = [(c, kind) for c, kind in pair_cells(answerable, a, b) if q.cell in (None, kind)]
-        in_cell: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
-        for arm in (a, b):
-            for t in side[arm]:
-                in_cell[(arm, t["qid"], t["epoch"])].append(brief(t))
-        rows = [{"qid": qid, "epoch": epoch, "question": question.get(qid, ""), "class": kind,
-                 **{s: {"arm": arm, "answerable": answerable[arm][(qid, epoch)],
-                        "trajectories": in_cell[(arm, qid, epoch)]} for s, arm in (("a", a), ("b", b))}}
+    if cells:
+        found = keys if q.cell is None else [(c, kind) for c, kind in keys if kind == q.cell]
+        rows = [{"qid": qid, "epoch": epoch, "question": groups[a][(qid, epoch)][0]["question"], "class": kind,
+                 **{s: {"arm": arm, "answerable": per[arm][(qid, epoch)],
+                        "trajectories": listed(groups[arm][(qid, epoch)])} for s, arm in (("a", a), ("b", b))}}
                 for (qid, epoch), kind in found[q.offset: q.offset + q.limit]]
         return {**base, "kind": "cells", "total": len(found), "rows": rows}
-    audited = {arm: Counter(t["qid"] for t in side[arm] if t["correct"] is not None) for arm in (a, b)}
-    qids = paired_qids(audited[a], audited[b])
-    of_q: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    for arm in (a, b):
-        for t in side[arm]:
-            of_q[(arm, t["qid"])].append(brief(t))
-    rows = [{"qid": qid, "question": question.get(qid, ""),
-             **{s: {"arm": arm, "audited": audited[arm][qid],
-                    "correct": sum(1 for t in of_q[(arm, qid)] if t["correct"]),
-                    "trajectories": of_q[(arm, qid)]} for s, arm in (("a", a), ("b", b))}}
-            for qid in qids[q.offset: q.offset + q.limit]]
-    return {**base, "kind": "questions", "total": len(qids), "rows": rows}
+    rows = [{"qid": qid, "question": groups[a][qid][0]["question"],
+             **{s: {"arm": arm, "audited": per[arm][qid], "correct": sum(bool(t["correct"]) for t in groups[arm][qid]),
+                    "trajectories": listed(groups[arm][qid])} for s, arm in (("a", a), ("b", b))}}
+            for qid in keys[q.offset: q.offset + q.limit]]
+    return {**base, "kind": "questions", "total": len(keys), "rows": rows}
 
 
 def _rank_counts(cur: Cursor, picked: list[ItemRow], rank: int) -> dict[tuple[str, str], int]:
