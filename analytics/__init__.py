@@ -37,7 +37,17 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.analytics._evidence import ALL_ITEM_EVIDENCE_SQL, item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
     from searchtrace.analytics._items import ITEMS_SQL, JudgeItem, judge_items
-    from searchtrace.analytics._metrics import TrajectoryStats, answer_scores, trajectory_stats
+    from searchtrace.analytics._latency import fetch_cache_hit
+    from searchtrace.analytics._metrics import (
+        COMPLEMENTARITY,
+        TrajectoryStats,
+        answer_scores,
+        answerable_cells,
+        pair_cells,
+        paired_qids,
+        surface_answerable,
+        trajectory_stats,
+    )
     from searchtrace.analytics._projections import catch_up, mismatched
     from searchtrace.analytics._report import (
         DEFAULT_BOOTSTRAP,
@@ -91,9 +101,15 @@ _EXPORTS: dict[str, str] = {
     "extras_from_db": "searchtrace.analytics._html",
     "render": "searchtrace.analytics._html",
     "ITEMS_SQL": "searchtrace.analytics._items",
+    "fetch_cache_hit": "searchtrace.analytics._latency",
     "JudgeItem": "searchtrace.analytics._items",
     "judge_items": "searchtrace.analytics._items",
+    "COMPLEMENTARITY": "searchtrace.analytics._metrics",
     "TrajectoryStats": "searchtrace.analytics._metrics",
+    "answerable_cells": "searchtrace.analytics._metrics",
+    "pair_cells": "searchtrace.analytics._metrics",
+    "paired_qids": "searchtrace.analytics._metrics",
+    "surface_answerable": "searchtrace.analytics._metrics",
     "answer_scores": "searchtrace.analytics._metrics",
     "trajectory_stats": "searchtrace.analytics._metrics",
     "catch_up": "searchtrace.analytics._projections",
@@ -144,6 +160,7 @@ __all__ = [
     "AUDIT_CTE",
     "Built",
     "CELL_EVENT_TYPES",
+    "COMPLEMENTARITY",
     "CORRECTED_ROWS",
     "Cells",
     "DEFAULT_BOOTSTRAP",
@@ -160,6 +177,7 @@ __all__ = [
     "agreement",
     "alias_scores",
     "answer_scores",
+    "answerable_cells",
     "audit_sample",
     "build_report",
     "catch_up",
@@ -170,6 +188,7 @@ __all__ = [
     "ensure_views",
     "exact_match",
     "extras_from_db",
+    "fetch_cache_hit",
     "first_verdicts",
     "html",
     "is_proposal",
@@ -179,6 +198,8 @@ __all__ = [
     "judge_runs",
     "not_superseded",
     "mismatched",
+    "pair_cells",
+    "paired_qids",
     "prepare_import",
     "projections",
     "shown",
@@ -187,6 +208,7 @@ __all__ = [
     "render_table",
     "partition_cell",
     "resolve_judge_run",
+    "surface_answerable",
     "surface_support",
     "run_metrics",
     "scoped",

@@ -22,6 +22,12 @@ COUNTS = ("search_failed_calls", "fetch_failed_calls", "fetch_cache_hits")
 NO_LATENCY: dict[str, Any] = {**dict.fromkeys(KEYS), **dict.fromkeys(COUNTS, 0)}
 
 
+def fetch_cache_hit(c: str) -> str:
+    """SQL: the `fetch_completions` row aliased `c` is a fetch answered from the cache (what `fetch_cache_hits`
+    counts; the explorer lists them by the same test)."""
+    return f"({c}.status = 'ok' AND coalesce({c}.cache_hit, false))"
+
+
 def provider_latency(con: Cursor) -> dict[str, dict[str, Any]]:
     """{arm: KEYS and COUNTS} over the calls of current trajectories (every epoch); an arm is the provider unless the
     report names another axis (analytics._rules.ARM_SQL)."""
@@ -30,12 +36,12 @@ calls AS (
   SELECT tr.arm, 'search' AS kind, c.status, false AS cache_hit, c.provider_ms
   FROM search_completions c JOIN tr USING (stream_id)
   UNION ALL
-  SELECT tr.arm, 'fetch' AS kind, c.status, coalesce(c.cache_hit, false), c.provider_ms
+  SELECT tr.arm, 'fetch' AS kind, c.status, {fetch_cache_hit("c")}, c.provider_ms
   FROM fetch_completions c JOIN tr USING (stream_id)
 )
 SELECT arm, kind, quantile_cont(provider_ms, 0.5) FILTER (WHERE status = 'ok'),
        quantile_cont(provider_ms, 0.9) FILTER (WHERE status = 'ok'), count(*) FILTER (WHERE status <> 'ok'),
-       count(*) FILTER (WHERE status = 'ok' AND cache_hit)
+       count(*) FILTER (WHERE cache_hit)
 FROM calls GROUP BY arm, kind ORDER BY arm, kind""").fetchall()
     out: dict[str, dict[str, Any]] = {}
     for provider, kind, median, p90, failed, hits in rows:

@@ -198,7 +198,7 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
         k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")
     }
     for r in rows:
-        side = "answerable" if r.supported else "not_answerable"
+        side = "answerable" if surface_answerable(r) else "not_answerable"
         verdict = "unaudited" if r.semantic_match is None else ("correct" if r.semantic_match else "incorrect")
         outcome[side][verdict] += 1
     return {
@@ -232,7 +232,7 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
         "surface_supported_items": supported,
         "surface_contradicted_items": total("contradicted"),
         "surface_support_rate": _ratio(supported, valid),
-        "surface_answerable_queries": sum(1 for r in rows if r.supported),
+        "surface_answerable_queries": sum(1 for r in rows if surface_answerable(r)),
         "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
         "contradiction_gold_ratio": _ratio(total("contradicted"), supported),
         "query_outcome": outcome,
@@ -266,16 +266,43 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
     return {"accuracy_epoch_sd": math.sqrt(var), "accuracy_epoch_sd_questions": len(complete)}
 
 
+Cell = tuple[str, int]  # (qid, epoch): where two arms are paired (SPEC §12)
+COMPLEMENTARITY = ("a_only", "b_only", "both", "neither")  # the classes of a cell both arms ran
+
+
+def surface_answerable(r: TrajectoryStats) -> bool:
+    """SPEC §5: the trajectory's surface could answer it (a valid item whose surface supports gold)."""
+    return r.supported > 0
+
+
+def answerable_cells(rows: Iterable[tuple[str, Cell, bool]]) -> dict[str, dict[Cell, bool]]:
+    """Per arm, every (qid, epoch) cell it ran from (arm, cell, surface_answerable) of each trajectory: answerable
+    when any of its trajectories in the cell is (the one rule of complementarity, for the report and the explorer)."""
+    out: dict[str, dict[Cell, bool]] = defaultdict(dict)
+    for arm, cell, yes in rows:
+        out[arm][cell] = out[arm].get(cell, False) or yes
+    return dict(out)
+
+
+def pair_cells(answerable: dict[str, dict[Cell, bool]], a: str, b: str) -> list[tuple[Cell, str]]:
+    """The (qid, epoch) cells both arms ran, in order, each with its class in COMPLEMENTARITY (A's view first)."""
+    sa, sb = answerable.get(a, {}), answerable.get(b, {})
+    return [(cell, "both" if sa[cell] and sb[cell] else "a_only" if sa[cell] else "b_only" if sb[cell] else "neither")
+            for cell in sorted(set(sa) & set(sb))]
+
+
+def paired_qids(a: dict[str, int], b: dict[str, int]) -> list[str]:
+    """The questions a paired test of A − B rests on (SPEC §18), in order: both arms ran them, with a positive
+    denominator (audited trajectories, valid items) on both sides; `a`, `b`: qid -> that denominator."""
+    return [q for q in sorted(set(a) & set(b)) if a[q] and b[q]]
+
+
 def complementarity(
     con: Cursor, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
     """SPEC §5 complementarity for every arm pair (names in code-point order; arms are providers unless the report
     names another axis, §19), over the (qid, epoch) cells both have (§12)."""
-    Cell = tuple[str, int]
-    answerable: dict[str, dict[Cell, bool]] = defaultdict(dict)
-    for r in rows:
-        cell = (r.qid, r.epoch)
-        answerable[r.arm][cell] = answerable[r.arm].get(cell, False) or r.supported > 0
+    answerable = answerable_cells((r.arm, (r.qid, r.epoch), surface_answerable(r)) for r in rows)
     sizes: dict[tuple[str, Cell], int] = {}
     shared: dict[tuple[str, str, Cell], int] = {}
     for kind, pa, pb, qid, epoch, n in con.execute(OVERLAP_SQL).fetchall():
@@ -286,12 +313,11 @@ def complementarity(
             shared[(a, b, (qid, int(epoch)))] = int(n)
     out: dict[str, dict[str, Any]] = {}
     for a, b in combinations(sorted(answerable), 2):
-        common = sorted(set(answerable[a]) & set(answerable[b]))
-        counts = {"a_only": 0, "b_only": 0, "both": 0, "neither": 0}
+        common = pair_cells(answerable, a, b)
+        counts = dict.fromkeys(COMPLEMENTARITY, 0)
         jac = Fraction(0)
-        for cell in common:
-            sa, sb = answerable[a][cell], answerable[b][cell]
-            counts["both" if sa and sb else "a_only" if sa else "b_only" if sb else "neither"] += 1
+        for cell, kind in common:
+            counts[kind] += 1
             inter = shared.get((a, b, cell), 0)
             union = sizes.get((a, cell), 0) + sizes.get((b, cell), 0) - inter
             jac += Fraction(inter, union) if union else 0

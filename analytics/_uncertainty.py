@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores
+from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, paired_qids
 
 Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
@@ -378,7 +378,8 @@ class _Pair:
         a = dict(zip(ta.qids, zip(ta.column(num), ta.column(den), strict=True), strict=True))
         b = dict(zip(tb.qids, zip(tb.column(num), tb.column(den), strict=True), strict=True))
         self.qids = tuple(sorted(set(a) & set(b)))
-        self.used = [bool(a[q][1] and b[q][1]) for q in self.qids]
+        paired = set(paired_qids({q: v[1] for q, v in a.items()}, {q: v[1] for q, v in b.items()}))
+        self.used = [q in paired for q in self.qids]
         self.counts = [(a[q][1], b[q][1]) for q, u in zip(self.qids, self.used, strict=True) if u]
         self.scale = math.lcm(*(x for c in self.counts for x in c)) if self.counts else 1
         self.nums = [(a[q][0] * (self.scale // a[q][1]) - b[q][0] * (self.scale // b[q][1])) if u else 0

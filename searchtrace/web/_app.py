@@ -151,11 +151,18 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     def question_page(cur: Cursor, request: Request) -> Any:
         return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def report_of(cur: Cursor, request: Request) -> Any:
+    def built(cur: Cursor, request: Request) -> tuple[Any, list[str]]:
         bootstrap = integer(request, "bootstrap", DEFAULT_BOOTSTRAP)
         if not 0 <= bootstrap <= 100_000:
             raise BadInput("bootstrap must be 0..100000")
-        return reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider", bootstrap)
+        return reports.built(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider", bootstrap)
+
+    def report_of(cur: Cursor, request: Request) -> Any:
+        return built(cur, request)[0]  # byte for byte `report --json`: its notes go to /api/report-notes
+
+    def report_notes(cur: Cursor, request: Request) -> Any:
+        """The lines `report` prints to stderr for the same report (audits not applied, judge coverage, ...)."""
+        return {"notes": built(cur, request)[1]}
 
     def items(cur: Cursor, request: Request) -> Any:
         run = index.resolve(cur, q(request, "judge_run_id"))
@@ -166,6 +173,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         query = data.ItemQuery(label=label, arm=q(request, "arm"), by=q(request, "by") or "provider",
                                runs=runs_of(request), partition=q(request, "partition"),
                                rank=rank if request.query_params.get("rank") else None, shown=flag(request, "shown"),
+                               pair=q(request, "pair"), cell=q(request, "cell"),
                                limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
         return data.items(cur, index.rows(cur, run), item_index, run, query)
 
@@ -232,6 +240,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         Route("/api/trajectories/{tid:path}", api(trajectory_page)),
         Route("/api/questions/{qid:path}", api(question_page)),
         Route("/api/report", api(report_of)),
+        Route("/api/report-notes", api(report_notes)),
         Route("/api/report-links", api(lambda cur, _: data.link_labels())),
         Route("/api/items", api(items)),
         Route("/api/judge-compare", api(compare)),

@@ -20,6 +20,7 @@ from searchtrace.analytics import (
     ANSWERS_CTE,
     AUDIT_CTE,
     COMPARED,
+    COMPLEMENTARITY,
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
     REPORT_ROWS,
@@ -28,16 +29,21 @@ from searchtrace.analytics import (
     TRAJECTORIES_CTE,
     Report,
     alias_scores,
+    answerable_cells,
     build_report,
     compare_judge_runs,
+    fetch_cache_hit,
     first_verdicts,
     item_evidence,
     judge_runs,
+    pair_cells,
+    paired_qids,
     rationales,
     resolve_judge_run,
     scoped,
     shown,
     sources,
+    surface_answerable,
     trajectory_arms,
     trajectory_stats,
 )
@@ -170,7 +176,8 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
                 "final_answer": s.final_answer, "gold_answer": s.gold_answer, "correct": s.semantic_match,
                 "searches": s.searches, "fetches": s.fetches, "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens, "items": s.items, "valid_items": s.valid,
-                "supported": s.supported, "exact_match": alias_scores(s.final_answer, s.answers)[0],
+                "supported": s.supported, "answerable": surface_answerable(s),
+                "exact_match": alias_scores(s.final_answer, s.answers)[0],
                 "partition": {"SMART": s.smart, "MISSED": s.missed, "BLIND": s.blind, "NO-OP": s.noop},
             })
         out.sort(key=lambda r: r["position"], reverse=True)
@@ -433,20 +440,22 @@ def _aligned(trs: list[Row], results: list[Row], per_stream: dict[str, dict[str,
 
 
 def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None, by: str = "provider",
-           bootstrap: int = DEFAULT_BOOTSTRAP) -> Report | Row:
+           bootstrap: int = DEFAULT_BOOTSTRAP) -> tuple[Report | Row, list[str]]:
     """The §8 report (and every extra key the report carries: §18 intervals and paired tests from `bootstrap`
     replicates, as `report` prints them) for the judge run, the chosen runs and the arms `by`. A store of several
     runs with none chosen, by provider, answers the runs to choose from (`choose_run`), as `report` would ask for
     `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing. With another
-    `by` and no run chosen every run is reported (each run's trajectories fall in their arms)."""
+    `by` and no run chosen every run is reported (each run's trajectories fall in their arms). Second: the notes
+    `report` prints to stderr (audits not applied, partial judge coverage, ...)."""
     with reading(cur):
         known = [str(r[0]) for r in cur.execute(RUNS_SQL).fetchall()]
     if len(known) > 1 and not runs:
         if by == "provider":
-            return {"choose_run": True, "runs": known}
+            return {"choose_run": True, "runs": known}, []
         runs = known
-    return build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or (), by=by,
-                        bootstrap=bootstrap).report
+    built = build_report(cur, judge_run_id=judge_run_id or None, writable=False, run_ids=runs or (), by=by,
+                         bootstrap=bootstrap)
+    return built.report, built.notes
 
 
 class ReportCache:
@@ -456,9 +465,14 @@ class ReportCache:
     def __init__(self, size: int = 8) -> None:
         self._lock = threading.Lock()
         self._size = size
-        self._kept: dict[tuple[Any, ...], Report | Row] = {}
+        self._kept: dict[tuple[Any, ...], tuple[Report | Row, list[str]]] = {}
 
     def get(self, cur: Cursor, judge_run_id: str | None, runs: list[str], by: str, bootstrap: int) -> Report | Row:
+        return self.built(cur, judge_run_id, runs, by, bootstrap)[0]
+
+    def built(self, cur: Cursor, judge_run_id: str | None, runs: list[str], by: str,
+              bootstrap: int) -> tuple[Report | Row, list[str]]:
+        """The report and its notes (`report`'s stderr lines), drawn once per key."""
         key = (head(cur), judge_run_id or None, tuple(runs), by, bootstrap)
         with self._lock:
             if key in self._kept:
@@ -505,9 +519,10 @@ TRAJECTORY_LABELS: dict[str, Callable[[Row], bool]] = {
     "correct": lambda t: bool(t["correct"]),
     "incorrect": lambda t: t["correct"] is False,
     "exact_matches": lambda t: bool(t["exact_match"]),
-    "surface_answerable_queries": lambda t: t["supported"] > 0,
+    "surface_answerable_queries": lambda t: bool(t["answerable"]),
 }
 RESULT_LABELS = ("results_returned", "results_shown")  # search results (appearances), shown to the model or not
+FETCH_LABELS = ("fetch_cache_hits",)  # fetch calls answered from the cache (analytics.fetch_cache_hit)
 
 # each linkable count or rate of the report -> the query of the rows behind it (a rate: its numerator)
 LINKS: dict[str, Row] = {
@@ -523,6 +538,7 @@ LINKS: dict[str, Row] = {
     "results_returned": {"label": "results_returned"},
     "results_shown": {"label": "results_shown"},
     "shown_share": {"label": "results_shown"},
+    "fetch_cache_hits": {"label": "fetch_cache_hits"},
 }
 for _k in ("searches", "fetches", "input_tokens", "output_tokens", "reasoning_tokens", "page_tokens", "latency_ms",
            "distinct_domains"):
@@ -544,6 +560,7 @@ class ItemIndex:
         self._items: dict[str, list[ItemRow]] = {}
         self._results: dict[str, Span] = {}
         self._hits: dict[tuple[Any, ...], list[tuple[ItemRow, int]]] = {}  # the last few queries' rows, for paging
+        self._pairs: dict[tuple[Any, ...], tuple[list[Row], Any]] = {}  # the last few arm pairs' rows, by list row set
 
     def get(self, cur: Cursor, judge_run_id: str | None) -> tuple[dict[str, list[ItemRow]], dict[str, Span]]:
         key = (head(cur), judge_run_id)
@@ -573,6 +590,19 @@ class ItemIndex:
             self._key, self._items, self._results, self._hits = key, dict(items), results, {}
         return self._items, results
 
+    def pairs(self, rows: list[Row], query: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """What `build` finds for one arm pair over the trajectory list `rows`, found once while `rows` is the list
+        index's current set (the list is kept here, so its identity cannot be taken by another)."""
+        with self._lock:
+            got = self._pairs.get(query)
+            if got is not None and got[0] is rows:
+                return got[1]
+        found = build()
+        with self._lock:
+            self._pairs = {k: v for k, v in list(self._pairs.items())[-31:] if v[0] is rows}
+            self._pairs[query] = (rows, found)
+        return found
+
     def hits(self, query: tuple[Any, ...], find: Callable[[], list[tuple[ItemRow, int]]]) -> list[tuple[ItemRow, int]]:
         """The rows of one query (all its pages), found once while the head stays where it is."""
         key = (self._key, *query)
@@ -594,14 +624,24 @@ class ItemQuery(msgspec.Struct, kw_only=True):
     partition: str | None = None
     rank: int | None = None
     shown: bool | None = None
+    pair: str | None = None  # a pair key of the report, "<A>|<B>" (the labels of PAIR_LINKS)
+    cell: str | None = None  # label=cells: one class of COMPLEMENTARITY (none: every cell both arms ran)
     limit: int = 50
     offset: int = 0
+
+
+# each count of an arm pair (the report's `complementarity` and `paired` blocks) -> the rows behind it, given pair=
+PAIR_LINKS: dict[str, Row] = {
+    **{k: {"label": "cells", "cell": k} for k in COMPLEMENTARITY},  # the (qid, epoch) cells of each class
+    "paired_questions": {"label": "paired_questions"},  # the questions the paired accuracy test rests on
+}
 
 
 def link_labels() -> Row:
     """What the report page links each key to, and the labels the CLI's table gives each key (one definition)."""
     counts = [k for k, v in LINKS.items() if v["label"] == k or k.startswith("partition.")]  # the rest: rates
-    return {"links": LINKS, "counts": counts, "rows": REPORT_ROWS, "corrected": CORRECTED_ROWS, "tests": TESTS}
+    return {"links": LINKS, "counts": counts, "pair_links": PAIR_LINKS, "rows": REPORT_ROWS,
+            "corrected": CORRECTED_ROWS, "tests": TESTS}
 
 
 def arm_names(cur: Cursor, by: str, runs: list[str]) -> Callable[[Row], str]:
@@ -627,6 +667,11 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         if run not in known:
             raise BadInput(f"run {run[:80]!r} not found in the database (known: {', '.join(sorted(known)) or 'none'})")
     arm_of = arm_names(cur, q.by, q.runs)
+    if q.label in _PAIR_LABELS:
+        return _pair_rows(trajectories, arm_of, index, judge_run_id, q)
+    if q.pair is not None or q.cell is not None:
+        raise BadInput(f"label={q.label[:80]}: pair and cell select the counts of an arm pair "
+                       f"(label={' or '.join(_PAIR_LABELS)})")
     trs = [t for t in trajectories if (not q.runs or t["run_id"] in q.runs)
            and (q.arm is None or arm_of(t) == q.arm)]
     if q.arm is not None and not trs and q.arm not in {arm_of(t) for t in trajectories}:
@@ -640,6 +685,10 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         keep = TRAJECTORY_LABELS[q.label]
         found = [t for t in trs if keep(t)]
         return {**base, "kind": "trajectories", "total": len(found), "rows": found[q.offset: q.offset + q.limit]}
+    if q.label in FETCH_LABELS:
+        if q.partition or q.rank or q.shown is not None:
+            raise BadInput(f"label={q.label}: counts fetch calls (partition, rank and shown select items)")
+        return {**base, "kind": "fetches", **_cache_hits(cur, trs, q)}
     by_stream, results = index.get(cur, judge_run_id)
     of = {t["stream_id"]: t for t in trs}
     if q.label in RESULT_LABELS:
@@ -648,7 +697,7 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         want = True if q.label == "results_shown" else q.shown
         return {**base, "kind": "results", **_results(cur, trs, results, want, q)}
     if q.label not in ITEM_LABELS:
-        choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS]
+        choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS, *FETCH_LABELS, *_PAIR_LABELS]
         raise BadInput(f"label={q.label[:80]!r} is not one of: {', '.join(choices)}")
     need, forbid, cells = ITEM_LABELS[q.label]
     if q.partition is not None:
@@ -679,6 +728,77 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
             break
     return {**base, "kind": "items" if q.rank is None else "appearances", "total": total,
             "rows": _item_rows(cur, window, of, q.rank, results)}
+
+
+_PAIR_LABELS = ("cells", "paired_questions")
+
+
+def _pair_of(key: str, arms: set[str], by: str) -> tuple[str, str]:
+    """The two arms of a report pair key "<A>|<B>" (A before B in code-point order; a name may hold '|')."""
+    for i, ch in enumerate(key):
+        if ch == "|" and key[:i] in arms and key[i + 1:] in arms and key[:i] < key[i + 1:]:
+            return key[:i], key[i + 1:]
+    shown = ", ".join(sorted(arms)[:20]) or "none"
+    raise BadInput(f"pair={key[:80]!r} is not two arms A|B of the chosen runs (by {by}: {shown})")
+
+
+# per arm: its trajectories by (qid, epoch) for `cells`, by qid for `paired_questions`; its answerable cells, or its
+# audited trajectories per qid
+ArmsFound = tuple[dict[str, dict[Any, list[Row]]], dict[str, dict[Any, Any]]]
+
+
+def _pair_rows(trajectories: list[Row], arm_of: Callable[[Row], str], index: ItemIndex, judge_run_id: str | None,
+               q: ItemQuery) -> Row:
+    """What a count of an arm pair counts: the (qid, epoch) cells both arms ran (`cells`, of one complementarity
+    class with `cell=`), or the questions the paired accuracy test rests on (`paired_questions`), each row with
+    both sides' trajectories; by the analytics' own rules (answerable_cells, pair_cells, paired_qids)."""
+    if q.pair is None:
+        raise BadInput(f"label={q.label}: counts an arm pair, give pair=A|B (a key of the report's pairs)")
+    if q.arm is not None or q.partition is not None or q.rank is not None or q.shown is not None:
+        raise BadInput(f"label={q.label}: counts an arm pair (arm, partition, rank and shown select items)")
+    if q.cell is not None and (q.label != "cells" or q.cell not in COMPLEMENTARITY):
+        raise BadInput(f"cell={q.cell[:40]!r}: label=cells takes cell= one of: {', '.join(COMPLEMENTARITY)}")
+    pair = q.pair
+    cells = q.label == "cells"
+
+    def by_arm() -> ArmsFound:
+        """ArmsFound in one pass over the list rows, once for every pair of a report's scope."""
+        groups: dict[str, dict[Any, list[Row]]] = defaultdict(lambda: defaultdict(list))
+        audited: dict[str, Counter[str]] = defaultdict(Counter)  # audited trajectories per qid: the paired tests'
+        for t in trajectories:
+            if not q.runs or t["run_id"] in q.runs:
+                arm = arm_of(t)
+                groups[arm][(t["qid"], t["epoch"]) if cells else t["qid"]].append(t)
+                if not cells and t["correct"] is not None:
+                    audited[arm][t["qid"]] += 1
+        if cells:
+            return dict(groups), answerable_cells((arm, c, bool(t["answerable"])) for arm, per in groups.items()
+                                                  for c, ts in per.items() for t in ts)
+        return dict(groups), dict(audited)
+
+    groups, per = index.pairs(trajectories, (q.label, tuple(q.runs), q.by), by_arm)
+    a, b = _pair_of(pair, set(groups), q.by)
+    keys: list[Any] = index.pairs(trajectories, (q.label, tuple(q.runs), q.by, a, b), lambda: (
+        pair_cells(per, a, b) if cells else paired_qids(per[a], per[b])))
+
+    def listed(ts: list[Row]) -> list[Row]:
+        return [{k: t[k] for k in ("trajectory_id", "provider", "run_id", "epoch", "correct", "supported", "answerable")}
+                for t in sorted(ts, key=lambda t: t["position"])]
+
+    base = {"label": q.label, "pair": pair, "a": a, "b": b, "by": q.by, "judge_run_id": judge_run_id,
+            "cell": q.cell, "offset": q.offset, "limit": q.limit}
+    if cells:
+        found = keys if q.cell is None else [(c, kind) for c, kind in keys if kind == q.cell]
+        rows = [{"qid": qid, "epoch": epoch, "question": groups[a][(qid, epoch)][0]["question"], "class": kind,
+                 **{s: {"arm": arm, "answerable": per[arm][(qid, epoch)],
+                        "trajectories": listed(groups[arm][(qid, epoch)])} for s, arm in (("a", a), ("b", b))}}
+                for (qid, epoch), kind in found[q.offset: q.offset + q.limit]]
+        return {**base, "kind": "cells", "total": len(found), "rows": rows}
+    rows = [{"qid": qid, "question": groups[a][qid][0]["question"],
+             **{s: {"arm": arm, "audited": per[arm][qid], "correct": sum(bool(t["correct"]) for t in groups[arm][qid]),
+                    "trajectories": listed(groups[arm][qid])} for s, arm in (("a", a), ("b", b))}}
+            for qid in keys[q.offset: q.offset + q.limit]]
+    return {**base, "kind": "questions", "total": len(keys), "rows": rows}
 
 
 def _rank_counts(cur: Cursor, picked: list[ItemRow], rank: int) -> dict[tuple[str, str], int]:
@@ -732,6 +852,20 @@ def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row
                                  "query": found[k]["query"] if k < len(found) else None}
         out.append(row)
     return out
+
+
+def _cache_hits(cur: Cursor, trs: list[Row], q: ItemQuery) -> Row:
+    """The fetches of the trajectories answered from the cache (`fetch_cache_hits`), in order: total and one page."""
+    of = {t["stream_id"]: t for t in trs}
+    with reading(cur):
+        got = _rows(cur, "SELECT c.stream_id, c.position, c.call_id, c.doc_id, c.status, c.cache_hit, c.n_tokens, f.url "
+                         "FROM fetch_completions c LEFT JOIN (SELECT stream_id, call_id, doc_id, any_value(url) AS url "
+                         "FROM fetch_calls GROUP BY ALL) f ON f.stream_id = c.stream_id AND f.call_id = c.call_id "
+                         f"AND f.doc_id IS NOT DISTINCT FROM c.doc_id WHERE {fetch_cache_hit('c')} "
+                         "AND c.stream_id IN (SELECT unnest($s::VARCHAR[])) ORDER BY c.position", {"s": list(of)})
+    rows = [{**r, **{k: of[r["stream_id"]][k] for k in ("trajectory_id", "provider", "run_id", "qid", "epoch")}}
+            for r in got[q.offset: q.offset + q.limit]]
+    return {"total": len(got), "rows": rows}
 
 
 def _results(cur: Cursor, trs: list[Row], results: dict[str, Span], want: bool | None, q: ItemQuery) -> Row:

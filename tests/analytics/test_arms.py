@@ -284,11 +284,17 @@ def test_the_explorer_shows_the_same_arms(proxied: Path, imported: Path) -> None
     from tests.web.test_api import get_all
 
     _, want = report_json(proxied, "--by", "run", "--bootstrap", "200")
-    rep, top2, refused = get_all(proxied, ("GET", "/api/report?by=run&bootstrap=200", None),
-                                 ("GET", "/api/items?by=run&arm=top2&label=trajectories", None),
-                                 ("GET", "/api/report?by=provider&run=full&run=top2&bootstrap=0", None))
+    rep, top2, refused, cells, paired = get_all(
+        proxied, ("GET", "/api/report?by=run&bootstrap=200", None),
+        ("GET", "/api/items?by=run&arm=top2&label=trajectories", None),
+        ("GET", "/api/report?by=provider&run=full&run=top2&bootstrap=0", None),
+        ("GET", "/api/items?by=run&label=cells&pair=full%7Ctop2&cell=a_only", None),
+        ("GET", "/api/items?by=run&label=paired_questions&pair=full%7Ctop2", None))
     assert rep.status_code == 200 and rep.json() == want
     assert top2.json()["total"] == want["arms"]["top2"]["trajectories"] == 3
+    # the counts of the pair of arms open their (qid, epoch) cells and questions, by the report's own rules
+    assert cells.json()["total"] == want["complementarity"]["full|top2"]["a_only"]
+    assert paired.json()["total"] == want["paired"]["full|top2"]["paired_questions"] == len(paired.json()["rows"])
     assert refused.status_code == 400 and "full" in refused.json()["error"] and "top2" in refused.json()["error"]
     (model,) = get_all(imported, ("GET", "/api/items?by=model&arm=gpt-b&label=trajectories", None))
     assert model.status_code == 200 and model.json()["total"] == len(QIDS)

@@ -131,6 +131,21 @@ def test_every_count_of_the_report_is_the_total_of_the_items_behind_it(demo_db: 
     for (key, value, _), r in zip(asks, get_all(demo_db, *[("GET", url, None) for *_, url in asks]), strict=True):
         body = r.json()
         assert body["total"] == value == len(body["rows"]), (key, body["total"], value)
+    # the counts of each provider pair: complementarity cells by class, the questions of the paired tests
+    pairs = [(f"{key}.{cell}", rep[key][pair][cell], "/api/items?" + str(httpx.QueryParams(
+              {**links["pair_links"][cell], "pair": pair, "limit": 500})))
+             for key, cells in (("complementarity", ("a_only", "b_only", "both", "neither")), ("paired", ("paired_questions",)))
+             for pair in rep[key] for cell in cells]
+    assert len(pairs) == 3 * 5
+    for (key, value, _), r in zip(pairs, get_all(demo_db, *[("GET", url, None) for *_, url in pairs]), strict=True):
+        body = r.json()
+        assert body["total"] == value == len(body["rows"]), (key, body["total"], value)
+        if body["kind"] == "cells":  # each row is its class, by both sides' answerable flags
+            want = {(True, True): "both", (True, False): "a_only", (False, True): "b_only", (False, False): "neither"}
+            assert all(want[(c["a"]["answerable"], c["b"]["answerable"])] == c["class"] == body["cell"] for c in body["rows"])
+            assert all(c["a"]["answerable"] == any(t["answerable"] for t in c["a"]["trajectories"]) for c in body["rows"])
+        else:
+            assert all(q["a"]["audited"] and q["b"]["audited"] for q in body["rows"])
     rank1, = get_all(demo_db, ("GET", "/api/items?label=surface_supported_items&rank=1&arm=brave", None))
     b = rep["providers"]["brave"]
     assert rank1.json()["kind"] == "appearances" and all(r["appearance"]["rank"] == 1 for r in rank1.json()["rows"])
@@ -138,6 +153,10 @@ def test_every_count_of_the_report_is_the_total_of_the_items_behind_it(demo_db: 
         assert rank1.json()["total"] > 0
     bad = get_all(demo_db, ("GET", "/api/items?label=nope", None), ("GET", "/api/items?label=items&by=model&arm=x", None),
                   ("GET", "/api/items?label=partition&partition=GOOD", None), ("GET", "/api/nowhere", None),
-                  ("GET", "/api/report?by=nonsense", None), ("GET", "/api/sql", None))
-    assert [r.status_code for r in bad] == [400, 400, 400, 404, 400, 405]
+                  ("GET", "/api/report?by=nonsense", None), ("GET", "/api/sql", None),
+                  ("GET", "/api/items?label=cells", None), ("GET", "/api/items?label=cells&pair=brave%7Cnope", None),
+                  ("GET", "/api/items?label=cells&pair=brave%7Ctavily&cell=odd", None),
+                  ("GET", "/api/items?label=paired_questions&pair=brave%7Ctavily&arm=brave", None),
+                  ("GET", "/api/items?label=items&pair=brave%7Ctavily", None))
+    assert [r.status_code for r in bad] == [400, 400, 400, 404, 400, 405, 400, 400, 400, 400, 400]
     assert all(set(r.json()) == {"error"} and "\n" not in r.json()["error"] for r in bad)

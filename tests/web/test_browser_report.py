@@ -13,18 +13,25 @@ from typing import Any
 import duckdb
 import pytest
 
+from searchtrace.analytics import build_report
+from searchtrace.store import EventLog
 from tests.builders import result, run_cli, search, traj, write_jsonl
 from tests.web.servers import View, start_view
 from tests.web.test_browser import ARGS, CHROMIUM, playwright_sync
 
 FLIPPED = 5  # items whose snippet.supports_gold the second judge run reverses
 TURNS = 400  # model turns of the runaway trajectory
+ROWS = {"trajectories": "trajectory-row", "cells": "cell-row", "questions": "question-row"}  # else item-row
+# every numeric cell of the report page: a link to what it counts, or marked as no count (a rate, interval, p, ...)
+BARE = ("() => [...document.querySelectorAll('#main table td.num')].filter((td) => !td.querySelector("
+        "'[data-testid=count-link], [data-not-count]')).map((td) => td.closest('tr').firstChild.textContent)")
 
 
 @pytest.fixture(scope="module")
 def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo store, a second judge run that reverses FLIPPED snippet labels, and an imported runaway
-    trajectory of TURNS turns of ten results each (so the store holds two runs)."""
+    """The demo store, a second judge run that reverses FLIPPED snippet labels and leaves the last item without a
+    verdict (the report notes it), and an imported runaway trajectory of TURNS turns of ten results each (so the
+    store holds two runs)."""
     tmp = tmp_path_factory.mktemp("explorer-report")
     db = tmp / "s.duckdb"
     shutil.copyfile(demo_db, db)
@@ -48,7 +55,7 @@ def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         steps.append(search(i, f"c{i}", [result(f"d{i}-{k}", k, f"https://loop.example/{i}/{k}", "again " * 30)
                                          for k in range(1, 11)]))
     runaway = traj("runaway", "brave", "loop", "never", None, steps, stop="max_iterations")
-    for args in (("--judgments", str(write_jsonl(tmp / "j.jsonl", flipped))),
+    for args in (("--judgments", str(write_jsonl(tmp / "j.jsonl", flipped[:-1]))),
                  (str(write_jsonl(tmp / "t.jsonl", [runaway])),)):
         code, _, err = run_cli("import", "--db", str(db), *args)
         assert code == 0, err
@@ -113,18 +120,26 @@ def test_every_count_of_the_report_opens_exactly_what_it_counts(page: tuple[Any,
                links.nth(i).get_attribute("data-count")) for i in range(links.count())]
     counted = [(h, k, int(n)) for h, k, n in counts if n is not None]
     keys = {k for _, k, _ in counted}
-    assert {"trajectories", "correct", "items", "partition.SMART", "partition.MISSED", "partition.BLIND",
-            "partition.NO-OP", "discovered_support", "surface_supported_items", "surface_contradicted_items",
-            "results_shown"} <= keys, keys
+    assert {"trajectories", "audited", "correct", "items", "valid_items", "partition.SMART", "partition.MISSED",
+            "partition.BLIND", "partition.NO-OP", "discovered_support", "surface_supported_items",
+            "surface_contradicted_items", "surface_answerable_queries", "results_returned", "results_shown",
+            "fetch_cache_hits", "complementarity.a_only", "complementarity.b_only", "complementarity.both",
+            "complementarity.neither", "paired.paired_questions"} <= keys, keys
+    assert sum(k.startswith(("complementarity.", "paired.")) for _, k, _ in counted) == 3 * 5  # per provider pair
     assert any(k == "gold_rank1_share" for _, k, _ in counts)  # a rate links too (to its numerator)
+    assert p.evaluate(BARE) == []  # no count on the page is left without its link
+    with EventLog(store, read_only=True) as log:  # what `report` prints to stderr, on the page too
+        cur = log.cursor()
+        notes = build_report(cur, writable=False, run_ids=[run]).notes
+        cur.close()
+    assert notes and p.get_by_test_id("report-notes").locator("li").all_inner_texts() == notes
     paged = False
     for href, key, n in counted:
         assert href and f"run={run}" in href  # the scope travels with the link
         show(p, href)
         total = p.get_by_test_id("items-total")
         assert int(total.get_attribute("data-total") or -1) == n, (key, href)
-        rows = p.get_by_test_id("trajectory-row" if key in ("trajectories", "correct", "audited",
-                                                            "surface_answerable_queries") else "item-row")
+        rows = p.get_by_test_id(ROWS.get(total.get_attribute("data-kind") or "", "item-row"))
         listed = rows.count()
         if n > 50 and not paged:  # one long list walked to its end: every page together lists n
             paged = True
@@ -191,6 +206,7 @@ def test_every_page_fits_400_px_and_shows_what_the_model_was_sent(page: tuple[An
     con.close()
     pages = ["#/", f"#/t/{tid}", "#/t/runaway", f"#/q/{qid}", f"#/report?run={run}",
              f"#/items?label=items&arm=brave&run={run}", f"#/items?label=trajectories&arm=brave&run={run}",
+             f"#/items?label=cells&pair=brave%7Ctavily&run={run}", f"#/items?label=paired_questions&pair=brave%7Ctavily&run={run}",
              "#/compare?a=sandbox-judge%40judge%2F1&b=j-flip", "#/sql"]
     for h in pages:
         show(p, h)

@@ -401,14 +401,29 @@ let layout = null;
 const valueAt = (block, key) => key.split(".").reduce((v, k) => (v && typeof v === "object" ? v[k] : undefined), block);
 const isCost = (key) => key.endsWith("_usd") || key.startsWith("usd_");
 
+// a figure of the report that is no count (a rate, interval, p-value, time, cost, size): marked so, never a bare cell
+const nc = (text, why) => h("span", { "data-not-count": why }, text);
+// a count that links nowhere (counts of human audit labels: no item list behind them yet), marked so
+const unlinked = (v) => h("span", { "data-unlinked": "human audit labels" }, fmt(v));
+const LABEL_COUNTS = ["surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels", "corrected_unclear"];
+
 function countCell(block, arm, key, show) {
   const v = valueAt(block, key);
   const link = layout.links[key];
   const count = layout.counts.includes(key);
   const text = show ? show(v) : count || typeof v !== "number" ? fmt(v) : rate(v);
-  if (!link || v === null || v === undefined) return text;
+  if (v === null || v === undefined) return nc(text, "no value");
+  if (!link) return nc(text, isCost(key) ? "cost" : "figure");
   return h("a", { href: href("/items", { ...link, arm }), "data-testid": "count-link", "data-key": key, "data-arm": arm,
     "data-count": count ? v : null, title: count ? `the ${fmt(v)} behind this count` : "what this rate counts (its numerator)" }, text);
+}
+
+// a count of an arm pair (complementarity cells, the questions of the paired tests): a link to what it counts
+function pairCell(pair, key, v, what) {
+  const link = layout.pair_links[key];
+  if (!link || v === null || v === undefined) return nc(fmt(v), "no value");
+  return h("a", { href: href("/items", { ...link, pair }), "data-testid": "count-link", "data-key": `${what}.${key}`, "data-pair": pair,
+    "data-count": v, title: `the ${fmt(v)} behind this count` }, fmt(v));
 }
 
 function chooser(runs) {
@@ -428,6 +443,7 @@ async function viewReport() {
   const bar = await scopeBar();
   const rep = await api(`/api/report?${apiQuery()}`);
   if (rep.choose_run) { main().replaceChildren(h("h1", {}, "Report"), bar, chooser(rep.runs)); return; }
+  const { notes } = await api(`/api/report-notes?${apiQuery()}`); // what `report` prints to stderr beside the table
   const arms = rep.arms && Object.keys(rep.arms).length ? rep.arms : rep.providers;
   const names = Object.keys(arms).sort();
   const priced = rep.prices_as_of !== undefined;
@@ -439,7 +455,7 @@ async function viewReport() {
     const show = isCost(key) ? usd : null;
     body.push(h("tr", {}, h("td", {}, label + (key === "search_usd" && priced ? ` (prices ${rep.prices_as_of})` : "")), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key, show)))));
     if (names.some((n) => arms[n][`${key}_ci`] !== undefined)) {
-      body.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), names.map((n) => h("td", { class: "num" }, interval(arms[n][`${key}_ci`]) || "–"))));
+      body.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), names.map((n) => h("td", { class: "num" }, nc(interval(arms[n][`${key}_ci`]) || "–", "interval")))));
     }
   }
   for (const [key, label] of [["surface_supported_items", "items whose surface supports gold (S)"], ["surface_contradicted_items", "items whose surface contradicts gold"], ["results_returned", "search results returned"], ["results_shown", "search results shown to the model"], ["shown_share", "shown share"], ["fetch_cache_hits", "fetch cache hits"]]) {
@@ -456,38 +472,41 @@ async function viewReport() {
     sections.push(h("h2", {}, "Paired differences (A − B, per question)"),
       h("p", { class: "muted" }, `n: questions audited on both sides.${holm ? ` Holm over the ${tests[0]} accuracy and ${tests[1]} surface-support tests shown.` : ""}`),
       h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "paired" }, h("thead", {}, h("tr", {}, cols.map((c) => h("th", {}, c)))),
-        h("tbody", {}, pairs.map((p) => { const c = comp[p]; return h("tr", {}, h("td", {}, p), h("td", { class: "num" }, fmt(c.paired_questions)),
-          h("td", { class: "num" }, fmt(c.accuracy_diff)), h("td", { class: "num" }, interval(c.accuracy_diff_ci) || "–"), h("td", { class: "num" }, pval(c.accuracy_diff_p)),
-          holm ? h("td", { class: "num" }, pval(c.p_holm)) : null, h("td", {}, layout.tests[c.accuracy_test] || c.accuracy_test || ""),
-          h("td", { class: "num" }, fmt(c.surface_support_rate_diff)), h("td", { class: "num" }, interval(c.surface_support_rate_diff_ci) || "–"),
-          h("td", { class: "num" }, pval(c.surface_support_rate_diff_p)), holm ? h("td", { class: "num" }, pval(c.surface_support_rate_diff_p_holm)) : null); })))));
+        h("tbody", {}, pairs.map((p) => { const c = comp[p]; return h("tr", {}, h("td", {}, p), h("td", { class: "num" }, pairCell(p, "paired_questions", c.paired_questions, "paired")),
+          h("td", { class: "num" }, nc(fmt(c.accuracy_diff), "difference")), h("td", { class: "num" }, nc(interval(c.accuracy_diff_ci) || "–", "interval")), h("td", { class: "num" }, nc(pval(c.accuracy_diff_p), "p-value")),
+          holm ? h("td", { class: "num" }, nc(pval(c.p_holm), "p-value")) : null, h("td", {}, layout.tests[c.accuracy_test] || c.accuracy_test || ""),
+          h("td", { class: "num" }, nc(fmt(c.surface_support_rate_diff), "difference")), h("td", { class: "num" }, nc(interval(c.surface_support_rate_diff_ci) || "–", "interval")),
+          h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p), "p-value")), holm ? h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p_holm), "p-value")) : null); })))));
   }
   // judge-error correction (SPEC §18), when the judge run has human labels
   const fixed = names.filter((n) => arms[n].surface_support_rate_corrected !== undefined);
   if (fixed.length) {
     const rows = [];
     for (const [key, label] of layout.corrected) {
-      rows.push(h("tr", {}, h("td", {}, label), fixed.map((n) => h("td", { class: "num" }, fmt(arms[n][key])))));
-      if (fixed.some((n) => arms[n][`${key}_ci`] !== undefined)) rows.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), fixed.map((n) => h("td", { class: "num" }, interval(arms[n][`${key}_ci`]) || "–"))));
+      rows.push(h("tr", {}, h("td", {}, label), fixed.map((n) => h("td", { class: "num" }, LABEL_COUNTS.includes(key) ? unlinked(arms[n][key]) : countCell(arms[n], n, key)))));
+      if (fixed.some((n) => arms[n][`${key}_ci`] !== undefined)) rows.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), fixed.map((n) => h("td", { class: "num" }, nc(interval(arms[n][`${key}_ci`]) || "–", "interval")))));
     }
     sections.push(h("h2", {}, "Corrected for judge error"), h("p", { class: "muted" }, "Each snippet rate corrected by the human audit labels, stratum by stratum; TPR / TNR: the judge against the human labels."),
       h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "corrected" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), fixed.map((n) => h("th", {}, n)))), h("tbody", {}, rows))));
+    // n links to the paired questions when it is the paired tests' count (a report with intervals), else it is shown as is
     const cp = Object.keys(comp).sort().filter((k) => comp[k].surface_support_rate_corrected_diff !== undefined);
     if (cp.length) sections.push(h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["pair A|B", "n", "Δ corrected", "95% interval", "p (bootstrap)"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, fmt(comp[p].paired_questions)), h("td", { class: "num" }, fmt(comp[p].surface_support_rate_corrected_diff)),
-        h("td", { class: "num" }, interval(comp[p].surface_support_rate_corrected_diff_ci) || "–"), h("td", { class: "num" }, pval(comp[p].surface_support_rate_corrected_diff_p))))))));
+      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, comp[p].accuracy_diff !== undefined ? pairCell(p, "paired_questions", comp[p].paired_questions, "paired") : nc(fmt(comp[p].paired_questions), "questions both ran")),
+        h("td", { class: "num" }, nc(fmt(comp[p].surface_support_rate_corrected_diff), "difference")),
+        h("td", { class: "num" }, nc(interval(comp[p].surface_support_rate_corrected_diff_ci) || "–", "interval")), h("td", { class: "num" }, nc(pval(comp[p].surface_support_rate_corrected_diff_p), "p-value"))))))));
   }
   const compl = rep.complementarity || {};
   if (Object.keys(compl).length) {
     const cols = ["a_only", "b_only", "both", "neither", "url_jaccard"];
     sections.push(h("h2", {}, "Complementarity"), h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "pair A|B"), cols.map((c) => h("th", {}, c)))),
-      h("tbody", {}, Object.keys(compl).sort().map((k) => h("tr", {}, h("td", {}, k), cols.map((c) => h("td", { class: "num" }, fmt(compl[k][c])))))))));
+      h("tbody", {}, Object.keys(compl).sort().map((k) => h("tr", {}, h("td", {}, k), cols.map((c) => h("td", { class: "num" }, c === "url_jaccard" ? nc(fmt(compl[k][c]), "rate") : pairCell(k, c, compl[k][c], "complementarity")))))))));
   }
   const note = u ? `95% intervals: proportions Wilson at the effective sample size; means and ratios bootstrap over questions, ${fmt(u.bootstrap)} replicates, seed ${u.seed}.` : "no intervals (bootstrap 0)";
   const q = apiQuery();
   main().replaceChildren(h("h1", {}, "Report"), bar,
     h("p", { class: "muted", "data-testid": "report-meta" }, `judge run ${rep.judge_run_id || "(none)"} · ${names.length} ${rep.by && rep.by !== "provider" ? "arms by " + rep.by : "providers"} · ${note} Every count links to what it counts.`),
     h("p", {}, h("a", { href: `/api/report${q ? "?" + q : ""}` }, "JSON"), " · ", h("a", { href: `/report.html${q ? "?" + q : ""}`, target: "_blank", rel: "noopener" }, "charts (the report --html page)")),
+    notes.length ? h("ul", { class: "notes", "data-testid": "report-notes" }, notes.map((n) => h("li", {}, n))) : null,
     ...sections);
 }
 
@@ -498,14 +517,32 @@ const LABEL_TEXT = {
   invalid_items: "items with an invalid verdict", snippet_only_items: "snippet-only items", page_visible_items: "page-visible items",
   discovered_support: "items with discovered support", surface_supported_items: "items whose surface supports gold",
   surface_contradicted_items: "items whose surface contradicts gold", results_returned: "search results returned", results_shown: "search results shown to the model",
+  cells: "(qid, epoch) cells both arms ran", paired_questions: "questions of the paired tests (audited on both sides)",
+  fetch_cache_hits: "fetches answered from the cache",
 };
+const CELL_TEXT = { a_only: "answerable by A only", b_only: "answerable by B only", both: "answerable by both", neither: "answerable by neither" };
+// one side (arm) of a cell or a paired question: its trajectories there, with what the count asks of them
+function pairSide(s, cells) {
+  return h("div", { class: "side" }, h("b", {}, `${s.arm}: `),
+    cells ? chip(s.answerable ? "surface-answerable" : "not answerable", s.answerable ? "good" : "muted")
+      : chip(`${fmt(s.correct)} of ${fmt(s.audited)} audited correct`),
+    s.trajectories.flatMap((t) => [" ", tlink(t.trajectory_id, `${t.provider}${t.epoch > 1 ? ` · epoch ${t.epoch}` : ""}${cells ? (t.answerable ? " ✓" : "") : t.correct === null ? " · unaudited" : t.correct ? " · correct" : " · incorrect"}`)]));
+}
 async function viewItems(params) {
   const own = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
   const d = await api(`/api/items?${apiQuery({ ...own, limit: PAGE })}`);
-  const what = d.label === "partition" ? `${d.partition} items` : (LABEL_TEXT[d.label] || d.label);
-  const title = `${fmt(d.total)} ${d.rank ? `rank-${d.rank} appearances of ` : ""}${what}${d.arm ? ` · ${d.by} ${d.arm}` : ""}`;
+  const what = d.label === "partition" ? `${d.partition} items` : d.cell ? `cells ${CELL_TEXT[d.cell] || d.cell}` : (LABEL_TEXT[d.label] || d.label);
+  const title = `${fmt(d.total)} ${d.rank ? `rank-${d.rank} appearances of ` : ""}${what}${d.arm ? ` · ${d.by} ${d.arm}` : ""}${d.pair ? ` · ${d.by} ${d.a} (A) and ${d.b} (B)` : ""}`;
   let list;
   if (d.kind === "trajectories") list = trajectoryTable(d.rows);
+  else if (d.kind === "cells" || d.kind === "questions") list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": d.kind === "cells" ? "cell-row" : "question-row" },
+    h("div", { class: "rhead" }, qlink(r.qid, r.qid), r.epoch > 1 ? chip(`epoch ${r.epoch}`) : null, r.class ? chip(CELL_TEXT[r.class] || r.class) : null),
+    h("div", { class: "muted" }, r.question || ""),
+    pairSide(r.a, d.kind === "cells"), pairSide(r.b, d.kind === "cells"))));
+  else if (d.kind === "fetches") list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": "item-row" },
+    h("div", { class: "rhead" }, chip(r.status), r.cache_hit ? chip("cache hit", "muted") : null, h("span", { class: "domain" }, `${fmt(r.n_tokens)} tokens`)),
+    h("div", { class: "url" }, r.url || r.doc_id),
+    h("div", {}, tlink(r.trajectory_id, `${r.provider} · ${r.qid}${r.epoch > 1 ? ` · epoch ${r.epoch}` : ""}`)))));
   else list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": "item-row" },
     h("div", { class: "rhead" }, r.rank !== undefined ? h("span", { class: "rank" }, `#${r.rank}`) : null, r.part ? badge(r.part) : null,
       h("span", { class: "title" }, r.title || r.url), h("span", { class: "domain" }, r.domain),
@@ -518,7 +555,7 @@ async function viewItems(params) {
     r.rationale ? h("div", { class: "rationale" }, h("b", {}, "judge: "), r.rationale) : null)));
   main().replaceChildren(h("p", { class: "crumbs" }, h("a", { href: href("/report") }, "Report"), " / items"),
     h("h1", { "data-testid": "items-title" }, title), await scopeBar(),
-    h("p", { class: "muted" }, h("span", { "data-testid": "items-total", "data-total": d.total }, `${fmt(d.total)} in all`), ` · judge run ${d.judge_run_id || "(none)"}`),
+    h("p", { class: "muted" }, h("span", { "data-testid": "items-total", "data-total": d.total, "data-kind": d.kind }, `${fmt(d.total)} in all`), ` · judge run ${d.judge_run_id || "(none)"}`),
     list, pager(d.offset, PAGE, d.total, (o) => go("/items", { ...own, offset: o })));
 }
 
