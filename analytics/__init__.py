@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.analytics._agreement import COMPARED, compare_judge_runs
     from searchtrace.analytics._arms import trajectory_arms
     from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
-    from searchtrace.analytics._correction import JudgedCase, correction
+    from searchtrace.analytics._correction import LABEL_COUNTS, JudgedCase, correction, counted_in
     from searchtrace.analytics._custom import run_metrics
     from searchtrace.analytics._evidence import ALL_ITEM_EVIDENCE_SQL, item_evidence, rationales, scoped
     from searchtrace.analytics._html import extras_from_db, render
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         Built,
         Report,
         build_report,
+        correction_labels,
         to_json,
     )
     from searchtrace.analytics._rules import (
@@ -92,6 +93,9 @@ _EXPORTS: dict[str, str] = {
     "prepare_import": "searchtrace.analytics._audit",
     "to_tsv": "searchtrace.analytics._audit",
     "JudgedCase": "searchtrace.analytics._correction",
+    "LABEL_COUNTS": "searchtrace.analytics._correction",
+    "counted_in": "searchtrace.analytics._correction",
+    "correction_labels": "searchtrace.analytics._report",
     "correction": "searchtrace.analytics._correction",
     "run_metrics": "searchtrace.analytics._custom",
     "ALL_ITEM_EVIDENCE_SQL": "searchtrace.analytics._evidence",
@@ -168,6 +172,7 @@ __all__ = [
     "ITEMS_SQL",
     "JudgeItem",
     "JudgedCase",
+    "LABEL_COUNTS",
     "REPORT_ROWS",
     "RUNS_SQL",
     "Report",
@@ -184,6 +189,8 @@ __all__ = [
     "COMPARED",
     "compare_judge_runs",
     "correction",
+    "correction_labels",
+    "counted_in",
     "design_event",
     "ensure_views",
     "exact_match",

@@ -63,6 +63,23 @@ class JudgedCase(msgspec.Struct, frozen=True, kw_only=True):
     label: SnippetLabel  # snippet labels only
     judge_value: bool
     human_value: bool | Literal["unclear"] | None = None  # None: not in the audit sample
+    trajectory_id: str = ""  # the item's trajectory and URL (where the report read it; the counts need neither)
+    url_normalized: str = ""
+
+
+def counted_in(c: JudgedCase) -> tuple[str, ...]:
+    """The report's counts of the correction this case is one of: a clear human label is one of its rate's
+    `_corrected_labels` and of `corrected_labels`, an unclear one of `corrected_unclear` (excluded), an unaudited
+    case of none."""
+    if c.human_value is None:
+        return ()
+    if c.human_value == "unclear":
+        return ("corrected_unclear",)
+    return (f"{RATE[c.label]}_corrected_labels", "corrected_labels")
+
+
+LABEL_COUNTS = ("surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels",
+                "corrected_labels", "corrected_unclear")  # every key `counted_in` names
 
 
 class _Table:
@@ -105,9 +122,10 @@ def _tables(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]) -
         t = out[c.provider]
         i, li, v = where[c.provider][c.qid], LABELS.index(c.label), int(c.judge_value)
         t.cases[i, li, v] += 1
-        if c.human_value == "unclear":
+        counted = counted_in(c)
+        if "corrected_unclear" in counted:
             t.unclear[c.label] += 1
-        elif c.human_value is not None:
+        elif counted:
             t.audited[i, li, v] += 1
             t.human[i, li, v] += bool(c.human_value)
     for provider, t in out.items():
@@ -291,14 +309,37 @@ def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> Repo
     With `audit.design` events for the run, only labels of cases a design drew are used (a hand-picked label is
     not a random sample of its stratum; the others are counted in a note); without one, every label is used as if
     drawn at random within its stratum, and a note says so."""
-    wanted: dict[tuple[str, str, str], bool | Literal["unclear"]]
-    wanted = {(a.item.trajectory_id, a.item.url_normalized, a.label): a.human_value
-              for history in current_labels(con, run).values() for a in history[-1:]
-              if a.surface == "snippet" and a.label in LABELS}
     tids = {r.trajectory_id for r in rows}
-    wanted = {k: v for k, v in wanted.items() if k[0] in tids}
+    wanted = {k: v for k, v in _snippet_labels(con, run).items() if k[0] in tids}
     if not wanted:
         return None
+    wanted, notes = _drawn(con, run, wanted)
+    valid: dict[tuple[str, str], int] = defaultdict(int)
+    for r in rows:
+        valid[(r.arm, r.qid)] += r.valid
+    return ReportCases(cases=_cases(con, run, wanted), valid=dict(valid), notes=notes)
+
+
+def labelled_cases(con: Cursor, run: str) -> list[JudgedCase]:
+    """The cases of `run` the report's correction counts a human label of (`counted_in`), with their trajectory and
+    URL: what its label counts are made of (inside analytics._sources.reading and _rules.only_runs, as the report)."""
+    wanted, _ = _drawn(con, run, _snippet_labels(con, run))
+    return [c for c in _cases(con, run, wanted) if counted_in(c)] if wanted else []
+
+
+Key = tuple[str, str, str]  # (trajectory_id, url_normalized, label)
+
+
+def _snippet_labels(con: Cursor, run: str) -> dict[Key, bool | Literal["unclear"]]:
+    """The current human snippet label of each (trajectory, URL, label) of `run`."""
+    return {(a.item.trajectory_id, a.item.url_normalized, a.label): a.human_value
+            for history in current_labels(con, run).values() for a in history[-1:]
+            if a.surface == "snippet" and a.label in LABELS}
+
+
+def _drawn(con: Cursor, run: str, wanted: dict[Key, bool | Literal["unclear"]]
+           ) -> tuple[dict[Key, bool | Literal["unclear"]], list[str]]:
+    """The labels the correction may use (those a recorded audit design drew, when the run has one) and the notes."""
     designs = [d for (payload,) in con.execute(
         "SELECT payload FROM events WHERE type = 'audit.design' "
         "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position", [run]).fetchall()
@@ -312,16 +353,18 @@ def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> Repo
             notes.append(f"judge-error correction: {len(outside)} human snippet labels of judge run {run} are not in "
                          "a recorded audit sample (audit.design) and are not used")
         wanted = {k: v for k, v in wanted.items() if k in drawn}
-    else:
+    elif wanted:
         notes.append(f"judge-error correction: judge run {run} has no recorded audit design (audit.design); its "
                      f"{len(wanted)} human snippet labels are taken as a random sample within their strata")
+    return wanted, notes
+
+
+def _cases(con: Cursor, run: str, wanted: Mapping[Key, bool | Literal["unclear"]]) -> list[JudgedCase]:
+    """Every case of `run` the rates count (CASES_SQL), with the human value `wanted` gives it."""
     cases: list[JudgedCase] = []
     for arm, qid, tid, url_n, supports, contradicts in con.execute(CASES_SQL, {"run": run}).fetchall():
         for label, value in zip(LABELS, (supports, contradicts), strict=True):
-            human = wanted.get((tid, url_n, label))
             cases.append(JudgedCase(provider=arm, qid=qid, label=label, judge_value=bool(value),
-                                    human_value=human))
-    valid: dict[tuple[str, str], int] = defaultdict(int)
-    for r in rows:
-        valid[(r.arm, r.qid)] += r.valid
-    return ReportCases(cases=cases, valid=dict(valid), notes=notes)
+                                    human_value=wanted.get((tid, url_n, label)), trajectory_id=tid,
+                                    url_normalized=url_n))
+    return cases

@@ -38,7 +38,7 @@ import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
 from searchtrace.analytics._correction import TEST as CORRECTION_TEST
-from searchtrace.analytics._correction import correction, report_cases
+from searchtrace.analytics._correction import JudgedCase, correction, labelled_cases, report_cases
 from searchtrace.analytics._cost import recorded_prices, report_costs, warning_line
 from searchtrace.analytics._custom import Number
 from searchtrace.analytics._latency import NO_LATENCY, provider_latency
@@ -111,6 +111,16 @@ class Built(msgspec.Struct, kw_only=True):
 
     report: Report
     notes: list[str] = []
+
+
+def correction_labels(con: Cursor, *, judge_run_id: str | None = None, run_ids: Sequence[str] = (),
+                      by: str = "provider") -> list[JudgedCase]:
+    """The human-labelled cases behind the label counts of the report's judge-error correction (analytics
+    `counted_in`), read over the report's runs and arms (read-only, as `build_report(writable=False)` reads)."""
+    arm_axis(by)
+    with sources.reading(con, writable=False), arms(con, by, run_ids):
+        run, _ = resolve_judge_run(con, judge_run_id)
+        return [] if run is None else labelled_cases(con, run)
 
 
 def build_report(

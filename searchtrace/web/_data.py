@@ -23,6 +23,7 @@ from searchtrace.analytics import (
     COMPLEMENTARITY,
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
+    LABEL_COUNTS,
     REPORT_ROWS,
     RUNS_SQL,
     TESTS,
@@ -32,6 +33,8 @@ from searchtrace.analytics import (
     answerable_cells,
     build_report,
     compare_judge_runs,
+    correction_labels,
+    counted_in,
     fetch_cache_hit,
     first_verdicts,
     item_evidence,
@@ -539,6 +542,7 @@ LINKS: dict[str, Row] = {
     "results_shown": {"label": "results_shown"},
     "shown_share": {"label": "results_shown"},
     "fetch_cache_hits": {"label": "fetch_cache_hits"},
+    **{k: {"label": k} for k in LABEL_COUNTS},  # the human labels the judge-error correction rests on
 }
 for _k in ("searches", "fetches", "input_tokens", "output_tokens", "reasoning_tokens", "page_tokens", "latency_ms",
            "distinct_domains"):
@@ -691,13 +695,17 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
         return {**base, "kind": "fetches", **_cache_hits(cur, trs, q)}
     by_stream, results = index.get(cur, judge_run_id)
     of = {t["stream_id"]: t for t in trs}
+    if q.label in LABEL_COUNTS:
+        if q.partition or q.rank or q.shown is not None:
+            raise BadInput(f"label={q.label}: counts human audit labels (partition, rank and shown select items)")
+        return {**base, "kind": "labels", **_labelled(cur, trajectories, trs, index, judge_run_id, q)}
     if q.label in RESULT_LABELS:
         if q.partition or q.rank:
             raise BadInput(f"label={q.label}: counts search results (partition and rank select items)")
         want = True if q.label == "results_shown" else q.shown
         return {**base, "kind": "results", **_results(cur, trs, results, want, q)}
     if q.label not in ITEM_LABELS:
-        choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS, *FETCH_LABELS, *_PAIR_LABELS]
+        choices = [*TRAJECTORY_LABELS, *ITEM_LABELS, *RESULT_LABELS, *FETCH_LABELS, *LABEL_COUNTS, *_PAIR_LABELS]
         raise BadInput(f"label={q.label[:80]!r} is not one of: {', '.join(choices)}")
     need, forbid, cells = ITEM_LABELS[q.label]
     if q.partition is not None:
@@ -852,6 +860,31 @@ def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row
                                  "query": found[k]["query"] if k < len(found) else None}
         out.append(row)
     return out
+
+
+def _labelled(cur: Cursor, trajectories: list[Row], trs: list[Row], index: ItemIndex, judge_run_id: str | None,
+              q: ItemQuery) -> Row:
+    """The human audit labels one label count of the judge-error correction counts (analytics `counted_in`), each
+    with its judge item in full, in trajectory order: total and one page."""
+    cases = index.pairs(trajectories, ("labels", judge_run_id, tuple(q.runs), q.by),
+                        lambda: correction_labels(cur, judge_run_id=judge_run_id, run_ids=q.runs, by=q.by))
+    order = {t["trajectory_id"]: i for i, t in enumerate(trs)}
+    found = sorted((c for c in cases if c.trajectory_id in order and q.label in counted_in(c)),
+                   key=lambda c: (order[c.trajectory_id], c.url_normalized, c.label))
+    page = found[q.offset: q.offset + q.limit]
+    by_stream, results = index.get(cur, judge_run_id)
+    of = {t["stream_id"]: t for t in trs}
+    stream = {t["trajectory_id"]: t["stream_id"] for t in trs}
+    at = {(it[0], it[1]): it for c in page for it in by_stream.get(stream[c.trajectory_id], ())}
+    window = [(at[key], 0) for c in page if (key := (stream[c.trajectory_id], c.url_normalized)) in at]
+    full = {(r["trajectory_id"], r["url_normalized"]): r for r in _item_rows(cur, window, of, None, results)}
+    rows = []
+    for c in page:  # an item the index lacks (none should) keeps its row, with what the case knows
+        t = of[stream[c.trajectory_id]]
+        row = full.get((c.trajectory_id, c.url_normalized)) or {
+            "url_normalized": c.url_normalized, **{k: t[k] for k in ("trajectory_id", "provider", "run_id", "qid", "epoch")}}
+        rows.append({**row, "audit_label": c.label, "judge_value": c.judge_value, "human_value": c.human_value})
+    return {"total": len(found), "rows": rows}
 
 
 def _cache_hits(cur: Cursor, trs: list[Row], q: ItemQuery) -> Row:

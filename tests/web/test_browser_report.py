@@ -15,6 +15,7 @@ import pytest
 
 from searchtrace.analytics import build_report
 from searchtrace.store import EventLog
+from tests.analytics.test_audit import read_tsv, write_tsv
 from tests.builders import result, run_cli, search, traj, write_jsonl
 from tests.web.servers import View, start_view
 from tests.web.test_browser import ARGS, CHROMIUM, playwright_sync
@@ -30,8 +31,9 @@ BARE = ("() => [...document.querySelectorAll('#main table td.num')].filter((td) 
 @pytest.fixture(scope="module")
 def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo store, a second judge run that reverses FLIPPED snippet labels and leaves the last item without a
-    verdict (the report notes it), and an imported runaway trajectory of TURNS turns of ten results each (so the
-    store holds two runs)."""
+    verdict (the report notes it), human labels on an audit sample of it (clear ones, two unclear: the judge-error
+    correction's counts), and an imported runaway trajectory of TURNS turns of ten results each (so the store holds
+    two runs)."""
     tmp = tmp_path_factory.mktemp("explorer-report")
     db = tmp / "s.duckdb"
     shutil.copyfile(demo_db, db)
@@ -59,6 +61,15 @@ def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                  (str(write_jsonl(tmp / "t.jsonl", [runaway])),)):
         code, _, err = run_cli("import", "--db", str(db), *args)
         assert code == 0, err
+    tsv = tmp / "audit.tsv"
+    code, _, err = run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(tsv))
+    assert code == 0, err
+    rows = [r for r in read_tsv(tsv) if r["surface"] == "snippet"]
+    flip = {"true": "false", "false": "true"}
+    write_tsv(tsv, [dict(r, human_value="unclear" if i < 2 else flip[r["judge_value"]] if i % 3 == 0 else r["judge_value"])
+                    for i, r in enumerate(rows)])
+    code, _, err = run_cli("audit", "import", "--db", str(db), str(tsv))
+    assert code == 0, err
     return db
 
 
@@ -124,8 +135,10 @@ def test_every_count_of_the_report_opens_exactly_what_it_counts(page: tuple[Any,
             "partition.BLIND", "partition.NO-OP", "discovered_support", "surface_supported_items",
             "surface_contradicted_items", "surface_answerable_queries", "results_returned", "results_shown",
             "fetch_cache_hits", "complementarity.a_only", "complementarity.b_only", "complementarity.both",
-            "complementarity.neither", "paired.paired_questions"} <= keys, keys
-    assert sum(k.startswith(("complementarity.", "paired.")) for _, k, _ in counted) == 3 * 5  # per provider pair
+            "complementarity.neither", "paired.paired_questions", "surface_support_rate_corrected_labels",
+            "corrected_unclear"} <= keys, keys
+    # per provider pair: four cells and the paired tests' n, and the corrected difference's n (human labels)
+    assert sum(k.startswith(("complementarity.", "paired.")) for _, k, _ in counted) == 3 * 6
     assert any(k == "gold_rank1_share" for _, k, _ in counts)  # a rate links too (to its numerator)
     assert p.evaluate(BARE) == []  # no count on the page is left without its link
     with EventLog(store, read_only=True) as log:  # what `report` prints to stderr, on the page too

@@ -403,9 +403,6 @@ const isCost = (key) => key.endsWith("_usd") || key.startsWith("usd_");
 
 // a figure of the report that is no count (a rate, interval, p-value, time, cost, size): marked so, never a bare cell
 const nc = (text, why) => h("span", { "data-not-count": why }, text);
-// a count that links nowhere (counts of human audit labels: no item list behind them yet), marked so
-const unlinked = (v) => h("span", { "data-unlinked": "human audit labels" }, fmt(v));
-const LABEL_COUNTS = ["surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels", "corrected_unclear"];
 
 function countCell(block, arm, key, show) {
   const v = valueAt(block, key);
@@ -483,7 +480,7 @@ async function viewReport() {
   if (fixed.length) {
     const rows = [];
     for (const [key, label] of layout.corrected) {
-      rows.push(h("tr", {}, h("td", {}, label), fixed.map((n) => h("td", { class: "num" }, LABEL_COUNTS.includes(key) ? unlinked(arms[n][key]) : countCell(arms[n], n, key)))));
+      rows.push(h("tr", {}, h("td", {}, label), fixed.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key)))));
       if (fixed.some((n) => arms[n][`${key}_ci`] !== undefined)) rows.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), fixed.map((n) => h("td", { class: "num" }, nc(interval(arms[n][`${key}_ci`]) || "–", "interval")))));
     }
     sections.push(h("h2", {}, "Corrected for judge error"), h("p", { class: "muted" }, "Each snippet rate corrected by the human audit labels, stratum by stratum; TPR / TNR: the judge against the human labels."),
@@ -519,7 +516,13 @@ const LABEL_TEXT = {
   surface_contradicted_items: "items whose surface contradicts gold", results_returned: "search results returned", results_shown: "search results shown to the model",
   cells: "(qid, epoch) cells both arms ran", paired_questions: "questions of the paired tests (audited on both sides)",
   fetch_cache_hits: "fetches answered from the cache",
+  surface_support_rate_corrected_labels: "human labels of snippet support (clear)", surface_contradiction_rate_corrected_labels: "human labels of snippet contradiction (clear)",
+  corrected_labels: "human snippet labels (clear)", corrected_unclear: "human snippet labels marked unclear",
 };
+const HUMAN_TEXT = { supports_gold: "supports gold", contradicts_gold: "contradicts gold" };
+// a human audit label beside the judge's value of the same label (the correction's counts)
+const humanChips = (r) => [chip(`human: ${HUMAN_TEXT[r.audit_label] || r.audit_label} ${r.human_value === "unclear" ? "unclear" : r.human_value ? "yes" : "no"}`, r.human_value === "unclear" ? "muted" : r.human_value === r.judge_value ? "good" : "bad"),
+  chip(`judge: ${r.judge_value ? "yes" : "no"}`, "muted")];
 const CELL_TEXT = { a_only: "answerable by A only", b_only: "answerable by B only", both: "answerable by both", neither: "answerable by neither" };
 // one side (arm) of a cell or a paired question: its trajectories there, with what the count asks of them
 function pairSide(s, cells) {
@@ -551,7 +554,7 @@ async function viewItems(params) {
     h("div", {}, tlink(r.trajectory_id, `${r.provider} · ${r.qid}${r.epoch > 1 ? ` · epoch ${r.epoch}` : ""}`), " ", h("span", { class: "muted" }, r.question || "")),
     r.appearance ? h("div", { class: "muted" }, `appearance ${r.appearance.index} of ${r.appearance.of} at rank ${r.appearance.rank}${r.appearance.query ? ` · query “${r.appearance.query}”` : ""}`) : null,
     r.query && d.kind === "results" ? h("div", { class: "muted" }, `query “${r.query}”`) : null,
-    d.kind === "results" ? null : h("div", { class: "labels" }, labelChips(r)),
+    d.kind === "results" ? null : h("div", { class: "labels" }, d.kind === "labels" ? [...humanChips(r), ...labelChips(r)] : labelChips(r)),
     r.rationale ? h("div", { class: "rationale" }, h("b", {}, "judge: "), r.rationale) : null)));
   main().replaceChildren(h("p", { class: "crumbs" }, h("a", { href: href("/report") }, "Report"), " / items"),
     h("h1", { "data-testid": "items-title" }, title), await scopeBar(),
