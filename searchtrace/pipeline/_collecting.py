@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from searchtrace.adapters import LocalGuard, MiB
+from searchtrace.adapters import LocalGuard, MiB, bind_local, serve_local
 from searchtrace.engine import question_file
-from searchtrace.engine.proxy import QuietServer, bind, stop_on_signal
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import sandbox_rows
 from searchtrace.replay.interchange import Collector, ToolNames, decode_spans, otlp_response
@@ -85,7 +83,7 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
                   ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int]:
     """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered, spans
     still held at the stop for traces that never named their question, dropped)."""
-    listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
+    listener = bind_local(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     rows = await anyio.to_thread.run_sync(lambda: question_file(questions, rows=sandbox_rows(questions)))
     collector = Collector(run_id, rows, provider=provider, tools=tools)
     with listener:
@@ -95,16 +93,7 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
                 await anyio.to_thread.run_sync(collector.restore, log)
                 async with open_writer(log, max_delay=0.0) as writer:
                     receiver = Receiver(collector, writer, max_body)
-                    port_ = int(listener.getsockname()[1])
-                    server = QuietServer(uvicorn.Config(receiver.app(), host="127.0.0.1", port=port_,
-                                                        log_level="warning", access_log=False, lifespan="off",
-                                                        timeout_graceful_shutdown=2))
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(stop_on_signal, server)
-                        if ready is not None:
-                            tg.start_soon(_announce, server, ready, port_)
-                        await server.serve(sockets=[listener])
-                        tg.cancel_scope.cancel()
+                    await serve_local(receiver.app(), listener, ready=ready)
                     async with receiver.lock:
                         events, blobs, abandoned = collector.abandon_open()
                         if events:
@@ -113,8 +102,3 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
         finally:
             await anyio.to_thread.run_sync(log.close)
 
-
-async def _announce(server: uvicorn.Server, ready: Callable[[str, int], None], port: int) -> None:
-    while not server.started:
-        await anyio.sleep(0.01)
-    ready("127.0.0.1", port)
