@@ -13,19 +13,11 @@ import anyio
 import httpx
 
 from searchtrace.adapters import SEARCH_PROVIDERS, bind_local, serve_local
-from searchtrace.engine._record import question_file
+from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
 from searchtrace.engine.proxy._limits import Limits, recorded_usd
 from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of
 from searchtrace.store import EventLog, Payload, open_writer
-
-
-def dataset_id(path: str) -> str:
-    import hashlib
-
-    if path == "sandbox":
-        return "sandbox"
-    return f"{Path(path).name}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]}"
 
 
 class Upstream(NamedTuple):

@@ -651,7 +651,6 @@ class Collector:
                     rejected += len(group)
                     why = problem
                     continue
-                events.append(question_event(ident))
             for s in ordered(group):
                 t.feed(s)
             if t.root is not None:
