@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+import msgspec
+
 from searchtrace.engine import Attempts
 from searchtrace.store import (
     AnswerFinal,
@@ -136,6 +138,11 @@ back to the dataset, and the aliases (SPEC §19, a JSON array or NULL) of the la
 has any, when their first is that gold answer (a trace import restating the question without aliases keeps them);
 its run with the run's agent model and prompt (its first run.started) and its arm (ARM_SQL);
 only the runs `only_runs` names, when it names any."""
+
+def decode_aliases(raw: str | None) -> list[str]:
+    """`tr.gold_aliases` (a JSON array, or NULL when the dataset gave one answer) as a list; empty for NULL."""
+    return msgspec.json.decode(raw, type=list[str]) if raw else []
+
 
 AUDIT_ONE_EPOCH = f"""
 aud_one_epoch AS (
