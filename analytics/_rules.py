@@ -28,7 +28,6 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 
 import msgspec
 
@@ -43,23 +42,11 @@ from searchtrace.store import (
 )
 
 # -- the deciding audit --------------------------------------------------------------------------------------
-PROPOSAL_PREFIXES = ("llm", "grader")
-
-
-def is_proposal(source: str) -> bool:
-    """The same rule as AUDIT_RANK, for code that ranks audits in Python (export)."""
-    return source.startswith(PROPOSAL_PREFIXES)
-
-
 AUDIT_RANK = (
     "[CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END, a.recorded_us, a.position]"
 )
-"""The deciding audit's key (arg_max): rank, then recorded time, then position (see `audit_key` for Python)."""
-
-
-def audit_key(source: str, recorded_at: datetime, position: int) -> tuple[int, datetime, int]:
-    """AUDIT_RANK for code that ranks audits in Python (export): the highest key decides."""
-    return (0 if is_proposal(source) else 1, recorded_at, position)
+"""The deciding audit's key (arg_max): a proposal (an LLM's or a grader's) below any other source, then recorded
+time, then position; the one rule (export's audit.tsv reads it through AUDIT_CTE too)."""
 
 
 RECORDED_ORDER = "recorded_at, position"

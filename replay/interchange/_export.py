@@ -17,13 +17,12 @@ integers (DuckDB's 128-bit sums would become doubles in Parquet), JSON, UUIDs an
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import Cells, audit_key, ensure_views
+from searchtrace.analytics import AUDIT_CTE, TRAJECTORIES_CTE, Cells, ensure_views, sources
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -48,7 +47,6 @@ from searchtrace.replay.interchange._formats import (
     encoder,
 )
 from searchtrace.store import (
-    AuditAnswer,
     BadInput,
     CallRetried,
     DatasetQuestion,
@@ -309,40 +307,22 @@ def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     return [line for run in runs for line in by_run[run]]
 
 
-AuditKey = tuple[int, datetime, int]
+_AUDITS_SQL = f"""WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}
+SELECT t.provider, t.qid, t.epoch, arg_max(m.semantic_match, m.k) FROM tr t JOIN aud_match m USING (stream_id)
+GROUP BY t.provider, t.qid, t.epoch"""
 
 
-def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, int, bool]]:
-    """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the rule of the report's
-    `aud` (analytics AUDIT_CTE): by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell
-    has one epoch; a proposal loses to an imported or human audit, then the latest wins."""
-    by_tid: dict[str, list[tuple[AuditKey, bool]]] = {}
-    by_epoch: dict[tuple[str, str, int], list[tuple[AuditKey, bool]]] = {}
-    by_cell: dict[tuple[str, str], list[tuple[AuditKey, bool]]] = {}
-    for ev in log.read(types=["audit.answer"]):
-        p = ev.payload
-        assert isinstance(p, AuditAnswer)
-        got = (audit_key(p.source, ev.recorded_at, ev.position), p.semantic_match)
-        if p.trajectory_id is not None:
-            by_tid.setdefault(p.trajectory_id, []).append(got)
-        elif p.provider is not None and p.qid is not None:
-            if isinstance(p.epoch, msgspec.UnsetType):
-                by_cell.setdefault((p.provider, p.qid), []).append(got)
-            else:
-                by_epoch.setdefault((p.provider, p.qid, p.epoch), []).append(got)
-    epochs: dict[tuple[str | None, str, str], set[int]] = {}
-    for t in traces:
-        epochs.setdefault((t.run_id, t.provider, t.qid), set()).add(t.epoch)
-    best: dict[tuple[str, str, int], tuple[AuditKey, bool]] = {}
-    for t in traces:
-        found = [*by_tid.get(t.trajectory_id, []), *by_epoch.get((t.provider, t.qid, t.epoch), [])]
-        if len(epochs[(t.run_id, t.provider, t.qid)]) == 1:
-            found += by_cell.get((t.provider, t.qid), [])
-        key = (t.provider, t.qid, t.epoch)
-        for got in found:
-            if key not in best or got[0] > best[key][0]:
-                best[key] = got
-    return [(*k, v[1]) for k, v in sorted(best.items())]
+def _audits(log: EventLog) -> list[tuple[str, str, int, bool]]:
+    """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the report's own rule
+    (analytics AUDIT_CTE: by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell has
+    one epoch; a proposal loses to an imported or human audit, then the latest wins), over its current trajectories."""
+    cur = log.cursor()
+    try:
+        with sources.reading(cur, writable=not log.read_only):
+            rows = cur.execute(_AUDITS_SQL).fetchall()
+    finally:
+        cur.close()
+    return sorted((str(p), str(q), int(e), bool(v)) for p, q, e, v in rows)
 
 
 def runs_of(log: EventLog) -> list[RunLine]:
@@ -385,7 +365,7 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
     with (out / "judgments.jsonl").open("wb") as fh:
         for j in judgments:
             fh.write(encoder.encode(j) + b"\n")
-    audits = _audits(log, traces)
+    audits = _audits(log)
     with (out / "audit.tsv").open("w", encoding="utf-8", newline="\n") as fh:
         fh.write("\t".join(AUDIT_EXPORT_HEADER) + "\n")
         for provider, qid, epoch, value in audits:
