@@ -9,8 +9,8 @@ that resolves to 127.0.0.1 (DNS rebinding). `LocalGuard` wraps the app and, befo
 - answers 403 to a request with an `Origin` that is not this server's own, or a `Sec-Fetch-Site` other than
   `same-origin` / `none` (a page on another local port is `same-site` to a browser, and gets SameSite cookies);
 - answers 415 to a POST, PUT or PATCH without `Content-Type: application/json` (a form or `text/plain` POST is how
-  a page sends one without a CORS preflight); `form_paths` may also take a url-encoded form (a real API's form),
-  `media_paths` the media types a path names (`collect`'s OTLP protobuf);
+  a page sends one without a CORS preflight); `media_paths` names the other media types a path takes (a real
+  API's url-encoded form, `collect`'s OTLP protobuf);
 - with a `token`, answers 403 unless the query (`?token=`) or the cookie holds it, and sets that cookie (HttpOnly,
   SameSite=Strict) on a response to a request that brought the token in its query;
 - caps each header value (400), the body (413; by Content-Length at once, else while reading, never reading more
@@ -95,12 +95,11 @@ class LocalGuard:
     """ASGI middleware with the checks above; `max_body` in bytes, `token` for a server that needs one (`view`)."""
 
     def __init__(self, app: ASGIApp, *, max_body: int, token: str | None = None, cookie: str = "searchtrace-token",
-                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER, form_paths: frozenset[str] = frozenset(),
+                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER,
                  media_paths: Mapping[str, frozenset[str]] | None = None) -> None:
         self.app = app
-        self.form_paths = form_paths
-        # path -> media types its POST may carry besides JSON (OTLP's application/x-protobuf: not one a page can
-        # send without a CORS preflight, unlike a form or text/plain)
+        # path -> media types its POST may carry besides JSON: a url-encoded form only where the real API takes one
+        # (a page can send a form without a CORS preflight), OTLP's application/x-protobuf (a page cannot)
         self.media_paths = dict(media_paths or {})
         self.max_body = max_body
         self.token = token
@@ -161,9 +160,8 @@ class LocalGuard:
         if method in BODY_METHODS:
             kinds = headers.get("content-type", [])
             media = kinds[0].split(";", 1)[0].strip().lower() if len(kinds) == 1 else ""
-            form = media == "application/x-www-form-urlencoded" and scope.get("path") in self.form_paths
             other = media in self.media_paths.get(scope.get("path", ""), frozenset())
-            if media != "application/json" and not form and not other:
+            if media != "application/json" and not other:
                 return (415, f"{method} needs Content-Type: application/json"), False
         if self.token is None:
             return None, False
