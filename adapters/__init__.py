@@ -22,7 +22,14 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_text,
     )
     from searchtrace.adapters._limiter import RateLimiter
-    from searchtrace.adapters._local_server import MAX_DEPTH, LocalGuard, MiB, json_too_deep
+    from searchtrace.adapters._local_server import (
+        MAX_DEPTH,
+        LocalGuard,
+        MiB,
+        bind_local,
+        json_too_deep,
+        serve_local,
+    )
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
     from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
@@ -85,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "LocalGuard": "searchtrace.adapters._local_server",
     "MiB": "searchtrace.adapters._local_server",
     "json_too_deep": "searchtrace.adapters._local_server",
+    "bind_local": "searchtrace.adapters._local_server",
+    "serve_local": "searchtrace.adapters._local_server",
     "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
@@ -171,6 +180,7 @@ __all__ = [
     "TavilySearch",
     "Tools",
     "base_url_problem",
+    "bind_local",
     "build_chat",
     "chat_messages",
     "build_fetcher",
@@ -196,6 +206,7 @@ __all__ = [
     "tools_to_chat",
     "pick",
     "read_key",
+    "serve_local",
     "read_page",
     "read_results",
     "sandbox_endpoint",

@@ -9,8 +9,8 @@ that resolves to 127.0.0.1 (DNS rebinding). `LocalGuard` wraps the app and, befo
 - answers 403 to a request with an `Origin` that is not this server's own, or a `Sec-Fetch-Site` other than
   `same-origin` / `none` (a page on another local port is `same-site` to a browser, and gets SameSite cookies);
 - answers 415 to a POST, PUT or PATCH without `Content-Type: application/json` (a form or `text/plain` POST is how
-  a page sends one without a CORS preflight); `form_paths` may also take a url-encoded form (a real API's form),
-  `media_paths` the media types a path names (`collect`'s OTLP protobuf);
+  a page sends one without a CORS preflight); `media_paths` names the other media types a path takes (a real
+  API's url-encoded form, `collect`'s OTLP protobuf);
 - with a `token`, answers 403 unless the query (`?token=`) or the cookie holds it, and sets that cookie (HttpOnly,
   SameSite=Strict) on a response to a request that brought the token in its query;
 - caps each header value (400), the body (413; by Content-Length at once, else while reading, never reading more
@@ -18,16 +18,26 @@ that resolves to 127.0.0.1 (DNS rebinding). `LocalGuard` wraps the app and, befo
 
 Each refusal is one JSON line `{"error": "..."}`. Clients that are not browsers (the official SDKs, our adapters,
 curl) send no Origin and no Sec-Fetch-*, use the address they were given, and send JSON: they pass unchanged.
+
+`bind_local` and `serve_local` are how a long-running server (`proxy`, `collect`) takes its loopback port and serves
+on it until SIGINT/SIGTERM, so that it can finish up (close open trajectories) after the server stops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
-from collections.abc import Iterable, Mapping
+import signal
+import socket
+from collections.abc import Callable, Generator, Iterable, Mapping
 from urllib.parse import parse_qs
 
+import anyio
 import msgspec
+import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from searchtrace.store import BadInput
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -85,12 +95,11 @@ class LocalGuard:
     """ASGI middleware with the checks above; `max_body` in bytes, `token` for a server that needs one (`view`)."""
 
     def __init__(self, app: ASGIApp, *, max_body: int, token: str | None = None, cookie: str = "searchtrace-token",
-                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER, form_paths: frozenset[str] = frozenset(),
+                 max_depth: int = MAX_DEPTH, max_header: int = MAX_HEADER,
                  media_paths: Mapping[str, frozenset[str]] | None = None) -> None:
         self.app = app
-        self.form_paths = form_paths
-        # path -> media types its POST may carry besides JSON (OTLP's application/x-protobuf: not one a page can
-        # send without a CORS preflight, unlike a form or text/plain)
+        # path -> media types its POST may carry besides JSON: a url-encoded form only where the real API takes one
+        # (a page can send a form without a CORS preflight), OTLP's application/x-protobuf (a page cannot)
         self.media_paths = dict(media_paths or {})
         self.max_body = max_body
         self.token = token
@@ -151,9 +160,8 @@ class LocalGuard:
         if method in BODY_METHODS:
             kinds = headers.get("content-type", [])
             media = kinds[0].split(";", 1)[0].strip().lower() if len(kinds) == 1 else ""
-            form = media == "application/x-www-form-urlencoded" and scope.get("path") in self.form_paths
             other = media in self.media_paths.get(scope.get("path", ""), frozenset())
-            if media != "application/json" and not form and not other:
+            if media != "application/json" and not other:
                 return (415, f"{method} needs Content-Type: application/json"), False
         if self.token is None:
             return None, False
@@ -218,3 +226,56 @@ def _cookie_values(headers: Iterable[str], name: str) -> list[str]:
             if eq and key == name:
                 out.append(value.strip().strip('"'))
     return out
+
+
+def bind_local(port: int) -> socket.socket:
+    """The listening socket on 127.0.0.1:`port` (0: any free port), taken before a store is opened: a port in use
+    is bad input and leaves the store untouched."""
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto says TCP, and an accepted
+    # socket inherits proto 0 from a listener made without it (each reply then waited ~40 ms for a delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise BadInput(f"--port: 127.0.0.1:{port} is in use ({exc.strerror}); pick another port "
+                       "(or 0 for any free one)") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the server stops on our signal receiver, and its caller finishes up."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def serve_local(app: ASGIApp, listener: socket.socket, *,
+                      ready: Callable[[str, int], None] | None = None) -> None:
+    """Serves `app` on `listener` (from `bind_local`) until SIGINT/SIGTERM; `ready(host, port)` once it listens."""
+    port = int(listener.getsockname()[1])
+    server = _QuietServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
+                                         lifespan="off", timeout_graceful_shutdown=2))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, server)
+        if ready is not None:
+            tg.start_soon(_announce, server, ready, port)
+        await server.serve(sockets=[listener])
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signal(server: uvicorn.Server) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            server.should_exit = True
+            return
+
+
+async def _announce(server: uvicorn.Server, ready: Callable[[str, int], None], port: int) -> None:
+    while not server.started:
+        await anyio.sleep(0.01)
+    ready("127.0.0.1", port)

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 import searchtrace.analytics._sources as sources
-from searchtrace.analytics._rules import ANSWERS_CTE, TRAJECTORIES_CTE
+from searchtrace.analytics._rules import ANSWERS_CTE, TRAJECTORIES_CTE, decode_aliases
 from searchtrace.analytics._shown import SHOWN_CTE
 from searchtrace.store import Cursor
 
@@ -136,6 +136,6 @@ ORDER BY i.first_position
     for row in rows:
         rec = dict(zip(names, row, strict=True))
         rec["metadata"] = msgspec.json.decode(rec["metadata"]) if rec["metadata"] else {}
-        rec["gold_aliases"] = msgspec.json.decode(rec["gold_aliases"], type=list[str]) if rec["gold_aliases"] else []
+        rec["gold_aliases"] = decode_aliases(rec["gold_aliases"])
         out.append(JudgeItem(**rec))
     return out

@@ -21,6 +21,7 @@ from searchtrace.analytics._rules import (
     ANSWERS_CTE,
     AUDIT_CTE,
     TRAJECTORIES_CTE,
+    decode_aliases,
     first_verdicts,
     partition_cell,
     surface_support,
@@ -162,7 +163,7 @@ def trajectory_stats(con: Cursor, judge_run_id: str | None) -> list[TrajectorySt
         rec: dict[str, Any] = {
             k: (int(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in zip(names, row, strict=True)
         }
-        rec["gold_aliases"] = msgspec.json.decode(rec["gold_aliases"], type=list[str]) if rec["gold_aliases"] else []
+        rec["gold_aliases"] = decode_aliases(rec["gold_aliases"])
         out.append(TrajectoryStats(**rec))
     return out
 

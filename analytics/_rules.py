@@ -28,7 +28,8 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+
+import msgspec
 
 from searchtrace.engine import Attempts
 from searchtrace.store import (
@@ -41,23 +42,11 @@ from searchtrace.store import (
 )
 
 # -- the deciding audit --------------------------------------------------------------------------------------
-PROPOSAL_PREFIXES = ("llm", "grader")
-
-
-def is_proposal(source: str) -> bool:
-    """The same rule as AUDIT_RANK, for code that ranks audits in Python (export)."""
-    return source.startswith(PROPOSAL_PREFIXES)
-
-
 AUDIT_RANK = (
     "[CASE WHEN a.source LIKE 'llm%' OR a.source LIKE 'grader%' THEN 0 ELSE 1 END, a.recorded_us, a.position]"
 )
-"""The deciding audit's key (arg_max): rank, then recorded time, then position (see `audit_key` for Python)."""
-
-
-def audit_key(source: str, recorded_at: datetime, position: int) -> tuple[int, datetime, int]:
-    """AUDIT_RANK for code that ranks audits in Python (export): the highest key decides."""
-    return (0 if is_proposal(source) else 1, recorded_at, position)
+"""The deciding audit's key (arg_max): a proposal (an LLM's or a grader's) below any other source, then recorded
+time, then position; the one rule (export's audit.tsv reads it through AUDIT_CTE too)."""
 
 
 RECORDED_ORDER = "recorded_at, position"
@@ -136,6 +125,11 @@ back to the dataset, and the aliases (SPEC §19, a JSON array or NULL) of the la
 has any, when their first is that gold answer (a trace import restating the question without aliases keeps them);
 its run with the run's agent model and prompt (its first run.started) and its arm (ARM_SQL);
 only the runs `only_runs` names, when it names any."""
+
+def decode_aliases(raw: str | None) -> list[str]:
+    """`tr.gold_aliases` (a JSON array, or NULL when the dataset gave one answer) as a list; empty for NULL."""
+    return msgspec.json.decode(raw, type=list[str]) if raw else []
+
 
 AUDIT_ONE_EPOCH = f"""
 aud_one_epoch AS (

@@ -6,7 +6,7 @@ protobuf `ExportTraceServiceRequest`s of 512 spans, as the SDK's batching export
 collect` in a child process; its CPU time is read from /proc around the sending. The same spans are then imported from a file
 in this process, once through `import --from otel`'s pipeline (which also catches the projections up: the §17
 `shown` replay) and once through the mapping and append alone, the receiver's own work. Reported: spans/s and CPU µs
-per span each way, and their ratios (receiver / import); both stores must hold the same number of events.
+per span each way, and their ratios (receiver / import); both stores must hold the same number of trajectory events.
 """
 
 from __future__ import annotations
@@ -88,10 +88,16 @@ def traces(n: int, turns: int) -> list[list[Span]]:
 
 
 def _events(db: Path) -> int:
+    """The trajectory events of a store (collect opens its run besides, an import records its questions instead)."""
     from searchtrace.store import EventLog
 
     with EventLog(db, read_only=True) as log:
-        return log.head
+        cur = log.cursor()
+        try:
+            row = cur.execute("SELECT count(*) FROM events WHERE stream_id LIKE 'traj:%'").fetchone()
+        finally:
+            cur.close()
+        return int(row[0]) if row else 0
 
 
 def run(n: int = 200, turns: int = 5) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -117,6 +117,43 @@ def code_version() -> str:
 
 def run_stream(run_id: str) -> str:
     return f"run:{run_id}"
+
+
+CLIENT_LOOPS = ("proxy", "collect")
+"""run.started config keys of the commands that record a client's own agent loop (`searchtrace proxy`, `collect`):
+there is no agent loop of ours to re-run, and another command's run is not theirs to continue."""
+
+
+def dataset_id(path: str) -> str:
+    """A question file's id in a run config: its name and the head of its sha256 (`sandbox` for the sandbox's set)."""
+    if path == "sandbox":
+        return "sandbox"
+    return f"{Path(path).name}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]}"
+
+
+def run_opening(run_id: str, config: dict[str, Any], questions: Iterable[DatasetQuestion], *,
+                code: str | None = None) -> list[NewEvent]:
+    """The events that open a run: `run.started` (its config, never keys; `code` the version, default this one),
+    then its `dataset.question`s, under the ids every path that opens a run gives them (record, proxy, collect, a
+    run.jsonl import), so a run opened again adds nothing."""
+    stream = run_stream(run_id)
+    started = RunStarted(run_id=run_id, config=config, code_version=code_version() if code is None else code)
+    return [NewEvent(stream_id=stream, run_id=run_id, payload=started, event_id=stable_event_id("run.started", run_id)),
+            *(NewEvent(stream_id=stream, run_id=run_id, payload=q,
+                       event_id=stable_event_id("dataset.question", run_id, q.qid)) for q in questions)]
+
+
+def open_run(log_: EventLog, run_id: str, config: dict[str, Any], questions: Iterable[Question], *,
+             by: str) -> list[NewEvent]:
+    """The opening events of a run that `by` (one of CLIENT_LOOPS) records, when the run is new; none when `by`
+    opened it before (a restart continues it); a run another command recorded is refused."""
+    started = run_started(log_, run_id)
+    if started is None:
+        return run_opening(run_id, config, [q.dataset_event() for q in questions])
+    if by not in started.config:
+        other = next((k for k in CLIENT_LOOPS if k in started.config), "record")
+        raise BadInput(f"run {run_id!r} is in {log_.path} recorded by `{other}`; choose another --run-id")
+    return []
 
 
 def load_questions(cfg: RunConfig, rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
@@ -399,25 +436,7 @@ def make_agents(
 
 
 def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[NewEvent]:
-    stream = run_stream(run_id)
-    events = [
-        NewEvent(
-            stream_id=stream,
-            run_id=run_id,
-            payload=RunStarted(run_id=run_id, config=cfg.to_event(), code_version=code_version()),
-            event_id=stable_event_id("run.started", run_id),
-        )
-    ]
-    for q in questions:
-        events.append(
-            NewEvent(
-                stream_id=stream,
-                run_id=run_id,
-                payload=q.dataset_event(),
-                event_id=stable_event_id("dataset.question", run_id, q.qid),
-            )
-        )
-    return events
+    return run_opening(run_id, cfg.to_event(), [q.dataset_event() for q in questions])
 
 
 def preflight(cfg: RunConfig) -> None:

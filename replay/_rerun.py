@@ -19,6 +19,7 @@ import msgspec
 
 from searchtrace.adapters import ChatResponse
 from searchtrace.engine import (
+    CLIENT_LOOPS,
     Recorder,
     RunConfig,
     Trajectory,
@@ -110,7 +111,9 @@ def load_recorded(log: EventLog, trajectory_ids: Sequence[str] | None = None) ->
     return out
 
 
-PROXY_KEY = "proxy"  # run.started config key of a run recorded by `searchtrace proxy` (engine.proxy.recorder)
+def client_loop(config: dict[str, Any]) -> str | None:
+    """The command that recorded a client's own agent loop (`proxy`, `collect`), by its run config; else None."""
+    return next((k for k in CLIENT_LOOPS if k in config), None)
 
 
 def run_config(log: EventLog, run_id: str) -> dict[str, Any] | None:
@@ -251,7 +254,7 @@ async def replay_trajectories(
     async with AsyncExitStack() as stack:
         agents: dict[tuple[str, str], tuple[Any, CapturingChat]] = {}
         for run_id, config in configs.items():
-            if config is None or PROXY_KEY in config:
+            if config is None or client_loop(config):
                 continue
             cfg = replay_config(config, prompt_version)
             if not prompt_version:  # a prompt file's words come from the store, not from the file
@@ -268,8 +271,8 @@ async def replay_trajectories(
                 why = f"run {rec.run_id!r} has no run.started (imported traces carry no agent config to re-run)"
                 outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=True, steps=0, skipped=why))
                 return
-            if PROXY_KEY in config:
-                why = f"run {rec.run_id!r} was recorded through `searchtrace proxy`: the agent loop is the client's own, not re-executable"
+            if (by := client_loop(config)) is not None:
+                why = f"run {rec.run_id!r} was recorded through `searchtrace {by}`: the agent loop is the client's own, not re-executable"
                 outcomes.append(Outcome(trajectory_id=rec.trajectory_id, ok=True, steps=0, skipped=why))
                 return
             if key not in agents:

@@ -91,7 +91,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         while_held,
     )
     from searchtrace.store._rows import LogRow
-    from searchtrace.store._schema import DDL, OFFLINE, first_line, require_database
+    from searchtrace.store._schema import DDL, OFFLINE, epoch_us, first_line, require_database
     from searchtrace.store._ship import BATCH as SHIP_BATCH
     from searchtrace.store._ship import (
         Pulled,
@@ -170,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     "interruptible": "searchtrace.store._interrupt",
     "time_limit": "searchtrace.store._interrupt",
     "EventLog": "searchtrace.store._log",
+    "epoch_us": "searchtrace.store._schema",
     "CentralLog": "searchtrace.store._postgres",
     "Conflict": "searchtrace.store._postgres",
     "check_url": "searchtrace.store._pgurl",
@@ -231,6 +232,7 @@ __all__ = [
     "DatasetQuestion",
     "EventConflict",
     "EventLog",
+    "epoch_us",
     "FetchCalled",
     "FetchCompleted",
     "FetchStatus",

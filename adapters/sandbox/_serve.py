@@ -70,12 +70,12 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], timeout_s: float, wha
 MAX_BODY = 4 * MiB  # a sandbox request is a small JSON body (a chat request's messages the largest)
 # Jina Reader's `POST /` takes a url-encoded form as well as JSON, as the real one does (at R/jina/, or the root of
 # its own port); every other POST takes JSON only
-FORM_PATHS = frozenset({"/jina/", "/"})
+MEDIA_PATHS = {path: frozenset({"application/x-www-form-urlencoded"}) for path in ("/jina/", "/")}
 
 
 def guarded(app: Any) -> LocalGuard:
     """A sandbox app as every server of it runs: behind the local-server guard (a browser's page cannot use it)."""
-    return LocalGuard(app, max_body=MAX_BODY, form_paths=FORM_PATHS)
+    return LocalGuard(app, max_body=MAX_BODY, media_paths=MEDIA_PATHS)
 
 
 def _config(app: Any, port: int) -> uvicorn.Config:

@@ -9,9 +9,7 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine.proxy._app import MAX_BODY
     from searchtrace.engine.proxy._limits import Limits
-    from searchtrace.engine.proxy._serve import Upstream, bind, serve
-    from searchtrace.engine.proxy._serve import _Server as QuietServer
-    from searchtrace.engine.proxy._serve import _stop_on_signal as stop_on_signal
+    from searchtrace.engine.proxy._serve import Upstream, serve
 
 
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
@@ -19,21 +17,15 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 _EXPORTS: dict[str, str] = {
     "Limits": "searchtrace.engine.proxy._limits",
     "MAX_BODY": "searchtrace.engine.proxy._app",
-    "QuietServer": "searchtrace.engine.proxy._serve:_Server",
     "Upstream": "searchtrace.engine.proxy._serve",
-    "bind": "searchtrace.engine.proxy._serve",
-    "stop_on_signal": "searchtrace.engine.proxy._serve:_stop_on_signal",
     "serve": "searchtrace.engine.proxy._serve",
 }
 
 __all__ = [
     "Limits",
     "MAX_BODY",
-    "QuietServer",
     "Upstream",
-    "bind",
     "serve",
-    "stop_on_signal",
 ]
 
 

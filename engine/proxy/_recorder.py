@@ -25,16 +25,14 @@ from searchtrace.adapters import (
     scrub_parsed,
     scrub_text,
 )
-from searchtrace.engine._record import Question, code_version, run_stream
+from searchtrace.engine._record import Question, open_run
 from searchtrace.engine._trajectory import Builder, Message, trajectory_id
 from searchtrace.engine._transcript import assistant_message
 from searchtrace.store import (
-    BadInput,
     EventLog,
     FetchStatus,
     NewEvent,
     Payload,
-    RunStarted,
     SearchStatus,
     ToolCall,
     TrajectoryFinished,
@@ -103,20 +101,8 @@ class ProxyRecorder:
     # -- start, restart, stop ---------------------------------------------------------------------------------------
 
     def head(self, log: EventLog) -> list[NewEvent]:
-        """run.started and the questions, when this run is new; a run recorded by `record` is refused."""
-        for ev in log.read(stream_id=run_stream(self.run_id), types=["run.started"]):
-            assert isinstance(ev.payload, RunStarted)
-            if "proxy" not in ev.payload.config:
-                raise BadInput(f"run {self.run_id!r} is in {log.path} recorded by `record`; choose another --run-id")
-            return []
-        stream = run_stream(self.run_id)
-        out = [NewEvent(stream_id=stream, run_id=self.run_id, event_id=stable_event_id("run.started", self.run_id),
-                        payload=RunStarted(run_id=self.run_id, config=self.config, code_version=code_version()))]
-        for q in self.questions.values():
-            out.append(NewEvent(stream_id=stream, run_id=self.run_id,
-                                event_id=stable_event_id("dataset.question", self.run_id, q.qid),
-                                payload=q.dataset_event()))
-        return out
+        """run.started and the questions, when this run is new; a run recorded by another command is refused."""
+        return open_run(log, self.run_id, self.config, self.questions.values(), by="proxy")
 
     def restore(self, log: EventLog, spent: Callable[[str, list[Payload]], Fraction] | None = None) -> None:
         """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates;

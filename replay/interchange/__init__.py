@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.replay.interchange._common import append_chunked
     from searchtrace.replay.interchange._export import export_all
     from searchtrace.replay.interchange._formats import JudgmentLine, TraceLine
     from searchtrace.replay.interchange._importer import ImportResult, import_files
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         ToolNames,
         default_search_tools,
         import_spans,
+        map_spans,
     )
     from searchtrace.replay.interchange._otel_export import export_traces
     from searchtrace.replay.interchange._otlp import Span, encode_json, encode_protobuf, requests_in
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
 # use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
+    "append_chunked": "searchtrace.replay.interchange._common",
     "export_all": "searchtrace.replay.interchange._export",
     "JudgmentLine": "searchtrace.replay.interchange._formats",
     "TraceLine": "searchtrace.replay.interchange._formats",
@@ -44,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "ToolNames": "searchtrace.replay.interchange._otel",
     "default_search_tools": "searchtrace.replay.interchange._otel",
     "import_spans": "searchtrace.replay.interchange._otel",
+    "map_spans": "searchtrace.replay.interchange._otel",
     "export_traces": "searchtrace.replay.interchange._otel_export",
     "Span": "searchtrace.replay.interchange._otlp",
     "decode_spans": "searchtrace.replay.interchange._otlp:decode",
@@ -54,6 +58,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "append_chunked",
     "Collector",
     "ImportResult",
     "JudgmentLine",
@@ -69,6 +74,7 @@ __all__ = [
     "export_traces",
     "import_files",
     "import_spans",
+    "map_spans",
     "log_files",
     "log_traces",
     "otlp_response",

@@ -9,7 +9,7 @@ import shutil
 import stat
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.replay.interchange._formats import JudgmentLine
-from searchtrace.store import BadInput, EventLog, Payload
+from searchtrace.store import BadInput, EventLog, NewEvent, Payload
 
 RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"
@@ -194,6 +194,21 @@ def audit_key(trajectory_id: str | None, provider: str | None, qid: str | None, 
     if trajectory_id is not None:
         return ("trajectory", trajectory_id)
     return ("cell", provider or "", qid or "", "" if epoch is None else str(epoch))
+
+
+def append_chunked(log: EventLog, groups: Sequence[tuple[list[NewEvent], list[bytes]]]) -> int:
+    """Append groups of (events, blobs) in transactions of about CHUNK events, after everything is validated;
+    returns the number of new events."""
+    written = 0
+    batch: list[NewEvent] = []
+    kept: list[bytes] = []
+    for k, (events, blobs) in enumerate(groups):
+        batch += events
+        kept += blobs
+        if len(batch) >= CHUNK or k == len(groups) - 1:
+            written += sum(1 for p in log.append(batch, blobs=kept) if p)
+            batch, kept = [], []
+    return written
 
 
 @dataclass

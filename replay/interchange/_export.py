@@ -16,13 +16,13 @@ integers (DuckDB's 128-bit sums would become doubles in Parquet), JSON, UUIDs an
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import Cells, audit_key, ensure_views
+from searchtrace.analytics import AUDIT_CTE, TRAJECTORIES_CTE, Cells, ensure_views, sources
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -47,7 +47,6 @@ from searchtrace.replay.interchange._formats import (
     encoder,
 )
 from searchtrace.store import (
-    AuditAnswer,
     BadInput,
     CallRetried,
     DatasetQuestion,
@@ -55,9 +54,9 @@ from searchtrace.store import (
     JudgeStarted,
     JudgeVerdict,
     ModelResponded,
-    Payload,
     RunFinished,
     RunStarted,
+    StoredEvent,
     ToolRefused,
     TrajectoryStarted,
     blobs,
@@ -83,12 +82,12 @@ _json = msgspec.json.Decoder()
 _CHUNK = 256  # trajectories whose blobs are read in one scan
 
 
-class _Blobs:
+class Blobs:
     """The store's blobs some trajectories name, read in one scan per chunk of trajectories; `out` collects those
-    `--blobs` writes (None: not asked)."""
+    `--blobs` writes (None: not asked); `replies` loads the model turns' raw replies whatever `out` is (OTLP)."""
 
-    def __init__(self, log: EventLog, out: dict[str, bytes] | None) -> None:
-        self.log, self.out = log, out
+    def __init__(self, log: EventLog, out: dict[str, bytes] | None, *, replies: bool = False) -> None:
+        self.log, self.out, self.replies = log, out, replies
         self.got: dict[str, bytes] = {}
 
     def load(self, folds: list[Folded]) -> None:
@@ -99,8 +98,9 @@ class _Blobs:
             want += [t.tools_digest for t in f.turns if isinstance(t.tools_digest, str)]
             want += [g.completed.content_digest for g in f.fetches.values()
                      if g.completed is not None and g.completed.content_digest is not None]
-            if self.out is not None:
+            if self.out is not None or self.replies:
                 want += [t.raw_digest for t in f.turns if t.raw_digest is not None]
+            if self.out is not None:
                 want += [s.completed.raw_digest for s in f.searches.values()
                          if s.completed is not None and s.completed.raw_digest is not None]
         cur = self.log.cursor()
@@ -117,7 +117,7 @@ class _Blobs:
         return d
 
 
-def _turns(f: Folded, got: _Blobs) -> list[Turn]:
+def _turns(f: Folded, got: Blobs) -> list[Turn]:
     """Every model turn in full; the request messages from their blobs, each turn naming how many it shares with
     the one before."""
     out: list[Turn] = []
@@ -157,7 +157,7 @@ def _retry(r: CallRetried) -> Retry:
     return Retry(what=r.what, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
 
 
-def _steps(f: Folded, provider: str, got: _Blobs) -> list[Step]:
+def _steps(f: Folded, provider: str, got: Blobs) -> list[Step]:
     """The trajectory's steps in recorded order, loose retries (a model call's) in their places."""
     out: list[Step] = []
     loose = list(f.loose)
@@ -212,33 +212,46 @@ def _steps(f: Folded, provider: str, got: _Blobs) -> list[Step]:
     return out
 
 
-def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[TraceLine], set[str]]:
-    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts); each
-    trajectory read through `fold`. With `raw`, the raw bodies and pages the lines name are put in it by digest."""
-    streams: dict[str, list[Payload]] = {}
-    run_of: dict[str, str] = {}  # trajectory stream -> the run that recorded it
-    cells = Cells()  # which trajectories are current, their question, gold and final answer
+def trajectory_streams(log: EventLog) -> tuple[Cells, dict[str, list[StoredEvent]]]:
+    """Every trajectory stream's events from its trajectory.started on, in position order, and the rule of which
+    are current over them (`Cells`: the latest attempt of each cell, its question, gold and final answer)."""
+    streams: dict[str, list[StoredEvent]] = {}
+    cells = Cells()
     for ev in log.read(types=_TRACE_TYPES):
         p = ev.payload
         cells.add(ev.stream_id, p)
         if isinstance(p, TrajectoryStarted):
             streams.setdefault(ev.stream_id, [])
-            run_of.setdefault(ev.stream_id, ev.run_id)
         got = streams.get(ev.stream_id)
         if got is not None:
-            got.append(p)
-    out: list[TraceLine] = []
-    loaded = _Blobs(log, raw)
+            got.append(ev)
+    return cells, streams
+
+
+def current_folds(cells: Cells, streams: dict[str, list[StoredEvent]],
+                  loaded: Blobs) -> Iterator[tuple[str, TrajectoryStarted, list[StoredEvent], Folded]]:
+    """(stream, first trajectory.started, events, fold) of each current trajectory in order of first appearance,
+    the blobs it names in `loaded` (read a chunk of trajectories at a time)."""
     current = list(cells.current())
     folds: list[Folded] = []
     for i, (stream, s) in enumerate(current):
         if i % _CHUNK == 0:
-            folds = [fold(streams[k]) for k, _ in current[i:i + _CHUNK]]
+            folds = [fold([e.payload for e in streams[k]]) for k, _ in current[i:i + _CHUNK]]
             loaded.load(folds)
-        f = folds[i % _CHUNK]
+        yield stream, s, streams[stream], folds[i % _CHUNK]
+
+
+def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[TraceLine], set[str]]:
+    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts); each
+    trajectory read through `fold`. With `raw`, the raw bodies and pages the lines name are put in it by digest."""
+    cells, streams = trajectory_streams(log)
+    out: list[TraceLine] = []
+    loaded = Blobs(log, raw)
+    for stream, s, events, f in current_folds(cells, streams, loaded):
         steps = _steps(f, s.provider, loaded)
         last = max((x.iteration for x in steps if not isinstance(x, FailedStep | RetryStep)), default=0)
         done = f.finished
+        run = events[0].run_id  # the run that recorded it
         out.append(
             TraceLine(
                 trajectory_id=s.trajectory_id,
@@ -250,7 +263,7 @@ def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[
                 stop_reason=done.reason if done is not None else "error",
                 steps=steps,
                 epoch=epoch_of(s),
-                run_id=None if run_of[stream] == IMPORT_RUN else run_of[stream],
+                run_id=None if run == IMPORT_RUN else run,
                 turns=_turns(f, loaded),
                 attempt=s.attempt,
                 supersedes=s.supersedes,
@@ -294,40 +307,22 @@ def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
     return [line for run in runs for line in by_run[run]]
 
 
-AuditKey = tuple[int, datetime, int]
+_AUDITS_SQL = f"""WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}
+SELECT t.provider, t.qid, t.epoch, arg_max(m.semantic_match, m.k) FROM tr t JOIN aud_match m USING (stream_id)
+GROUP BY t.provider, t.qid, t.epoch"""
 
 
-def _audits(log: EventLog, traces: list[TraceLine]) -> list[tuple[str, str, int, bool]]:
-    """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the rule of the report's
-    `aud` (analytics AUDIT_CTE): by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell
-    has one epoch; a proposal loses to an imported or human audit, then the latest wins."""
-    by_tid: dict[str, list[tuple[AuditKey, bool]]] = {}
-    by_epoch: dict[tuple[str, str, int], list[tuple[AuditKey, bool]]] = {}
-    by_cell: dict[tuple[str, str], list[tuple[AuditKey, bool]]] = {}
-    for ev in log.read(types=["audit.answer"]):
-        p = ev.payload
-        assert isinstance(p, AuditAnswer)
-        got = (audit_key(p.source, ev.recorded_at, ev.position), p.semantic_match)
-        if p.trajectory_id is not None:
-            by_tid.setdefault(p.trajectory_id, []).append(got)
-        elif p.provider is not None and p.qid is not None:
-            if isinstance(p.epoch, msgspec.UnsetType):
-                by_cell.setdefault((p.provider, p.qid), []).append(got)
-            else:
-                by_epoch.setdefault((p.provider, p.qid, p.epoch), []).append(got)
-    epochs: dict[tuple[str | None, str, str], set[int]] = {}
-    for t in traces:
-        epochs.setdefault((t.run_id, t.provider, t.qid), set()).add(t.epoch)
-    best: dict[tuple[str, str, int], tuple[AuditKey, bool]] = {}
-    for t in traces:
-        found = [*by_tid.get(t.trajectory_id, []), *by_epoch.get((t.provider, t.qid, t.epoch), [])]
-        if len(epochs[(t.run_id, t.provider, t.qid)]) == 1:
-            found += by_cell.get((t.provider, t.qid), [])
-        key = (t.provider, t.qid, t.epoch)
-        for got in found:
-            if key not in best or got[0] > best[key][0]:
-                best[key] = got
-    return [(*k, v[1]) for k, v in sorted(best.items())]
+def _audits(log: EventLog) -> list[tuple[str, str, int, bool]]:
+    """(provider, qid, epoch, value) of the deciding audit of every exported trajectory, by the report's own rule
+    (analytics AUDIT_CTE: by trajectory, else by (provider, qid, epoch), else by (provider, qid) when the cell has
+    one epoch; a proposal loses to an imported or human audit, then the latest wins), over its current trajectories."""
+    cur = log.cursor()
+    try:
+        with sources.reading(cur, writable=not log.read_only):
+            rows = cur.execute(_AUDITS_SQL).fetchall()
+    finally:
+        cur.close()
+    return sorted((str(p), str(q), int(e), bool(v)) for p, q, e, v in rows)
 
 
 def runs_of(log: EventLog) -> list[RunLine]:
@@ -370,7 +365,7 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
     with (out / "judgments.jsonl").open("wb") as fh:
         for j in judgments:
             fh.write(encoder.encode(j) + b"\n")
-    audits = _audits(log, traces)
+    audits = _audits(log)
     with (out / "audit.tsv").open("w", encoding="utf-8", newline="\n") as fh:
         fh.write("\t".join(AUDIT_EXPORT_HEADER) + "\n")
         for provider, qid, epoch, value in audits:

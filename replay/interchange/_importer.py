@@ -9,7 +9,8 @@ like a duplicate inside one file. Big files are appended in chunks, after the va
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,27 @@ import msgspec
 
 import searchtrace.replay.interchange._judgments as import_judgments
 from searchtrace.replay.interchange._audit import validate_audit
-from searchtrace.replay.interchange._common import Known, Raw, audit_key, blob_folder, frozen_inputs
+from searchtrace.replay.interchange._common import (
+    Known,
+    Raw,
+    append_chunked,
+    audit_key,
+    blob_folder,
+    frozen_inputs,
+)
 from searchtrace.replay.interchange._export import judgments_of as export_judgments
 from searchtrace.replay.interchange._formats import JudgmentLine
 from searchtrace.replay.interchange._runs import runs_beside, validate_runs
 from searchtrace.replay.interchange._traces import append_traces, validate_traces
-from searchtrace.store import AuditAnswer, EventLog, Payload, trajectory_stream
+from searchtrace.store import (
+    AuditAnswer,
+    EventLog,
+    NewEvent,
+    Payload,
+    TrajectoryStarted,
+    epoch_of,
+    trajectory_stream,
+)
 
 
 @dataclass
@@ -55,12 +71,35 @@ def import_files(
     *,
     blobs: Path | None = None,
     on_stage: Callable[[str], None] = lambda _stage: None,
+    pending: Sequence[tuple[list[NewEvent], list[bytes]]] = (),
 ) -> ImportResult:
     """Validate every file fully (nothing written when any is bad), then append each file's events; the run.jsonl
-    beside a traces file is read too, and `blobs` is the folder of raw bodies `export --blobs` wrote."""
+    beside a traces file is read too, and `blobs` is the folder of raw bodies `export --blobs` wrote. `pending`:
+    trajectories mapped from elsewhere (OTLP spans), each (events, blobs), known to the files' validation and
+    appended first, only once every file is valid."""
     runs = runs_beside(traces)
     with _no_cycle_collection(), frozen_inputs([*runs, *traces, *judgments, *audits]):
-        return _import(log, runs, traces, judgments, audits, blob_folder(blobs), on_stage)
+        return _import(log, runs, traces, judgments, audits, blob_folder(blobs), on_stage, pending)
+
+
+def _know_pending(known: Known, items: import_judgments.Items, pending: Sequence[tuple[list[NewEvent], list[bytes]]],
+                  *, with_items: bool) -> None:
+    """The pending trajectories as the files' validation sees stored ones: their ids and cells, and (`with_items`:
+    a judgments file names them) their judge items, derived by the store's own rule over a scratch store."""
+    started: set[str] = set()
+    for events, _ in pending:
+        for ev in events:
+            p = ev.payload
+            if isinstance(p, TrajectoryStarted):
+                started.add(p.trajectory_id)
+                known.traj_ids.setdefault(p.trajectory_id, str(ev.event_id))
+                known.traj_keys.setdefault((ev.run_id, p.provider, p.qid, epoch_of(p)), p.trajectory_id)
+    if not with_items or not pending:
+        return
+    with tempfile.TemporaryDirectory(prefix="searchtrace-pending-") as tmp, \
+            EventLog(Path(tmp) / "pending.duckdb") as scratch:
+        append_chunked(scratch, pending)
+        items.update(import_judgments.db_items(scratch, sorted(started)))
 
 
 def _stored_payloads(log: EventLog) -> Callable[[str], list[Payload] | None]:
@@ -96,6 +135,7 @@ def _import(
     audits: list[Path],
     raw: Raw,
     on_stage: Callable[[str], None],
+    pending: Sequence[tuple[list[NewEvent], list[bytes]]] = (),
 ) -> ImportResult:
     on_stage("reading the store")
     known = Known.load(log)
@@ -103,6 +143,7 @@ def _import(
     known.stored_judgment = _stored_judgments(log)
     known.raw = raw
     items: import_judgments.Items = {}
+    _know_pending(known, items, pending, with_items=bool(judgments))
     res = ImportResult()
     run_events = []
     for path in runs:
@@ -128,6 +169,9 @@ def _import(
         res.audits += len(evs)
     if run_events:
         res.events_written += sum(1 for p in log.append(run_events) if p)
+    if pending:
+        on_stage("appending the mapped trajectories")
+        res.events_written += append_chunked(log, pending)
     for path in traces:
         on_stage(f"appending {path.name}")
         res.events_written += append_traces(log, path, known.same_as_stored, raw)

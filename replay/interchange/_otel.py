@@ -40,7 +40,7 @@ from searchtrace.adapters import (
     url_domain,
 )
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
-from searchtrace.replay.interchange._common import CHUNK, event_id, event_ids
+from searchtrace.replay.interchange._common import append_chunked, event_id, event_ids
 from searchtrace.replay.interchange._otlp import Span
 from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream
 
@@ -487,6 +487,8 @@ class OtelImport:
     # span events, and (provider, qid, semantic_match) from the root's `searchtrace.semantic_match`
     judgments: list[dict[str, Any]] = field(default_factory=list)
     audits: list[tuple[str, str, bool]] = field(default_factory=list)
+    # each trajectory's (events, blobs), mapped and not written yet (`map_spans`)
+    pending: list[tuple[list[Any], list[bytes]]] = field(default_factory=list)
 
 
 def question_index(questions: Sequence[Question]) -> tuple[dict[str, Question], dict[str, Question]]:
@@ -521,6 +523,17 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
                  questions: Sequence[Question] = (), provider: str | None = None,
                  tools: ToolNames | None = None) -> OtelImport:
     """Every trace of the requests as a trajectory, validated whole before anything is written."""
+    res = map_spans(log, requests, run_id=run_id, questions=questions, provider=provider, tools=tools)
+    res.events_written += append_chunked(log, res.pending)
+    res.pending = []
+    return res
+
+
+def map_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id: str,
+              questions: Sequence[Question] = (), provider: str | None = None,
+              tools: ToolNames | None = None) -> OtelImport:
+    """Every trace of the requests mapped to a trajectory and checked against the store, into `pending`; nothing
+    is written (the caller validates what the traces carry first)."""
     from searchtrace.store import NewEvent
 
     tools = tools or ToolNames()
@@ -533,7 +546,6 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
     res = OtelImport()
     starts = stored_starts(log)
     cells: dict[str, str] = {}
-    built: list[tuple[list[Any], list[bytes]]] = []
     for trace_id, spans in traces.items():
         if not any(_kind(s) for s in spans):
             res.skipped += 1
@@ -557,17 +569,9 @@ def import_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id
         pairs, blobs = t.take()
         events = [question_event(ident)] + [NewEvent(stream_id=t.stream, run_id=run_id, payload=p, event_id=i)
                                             for i, p in pairs]
-        built.append((events, blobs))
+        res.pending.append((events, blobs))
         res.trajectories += 1
         _carried(t, spans, res)
-    batch: list[Any] = []
-    kept: list[bytes] = []
-    for k, (events, blobs) in enumerate(built):  # appended in chunks, after every trace is mapped
-        batch += events
-        kept += blobs
-        if len(batch) >= CHUNK or k == len(built) - 1:
-            res.events_written += sum(1 for p in log.append(batch, blobs=kept) if p)
-            batch, kept = [], []
     return res
 
 
@@ -651,7 +655,6 @@ class Collector:
                     rejected += len(group)
                     why = problem
                     continue
-                events.append(question_event(ident))
             for s in ordered(group):
                 t.feed(s)
             if t.root is not None:

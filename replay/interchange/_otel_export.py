@@ -18,9 +18,10 @@ from typing import Any
 import msgspec
 
 from searchtrace.analytics import partition_cell, resolve_judge_run, sources, surface_support
-from searchtrace.engine import Attempts, Fetch, Search, fold
+from searchtrace.engine import Fetch, Folded, Search
+from searchtrace.replay.interchange._export import Blobs, current_folds, trajectory_streams
 from searchtrace.replay.interchange._otlp import Span, SpanEvent
-from searchtrace.store import Cursor, EventLog, ModelResponded, TrajectoryStarted, decode_payload
+from searchtrace.store import Cursor, EventLog, ModelResponded, epoch_us
 
 SCOPE = "searchtrace"
 SEARCH_TOOL, FETCH_TOOL = "search_web", "fetch_page"
@@ -90,26 +91,18 @@ def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *
         run, _notes = resolve_judge_run(cur, judge_run_id)
         items = _items(cur, run)
         answers = _answers(cur)
-    rows = cur.execute(
-        "SELECT stream_id, CAST(event_id AS VARCHAR), epoch_ns(recorded_at), run_id, payload FROM events "
-        "WHERE stream_id LIKE 'traj:%' ORDER BY position").fetchall()
-    streams: dict[str, list[tuple[str, int, str, Any]]] = {}
-    attempts = Attempts()
-    for stream, eid, ns, run_id, payload in rows:
-        p = decode_payload(payload)
-        if isinstance(p, TrajectoryStarted):
-            attempts.add(p.trajectory_id, p.supersedes)
-        streams.setdefault(stream, []).append((eid, int(ns), run_id, p))
-    for events in streams.values():
-        first = events[0][3]
-        if not isinstance(first, TrajectoryStarted) or not attempts.is_latest(first.trajectory_id):
-            continue
-        yield _trace(log, events, items, answers, run)
+    cells, streams = trajectory_streams(log)
+    loaded = Blobs(log, None, replies=True)
+    for _stream, _started, events, f in current_folds(cells, streams, loaded):
+        yield _trace(loaded, [(str(e.event_id), epoch_us(e.recorded_at) * 1000, e.run_id, e.payload) for e in events],
+                     f, items, answers, run)
 
 
-def _trace(log: EventLog, events: list[tuple[str, int, str, Any]], items: dict[tuple[str, str], dict[str, Any]],
-           answers: dict[str, bool], judge_run_id: str | None) -> list[Span]:
-    f = fold(p for _, _, _, p in events)
+def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
+           items: dict[tuple[str, str], dict[str, Any]], answers: dict[str, bool],
+           judge_run_id: str | None) -> list[Span]:
+    """One trajectory's spans: `events` (event id, recorded ns, run, payload) folded as `f`, its blobs in `loaded`."""
+    blob = loaded.got.get
     started = f.started
     assert started is not None
     tid = started.trajectory_id
@@ -136,14 +129,14 @@ def _trace(log: EventLog, events: list[tuple[str, int, str, Any]], items: dict[t
             start, end = times(ns, step.latency_ms)
             messages = None
             if not isinstance(step.request_messages, msgspec.UnsetType):
-                got = [log.get_blob(d) for d in step.request_messages]
+                got = [blob(d) for d in step.request_messages]
                 if all(g is not None for g in got):
                     messages = [msgspec.json.decode(g) for g in got if g is not None]
             tools = None
             if not isinstance(step.tools_digest, msgspec.UnsetType) and step.tools_digest:
-                t = log.get_blob(step.tools_digest)
+                t = blob(step.tools_digest)
                 tools = msgspec.json.decode(t) if t is not None else None
-            reply = log.get_blob(step.raw_digest) if step.raw_digest else None
+            reply = blob(step.raw_digest) if step.raw_digest else None
             out_parts: list[dict[str, Any]] = [{"type": "text", "content": step.text}] if step.text else []
             out_parts += [{"type": "tool_call", "id": c.call_id, "name": c.name, "arguments": c.arguments}
                           for c in step.tool_calls]
@@ -209,7 +202,7 @@ def _trace(log: EventLog, events: list[tuple[str, int, str, Any]], items: dict[t
             eid, ns = by_obj[id(step.called)]
             fc = step.completed
             start, end = times(by_obj[id(fc)][1] if fc else ns, fc.latency_ms if fc else 0.0)
-            page = log.get_blob(fc.content_digest) if fc is not None and fc.content_digest else None
+            page = blob(fc.content_digest) if fc is not None and fc.content_digest else None
             ok = fc is not None and fc.status == "ok" and page is not None
             attrs = {"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL",
                      "gen_ai.tool.name": FETCH_TOOL, "gen_ai.tool.call.id": step.called.call_id,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.engine import run_stream
+from searchtrace.engine import run_opening, run_stream
 from searchtrace.replay.interchange._common import Known, decode_line, fail, lines
 from searchtrace.replay.interchange._formats import run_decoder
-from searchtrace.store import DatasetQuestion, NewEvent, RunFinished, RunStarted, stable_event_id
+from searchtrace.store import DatasetQuestion, NewEvent, RunFinished, stable_event_id
 
 RUNS_FILE = "run.jsonl"
 
@@ -35,14 +35,10 @@ def validate_runs(path: Path, known: Known) -> list[NewEvent]:
         for q in r.questions:
             if isinstance(q.gold_aliases, list) and q.gold_aliases[:1] != [q.gold_answer]:
                 raise fail(path, n, "questions.gold_aliases", f"question {q.qid!r}: the first alias must be gold_answer")
-        stream = run_stream(r.run_id)
-        out.append(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("run.started", r.run_id),
-                            payload=RunStarted(run_id=r.run_id, config=r.config, code_version=r.code_version)))
-        out.extend(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("dataset.question", r.run_id, q.qid),
-                            payload=DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.gold_answer,
-                                                    strata=q.strata, gold_aliases=q.gold_aliases))
-                   for q in r.questions)
+        out += run_opening(r.run_id, r.config, [DatasetQuestion(qid=q.qid, question=q.question, gold_answer=q.gold_answer,
+                                                                strata=q.strata, gold_aliases=q.gold_aliases)
+                                                for q in r.questions], code=r.code_version)
         if r.counts is not None:
-            out.append(NewEvent(stream_id=stream, run_id=r.run_id, event_id=stable_event_id("run.finished", r.run_id),
+            out.append(NewEvent(stream_id=run_stream(r.run_id), run_id=r.run_id, event_id=stable_event_id("run.finished", r.run_id),
                                 payload=RunFinished(counts=r.counts)))
     return out

@@ -1,5 +1,6 @@
 """`searchtrace collect` (SPEC §21): an OTLP/HTTP trace receiver on 127.0.0.1 that records spans as they arrive.
 
+It opens its run as `record` and `proxy` do (`run.started` with a `collect` config, then the questions of FILE);
 `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf (`application/x-protobuf`) or OTLP JSON
 (`application/json`), optionally gzip-encoded; its spans are mapped by `replay.interchange`'s `Collector` and
 committed before the reply (so an exporter's retry of an unanswered batch is a no-op: event ids come from span
@@ -15,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from searchtrace.adapters import LocalGuard, MiB
-from searchtrace.engine import question_file
-from searchtrace.engine.proxy import QuietServer, bind, stop_on_signal
+from searchtrace.adapters import SEARCH_PROVIDERS, LocalGuard, MiB, bind_local, serve_local
+from searchtrace.engine import dataset_id, open_run, question_file
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import sandbox_rows
 from searchtrace.replay.interchange import Collector, ToolNames, decode_spans, otlp_response
@@ -80,31 +79,37 @@ class Receiver:
         return Response(data, media_type=kind)
 
 
+def config_of(questions: str, provider: str | None, tools: ToolNames) -> dict[str, Any]:
+    """The run.started config of a collected run: the `collect` key (the agent loop is the client's own, as with
+    `proxy`) with what maps the spans, the question file, and the providers a trace may name."""
+    how: dict[str, Any] = {"search_tools": sorted(tools.search), "fetch_tools": sorted(tools.fetch)}
+    if provider is not None:
+        how["provider"] = provider
+    return {"collect": how, "dataset": {"path": questions, "id": dataset_id(questions)},
+            "providers": {p: {"kind": p, "params": {}} for p in sorted(SEARCH_PROVIDERS)}}
+
+
 async def collect(db: Path, questions: str, run_id: str, *, port: int, provider: str | None = None,
                   tools: ToolNames | None = None, max_body: int = MAX_BODY,
                   ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int]:
     """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered, spans
     still held at the stop for traces that never named their question, dropped)."""
-    listener = bind(port)  # before the store is opened: a busy port is one line and leaves the store untouched
+    listener = bind_local(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     rows = await anyio.to_thread.run_sync(lambda: question_file(questions, rows=sandbox_rows(questions)))
+    tools = tools or ToolNames()
+    config = await anyio.to_thread.run_sync(lambda: config_of(questions, provider, tools))
     collector = Collector(run_id, rows, provider=provider, tools=tools)
     with listener:
         log = await anyio.to_thread.run_sync(EventLog, db)
         try:
             with serving_reads(log):
+                head = await anyio.to_thread.run_sync(lambda: open_run(log, run_id, config, rows, by="collect"))
                 await anyio.to_thread.run_sync(collector.restore, log)
                 async with open_writer(log, max_delay=0.0) as writer:
+                    if head:  # the run opened as `record` and `proxy` open theirs: config, then its questions
+                        await writer.append(head)
                     receiver = Receiver(collector, writer, max_body)
-                    port_ = int(listener.getsockname()[1])
-                    server = QuietServer(uvicorn.Config(receiver.app(), host="127.0.0.1", port=port_,
-                                                        log_level="warning", access_log=False, lifespan="off",
-                                                        timeout_graceful_shutdown=2))
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(stop_on_signal, server)
-                        if ready is not None:
-                            tg.start_soon(_announce, server, ready, port_)
-                        await server.serve(sockets=[listener])
-                        tg.cancel_scope.cancel()
+                    await serve_local(receiver.app(), listener, ready=ready)
                     async with receiver.lock:
                         events, blobs, abandoned = collector.abandon_open()
                         if events:
@@ -113,8 +118,3 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
         finally:
             await anyio.to_thread.run_sync(log.close)
 
-
-async def _announce(server: uvicorn.Server, ready: Callable[[str, int], None], port: int) -> None:
-    while not server.started:
-        await anyio.sleep(0.01)
-    ready("127.0.0.1", port)

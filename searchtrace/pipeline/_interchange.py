@@ -106,12 +106,18 @@ def import_otel(
 ) -> OtelImport:
     """OTLP trace files (JSON or protobuf ExportTraceServiceRequest) as trajectories (SPEC §21), validated whole
     before anything is written; the verdicts and answer audits an export of ours carries are imported with them
-    (as SPEC §9 judgment lines and audit rows, as strictly)."""
+    (as SPEC §9 judgment lines and audit rows, as strictly, and validated before the trajectories are written)."""
     import tempfile
 
     from searchtrace.engine import question_file
     from searchtrace.pipeline._recording import sandbox_rows
-    from searchtrace.replay.interchange import ToolNames, default_search_tools, import_spans, requests_in
+    from searchtrace.replay.interchange import (
+        ToolNames,
+        append_chunked,
+        default_search_tools,
+        map_spans,
+        requests_in,
+    )
 
     def read(f: Path) -> bytes:
         try:
@@ -124,7 +130,7 @@ def import_otel(
                       fetch=frozenset(fetch_tools or ToolNames().fetch))
     requests = [r for f in files for r in requests_in(read(f), str(f))]
     with _importing(db) as log:
-        res = import_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
+        res = map_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
         with tempfile.TemporaryDirectory(prefix="searchtrace-otel-") as tmp:
             judgments, audits = [], []
             if res.judgments:
@@ -134,8 +140,11 @@ def import_otel(
                 audits.append(Path(tmp) / "audit.tsv")
                 audits[0].write_text("provider\tqid\tsemantic_match\n" + "".join(
                     f"{p}\t{q}\t{str(m).lower()}\n" for p, q, m in res.audits))
-            if judgments or audits:
-                res.events_written += import_into(log, [], judgments, audits).events_written
+            if judgments or audits:  # the spans' trajectories are appended only once what they carry is valid too
+                res.events_written += import_into(log, [], judgments, audits, pending=res.pending).events_written
+            else:
+                res.events_written += append_chunked(log, res.pending)
+            res.pending = []
     return res
 
 

@@ -35,6 +35,7 @@ from searchtrace.analytics import (
     compare_judge_runs,
     correction_labels,
     counted_in,
+    decode_aliases,
     fetch_cache_hit,
     first_verdicts,
     item_evidence,
@@ -339,7 +340,7 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
                          if isinstance(g, Fetch) and g.completed is not None and g.completed.content_digest])
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
-    aliases = msgspec.json.decode(ans["gold_aliases"], type=list[str]) if ans.get("gold_aliases") else [gold]
+    aliases = decode_aliases(ans.get("gold_aliases")) or [gold]
     em, f1 = alias_scores(final, aliases)  # SPEC §19: the best of the accepted answers, as the report scores
     messages, tools = _requests(cur, f.turns)
     parts = Counter(i["part"] for i in items if i["part"])

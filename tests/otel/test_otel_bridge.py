@@ -22,7 +22,7 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from searchtrace.adapters.sandbox import free_port, running, wait_listening
-from searchtrace.store import ModelResponded
+from searchtrace.store import DatasetQuestion, EventLog, ModelResponded, RunStarted
 from tests.proxy.support import CLI, EXAMPLES, cli, proxy, streams, write_questions
 
 LATENCY = ("latency", "_ms")
@@ -128,6 +128,10 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         assert agent(one, "--proxy", p.url, script="openai_agents_agent.py") == sdk
     for row in rows[:2]:
         assert f"{row['qid']}: {row['answer']}" in out
+    with EventLog(cdb, read_only=True) as log:  # collect opens its run as proxy and record do
+        opening = [ev.payload for ev in log.read(stream_id="run:mine")]
+    assert isinstance(opening[0], RunStarted) and "collect" in opening[0].config
+    assert [q.qid for q in opening[1:] if isinstance(q, DatasetQuestion)] == [r["qid"] for r in rows]
     collected = streams(cdb)
     assert sorted(collected) == sorted(streams(pdb)) and len(collected) == 3
     for events in collected.values():  # the requests are evidence (SPEC §17): shown is a replay, not an assumption

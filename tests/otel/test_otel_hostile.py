@@ -146,6 +146,25 @@ def test_hostile_files_are_one_line_refusals(tmp_path: Path) -> None:
     refused(db, write(tmp_path / "dupcell.jsonl", good_trace(), good_trace(T2)), says="one trace is one trajectory")
 
 
+def test_a_bad_carried_audit_writes_none_of_the_spans(tmp_path: Path) -> None:
+    """What a trace carries (here the root's semantic_match) is validated before its trajectory is written: an
+    audit the store contradicts stops the import (exit 2) and adds no event."""
+    def judged(trace: str, match: bool) -> Path:
+        doc = good_trace(trace)
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] += kv({"searchtrace.semantic_match": match})
+        return write(tmp_path / f"{trace[0]}.jsonl", doc)
+
+    db = tmp_path / "a.duckdb"
+    first = run_cli("import", "--db", str(db), "--from", "otel", str(judged(T1, False)))
+    assert first.code == 0 and "1 audits carried" in first.out, first.err
+    with EventLog(db, read_only=True) as log:
+        before = log.head
+    bad = run_cli("import", "--db", str(db), "--from", "otel", "--run-id", "again", str(judged(T2, True)))
+    assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1 and "another audit" in bad.err, bad.err
+    with EventLog(db, read_only=True) as log:
+        assert log.head == before and "again:tavily:q1" not in trajectories(log)
+
+
 def test_otlp_json_and_the_demo_path_load_no_protobuf(tmp_path: Path) -> None:
     """The `otel` extra is needed for protobuf only: OTLP JSON imports without it, and `demo` never loads it."""
     key = "sk-configured-key-0123456789"  # SPEC §20: a configured key in an attribute reaches no event or blob

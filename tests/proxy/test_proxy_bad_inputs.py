@@ -138,7 +138,7 @@ def test_the_listening_socket_lets_asyncio_turn_nagle_off() -> None:
     import asyncio
     import socket
 
-    from searchtrace.engine.proxy._serve import bind
+    from searchtrace.adapters import bind_local
 
     async def accepted_nodelay() -> int:
         got: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -148,7 +148,7 @@ def test_the_listening_socket_lets_asyncio_turn_nagle_off() -> None:
             got.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
             writer.close()
 
-        with bind(0) as listener:
+        with bind_local(0) as listener:
             server = await asyncio.start_server(on_client, sock=listener)
             port = listener.getsockname()[1]
             _, w = await asyncio.open_connection("127.0.0.1", port)
