@@ -12,6 +12,7 @@ import pytest
 import searchtrace.adapters.sandbox._state as sandbox_state
 from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store._readserver import socket_path
+from tests.builders import run_cli
 from tests.engine.test_live_reads import SEARCHTRACE, st
 from tests.engine.test_resume_kill import CONFIG
 
@@ -32,10 +33,11 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                 deadline = time.monotonic() + 60
                 run_id = None
                 while proc.poll() is None and time.monotonic() < deadline and run_id is None:
-                    if socket_path(db).exists():
-                        done = st("sql", "--db", str(db), "--json", "SELECT DISTINCT run_id FROM events WHERE type = 'trajectory.finished'")
-                        assert done.returncode == 0, done.stderr
-                        rows = json.loads(done.stdout)
+                    if socket_path(db).exists():  # polled from this process (a `searchtrace` each 0.2 s costs CPU)
+                        code, out, err = run_cli("sql", "--db", str(db), "--json",
+                                                 "SELECT DISTINCT run_id FROM events WHERE type = 'trajectory.finished'")
+                        assert code == 0, err
+                        rows = json.loads(out)
                         run_id = rows[0]["run_id"] if rows else None
                     time.sleep(0.2)
                 assert run_id is not None and proc.poll() is None

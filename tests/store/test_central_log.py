@@ -116,9 +116,23 @@ def test_two_segments_shipping_at_once_make_one_gap_free_chain(postgres: Postgre
     for tag in ("a", "b"):
         with segment(tmp_path / f"{tag}.duckdb", tag, n) as log:
             ids[tag] = [r[0] for r in log.cursor().execute("SELECT event_id FROM events ORDER BY position").fetchall()]
+    from searchtrace.store import CentralLog
+
+    CentralLog(url).close()  # the schema and its head row
+    # the head row held here until both shippers wait for it: each append takes it first, so they start together
+    # (one process starting a second late would ship everything alone) and then take turns batch by batch
+    gate = psycopg.connect(url)
+    gate.execute("SELECT position FROM head FOR UPDATE")
     shippers = [subprocess.Popen([SEARCHTRACE, "ship", "--db", str(tmp_path / f"{t}.duckdb"), "--to", url,
                                   "--batch", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for t in ("a", "b")]
+    with psycopg.connect(url, autocommit=True) as watch:
+        deadline = time.monotonic() + 120
+        while (watch.execute("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted").fetchone() or (0,))[0] < 2:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in shippers), "no two shippers waited"
+            time.sleep(0.05)
+    gate.rollback()
+    gate.close()
     for p in shippers:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0, err
