@@ -52,7 +52,8 @@ $(POSTGRES):
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
 test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
-	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >/dev/null
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
+		{ tail -40 $(VENV)/collect.log; exit 1; }
 	$(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 bench: $(STAMP)

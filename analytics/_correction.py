@@ -258,7 +258,7 @@ def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]
         tb = tables[b] if common == tables[b].qids else tables[b].subset(common)
         xa, xb = _points(ta)[key], _points(tb)[key]
         diff = None if xa is None or xb is None else float(xa - xb)
-        out: dict[str, Any] = {"paired_questions": len(common), f"{key}_diff": diff,
+        out: dict[str, Any] = {f"{key}_diff_questions": len(common), f"{key}_diff": diff,
                                f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())]}
         if replicates > 0:
             ra = reps[a][key] if ta is tables[a] else _replicates(ta, a, seed, replicates)[key]

@@ -314,7 +314,7 @@ def corrected_section(report: Report) -> list[str]:
         for k in keys:
             c = comp[k]
             p, labels = c.get("surface_support_rate_corrected_diff_p"), c.get("surface_support_rate_corrected_diff_labels")
-            cells.append(f"<tr><td>{escape(k)}</td><td>{fmt(c.get('paired_questions'))}</td>"
+            cells.append(f"<tr><td>{escape(k)}</td><td>{fmt(c.get('surface_support_rate_corrected_diff_questions'))}</td>"
                          f"<td>{escape(' / '.join(fmt(x) for x in labels or ()))}</td>"
                          f"<td>{fmt(c.get('surface_support_rate_corrected_diff'))}</td>"
                          f"<td>{escape(interval(c.get('surface_support_rate_corrected_diff_ci')))}</td>"

@@ -15,7 +15,8 @@ When the judge run has human snippet labels (SPEC §18, analytics._correction): 
 `surface_contradiction_rate` and `surface_contradiction_rate_corrected` (each `_corrected` with `_labels`, the clear
 human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corrected_labels`, `corrected_unclear`,
 `corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
-`surface_support_rate_corrected_diff` (with `_labels`, and `_ci`, `_ci_undefined`, `_p` under a bootstrap). At the
+`surface_support_rate_corrected_diff` (with `_labels`, `_questions`: every question both arms ran, and `_ci`,
+`_ci_undefined`, `_p` under a bootstrap). At the
 top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 
 SPEC §19, `by` other than provider (analytics._arms): the same blocks per arm under `arms` (keyed by arm value; each
@@ -210,7 +211,7 @@ def build_report(
             for key, extra in fixed_pairs.items():
                 block = paired_block.setdefault(key, {})
                 for k, v in extra.items():
-                    block.setdefault(k, v)  # `paired_questions` is the same count either way
+                    block.setdefault(k, v)
             report.paired = paired_block
         if not isinstance(report.uncertainty, msgspec.UnsetType):  # name the corrected intervals' method too
             for block in (*fixed.values(), *fixed_pairs.values()):

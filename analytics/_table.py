@@ -253,7 +253,7 @@ def corrected_table(report: Report, console: Console) -> None:
         c = comp[pair]
         p = c.get("surface_support_rate_corrected_diff_p")
         labels = c.get("surface_support_rate_corrected_diff_labels") or [None, None]
-        pt.add_row(pair, fmt(c.get("paired_questions")), f"{fmt(labels[0])} / {fmt(labels[1])}",
+        pt.add_row(pair, fmt(c.get("surface_support_rate_corrected_diff_questions")), f"{fmt(labels[0])} / {fmt(labels[1])}",
                    fmt(c.get("surface_support_rate_corrected_diff")),
                    interval(c.get("surface_support_rate_corrected_diff_ci")), "–" if p is None else f"{p:.3g}")
     console.print(pt)

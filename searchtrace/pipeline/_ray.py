@@ -121,6 +121,12 @@ def judge_segment_path(db: Path, judge_run_id: str, shard: int, shards: int) -> 
     return db.parent / f"{db.name}.segments" / f"judge-{safe}-{tag}.shard-{shard}-of-{shards}.duckdb"
 
 
+def absolute(segment_dir: str | None) -> None:
+    """`--segment-dir` names the same directory on every node: a relative one would be each Ray worker's own."""
+    if segment_dir is not None and not Path(segment_dir).is_absolute():
+        raise BadInput(f"--segment-dir {segment_dir}: give an absolute path (each node writes its segments there)")
+
+
 def local_path(dest: Path, segment_dir: str | None) -> Path:
     """Where an actor writes the segment the driver merges from `dest`: in `segment_dir` on the actor's own node, else
     at `dest` itself (a filesystem the nodes share with the driver)."""
@@ -226,13 +232,15 @@ class ShardRecorder(ShardActor):
     async def record(self, cfg: RunConfig, dest: str, segment_dir: str | None, shard: tuple[int, int],
                      questions: list[Question], sandbox: bool, sandbox_url: str | None,
                      seed: bytes | None = None, seed_sha256: str = "") -> ShardDone:
-        """Records the shard into its segment on this node; `seed`: the driver's copy of it, the start when this node
-        has none (an earlier run of the shard ran elsewhere)."""
+        """Records the shard into its segment on this node; `seed`: the driver's copy of it (what the target holds of
+        the shard), merged into this node's segment first, so a node that has none, or an older one (the shard ran
+        elsewhere before, or there is no shared filesystem), records only what neither holds."""
         transport = aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
         path = self._segment = local_path(Path(dest), segment_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if seed is not None and not path.exists():
-            write_checked(seed, seed_sha256, path)
+        if seed is not None:
+            given = seed
+            await anyio.to_thread.run_sync(lambda: take_input(given, seed_sha256, path))
         worker = f"{cfg.effective_run_id()}:{shard[0]}/{shard[1]}@{socket.gethostname()}:{os.getpid()}"
         from searchtrace.pipeline._recording import record
 
@@ -272,6 +280,8 @@ def take_input(given: bytes, sha256: str, segment: Path) -> None:
     """The driver's input store merged into the shard's segment (created when missing): what the segment judged
     before stays, the target's verdicts join it. A segment that disagrees with the target (its items were judged
     since on another node) starts again from the input."""
+    if segment.exists() and not segment.with_name(segment.name + ".wal").exists() and file_of(segment).sha256 == sha256:
+        return  # this node's segment is those bytes (a filesystem shared with the driver)
     inbox = segment.with_name(segment.name + ".input")
     write_checked(given, sha256, inbox)
     try:
@@ -371,10 +381,12 @@ def gather(ray: Any, started: dict[int, Any], refs: dict[int, Any], dests: dict[
     return sorted(done, key=lambda d: d.shard)
 
 
-def seed_of(ray: Any, dest: Path, segment_dir: str | None) -> tuple[Any, str]:
-    """The driver's copy of a shard's segment, put in Ray's object store for an actor whose node may have none
-    (segments in `segment_dir`, node-local); (None, "") when the actor writes at `dest` or there is no copy."""
-    if segment_dir is None or not dest.exists():
+def seed_of(ray: Any, dest: Path) -> tuple[Any, str]:
+    """The driver's copy of a shard's segment (what was fetched and merged of it before), put in Ray's object store
+    for its actor, whose node may hold no copy or an older one; (None, "") when the driver has none, or when a
+    write-ahead log beside it says a shard writes it in place (a filesystem shared with the driver: that shard
+    resumes it itself)."""
+    if not dest.exists() or dest.with_name(dest.name + ".wal").exists():
         return None, ""
     data = dest.read_bytes()
     return ray.put(data), hashlib.sha256(data).hexdigest()
@@ -389,6 +401,7 @@ def record_on_ray(
 
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
+    absolute(segment_dir)
     ray = ray_module()
 
     t0 = time.perf_counter()
@@ -428,7 +441,7 @@ def record_on_ray(
         ).remote()
         started[i] = handle
         refs[i] = handle.record.remote(cfg, str(dests[i]), segment_dir, (i, shards), questions, sandbox, sandbox_url,
-                                       *seed_of(ray, dests[i], segment_dir))
+                                       *seed_of(ray, dests[i]))
     if on_started is not None:
         on_started(started)
     done = gather(ray, started, refs, dests)
@@ -499,12 +512,13 @@ def judge_on_ray(
 
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
+    absolute(segment_dir)
     ray = ray_module()
     t0 = time.perf_counter()
     if shards < 1:
         raise BadInput(f"--shards {shards}: a judge run needs at least one shard")
     dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
-    inputs: dict[int, bytes] = {}  # each shard's input store
+    inputs: dict[int, Path] = {}  # each shard's input store, put in Ray's object store one at a time
     with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target
         jrid, prompt = open_judge_run(log, model=plan.model, judge_run_id=plan.judge_run_id,
                                       prompt_version=plan.prompt_version, prompt=plan.prompt,
@@ -521,8 +535,7 @@ def judge_on_ray(
             box = dests[i].with_name(dests[i].name + ".input")
             box.parent.mkdir(parents=True, exist_ok=True)
             judge_input(log, jrid, [it for it in pending if cell[it.trajectory_id] == i], mine, box)
-            inputs[i] = box.read_bytes()
-            box.unlink()
+            inputs[i] = box
     done: list[ShardDone] = []
     if inputs:  # else every item has a verdict: nothing to start, the segments are merged again (a no-op)
         connect(address)
@@ -531,10 +544,13 @@ def judge_on_ray(
         started: dict[int, Any] = {}
         refs: dict[int, Any] = {}
         nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
-        for k, (i, data) in enumerate(inputs.items()):
-            # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: the
-            # shards go round the live nodes (a node gone meanwhile fails its shard's actor: the rerun judges it)
-            where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[k % len(nodes)], soft=False)
+        for i, box in inputs.items():
+            # a judge shard asks for no resource, which Ray's SPREAD (and a soft affinity) may leave on one node: shard
+            # i goes to live node i mod n, the same node on a rerun while the cluster is the same (its node-local
+            # segment is there); a node gone meanwhile fails its shard's actor: the rerun judges it
+            where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=False)
+            data = box.read_bytes()
+            box.unlink()
             handle = actor.options(
                 name=f"searchtrace-judge:{jrid}:{i}/{shards}", namespace=NAMESPACE, num_cpus=0, max_restarts=0,
                 scheduling_strategy=where,
@@ -545,7 +561,9 @@ def judge_on_ray(
         if on_started is not None:
             on_started(started)
         done = gather(ray, started, refs, dests)
-    segments = [p for p in dests.values() if p.exists()]
+    # the segments of the shards this run started (the others had nothing the target lacks; a copy of an earlier
+    # run that the target has since judged otherwise would only stop the merge)
+    segments = [dests[d.shard] for d in done if dests[d.shard].exists()]
     merged = merge(segments, db) if segments else None
     with EventLog(db) as log:
         cur = log.cursor()

@@ -639,6 +639,8 @@ class ItemQuery(msgspec.Struct, kw_only=True):
 PAIR_LINKS: dict[str, Row] = {
     **{k: {"label": "cells", "cell": k} for k in COMPLEMENTARITY},  # the (qid, epoch) cells of each class
     "paired_questions": {"label": "paired_questions"},  # the questions the paired accuracy test rests on
+    # the questions the corrected support-rate difference rests on: every question both arms ran
+    "surface_support_rate_corrected_diff_questions": {"label": "common_questions"},
 }
 
 
@@ -739,7 +741,7 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
             "rows": _item_rows(cur, window, of, q.rank, results)}
 
 
-_PAIR_LABELS = ("cells", "paired_questions")
+_PAIR_LABELS = ("cells", "paired_questions", "common_questions")
 
 
 def _pair_of(key: str, arms: set[str], by: str) -> tuple[str, str]:
@@ -759,8 +761,9 @@ ArmsFound = tuple[dict[str, dict[Any, list[Row]]], dict[str, dict[Any, Any]]]
 def _pair_rows(trajectories: list[Row], arm_of: Callable[[Row], str], index: ItemIndex, judge_run_id: str | None,
                q: ItemQuery) -> Row:
     """What a count of an arm pair counts: the (qid, epoch) cells both arms ran (`cells`, of one complementarity
-    class with `cell=`), or the questions the paired accuracy test rests on (`paired_questions`), each row with
-    both sides' trajectories; by the analytics' own rules (answerable_cells, pair_cells, paired_qids)."""
+    class with `cell=`), the questions the paired accuracy test rests on (`paired_questions`) or every question both
+    ran (`common_questions`, the corrected difference's), each row with both sides' trajectories; by the analytics'
+    own rules (answerable_cells, pair_cells, paired_qids)."""
     if q.pair is None:
         raise BadInput(f"label={q.label}: counts an arm pair, give pair=A|B (a key of the report's pairs)")
     if q.arm is not None or q.partition is not None or q.rank is not None or q.shown is not None:
@@ -788,7 +791,9 @@ def _pair_rows(trajectories: list[Row], arm_of: Callable[[Row], str], index: Ite
     groups, per = index.pairs(trajectories, (q.label, tuple(q.runs), q.by), by_arm)
     a, b = _pair_of(pair, set(groups), q.by)
     keys: list[Any] = index.pairs(trajectories, (q.label, tuple(q.runs), q.by, a, b), lambda: (
-        pair_cells(per, a, b) if cells else paired_qids(per[a], per[b])))
+        pair_cells(per, a, b) if cells
+        else paired_qids(*({q: len(ts) for q, ts in groups[arm].items()} for arm in (a, b))) if q.label == "common_questions"
+        else paired_qids(per.get(a, Counter()), per.get(b, Counter()))))  # an arm with none audited has no question
 
     def listed(ts: list[Row]) -> list[Row]:
         return [{k: t[k] for k in ("trajectory_id", "provider", "run_id", "epoch", "correct", "supported", "answerable")}
@@ -804,7 +809,7 @@ def _pair_rows(trajectories: list[Row], arm_of: Callable[[Row], str], index: Ite
                 for (qid, epoch), kind in found[q.offset: q.offset + q.limit]]
         return {**base, "kind": "cells", "total": len(found), "rows": rows}
     rows = [{"qid": qid, "question": groups[a][qid][0]["question"],
-             **{s: {"arm": arm, "audited": per[arm][qid], "correct": sum(bool(t["correct"]) for t in groups[arm][qid]),
+             **{s: {"arm": arm, "audited": per.get(arm, Counter())[qid], "correct": sum(bool(t["correct"]) for t in groups[arm][qid]),
                     "trajectories": listed(groups[arm][qid])} for s, arm in (("a", a), ("b", b))}}
             for qid in keys[q.offset: q.offset + q.limit]]
     return {**base, "kind": "questions", "total": len(keys), "rows": rows}

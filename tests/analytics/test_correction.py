@@ -97,7 +97,7 @@ def test_equals_the_judge_rate_when_humans_agree_on_every_audited_case() -> None
     a, b = providers["a"], providers["b"]
     assert pairs["a|b"]["surface_support_rate_corrected_diff"] == pytest.approx(
         a["surface_support_rate_corrected"] - b["surface_support_rate_corrected"])
-    assert pairs["a|b"]["paired_questions"] == 25
+    assert pairs["a|b"]["surface_support_rate_corrected_diff_questions"] == 25
 
 
 def test_a_pair_compares_the_questions_both_ran() -> None:
@@ -110,7 +110,7 @@ def test_a_pair_compares_the_questions_both_ran() -> None:
     common = [c for c in cases if c.qid not in late]
     alone = correction(common, {k: v for k, v in valid.items() if k[1] not in late}, replicates=300, seed="s")[0]
     pair = pairs["a|b"]
-    assert pair["paired_questions"] == 20
+    assert pair["surface_support_rate_corrected_diff_questions"] == 20
     assert pair["surface_support_rate_corrected_diff"] == pytest.approx(
         alone["a"]["surface_support_rate_corrected"] - alone["b"]["surface_support_rate_corrected"])
     assert providers["a"]["surface_support_rate_corrected"] != alone["a"]["surface_support_rate_corrected"]

@@ -60,7 +60,7 @@ def test_judge_shards_on_two_raylets_give_one_process_verdicts_fetched_from_node
     with EventLog(target, read_only=True) as log:
         assert log.cursor().execute("SELECT count(*) FROM events WHERE type = 'judge.started'").fetchone() == (1,)
     again = pipeline.judge_on_ray(plan, target, shards=2, address=ray_cluster, segment_dir=str(node_local))
-    assert again.judged == 0 and again.done == [] and again.merged is not None and again.merged.appended == 0
+    assert again.judged == 0 and again.done == [] and again.merged is None  # no shard started, none merged
 
 
 def test_a_judge_shard_killed_mid_run_is_resumed_with_only_the_items_the_target_misses(
@@ -96,3 +96,22 @@ def test_a_judge_shard_killed_mid_run_is_resumed_with_only_the_items_the_target_
     assert rerun.already == in_target and rerun.judged == first.pending == shard_items - kept  # only the missing
     print(f"judge shard 1/2: {shard_items} items, {kept} in the target after the kill, {rerun.judged} judged by the rerun")
     assert len(_verdicts(target)) == rerun.items
+
+
+def test_judge_on_ray_refusals_are_one_line(tmp_path: Path) -> None:
+    """The options that do not go together, and a --segment-dir each Ray worker would read as its own, are one line
+    and exit 2 before a cluster is joined or anything is judged."""
+    from tests.builders import run_cli
+
+    db = tmp_path / "s.duckdb"
+    EventLog(db).close()
+    for args, words in ((["--shards", "2"], "--ray and --shards go together"),
+                        (["--ray", "auto"], "--ray and --shards go together"),
+                        (["--ray", "auto", "--shards", "2", "--ship-to", "postgresql://x@/y"], "--ship-to"),
+                        (["--ray", "auto", "--shards", "2", "--segment-dir", "rel/dir"], "absolute path"),
+                        (["--ray", "auto", "--shards", "0"], "--shards")):
+        code, _, err = run_cli("judge", "--sandbox", "--db", str(db), *args)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and words in lines[0], (args, err)
+    with EventLog(db, read_only=True) as log:
+        assert log.cursor().execute("SELECT count(*) FROM events").fetchone() == (0,)

@@ -126,17 +126,23 @@ def test_two_segments_shipping_at_once_make_one_gap_free_chain(postgres: Postgre
     shippers = [subprocess.Popen([SEARCHTRACE, "ship", "--db", str(tmp_path / f"{t}.duckdb"), "--to", url,
                                   "--batch", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for t in ("a", "b")]
-    with psycopg.connect(url, autocommit=True) as watch:
-        deadline = time.monotonic() + 120
-        while (watch.execute("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted").fetchone() or (0,))[0] < 2:
-            assert time.monotonic() < deadline and all(p.poll() is None for p in shippers), "no two shippers waited"
-            time.sleep(0.05)
-    gate.rollback()
-    gate.close()
-    for p in shippers:
-        out, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err
-        assert "6000 events shipped, 0 already in the log" in out
+    try:
+        with psycopg.connect(url, autocommit=True) as watch:
+            deadline = time.monotonic() + 120
+            while (watch.execute("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted").fetchone() or (0,))[0] < 2:
+                assert time.monotonic() < deadline and all(p.poll() is None for p in shippers), "no two shippers waited"
+                time.sleep(0.05)
+        gate.rollback()
+        for p in shippers:
+            out, err = p.communicate(timeout=240)
+            assert p.returncode == 0, err
+            assert "6000 events shipped, 0 already in the log" in out
+    finally:
+        gate.close()
+        for p in shippers:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
     rows = central_rows(url)
     positions = [r[0] for r in rows]
     assert positions == list(range(1, 2 * n + 40 + 1))  # gap-free: both segments' events and 20 markers each

@@ -485,10 +485,10 @@ async function viewReport() {
     }
     sections.push(h("h2", {}, "Corrected for judge error"), h("p", { class: "muted" }, "Each snippet rate corrected by the human audit labels, stratum by stratum; TPR / TNR: the judge against the human labels."),
       h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "corrected" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), fixed.map((n) => h("th", {}, n)))), h("tbody", {}, rows))));
-    // n links to the paired questions when it is the paired tests' count (a report with intervals), else it is shown as is
+    // n: every question both arms ran (what the corrected difference rests on), linked to them
     const cp = Object.keys(comp).sort().filter((k) => comp[k].surface_support_rate_corrected_diff !== undefined);
     if (cp.length) sections.push(h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["pair A|B", "n", "Δ corrected", "95% interval", "p (bootstrap)"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, comp[p].accuracy_diff !== undefined ? pairCell(p, "paired_questions", comp[p].paired_questions, "paired") : nc(fmt(comp[p].paired_questions), "questions both ran")),
+      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, pairCell(p, "surface_support_rate_corrected_diff_questions", comp[p].surface_support_rate_corrected_diff_questions, "paired")),
         h("td", { class: "num" }, nc(fmt(comp[p].surface_support_rate_corrected_diff), "difference")),
         h("td", { class: "num" }, nc(interval(comp[p].surface_support_rate_corrected_diff_ci) || "–", "interval")), h("td", { class: "num" }, nc(pval(comp[p].surface_support_rate_corrected_diff_p), "p-value"))))))));
   }
@@ -514,7 +514,7 @@ const LABEL_TEXT = {
   invalid_items: "items with an invalid verdict", snippet_only_items: "snippet-only items", page_visible_items: "page-visible items",
   discovered_support: "items with discovered support", surface_supported_items: "items whose surface supports gold",
   surface_contradicted_items: "items whose surface contradicts gold", results_returned: "search results returned", results_shown: "search results shown to the model",
-  cells: "(qid, epoch) cells both arms ran", paired_questions: "questions of the paired tests (audited on both sides)",
+  cells: "(qid, epoch) cells both arms ran", paired_questions: "questions of the paired tests (audited on both sides)", common_questions: "questions both arms ran",
   fetch_cache_hits: "fetches answered from the cache",
   surface_support_rate_corrected_labels: "human labels of snippet support (clear)", surface_contradiction_rate_corrected_labels: "human labels of snippet contradiction (clear)",
   corrected_labels: "human snippet labels (clear)", corrected_unclear: "human snippet labels marked unclear",
