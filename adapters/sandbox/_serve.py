@@ -15,7 +15,7 @@ import msgspec
 import uvicorn
 from starlette.applications import Starlette
 
-from searchtrace.adapters._local_server import LocalGuard, MiB
+from searchtrace.adapters._local_server import LocalGuard, MiB, bind_local
 from searchtrace.adapters._registry import endpoints, specs
 from searchtrace.adapters.sandbox._app import base_urls, create_app, create_apps
 
@@ -92,7 +92,7 @@ class Served(msgspec.Struct, kw_only=True):
 
 def ports_for(port: int, names: list[str]) -> dict[str, int]:
     """Provider ports: port+1, port+2, … in route order; any free ports when `port` is 0."""
-    return {name: (port + 1 + i if port else free_port()) for i, name in enumerate(names)}
+    return {name: (port + 1 + i if port else 0) for i, name in enumerate(names)}  # 0: bound free by `running`
 
 
 def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starlette] | None = None,
@@ -104,6 +104,8 @@ def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starle
     own = ports_for(port if consecutive else 0, list(apps or {}))
     with ExitStack() as stack:
         urls = {name: own_root_url(name, stack.enter_context(running(a, own[name]))) for name, a in (apps or {}).items()}
+        listener = bind_local(port)  # port 0: a free one, held from here (no other process can take it meanwhile)
+        port = int(listener.getsockname()[1])
         server = uvicorn.Server(_config(app, port))
         if on_start is not None:  # once the one app listens too: whoever reads the announcement may call at once
 
@@ -114,14 +116,16 @@ def serve(port: int = 8765, app: Starlette | None = None, apps: dict[str, Starle
                     on_start(Served(root=f"http://127.0.0.1:{port}", urls=urls))
 
             threading.Thread(target=announce, name="sandbox-announce", daemon=True).start()
-        server.run()
+        server.run(sockets=[listener])
 
 
 @contextmanager
 def running(app: Any = None, port: int | None = None) -> Iterator[str]:
-    """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL."""
-    server = uvicorn.Server(_config(app or create_app(), port or free_port()))
-    thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
+    """Starts the real server (the sandbox app, or any ASGI app) in a background thread; yields its root URL.
+    Its socket is bound here (port None or 0: a free one), so no other process can take the port before it listens."""
+    listener = bind_local(port or 0)
+    server = uvicorn.Server(_config(app or create_app(), int(listener.getsockname()[1])))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name="sandbox-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:

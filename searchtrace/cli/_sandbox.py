@@ -31,7 +31,6 @@ def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes
         Served,
         create_apps,
         env_exports,
-        free_port,
         parse_rates,
         routes,
     )
@@ -49,7 +48,6 @@ def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes
     if port < 0 or port > 65535 - 16:
         raise BadInput(f"--port: {port} is not a TCP port with 16 free ports above it")
     own_ports = port != 0  # --port 0: every port free, else the providers on the ports above --port
-    port = port or free_port()
 
     def announce(served: Served) -> None:
         click.echo(f"sandbox listening on {served.root} (every provider under /<name>; Ctrl-C to stop)")

@@ -17,6 +17,7 @@ from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.store import EventLog
 from searchtrace.store._readserver import socket_path
 from searchtrace.web import create_app as create_view
+from tests.builders import run_cli
 from tests.engine.test_resume_kill import CONFIG
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
@@ -49,8 +50,9 @@ def listed(app: Any) -> int:
 
 
 def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int, list[int]]:
-    """`sql` and `report --json` in other processes, the explorer's list here, while the run records; every one
-    must succeed."""
+    """`sql` and `report --json` (run here, in another process than the recording one: a `searchtrace` process per
+    read left too few reads on a loaded machine) and the explorer's list, while the run records; every one must
+    succeed."""
     counts: list[int] = []
     totals: list[int] = []
     view = create_view(db)
@@ -60,15 +62,15 @@ def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int]
         if not socket_path(db).exists():
             time.sleep(0.05)
             continue
-        done = st("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
-        assert done.returncode == 0, done.stderr
-        counts.append(json.loads(done.stdout)[0]["n"])
+        code, out, err = run_cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
+        assert code == 0, err
+        counts.append(json.loads(out)[0]["n"])
         if proc.poll() is None:
             totals.append(listed(view))
         if reports < 2 and len(counts) % 2 == 0:
-            rep = st("report", "--db", str(db), "--json")
-            assert rep.returncode == 0, rep.stderr
-            data = json.loads(rep.stdout)
+            code, out, err = run_cli("report", "--db", str(db), "--json")
+            assert code == 0, err
+            data = json.loads(out)
             assert data["schema"] == "searchtrace.report/1" and data["providers"]
             reports += 1
     view.state.source.close()
