@@ -281,27 +281,19 @@ async def run_judge(
 
     Calls are paced by the chat adapter's endpoint limiter (adapters._http), as every other call of the project.
     """
-    if concurrency < 1:
-        raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
-    if prompt is None:
-        prompt = await anyio.to_thread.run_sync(lambda: resolve_prompt(log, prompt_version, judge_run_id))
-    jrid = judge_run_id or default_judge_run_id(model, prompt.version)
     t0 = time.perf_counter()
 
-    def load() -> tuple[JudgeStarted | None, set[tuple[str, str]], Sequence[JudgeItem]]:
-        prev = _started(log, jrid)
-        done = _judged(log, jrid)
-        return prev, done, inputs if inputs is not None else _load_items(log)
+    def load() -> tuple[str, JudgePrompt, JudgeStarted | None, set[tuple[str, str]], Sequence[JudgeItem]]:
+        jrid, chosen, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
+        return jrid, chosen, prev, _judged(log, jrid), inputs if inputs is not None else _load_items(log)
 
-    prev, done, all_items = await anyio.to_thread.run_sync(load)
-    if prev is not None:
-        _check_same_run(prev, model, prompt)
+    jrid, chosen, prev, done, all_items = await anyio.to_thread.run_sync(load)
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
     delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
     with bad_input_alone():
-        await _judge_pending(log, chat, prompt, stats, progress, pending, concurrency, delay,
-                             None if prev is not None else _started_event(jrid, model, prompt, concurrency, params))
+        await _judge_pending(log, chat, chosen, stats, progress, pending, concurrency, delay,
+                             None if prev is not None else _started_event(jrid, model, chosen, concurrency, params))
     stats.elapsed_s = time.perf_counter() - t0
     return stats
 
@@ -312,6 +304,17 @@ def open_judge_run(
 ) -> tuple[str, JudgePrompt]:
     """A judge run started where it is not judged (SPEC §22 `judge --ray`): its `judge.started` appended once, as
     `run_judge` would append it, and a resumed run checked; its id and prompt, for the shards that judge it."""
+    jrid, prompt, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
+    if prev is None:
+        log.append([_started_event(jrid, model, prompt, concurrency, params)],
+                   blobs=[prompt.blob] if prompt.blob is not None else [])
+    return jrid, prompt
+
+
+def _opening(log: EventLog, model: str, judge_run_id: str | None, prompt_version: str | None,
+             prompt: JudgePrompt | None, concurrency: int) -> tuple[str, JudgePrompt, JudgeStarted | None]:
+    """How a judge run opens, wherever it is judged: its concurrency checked, its prompt and id chosen, and, when it
+    was started before, that start (checked against this model and prompt)."""
     if concurrency < 1:
         raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
     if prompt is None:
@@ -319,10 +322,7 @@ def open_judge_run(
     jrid = judge_run_id or default_judge_run_id(model, prompt.version)
     if (prev := _started(log, jrid)) is not None:
         _check_same_run(prev, model, prompt)
-    else:
-        log.append([_started_event(jrid, model, prompt, concurrency, params)],
-                   blobs=[prompt.blob] if prompt.blob is not None else [])
-    return jrid, prompt
+    return jrid, prompt, prev
 
 
 def resolve_prompt(log: EventLog, version: str | None, judge_run_id: str | None) -> JudgePrompt:
