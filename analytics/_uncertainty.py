@@ -7,6 +7,12 @@ score interval at the Korn–Graubard effective sample size n_eff = p̂(1−p̂)
 over the n questions with mᵢ > 0, capped at Σmᵢ, n when v̂ = 0 (and when n = 1). n_eff is an exact Fraction,
 so k identical epochs give bit for bit the interval of one epoch. The corrected form because the plain score
 interval covers less than 92.5 % at n = 30 for some p in 0.02 … 0.98 (small n·p̂, where Wilson dips).
+Proportions of items clustered by question (CLUSTERED: surface_support_rate, gold_rank1_share) take the hull of
+that interval and the beta-binomial profile-likelihood interval (`beta_binomial_interval`: yᵢ of mᵢ items,
+question rates ~ Beta(μ, s), a question's epochs counted once when all have the same counts): where a few
+questions carry most of the items, a sample that drew none of them has a small p̂ and a small v̂, and Wilson at
+n_eff alone covered 87–92 % at n = 30 for p <= 0.05 or >= 0.95; the fitted spread of the rates keeps the
+interval open towards them. `<metric>_n_eff` stays the Korn–Graubard n_eff.
 
 Means and other ratios (BOOTSTRAPPED): each provider's trajectories are summed per question into a table of
 sufficient statistics (one row per qid, sorted), a replicate is the vector of how often each question was drawn,
@@ -42,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -328,8 +334,9 @@ def proportion_interval(y: Sequence[int | Fraction], m: Sequence[int], z: float 
 
 
 # ln(α + β) grid over which the beta-binomial likelihood is maximised for each mean (a parabola through the best
-# point and its neighbours refines it); e^14 is the binomial limit for any count of items a question has
-_LOG_STRENGTH = np.linspace(-6.0, 14.0, 81)
+# point and its neighbours refines it): e^-10, all or nothing per question; e^14, the binomial limit for any count
+# of items a question has
+_LOG_STRENGTH = np.linspace(-10.0, 14.0, 97)
 _STRENGTH = np.exp(_LOG_STRENGTH)
 _EDGE = 25.0  # |logit μ| bound of the search: μ within 1.4e-11 of 0 or 1
 _GOLDEN = (math.sqrt(5) - 1) / 2
@@ -345,7 +352,7 @@ def _tails(counts: npt.NDArray[np.int64], size: int) -> Floats:
     return (len(counts) - np.cumsum(h))[:size].astype(np.float64)
 
 
-def beta_binomial_profile(y: Sequence[int], m: Sequence[int]) -> Any:
+def beta_binomial_profile(y: Sequence[int], m: Sequence[int]) -> Callable[[float], float]:
     """ℓ(t) = max over the strength s = α + β of the beta-binomial log-likelihood of yᵢ of mᵢ at mean μ = expit(t).
 
     With a = μs, b = (1 − μ)s: ℓ = Σᵢ [lnΓ(yᵢ + a) − lnΓ(a) + lnΓ(mᵢ − yᵢ + b) − lnΓ(b) − lnΓ(mᵢ + s) + lnΓ(s)], and
@@ -370,7 +377,7 @@ def beta_binomial_profile(y: Sequence[int], m: Sequence[int]) -> Any:
     return profile
 
 
-def _root(f: Any, lo: float, hi: float, f_lo: float, f_hi: float) -> float:
+def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: float) -> float:
     """A root of f in [lo, hi] where f changes sign (Illinois: regula falsi that halves a stuck end's value)."""
     side, x = 0, lo
     for _ in range(100):
