@@ -160,6 +160,9 @@ def test_clustered_proportions_widen_where_few_questions_carry_the_items() -> No
     lo, hi = prov["a"]["surface_support_rate_ci"]
     assert wilson is not None and lo <= wilson[0] and hi > wilson[1] and lo < 0.01 < hi
     assert prov["a"]["surface_support_rate_n_eff"] == float(effective_n([3, 3] + [0] * 28, [20] * 30))
+    copies = [row("a", r.qid, True, e, valid=20, supported=r.supported) for r in rows for e in (1, 2, 3)]
+    three, _ = uncertainty({"a": copies}, replicates=50, seed="s")
+    assert three["a"]["surface_support_rate_ci"] == [lo, hi]  # three identical epochs: the fit sees one
 
 
 def test_mcnemar_against_the_binomial() -> None:
