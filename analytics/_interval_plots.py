@@ -116,7 +116,8 @@ def interval_section(report: Report) -> list[str]:
         "<h2>How sure: 95% intervals</h2>",
         '<p class="note">Dot: the estimate; whisker: its 95% interval. Proportions (accuracy, surface support rate, '
         "gold rank-1 share): continuity-corrected Wilson score interval at the effective sample size over questions "
-        f"(every epoch of a question pooled); the others: percentile interval from {u.bootstrap:,} bootstrap "
+        "(every epoch of a question pooled), for the support rate and the rank-1 share widened to a beta-binomial "
+        f"profile-likelihood interval where that reaches further; the others: percentile interval from {u.bootstrap:,} bootstrap "
         f"replicates over questions (seed {escape(u.seed)}).</p>",
     ]
     parts += [interval_chart(providers, m, label) for m, label in INTERVAL_METRICS]

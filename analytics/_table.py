@@ -143,7 +143,8 @@ def render_table(report: Report, console: Console) -> None:
         return
     title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}{axis_title(report)}"
     if u := report.uncertainty:
-        title += (f"\n95% intervals: proportions Wilson at the effective sample size; means and ratios bootstrap over "
+        title += (f"\n95% intervals: proportions Wilson at the effective sample size (support rate and rank-1 share: "
+                  "its hull with a beta-binomial profile interval); means and ratios bootstrap over "
                   f"questions, {u.bootstrap:,} replicates, seed {u.seed}")
     per = max(1, (console.width - _LABEL_WIDTH) // _CELL_WIDTH)  # many providers: several tables that fit the width
     for start in range(0, len(names), per):

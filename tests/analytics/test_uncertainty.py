@@ -19,6 +19,7 @@ from searchtrace.analytics._uncertainty import (
     PROPORTIONS,
     RATIO_OF_PROPORTIONS,
     RATIOS,
+    beta_binomial_interval,
     effective_n,
     holm,
     mcnemar_exact,
@@ -113,6 +114,55 @@ def test_no_zero_width_proportion_interval() -> None:
     prov, _ = uncertainty({"a": [row("a", f"q{i}", True) for i in range(15)]}, replicates=50, seed="s")
     lo, hi = prov["a"]["accuracy_ci"]
     assert hi == 1.0 and lo == score_interval(1.0, 15)[0] and lo < 1.0  # 15/15 is not [1, 1]
+
+
+def _scipy_beta_binomial_interval(y: list[int], m: list[int]) -> tuple[float, float]:
+    """The profile-likelihood interval by scipy's beta-binomial pmf, optimiser and root finder (log s in [−10, 14])."""
+    from scipy.optimize import brentq, minimize_scalar
+    from scipy.stats import betabinom
+
+    def profile(mu: float) -> float:
+        def neg(t: float) -> float:
+            s = math.exp(t)
+            return -float(betabinom.logpmf(y, m, mu * s, (1 - mu) * s).sum())
+        return -float(minimize_scalar(neg, bounds=(-10.0, 14.0), method="bounded", options={"xatol": 1e-9}).fun)
+
+    top = minimize_scalar(lambda t: -profile(1 / (1 + math.exp(-t))), bounds=(-10.0, 10.0), method="bounded",
+                          options={"xatol": 1e-9})
+    best, mu_hat = -float(top.fun), 1 / (1 + math.exp(-top.x))
+
+    def excess(mu: float) -> float:
+        return 2 * (best - profile(mu)) - Z * Z
+    return brentq(excess, 1e-9, mu_hat, xtol=1e-12), brentq(excess, mu_hat, 1 - 1e-9, xtol=1e-12)
+
+
+def test_beta_binomial_interval_against_scipy() -> None:
+    rng = np.random.default_rng(7)
+    for p, n in ((0.03, 30), (0.4, 12), (0.95, 40)):
+        m = (10 + rng.binomial(20, 0.5, n)).tolist()
+        y = rng.binomial(m, rng.beta(4 * p, 4 * (1 - p), n)).tolist()
+        got, want = beta_binomial_interval(y, m), _scipy_beta_binomial_interval(y, m)
+        assert all(math.isclose(g, w, rel_tol=2e-4) for g, w in zip(got, want, strict=True)), (p, got, want)
+    # every y = 0: the end at 0, and as s -> 0 each question is all or nothing, so the upper end is at least the
+    # binomial likelihood-ratio bound over the 30 questions (0 of 30: 30·ln(1 − π) = −z²/2)
+    lo, hi = beta_binomial_interval([0] * 30, [20] * 30)
+    assert lo == 0.0 and 1 - math.exp(-Z * Z / 60) - 1e-4 <= hi < 0.07
+    lo, top = beta_binomial_interval([20] * 30, [20] * 30)  # the mirror image
+    assert math.isclose(lo, 1 - hi, rel_tol=1e-12) and top == 1.0
+
+
+def test_clustered_proportions_widen_where_few_questions_carry_the_items() -> None:
+    # 2 of 30 questions carry all the support: Wilson at n_eff sees 6 of 600 items; the beta-binomial fit sees
+    # a rate spread over questions, so the interval reaches further up
+    rows = [row("a", f"q{i:02d}", True, valid=20, supported=3 * (i < 2)) for i in range(30)]
+    prov, _ = uncertainty({"a": rows}, replicates=50, seed="s")
+    wilson, _ = proportion_interval([3, 3] + [0] * 28, [20] * 30)
+    lo, hi = prov["a"]["surface_support_rate_ci"]
+    assert wilson is not None and lo <= wilson[0] and hi > wilson[1] and lo < 0.01 < hi
+    assert prov["a"]["surface_support_rate_n_eff"] == float(effective_n([3, 3] + [0] * 28, [20] * 30))
+    copies = [row("a", r.qid, True, e, valid=20, supported=r.supported) for r in rows for e in (1, 2, 3)]
+    three, _ = uncertainty({"a": copies}, replicates=50, seed="s")
+    assert three["a"]["surface_support_rate_ci"] == [lo, hi]  # three identical epochs: the fit sees one
 
 
 def test_mcnemar_against_the_binomial() -> None:
