@@ -127,6 +127,15 @@ def absolute(segment_dir: str | None) -> None:
         raise BadInput(f"--segment-dir {segment_dir}: give an absolute path (each node writes its segments there)")
 
 
+def begin(segment_dir: str | None, shards: int, what: str) -> Any:
+    """What a fan-out checks before it joins a cluster; the ray module."""
+    absolute(segment_dir)
+    ray = ray_module()
+    if shards < 1:
+        raise BadInput(f"--shards {shards}: {what} needs at least one shard")
+    return ray
+
+
 def local_path(dest: Path, segment_dir: str | None) -> Path:
     """Where an actor writes the segment the driver merges from `dest`: in `segment_dir` on the actor's own node, else
     at `dest` itself (a filesystem the nodes share with the driver)."""
@@ -401,12 +410,8 @@ def record_on_ray(
 
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
-    absolute(segment_dir)
-    ray = ray_module()
-
     t0 = time.perf_counter()
-    if shards < 1:
-        raise BadInput(f"--shards {shards}: a run needs at least one shard")
+    ray = begin(segment_dir, shards, "a run")
     aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)  # the run's identity as the shards (which aim it too) record it
     rates = domain_rates(quota_endpoints(cfg))
     questions = questions_of(cfg)
@@ -512,11 +517,8 @@ def judge_on_ray(
 
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
-    absolute(segment_dir)
-    ray = ray_module()
     t0 = time.perf_counter()
-    if shards < 1:
-        raise BadInput(f"--shards {shards}: a judge run needs at least one shard")
+    ray = begin(segment_dir, shards, "a judge run")
     dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
     inputs: dict[int, Path] = {}  # each shard's input store, put in Ray's object store one at a time
     with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -33,3 +36,19 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
         cluster.shutdown()
 
+
+def kill_when_under_way(killed: dict[str, Any], shard: int = 1, after: int = 3) -> Callable[[dict[int, Any]], None]:
+    """An `on_started` that kills shard `shard`'s actor once it has finished `after` cells or items (noting when in
+    `killed["at"]`): the killed shard has done some of its work, not all."""
+    def started(actors: dict[int, Any]) -> None:
+        import ray
+
+        def watch() -> None:
+            while ray.get(actors[shard].progress.remote()) < after:
+                time.sleep(0.02)
+            ray.kill(actors[shard])
+            killed["at"] = time.monotonic()
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    return started

@@ -5,8 +5,6 @@ four workers sharing one quota domain hold its rate."""
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import anyio
 from searchtrace import pipeline
 from searchtrace.store import EventLog
 from tests.builders import sandbox_config
-from tests.ray.conftest import QUOTA
+from tests.ray.conftest import QUOTA, kill_when_under_way
 from tests.store.test_segments_merge import _record_judge_grade, _values
 
 
@@ -55,24 +53,15 @@ def test_shards_on_two_raylets_merge_into_the_report_of_one_process(ray_cluster:
 
 
 def test_a_shard_killed_mid_run_is_resumed_with_only_its_missing_cells(ray_cluster: str, tmp_path: Path) -> None:
-    import ray
 
     # one trajectory at a time at 20 model calls/s: the killed shard has recorded some of its cells, not all
     cfg = sandbox_config(tmp_path, n=8, run_id="kill", limits={"max_trajectories": 1}, agent={"rps": 20.0})
     target = tmp_path / "target.duckdb"
     killed: dict[str, Any] = {}
 
-    def kill_when_under_way(actors: dict[int, Any]) -> None:
-        def watch() -> None:
-            while ray.get(actors[1].progress.remote()) < 3:
-                time.sleep(0.02)
-            ray.kill(actors[1])
-            killed["at"] = time.monotonic()
-
-        threading.Thread(target=watch, daemon=True).start()
 
     first = pipeline.record_on_ray(cfg, target, shards=2, address=ray_cluster, sandbox=True,
-                                   on_started=kill_when_under_way)
+                                   on_started=kill_when_under_way(killed))
     assert "at" in killed and not first.finished
     [died] = [d for d in first.done if d.shard == 1]
     assert died.summary is None and "died" in died.error

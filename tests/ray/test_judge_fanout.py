@@ -5,8 +5,6 @@ nothing; a judge shard killed mid-run is resumed by a rerun that judges only the
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import anyio
 from searchtrace import pipeline
 from searchtrace.store import EventLog
 from tests.builders import sandbox_config
+from tests.ray.conftest import kill_when_under_way
 
 CLOCK = ("latency_ms", "provider_ms", "queue_ms")  # what a clock measured: not compared
 
@@ -65,23 +64,14 @@ def test_judge_shards_on_two_raylets_give_one_process_verdicts_fetched_from_node
 
 def test_a_judge_shard_killed_mid_run_is_resumed_with_only_the_items_the_target_misses(
         ray_cluster: str, tmp_path: Path) -> None:
-    import ray
 
     target = _recorded(tmp_path, "jk")
     # one call at a time at 40/s per shard: the killed shard has judged some of its items, not all
     plan = pipeline.plan_judge(target, sandbox=True, rps=40.0, concurrency=1)
     killed: dict[str, Any] = {}
 
-    def kill_when_under_way(actors: dict[int, Any]) -> None:
-        def watch() -> None:
-            while ray.get(actors[1].progress.remote()) < 3:
-                time.sleep(0.02)
-            ray.kill(actors[1])
-            killed["at"] = time.monotonic()
 
-        threading.Thread(target=watch, daemon=True).start()
-
-    first = pipeline.judge_on_ray(plan, target, shards=2, address=ray_cluster, on_started=kill_when_under_way)
+    first = pipeline.judge_on_ray(plan, target, shards=2, address=ray_cluster, on_started=kill_when_under_way(killed))
     assert "at" in killed and first.pending > 0
     [died] = [d for d in first.done if d.shard == 1]
     assert died.judged is None and "died" in died.error
