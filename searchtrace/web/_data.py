@@ -701,7 +701,7 @@ def items(cur: Cursor, trajectories: list[Row], index: ItemIndex, judge_run_id: 
     if q.label in LABEL_COUNTS:
         if q.partition or q.rank or q.shown is not None:
             raise BadInput(f"label={q.label}: counts human audit labels (partition, rank and shown select items)")
-        return {**base, "kind": "labels", **_labelled(cur, trajectories, trs, index, judge_run_id, q)}
+        return {**base, "kind": "labels", **_labelled(cur, trajectories, trs, index, (by_stream, results), judge_run_id, q)}
     if q.label in RESULT_LABELS:
         if q.partition or q.rank:
             raise BadInput(f"label={q.label}: counts search results (partition and rank select items)")
@@ -868,7 +868,8 @@ def _item_rows(cur: Cursor, window: list[tuple[ItemRow, int]], of: dict[str, Row
     return out
 
 
-def _labelled(cur: Cursor, trajectories: list[Row], trs: list[Row], index: ItemIndex, judge_run_id: str | None,
+def _labelled(cur: Cursor, trajectories: list[Row], trs: list[Row], index: ItemIndex,
+              found_items: tuple[dict[str, list[ItemRow]], dict[str, Span]], judge_run_id: str | None,
               q: ItemQuery) -> Row:
     """The human audit labels one label count of the judge-error correction counts (analytics `counted_in`), each
     with its judge item in full, in trajectory order: total and one page."""
@@ -878,7 +879,7 @@ def _labelled(cur: Cursor, trajectories: list[Row], trs: list[Row], index: ItemI
     found = sorted((c for c in cases if c.trajectory_id in order and q.label in counted_in(c)),
                    key=lambda c: (order[c.trajectory_id], c.url_normalized, c.label))
     page = found[q.offset: q.offset + q.limit]
-    by_stream, results = index.get(cur, judge_run_id)
+    by_stream, results = found_items  # the item index its caller read
     of = {t["stream_id"]: t for t in trs}
     stream = {t["trajectory_id"]: t["stream_id"] for t in trs}
     at = {(it[0], it[1]): it for c in page for it in by_stream.get(stream[c.trajectory_id], ())}
