@@ -109,7 +109,8 @@ def _quoted(path: Path) -> str:
 
 
 _DIFFERS = """
-SELECT s.event_id, s.type, s.stream_id, t.type, t.stream_id FROM {s}.events s JOIN {t}.events t USING (event_id)
+SELECT s.event_id, s.type, s.stream_id, t.type, t.stream_id, s.run_id, t.run_id
+FROM {s}.events s JOIN {t}.events t USING (event_id)
 WHERE s.type <> t.type OR s.stream_id <> t.stream_id OR s.run_id <> t.run_id
    OR CAST(s.payload AS VARCHAR) <> CAST(t.payload AS VARCHAR)
 ORDER BY s.position LIMIT 1"""
@@ -124,9 +125,9 @@ def _check(con: duckdb.DuckDBPyConnection, here: tuple[str, str], segments: Sequ
     for other, other_name in others:
         row = con.execute(_DIFFERS.format(s=alias, t=other)).fetchone()
         if row is not None:
-            eid, typ, sid, their_type, their_stream = row
-            what = "other payload bytes" if (typ, sid) == (their_type, their_stream) else (
-                f"{their_type} in stream {their_stream!r}")
+            eid, typ, sid, their_type, their_stream, run, their_run = row
+            what = (f"{their_type} in stream {their_stream!r}" if (typ, sid) != (their_type, their_stream)
+                    else f"run {their_run!r}" if run != their_run else "other payload bytes")
             raise EventConflict(f"event {eid} ({typ} in stream {sid!r}) of {seg.name} is in {other_name} with "
                                 f"{what}; nothing was merged")
     before = " UNION ALL ".join(f"SELECT event_id, stream_id FROM {a}.events" for a in ["main", *aliases[:k]])

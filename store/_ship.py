@@ -115,8 +115,8 @@ def copy_events(log: EventLog, positions: Sequence[int], into: EventLog) -> int:
     finally:
         cur.close()
     rows: list[LogRow] = []
-    position: int = into.head
-    prev, heads = into.head_hash, dict[str, int]()
+    position, prev = 0, into.head_hash  # `into` is empty (checked above)
+    heads: dict[str, int] = {}
     for eid, sid, tag, run, ts, text in found:
         event_id = eid if isinstance(eid, uuid.UUID) else uuid.UUID(str(eid))
         payload, position, seq = text.encode(), position + 1, heads.get(sid, -1) + 1

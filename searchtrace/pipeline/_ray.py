@@ -450,7 +450,7 @@ def record_on_ray(
     if on_started is not None:
         on_started(started)
     done = gather(ray, started, refs, dests)
-    segments = [p for i in range(shards) if (p := segment_path(db, run_id, i, shards)).exists()]
+    segments = [p for p in dests.values() if p.exists()]
     merged = merge(segments, db) if segments else None
     with EventLog(db) as log:
         after = plan_cells(cfg, log, questions)
@@ -551,15 +551,14 @@ def judge_on_ray(
             # i goes to live node i mod n, the same node on a rerun while the cluster is the same (its node-local
             # segment is there); a node gone meanwhile fails its shard's actor: the rerun judges it
             where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=False)
-            data = box.read_bytes()
+            given, given_sha256 = seed_of(ray, box)  # the input store, put in Ray's object store
             box.unlink()
             handle = actor.options(
                 name=f"searchtrace-judge:{jrid}:{i}/{shards}", namespace=NAMESPACE, num_cpus=0, max_restarts=0,
                 scheduling_strategy=where,
             ).remote()
             started[i] = handle
-            refs[i] = handle.judge.remote(plan, i, str(dests[i]), segment_dir, ray.put(data),
-                                          hashlib.sha256(data).hexdigest())
+            refs[i] = handle.judge.remote(plan, i, str(dests[i]), segment_dir, given, given_sha256)
         if on_started is not None:
             on_started(started)
         done = gather(ray, started, refs, dests)
