@@ -33,7 +33,7 @@ from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
 
-__all__ = ["Prices", "load_prices", "parse_prices", "provider_costs", "question_costs", "recorded_prices", "report_costs",
+__all__ = ["Prices", "load_prices", "parse_prices", "question_costs", "recorded_prices", "report_costs",
            "warning_line"]
 
 DEFAULT_BACKEND = "jina"
@@ -182,20 +182,14 @@ def _per_question(priced: _Priced) -> dict[str, dict[str, Fraction] | None]:
     return out
 
 
-def provider_costs(
-    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]]
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """({arm: USD components, total, per trajectory, per correct}, sorted names of what had no price): the sums
-    over the arm's questions of `question_costs`' components (exact, so the totals agree to the last bit).
-
-    `correct`: {arm: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
-    return _per_arm(_priced(con, prices, judge_run_id), correct)
-
-
 def report_costs(
     con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]], *, per_question: bool
 ) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, dict[str, Fraction]] | None]:
-    """`provider_costs` and, with `per_question`, the priced arms' `question_costs`, from one pass over the usage."""
+    """({arm: USD components, total, per trajectory, per correct}, sorted names of what had no price) and, with
+    `per_question`, the priced arms' `question_costs`, from one pass over the usage; the arms' sums are over their
+    questions' components (exact, so the totals agree to the last bit).
+
+    `correct`: {arm: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
     priced = _priced(con, prices, judge_run_id)
     cost, unpriced = _per_arm(priced, correct)
     usd = {a: q for a, q in _per_question(priced).items() if q is not None} if per_question else None

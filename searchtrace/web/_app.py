@@ -118,6 +118,9 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         except ValueError:
             raise BadInput(f"{name} is an integer, not {raw[:40]!r}") from None
 
+    def optional(request: Request, name: str) -> int | None:
+        return integer(request, name, 0) if request.query_params.get(name) else None
+
     def flag(request: Request, name: str) -> bool | None:
         raw = request.query_params.get(name)
         if not raw:
@@ -133,14 +136,9 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         return request.query_params.get(name) or None
 
     def trajectories(cur: Cursor, request: Request) -> Any:
-        qp = request.query_params
-        try:
-            f = data.Filters(runs=runs_of(request), provider=q(request, "provider"),
-                             epoch=int(qp["epoch"]) if qp.get("epoch") else None,
-                             correct=q(request, "correct"), partition=q(request, "partition"), q=q(request, "q"),
-                             limit=int(qp.get("limit") or 50), offset=int(qp.get("offset") or 0))
-        except ValueError:
-            raise BadInput("epoch, limit and offset are integers") from None
+        f = data.Filters(runs=runs_of(request), provider=q(request, "provider"), epoch=optional(request, "epoch"),
+                         correct=q(request, "correct"), partition=q(request, "partition"), q=q(request, "q"),
+                         limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
         run = index.resolve(cur, q(request, "judge_run_id"))
         rows = index.rows(cur, run)
         return {**data.list_trajectories(rows, f, index.facets), "judge_run_id": run}
@@ -169,10 +167,9 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         label = q(request, "label")
         if not label:
             raise BadInput("items needs label= (a count of the report: partition, surface_supported_items, …)")
-        rank = integer(request, "rank", 0)
         query = data.ItemQuery(label=label, arm=q(request, "arm"), by=q(request, "by") or "provider",
                                runs=runs_of(request), partition=q(request, "partition"),
-                               rank=rank if request.query_params.get("rank") else None, shown=flag(request, "shown"),
+                               rank=optional(request, "rank"), shown=flag(request, "shown"),
                                pair=q(request, "pair"), cell=q(request, "cell"),
                                limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
         return data.items(cur, index.rows(cur, run), item_index, run, query)
