@@ -17,7 +17,7 @@ class AdapterError(Exception):
 
 
 class ChatError(AdapterError):
-    """A chat completion failed for good (after retries): status of SPEC §3, the provider's message, the retries."""
+    """A chat completion failed for good (after retries): status of docs/reference/events.md, the provider's message, the retries."""
 
     def __init__(
         self,
@@ -34,7 +34,7 @@ class ChatError(AdapterError):
         self.retries = list(retries or [])
         self.http_status = http_status
         self.auth = auth  # True when the endpoint rejected the key
-        # SPEC §13 timings of the failed call (final attempt on the wire; waits for our own limits), when measured
+        # docs/reference/prices.md timings of the failed call (final attempt on the wire; waits for our own limits), when measured
         self.provider_ms: float | msgspec.UnsetType = msgspec.UNSET
         self.queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 

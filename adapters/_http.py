@@ -283,7 +283,7 @@ class OwnsClient:
 
 
 def quota_limiter(adapter: object) -> tuple[str, RateLimiter] | None:
-    """The quota domain an adapter's endpoint names and the limiter pacing it (SPEC §22: a worker paces at its lease's
+    """The quota domain an adapter's endpoint names and the limiter pacing it (docs/how-to/scale.md: a worker paces at its lease's
     share through it), or None for an adapter without both (no `quota`, an unlimited rate, or not built here)."""
     if not isinstance(adapter, OwnsClient):
         return None

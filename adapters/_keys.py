@@ -25,7 +25,7 @@ _configured: tuple[Secret, ...] | None = None
 
 
 def register_key_env(name: str, env_var: str) -> None:
-    """Records an endpoint's key variable, so replies echoing its value are scrubbed (SPEC: keys never stored)."""
+    """Records an endpoint's key variable, so replies echoing its value are scrubbed (keys are never stored: docs/concepts/security.md)."""
     DEFAULT_KEY_ENV[name] = env_var
     _KEY_ENVS.add(env_var)
 
@@ -124,7 +124,7 @@ def _scrub_any(value: Any, secrets: list[Secret]) -> Any:
 
 def scrub_parsed(value: T, secrets: list[Secret]) -> T:
     """Every string inside `value` (Structs, lists, dicts) with each secret replaced by `***`; unchanged when none
-    occurs. Parsed replies go through this before they are stored or shown to a model (SPEC: keys never stored)."""
+    occurs. Parsed replies go through this before they are stored or shown to a model (keys are never stored: docs/concepts/security.md)."""
     live = [s for s in secrets if len(s.reveal()) >= _MIN_SECRET]
     if not live:
         return value

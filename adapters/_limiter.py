@@ -1,4 +1,4 @@
-"""A rate limiter whose rate can be changed while it paces (SPEC §22: a worker's share of a quota changes as leases
+"""A rate limiter whose rate can be changed while it paces (docs/how-to/scale.md: a worker's share of a quota changes as leases
 are renewed), owned here because aiolimiter has no public way to change a rate.
 
 It is a leaky bucket run as a meter (GCRA): `tat` is the time the bucket would be empty; each acquisition adds one

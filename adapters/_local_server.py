@@ -1,4 +1,4 @@
-"""The guard every local HTTP server mounts (SPEC §20): a web page the user visits must not reach it.
+"""The guard every local HTTP server mounts (docs/concepts/security.md): a web page the user visits must not reach it.
 
 `view`, `proxy` and `sandbox serve` bind 127.0.0.1 only, yet a browser on the same machine can still be made to
 send them requests: a page of another origin (CSRF: forms, `fetch` in no-cors mode, `<img>`), or a foreign name

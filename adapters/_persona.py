@@ -1,7 +1,7 @@
 """What a provider module's sandbox persona and routes are given and give back, so no provider imports the sandbox.
 
 The sandbox app hands each route handler a `WireRequest` and a `Shelf` (its world, ranked for one persona) and
-sends back the `WireReply`, or, for a `Deferred`, runs it through the fault plan keyed by the request (SPEC §11).
+sends back the `WireReply`, or, for a `Deferred`, runs it through the fault plan keyed by the request (docs/concepts/sandbox.md).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def discover() -> None:
 
 
 def search_provider_names() -> tuple[str, ...]:
-    """Every search provider (SPEC §14), the paper's three first."""
+    """Every search provider (docs/how-to/providers.md), the paper's three first."""
     return tuple(_SPECS)
 
 

@@ -38,7 +38,7 @@ def domain_or_url(domain: str | None, url: str) -> str:
 
 
 def join_surface(parts: Iterable[str | None]) -> str:
-    """The snippet surface of SPEC §14: every per-result text part the provider returned, stripped, empty and
+    """The snippet surface of docs/how-to/providers.md: every per-result text part the provider returned, stripped, empty and
     repeated parts dropped, joined by newlines in the provider's order."""
     return "\n".join(dict.fromkeys(t for t in (p.strip() for p in parts if p) if t))
 
@@ -94,7 +94,7 @@ class SearchAdapter(OwnsClient):
 
     @classmethod
     def page_text(cls, params: dict[str, Any]) -> bool:
-        """Whether `params` put full page text into the results (SPEC §14: off by default, recorded when on)."""
+        """Whether `params` put full page text into the results (docs/how-to/providers.md: off by default, recorded when on)."""
         return False
 
     def __repr__(self) -> str:
@@ -179,7 +179,7 @@ class ProviderSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Everything about one search provider; the registry finds it as `PROVIDER` in adapters/providers/<name>.py."""
 
     adapter: type[SearchAdapter]  # its `kind` is the provider's name, its `label` how messages call it
-    order: int = 100  # place in listings (the paper's three, then SPEC §14's order); sandbox serve's port order
+    order: int = 100  # place in listings (the paper's three, then docs/how-to/providers.md order); sandbox serve's port order
     paper: bool = False  # one of the paper's three: the default demo set
     key_env: str
     base_url_env: str

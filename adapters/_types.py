@@ -48,7 +48,7 @@ class RetryInfo(msgspec.Struct, kw_only=True):
 
 
 class SearchHit(msgspec.Struct, kw_only=True):
-    """One result in rank order, already normalised to SPEC §2 (doc_id is assigned by the engine)."""
+    """One result in rank order, already normalised to docs/concepts/protocol.md (doc_id is assigned by the engine)."""
 
     rank: int
     title: str
@@ -58,7 +58,7 @@ class SearchHit(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = {}
 
 
-# SPEC §13 clean latency, beside latency_ms (the whole call): provider_ms is the final attempt from request sent to
+# docs/reference/prices.md clean latency, beside latency_ms (the whole call): provider_ms is the final attempt from request sent to
 # last byte read, queue_ms the waits for our own concurrency and rate limits over all attempts. UNSET where no
 # request was made (a fetch cache hit) or an adapter does not measure them; events then omit them.
 OptionalMs = float | msgspec.UnsetType
@@ -113,7 +113,7 @@ class Endpoint(msgspec.Struct, kw_only=True):
     timeout_s: float = 30.0
     max_retries: int = 4
     max_wait_s: float = 60.0
-    quota: str | None = None  # SPEC §22: the quota domain whose rate this endpoint shares (leased across Ray workers)
+    quota: str | None = None  # docs/how-to/scale.md: the quota domain whose rate this endpoint shares (leased across Ray workers)
 
     def __post_init__(self) -> None:
         """The one gate every adapter's endpoint passes: no credentials in the URL, finite rates and timeouts."""

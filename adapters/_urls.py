@@ -1,4 +1,4 @@
-"""URL normalisation of SPEC §2: the one key for caching, de-duplication and cross-provider comparison."""
+"""URL normalisation of docs/concepts/protocol.md: the one key for caching, de-duplication and cross-provider comparison."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _query(query: str) -> str:
 
 
 def normalize_url(url: str) -> str:
-    """Apply SPEC §2's steps in their order, repeated until nothing changes, so the result is idempotent.
+    """Apply docs/concepts/protocol.md steps in their order, repeated until nothing changes, so the result is idempotent.
 
     One pass suffices for any real URL; a second only matters for pathological input (e.g. whitespace that
     ends up at the end once a dropped parameter is gone). An unparseable URL comes back only stripped.
@@ -67,7 +67,7 @@ def _normalize_once(url: str) -> str:
         port = ""
     netloc = f"{host}:{port}" if port else host
     path = parts.path or "/"
-    # SPEC: strip one trailing "/" from a path longer than "/". Stripping every trailing "/" gives the same
+    # Normalisation (docs/concepts/protocol.md): strip one trailing "/" from a path longer than "/". Stripping every trailing "/" gives the same
     # result for the usual single slash and keeps the function idempotent for "/a//".
     if len(path) > 1:
         path = path.rstrip("/") or "/"
@@ -107,7 +107,7 @@ def base_url_problem(url: str) -> str | None:
     return None
 
 
-# A URL in SPEC §2 normal form but for tracking parameters: lowercase http(s) scheme and host, no port or user,
+# A URL in docs/concepts/protocol.md normal form but for tracking parameters: lowercase http(s) scheme and host, no port or user,
 # a path without a trailing "/" (or none, or just "/"), no fragment, no character urlsplit would strip or split
 # on, and a query (if any) of only utm_* / gclid / fbclid parameters. normalize_url drops that query and adds
 # the "/" of an empty path, nothing else, so such a URL needs no parsing.

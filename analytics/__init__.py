@@ -1,4 +1,4 @@
-"""Evidence analytics over the event log: SPEC §4 judge items, §5 metrics, §8 report (reads only `store`).
+"""Evidence analytics over the event log: docs/concepts/judge.md judge items, §5 metrics, §8 report (reads only `store`).
 
 Where things are:
 - `relations`: the typed relations, one per event type (`trajectories`, `verdicts`, ...): named once, as SQL.
@@ -7,13 +7,13 @@ Where things are:
 - `projections`: the `proj` tables, caught up incrementally (caches, never a source of truth).
 - `rules`: the domain rules every reader shares, in SQL and in Python (latest attempt, final answer, deciding
   audit, default judge run).
-- `shown`: SPEC §17 what the model saw: which results a later model request contained (a replay, table `shown`).
-- `items`: SPEC §4 judge items (the judge's input; ITEMS_SQL also feeds metrics and `v_judge_items`).
+- `shown`: docs/concepts/shown.md what the model saw: which results a later model request contained (a replay, table `shown`).
+- `items`: docs/concepts/judge.md judge items (the judge's input; ITEMS_SQL also feeds metrics and `v_judge_items`).
 - `metrics` + `textnorm`: every §5 metric, exact integer sums; `report`: the §8 dict and its canonical JSON.
-- `arms`: SPEC §19 `report --by`: the runs an axis reads, the refusals that keep runs apart, `trajectory_arms`.
+- `arms`: docs/how-to/compare.md `report --by`: the runs an axis reads, the refusals that keep runs apart, `trajectory_arms`.
 - `views`: the documented `v_*` / `ev_*` views for `searchtrace sql` (VIEWS.md); `custom`: user metric files.
-- `lookups`: narrow reads for the audit and the HTML page; `audit`: SPEC §7 oracle validation; `correction`:
-  SPEC §18 judge-error correction of the snippet rates by the human labels (`JudgedCase`).
+- `lookups`: narrow reads for the audit and the HTML page; `audit`: docs/how-to/audit.md oracle validation; `correction`:
+  docs/concepts/statistics.md judge-error correction of the snippet rates by the human labels (`JudgedCase`).
 - `table` (terminal form), `html` (the HTML page), `examples/` (a worked metric).
 """
 

@@ -1,4 +1,4 @@
-"""Agreement between two label sources (SPEC §12): Cohen's kappa on a 2x2 table, and two judge runs compared.
+"""Agreement between two label sources (docs/concepts/statistics.md): Cohen's kappa on a 2x2 table, and two judge runs compared.
 
 A 2x2 table is (both true, A true / B false, A false / B true, both false). Kappa = (p_o - p_e) / (1 - p_e) with
 p_o the observed agreement and p_e the agreement expected from the two marginals; computed in exact fractions,
@@ -109,9 +109,9 @@ def _rates_on_common_items(source: HasCursor, run_a: str, run_b: str, names: lis
 
 
 def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, Any]:
-    """SPEC §12 `judge compare A B`: per label n / agreement / kappa / 2x2 table over the items with a valid verdict
+    """docs/concepts/statistics.md `judge compare A B`: per label n / agreement / kappa / 2x2 table over the items with a valid verdict
     in both runs; each provider's partition and surface support rate under A and under B over those same items
-    (SPEC §18: a rate from each run's own valid items would differ where the runs agree); every disagreeing item."""
+    (docs/concepts/statistics.md: a rate from each run's own valid items would differ where the runs agree); every disagreeing item."""
     known = known_judge_runs(source)
     for run in (run_a, run_b):
         if run not in known:

@@ -1,4 +1,4 @@
-"""SPEC §19 arms: the runs a report over an axis reads, the refusals that keep runs apart, each trajectory's arm.
+"""docs/how-to/compare.md arms: the runs a report over an axis reads, the refusals that keep runs apart, each trajectory's arm.
 
 The arm itself is one SQL expression, `tr.arm` (analytics._rules.ARM_SQL). `arms(con, by, run_ids)` points it at
 an axis for a block, after the checks every reader of arms shares:

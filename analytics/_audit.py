@@ -1,4 +1,4 @@
-"""Oracle validation (SPEC §7): a balanced audit sample as TSV, its human labels as events, and agreement."""
+"""Oracle validation (docs/how-to/audit.md): a balanced audit sample as TSV, its human labels as events, and agreement."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def to_tsv(rows: Sequence[dict[str, str]]) -> str:
 
 def sample_design(population: Sequence[Case], chosen: Sequence[Case], judge_run_id: str, k: int,
                   seed: str) -> AuditDesign:
-    """SPEC §18: the sample as a stratified design, every leaf a stratum with its N_h (cases of the judge run) and
+    """docs/concepts/statistics.md: the sample as a stratified design, every leaf a stratum with its N_h (cases of the judge run) and
     n_h (cases drawn), so human labels can be weighted back to the population."""
     size = Counter(c.leaf for c in population)
     drawn = Counter(c.leaf for c in chosen)
@@ -432,7 +432,7 @@ def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int
 
 def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf; Cohen's kappa per label
-    (surface.label) across leaves, weighted to the judge run by the sample's design (SPEC §18). A leaf's judge value
+    (surface.label) across leaves, weighted to the judge run by the sample's design (docs/concepts/statistics.md). A leaf's judge value
     is constant, so a per-leaf kappa could only be 0 or undefined: there is none."""
     jr = judge_run(source, judge_run_id)
     provider_of = providers(source)

@@ -1,4 +1,4 @@
-"""SPEC §18 judge-error correction: snippet support and contradiction rates corrected by the human audit labels.
+"""docs/concepts/statistics.md judge-error correction: snippet support and contradiction rates corrected by the human audit labels.
 
 The per-URL oracle is an LLM, and its errors may differ by provider. `audit sample` draws a stratified random sample
 of judge cases (strata: provider × surface × label × judge value, `audit.design`); with their human labels, each rate
@@ -60,7 +60,7 @@ TEST = "bootstrap_two_sided"  # the pair difference's p-value: 2·min(share <= 0
 class JudgedCase(msgspec.Struct, frozen=True, kw_only=True):
     """One snippet label of one valid judge item, with the human's value when the item is in the audit sample."""
 
-    provider: str  # the item's arm in a report over another axis than providers (SPEC §19)
+    provider: str  # the item's arm in a report over another axis than providers (docs/how-to/compare.md)
     qid: str
     label: SnippetLabel  # snippet labels only
     judge_value: bool
@@ -164,7 +164,7 @@ def _points(t: _Table) -> dict[str, Any]:
 
 
 def _effective(m_q: Floats, s_q: Floats) -> tuple[float, float]:
-    """(successes, trials) of one stratum's clear labels at their Korn–Graubard effective size (SPEC §18's formula
+    """(successes, trials) of one stratum's clear labels at their Korn–Graubard effective size (docs/concepts/statistics.md formula
     over the questions holding them: n_eff = p̂(1−p̂)/v̂, capped at n, n when v̂ = 0), so that several labels on
     one question count as the information they carry."""
     n, s = float(m_q.sum()), float(s_q.sum())

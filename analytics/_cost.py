@@ -1,11 +1,11 @@
-"""Dollar cost per arm (SPEC §13, §18; §19: an arm is the provider unless the report names another axis), only from
+"""Dollar cost per arm (docs/reference/prices.md; §19: an arm is the provider unless the report names another axis), only from
 prices the user gives (`report --prices FILE` or `[prices]`).
 
 What is billed, per question (every epoch of it, current trajectories only), then summed per arm:
 - search: `search.completed` calls with status `ok` (providers bill successful requests) x USD per 1,000 requests,
   priced by the provider's name in the run, else by its kind (whatever the arm);
 - fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`) x USD per 1M tokens of the run's fetch
-  backend (`jina` when the store does not say). Cache hits are billed too (SPEC §18: the cost a user without our
+  backend (`jina` when the store does not say). Cache hits are billed too (docs/concepts/statistics.md: the cost a user without our
   fetch cache pays); analytics._latency counts them (`fetch_cache_hits`);
 - agent model: `model.responded` usage of the run's agent model: (input - cached) x input + cached x cached_input
   (input when no cached price) + output x output, per 1M tokens (output as the endpoint reports it, reasoning

@@ -1,6 +1,6 @@
 """`report --html`: one self-contained page (inline CSS and SVG, no script, no network) that shows the report.
 
-`render(report, extra=...)` draws the SPEC §8 report; `extra` may add what the report does not carry:
+`render(report, extra=...)` draws the docs/reference/report.md report; `extra` may add what the report does not carry:
 `{"gold_rank_hist": {provider: {rank: count}}, "per_trajectory": {provider: [{"fetches", "input_tokens",
 "output_tokens"}, ...]}}`. `extras_from_db(store, judge_run_id)` computes that from events.
 """
@@ -280,7 +280,7 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def corrected_section(report: Report) -> list[str]:
-    """SPEC §18: the judge's snippet rates corrected by the human audit labels (empty without human labels)."""
+    """docs/concepts/statistics.md: the judge's snippet rates corrected by the human audit labels (empty without human labels)."""
     providers = report.blocks
     names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
     if not names:
@@ -354,7 +354,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         "an incompatible answer; the ratio is contradicting / supporting.</p>",
         contradiction_chart(providers),
         "<h2>How much text each result carries</h2>",
-        '<p class="note">Mean characters of pre-fetch surface per search result (SPEC §14): a longer surface has '
+        '<p class="note">Mean characters of pre-fetch surface per search result (docs/how-to/providers.md): a longer surface has '
         "more chances to hold the answer, so read the support rates next to it.</p>",
         mean_chart(providers, "surface_chars_mean", "surface characters per result"),
         "<h2>Tokens per trajectory</h2>",
@@ -397,7 +397,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
 def extras_from_db(source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None,
                    by: str = "provider") -> dict[str, Any]:
     """gold_rank_hist and per_trajectory for `render`, computed from events (the default judge run when None), per
-    provider or per arm of `by` (SPEC §19)."""
+    provider or per arm of `by` (docs/how-to/compare.md)."""
     try:
         jr = judge_run(source, judge_run_id)
     except BadInput:

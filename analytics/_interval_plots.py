@@ -1,4 +1,4 @@
-"""SPEC §18 intervals drawn for the HTML page: a dot per estimate with its 95 % interval as a whisker."""
+"""docs/concepts/statistics.md intervals drawn for the HTML page: a dot per estimate with its 95 % interval as a whisker."""
 
 from __future__ import annotations
 

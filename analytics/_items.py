@@ -1,6 +1,6 @@
-"""Judge items of SPEC §4: one per distinct normalised URL per trajectory, with its surface and fetch state.
+"""Judge items of docs/concepts/judge.md: one per distinct normalised URL per trajectory, with its surface and fetch state.
 
-SPEC §17: the items are the URLs a model request was shown (analytics._shown) or the agent fetched; an item is
+docs/concepts/shown.md: the items are the URLs a model request was shown (analytics._shown) or the agent fetched; an item is
 `snippet_shown` when any of its appearances was shown (a URL fetched and never shown has no snippet verdict).
 An item's surface is its first shown `search.result` (lowest position) in the trajectory's stream, else its first;
 every appearance stays counted (`n_appearances`, `n_rank1`). A `fetch.called` names a doc_id; it belongs to the item of the
@@ -88,9 +88,9 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
     fetched: bool
     page_visible: bool
     page_digest: str | None  # content blob of the first ok fetch; `log.get_blob(digest)` gives the page
-    epoch: int = 1  # SPEC §12: the epoch of the item's trajectory
-    snippet_shown: bool = True  # SPEC §17: a model request showed it (False: fetched only; no snippet verdict)
-    gold_aliases: list[str] = []  # SPEC §19: every accepted answer when the dataset gave several (else empty)
+    epoch: int = 1  # docs/concepts/statistics.md: the epoch of the item's trajectory
+    snippet_shown: bool = True  # docs/concepts/shown.md: a model request showed it (False: fetched only; no snippet verdict)
+    gold_aliases: list[str] = []  # docs/how-to/compare.md: every accepted answer when the dataset gave several (else empty)
 
 
 def judge_items(

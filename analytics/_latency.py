@@ -1,4 +1,4 @@
-"""Provider latency per provider (SPEC §13, §18): median and p90 of search and fetch `provider_ms` over successful
+"""Provider latency per provider (docs/reference/prices.md): median and p90 of search and fetch `provider_ms` over successful
 calls, and the calls those figures leave out, counted.
 
 `provider_ms` is the final attempt from request sent to last byte read, so the figures never include the

@@ -4,7 +4,7 @@ label per audit case, two aggregates.
 Works on an EventLog or any DuckDB connection to the store, read-only included, whether the data was recorded
 live or imported. Current trajectories and the HTML aggregates are SQL over the typed relations (the `proj`
 tables when current, else views over the raw events: analytics._sources) with the rules of analytics._rules;
-judge items (SPEC §4) are not derived here: the audit reads them from `analytics.judge_items`.
+judge items (docs/concepts/judge.md) are not derived here: the audit reads them from `analytics.judge_items`.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def gold_rank_hist(
     source: HasCursor, judge_run_id: str | None, runs: Sequence[str] | None = None, by: str = "provider"
 ) -> dict[str, dict[int, int]]:
     """{arm: {rank: appearances}} over search.result appearances whose item's snippet supports gold (arms: the
-    providers, or the axis `by` of SPEC §19)."""
+    providers, or the axis `by` of docs/how-to/compare.md)."""
     cur = source.cursor()
     try:
         with sources.reading(cur, writable=False), rules.only_runs(cur, runs), rules.arm_variable(cur, by):
@@ -170,7 +170,7 @@ def per_trajectory(
     source: HasCursor, runs: Sequence[str] | None = None, by: str = "provider"
 ) -> dict[str, list[dict[str, Any]]]:
     """{arm: [{trajectory_id, searches, fetches, input_tokens, output_tokens}]} ordered by trajectory id (arms: the
-    providers, or the axis `by` of SPEC §19).
+    providers, or the axis `by` of docs/how-to/compare.md).
 
     Tokens are the sum over model responses, or the trajectory.finished totals when it has no response usage.
     """

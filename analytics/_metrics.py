@@ -1,4 +1,4 @@
-"""Every metric of SPEC §5 as a deterministic function of events: SQL over typed relations, exact integer sums.
+"""Every metric of docs/concepts/metrics.md as a deterministic function of events: SQL over typed relations, exact integer sums.
 
 Heavy work (items, verdict join, per-trajectory counts, URL overlaps) runs in DuckDB and returns integers
 only (latencies are summed as integer microseconds), so no floating-point aggregate depends on thread
@@ -64,8 +64,8 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
     supported_appearances: int
     supported_rank1: int
     run_id: str = ""
-    arm: str = ""  # SPEC §19: what the report groups by (analytics._rules.ARM_SQL; the provider by default)
-    gold_aliases: list[str] = []  # SPEC §19: every accepted answer when the dataset gave several (else empty)
+    arm: str = ""  # docs/how-to/compare.md: what the report groups by (analytics._rules.ARM_SQL; the provider by default)
+    gold_aliases: list[str] = []  # docs/how-to/compare.md: every accepted answer when the dataset gave several (else empty)
 
     @property
     def answers(self) -> list[str]:
@@ -176,8 +176,8 @@ Scores = list[tuple[int, Fraction]]
 
 
 def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
-    """(exact match, token F1) of each trajectory's final answer against its gold answer (SPEC §5), each the
-    maximum over the question's aliases when it has several (SPEC §19)."""
+    """(exact match, token F1) of each trajectory's final answer against its gold answer (docs/concepts/metrics.md), each the
+    maximum over the question's aliases when it has several (docs/how-to/compare.md)."""
     return [alias_scores(r.final_answer, r.answers) for r in rows]
 
 
@@ -242,7 +242,7 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
 
 
 def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
-    """`accuracy_epoch_sd` (SPEC §18) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
+    """`accuracy_epoch_sd` (docs/concepts/statistics.md) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
     over epochs of per-epoch accuracy over the questions audited in every epoch (a question missing an epoch would
     move an epoch's accuracy by which questions it has, not by chance), with `accuracy_epoch_sd_questions` (how many
     such questions; the sd is null when there are none); nothing for k = 1."""
@@ -267,12 +267,12 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
     return {"accuracy_epoch_sd": math.sqrt(var), "accuracy_epoch_sd_questions": len(complete)}
 
 
-Cell = tuple[str, int]  # (qid, epoch): where two arms are paired (SPEC §12)
+Cell = tuple[str, int]  # (qid, epoch): where two arms are paired (docs/concepts/statistics.md)
 COMPLEMENTARITY = ("a_only", "b_only", "both", "neither")  # the classes of a cell both arms ran
 
 
 def surface_answerable(r: TrajectoryStats) -> bool:
-    """SPEC §5: the trajectory's surface could answer it (a valid item whose surface supports gold)."""
+    """docs/concepts/metrics.md: the trajectory's surface could answer it (a valid item whose surface supports gold)."""
     return r.supported > 0
 
 
@@ -293,7 +293,7 @@ def pair_cells(answerable: dict[str, dict[Cell, bool]], a: str, b: str) -> list[
 
 
 def paired_qids(a: dict[str, int], b: dict[str, int]) -> list[str]:
-    """The questions a paired test of A − B rests on (SPEC §18), in order: both arms ran them, with a positive
+    """The questions a paired test of A − B rests on (docs/concepts/statistics.md), in order: both arms ran them, with a positive
     denominator (audited trajectories, valid items) on both sides; `a`, `b`: qid -> that denominator."""
     return [q for q in sorted(set(a) & set(b)) if a[q] and b[q]]
 
@@ -301,7 +301,7 @@ def paired_qids(a: dict[str, int], b: dict[str, int]) -> list[str]:
 def complementarity(
     con: Cursor, rows: Iterable[TrajectoryStats]
 ) -> dict[str, dict[str, Any]]:
-    """SPEC §5 complementarity for every arm pair (names in code-point order; arms are providers unless the report
+    """docs/concepts/metrics.md complementarity for every arm pair (names in code-point order; arms are providers unless the report
     names another axis, §19), over the (qid, epoch) cells both have (§12)."""
     answerable = answerable_cells((r.arm, (r.qid, r.epoch), surface_answerable(r)) for r in rows)
     sizes: dict[tuple[str, Cell], int] = {}

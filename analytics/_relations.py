@@ -69,7 +69,7 @@ RELATIONS: tuple[Relation, ...] = (
             # errored attempt this one replaces (analytics read only attempts that no later trajectory.started supersedes)
             ("attempt", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.attempt') AS INTEGER), 1)"),
             ("supersedes", "VARCHAR", "$.supersedes"),
-            # SPEC §12: epoch e of the (provider, qid) cell; 1 when absent (events before epochs, and epoch 1 itself)
+            # docs/concepts/statistics.md: epoch e of the (provider, qid) cell; 1 when absent (events before epochs, and epoch 1 itself)
             ("epoch", "INTEGER", "coalesce(TRY_CAST(json_extract_string(payload, '$.epoch') AS INTEGER), 1)"),
             ("run_id", "VARCHAR", "run_id"),  # the run that recorded it (`import` for imported traces)
         ),
@@ -78,7 +78,7 @@ RELATIONS: tuple[Relation, ...] = (
         "run_configs",
         "run.started",
         (
-            # SPEC §19: what a run compares by, from its recorded config (NULL where the run does not name it:
+            # docs/how-to/compare.md: what a run compares by, from its recorded config (NULL where the run does not name it:
             # a proxied or imported run has no agent model or prompt of ours)
             ("model", "VARCHAR", "$.config.agent.model"),
             ("prompt_sha256", "VARCHAR", "$.config.prompt.sha256"),
@@ -93,8 +93,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("qid", "VARCHAR", "$.qid"),
             ("question", "VARCHAR", "$.question"),
             ("gold_answer", "VARCHAR", "$.gold_answer"),
-            ("gold_aliases", "VARCHAR", "$.gold_aliases"),  # SPEC §19: JSON array of every accepted answer, or NULL
-            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
+            ("gold_aliases", "VARCHAR", "$.gold_aliases"),  # docs/how-to/compare.md: JSON array of every accepted answer, or NULL
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
         ),
     ),
     Relation(
@@ -107,8 +107,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("reasoning_tokens", "BIGINT", "$.usage.reasoning_tokens"),
             ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
-            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
-            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
             ("finish_reason", "VARCHAR", "$.finish_reason"),
         ),
     ),
@@ -130,8 +130,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("status", "VARCHAR", "$.status"),
             ("n_results", "INTEGER", "$.n_results"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
-            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
-            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
         ),
     ),
     Relation(
@@ -147,7 +147,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("domain", "VARCHAR", "$.domain"),
             ("snippet", "VARCHAR", "$.snippet"),
             ("metadata", "VARCHAR", "$.metadata"),
-            ("surface_chars", "INTEGER", "$.surface_chars"),  # null before SPEC §14 and on imports: length(snippet)
+            ("surface_chars", "INTEGER", "$.surface_chars"),  # null before docs/how-to/providers.md and on imports: length(snippet)
         ),
     ),
     Relation(
@@ -172,8 +172,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("n_tokens", "BIGINT", "$.n_tokens"),
             ("cache_hit", "BOOLEAN", "$.cache_hit"),
             ("latency_ms", "DOUBLE", "$.latency_ms"),
-            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
-            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
         ),
     ),
     Relation(
@@ -211,7 +211,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("prompt_version", "VARCHAR", "$.prompt_version"),
             ("prompt_sha256", "VARCHAR", "$.prompt_sha256"),
             ("schema_version", "INTEGER", "$.schema_version"),
-            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
         ),
     ),
     Relation(
@@ -234,11 +234,11 @@ RELATIONS: tuple[Relation, ...] = (
             ("invalid_reason", "VARCHAR", "$.invalid_reason"),
             ("input_tokens", "BIGINT", "$.usage.input_tokens"),
             ("output_tokens", "BIGINT", "$.usage.output_tokens"),
-            ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),  # SPEC §18: priced at the model's cached_input
+            ("cached_tokens", "BIGINT", "$.usage.cached_tokens"),  # docs/concepts/statistics.md: priced at the model's cached_input
             ("latency_ms", "DOUBLE", "$.latency_ms"),
-            ("provider_ms", "DOUBLE", "$.provider_ms"),  # SPEC §13: final attempt on the wire; NULL when not recorded
-            ("queue_ms", "DOUBLE", "$.queue_ms"),  # SPEC §13: waits for our own limits, all attempts
-            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
+            ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
+            ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
         ),
     ),
     Relation(
@@ -250,9 +250,9 @@ RELATIONS: tuple[Relation, ...] = (
             ("qid", "VARCHAR", "$.qid"),
             ("semantic_match", "BOOLEAN", "$.semantic_match"),
             ("source", "VARCHAR", "$.source"),
-            # SPEC §18: the epoch a (provider, qid) row names; NULL on rows naming a trajectory or a whole cell
+            # docs/concepts/statistics.md: the epoch a (provider, qid) row names; NULL on rows naming a trajectory or a whole cell
             ("epoch", "INTEGER", "$.epoch"),
-            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # SPEC §22: the order of facts from several writers
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
         ),
     ),
 )

@@ -1,17 +1,17 @@
-"""The report of SPEC §8: which judge run, every provider's metrics, complementarity, custom metrics; JSON text.
+"""The report of docs/reference/report.md: which judge run, every provider's metrics, complementarity, custom metrics; JSON text.
 
 Keys beyond the §8 contract, per provider: `reasoning_tokens_per_trajectory`, `page_tokens_per_trajectory`
 (fetch.completed n_tokens), `latency_ms_per_trajectory` (model + search + fetch latencies),
 `distinct_domains_per_trajectory`, `tokens_per_correct` ((input + output) / correct, null without a correct
 answer), `surface_supported_items` and `surface_contradicted_items` (the ratios' numerators), and
 `query_outcome` ({answerable, not_answerable} x {correct, incorrect, unaudited} trajectories),
-`surface_chars_mean` / `surface_chars_median` (SPEC §14: characters of surface per search result),
-`search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (SPEC §13, analytics._latency: provider time
+`surface_chars_mean` / `surface_chars_median` (docs/how-to/providers.md: characters of surface per search result),
+`search_provider_ms_median|p90` and `fetch_provider_ms_median|p90` (docs/reference/prices.md, analytics._latency: provider time
 of successful calls only; `latency_ms_per_trajectory` above is wall time, our own queueing and backoff included),
-`search_failed_calls` / `fetch_failed_calls` and `fetch_cache_hits` (SPEC §18: the calls those leave out; cache
+`search_failed_calls` / `fetch_failed_calls` and `fetch_cache_hits` (docs/concepts/statistics.md: the calls those leave out; cache
 hits are priced as fetches), `results_returned`,
-`results_shown` and `shown_share` (SPEC §17, analytics._shown: search results a later model request contained).
-When the judge run has human snippet labels (SPEC §18, analytics._correction): `surface_support_rate_corrected`,
+`results_shown` and `shown_share` (docs/concepts/shown.md, analytics._shown: search results a later model request contained).
+When the judge run has human snippet labels (docs/concepts/statistics.md, analytics._correction): `surface_support_rate_corrected`,
 `surface_contradiction_rate` and `surface_contradiction_rate_corrected` (each `_corrected` with `_labels`, the clear
 human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corrected_labels`, `corrected_unclear`,
 `corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
@@ -19,7 +19,7 @@ human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corr
 `_ci_undefined`, `_p` under a bootstrap). At the
 top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
 
-SPEC §19, `by` other than provider (analytics._arms): the same blocks per arm under `arms` (keyed by arm value; each
+docs/how-to/compare.md, `by` other than provider (analytics._arms): the same blocks per arm under `arms` (keyed by arm value; each
 also names its `runs` and `search_providers`), `by` at the top, `providers` empty; `complementarity` and `paired`
 pair the arms, keyed "<A>|<B>" by arm value. Costs price each search by its provider's name, whatever the arm; the
 judge-error correction stratifies each arm's cases by judge value.
@@ -86,13 +86,13 @@ class Report(msgspec.Struct, kw_only=True):
     paired: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET  # keyed like complementarity
     uncertainty: Uncertainty | msgspec.UnsetType = msgspec.UNSET
     custom: dict[str, dict[str, Number]] | msgspec.UnsetType = msgspec.UNSET  # {metric file stem: {provider: value}}
-    # SPEC §19: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
+    # docs/how-to/compare.md: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
     by: str | msgspec.UnsetType = msgspec.UNSET
     arms: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def axis(self) -> str:
-        """What the blocks compare: `provider`, or the `by` of SPEC §19."""
+        """What the blocks compare: `provider`, or the `by` of docs/how-to/compare.md."""
         return "provider" if isinstance(self.by, msgspec.UnsetType) else self.by
 
     @property
@@ -137,15 +137,15 @@ def build_report(
 ) -> Built:
     """The §8 report (keys beyond the contract: extra provider keys) and its notes.
 
-    `bootstrap` B > 0 adds SPEC §18's intervals (`<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`
+    `bootstrap` B > 0 adds docs/concepts/statistics.md intervals (`<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`
     per provider), the paired tests (`paired`, keyed like `complementarity`) and `uncertainty` (B, seed, methods),
     from B replicates drawn from `seed`.
-    `prices` (else the `[prices]` a run config recorded, else none) adds SPEC §13's cost keys (analytics._cost)
+    `prices` (else the `[prices]` a run config recorded, else none) adds docs/reference/prices.md cost keys (analytics._cost)
     per provider and `prices_as_of` / `prices_unpriced` at the top; what had no price is named in the notes.
     `writable`: the connection may write derived tables (catch the projections up, install the `v_*` views
     for `searchtrace sql`); without it everything is computed from views over the raw events.
     `run_ids`: the runs to report (analytics._rules.resolve_runs: required when the store holds several).
-    `by`: the arm axis of SPEC §19 (`provider`, `run`, `model`, `prompt`, `config:<dotted.key>`).
+    `by`: the arm axis of docs/how-to/compare.md (`provider`, `run`, `model`, `prompt`, `config:<dotted.key>`).
     """
     arm_axis(by)  # a bad --by is one line before anything is read or written
     if writable:
@@ -179,7 +179,7 @@ def build_report(
     report = Report(judge_run_id=run, complementarity=pairs)
     if by == "provider":
         report.providers = blocks
-    else:  # SPEC §19: the arms, each naming the runs and search providers it holds
+    else:  # docs/how-to/compare.md: the arms, each naming the runs and search providers it holds
         for name, block in blocks.items():
             block["runs"] = sorted({r.run_id for r in by_arm[name]})
             block["search_providers"] = sorted({r.provider for r in by_arm[name]})
@@ -201,7 +201,7 @@ def build_report(
         report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
                                          methods=methods(per_arm, paired))
-    if labelled is not None:  # SPEC §18: the judge's rates corrected by the human audit labels
+    if labelled is not None:  # docs/concepts/statistics.md: the judge's rates corrected by the human audit labels
         fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed)
         for name, extra in fixed.items():
             for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value

@@ -8,12 +8,12 @@
   `dataset.question` of its qid; its final answer is the stream's last `answer.final`.
 - The deciding audit: an imported or human audit wins over a proposal (an LLM grader, `searchtrace grade`);
   within the same rank the latest wins.
-- A trajectory's arm (SPEC §19, ARM_SQL): what `report --by` compares, its provider by default; else its run, the
+- A trajectory's arm (docs/how-to/compare.md, ARM_SQL): what `report --by` compares, its provider by default; else its run, the
   run's agent model, prompt sha256 or a key of the run config (the first run.started of its run). analytics._arms
   sets the axis and refuses arms that would merge runs.
 - The default judge run: the latest judge run (by its last `judge.started`, else its first verdict) that has at
   least one valid verdict; a run that produced nothing is never chosen silently.
-- Latest means by recorded time (SPEC §22), then position: a store merged from segments (`searchtrace merge`)
+- Latest means by recorded time (docs/how-to/scale.md), then position: a store merged from segments (`searchtrace merge`)
   holds each segment's events in their own order but the segments one after another, so "latest" between facts
   of different writers is their `recorded_at`, which travels with the event; within one writer's transaction
   (one recorded_at) position still decides, and a merge keeps that order.
@@ -55,7 +55,7 @@ RECORDED_ORDER = "recorded_at, position"
 
 # -- the latest attempt, its question, gold and final answer (SQL) ---------------------------------------------
 def surface_chars_sql(alias: str) -> str:
-    """A search result's surface size: its recorded `surface_chars`, else (recorded before SPEC §14, or imported)
+    """A search result's surface size: its recorded `surface_chars`, else (recorded before docs/how-to/providers.md, or imported)
     the length of its snippet, which is the same rule (store.surface_chars)."""
     return f"coalesce({alias}.surface_chars, length({alias}.snippet))"
 
@@ -75,7 +75,7 @@ SUPERSEDED_IDS = f"SELECT s.trajectory_id FROM trajectories s WHERE NOT {not_sup
 RUNS_VARIABLE = "searchtrace_runs"  # a connection's DuckDB variable: the runs `tr` keeps (unset: every run)
 ARM_VARIABLE = "searchtrace_arm"  # a connection's DuckDB variable: the axis of `tr.arm` (unset: provider)
 
-# -- the arm of a trajectory (SPEC §19) -------------------------------------------------------------------------
+# -- the arm of a trajectory (docs/how-to/compare.md) -------------------------------------------------------------------------
 ARM_AXES = ("provider", "run", "model", "prompt")  # and config:<dotted.key>
 CONFIG_AXIS = "config:"
 _KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
@@ -121,7 +121,7 @@ tr AS (
   WHERE {not_superseded("t")} AND (getvariable('{RUNS_VARIABLE}') IS NULL OR list_contains(getvariable('{RUNS_VARIABLE}'), t.run_id))
 )"""
 """`tr`: one row per current trajectory stream (its first trajectory.started, not superseded), gold answer falling
-back to the dataset, and the aliases (SPEC §19, a JSON array or NULL) of the latest dataset.question of its qid that
+back to the dataset, and the aliases (docs/how-to/compare.md, a JSON array or NULL) of the latest dataset.question of its qid that
 has any, when their first is that gold answer (a trace import restating the question without aliases keeps them);
 its run with the run's agent model and prompt (its first run.started) and its arm (ARM_SQL);
 only the runs `only_runs` names, when it names any."""
@@ -137,7 +137,7 @@ aud_one_epoch AS (
   QUALIFY count(DISTINCT c.epoch) OVER (PARTITION BY c.run_id, c.provider, c.qid) = 1
 )"""
 """`aud_one_epoch`: the streams of current trajectories whose (run, provider, qid) cell has one epoch, the only cells
-an audit row naming neither a trajectory nor an epoch decides (SPEC §18)."""
+an audit row naming neither a trajectory nor an epoch decides (docs/concepts/statistics.md)."""
 
 AUDIT_CTE = f"""{AUDIT_ONE_EPOCH},
 aud_match AS (
@@ -157,7 +157,7 @@ aud AS (
   FROM aud_match GROUP BY stream_id
 )"""
 """`aud`: the deciding audit.answer of each trajectory: by trajectory_id, else by (provider, qid, epoch), else by
-(provider, qid) when its cell has one epoch (SPEC §18). Needs `tr`."""
+(provider, qid) when its cell has one epoch (docs/concepts/statistics.md). Needs `tr`."""
 
 UNAPPLIED_AUDITS_SQL = f"""
 WITH {TRAJECTORIES_CTE}, {AUDIT_ONE_EPOCH}
@@ -165,7 +165,7 @@ SELECT count(DISTINCT a.position) FROM audits a JOIN tr t
   ON a.trajectory_id IS NULL AND a.epoch IS NULL AND a.provider = t.provider AND a.qid = t.qid
 WHERE t.stream_id NOT IN (SELECT stream_id FROM aud_one_epoch)"""
 """How many audit rows name only (provider, qid) of a reported cell recorded in several epochs: rows of a store
-written before SPEC §18, which `aud` does not apply (they do not say which epoch's answer they judged)."""
+written before docs/concepts/statistics.md, which `aud` does not apply (they do not say which epoch's answer they judged)."""
 
 
 def unapplied_audits_note(con: Cursor) -> str | None:
@@ -284,7 +284,7 @@ class Cells:
         return t.gold_answer or (q.gold_answer if q else "")
 
     def aliases(self, t: TrajectoryStarted) -> list[str]:
-        """Every accepted answer (SPEC §19): the latest aliases of its qid when their first is the gold answer, as `tr`."""
+        """Every accepted answer (docs/how-to/compare.md): the latest aliases of its qid when their first is the gold answer, as `tr`."""
         gold = self.gold(t)
         aliases = self.aliased.get(t.qid)
         return list(aliases) if aliases and aliases[0] == gold else [gold]
@@ -302,7 +302,7 @@ class JudgeRun:
     first_position: int  # its first judge.started or verdict
     latest_position: int  # its last judge.started (a resume starts again), else its last verdict
     valid_verdicts: int
-    latest_us: int = 0  # recorded_at (µs) of its last judge.started, else of its last verdict (SPEC §22)
+    latest_us: int = 0  # recorded_at (µs) of its last judge.started, else of its last verdict (docs/how-to/scale.md)
 
     @property
     def latest(self) -> tuple[int, int]:
@@ -357,7 +357,7 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
     return (None if chosen is None else chosen.judge_run_id), notes
 
 
-# -- the item's cell of the support partition (SPEC §5) --------------------------------------------------------
+# -- the item's cell of the support partition (docs/concepts/metrics.md) --------------------------------------------------------
 def partition_cell(s: str, f: str) -> str:
     """SQL of an item's cell from pre-fetch surface support `s` and the fetch decision `f` (SQL booleans):
     SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F, NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
@@ -366,7 +366,7 @@ def partition_cell(s: str, f: str) -> str:
 
 def surface_support(verdict: str, item: str) -> str:
     """SQL of an item's pre-fetch surface support S from its verdict row `verdict` and item row `item`: the snippet
-    supports the gold answer and the model was shown it (SPEC §17: a URL fetched but never shown has no snippet)."""
+    supports the gold answer and the model was shown it (docs/concepts/shown.md: a URL fetched but never shown has no snippet)."""
     return f"(coalesce({verdict}.snippet_supports_gold, false) AND {item}.snippet_shown)"
 
 

@@ -1,4 +1,4 @@
-"""What the model saw (SPEC §17 "Shown"): which search results a later model request contained, as a replay.
+"""What the model saw (docs/concepts/shown.md "Shown"): which search results a later model request contained, as a replay.
 
 A search result is *shown* when a model request made after its search completed (a `model.responded` at a later
 position of the same stream) contains its URL (raw, or §2-normalised and compared with every URL-like token of the
@@ -8,7 +8,7 @@ as JSON too, so escaped text inside a tool result or an arguments string counts 
 
 A request whose messages are unknown (a `model.responded` without `request_messages`, or a message blob missing)
 shows every result completed before it; a trajectory none of whose model turns carry `request_messages` (recorded
-before SPEC §17, or imported) shows every result. Both are marked `assumed`.
+before docs/concepts/shown.md, or imported) shows every result. Both are marked `assumed`.
 
 The rule is this Python replay only: request messages live in zlib-compressed blobs SQL cannot read. `catch_up`
 materialises it as the table `shown` (one row per search.result) in `proj` for the database and in the in-memory
@@ -188,7 +188,7 @@ def is_current(con: Cursor, schema: str) -> bool:
 
 
 def catch_up(con: Cursor, schema: str) -> None:
-    """Bring `schema.shown` up to the last event: replay the streams with newer events (SPEC §17 rule above).
+    """Bring `schema.shown` up to the last event: replay the streams with newer events (docs/concepts/shown.md rule above).
 
     `schema` is `proj` (the database, writable) or the in-memory catalog's schema; one transaction. A read session
     on another process (not a DuckDB connection) cannot write: it reads the table as that process left it."""
@@ -277,7 +277,7 @@ sh AS (
          CASE WHEN s.position IS NULL THEN 'assumed' ELSE s.shown_by END AS shown_by
   FROM search_results r LEFT JOIN shown s ON s.position = r.position
 )"""
-"""`sh`: every search.result (by position) with the SPEC §17 shown rule's outcome from the `shown` table
+"""`sh`: every search.result (by position) with the docs/concepts/shown.md shown rule's outcome from the `shown` table
 (analytics._shown); a result the table has no row for yet (a read session of a running record) counts as shown."""
 
 
@@ -287,7 +287,7 @@ NO_SHOWN: dict[str, Any] = {"results_returned": 0, "results_shown": 0, "shown_sh
 
 
 def assumed_note(n: int) -> str:
-    """The report's one line for trajectories whose requests are unknown (SPEC §17: said once)."""
+    """The report's one line for trajectories whose requests are unknown (docs/concepts/shown.md: said once)."""
     return (f"{n} trajectories were recorded without their model requests (before request messages were stored, "
             "or imported): every result they returned counts as shown")
 

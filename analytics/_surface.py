@@ -1,4 +1,4 @@
-"""Surface size per provider (SPEC §14): mean and median `surface_chars` over every search.result it returned.
+"""Surface size per provider (docs/how-to/providers.md): mean and median `surface_chars` over every search.result it returned.
 
 A longer surface has more chances to hold the answer; the report puts these next to the support rates. The mean is
 DuckDB's avg of integers (an exact integer sum divided once), so it is deterministic without rounding.
@@ -20,6 +20,6 @@ def surface_sizes(con: Cursor) -> dict[str, dict[str, Any]]:
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}
 SELECT tr.arm, avg({surface_chars_sql("r")}), median({surface_chars_sql("r")})
 FROM search_results r JOIN tr USING (stream_id) GROUP BY tr.arm ORDER BY tr.arm""").fetchall()
-    return {str(name): {"surface_chars_mean": None if mean is None else float(mean),  # SPEC §18: unrounded
+    return {str(name): {"surface_chars_mean": None if mean is None else float(mean),  # docs/concepts/statistics.md: unrounded
                         "surface_chars_median": None if med is None else float(med)}
             for name, mean, med in rows}

@@ -56,7 +56,7 @@ ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-# SPEC §19: in a report by another axis, what each arm holds (lists of names), above ROWS
+# docs/how-to/compare.md: in a report by another axis, what each arm holds (lists of names), above ROWS
 ARM_ROWS: tuple[tuple[str, str], ...] = (("runs", "runs"), ("search_providers", "search providers"))
 
 
@@ -66,7 +66,7 @@ def fmt_names(value: Any) -> str:
 
 
 def axis_title(report: Report) -> str:
-    """What a report by another axis than providers adds to a title (SPEC §19: the heading names the axis)."""
+    """What a report by another axis than providers adds to a title (docs/how-to/compare.md: the heading names the axis)."""
     return "" if report.axis == "provider" else f" · arms by {report.axis}"
 
 
@@ -211,7 +211,7 @@ def render_table(report: Report, console: Console) -> None:
     corrected_table(report, console)
 
 
-# SPEC §18 judge-error correction: (report key, label); each corrected rate is followed by its human-label count
+# docs/concepts/statistics.md judge-error correction: (report key, label); each corrected rate is followed by its human-label count
 CORRECTED_ROWS: tuple[tuple[str, str], ...] = (
     ("surface_support_rate", "surface support rate (judge)"),
     ("surface_support_rate_corrected", "  corrected for judge error"),
@@ -233,7 +233,7 @@ def corrected_table(report: Report, console: Console) -> None:
     names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
     if not names:
         return
-    ct = Table(title="corrected for judge error (SPEC §18: stratified by judge value, weighted by the audit design)",
+    ct = Table(title="corrected for judge error (docs/concepts/statistics.md: stratified by judge value, weighted by the audit design)",
                title_justify="left")
     ct.add_column("metric")
     for name in names:

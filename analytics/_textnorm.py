@@ -1,4 +1,4 @@
-"""Answer normalisation of SPEC §5 and the exact-match / token-F1 scores, as exact fractions."""
+"""Answer normalisation of docs/concepts/metrics.md and the exact-match / token-F1 scores, as exact fractions."""
 
 from __future__ import annotations
 

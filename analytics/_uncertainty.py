@@ -1,4 +1,4 @@
-"""SPEC §18 uncertainty (it replaces §12's interval and test rules): Wilson intervals at the effective sample size
+"""docs/concepts/statistics.md uncertainty (it replaces §12's interval and test rules): Wilson intervals at the effective sample size
 for proportions, question-bootstrap percentile intervals for means and other ratios, one paired question-level
 estimand per comparison with its exact test, and Holm over the report's pairs.
 
@@ -76,7 +76,7 @@ COLUMNS = (
 _COL = {c: i for i, c in enumerate(COLUMNS)}
 F1 = "f1"  # the fractional column, kept apart
 
-# Report key -> (numerator column, denominator column): each is a ratio of sums over trajectories (SPEC §5).
+# Report key -> (numerator column, denominator column): each is a ratio of sums over trajectories (docs/concepts/metrics.md).
 RATIOS: dict[str, tuple[str, str]] = {
     "accuracy": ("correct", "audited"),
     "exact_match": ("em", "trajectories"),
@@ -295,7 +295,7 @@ def _divide(num: Floats, den: Floats) -> Floats:
 
 
 def effective_n(y: Sequence[int | Fraction], m: Sequence[int]) -> Fraction | None:
-    """Korn–Graubard effective sample size of Σy/Σm over questions (SPEC §18), exact; None when Σm = 0.
+    """Korn–Graubard effective sample size of Σy/Σm over questions (docs/concepts/statistics.md), exact; None when Σm = 0.
 
     With Y = Σyᵢ, M = Σmᵢ over the n questions with mᵢ > 0: p̂(1−p̂) = Y(M−Y)/M² and
     v̂ = n/(n−1)·Σ(yᵢM − Ymᵢ)²/M⁴, so n_eff = Y(M−Y)M²(n−1) / (n·Σ(yᵢM − Ymᵢ)²), capped at M; n when that sum is

@@ -1,4 +1,4 @@
-"""`searchtrace bench coverage`: SPEC §18's coverage simulation — stores with known truth through the report's own code.
+"""`searchtrace bench coverage`: docs/concepts/statistics.md coverage simulation — stores with known truth through the report's own code.
 
 A store is a list of `analytics.TrajectoryStats` rows (what the report's SQL yields per trajectory), drawn from a
 model whose every figure has a closed-form truth, and handed to the report's `analytics.uncertainty` exactly as
@@ -53,7 +53,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-GOAL = 0.925  # every 95 % interval's coverage in every scenario (SPEC §18)
+GOAL = 0.925  # every 95 % interval's coverage in every scenario (docs/concepts/statistics.md)
 ALPHA = 0.05  # a test rejects when p ≤ ALPHA; under the null it may do so at most this often
 P_GRID = (0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.98)
 QUICK_P = (0.02, 0.1, 0.5, 0.9, 0.98)
@@ -327,7 +327,7 @@ def judge_store(s: Scenario, rng: np.random.Generator) -> tuple[dict[str, list[A
     return rows, cases, valid
 
 
-# --- a store as SPEC §9 files (what proves the rows are what the report reads) -----------------------------------
+# --- a store as docs/reference/interchange.md files (what proves the rows are what the report reads) -----------------------------------
 
 JUDGE_RUN = "coverage-judge"
 
@@ -663,7 +663,7 @@ def _chunks(s: Scenario, stores: int) -> Iterator[tuple[int, int]]:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the tables.")
 def command(stores: int, quick: bool, replicates: int, only: str | None, workers: int | None, seed: int,
             out: Path | None, as_json: bool) -> None:
-    """SPEC §18 coverage: simulated stores with known truth through the report's own interval code."""
+    """docs/concepts/statistics.md coverage: simulated stores with known truth through the report's own interval code."""
     grid: tuple[float, ...] = P_GRID
     if quick:
         stores, replicates, grid = min(stores, 200), min(replicates, 1000), QUICK_P
@@ -671,7 +671,7 @@ def command(stores: int, quick: bool, replicates: int, only: str | None, workers
     if not todo:
         raise click.UsageError(f"--only {only!r}: no scenario's name contains it")
     if correction_api() is None and any(s.kind == "judge" for s in todo):
-        click.echo("coverage: this build has no judge-error correction (analytics.correction, SPEC §18): the judge "
+        click.echo("coverage: this build has no judge-error correction (analytics.correction, docs/concepts/statistics.md): the judge "
                    "scenarios show the uncorrected intervals only", err=True)
     workers = workers or os.cpu_count() or 1
     tallies = {s.name: _tally(figures(s)) for s in todo}
@@ -724,7 +724,7 @@ def command(stores: int, quick: bool, replicates: int, only: str | None, workers
     if absent:
         click.echo("not computed on this build: " + ", ".join(sorted({a.split(': ', 1)[1] for a in absent})))
     clear = sum(m["clear"] for m in misses)
-    click.echo(f"SPEC §18 targets missed: {len(misses)} ({clear} clearly: beyond two standard errors, or a "
+    click.echo(f"docs/concepts/statistics.md targets missed: {len(misses)} ({clear} clearly: beyond two standard errors, or a "
                "zero-width proportion interval)")
     for line in grouped(misses):
         click.echo(line)

@@ -1,4 +1,4 @@
-"""`searchtrace bench live`: what readers on `<db>.sock` cost a run that records (SPEC §20: at most 1.2× slower).
+"""`searchtrace bench live`: what readers on `<db>.sock` cost a run that records (docs/concepts/security.md: at most 1.2× slower).
 
 The writer appends synthetic events (the store's append path, one transaction a batch) while serving reads, as
 `record` does. N reader processes hammer the socket during every other segment of the appends and are stopped

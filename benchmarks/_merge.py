@@ -1,4 +1,4 @@
-"""`searchtrace bench merge`: SPEC §22 merge rate against the store's own ingest rate, measured in the same run.
+"""`searchtrace bench merge`: docs/how-to/scale.md merge rate against the store's own ingest rate, measured in the same run.
 
 The same N synthetic events (the `bench ingest` rows) are appended once through the async Writer into one store
 (the `bench ingest` headline path) and, split by stream into S segments, merged into an empty store; the merge

@@ -31,7 +31,7 @@ TARGET_P50_MS = 2.0
 
 def _conversation() -> dict[str, Any]:
     """A chat request as an agent's third turn sends it (system, question, two searches with ten results each as
-    tool messages): the proxy stores each of its messages as request evidence (SPEC §17)."""
+    tool messages): the proxy stores each of its messages as request evidence (docs/concepts/shown.md)."""
     docs = "\n\n".join(f"<document doc_id=\"d{i}\" rank=\"{i}\"><title>Elmwyn Athletic page {i}</title>"
                         f"<url>https://site{i}.example/elmwyn/{i}</url><snippet>{'Elmwyn Athletic was founded ' * 12}"
                         f"</snippet></document>" for i in range(1, 11))

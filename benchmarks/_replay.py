@@ -43,7 +43,7 @@ def _words(rng: random.Random, n: int) -> str:
 def _trajectory(
     rng: random.Random, provider: str, q: int, pool: list[str]
 ) -> tuple[dict[str, Any], dict[str, bool]]:
-    """One SPEC §9 trace line and its judge items {url_normalized: page_visible}."""
+    """One docs/reference/interchange.md trace line and its judge items {url_normalized: page_visible}."""
     candidates = rng.sample(pool, CANDIDATES)
     steps: list[dict[str, Any]] = []
     items: dict[str, bool] = {}
@@ -159,7 +159,7 @@ class Timing:
     report_warm_s: float
     html_s: float | None
     identical: bool
-    report_intervals_s: float = 0.0  # warm report with SPEC §12 intervals (B = 2,000), best of two
+    report_intervals_s: float = 0.0  # warm report with docs/concepts/statistics.md intervals (B = 2,000), best of two
     interval_ratio: float = 0.0  # report_intervals_s / report_warm_s (target: at most 2)
     intervals_identical: bool = True  # the two interval reports byte-identical
 

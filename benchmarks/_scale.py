@@ -1,4 +1,4 @@
-"""`searchtrace bench scale`: SPEC §22 fan-out on Ray, measured on the cluster it joins (or a local one).
+"""`searchtrace bench scale`: docs/how-to/scale.md fan-out on Ray, measured on the cluster it joins (or a local one).
 
 - Throughput: the same sandbox run recorded by one process and by N shards (`record --ray --shards N`), every
   endpoint bound to a key's rate (`--rps`, per key: each shard holds keys of its own); goal ≥ 0.9·N× the one

@@ -1,5 +1,5 @@
 """`searchtrace bench ship --to postgresql://…`: segments shipped to the central PostgreSQL log and the log pulled
-into a DuckDB replica (SPEC §22), against the store's own ingest of the same rows in the same run.
+into a DuckDB replica (docs/how-to/scale.md), against the store's own ingest of the same rows in the same run.
 
 Each figure is events per second of wall time with the clock around the work alone (segments are built, and
 shipper processes started, before it starts). The log is written in schemas of its own (`bench_…`, dropped at

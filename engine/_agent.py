@@ -1,4 +1,4 @@
-"""One trajectory of SPEC §1: the agent loop over search_web / fetch_page, buffered into one atomic append.
+"""One trajectory of docs/concepts/protocol.md: the agent loop over search_web / fetch_page, buffered into one atomic append.
 
 Crash safety (decided here): a trajectory's events are kept in memory while it runs and written in ONE
 `append` (events and blobs in the same transaction, `expected={stream: -1}`) when it ends. A crash or Ctrl-C
@@ -72,7 +72,7 @@ class Trajectory(msgspec.Struct, frozen=True, kw_only=True):
     gold_answer: str = ""
     attempt: int = 1  # > 1: the cell's earlier attempt ended with reason `error` and is recorded again
     supersedes: str | None = None  # trajectory_id of the errored attempt this one replaces
-    epoch: int = 1  # SPEC §12: the cell is (provider, qid, epoch)
+    epoch: int = 1  # docs/concepts/statistics.md: the cell is (provider, qid, epoch)
 
     @property
     def trajectory_id(self) -> str:

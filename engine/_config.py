@@ -3,7 +3,7 @@
 ```toml
 run_id = "my-run"                 # optional; default: derived from the config's identity hash
 [run]
-epochs = 1                        # records every (provider, question) cell this many times (SPEC §12)
+epochs = 1                        # records every (provider, question) cell this many times (docs/concepts/statistics.md)
 [agent]
 model = "gpt-5.4"
 api = "chat"                      # or "responses": the same turns over OpenAI's Responses API (POST /responses)
@@ -22,11 +22,11 @@ max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
 # one [providers.<name>] table per provider compared; `kind` defaults to the table name, any search provider
-# (SPEC §14; the list: `searchtrace probe --help`); `params` are merged over the adapter's defaults
+# (docs/how-to/providers.md; the list: `searchtrace probe --help`); `params` are merged over the adapter's defaults
 {providers}
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"
-# columns = { qid = "id", question = "problem", answer = "answers" }   # other column names (SPEC §19)
+# columns = { qid = "id", question = "problem", answer = "answers" }   # other column names (docs/how-to/compare.md)
 [sample]
 n = 100
 seed = "searchtrace"
@@ -64,7 +64,7 @@ from searchtrace.engine._prompts import get_prompt
 from searchtrace.engine._sample import columns_problem
 from searchtrace.store import BadInput
 
-# SPEC §20: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
+# docs/concepts/security.md: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
 # X-Searchtrace-Epoch header, §9 and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
 MAX_EPOCHS = 1000
 
@@ -78,7 +78,7 @@ def epochs_problem(value: int) -> str | None:
         return f"must be an integer from 1 to {MAX_EPOCHS}, got {shown}"
     return None
 
-# every search provider the registry found (SPEC §14), and the paper's three (the default demo)
+# every search provider the registry found (docs/how-to/providers.md), and the paper's three (the default demo)
 PROVIDER_KINDS = search_provider_names()
 PAPER_KINDS = paper_providers()
 SANDBOX_AGENT = "sandbox-agent"
@@ -100,7 +100,7 @@ class EndpointCfg(_Cfg):
     timeout_s: float = 0.0  # 0: the kind's default
     max_retries: int = 4
     max_wait_s: float = 60.0  # cap of one backoff wait (a stated Retry-After is honoured up to this)
-    # SPEC §22: the quota domain whose rate this endpoint shares with others ("firecrawl:team-x"); recorded in
+    # docs/how-to/scale.md: the quota domain whose rate this endpoint shares with others ("firecrawl:team-x"); recorded in
     # run.started (absent when unset, so earlier configs keep their bytes), not part of the run id
     quota: str = ""
 
@@ -139,7 +139,7 @@ class RunCfg(_Cfg):
 class DatasetCfg(_Cfg):
     path: str
     id: str = ""
-    # SPEC §19: role -> the file's column, e.g. { qid = "id", question = "problem", answer = "answers" }; a role left
+    # docs/how-to/compare.md: role -> the file's column, e.g. { qid = "id", question = "problem", answer = "answers" }; a role left
     # out is read from its default columns (engine._sample.COLUMN_ROLES)
     columns: dict[str, str] = {}
 
@@ -158,7 +158,7 @@ class RunConfig(_Cfg):
     limits: LimitsCfg = msgspec.field(default_factory=LimitsCfg)
     sample: SampleCfg = msgspec.field(default_factory=SampleCfg)
     run: RunCfg = msgspec.field(default_factory=RunCfg)
-    prices: dict[str, Any] = {}  # SPEC §13 price table (engine._prices checks it on load); the report may use it
+    prices: dict[str, Any] = {}  # docs/reference/prices.md price table (engine._prices checks it on load); the report may use it
     sandbox: bool = False  # set by `--sandbox` / the demo, never read from the file
 
     def identity(self) -> dict[str, Any]:
@@ -204,7 +204,7 @@ class RunConfig(_Cfg):
             if not section.get("quota"):
                 section.pop("quota", None)  # likewise an endpoint without a quota domain
         body["prompt"] = {"version": prompt.version, "sha256": prompt.sha256}
-        # SPEC §14: page text in the surface is a recorded choice (a derived key, like `prompt`)
+        # docs/how-to/providers.md: page text in the surface is a recorded choice (a derived key, like `prompt`)
         body["page_text"] = {name: bool((cls := SEARCH_PROVIDERS.get(p.kind)) is not None and cls.page_text(p.params))
                              for name, p in sorted(self.providers.items())}
         body["identity_sha256"] = self.identity_sha256()
@@ -361,7 +361,7 @@ def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
 
 
 def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
-    """Base URL overrides from the environment (SPEC §10)."""
+    """Base URL overrides from the environment (docs/reference/cli.md)."""
     env = dict(os.environ) if env is None else env
     if v := env.get("SEARCHTRACE_AGENT_BASE_URL") or env.get("OPENAI_BASE_URL"):
         cfg.agent.base_url = v

@@ -1,4 +1,4 @@
-"""The one document block of SPEC §2: what the agent sees of a result, and what the judge sees of an item."""
+"""The one document block of docs/concepts/protocol.md: what the agent sees of a result, and what the judge sees of an item."""
 
 from __future__ import annotations
 

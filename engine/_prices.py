@@ -1,4 +1,4 @@
-"""The SPEC §13 price table (a `--prices FILE` or a run config's `[prices]`), validated on load.
+"""The docs/reference/prices.md price table (a `--prices FILE` or a run config's `[prices]`), validated on load.
 
 USD per 1,000 search requests by provider, per 1M tokens of fetched content by backend, per 1M model tokens by
 model. Applied nowhere by default: analytics._cost uses it only when the user gives it.
@@ -87,7 +87,7 @@ def _price_problem(usd: float) -> str | None:
 
 
 def load_prices(path: Path) -> Prices:
-    """Reads a price file (TOML, SPEC §13)."""
+    """Reads a price file (TOML, docs/reference/prices.md)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:

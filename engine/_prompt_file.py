@@ -1,4 +1,4 @@
-"""Prompt files (SPEC §15 companion, issue 14): a user's own system text and user template, versioned by content.
+"""Prompt files (docs/how-to/own-agent.md companion, issue 14): a user's own system text and user template, versioned by content.
 
 A prompt file is TOML with `name`, `system`, `user` (a template with named `{fields}`) and `schema_version`. Its
 canonical content is the sorted JSON of those four keys; the recorded version is `<name>@<first 12 hex of sha256>`
@@ -48,7 +48,7 @@ def is_file_version(version: str) -> bool:
 def template_fields(template: str) -> list[str]:
     """The named fields a template uses, each a plain `{name}`: a conversion (`{question!r}`), a format spec
     (`{question:>30000000}`), an attribute or an index (`{question.x}`, `{question[0]}`) is a ValueError, so a
-    template that loads also formats, in bounded memory (SPEC §20)."""
+    template that loads also formats, in bounded memory (docs/concepts/security.md)."""
     out: list[str] = []
     for _, field, spec, conversion in string.Formatter().parse(template):
         if field is None:

@@ -70,7 +70,7 @@ class Question(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     answer: str  # the gold answer: the first of `aliases`
     strata: dict[str, str] = {}
-    aliases: list[str] = []  # SPEC §19: every accepted answer when there are several (else empty)
+    aliases: list[str] = []  # docs/how-to/compare.md: every accepted answer when there are several (else empty)
 
     def dataset_event(self) -> DatasetQuestion:
         """Its `dataset.question` payload (the aliases only when there are several: one-answer events keep their bytes)."""
@@ -157,14 +157,14 @@ def open_run(log_: EventLog, run_id: str, config: dict[str, Any], questions: Ite
 
 
 def load_questions(cfg: RunConfig, rows: Sequence[dict[str, Any]] | None = None) -> list[Question]:
-    """The run's questions: the file, or `rows` (the sandbox's own set), sampled per SPEC §6 when `sample.n` is set."""
+    """The run's questions: the file, or `rows` (the sandbox's own set), sampled per docs/concepts/protocol.md when `sample.n` is set."""
     return question_file(cfg.dataset.path, cfg.sample.n, cfg.sample.seed, rows=rows, columns=cfg.dataset.columns)
 
 
 def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
                   rows: Sequence[dict[str, Any]] | None = None, columns: dict[str, str] | None = None) -> list[Question]:
     """The questions of a file (JSONL / CSV / Parquet), sampled when `n` is set, its columns mapped by `columns`
-    (SPEC §19). The dataset `sandbox` is the sandbox world's own set: the application layer, which starts the
+    (docs/how-to/compare.md). The dataset `sandbox` is the sandbox world's own set: the application layer, which starts the
     sandbox, passes its `rows`."""
     if path == SANDBOX_DATASET and rows is None:
         raise BadInput(f"dataset {path!r}: the sandbox world's questions, given only where a command runs the sandbox")
@@ -268,7 +268,7 @@ Shard = tuple[int, int]  # (i, n): shard i of n, 0 <= i < n
 
 
 def shard_of(provider: str, qid: str, epoch: int, n: int) -> int:
-    """SPEC §22: the shard of a cell among n, a stable hash of (provider, qid, epoch) (the same on every machine)."""
+    """docs/how-to/scale.md: the shard of a cell among n, a stable hash of (provider, qid, epoch) (the same on every machine)."""
     digest = hashlib.sha256(f"{provider}\x1f{qid}\x1f{epoch}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % n
 
@@ -351,7 +351,7 @@ async def record_run(
 ) -> RunSummary:
     """Records every trajectory of the run that the store does not hold yet; returns the counters.
 
-    With `shard` (i, n) only the cells of shard i (`shard_of`): the store is then one segment of the run (SPEC §22),
+    With `shard` (i, n) only the cells of shard i (`shard_of`): the store is then one segment of the run (docs/how-to/scale.md),
     merged with the others later, and it never appends `run.finished` (the coordinator's: a `record` without a
     shard on the merged store, which finds every cell recorded, appends it)."""
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Question sampling (SPEC §6): proportional stratified sample by largest remainder, independent of row order."""
+"""Question sampling (docs/concepts/protocol.md): proportional stratified sample by largest remainder, independent of row order."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ Row = dict[str, Any]
 _PARQUET_MAGIC = b"PAR1"
 # Where a question's id comes from: the first of these columns the file has; a file with none keys rows by hash.
 ID_COLUMNS: tuple[str, ...] = ("qid", "id", "question_id")
-# SPEC §19: the roles `[dataset] columns` may map to a file's columns, and the columns each role is read from when
+# docs/how-to/compare.md: the roles `[dataset] columns` may map to a file's columns, and the columns each role is read from when
 # it is not mapped (the first one the file has): Hugging Face sets such as SimpleQA and BrowseComp say `problem`.
 COLUMN_ROLES: dict[str, tuple[str, ...]] = {
     "qid": ID_COLUMNS,
@@ -117,7 +117,7 @@ def _read_csv(p: Path, text: str) -> list[Row]:
     return rows
 
 
-# -- columns and answers (SPEC §19) ----------------------------------------------
+# -- columns and answers (docs/how-to/compare.md) ----------------------------------------------
 def columns_problem(columns: dict[str, str]) -> str | None:
     """Why a column mapping is unusable (None when it is fine): each key a role, each value a column name."""
     for role, col in columns.items():

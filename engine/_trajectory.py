@@ -1,4 +1,4 @@
-"""A trajectory's one home (SPEC §17): its identity, doc_id numbering, every payload and blob it records, and the
+"""A trajectory's one home (docs/concepts/shown.md): its identity, doc_id numbering, every payload and blob it records, and the
 one fold every reader uses.
 
 The agent loop, the proxy and both importers write a trajectory through a `Builder`, so the same interaction gives
@@ -39,19 +39,19 @@ from searchtrace.store import (
 )
 
 Message = dict[str, Any]
-Ms = float | msgspec.UnsetType  # SPEC §13 clean latency: UNSET where not measured
+Ms = float | msgspec.UnsetType  # docs/reference/prices.md clean latency: UNSET where not measured
 _UNSET: Any = msgspec.UNSET
 
 
 def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch: int = 1) -> str:
     """Deterministic, so a resumed run finds the trajectories it already holds; epoch e > 1 adds `~e`, then
-    attempt n > 1 adds `#n` (SPEC §12)."""
+    attempt n > 1 adds `#n` (docs/concepts/statistics.md)."""
     base = f"{run_id}:{provider}:{qid}" + ("" if epoch == 1 else f"~{epoch}")
     return base if attempt == 1 else f"{base}#{attempt}"
 
 
 class Attempts:
-    """The latest attempt of a cell, defined once (SPEC §12): a trajectory is the latest attempt of its cell unless
+    """The latest attempt of a cell, defined once (docs/concepts/statistics.md): a trajectory is the latest attempt of its cell unless
     a later `trajectory.started` names it in `supersedes` (a cell that ended in `error` is recorded again as attempt
     n+1, which supersedes attempt n; events are never updated or deleted).
 
@@ -146,7 +146,7 @@ class Builder:
         return p
 
     def request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[list[str], str]:
-        """The digests of a request's messages and of its tools, each stored once as a blob (SPEC §17)."""
+        """The digests of a request's messages and of its tools, each stored once as a blob (docs/concepts/shown.md)."""
         seen, digests = self._seen, self._seen_digests
         keep = 0
         # the same objects (the agent loop), or equal ones (the proxy decodes every request afresh)
@@ -305,7 +305,7 @@ def _flag(value: bool) -> Any:
 
 
 def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
-    """One normalised hit as its `search.result` event (SPEC §2, §14)."""
+    """One normalised hit as its `search.result` event (docs/concepts/protocol.md)."""
     return SearchResult(
         call_id=call_id,
         doc_id=doc_id,

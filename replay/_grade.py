@@ -23,8 +23,8 @@ class Grade(msgspec.Struct, kw_only=True):
 
 
 def proposes_match(final_answer: str | None, gold: str | list[str]) -> bool:
-    """Exact match after SPEC §5 normalisation, or a whole gold answer standing inside the final answer; with
-    several accepted answers (SPEC §19), any of them."""
+    """Exact match after docs/concepts/metrics.md normalisation, or a whole gold answer standing inside the final answer; with
+    several accepted answers (docs/how-to/compare.md), any of them."""
     f = tokens(final_answer)
     for alias in [gold] if isinstance(gold, str) else gold:
         g = tokens(alias)

@@ -222,7 +222,7 @@ class _Run:
         queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
         valid = labels is not None
-        if labels is not None and not item.snippet_shown:  # SPEC §17: no snippet verdict for a URL never shown
+        if labels is not None and not item.snippet_shown:  # docs/concepts/shown.md: no snippet verdict for a URL never shown
             labels = msgspec.structs.replace(labels, snippet=None)
         verdict = JudgeVerdict(
             judge_run_id=self.jrid,
@@ -302,7 +302,7 @@ def open_judge_run(
     log: EventLog, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
     prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
 ) -> tuple[str, JudgePrompt]:
-    """A judge run started where it is not judged (SPEC §22 `judge --ray`): its `judge.started` appended once, as
+    """A judge run started where it is not judged (docs/how-to/scale.md `judge --ray`): its `judge.started` appended once, as
     `run_judge` would append it, and a resumed run checked; its id and prompt, for the shards that judge it."""
     jrid, prompt, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
     if prev is None:

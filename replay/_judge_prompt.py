@@ -59,7 +59,7 @@ class JudgePrompt(msgspec.Struct, frozen=True, kw_only=True):
 
     def messages(self, *, question: str, gold_answer: str, final_answer: str | None, document: str,
                  gold_aliases: list[str] | None = None) -> list[dict[str, str]]:
-        """The chat messages of one judge call (one document per call). With several accepted answers (SPEC §19)
+        """The chat messages of one judge call (one document per call). With several accepted answers (docs/how-to/compare.md)
         the gold field names every one (store.gold_text); a prompt file may also name `{gold_aliases}`, a JSON array."""
         aliases = gold_aliases if gold_aliases else [gold_answer]
         gold = _clean(gold_text(aliases))

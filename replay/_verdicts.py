@@ -1,4 +1,4 @@
-"""Strict reading of a judge reply (SPEC §4 schema 1): a verdict that fits exactly, or a reason why not."""
+"""Strict reading of a judge reply (docs/concepts/judge.md schema 1): a verdict that fits exactly, or a reason why not."""
 
 from __future__ import annotations
 

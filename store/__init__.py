@@ -4,8 +4,8 @@ Public surface (imported lazily, so reaching `store._errors` from the command li
 - `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
-- `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, SPEC §22); `Writer`, `open_writer` (store._writer)
-- the central PostgreSQL log of SPEC §22: `CentralLog` (store._postgres, the only module that imports psycopg),
+- `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, docs/how-to/scale.md); `Writer`, `open_writer` (store._writer)
+- the central PostgreSQL log of docs/how-to/scale.md: `CentralLog` (store._postgres, the only module that imports psycopg),
   `ship`, `shipping`, `pull`, `follow`, `copy_events` (store._ship)
 """
 

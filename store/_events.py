@@ -1,4 +1,4 @@
-"""Event bodies of SPEC §3: one tagged union, the tag is the `type` column."""
+"""Event bodies of docs/reference/events.md: one tagged union, the tag is the `type` column."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ class Labels(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Verdict(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Judge reply, schema version 1 (SPEC §4)."""
+    """Judge reply, schema version 1 (docs/concepts/judge.md)."""
 
-    snippet: Labels | None  # a reply always has it; None as recorded for an item never shown (SPEC §17)
+    snippet: Labels | None  # a reply always has it; None as recorded for an item never shown (docs/concepts/shown.md)
     page: Labels | None
     supports_final_answer: bool
     rationale: str
@@ -70,7 +70,7 @@ class DatasetQuestion(_Body, tag="dataset.question"):
     question: str
     gold_answer: str  # the first alias
     strata: dict[str, str] = {}
-    # SPEC §19: every accepted answer, the first being `gold_answer`; absent (UNSET, never encoded) for a question
+    # docs/how-to/compare.md: every accepted answer, the first being `gold_answer`; absent (UNSET, never encoded) for a question
     # with one answer, so such events keep their bytes.
     gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET
 
@@ -109,7 +109,7 @@ class TrajectoryStarted(_Body, tag="trajectory.started"):
     # errored one it replaces in `supersedes`, and analytics then read only the latest attempt of each cell.
     attempt: int = 1
     supersedes: str | None = None
-    # Epoch e of the cell (SPEC §12, `[run] epochs`): absent (UNSET, never encoded) for epoch 1, so the events of a
+    # Epoch e of the cell (docs/concepts/statistics.md, `[run] epochs`): absent (UNSET, never encoded) for epoch 1, so the events of a
     # single-epoch run keep their bytes; read it through `epoch_of`.
     epoch: int | msgspec.UnsetType = msgspec.UNSET
 
@@ -132,18 +132,18 @@ class ModelResponded(_Body, tag="model.responded"):
     # over exactly the `messages`/`tools` passed to `complete(...)`. Storing the same bytes as a blob (its digest is
     # this value) lets replay print a message-level diff. None: recorded without it (replay then cannot see prompt changes).
     request_sha256: str | None = None
-    # SPEC §17, what the model was sent: the sha256 of each request message's canonical JSON (sorted keys), each
+    # docs/concepts/shown.md, what the model was sent: the sha256 of each request message's canonical JSON (sorted keys), each
     # message stored once as a blob under that digest, and the digest of the tool list's canonical JSON (a blob
     # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a §9 import).
     request_messages: list[str] | msgspec.UnsetType = msgspec.UNSET
     tools_digest: str | msgspec.UnsetType = msgspec.UNSET
-    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
     # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
     # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
-    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # docs/concepts/shown.md: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
     # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
@@ -166,7 +166,7 @@ class SearchResult(_Body, tag="search.result"):
     domain: str
     snippet: str
     metadata: JSON = {}
-    # SPEC §14: characters of the surface text (`surface_chars(snippet)`); left out (UNSET) on events recorded
+    # docs/how-to/providers.md: characters of the surface text (`surface_chars(snippet)`); left out (UNSET) on events recorded
     # before it and on imported traces, so their bytes stay as they were; readers use length(snippet) then
     surface_chars: int | msgspec.UnsetType = msgspec.UNSET
 
@@ -188,13 +188,13 @@ class SearchCompleted(_Body, tag="search.completed"):
     raw_digest: str | None = None
     http_status: int | None = None
     error: str | None = None
-    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
     # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
     # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
-    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # docs/concepts/shown.md: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
     # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
@@ -217,13 +217,13 @@ class FetchCompleted(_Body, tag="fetch.completed"):
     latency_ms: float
     http_status: int | None = None
     error: str | None = None
-    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
     # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
     # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
-    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # docs/concepts/shown.md: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
     # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
@@ -255,7 +255,7 @@ class CallFailed(_Body, tag="call.failed"):
     http_status: int | None = None
     error: str | None = None
     attempts: int = 1
-    # SPEC §17: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
+    # docs/concepts/shown.md: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
     # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
@@ -265,8 +265,8 @@ class AnswerFinal(_Body, tag="answer.final"):
     text: str
 
 
-# `abandoned`: a proxied trajectory (SPEC §15) still open when the proxy stopped; `limit`: stopped by a limit (a
-# proxy guardrail `--max-turns`, `--max-tokens`, `--max-usd`, or an imported Inspect limit; SPEC §17), which in `error`.
+# `abandoned`: a proxied trajectory (docs/how-to/own-agent.md) still open when the proxy stopped; `limit`: stopped by a limit (a
+# proxy guardrail `--max-turns`, `--max-tokens`, `--max-usd`, or an imported Inspect limit; docs/concepts/shown.md), which in `error`.
 TrajectoryReason = Literal["answered", "max_iterations", "error", "abandoned", "limit"]
 
 
@@ -296,7 +296,7 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     raw_digest: str | None = None
     usage: Usage = msgspec.field(default_factory=Usage)
     latency_ms: float = 0.0
-    # SPEC §13: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
+    # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
     # attempt from request sent to last byte read; queue_ms the waits for our own concurrency and rate limits, all
     # attempts. Absent (UNSET, never encoded) in stores recorded before, in imported traces and for fetch cache hits,
     # so those events keep their bytes; SQL reads them as NULL.
@@ -310,7 +310,7 @@ class AuditAnswer(_Body, tag="audit.answer"):
     qid: str | None
     semantic_match: bool
     source: str
-    # SPEC §18: the epoch a (provider, qid) row names; absent (UNSET, never encoded) on rows that name a trajectory_id
+    # docs/concepts/statistics.md: the epoch a (provider, qid) row names; absent (UNSET, never encoded) on rows that name a trajectory_id
     # or a single-epoch cell, so earlier audit events keep their bytes.
     epoch: int | msgspec.UnsetType = msgspec.UNSET
 
@@ -345,7 +345,7 @@ class AuditStratum(msgspec.Struct, kw_only=True):
 
 
 class AuditDesign(_Body, tag="audit.design"):
-    """SPEC §18: how `audit sample` drew its cases (a stratified random sample), so human labels can be weighted
+    """docs/concepts/statistics.md: how `audit sample` drew its cases (a stratified random sample), so human labels can be weighted
     back to the population and correct the judge's rates."""
 
     judge_run_id: str
@@ -360,7 +360,7 @@ class RunFinished(_Body, tag="run.finished"):
 
 
 class SegmentShipped(_Body, tag="segment.shipped"):
-    """SPEC §22: one batch of a segment appended to the central log, in the batch's own transaction; the last one
+    """docs/how-to/scale.md: one batch of a segment appended to the central log, in the batch's own transaction; the last one
     of a segment is where its shipper resumes. Positions and hash are the segment's own (local), not the log's."""
 
     segment_id: str

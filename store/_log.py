@@ -98,7 +98,7 @@ class EventLog:
 
     @property
     def segment(self) -> tuple[str, str] | None:
-        """(segment_id, host) of this store (SPEC §22); None for an older store opened read-only."""
+        """(segment_id, host) of this store (docs/how-to/scale.md); None for an older store opened read-only."""
         with self._lock:
             return segment_of(self._con, writable=not self.read_only)
 
@@ -155,7 +155,7 @@ class EventLog:
         return results
 
     def merge(self, paths: Sequence[str | Path]) -> list[Merged]:
-        """SPEC §22: append the events of other stores (segments) not stored here, each keeping its recorded_at
+        """docs/how-to/scale.md: append the events of other stores (segments) not stored here, each keeping its recorded_at
         (store._merge); a conflict anywhere appends nothing (EventConflict)."""
         if self.read_only:
             raise PermissionError(f"{self.path}: opened read-only")
@@ -251,7 +251,7 @@ class EventLog:
 
     def extend(self, rows: Sequence[LogRow], blobs: Sequence[bytes] = ()) -> None:
         """Append rows that already carry their positions, sequences, times and hashes (a replica of the central
-        log, SPEC §22) in one transaction; a row that does not continue this log's chain writes nothing."""
+        log, docs/how-to/scale.md) in one transaction; a row that does not continue this log's chain writes nothing."""
         if self.read_only:
             raise PermissionError(f"{self.path}: opened read-only")
         with self._lock:

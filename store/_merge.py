@@ -1,10 +1,10 @@
-"""SPEC §22 merge: append other stores' events (segments) to this one, idempotently by event_id.
+"""docs/how-to/scale.md merge: append other stores' events (segments) to this one, idempotently by event_id.
 
 Every segment is checked before anything is written: it must be a store whose own chain verifies, and no event_id
 it holds may be stored here (or in a segment before it) with other bytes, or as another type or stream. A
 trajectory stream with events new here must not exist here yet (one writer per trajectory). Only then is each
 segment appended in one transaction of its own: its new events in its position order, each keeping its
-`recorded_at`, taking positions, stream sequences and hashes from this log (SPEC §3); its blobs copied by digest.
+`recorded_at`, taking positions, stream sequences and hashes from this log (docs/reference/events.md); its blobs copied by digest.
 A conflict therefore appends nothing of the whole merge; a crash between segments leaves whole segments, and
 running the merge again appends only what is missing.
 """

@@ -1,4 +1,4 @@
-"""The central PostgreSQL log (SPEC §22): many segments append to one chain, replicas pull it by position.
+"""The central PostgreSQL log (docs/how-to/scale.md): many segments append to one chain, replicas pull it by position.
 
 Every append is one transaction that first takes the one `head` row FOR UPDATE, so appends run one after another
 whatever process makes them: positions are gap-free, commit in position order (a reader sees a prefix) and form

@@ -34,7 +34,7 @@ _POOL = _pool()
 
 class LogRow(msgspec.Struct, array_like=True, frozen=True):
     """One stored row in the form the chain hashes it (recorded_at in microseconds since the epoch, the payload
-    its stored JSON bytes): what moves between a segment, the central log and a replica (SPEC §22)."""
+    its stored JSON bytes): what moves between a segment, the central log and a replica (docs/how-to/scale.md)."""
 
     position: int
     event_id: uuid.UUID

@@ -65,7 +65,7 @@ def row_hash(
     recorded_at_us: int,
     payload: bytes,
 ) -> str:
-    """sha256 over the previous row's hash and every other column of this row (SPEC §3), fields joined by 0x1f.
+    """sha256 over the previous row's hash and every other column of this row (docs/reference/events.md), fields joined by 0x1f.
 
     The event id is its 32 lowercase hex digits, recorded_at its microseconds since the epoch, the payload the
     stored JSON bytes. `store._rows.Chain` inlines this same formula in its hot loop; `verify` recomputes it in SQL.
@@ -157,7 +157,7 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _name_segment(con: duckdb.DuckDBPyConnection) -> None:
-    """SPEC §22: every store is a segment, named once by a random id and the host that created it."""
+    """docs/how-to/scale.md: every store is a segment, named once by a random id and the host that created it."""
     con.execute("INSERT INTO searchtrace_meta VALUES ('segment_id', ?), ('host', ?)",
                 [uuid.uuid4().hex, socket.gethostname()])
 

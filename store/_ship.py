@@ -1,4 +1,4 @@
-"""A segment shipped to the central PostgreSQL log, and the log pulled into a replica (SPEC §22).
+"""A segment shipped to the central PostgreSQL log, and the log pulled into a replica (docs/how-to/scale.md).
 
 Shipping: the segment's committed events in position order, a batch per transaction of the central log, each
 batch with its `segment.shipped` marker in the same transaction. The last marker of a segment is where a
@@ -104,7 +104,7 @@ def copy_events(log: EventLog, positions: Sequence[int], into: EventLog) -> int:
     """Append the events at `positions` of `log`, and the blobs they name, to the empty store `into`, each keeping its
     event id, stream, type, run, recorded time and payload bytes (merging it back is a no-op); returns how many.
 
-    SPEC §22 `judge --ray`: the part of a store a judge shard on another machine needs, as a store of its own."""
+    docs/how-to/scale.md `judge --ray`: the part of a store a judge shard on another machine needs, as a store of its own."""
     if into.head:
         raise StoreError(f"{into.path}: holds {into.head} events; events are copied into an empty store")
     cur = log.cursor()

@@ -1,4 +1,4 @@
-"""Test builders shared across the suite: the in-process CLI runner, the fast sandbox run config, SPEC §9 trace
+"""Test builders shared across the suite: the in-process CLI runner, the fast sandbox run config, docs/reference/interchange.md trace
 lines (a trajectory builder), and reading a recorded store back (trajectories, a verified chain).
 
 Domain fixtures stay beside their tests: the hand-computed §9 dataset (tests/analytics/analytics_fixture.py), the
@@ -135,7 +135,7 @@ def check_chain(db: Path) -> None:
     assert report.ok, report.line()
 
 
-# --- SPEC §9 trace lines: a trajectory builder -------------------------------------------------------------------
+# --- docs/reference/interchange.md trace lines: a trajectory builder -------------------------------------------------------------------
 
 def result(doc_id: str, rank: int, url: str, snippet: str = "") -> dict[str, Any]:
     """One search result of a trace line."""
@@ -160,7 +160,7 @@ def fetch(it: int, call_id: str, doc_id: str, url: str, status: str, content: st
 
 def traj(tid: str, provider: str, qid: str, gold: str, final: str | None, steps: list[dict[str, Any]],
          stop: str = "answered") -> dict[str, Any]:
-    """One trajectory as a SPEC §9 trace line."""
+    """One trajectory as a docs/reference/interchange.md trace line."""
     return {"trajectory_id": tid, "provider": provider, "qid": qid, "question": f"What is {qid}?",
             "gold_answer": gold, "final_answer": final, "stop_reason": stop, "steps": steps}
 

@@ -1,4 +1,4 @@
-"""SPEC §17 "one writer": engine/_trajectory.py is the only shipped module that builds a trajectory's payloads.
+"""docs/concepts/shown.md "one writer": engine/_trajectory.py is the only shipped module that builds a trajectory's payloads.
 
 Every other module records through its `Builder` (the agent loop, the proxy, §9 and Inspect import, the benchmarks'
 synthetic stores), so ids, doc_id numbering, `surface_chars` and the request evidence cannot drift between paths.

@@ -300,7 +300,7 @@ PROVIDER = ProviderSpec(
     sample_config=(
         '[providers.brave]\n'
         'params = { country = "US", safesearch = "moderate", count = 10 }\n'
-        "rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (SPEC §13),\n"
+        "rps = 1.0                         # e.g. a 1 request/s plan; the report's latency is provider time (docs/reference/prices.md),\n"
         '                                  # so this client-side limit never makes the provider look slower\n'
     ),
     example="curl -H 'X-Subscription-Token: sandbox' '{url}/res/v1/web/search?q=Elmwyn+Athletic'",

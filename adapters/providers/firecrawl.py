@@ -43,7 +43,7 @@ class _Result(msgspec.Struct):
     description: str | None = None
     position: int | None = None
     category: str | None = None
-    markdown: str | None = None  # only with scrapeOptions: page text, part of the surface (SPEC §14)
+    markdown: str | None = None  # only with scrapeOptions: page text, part of the surface (docs/how-to/providers.md)
 
 
 class _V2Data(msgspec.Struct):

@@ -44,7 +44,7 @@ class _Result(msgspec.Struct):
     url: str
     title: str | None = None
     content: str | None = None
-    raw_content: str | None = None  # only with include_raw_content: page text, part of the surface (SPEC §14)
+    raw_content: str | None = None  # only with include_raw_content: page text, part of the surface (docs/how-to/providers.md)
     score: float | None = None
     published_date: str | None = None
 

@@ -44,7 +44,7 @@ class Page(msgspec.Struct, kw_only=True):
 
 
 class Question(msgspec.Struct, kw_only=True):
-    """One question with its gold answer and the SealQA-style strata of SPEC §6."""
+    """One question with its gold answer and the SealQA-style strata of docs/concepts/protocol.md."""
 
     qid: str
     question: str

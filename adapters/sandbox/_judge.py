@@ -1,4 +1,4 @@
-"""Model `sandbox-judge`: the SPEC §4 judge as a deterministic reader of the one document it is shown.
+"""Model `sandbox-judge`: the docs/concepts/judge.md judge as a deterministic reader of the one document it is shown.
 
 It reads <question>, <gold_answer>, <final_answer> and the <document> block of the judge prompt
 (replay/_judge_prompt.py; plain "Gold answer:" / "Final answer:" lines work too). On each surface:

@@ -1,4 +1,4 @@
-"""The recording proxy (SPEC §15): any agent's search, fetch and chat calls recorded as trajectories of one run."""
+"""The recording proxy (docs/how-to/own-agent.md): any agent's search, fetch and chat calls recorded as trajectories of one run."""
 
 from __future__ import annotations
 

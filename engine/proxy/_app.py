@@ -1,4 +1,4 @@
-"""The proxy's ASGI app: `/t/<provider>/<qid>/<route>` forwarded live or to the sandbox, and recorded (SPEC §15)."""
+"""The proxy's ASGI app: `/t/<provider>/<qid>/<route>` forwarded live or to the sandbox, and recorded (docs/how-to/own-agent.md)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ class Proxy:
         self.max_record = max_record
         self.limits = limits or Limits()
         self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
-        # the adapters' own parsers normalise what the client received (SPEC §2); they never send anything
+        # the adapters' own parsers normalise what the client received (docs/concepts/protocol.md); they never send anything
         self.parsers: dict[str, SearchAdapter] = {
             name: build_search(name, Endpoint(base_url="http://unused.invalid"), key_fallback="unused")
             for name in SEARCH_PROVIDERS
@@ -238,7 +238,7 @@ class Proxy:
     async def forward(self, request: Request, sel: routes.Selected) -> Response:
         target = routes.classify(sel.rest)
         if target is None:
-            return error(404, f"no endpoint at /{sel.rest} (known: the sandbox's routes, SPEC §11)")
+            return error(404, f"no endpoint at /{sel.rest} (known: the sandbox's routes, docs/concepts/sandbox.md)")
         if target.endpoint in SEARCH_PROVIDERS and target.endpoint != sel.provider:
             # another provider's results would be recorded as this trajectory's: refused before it starts
             return error(404, f"route /{sel.rest} is provider {target.endpoint!r}; trajectory "
@@ -555,7 +555,7 @@ class Proxy:
 
 def _request_messages(api: str, request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None,
                                                                     list[dict[str, Any]] | None]:
-    """What a model request sent, as chat messages and chat tools (a Responses request is converted, SPEC §17,
+    """What a model request sent, as chat messages and chat tools (a Responses request is converted, docs/concepts/shown.md,
     so both APIs record the same request the same way): the messages of this request's `instructions` (not carried
     to a later `previous_response_id`, as OpenAI does), the conversation part, the tools; None where the body does
     not say."""

@@ -1,4 +1,4 @@
-"""Guardrails of a proxied trajectory (SPEC §17): `--max-turns`, `--max-tokens`, `--max-usd` (with `--prices`).
+"""Guardrails of a proxied trajectory (docs/concepts/shown.md): `--max-turns`, `--max-tokens`, `--max-usd` (with `--prices`).
 
 A limit is checked before a call is forwarded, with what the call is known to cost before it is made: a model turn,
 the request's input tokens (estimated, ~4 characters a token), its input price; a search's price per request;

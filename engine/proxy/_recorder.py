@@ -86,7 +86,7 @@ class ProxyRecorder:
     def __init__(self, run_id: str, questions: Sequence[Question], providers: Sequence[str], config: dict[str, Any],
                  *, final: FinalMode = "call") -> None:
         """`final`: "call", a trajectory is answered only by `…/final {"answer": …}`; "last-reply", its last model
-        reply without tool calls is the answer when it closes without one (SPEC §17)."""
+        reply without tool calls is the answer when it closes without one (docs/concepts/shown.md)."""
         self.run_id = run_id
         self.final_mode = final
         self.questions = {q.qid: q for q in questions}
@@ -301,7 +301,7 @@ class ProxyRecorder:
         (a reply waits for it).
 
         The one place every proxied event passes: each string in it (text, tool calls, titles, snippets, params,
-        error lines) has every key of the call and every configured key replaced by `***` (SPEC §20). Blobs are
+        error lines) has every key of the call and every configured key replaced by `***` (docs/concepts/security.md). Blobs are
         named by their digests, so they arrive scrubbed (the reply's bytes as they entered, the page and the request
         messages above)."""
         built, blobs = t.b.take()

@@ -36,7 +36,7 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
     `reads(log)`, which wraps the serving (it serves other processes' reads of the file), and for the sandbox
     its world: `sandbox` for `upstream="sandbox"`, `rows` for the question set `sandbox`; `max_body` caps a
     request's body (bytes); `limits` are every trajectory's guardrails; `final` says how a trajectory gets its
-    answer (SPEC §17)."""
+    answer (docs/concepts/shown.md)."""
     if (upstream == "sandbox") != (sandbox is not None):
         raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
     listener = bind_local(port)  # before the store is opened: a busy port is one line and leaves the store untouched

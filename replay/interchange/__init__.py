@@ -1,4 +1,4 @@
-"""SPEC §9 interchange: traces.jsonl, judgments.jsonl and audit.tsv in (`import_files`) and out (`export_all`).
+"""docs/reference/interchange.md interchange: traces.jsonl, judgments.jsonl and audit.tsv in (`import_files`) and out (`export_all`).
 
 Modules: `formats` (the line formats as msgspec Structs), `common` (what the store already holds, shared
 checks), `traces` / `runs` / `judgments` / `audit` (validate one file whole, then append its events), `importer` (every

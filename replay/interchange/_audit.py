@@ -1,4 +1,4 @@
-"""Audit TSV (SPEC §9, §18): header provider, qid, semantic_match, optionally epoch and trajectory_id ->
+"""Audit TSV (docs/reference/interchange.md): header provider, qid, semantic_match, optionally epoch and trajectory_id ->
 `audit.answer` events (source "imported").
 
 A row decides one trajectory (trajectory_id), one epoch of a (provider, qid) cell (epoch), or the whole cell (neither:

@@ -146,7 +146,7 @@ def _freeze(path: Path, copy: Path) -> None:
 
 @contextmanager
 def frozen_inputs(paths: Iterable[Path]) -> Iterator[None]:
-    """Each input read exactly once, before validation: every later pass reads the same bytes (SPEC §9 import).
+    """Each input read exactly once, before validation: every later pass reads the same bytes (docs/reference/interchange.md import).
 
     A pipe can be read only once and a file can grow or change between passes; validating one reading and
     writing another would store unchecked lines. Messages still name the files as given.

@@ -1,4 +1,4 @@
-"""`export`: the stored events back into the SPEC §9 files (lossless per §17), plus the events table as Parquet.
+"""`export`: the stored events back into the docs/reference/interchange.md files (lossless per §17), plus the events table as Parquet.
 
 Each trajectory is read through `fold` and written with every field import needs to rebuild its payloads byte for
 byte through the same Builder: model turns in full with their request messages, tool refusals, failed calls,
@@ -326,7 +326,7 @@ def _audits(log: EventLog) -> list[tuple[str, str, int, bool]]:
 
 
 def runs_of(log: EventLog) -> list[RunLine]:
-    """Every run's stream (SPEC §17 run.jsonl): its run.started config, its questions, its run.finished counts."""
+    """Every run's stream (docs/concepts/shown.md run.jsonl): its run.started config, its questions, its run.finished counts."""
     out: dict[str, RunLine] = {}
     for ev in log.read(types=["run.started", "dataset.question", "run.finished"]):
         p = ev.payload

@@ -1,4 +1,4 @@
-"""The interchange formats of SPEC §9 as msgspec Structs: what `import` reads and `export` writes."""
+"""The interchange formats of docs/reference/interchange.md as msgspec Structs: what `import` reads and `export` writes."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
     iteration: Iteration
     usage: StepUsage = msgspec.field(default_factory=StepUsage)
     latency_ms: Millis = 0.0
-    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
-    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
+    provider_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: waits for the harness's own limits
 
 
 class Result(msgspec.Struct, kw_only=True):
@@ -60,9 +60,9 @@ class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search", o
     query: str
     results: list[Result]
     latency_ms: Millis = 0.0
-    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
-    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
-    # SPEC §17 lossless interchange, each written by `export` only when not its default:
+    provider_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: waits for the harness's own limits
+    # docs/concepts/shown.md lossless interchange, each written by `export` only when not its default:
     status: SearchStatus = "ok"
     http_status: int | None = None
     error: str | None = None
@@ -81,9 +81,9 @@ class FetchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="fetch"):
     content: str | None = None
     n_tokens: Count = 0
     latency_ms: Millis = 0.0
-    provider_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: the provider's time alone (absent: not written)
-    queue_ms: Ms = msgspec.UNSET  # SPEC §13, when measured: waits for the harness's own limits
-    # SPEC §17 lossless interchange, each written by `export` only when given (UNSET: derived or default)
+    provider_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: the provider's time alone (absent: not written)
+    queue_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: waits for the harness's own limits
+    # docs/concepts/shown.md lossless interchange, each written by `export` only when given (UNSET: derived or default)
     n_bytes: Count | msgspec.UnsetType = msgspec.UNSET  # default: the content's UTF-8 length
     cache_hit: bool | msgspec.UnsetType = msgspec.UNSET
     http_status: int | None | msgspec.UnsetType = msgspec.UNSET
@@ -134,7 +134,7 @@ class TurnCall(msgspec.Struct):
 
 
 class Turn(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """SPEC §17: one model turn in full; the k-th turn of a line is its k-th `model` step (same iteration), and
+    """docs/concepts/shown.md: one model turn in full; the k-th turn of a line is its k-th `model` step (same iteration), and
     its usage and latencies are the turn's own.
 
     `messages` is the request the model was sent (absent: unknown): its first `kept` messages are the previous
@@ -176,12 +176,12 @@ class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     final_answer: str | None
     stop_reason: TrajectoryReason
     steps: list[Step]
-    epoch: int = 1  # SPEC §12: the repeat of the (provider, qid) cell; (run_id, provider, qid, epoch) is unique in a file
+    epoch: int = 1  # docs/concepts/statistics.md: the repeat of the (provider, qid) cell; (run_id, provider, qid, epoch) is unique in a file
     # the run it was recorded in, written by `export` (absent: the `import` run), so a store of several runs that
     # recorded the same cells exports into a file that imports back, each trajectory into its own run
     run_id: Id | None = None
-    turns: list[Turn] = []  # SPEC §17: every model turn in full (absent: the model steps are all there is)
-    # SPEC §17 lossless interchange, each written by `export` only when not what import derives:
+    turns: list[Turn] = []  # docs/concepts/shown.md: every model turn in full (absent: the model steps are all there is)
+    # docs/concepts/shown.md lossless interchange, each written by `export` only when not what import derives:
     attempt: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 1
     supersedes: str | None = None
     error: str | None = None  # trajectory.finished's error line
@@ -196,11 +196,11 @@ class RunQuestion(msgspec.Struct, kw_only=True, omit_defaults=True):
     question: str
     gold_answer: str
     strata: dict[str, str] = {}
-    gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET  # SPEC §19: every accepted answer, when several
+    gold_aliases: list[str] | msgspec.UnsetType = msgspec.UNSET  # docs/how-to/compare.md: every accepted answer, when several
 
 
 class RunLine(msgspec.Struct, kw_only=True):
-    """One run per line of run.jsonl beside traces.jsonl (SPEC §17): its run.started config and code version, the
+    """One run per line of run.jsonl beside traces.jsonl (docs/concepts/shown.md): its run.started config and code version, the
     questions of its stream, and its run.finished counts (null: not finished)."""
 
     run_id: Id
@@ -211,7 +211,7 @@ class RunLine(msgspec.Struct, kw_only=True):
 
 
 class JudgmentLine(msgspec.Struct, kw_only=True):
-    """One verdict per line of judgments.jsonl; `labels` is checked against SPEC §4 separately (when valid)."""
+    """One verdict per line of judgments.jsonl; `labels` is checked against docs/concepts/judge.md separately (when valid)."""
 
     judge_run_id: Id
     trajectory_id: Id
@@ -233,7 +233,7 @@ class TypedJudgmentLine(msgspec.Struct, kw_only=True):
 
 
 AUDIT_HEADER = ("provider", "qid", "semantic_match")
-# SPEC §18: a row may name the epoch of its (provider, qid) cell, or the trajectory itself (then provider and qid may
+# docs/concepts/statistics.md: a row may name the epoch of its (provider, qid) cell, or the trajectory itself (then provider and qid may
 # be empty); `export` writes the epoch
 AUDIT_EPOCH, AUDIT_TRAJECTORY = "epoch", "trajectory_id"
 AUDIT_EXPORT_HEADER = ("provider", "qid", AUDIT_EPOCH, "semantic_match")

@@ -1,4 +1,4 @@
-"""`import`: SPEC §9 files -> SPEC §3 events; every file of the call is validated whole before anything is written.
+"""`import`: docs/reference/interchange.md files -> docs/reference/events.md events; every file of the call is validated whole before anything is written.
 
 Streams: `traj:<trajectory_id>` per trajectory, `judge:<judge_run_id>` per judge run, `dataset:imported` for
 questions and `audit:imported` for audit rows. Event ids derive from content, so importing the same files

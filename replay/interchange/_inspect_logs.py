@@ -1,4 +1,4 @@
-"""Inspect AI eval logs -> SPEC §9 trace lines, so `import --from inspect` shares the traces importer's strictness.
+"""Inspect AI eval logs -> docs/reference/interchange.md trace lines, so `import --from inspect` shares the traces importer's strictness.
 
 A sample whose transcript calls a web-search tool becomes one trajectory: question = the sample input, gold = the
 target, final answer = the completion (after `FINAL ANSWER:` when it has that prefix), one model step and turn per
@@ -45,7 +45,7 @@ from searchtrace.replay.interchange._formats import (
 from searchtrace.store import BadInput, TrajectoryReason
 
 LOG_SUFFIXES = (".eval", ".json")
-# SPEC §20: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
+# docs/concepts/security.md: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
 MAX_MEMBER_BYTES = 128 << 20
 MAX_INFLATED_BYTES = 1 << 30
 

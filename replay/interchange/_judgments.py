@@ -1,4 +1,4 @@
-"""Judgments JSONL (SPEC §9) -> `judge.started` (model "imported") and `judge.verdict` events in `judge:<run>`.
+"""Judgments JSONL (docs/reference/interchange.md) -> `judge.started` (model "imported") and `judge.verdict` events in `judge:<run>`.
 
 Read up to three times, never held whole in memory: a quick pass for the trajectory ids and judge runs it
 names (to load what the database knows about them; skipped for an empty store), a validating pass that derives

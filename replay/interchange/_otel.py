@@ -1,13 +1,13 @@
-"""OpenTelemetry spans -> trajectories (SPEC §21 "In"), shared by `import --from otel` and `collect`.
+"""OpenTelemetry spans -> trajectories (docs/how-to/otel.md "In"), shared by `import --from otel` and `collect`.
 
 One trace is one trajectory. OpenInference spans (`openinference.span.kind` LLM / TOOL, `input.value`,
 `output.value`, `llm.input_messages.*`, `llm.output_messages.*`, `llm.token_count.*`, `tool.name`) and GenAI
 semantic-convention spans (`gen_ai.operation.name` chat / execute_tool, `gen_ai.input.messages`,
 `gen_ai.output.messages`, `gen_ai.usage.*`, `gen_ai.tool.*`) are read; every event is built by the trajectory
-module's `Builder` (SPEC §17), so a chat span gives `model.responded` with its request messages and `shown` works.
+module's `Builder` (docs/concepts/shown.md), so a chat span gives `model.responded` with its request messages and `shown` works.
 Event ids derive from (run, trace id, span id, index), so the same spans recorded twice add nothing.
 
-Where SPEC §21 is silent: the final answer is `searchtrace.final_answer`, else the root span's output (after a
+Where docs/how-to/otel.md is silent: the final answer is `searchtrace.final_answer`, else the root span's output (after a
 `FINAL ANSWER:` prefix when it has one), else the last model reply's `FINAL ANSWER:` line; the root span (no
 parent) ends the trajectory (`error` when its status is ERROR); a search's hits are parsed by the provider's own
 adapter when the tool output is that provider's reply (as the proxy does), else as generic results.
@@ -460,7 +460,7 @@ def start_event_id(run_id: str, trace_id: str) -> uuid.UUID:
 
 def check_spans(requests: Iterable[tuple[str, list[Span]]]) -> Iterator[tuple[str, Span]]:
     """(where, span) of every span, exact repeats dropped; a span id repeated with other content is refused. Each
-    span has every configured key replaced by `***` (SPEC §20), before anything is read from it."""
+    span has every configured key replaced by `***` (docs/concepts/security.md), before anything is read from it."""
     seen: dict[tuple[str, str], Span] = {}
     secrets = configured_secrets()
     for at, spans in requests:
@@ -483,7 +483,7 @@ class OtelImport:
     trajectories: int = 0  # traces that became trajectories (new or already stored)
     skipped: int = 0  # traces with neither a chat nor a tool span
     events_written: int = 0
-    # what an export of ours carried besides the trajectories: judgment lines (SPEC §9) from `searchtrace.verdict`
+    # what an export of ours carried besides the trajectories: judgment lines (docs/reference/interchange.md) from `searchtrace.verdict`
     # span events, and (provider, qid, semantic_match) from the root's `searchtrace.semantic_match`
     judgments: list[dict[str, Any]] = field(default_factory=list)
     audits: list[tuple[str, str, bool]] = field(default_factory=list)

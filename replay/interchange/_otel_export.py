@@ -1,4 +1,4 @@
-"""Trajectories -> OpenTelemetry traces in the GenAI conventions (SPEC §21 "Out"), so Phoenix or Langfuse show
+"""Trajectories -> OpenTelemetry traces in the GenAI conventions (docs/how-to/otel.md "Out"), so Phoenix or Langfuse show
 searchtrace's per-URL evidence beside how the agent ran.
 
 Each trajectory is one trace: an `invoke_agent` root span (qid, provider, question, gold and final answer, stop

@@ -1,4 +1,4 @@
-"""OTLP trace wire formats (SPEC §21): `ExportTraceServiceRequest` as protobuf (through the official
+"""OTLP trace wire formats (docs/how-to/otel.md): `ExportTraceServiceRequest` as protobuf (through the official
 `opentelemetry-proto` types) or as OTLP JSON, to and from one plain `Span` shape.
 
 Only this module touches the wire. The protobuf types are imported on first use (extra `searchtrace[otel]`), so the
@@ -17,7 +17,7 @@ import msgspec
 from searchtrace.adapters import MAX_DEPTH, json_too_deep
 from searchtrace.store import BadInput
 
-# MAX_DEPTH (SPEC §20's JSON nesting of a request body) bounds an attribute's AnyValue too
+# MAX_DEPTH (docs/concepts/security.md JSON nesting of a request body) bounds an attribute's AnyValue too
 MAX_ATTRIBUTE = 16 << 20  # bytes of one attribute value: a page or a long conversation fits, a runaway does not
 _HEX = frozenset("0123456789abcdef")
 

@@ -1,4 +1,4 @@
-"""run.jsonl beside traces.jsonl (SPEC §17) -> each run's stream `run:<run_id>`: run.started, its questions, and
+"""run.jsonl beside traces.jsonl (docs/concepts/shown.md) -> each run's stream `run:<run_id>`: run.started, its questions, and
 run.finished, under the ids `record` and `proxy` give them, so an export re-imported into its own store adds nothing
 and a run keeps its id and config."""
 

@@ -1,4 +1,4 @@
-"""Traces JSONL (SPEC §9) -> the events of each trajectory's stream `traj:<trajectory_id>`.
+"""Traces JSONL (docs/reference/interchange.md) -> the events of each trajectory's stream `traj:<trajectory_id>`.
 
 Event ids derive from the stored content (the digest of the trajectory's payloads), so importing the same
 trajectory again adds nothing, and a different trajectory under a stored id is refused.
@@ -63,7 +63,7 @@ def trace_items(t: TraceLine) -> tuple[dict[str, bool], tuple[str, str] | None]:
             for k, r in enumerate(step.results):
                 u = norm_url(r.url)
                 items.setdefault(u, False)
-                if url_of_doc.setdefault(r.doc_id, u) != u:  # SPEC §17: a doc_id names one URL in a trajectory
+                if url_of_doc.setdefault(r.doc_id, u) != u:  # docs/concepts/shown.md: a doc_id names one URL in a trajectory
                     return items, (f"steps[{i}].results[{k}].doc_id",
                                    f"{r.doc_id!r} already names another URL in this trajectory")
         elif isinstance(step, FetchStep) and step.doc_id is not None:
@@ -202,7 +202,7 @@ def turns_problem(t: TraceLine) -> tuple[str, str] | None:
 
 
 def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) -> tuple[list[Payload], list[bytes]]:
-    """The SPEC §3 payloads of one trajectory's stream, in order, with its blobs (if asked): pages, request
+    """The docs/reference/events.md payloads of one trajectory's stream, in order, with its blobs (if asked): pages, request
     messages, tool lists, and the raw bodies the line names (`raw` reads them from the `--blobs` folder)."""
     b = Builder(t.trajectory_id)
     b.start(qid=t.qid, provider=t.provider, question=t.question, gold_answer=t.gold_answer, attempt=t.attempt,

@@ -1,4 +1,4 @@
-"""`searchtrace audit sample|import|agreement`: SPEC §7 oracle validation by humans."""
+"""`searchtrace audit sample|import|agreement`: docs/how-to/audit.md oracle validation by humans."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`searchtrace collect`: record OpenTelemetry-instrumented agents from the spans they export (SPEC §21)."""
+"""`searchtrace collect`: record OpenTelemetry-instrumented agents from the spans they export (docs/how-to/otel.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`searchtrace demo`: the whole pipeline on the embedded sandbox world; no key, no network, about a minute.
 
 Starts the sandbox in-process (httpx ASGI transport), samples its questions, records the paper's three personas
-(the production Brave / Tavily / Firecrawl adapters against it; `--providers all` adds the eight of SPEC §14), judges every item with `sandbox-judge`,
+(the production Brave / Tavily / Firecrawl adapters against it; `--providers all` adds the eight of docs/how-to/providers.md), judges every item with `sandbox-judge`,
 prints the report and says where the database and the HTML report are. Running it again resumes: recorded
 trajectories and judged items are not called again.
 """
@@ -27,7 +27,7 @@ from searchtrace.engine import MAX_EPOCHS
               show_default=True, help="Folder for the database, the fetch cache and report.html (report.html goes next to --db).")
 @click.option("--n", type=int, default=30, show_default=True, help="Questions sampled from the sandbox world.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=1, show_default=True,
-              help="Record every (provider, question) cell this many times (SPEC §12).")
+              help="Record every (provider, question) cell this many times (docs/concepts/statistics.md).")
 @click.option("--providers", "providers_spec", default="paper", show_default=True,
               help="Sandbox personas: paper (the paper's three), all (every search provider), or names separated by "
                    "commas.")

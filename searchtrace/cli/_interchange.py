@@ -1,4 +1,4 @@
-"""`searchtrace import` / `searchtrace export`: the interchange formats of SPEC §9."""
+"""`searchtrace import` / `searchtrace export`: the interchange formats of docs/reference/interchange.md."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--db", "db", default="searchtrace.duckdb", show_default=True, type=click.Path(path_type=Path))
 @click.argument("traces", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--from", "source", type=click.Choice(["traces", "inspect", "otel"]), default="traces", show_default=True,
-              help="traces: SPEC §9 traces JSONL; inspect: Inspect AI eval logs (.eval / .json files or folders); "
+              help="traces: docs/reference/interchange.md traces JSONL; inspect: Inspect AI eval logs (.eval / .json files or folders); "
                    "otel: OTLP trace files (ExportTraceServiceRequest as JSON, JSON lines, or protobuf).")
 @click.option("--provider", default=None, help="--from inspect / otel: the search API the logs searched with "
               "(default: the task's `provider` argument or the sample's `provider` metadata; for otel the "
@@ -105,8 +105,8 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
               "carry (default: the report's).")
 def export_cmd(db: Path, out: Path | None, blobs: Path | None, otlp: str | None, otlp_file: Path | None,
                judge_run_id: str | None) -> None:
-    """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (SPEC §9, §17), events.parquet and, for notebooks,
-    trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder (--out), or the trajectories as OpenTelemetry traces with per-result verdicts (--otlp / --otlp-file, SPEC §21)."""
+    """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (docs/reference/interchange.md), events.parquet and, for notebooks,
+    trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder (--out), or the trajectories as OpenTelemetry traces with per-result verdicts (--otlp / --otlp-file, docs/how-to/otel.md)."""
     if otlp or otlp_file:
         if out or blobs or (otlp and otlp_file):
             raise click.UsageError("give one of --out [--blobs], --otlp URL, --otlp-file FILE")

@@ -1,4 +1,4 @@
-"""`searchtrace judge`: a resumable judge run over every recorded judge item (SPEC §4).
+"""`searchtrace judge`: a resumable judge run over every recorded judge item (docs/concepts/judge.md).
 
 The judge run id defaults to `<model>@<prompt version>` (e.g. `kimi-k2.6@judge/1`), so running the same command
 again resumes the same judge run (only items without a verdict are called); another model or prompt version is
@@ -87,7 +87,7 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
               help="Fan the judge calls out on a Ray cluster (`auto`: the one this machine runs, else a local one): "
                    "--shards segments (items by their trajectory's cell), merged into --db; rate, concurrency and "
-                   "key apply per shard; needs the ray extra (SPEC §22).")
+                   "key apply per shard; needs the ray extra (docs/how-to/scale.md).")
 @click.option("--shards", type=click.IntRange(1, 4096), default=None, help="How many shards --ray judges (one actor each).")
 @click.option("--segment-dir", default=None, metavar="DIR",
               help="With --ray: each actor writes its segment in DIR on its own node (no shared filesystem); the "
@@ -102,7 +102,7 @@ def judge(
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
 
-    `searchtrace judge compare A B` compares two judge runs instead (SPEC §12)."""
+    `searchtrace judge compare A B` compares two judge runs instead (docs/concepts/statistics.md)."""
     if ctx.invoked_subcommand is not None:
         return
     plan = pipeline.plan_judge(

@@ -1,4 +1,4 @@
-"""`searchtrace merge SEG… --into DB`: append segments' events idempotently by event_id (SPEC §22)."""
+"""`searchtrace merge SEG… --into DB`: append segments' events idempotently by event_id (docs/how-to/scale.md)."""
 
 from __future__ import annotations
 

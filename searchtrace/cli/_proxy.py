@@ -1,4 +1,4 @@
-"""`searchtrace proxy`: record any agent by pointing its base URLs at 127.0.0.1 (SPEC §15)."""
+"""`searchtrace proxy`: record any agent by pointing its base URLs at 127.0.0.1 (docs/how-to/own-agent.md)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 @click.option("--max-usd", type=float, default=None, metavar="D",
               help="Per trajectory: a call that would take its cost past D USD is refused (needs --prices).")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Price file (TOML, SPEC §13) that prices --max-usd.")
+              help="Price file (TOML, docs/reference/prices.md) that prices --max-usd.")
 @click.option("--final", "final", type=click.Choice(["call", "last-reply"]), default="call", show_default=True,
               help="last-reply: a trajectory closed without an answer (the proxy stops, or `final` with {}) takes "
                    "its last model reply without tool calls as its answer.")

@@ -39,16 +39,16 @@ def summary_text(s: RunSummary) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=None,
-              help="Record every cell this many times (overrides [run] epochs; SPEC §12).")
+              help="Record every cell this many times (overrides [run] epochs; docs/concepts/statistics.md).")
 @click.option("--dataset-columns", default=None, metavar="ROLE=COLUMN,...",
               help="Which question-file columns hold qid, question and answer, e.g. qid=id,question=problem,"
-                   "answer=answers (over [dataset] columns; SPEC §19).")
+                   "answer=answers (over [dataset] columns; docs/how-to/compare.md).")
 @click.option("--shard", default=None, metavar="I/N",
               help="Record only shard I of N of the run's cells (a stable hash of provider, qid, epoch) into this "
-                   "store, a segment to `merge` with the others (SPEC §22); it never appends run.finished.")
+                   "store, a segment to `merge` with the others (docs/how-to/scale.md); it never appends run.finished.")
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
               help="Fan the run out on a Ray cluster (`auto`: the one this machine runs, else a local one), --shards "
-                   "segments next to --db, merged into it; needs the ray extra (SPEC §22).")
+                   "segments next to --db, merged into it; needs the ray extra (docs/how-to/scale.md).")
 @click.option("--shards", type=click.IntRange(1, 4096), default=None, help="How many shards --ray records (one actor each).")
 @click.option("--segment-dir", default=None, metavar="DIR",
               help="With --ray: each actor writes its segment in DIR on its own node (no shared filesystem); the "

@@ -1,4 +1,4 @@
-"""`searchtrace report`: SPEC §8 as a terminal table, `--json` the contract, `--html FILE` a page with plots."""
+"""`searchtrace report`: docs/reference/report.md as a terminal table, `--json` the contract, `--html FILE` a page with plots."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from searchtrace import analytics, pipeline
     multiple=True,
     help="Report this run's trajectories (repeatable); required when the store holds several runs.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the SPEC §8 JSON contract.")
+@click.option("--json", "as_json", is_flag=True, help="Print the docs/reference/report.md JSON contract.")
 @click.option("--html", "html", default=None, type=click.Path(dir_okay=False, path_type=Path), help="Write a page with plots.")
 @click.option(
     "--metric",
@@ -29,12 +29,12 @@ from searchtrace import analytics, pipeline
     help="A custom metric file (.py with metric(con, judge_run_id), or .sql returning provider, value); repeatable.",
 )
 @click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=analytics.DEFAULT_BOOTSTRAP, show_default=True,
-              help="Bootstrap replicates for the 95% intervals and paired tests (SPEC §18); 0 turns them off.")
+              help="Bootstrap replicates for the 95% intervals and paired tests (docs/concepts/statistics.md); 0 turns them off.")
 @click.option("--seed", default=analytics.DEFAULT_SEED, show_default=True, help="Seed of the bootstrap draws.")
 @click.option("--prices", "prices", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Price file (TOML, SPEC §13) for USD per provider; default: a run config's [prices], else none.")
+              help="Price file (TOML, docs/reference/prices.md) for USD per provider; default: a run config's [prices], else none.")
 @click.option("--by", "by", default="provider", show_default=True,
-              help="The arms to compare (SPEC §19): provider, run, model (agent.model), prompt (its sha256) or "
+              help="The arms to compare (docs/how-to/compare.md): provider, run, model (agent.model), prompt (its sha256) or "
                    "config:<dotted.key> of the run config; another axis than provider reads every run unless "
                    "--run-id names some.")
 def report(
@@ -49,7 +49,7 @@ def report(
     prices: Path | None,
     by: str,
 ) -> None:
-    """Evidence metrics per provider (or per arm of --by, SPEC §19) for one judge run (SPEC §5, §8), with 95% intervals
+    """Evidence metrics per provider (or per arm of --by, docs/how-to/compare.md) for one judge run (docs/concepts/metrics.md), with 95% intervals
     and paired tests (§18)."""
     result = pipeline.report(
         db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,

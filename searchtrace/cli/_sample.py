@@ -1,4 +1,4 @@
-"""`searchtrace sample`: SPEC §6 stratified question sample, written as JSONL."""
+"""`searchtrace sample`: docs/concepts/protocol.md stratified question sample, written as JSONL."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`searchtrace ship --db SEG --to postgresql://…` and `searchtrace replica --from postgresql://… --db LOCAL
-[--follow]`: one log for many writers (SPEC §22). URLs are shown with their password replaced by ***."""
+[--follow]`: one log for many writers (docs/how-to/scale.md). URLs are shown with their password replaced by ***."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ _URL_HELP = "The central log, postgresql://user[:password]@host/db or postgresql
 # `record | judge | proxy --ship-to URL`: the one definition of the option the three share
 ship_to_option = click.option(
     "--ship-to", "ship_to", default=None, metavar="URL",
-    help="Ship committed events to this PostgreSQL log every second and at the end (SPEC §22; the postgres extra).")
+    help="Ship committed events to this PostgreSQL log every second and at the end (docs/how-to/scale.md; the postgres extra).")
 
 
 def shipped_line(s: Shipped, url: str) -> str:

@@ -1,4 +1,4 @@
-"""`searchtrace view --db DB [--port 8765]`: the evidence explorer on 127.0.0.1 (SPEC §16)."""
+"""`searchtrace view --db DB [--port 8765]`: the evidence explorer on 127.0.0.1 (docs/how-to/explorer.md)."""
 
 from __future__ import annotations
 

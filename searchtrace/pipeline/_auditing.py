@@ -1,4 +1,4 @@
-"""Check the judge against humans (SPEC §7): a balanced sample to label, label import, agreement."""
+"""Check the judge against humans (docs/how-to/audit.md): a balanced sample to label, label import, agreement."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class AuditImport(msgspec.Struct, kw_only=True):
 
 def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> AuditSample:
     """Writes k cases per provider × surface × label × judge value as a TSV for human labels, and records the
-    sample's design (SPEC §18 `audit.design`: each stratum's N_h and n_h, the cases drawn) once the TSV is written."""
+    sample's design (docs/concepts/statistics.md `audit.design`: each stratum's N_h and n_h, the cases drawn) once the TSV is written."""
     require_database(db)  # sampling never creates a store
     with EventLog(db) as log:
         jr, rows, design = draw_sample(log, judge_run_id, k, seed)
@@ -53,7 +53,7 @@ def audit_import(db: Path, tsv: Path) -> AuditImport:
 
 
 def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
-    """Two judge runs over the same items (SPEC §12): per-label agreement and kappa, partitions, disagreements."""
+    """Two judge runs over the same items (docs/concepts/statistics.md): per-label agreement and kappa, partitions, disagreements."""
     from searchtrace.analytics import compare_judge_runs
 
     require_database(db)

@@ -1,10 +1,10 @@
-"""`searchtrace collect` (SPEC §21): an OTLP/HTTP trace receiver on 127.0.0.1 that records spans as they arrive.
+"""`searchtrace collect` (docs/how-to/otel.md): an OTLP/HTTP trace receiver on 127.0.0.1 that records spans as they arrive.
 
 It opens its run as `record` and `proxy` do (`run.started` with a `collect` config, then the questions of FILE);
 `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf (`application/x-protobuf`) or OTLP JSON
 (`application/json`), optionally gzip-encoded; its spans are mapped by `replay.interchange`'s `Collector` and
 committed before the reply (so an exporter's retry of an unanswered batch is a no-op: event ids come from span
-ids). The local-server guard of SPEC §20 (loopback Host, no cross-site request, body and nesting caps) wraps it;
+ids). The local-server guard of docs/concepts/security.md (loopback Host, no cross-site request, body and nesting caps) wraps it;
 other processes read the file meanwhile through `<db>.sock`, as with `record` and `proxy`.
 """
 

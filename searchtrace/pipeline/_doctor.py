@@ -35,7 +35,7 @@ def _line(text: str, limit: int = 200) -> str:
 async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = None, *,
                  budget_s: float = BUDGET_S) -> list[Check]:
     """Dataset readable, keys present, each endpoint reachable and accepting its key; nothing is recorded; the
-    endpoint calls run together and end within `budget_s` (SPEC §20: doctor within 30 s overall)."""
+    endpoint calls run together and end within `budget_s` (docs/concepts/security.md: doctor within 30 s overall)."""
     checks: list[Check] = []
     try:
         questions = await anyio.to_thread.run_sync(questions_of, cfg)

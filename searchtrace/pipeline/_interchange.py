@@ -1,4 +1,4 @@
-"""Import and export the interchange formats of SPEC §9 (traces, judgments, audits; events.parquet)."""
+"""Import and export the interchange formats of docs/reference/interchange.md (traces, judgments, audits; events.parquet)."""
 
 from __future__ import annotations
 
@@ -104,9 +104,9 @@ def import_otel(
     db: Path, files: Sequence[Path], *, questions: str | None = None, provider: str | None = None,
     run_id: str = "otel", search_tools: Sequence[str] = (), fetch_tools: Sequence[str] = (),
 ) -> OtelImport:
-    """OTLP trace files (JSON or protobuf ExportTraceServiceRequest) as trajectories (SPEC §21), validated whole
+    """OTLP trace files (JSON or protobuf ExportTraceServiceRequest) as trajectories (docs/how-to/otel.md), validated whole
     before anything is written; the verdicts and answer audits an export of ours carries are imported with them
-    (as SPEC §9 judgment lines and audit rows, as strictly, and validated before the trajectories are written)."""
+    (as docs/reference/interchange.md judgment lines and audit rows, as strictly, and validated before the trajectories are written)."""
     import tempfile
 
     from searchtrace.engine import question_file
@@ -150,7 +150,7 @@ def import_otel(
 
 def export_otlp(db: Path, *, url: str | None = None, file: Path | None = None,
                 judge_run_id: str | None = None, batch: int = 50) -> int:
-    """Every trajectory as a GenAI-convention trace (SPEC §21 "Out"): POSTed as protobuf to an OTLP/HTTP `url`
+    """Every trajectory as a GenAI-convention trace (docs/how-to/otel.md "Out"): POSTed as protobuf to an OTLP/HTTP `url`
     (`…/v1/traces` added to a bare root), or written to `file` as OTLP JSON, one request per trajectory a line.
     Returns the number of traces."""
     import httpx

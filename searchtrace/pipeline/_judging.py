@@ -1,4 +1,4 @@
-"""Judge every recorded item (SPEC §4) with a chat model: the real endpoint or the sandbox judge."""
+"""Judge every recorded item (docs/concepts/judge.md) with a chat model: the real endpoint or the sandbox judge."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ async def judge(
 ) -> JudgeStats:
     """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store.
 
-    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (SPEC §22)."""
+    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (docs/how-to/scale.md)."""
     if ship_to is not None:
         check_url(ship_to)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))

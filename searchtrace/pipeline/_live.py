@@ -33,7 +33,7 @@ def serving_reads(log: EventLog) -> Iterator[EventLog]:
 def live(log: EventLog, ship_to: str | None = None,
          on_shipped: Callable[[Shipped], None] | None = None) -> Iterator[EventLog]:
     """Reads served (as `serving_reads`) and, with `ship_to`, committed events shipped to that PostgreSQL log every
-    second and the rest at the end (SPEC §22); `on_shipped` is told what the whole block shipped."""
+    second and the rest at the end (docs/how-to/scale.md); `on_shipped` is told what the whole block shipped."""
     with serving_reads(log), shipping(log, ship_to) as shipped:
         yield log
     done = shipped()

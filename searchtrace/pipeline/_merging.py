@@ -1,4 +1,4 @@
-"""`searchtrace merge SEG… --into DB` (SPEC §22): bring segments recorded apart into one store."""
+"""`searchtrace merge SEG… --into DB` (docs/how-to/scale.md): bring segments recorded apart into one store."""
 
 from __future__ import annotations
 

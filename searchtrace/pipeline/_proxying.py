@@ -1,4 +1,4 @@
-"""The recording proxy (SPEC §15) as an application: engine.proxy serving, with reads served to other processes."""
+"""The recording proxy (docs/how-to/own-agent.md) as an application: engine.proxy serving, with reads served to other processes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ async def proxy(db: Path, questions: str, run_id: str, *, port: int, upstream: s
                 limits: Limits | None = None, final: str = "call", ship_to: str | None = None,
                 on_shipped: Callable[[Shipped], None] | None = None) -> tuple[int, int]:
     """Serve until SIGINT/SIGTERM; `sql`, `report`, `view` read the file meanwhile, and with `ship_to` the committed
-    events go to that PostgreSQL log every second (SPEC §22). (abandoned, events appended)."""
+    events go to that PostgreSQL log every second (docs/how-to/scale.md). (abandoned, events appended)."""
     if ship_to is not None:
         check_url(ship_to)
     sandbox = None

@@ -1,4 +1,4 @@
-"""SPEC §22, one rate limit across machines: one named Ray actor per quota domain leases each worker a share of the
+"""docs/how-to/scale.md, one rate limit across machines: one named Ray actor per quota domain leases each worker a share of the
 domain's rate R, and each worker's own limiter (adapters.RateLimiter) paces at its share.
 
 The ledger never hands out more than R in all: a worker's share is R / (live holders), cut to what the other

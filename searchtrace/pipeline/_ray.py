@@ -1,4 +1,4 @@
-"""SPEC §22, fan-out on Ray: `record --ray auto|ADDRESS --shards N` and `judge --ray auto|ADDRESS --shards N`.
+"""docs/how-to/scale.md, fan-out on Ray: `record --ray auto|ADDRESS --shards N` and `judge --ray auto|ADDRESS --shards N`.
 
 The driver plans against the target store (the run's protocol, which shards still have cells to record), starts one
 Ray async actor per such shard, each running the unchanged single-process record (`record --shard i/N`) into its

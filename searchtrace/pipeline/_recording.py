@@ -64,7 +64,7 @@ async def record(
 ) -> RunSummary:
     """Opens the store, records every cell not final yet, closes; BadInput from inside the fan-out comes out as itself.
 
-    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (SPEC §22);
+    `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (docs/how-to/scale.md);
     `on_shipped` is told what the whole run shipped. `questions`: the run's questions as a coordinator read them
     (else read here); `endpoints`: builds the adapters (else `endpoint_factory(transport)`); `stats`: the counters
     to keep (read by a caller while the run goes)."""

@@ -1,4 +1,4 @@
-"""Re-execute recorded trajectories from their events (SPEC §10): no live call, divergences reported."""
+"""Re-execute recorded trajectories from their events (docs/reference/cli.md): no live call, divergences reported."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Grade the answers and build the SPEC §8 report (JSON contract, HTML page) from a store."""
+"""Grade the answers and build the docs/reference/report.md report (JSON contract, HTML page) from a store."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def report(
 ) -> Report:
     """The §8 report of a judge run (default: analytics._rules), with custom metric files and §12 intervals from
     `bootstrap` replicates (0: none) and §13 costs from the price file `prices`, per provider or per arm of `by`
-    (SPEC §19: run, model, prompt, config:<dotted.key>); writes the HTML page when asked."""
+    (docs/how-to/compare.md: run, model, prompt, config:<dotted.key>); writes the HTML page when asked."""
     from searchtrace.engine import load_prices
 
     price_table = None if prices is None else load_prices(prices)  # a bad file stops us before the store is read

@@ -1,4 +1,4 @@
-"""`ship` and `replica` (SPEC §22): a segment's events into the central PostgreSQL log, the log into a DuckDB
+"""`ship` and `replica` (docs/how-to/scale.md): a segment's events into the central PostgreSQL log, the log into a DuckDB
 replica on which every read command and `verify` run (analytics never run on PostgreSQL)."""
 
 from __future__ import annotations

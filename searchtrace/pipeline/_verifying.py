@@ -25,7 +25,7 @@ class Verification(msgspec.Struct, kw_only=True):
 
     ok: bool  # the log is intact (the chain, positions, sequences, head and blobs)
     log_line: str
-    segment: str = ""  # SPEC §22: the store's segment id and host, and the segments merged into it
+    segment: str = ""  # docs/how-to/scale.md: the store's segment id and host, and the segments merged into it
     stale: list[str] = []
     rebuild_error: str | None = None
 

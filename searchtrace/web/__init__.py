@@ -1,4 +1,4 @@
-"""The evidence explorer (`searchtrace view`): a local web app over the store, SPEC §16."""
+"""The evidence explorer (`searchtrace view`): a local web app over the store, docs/how-to/explorer.md."""
 
 from __future__ import annotations
 

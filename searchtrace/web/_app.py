@@ -1,4 +1,4 @@
-"""`searchtrace view`: the evidence explorer, a Starlette app with the JSON API of SPEC §16 and its pages.
+"""`searchtrace view`: the evidence explorer, a Starlette app with the JSON API of docs/how-to/explorer.md and its pages.
 
 Every page is one static document (`static/index.html`) whose script draws the views from the JSON API; every
 script, style and font is served here, nothing from elsewhere. Page content from the store is only ever set as
@@ -105,7 +105,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         return endpoint
 
     def error(exc: BaseException, status: int, prefix: str = "") -> Response:
-        """The one-line JSON error of SPEC §19 (the first line of the message, bounded)."""
+        """The one-line JSON error of docs/how-to/compare.md (the first line of the message, bounded)."""
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return json_response({"error": (prefix + line)[:500]}, status)
 

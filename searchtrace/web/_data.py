@@ -1,4 +1,4 @@
-"""The explorer's JSON API (SPEC §16) as plain functions of a cursor: every figure comes from the analytics layer.
+"""The explorer's JSON API (docs/how-to/explorer.md) as plain functions of a cursor: every figure comes from the analytics layer.
 
 Trajectory lists read `metrics.trajectory_stats` (the per-trajectory integers the report averages), items and
 their partition cell `analytics._evidence`, the report `analytics.build_report`; the timeline is the
@@ -300,7 +300,7 @@ def _pages(cur: Cursor, digests: list[str]) -> dict[str, Row]:
 
 
 def _requests(cur: Cursor, turns: list[ModelResponded]) -> tuple[Row, Row]:
-    """What the model was sent (SPEC §17): each request message and tool list by digest, decoded from its blob once
+    """What the model was sent (docs/concepts/shown.md): each request message and tool list by digest, decoded from its blob once
     (a turn's `request_messages` name them in order; a digest not stored maps to None)."""
     wanted = [d for t in turns if not isinstance(t.request_messages, msgspec.UnsetType) for d in t.request_messages]
     tools = [t.tools_digest for t in turns if isinstance(t.tools_digest, str)]
@@ -341,7 +341,7 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     final = ans.get("final_answer")
     gold = ans.get("gold_answer") or (started.gold_answer if started else "") or ""
     aliases = decode_aliases(ans.get("gold_aliases")) or [gold]
-    em, f1 = alias_scores(final, aliases)  # SPEC §19: the best of the accepted answers, as the report scores
+    em, f1 = alias_scores(final, aliases)  # docs/how-to/compare.md: the best of the accepted answers, as the report scores
     messages, tools = _requests(cur, f.turns)
     parts = Counter(i["part"] for i in items if i["part"])
     return {
@@ -652,7 +652,7 @@ def link_labels() -> Row:
 
 
 def arm_names(cur: Cursor, by: str, runs: list[str]) -> Callable[[Row], str]:
-    """The arm of a trajectory under `by` (SPEC §19), as the report groups it (analytics.trajectory_arms; BadInput
+    """The arm of a trajectory under `by` (docs/how-to/compare.md), as the report groups it (analytics.trajectory_arms; BadInput
     where the report refuses the axis); by provider, its provider."""
     if by == "provider":
         return lambda t: str(t["provider"])
@@ -952,7 +952,7 @@ def _results(cur: Cursor, trs: list[Row], results: dict[str, Span], want: bool |
 
 
 def judge_compare(cur: Cursor, a: str, b: str, offset: int = 0, limit: int = COMPARE_ROWS) -> Row:
-    """Two judge runs item by item with SPEC §12's comparison (`judge compare`: its agreement, kappa and
+    """Two judge runs item by item with docs/concepts/statistics.md comparison (`judge compare`: its agreement, kappa and
     disagreeing items, the one definition): the disagreeing items first, then those valid in both, then the rest
     (a verdict in one run only, or invalid in one), one page of rows with both runs' labels and rationales."""
     if limit < 1 or limit > LIST_MAX or offset < 0:
@@ -992,7 +992,7 @@ LEFT JOIN tr ON tr.trajectory_id = coalesce(a.trajectory_id, b.trajectory_id)"""
             "a_rationale": why.get(r["a_position"]), "b_rationale": why.get(r["b_position"])} for r in page]
     return {"a": a, "b": b, "items": len(rows), "valid_in_both": comparison["items_valid_in_both"],
             "disagreeing": len(comparison["disagreements"]), "offset": offset, "limit": limit, "rows": out,
-            # SPEC §12's comparison (Cohen's kappa, 2x2 tables, partitions under A and B), as `judge compare` prints it
+            # docs/concepts/statistics.md comparison (Cohen's kappa, 2x2 tables, partitions under A and B), as `judge compare` prints it
             "comparison": {k: v for k, v in comparison.items() if k != "disagreements"}}
 
 

@@ -173,7 +173,7 @@ async def test_firecrawl_v1_and_v2_shapes(name: str, urls: list[str]) -> None:
     assert [h.url for h in resp.hits] == urls  # v2: web only, images and news are not web results
     data = json.loads(fixture(name))["data"]
     items = data if isinstance(data, list) else data["web"]
-    # with scrape options the page markdown is part of the surface (SPEC §14)
+    # with scrape options the page markdown is part of the surface (docs/how-to/providers.md)
     assert [h.snippet for h in resp.hits] == [join_surface([i["description"], i.get("markdown")]) for i in items]
     assert [h.rank for h in resp.hits] == list(range(1, len(urls) + 1))
     if isinstance(data, dict):

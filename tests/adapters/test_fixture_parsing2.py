@@ -1,7 +1,7 @@
 """Every fixture in research/fixtures2 (eight more providers) parses into the schema or the right typed error.
 
 Each provider folder's manifest gives the status (and headers) a fixture came with; the expected surface is
-computed here from the fixture's own fields by the SPEC §14 rule, independently of the adapter's code.
+computed here from the fixture's own fields by the docs/how-to/providers.md rule, independently of the adapter's code.
 """
 
 from __future__ import annotations

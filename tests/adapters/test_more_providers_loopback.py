@@ -1,4 +1,4 @@
-"""The eight SPEC §14 adapters against their sandbox personas over real HTTP on 127.0.0.1 (each provider at the
+"""The eight docs/how-to/providers.md adapters against their sandbox personas over real HTTP on 127.0.0.1 (each provider at the
 root of its own port): normalisation, the surface rule off and on, 429 retried, quota not retried, bad key."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from searchtrace.adapters.sandbox import Served, default_world, running_all
 NEW = ("exa", "perplexity", "serpapi", "serper", "parallel", "youcom", "linkup", "jina_search")
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 GOLD = "https://almanac-central.example/entries/elmwyn-athletic"
-# params that put page text into the results, per provider that has such an option (SPEC §14)
+# params that put page text into the results, per provider that has such an option (docs/how-to/providers.md)
 PAGE_TEXT: dict[str, dict[str, Any]] = {
     "exa": {"contents": {"highlights": True, "text": {"maxCharacters": 10_000}}},
     "youcom": {"extraction": {"extraction_mode": "full_page"}},
@@ -97,7 +97,7 @@ async def test_bad_key_is_named_by_its_variable(served: Served, name: str, monke
 
 @pytest.mark.anyio
 async def test_every_own_port_url_works_for_searchtrace_adapters(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SPEC §14: the per-provider URL `sandbox serve` prints works for the adapters too (the paper's three, Reader,
+    """docs/how-to/providers.md: the per-provider URL `sandbox serve` prints works for the adapters too (the paper's three, Reader,
     chat), not only for official clients."""
     from searchtrace.adapters import build_chat, build_fetcher
 

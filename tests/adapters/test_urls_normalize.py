@@ -1,4 +1,4 @@
-"""SPEC §2 URL normalisation: one example per rule, and idempotence as a property."""
+"""docs/concepts/protocol.md URL normalisation: one example per rule, and idempotence as a property."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A small hand-computed dataset in the SPEC §9 formats, and helpers to import it and read its report
+"""A small hand-computed dataset in the docs/reference/interchange.md formats, and helpers to import it and read its report
 (trace-line builders and the CLI runner: tests/builders.py).
 
 Providers: alpha (q1, q2), beta (q1 only), gamma (q1, q2). Judge runs j1 (full) then j2 (one verdict).

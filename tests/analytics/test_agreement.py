@@ -1,4 +1,4 @@
-"""SPEC §12 judge agreement: Cohen's kappa against hand-computed 2x2 tables, and `judge compare A B`."""
+"""docs/concepts/statistics.md judge agreement: Cohen's kappa against hand-computed 2x2 tables, and `judge compare A B`."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_judge_compare(tmp_path: Path) -> None:
 
 
 def test_judge_compare_rates_on_common_items(tmp_path: Path) -> None:
-    """SPEC §18: two runs with identical labels on the items both judged give equal rates, however many items only
+    """docs/concepts/statistics.md: two runs with identical labels on the items both judged give equal rates, however many items only
     one of them judged (j1 has 8 valid items, j4 copies 4 of them; each run's own report differs)."""
     db = tmp_path / "c.duckdb"
     import_fixture(db, tmp_path / "in")

@@ -1,8 +1,8 @@
-"""SPEC §19 arms: `report --by run | model | prompt | config:<key>` over real stores, the refusals that keep runs
+"""docs/how-to/compare.md arms: `report --by run | model | prompt | config:<key>` over real stores, the refusals that keep runs
 apart, `trajectory_arms`, and the run columns of the views.
 
 Two stores: two proxied runs of two agents on one provider (a full-results agent and a top-2 agent, through a real
-`searchtrace proxy` child over the sandbox, judged and graded), and two imported runs (SPEC §17 run.jsonl) whose
+`searchtrace proxy` child over the sandbox, judged and graded), and two imported runs (docs/concepts/shown.md run.jsonl) whose
 configs name different models, prompts and max_iterations, judged and audited by hand.
 """
 
@@ -280,7 +280,7 @@ def test_an_arm_never_merges_runs(imported: Path, tmp_path: Path) -> None:
 
 
 def test_the_explorer_shows_the_same_arms(proxied: Path, imported: Path) -> None:
-    """SPEC §19: the explorer's report by run is the CLI's, and its items of an arm are that arm's (any axis)."""
+    """docs/how-to/compare.md: the explorer's report by run is the CLI's, and its items of an arm are that arm's (any axis)."""
     from tests.web.test_api import get_all
 
     _, want = report_json(proxied, "--by", "run", "--bootstrap", "200")

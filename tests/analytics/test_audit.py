@@ -1,4 +1,4 @@
-"""SPEC §7: balanced audit sample (TSV), strict label import as events, agreement overall and per leaf."""
+"""docs/how-to/audit.md: balanced audit sample (TSV), strict label import as events, agreement overall and per leaf."""
 
 from __future__ import annotations
 
@@ -390,7 +390,7 @@ def designs(db: Path) -> list[dict[str, object]]:
 
 
 def test_sample_records_its_design(store: tuple[Path, Expected], tmp_path: Path) -> None:
-    """SPEC §18: `audit sample` appends one audit.design (strata with N_h and n_h, the cases drawn), once."""
+    """docs/concepts/statistics.md: `audit sample` appends one audit.design (strata with N_h and n_h, the cases drawn), once."""
     db, expected = store
     out = tmp_path / "a.tsv"
     code, said, err = run_cli("audit", "sample", "--db", str(db), "--k", "2", "--seed", "s", "--out", str(out))

@@ -1,4 +1,4 @@
-"""SPEC §18 judge-error correction: the stratified difference estimator, its intervals, and the report wiring."""
+"""docs/concepts/statistics.md judge-error correction: the stratified difference estimator, its intervals, and the report wiring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §13 cost: USD per provider from a price file, against an independent count over the documented views."""
+"""docs/reference/prices.md cost: USD per provider from a price file, against an independent count over the documented views."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def expected(db: Path, prices: dict[str, Any]) -> dict[str, dict[str, float]]:
         right = q("SELECT provider, count(*) FILTER (WHERE semantic_match) FROM v_trajectories GROUP BY 1")
     finally:
         con.close()
-    assert sum(hits.values()) > 0  # the demo's fetch cache serves repeats: they are billed as fetches (SPEC §18)
+    assert sum(hits.values()) > 0  # the demo's fetch cache serves repeats: they are billed as fetches (docs/concepts/statistics.md)
     out: dict[str, dict[str, float]] = {}
     for p in n:
         s = searches.get(p, 0) * prices["search"][p] / 1000

@@ -1,4 +1,4 @@
-"""SPEC §13/§18 cost and latency on a small store written event by event, against figures worked out by hand.
+"""docs/reference/prices.md cost and latency on a small store written event by event, against figures worked out by hand.
 
 Two epochs of one question, a fetch cache hit, a judge call with cached input, a failed search and a failed
 fetch: cache hits are billed as fetches, cached judge input takes the cached price, per-question USD sums to the

@@ -147,7 +147,7 @@ def test_render_with_extras() -> None:
     assert "<b>&beta" not in page and "&lt;b&gt;&amp;beta" in page
     part, ranks, contra, surface, _, _, fetches = charts
     svg = re.findall(r"<svg.*?</svg>", page, re.S)[3]
-    assert "<title>mean 640</title>" in svg and "<title>mean 150</title>" in svg  # per provider, SPEC §14
+    assert "<title>mean 640</title>" in svg and "<title>mean 150</title>" in svg  # per provider, docs/how-to/providers.md
     assert "800" in surface  # the axis reaches past the longest surface
     assert "SMART 3 · MISSED 9 · BLIND 5 · NO-OP 83  (of 100 items)" in part
     assert "83%" in part  # NO-OP share of alpha inside its bar

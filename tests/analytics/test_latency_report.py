@@ -1,4 +1,4 @@
-"""SPEC §13 in the report: provider-time medians and p90s, null where no call recorded provider_ms."""
+"""docs/reference/prices.md in the report: provider-time medians and p90s, null where no call recorded provider_ms."""
 
 from __future__ import annotations
 

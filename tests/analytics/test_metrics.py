@@ -1,4 +1,4 @@
-"""Every SPEC §5 metric on the hand-computed fixture (numbers worked out in analytics_fixture.py's comments)."""
+"""Every docs/concepts/metrics.md metric on the hand-computed fixture (numbers worked out in analytics_fixture.py's comments)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §17 "Shown": the replay's rule (URL raw or normalised, doc_id, long title, only after the search completed),
+"""docs/concepts/shown.md "Shown": the replay's rule (URL raw or normalised, doc_id, long title, only after the search completed),
 and the same outcome through the materialised table whichever way a store is read."""
 
 from __future__ import annotations

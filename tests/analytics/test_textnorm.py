@@ -1,4 +1,4 @@
-"""SPEC §5 answer normalisation, exact match and token F1."""
+"""docs/concepts/metrics.md answer normalisation, exact match and token F1."""
 
 from __future__ import annotations
 

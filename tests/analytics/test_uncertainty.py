@@ -1,4 +1,4 @@
-"""SPEC §18 intervals and tests against independent computations (closed forms, hand-made tables, enumeration)."""
+"""docs/concepts/statistics.md intervals and tests against independent computations (closed forms, hand-made tables, enumeration)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The documented views (every column in VIEWS.md) and `judge_items`, the judge's input (SPEC §4)."""
+"""The documented views (every column in VIEWS.md) and `judge_items`, the judge's input (docs/concepts/judge.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §13: a recorded call's provider_ms is the provider's time alone; our own rate-limit waits are queue_ms.
+"""docs/reference/prices.md: a recorded call's provider_ms is the provider's time alone; our own rate-limit waits are queue_ms.
 
 One sandbox run, two providers answering alike: Brave limited to 1 request/s (a leaky bucket of one), Tavily
 unlimited. Brave's searches queue behind its limiter, so their total latency grows by hundreds of ms, while the time

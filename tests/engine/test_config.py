@@ -159,7 +159,7 @@ path = "q.jsonl"
 
 
 def test_new_providers_take_their_defaults_and_the_run_records_page_text(tmp_path: Path) -> None:
-    """SPEC §14: page text is off by default; turned on, run.started's config says so."""
+    """docs/how-to/providers.md: page text is off by default; turned on, run.started's config says so."""
     env = {"SEARCHTRACE_SERPER_BASE_URL": "http://127.0.0.1:9/serper"}
     cfg = load_config(write(tmp_path, MORE), env=env)
     assert cfg.providers["exa"].base_url == "https://api.exa.ai" and cfg.providers["exa"].key_env == "EXA_API_KEY"

@@ -1,4 +1,4 @@
-"""SPEC §19, datasets as they come: mapped columns, answers as strings, numbers or alias lists, EM/F1 over aliases."""
+"""docs/how-to/compare.md, datasets as they come: mapped columns, answers as strings, numbers or alias lists, EM/F1 over aliases."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_unreachable_endpoints_and_unreadable_dataset_fail_with_reasons(tmp_path
     assert not checks["agent model sandbox-agent"]["ok"]
 
 
-# ---------------------------------------------------------------- SPEC §20: bounded, and honest about the fetch backend
+# ---------------------------------------------------------------- docs/concepts/security.md: bounded, and honest about the fetch backend
 
 
 def _hostile(fetch: str) -> Any:

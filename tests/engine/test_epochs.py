@@ -1,4 +1,4 @@
-"""SPEC §12 epochs: every (provider, question) cell recorded k times, ids `~e`, epoch 1 unchanged, all epochs counted."""
+"""docs/concepts/statistics.md epochs: every (provider, question) cell recorded k times, ids `~e`, epoch 1 unchanged, all epochs counted."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ async def test_demo_with_three_epochs(tmp_path: Path) -> None:
         assert block["trajectories"] == 3 * n, name
         assert "accuracy_epoch_sd" in block and block["accuracy_epoch_sd"] is not None
         assert [k for k, v in block.items() if v is None] == [], name  # every figure defined
-        assert all(isinstance(block[k], float) for k in LATENCY_KEYS)  # provider time (SPEC §13) included
+        assert all(isinstance(block[k], float) for k in LATENCY_KEYS)  # provider time (docs/reference/prices.md) included
         assert block["audited"] == 3 * n
     for pair, c in rep.complementarity.items():  # pairs are (qid, epoch) cells
         assert c["a_only"] + c["b_only"] + c["both"] + c["neither"] == 3 * n, pair
@@ -107,7 +107,7 @@ def test_accuracy_epoch_sd_by_hand() -> None:
     assert epoch_spread(rows[:2]) == {}  # one epoch: no key (the /1 report keeps its keys)
     assert epoch_spread([_stats(1, True), _stats(2, None)]) == {"accuracy_epoch_sd": None,
                                                                 "accuracy_epoch_sd_questions": 0}
-    # SPEC §18: only questions audited in every epoch. r is right in epoch 1 and unaudited in epoch 2: counting it
+    # docs/concepts/statistics.md: only questions audited in every epoch. r is right in epoch 1 and unaudited in epoch 2: counting it
     # would give 2/3 vs 2/2 (sd 0.236); over q alone it is the sd above
     assert epoch_spread([*rows, _stats(1, True, "r"), _stats(2, None, "r")]) == {
         "accuracy_epoch_sd": math.sqrt(0.125), "accuracy_epoch_sd_questions": 1}

@@ -1,4 +1,4 @@
-"""SPEC §13 in the report: a provider held to 1 request/s by our own limiter is not reported slower.
+"""docs/reference/prices.md in the report: a provider held to 1 request/s by our own limiter is not reported slower.
 
 Brave at rps = 1 and Tavily unlimited, both against the same in-process sandbox: Brave's calls wait in our
 limiter (its median total search latency is hundreds of ms higher), but the report's latency figures are provider

@@ -1,4 +1,4 @@
-"""SPEC §6 sampling: quotas on the real SealQA-Hard file, row-order and format independence, tie rules, bad input."""
+"""docs/concepts/protocol.md sampling: quotas on the real SealQA-Hard file, row-order and format independence, tie rules, bad input."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ needs_real = pytest.mark.skipif(not REAL.exists(), reason=f"SealQA-Hard file not
 
 
 def fraction_quotas(sizes: dict[tuple[str, ...], int], n: int) -> dict[tuple[str, ...], int]:
-    """Independent Hamilton allocation with Fractions, written from the SPEC text."""
+    """Independent Hamilton allocation with Fractions, written from the documented rule."""
     total = sum(sizes.values())
     exact = {k: Fraction(n * s, total) for k, s in sizes.items()}
     seats = {k: int(q) for k, q in exact.items()}  # int() floors a non-negative Fraction

@@ -1,4 +1,4 @@
-"""SPEC §21 end to end: an agent on the official `openai` client, instrumented by OpenInference and exported by the
+"""docs/how-to/otel.md end to end: an agent on the official `openai` client, instrumented by OpenInference and exported by the
 official OTLP/HTTP exporter to `searchtrace collect`, against the sandbox, gives the report the same agent gives
 through `searchtrace proxy`; `collect` is a §20 local server; `export --otlp` reaches a real OTLP receiver and
 `export --otlp-file` → `import --from otel` reproduces the report."""
@@ -94,10 +94,10 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         # --provider), its question found by its text
         sdk = agent(one, "--base", sandbox, "--otlp", url, script="openai_agents_agent.py")
         assert f"{rows[2]['qid']}: {rows[2]['answer']}" in sdk
-        # reads while collect holds the file (SPEC §16): every trajectory committed as its root span arrived
+        # reads while collect holds the file (docs/how-to/explorer.md): every trajectory committed as its root span arrived
         live = cli("sql", "--db", str(cdb), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")
         assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 3, live.stderr
-        # SPEC §20: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are refused
+        # docs/concepts/security.md: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are refused
         # in one JSON line and record nothing
         assert httpx.post(url, content=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json"}
                           ).status_code == 421
@@ -134,7 +134,7 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
     assert [q.qid for q in opening[1:] if isinstance(q, DatasetQuestion)] == [r["qid"] for r in rows]
     collected = streams(cdb)
     assert sorted(collected) == sorted(streams(pdb)) and len(collected) == 3
-    for events in collected.values():  # the requests are evidence (SPEC §17): shown is a replay, not an assumption
+    for events in collected.values():  # the requests are evidence (docs/concepts/shown.md): shown is a replay, not an assumption
         turns = [e for _, _, e in events if isinstance(e, ModelResponded)]
         assert turns and all(t.request_messages for t in turns)
     for db in (cdb, pdb):

@@ -1,4 +1,4 @@
-"""`import --from otel` on hostile spans (SPEC §21, §20): missing attributes and unparseable tool output give typed
+"""`import --from otel` on hostile spans (docs/how-to/otel.md): missing attributes and unparseable tool output give typed
 events; duplicated span ids, huge attributes, deep JSON, bad ids and broken protobuf are one-line refusals (exit 2)
 that write nothing; the same spans imported twice add nothing."""
 
@@ -116,7 +116,7 @@ def test_hostile_spans_give_typed_events_and_reimport_adds_nothing(tmp_path: Pat
     assert turns[0].tool_calls[0].name == "search_web" and turns[0].usage.input_tokens == 10
     fin = events[-1]
     assert isinstance(fin, TrajectoryFinished) and fin.reason == "answered"
-    # SPEC §17 from the chat spans' input messages: a by its URL; b only by the later span without messages
+    # docs/concepts/shown.md from the chat spans' input messages: a by its URL; b only by the later span without messages
     shown = run_cli("sql", "--db", str(db), "--json", "SELECT url, shown_by FROM v_shown "
                     "WHERE trajectory_id = 'otel:tavily:q1' ORDER BY url")
     assert json.loads(shown.out) == [{"url": "https://a.example/x", "shown_by": "url"},
@@ -167,7 +167,7 @@ def test_a_bad_carried_audit_writes_none_of_the_spans(tmp_path: Path) -> None:
 
 def test_otlp_json_and_the_demo_path_load_no_protobuf(tmp_path: Path) -> None:
     """The `otel` extra is needed for protobuf only: OTLP JSON imports without it, and `demo` never loads it."""
-    key = "sk-configured-key-0123456789"  # SPEC §20: a configured key in an attribute reaches no event or blob
+    key = "sk-configured-key-0123456789"  # docs/concepts/security.md: a configured key in an attribute reaches no event or blob
     doc = good_trace()
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"] += kv({"gen_ai.input.messages": [
         {"role": "user", "parts": [{"type": "text", "content": f"Who? (key {key})"}]}]})

@@ -1,4 +1,4 @@
-"""SPEC §20 at the proxy: a bad epoch header, a deeply nested body and a busy port are one line, never a traceback
+"""docs/concepts/security.md at the proxy: a bad epoch header, a deeply nested body and a busy port are one line, never a traceback
 or a 500, and a refused request records nothing; epochs stay within 1 … MAX_EPOCHS."""
 
 from __future__ import annotations

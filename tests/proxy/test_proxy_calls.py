@@ -1,4 +1,4 @@
-"""SPEC §17, the proxy never loses or mislabels a call: a reply is recorded whole when its agent leaves mid-stream,
+"""docs/concepts/shown.md, the proxy never loses or mislabels a call: a reply is recorded whole when its agent leaves mid-stream,
 encoded upstream bodies reach the agent decoded, another provider's route is a 404, `final` waits for the calls in
 flight and a call after it is a 409, any qid works (path or header), and `--final last-reply`."""
 

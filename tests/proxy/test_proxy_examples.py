@@ -45,7 +45,7 @@ def test_examples_record_through_the_proxy_and_report(tmp_path: Path) -> None:
         assert r.status_code == 409  # finished by the script
         r = httpx.get(f"{p.url}/t/tavily/{rows[0]['qid']}/nowhere/x")
         assert r.status_code == 404
-        # reads while the proxy holds the file (SPEC §16): every committed trajectory is seen
+        # reads while the proxy holds the file (docs/how-to/explorer.md): every committed trajectory is seen
         live = cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")
         assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 6, live.stderr
         assert p.stop() == 0
@@ -70,7 +70,7 @@ def test_examples_record_through_the_proxy_and_report(tmp_path: Path) -> None:
         assert len(rec_t) == len(got_t) >= 1
         for rec, got in zip(rec_t, got_t, strict=True):
             assert [(r.rank, r.url, r.snippet) for r in rec] == [(g["rank"], g["url"], g["snippet"].strip()) for g in got]
-            assert all(r.surface_chars == len(r.snippet) for r in rec)  # SPEC §14 on proxied results too
+            assert all(r.surface_chars == len(r.snippet) for r in rec)  # docs/how-to/providers.md on proxied results too
             assert [r.doc_id for r in rec] == [f"d{i}" for i in range(int(rec[0].doc_id[1:]), int(rec[0].doc_id[1:]) + len(rec))]
         rec_b = searches(recorded[f"traj:mine:brave:{row['qid']}"])
         got_b = [s["results"] for s in seen_b if s["qid"] == row["qid"]]

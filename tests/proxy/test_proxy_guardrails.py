@@ -1,4 +1,4 @@
-"""SPEC §17 guardrails: `proxy --max-turns N --max-tokens T --max-usd D --prices FILE` per trajectory. The call
+"""docs/concepts/shown.md guardrails: `proxy --max-turns N --max-tokens T --max-usd D --prices FILE` per trajectory. The call
 that would exceed a limit is a 400 of type `limit` (the official openai client raises BadRequestError and does not
 retry), nothing is forwarded, and the trajectory finishes with reason `limit`, the limit named in `error`."""
 

@@ -1,4 +1,4 @@
-"""SPEC §20, keys in the proxy: a hostile upstream on 127.0.0.1 echoes every key it can see (the proxy's, every
+"""docs/concepts/security.md, keys in the proxy: a hostile upstream on 127.0.0.1 echoes every key it can see (the proxy's, every
 configured one, and whatever the agent sent in a header, a parameter or a nested JSON field) into titles,
 snippets, pages, chat text, tool calls, a split SSE stream and a response header. No key may reach an event,
 a blob, a reply relayed to the agent, the stored params or the proxy's log."""

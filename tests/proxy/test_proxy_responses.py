@@ -1,4 +1,4 @@
-"""The Responses API through `searchtrace proxy` (SPEC §17): the official client (plain, streamed, with tools,
+"""The Responses API through `searchtrace proxy` (docs/concepts/shown.md): the official client (plain, streamed, with tools,
 `previous_response_id`), the OpenAI Agents SDK's default model and Inspect's `openai/` provider, each recorded with
 what the model was sent, then judged and reported."""
 

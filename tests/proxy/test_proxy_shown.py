@@ -1,4 +1,4 @@
-"""SPEC §17 through the proxy: an agent that hands its model only the top 2 results of each search gets exactly
+"""docs/concepts/shown.md through the proxy: an agent that hands its model only the top 2 results of each search gets exactly
 those results as judge items, and the report's shown_share is 2 / returned."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §17: the same interaction recorded through our agent loop, through `searchtrace proxy` and by §9 import gives
+"""docs/concepts/shown.md: the same interaction recorded through our agent loop, through `searchtrace proxy` and by §9 import gives
 the same payload bytes, in the fields each path can know.
 
 The interaction: the sandbox's scripted chat model (`sandbox-agent`, deterministic: the same request gets the same
@@ -135,7 +135,7 @@ def _replay_through_proxy(url: str, rec: Recorder, f: Folded) -> None:
 
 
 def _trace_line(f: Folded, rec: Recorder) -> dict[str, Any]:
-    """The trajectory as a SPEC §9 trace line (what another harness would write of it)."""
+    """The trajectory as a docs/reference/interchange.md trace line (what another harness would write of it)."""
     assert f.started is not None and f.finished is not None
     steps: list[dict[str, Any]] = []
     for step in f.steps:

@@ -1,4 +1,4 @@
-"""One local Ray cluster with two raylets for the session (SPEC §22, tested on one machine), on 127.0.0.1 only."""
+"""One local Ray cluster with two raylets for the session (docs/how-to/scale.md, tested on one machine), on 127.0.0.1 only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §22 fan-out on Ray, on a local cluster of two raylets: a sharded sandbox record merged into the target
+"""docs/how-to/scale.md fan-out on Ray, on a local cluster of two raylets: a sharded sandbox record merged into the target
 reports what one process reports (every value but latencies), its segments fetched from node-local directories
 through Ray; a shard actor killed mid-run is resumed by the rerun, which records only the cells its segment misses;
 four workers sharing one quota domain hold its rate."""

@@ -1,4 +1,4 @@
-"""SPEC §22 `judge --ray` on the session's two raylets: the shards' verdicts equal one process's judge of the same
+"""docs/how-to/scale.md `judge --ray` on the session's two raylets: the shards' verdicts equal one process's judge of the same
 run (every value but the clock's), fetched through Ray from segments in node-local directories; merging again adds
 nothing; a judge shard killed mid-run is resumed by a rerun that judges only the items the target misses."""
 

@@ -54,7 +54,7 @@ def test_a_call_repeated_after_a_kill_is_counted() -> None:
 
 def keys_reach_no_artifact(work: Path, tmp_path: Path) -> None:
     """The chaos run's store, logs, cache, its report/export/sql/verify outputs, a rejected key's error line and
-    one-off calls through faults at debug level: no key anywhere (SPEC §20)."""
+    one-off calls through faults at debug level: no key anywhere (docs/concepts/security.md)."""
     db = work / "chaos.duckdb"
     run_env = {**os.environ, **SECRETS, "SEARCHTRACE_LOG_JSON": "1"}
     outputs = work / "outputs"

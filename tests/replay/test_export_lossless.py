@@ -1,4 +1,4 @@
-"""SPEC §17 lossless interchange: a store of several runs (the demo with two epochs, and a proxied run) exported with
+"""docs/concepts/shown.md lossless interchange: a store of several runs (the demo with two epochs, and a proxied run) exported with
 --blobs and imported into a fresh store gives every trajectory's payloads byte for byte, run ids, run configs and
 blobs included."""
 
@@ -98,7 +98,7 @@ def test_a_store_of_several_runs_round_trips_byte_for_byte(tmp_path: Path) -> No
 
 
 def test_one_doc_id_for_two_urls_is_refused(tmp_path: Path) -> None:
-    """SPEC §17: a doc_id names one URL in a trajectory; two would move judge items silently."""
+    """docs/concepts/shown.md: a doc_id names one URL in a trajectory; two would move judge items silently."""
     steps = [
         {"kind": "search", "iteration": 1, "call_id": "s1", "query": "q",
          "results": [{"doc_id": "d1", "rank": 1, "url": "https://a.example/x"}]},

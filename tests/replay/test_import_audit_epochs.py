@@ -1,4 +1,4 @@
-"""SPEC §18 audits per epoch: the audit TSV names an epoch or a trajectory; a (provider, qid) row against a cell of
+"""docs/concepts/statistics.md audits per epoch: the audit TSV names an epoch or a trajectory; a (provider, qid) row against a cell of
 several epochs is refused at import (exit 2, nothing written) and, in an older store, not applied by the report."""
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_ambiguous_or_wrong_rows_write_nothing(
 
 
 def test_an_older_stores_cell_rows_are_not_applied_and_counted(store: Path) -> None:
-    """A row written before SPEC §18 (provider, qid only) against three epochs: left out, and the report says so."""
+    """A row written before docs/concepts/statistics.md (provider, qid only) against three epochs: left out, and the report says so."""
     with EventLog(store) as log:
         log.append([NewEvent(stream_id="audit:imported", run_id="import", payload=AuditAnswer(
             trajectory_id=None, provider=p, qid=q, semantic_match=True, source="imported")) for p, q in

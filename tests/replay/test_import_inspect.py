@@ -106,7 +106,7 @@ def test_not_a_log_and_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert res.returncode == 2 and "--from inspect only" in res.stderr
 
 
-# ---------------------------------------------------------------- SPEC §20: bounded inputs
+# ---------------------------------------------------------------- docs/concepts/security.md: bounded inputs
 
 
 def _epoch(value: int) -> object:
@@ -187,7 +187,7 @@ def test_members_under_the_caps_import(tmp_path: Path) -> None:
         check_zip_members(log, member_cap=10)
 
 
-# ---------------------------------------------------------------- SPEC §17: every model turn, scores, stops
+# ---------------------------------------------------------------- docs/concepts/shown.md: every model turn, scores, stops
 
 
 def _payloads(db: Path) -> dict[str, list[object]]:

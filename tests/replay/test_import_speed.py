@@ -68,7 +68,7 @@ JUDGMENTS: list[dict[str, Any]] = [
 AUDIT = "provider\tqid\tsemantic_match\nalpha\tq1\t TRUE \nbeta\tq1\t0\n"
 
 # computed with the importer before the speed work (commit 734d1a0); re-pinned when imports gained surface_chars
-# (SPEC §17: written through the trajectory builder), the only change to their payloads
+# (docs/concepts/shown.md: written through the trajectory builder), the only change to their payloads
 PINNED_ALL = "f2ac8d6bf1e9b474b931455b9bc386dded85ab6c8ca2d6140f1298fe5f600b49"
 PINNED_IDS = {
     "dataset.question@dataset:imported": "1f476e76-5f75-5395-b848-84733cfd0d25",

@@ -1,4 +1,4 @@
-"""Judge runs against the sandbox judge over events built with the store's own structs (SPEC §4)."""
+"""Judge runs against the sandbox judge over events built with the store's own structs (docs/concepts/judge.md)."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ async def test_full_judge_run(store: Path, app: Any) -> None:
         for key, v in got.items():
             assert v.raw_digest is not None and log.has_blob(v.raw_digest), key
             assert v.latency_ms > 0 and v.usage.input_tokens > 0, key
-            # SPEC §13: the provider's time and our own waits, each within the total
+            # docs/reference/prices.md: the provider's time and our own waits, each within the total
             assert isinstance(v.provider_ms, float) and isinstance(v.queue_ms, float), key
             assert 0 < v.provider_ms <= v.latency_ms and 0 <= v.queue_ms <= v.latency_ms, key
     url = {u: f"t1|{normalize_url(u)}" for u, _, _ in DOCS}

@@ -1,4 +1,4 @@
-"""The judge sees the same document text the answer model saw (SPEC §2/§4), on a real recorded sandbox run."""
+"""The judge sees the same document text the answer model saw (docs/concepts/protocol.md), on a real recorded sandbox run."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def test_prompt_file_judge_run_recorded_and_reported(tmp_path: Path, capsys: pyt
         ('name = "x"\nsystem = "s"\nuser = "{question} {colour}"\n', "unknown template field {colour}"),
         ('name = "x"\nsystem = "s"\nuser = "{question"\n', "not a valid template"),
         ('name = "x"\nsystem = "s"\nuser = "{0} {document}"\n', "not a valid template ({0}"),
-        # SPEC §20: plain fields only (these loaded, then failed or ate memory when formatted), {document} required
+        # docs/concepts/security.md: plain fields only (these loaded, then failed or ate memory when formatted), {document} required
         ('name = "x"\nsystem = "s"\nuser = "{question:>30000000} {document}"\n', "{question:>30000000}"),
         ('name = "x"\nsystem = "s"\nuser = "{document:d}"\n', "no conversion or format spec"),
         ('name = "x"\nsystem = "s"\nuser = "{document!z}"\n', "not a valid template"),

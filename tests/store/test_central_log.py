@@ -1,4 +1,4 @@
-"""One log for many writers (SPEC §22): segments shipped by real processes to one PostgreSQL log, replicas pulled
+"""One log for many writers (docs/how-to/scale.md): segments shipped by real processes to one PostgreSQL log, replicas pulled
 from it and verified, a shipper killed mid-batch, payload bytes through `json`, passwords never shown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Read sessions on `<db>.sock` read the store and nothing else, within bounds (SPEC §20)."""
+"""Read sessions on `<db>.sock` read the store and nothing else, within bounds (docs/concepts/security.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §22 segments and merge: a run recorded as two shards (the same run id, disjoint cells) and judged and graded in
+"""docs/how-to/scale.md segments and merge: a run recorded as two shards (the same run id, disjoint cells) and judged and graded in
 each segment, merged, reports what the same run recorded in one process reports (every value but latencies), in
 either merge order; merging again adds nothing; a segment holding an event id with other bytes stops the merge."""
 

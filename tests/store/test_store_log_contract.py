@@ -1,6 +1,6 @@
 """Contract tests of EventLog on real DuckDB files: round trip, idempotency, atomicity, concurrency, blobs, reads.
 
-The parts that make an append-only log with a chain hold for the central PostgreSQL log too (SPEC §22): those
+The parts that make an append-only log with a chain hold for the central PostgreSQL log too (docs/how-to/scale.md): those
 tests take `opener`, run once on a DuckDB file and once on a PostgreSQL database of the session's server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The explorer's JSON API (SPEC §16) over a real demo store, in process through httpx's ASGI transport."""
+"""The explorer's JSON API (docs/how-to/explorer.md) over a real demo store, in process through httpx's ASGI transport."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_judge_compare_and_the_read_only_sql_box(demo_db: Path) -> None:
         ("POST", "/api/sql", {"sql": "DELETE FROM events"}), ("POST", "/api/sql", {"sql": "SELECT * FROM nope"}))
     c = same.json()
     assert c["disagreeing"] == 0 and c["items"] == jruns.json()[0]["verdicts"]
-    # the SPEC §12 comparison of `judge compare`: a run against itself agrees everywhere
+    # the docs/concepts/statistics.md comparison of `judge compare`: a run against itself agrees everywhere
     comp = c["comparison"]
     assert comp["a"] == comp["b"] == jr and comp["items_valid_in_both"] == c["valid_in_both"] > 0
     assert len(c["rows"]) == 50 and {r["status"] for r in c["rows"]} <= {"agree", "invalid in A"}  # one page of 50
@@ -102,7 +102,7 @@ def test_judge_compare_and_the_read_only_sql_box(demo_db: Path) -> None:
     assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
     assert ok.json() == {"columns": ["provider", "n"], "rows": [["brave", 6], ["firecrawl", 6], ["tavily", 6]],
                          "truncated": False}
-    assert refused.status_code == 400 and "read-only" in refused.json()["error"]  # SPEC §20: refused is a 4xx
+    assert refused.status_code == 400 and "read-only" in refused.json()["error"]  # docs/concepts/security.md: refused is a 4xx
     assert broken.status_code == 400 and "nope" in broken.json()["error"] and broken.json()["rows"] == []
     assert demo_db.read_bytes() == before
 
@@ -117,7 +117,7 @@ def test_pages_are_served_by_the_app_with_a_strict_policy(demo_db: Path, url: st
 
 
 def test_every_count_of_the_report_is_the_total_of_the_items_behind_it(demo_db: Path) -> None:
-    """SPEC §19: `/api/items` for each linked count of each provider answers exactly that many rows in all."""
+    """docs/how-to/compare.md: `/api/items` for each linked count of each provider answers exactly that many rows in all."""
     rep, links = (r.json() for r in get_all(demo_db, ("GET", "/api/report", None), ("GET", "/api/report-links", None)))
     asks = []
     for arm, block in rep["providers"].items():

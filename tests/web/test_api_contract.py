@@ -1,4 +1,4 @@
-"""SPEC §20 contract holes of the explorer: unknown filter values, refused SQL and a store of several runs."""
+"""docs/concepts/security.md contract holes of the explorer: unknown filter values, refused SQL and a store of several runs."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: Vie
     page.get_by_test_id("sql-result").get_by_role("alert").wait_for()
     assert "read-only" in page.get_by_test_id("sql-result").inner_text()
     page.close()
-    # the refused statement is a 400 (SPEC §20), which the browser logs once; nothing else went wrong
+    # the refused statement is a 400 (docs/concepts/security.md), which the browser logs once; nothing else went wrong
     assert refused == [f"{server}/api/sql"]
     assert problems == ["console error: Failed to load resource: the server responded with a status of 400 (Bad Request)"]
 
@@ -116,7 +116,7 @@ def test_the_report_page_stays_readable_400_px_wide(server: str, view: View, bro
 
 
 def test_the_report_of_a_store_of_several_runs_offers_the_runs(demo_db: Path, browser: object, tmp_path: Path) -> None:
-    """SPEC §20: not a 400 on a multi-run store; the view names the runs, and reports the one chosen."""
+    """docs/concepts/security.md: not a 400 on a multi-run store; the view names the runs, and reports the one chosen."""
     db = tmp_path / "two.duckdb"
     shutil.copyfile(demo_db, db)
     trace = tmp_path / "t.jsonl"

@@ -1,4 +1,4 @@
-"""SPEC §19 in a real headless Chromium: the report page's every count opens the items it counts (as many as it
+"""docs/how-to/compare.md in a real headless Chromium: the report page's every count opens the items it counts (as many as it
 says), judge compare shows the disagreements of two judge runs that differ, a runaway trajectory stays bounded,
 every page fits 400 px without horizontal scrolling; no console error, no request leaves the app."""
 

@@ -1,6 +1,6 @@
 """A hostile page in a real Chromium (Debian's, through Playwright), served by a second local server on another
 port, while the user has `view` open (its cookie set) and a proxy records: it reads nothing from `view` and makes
-the proxy call nothing upstream; a DNS-rebound name (foreign Host) gets 421 (SPEC §20)."""
+the proxy call nothing upstream; a DNS-rebound name (foreign Host) gets 421 (docs/concepts/security.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §20 against the three real servers on 127.0.0.1 (`view`, `proxy`, the sandbox as `sandbox serve` runs it):
+"""docs/concepts/security.md against the three real servers on 127.0.0.1 (`view`, `proxy`, the sandbox as `sandbox serve` runs it):
 Host allow-list, same-origin only, JSON bodies, the view's token, body / nesting / header caps, over raw sockets."""
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_verify_reports_what_the_command_prints(demo_db: Path, tmp_path: Path) -
     assert result.ok and result.stale == [] and result.rebuild_error is None
     code, out, _ = run_cli("verify", "--db", str(store))
     assert code == 0 and out == f"{store}: {result.log_line}; {result.segment}\n"
-    assert result.segment.startswith("segment ") and " on " in result.segment  # SPEC §22: the store's segment
+    assert result.segment.startswith("segment ") and " on " in result.segment  # docs/how-to/scale.md: the store's segment
     con = duckdb.connect(str(store))
     con.execute("UPDATE proj.search_results SET rank = 99")
     con.close()

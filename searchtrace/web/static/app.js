@@ -459,7 +459,7 @@ async function viewReport() {
     if (names.some((n) => arms[n][key] !== undefined)) body.push(h("tr", {}, h("td", {}, label), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key)))));
   }
   const sections = [h("h2", {}, `Per ${rep.by || "provider"}`), h("div", { class: "wide" }, h("table", { class: "list report", "data-testid": "report-table" }, h("thead", {}, head), h("tbody", {}, body)))];
-  // paired differences (SPEC §18): A − B over the questions both ran, with p and Holm's adjustment
+  // paired differences (docs/concepts/statistics.md): A − B over the questions both ran, with p and Holm's adjustment
   const comp = rep.paired || {};
   const pairs = Object.keys(comp).sort().filter((k) => comp[k].accuracy_diff !== undefined);
   if (pairs.length) {
@@ -475,7 +475,7 @@ async function viewReport() {
           h("td", { class: "num" }, nc(fmt(c.surface_support_rate_diff), "difference")), h("td", { class: "num" }, nc(interval(c.surface_support_rate_diff_ci) || "–", "interval")),
           h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p), "p-value")), holm ? h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p_holm), "p-value")) : null); })))));
   }
-  // judge-error correction (SPEC §18), when the judge run has human labels
+  // judge-error correction (docs/concepts/statistics.md), when the judge run has human labels
   const fixed = names.filter((n) => arms[n].surface_support_rate_corrected !== undefined);
   if (fixed.length) {
     const rows = [];
@@ -591,7 +591,7 @@ async function viewCompare(params) {
       h("span", { class: `chip ${d.disagreeing ? "bad" : ""}`, "data-testid": "disagreeing", "data-count": d.disagreeing }, `${fmt(d.disagreeing)} disagree`)),
     h("p", { "data-testid": "kappa" }, Object.entries(d.comparison.labels).map(([l, s]) =>
       chip(`${l}: agreement ${s.agreement === null ? "–" : s.agreement.toFixed(3)}, κ ${s.kappa === null ? "–" : s.kappa.toFixed(3)} (n ${fmt(s.n)})`))),
-    h("p", { class: "muted" }, "Agreement as `searchtrace judge compare` counts it (SPEC §12): over the items with a valid verdict in both runs, per label. Disagreeing items first."),
+    h("p", { class: "muted" }, "Agreement as `searchtrace judge compare` counts it (docs/concepts/statistics.md): over the items with a valid verdict in both runs, per label. Disagreeing items first."),
     rows, pager(offset, PAGE, d.items, (o) => go("/compare", { a, b, offset: o })));
 }
 

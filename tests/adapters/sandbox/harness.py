@@ -27,7 +27,7 @@ def app_client(**kw: Any) -> httpx.AsyncClient:
 
 
 async def search(client: httpx.AsyncClient, provider: str, query: str, n: int = 10) -> list[dict[str, Any]]:
-    """One search through the provider's wire format, normalised like SPEC §2 (rank, title, url, snippet)."""
+    """One search through the provider's wire format, normalised like docs/concepts/protocol.md (rank, title, url, snippet)."""
     b = base_urls(ROOT)
     if provider == "brave":
         r = await client.get(f"{b['brave']}/res/v1/web/search", params={"q": query, "count": n}, headers=HEADERS["brave"])

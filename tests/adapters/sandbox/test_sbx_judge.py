@@ -1,4 +1,4 @@
-"""The sandbox judge: SPEC §4 JSON, deterministic and honest about the one document it is shown."""
+"""The sandbox judge: docs/concepts/judge.md JSON, deterministic and honest about the one document it is shown."""
 
 from __future__ import annotations
 
