@@ -272,8 +272,9 @@ def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
     if tid in answers:
         root_attrs["searchtrace.semantic_match"] = answers[tid]
     epoch = epoch_of(started)
-    root = Span(trace_id=trace_id, span_id=root_id, kind=1, attrs=root_attrs,
-                name=f"{started.qid} · {started.provider}" + (f" · epoch {epoch}" if epoch > 1 else ""),
+    name = f"{started.qid} · {started.provider}" + (f" · epoch {epoch}" if epoch > 1 else "")
+    root_attrs["langfuse.trace.name"] = name  # Langfuse's trace name (Phoenix takes the root span's name)
+    root = Span(trace_id=trace_id, span_id=root_id, kind=1, attrs=root_attrs, name=name,
                 start_ns=min([s.start_ns for s in spans] + [1000 * events[0][1]]),
                 end_ns=max([s.end_ns for s in spans] + [1000 * events[-1][1]]),
                 resource=resource, status=2 if fin is not None and fin.reason == "error" else 0,

@@ -181,6 +181,8 @@ def test_a_pb_file_is_one_export_request_and_imports_back_with_the_latencies(tmp
     assert {kv.key: kv.value.string_value for kv in req.resource_spans[0].resource.attributes
             }["openinference.project.name"] == "p"
     assert all(s.end_time_unix_nano > s.start_time_unix_nano for s in spans)
+    misuse = run_cli("export", "--db", str(db), "--out", str(tmp_path / "out"), "--project", "p")
+    assert misuse.code == 2 and "--project applies to --otlp" in misuse.err and not (tmp_path / "out").exists()
     back = tmp_path / "back.duckdb"
     imp = run_cli("import", "--db", str(back), "--from", "otel", str(pb))
     assert imp.code == 0, imp.err
