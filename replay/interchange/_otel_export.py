@@ -7,8 +7,8 @@ reason, the partition counts of the judge run as `searchtrace.partition.<cell>`)
 reply bodies as OpenInference `input.value` / `output.value`, so an import gets the exact messages back) and one
 `execute_tool` span per search (its results as `gen_ai.tool.call.result`, one `searchtrace.verdict` span event per
 judged result) or fetch (the page). Trace and span ids are digests of event ids. Each step's span lasts its
-recorded latency and ends at its event's recorded time, or just before the next step when events were committed
-together (`_timeline`); the resource names the Phoenix project (`openinference.project.name`). The verdicts are also
+recorded latency and ends at its event's recorded time, or when the next step started if that is earlier (events
+committed together share one time; `_timeline`); the resource names the Phoenix project (`openinference.project.name`). The verdicts are also
 Phoenix span annotations (`phoenix_annotations`), built from the same span events.
 """
 
