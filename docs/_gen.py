@@ -9,7 +9,9 @@ What it writes (never edit these by hand; docs/contributing.md says so):
   defaults and the comments and docstrings the code gives them;
 - docs/reference/report.schema.json: the JSON Schema of the report's typed model (msgspec.json.schema);
 - docs/_generated/judge-prompt.md: the built-in judge prompt and its verdict schema (included by
-  docs/how-to/rejudge.md and docs/concepts/judge.md).
+  docs/how-to/rejudge.md and docs/concepts/judge.md);
+- docs/_generated/config-example.toml: the run config template `searchtrace record --example` prints (included by
+  docs/reference/config.md).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def cli_page() -> str:
         if help_text:
             parts.append(help_text.strip() + "\n\n")
         parts.append("```text\n" + "Usage: " + full + " " + " ".join(cmd.collect_usage_pieces(ctx)) + "\n```\n\n")
-        params = [p for p in cmd.get_params(ctx) if not getattr(p, "hidden", False) and p.name != "help"]
+        params = [p for p in cmd.get_params(ctx) if not getattr(p, "hidden", False) and "--help" not in getattr(p, "opts", ())]
         if params:
             parts.append("| option | type | default | what |\n|---|---|---|---|\n")
             for p in params:
@@ -242,6 +244,12 @@ def judge_prompt_page() -> str:
             f"```json\n{schema}\n```\n")
 
 
+def config_example() -> str:
+    from searchtrace.engine._config import EXAMPLE_CONFIG
+
+    return EXAMPLE_CONFIG
+
+
 def outputs() -> dict[Path, str]:
     """Every generated file and its content, as the code says now."""
     return {
@@ -249,6 +257,7 @@ def outputs() -> dict[Path, str]:
         DOCS / "reference" / "events.md": events_page(),
         DOCS / "reference" / "report.schema.json": report_schema(),
         DOCS / "_generated" / "judge-prompt.md": judge_prompt_page(),
+        DOCS / "_generated" / "config-example.toml": config_example(),
     }
 
 
