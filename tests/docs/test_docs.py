@@ -49,7 +49,7 @@ class Block:
     arg: str  # the reason, or the file name
 
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page}:{self.line}"
 
 
 def expand(body: str) -> str:
