@@ -30,10 +30,10 @@ demo: $(DEMO_STAMP)
 # The user manual (MkDocs Material) on 127.0.0.1:8000; `docs-build` is the strict build `make test` runs first (a
 # broken link, a page left out of the nav or a missing include fails it), into the virtualenv, not the tree.
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
 
 docs-build: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
