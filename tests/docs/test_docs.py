@@ -8,6 +8,8 @@ import importlib.util
 import json
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,3 +248,26 @@ def test_the_readme_is_a_short_front_door() -> None:
     assert "make demo" in text and "make test" in text and "docs/trajectory.png" in text
     for target in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / target).exists(), target
+
+
+def test_the_pydantic_ai_guide_records_through_the_proxy(tmp_path: Path) -> None:
+    """The guide's agent, as written, against `proxy --upstream sandbox`: one trajectory, answered and recorded."""
+    pytest.importorskip("pydantic_ai.models.openai")
+    from tests.proxy.support import proxy, streams, write_questions
+
+    [code] = [b.body for b in blocks(DOCS / "how-to" / "pydantic-ai.md") if b.lang == "python"]
+    qfile = tmp_path / "questions.jsonl"
+    [row] = write_questions(qfile, 1)
+    db = tmp_path / "runs.duckdb"
+    script = tmp_path / "agent.py"  # its own process: the framework's event loop and clients are not the test's
+    with proxy(db, qfile, "pydantic-ai") as p:
+        script.write_text(code.replace('"http://127.0.0.1:8790"', repr(p.url))
+                          + f"\nprint(answer('brave', {row['qid']!r}, {row['question']!r}))\n", encoding="utf-8")
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    final = done.stdout.strip().splitlines()[-1]
+    [(stream, events)] = streams(db).items()
+    payloads = [payload for _, _, payload in events]
+    types = [str(type(x).__struct_config__.tag) for x in payloads]
+    assert stream.endswith(f":brave:{row['qid']}") and "search.result" in types and "model.responded" in types
+    assert types[-2:] == ["answer.final", "trajectory.finished"] and getattr(payloads[-2], "text", None) == final
