@@ -144,6 +144,18 @@ def test_every_code_block_runs_or_says_why_not(tmp_path: Path, monkeypatch: pyte
             ran[kind] = ran.get(kind, 0) + 1
     assert (tmp_path / "searchtrace-demo" / "demo.duckdb").is_file()
     assert ran["shell"] >= 10 and ran["python"] >= 5 and ran["file"] >= 3, ran
+    assert undocumented_report_keys(tmp_path / "searchtrace-demo" / "demo.duckdb", tmp_path / "prices-example.toml") == []
+
+
+def undocumented_report_keys(db: Path, prices: Path) -> list[str]:
+    """Every key of a provider block (priced, with intervals) is defined on the metrics or statistics page."""
+    ran = run_cli("report", "--db", str(db), "--json", "--bootstrap", "50", "--prices", str(prices))
+    assert ran.code == 0, ran.err
+    blocks = json.loads(ran.out)["providers"].values()
+    keys = {re.sub(r"_(ci|n_eff|ci_undefined)$", "", k) for block in blocks for k in block}
+    assert len(keys) > 40
+    pages = "".join((DOCS / "concepts" / name).read_text(encoding="utf-8") for name in ("metrics.md", "statistics.md"))
+    return sorted(k for k in keys if f"`{k}`" not in pages)
 
 
 def test_the_block_checks_can_fail(tmp_path: Path) -> None:
