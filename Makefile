@@ -1,10 +1,19 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two install stamps, so `make demo` then `make test` (or the reverse) work in one .venv: the demo needs only the
+# default dependencies (`pip install -e .`: no Ray, Playwright, mypy or Inspect); the tests, lint, type check, docs
+# and benchmarks need the dev and extra sets on top. The full install implies the demo's.
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed-dev
 BROWSER := $(VENV)/.browser
 POSTGRES := $(VENV)/.postgres
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test docs docs-build lint typecheck bench clean
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $(DEMO_STAMP)
 
 # The postgres and ray extras are part of the development install (mypy checks store/_postgres.py against psycopg's
 # types and pipeline/_ray*.py against ray's; the Ray tests start a local two-raylet cluster); the default install
@@ -13,10 +22,18 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,postgres,ray]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/searchtrace demo
+
+# The user manual (MkDocs Material) on 127.0.0.1:8000; `docs-build` is the strict build `make test` runs first (a
+# broken link, a page left out of the nav or a missing include fails it), into the virtualenv, not the tree.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -50,7 +67,7 @@ $(POSTGRES):
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
 # and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
-test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck
+test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck docs-build
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
 		{ tail -40 $(VENV)/collect.log; exit 1; }
