@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         MiB,
         bind_local,
         json_too_deep,
+        refusal,
         serve_local,
     )
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
@@ -94,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "json_too_deep": "searchtrace.adapters._local_server",
     "bind_local": "searchtrace.adapters._local_server",
     "serve_local": "searchtrace.adapters._local_server",
+    "refusal": "searchtrace.adapters._local_server",
     "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
@@ -181,6 +183,7 @@ __all__ = [
     "Tools",
     "base_url_problem",
     "bind_local",
+    "refusal",
     "build_chat",
     "chat_messages",
     "build_fetcher",
