@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import CancelScope
+from anyio import CancelScope
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
