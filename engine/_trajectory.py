@@ -30,6 +30,7 @@ from searchtrace.store import (
     SearchStatus,
     ToolCall,
     ToolRefused,
+    ToolCalled,
     TrajectoryFinished,
     TrajectoryReason,
     TrajectoryStarted,
@@ -250,6 +251,14 @@ class Builder:
 
     def refused(self, *, call_id: str, iteration: int, name: str, arguments: str, reason: str) -> ToolRefused:
         p = ToolRefused(call_id=call_id, iteration=iteration, name=name, arguments=arguments, reason=reason)
+        self._add(p)
+        return p
+
+    def tool(self, *, call_id: str, name: str, arguments: str, status: str, result: bytes | None, latency_ms: float,
+             iteration: int | None = None) -> ToolCalled:
+        """A call of another tool (neither search nor fetch) with its raw result as a blob."""
+        p = ToolCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration, name=name,
+                       arguments=arguments, status=status, result_digest=self.blob(result), latency_ms=latency_ms)
         self._add(p)
         return p
 
