@@ -8,16 +8,21 @@ from typing import TYPE_CHECKING
 from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
-    from searchtrace.engine.mcp._serve import serve
+    from searchtrace.engine.mcp._serve import serve, wrap
+    from searchtrace.engine.mcp._wrap import Outcome
 
 
 # exported name -> defining module, imported on first use (the SDK loads only when a command needs it)
 _EXPORTS: dict[str, str] = {
     "serve": "searchtrace.engine.mcp._serve",
+    "wrap": "searchtrace.engine.mcp._serve",
+    "Outcome": "searchtrace.engine.mcp._wrap",
 }
 
 __all__ = [
+    "Outcome",
     "serve",
+    "wrap",
 ]
 
 

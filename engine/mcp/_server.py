@@ -21,10 +21,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from starlette.requests import Request
 
-import searchtrace.engine.proxy._routes as routes
 from searchtrace.adapters import Fetcher, FetchResponse, SearchProvider, SearchResponse
 from searchtrace.engine._agent import final_answer, key_rejected, record_fetch, record_search
-from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine._record import code_version
 from searchtrace.engine._tools import (
     FETCH_PAGE,
@@ -36,21 +34,13 @@ from searchtrace.engine._tools import (
     plan,
     refusal_content,
 )
+from searchtrace.engine.mcp._select import QUESTION_ARG, one_trajectory, selection
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
 
 FINAL_ANSWER = "final_answer"
-QUESTION_ARG = "question"
 NAME = "searchtrace"
 _encode = msgspec.json.Encoder(order="sorted")
 log = structlog.get_logger("searchtrace.mcp")
-
-
-class Selection(msgspec.Struct, frozen=True):
-    """The trajectory an HTTP request names: provider, qid and epoch (path `/t/<provider>/<qid>/mcp` or header)."""
-
-    provider: str
-    qid: str
-    epoch: int = 1
 
 
 def tools(*, by_question: bool) -> list[types.Tool]:
@@ -127,20 +117,10 @@ class McpTools:
                 return None, sel[1]
             t, why = self.recorder.lookup(sel.provider, sel.qid, sel.epoch)
             return t, why or ""
-        if self.chosen is not None:
-            return self.chosen, ""
-        qid = self.qid
-        if qid is None:
-            text = arguments.get(QUESTION_ARG)
-            if not isinstance(text, str) or not text.strip():
-                return None, (f"name the question first: pass `{QUESTION_ARG}` (its text, word for word) with this "
-                              "call, or start the server with --qid")
-            qid = next((q.qid for q in self.recorder.questions.values() if q.question.strip() == text.strip()), None)
-            if qid is None:
-                return None, f"no question of run {self.recorder.run_id!r} reads {text.strip()[:120]!r}"
-        t, why = self.recorder.lookup(self.provider, qid, 1)
-        self.chosen = t
-        return t, why or ""
+        if self.chosen is None:
+            self.chosen, why = one_trajectory(self.recorder, self.provider, self.qid, arguments)
+            return self.chosen, why
+        return self.chosen, ""
 
     # -- calls --------------------------------------------------------------------------------------------------
 
@@ -196,23 +176,4 @@ class McpTools:
         return _result(f"Recorded the final answer of trajectory {t.trajectory_id}.")
 
 
-def selection(request: Request | Mapping[str, Any]) -> Selection | tuple[int, str]:
-    """The trajectory an HTTP request names, or why it names none (HTTP status, one line). `request`: a Request or
-    an ASGI scope."""
-    scope = request.scope if isinstance(request, Request) else request
-    raw = scope.get("raw_path") or scope.get("path", "").encode()
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    try:
-        sel = routes.select(raw.decode("latin-1"), headers.get(routes.TRAJECTORY_HEADER))
-    except ValueError as exc:
-        return 400, str(exc)
-    if sel is None or sel.rest != "mcp":
-        return 404, ("no trajectory named: use http://127.0.0.1:PORT/t/<provider>/<qid>/mcp, or /mcp with header "
-                "X-Searchtrace-Trajectory: <provider>/<qid>")
-    epoch = routes.epoch_of(headers.get("x-searchtrace-epoch", "1"), MAX_EPOCHS)
-    if isinstance(epoch, str):
-        return 400, epoch
-    return Selection(sel.provider, sel.qid, epoch)
-
-
-__all__: Sequence[str] = ["FINAL_ANSWER", "McpTools", "Selection", "selection", "tools"]
+__all__: Sequence[str] = ["FINAL_ANSWER", "McpTools", "tools"]

@@ -82,3 +82,36 @@ def mcp(ctx: click.Context, db: Path, questions: str | None, run_id: str | None,
                           ready=ready, max_body=cap), backend="asyncio")
     click.echo(f"searchtrace mcp: stopped; {appended} events appended, {abandoned} open trajectories abandoned",
                err=True)
+
+
+@mcp.command("wrap", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@_db
+@_questions
+@_run_id
+@_provider
+@_qid
+@click.option("--max-result", default="16MiB", show_default=True, metavar="SIZE",
+              help="The largest JSON-RPC line read to be recorded (bytes, or KiB / MiB / GiB); a longer one is "
+                   "relayed unread and its call recorded as bad_response.")
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
+def wrap(db: Path, questions: str | None, run_id: str | None, provider: str | None, qid: str | None,
+         max_result: str, cmd: tuple[str, ...]) -> None:
+    """Relay stdio to another MCP server (the command after `--`) unchanged, recording its search tools' results
+    (brave_web_search, tavily_search, web_search_exa, firecrawl_search) as searches and other tools as
+    tool.called, into the trajectory of --qid (or of the question a call's `question` argument names)."""
+    run, qfile, prov = _check(run_id, questions, provider)
+    if not cmd:
+        raise BadInput("mcp wrap: no server command; give it after `--`, e.g. `-- npx -y firecrawl-mcp`")
+    cap = _size(max_result)
+    from searchtrace.pipeline import mcp_wrap
+
+    outcome, abandoned, appended = anyio.run(
+        lambda: mcp_wrap(db, qfile, run, provider=prov, cmd=list(cmd), qid=qid, max_frame=cap), backend="asyncio")
+    if outcome.fault is not None:
+        click.echo(f"searchtrace mcp wrap: error: {outcome.fault}; the trajectory finished with reason error, "
+                   f"{appended} events appended", err=True)
+        raise SystemExit(1)
+    click.echo(f"searchtrace mcp wrap: the server exited with code {outcome.exit_code}; {appended} events appended, "
+               f"{abandoned} open trajectories abandoned", err=True)
+    if outcome.exit_code:
+        raise SystemExit(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from searchtrace.adapters import (
     SANDBOX_KEY,
@@ -21,6 +22,9 @@ from searchtrace.adapters.sandbox import in_process
 from searchtrace.pipeline._live import live
 from searchtrace.pipeline._recording import sandbox_rows
 from searchtrace.store import BadInput
+
+if TYPE_CHECKING:  # the `mcp` extra's modules load only when a command runs
+    from searchtrace.engine.mcp import Outcome
 
 
 async def mcp_serve(db: Path, questions: str, run_id: str, *, provider: str, sandbox: bool, qid: str | None = None,
@@ -49,3 +53,15 @@ async def mcp_serve(db: Path, questions: str, run_id: str, *, provider: str, san
                            upstream="sandbox" if sandbox else "live", qid=qid, http=http, port=port,
                            rows=sandbox_rows(questions), reads=live, ready=ready,
                            **({"max_body": max_body} if max_body is not None else {}))
+
+
+async def mcp_wrap(db: Path, questions: str, run_id: str, *, provider: str, cmd: list[str], qid: str | None = None,
+                   max_frame: int | None = None) -> tuple[Outcome, int, int]:
+    """Relay stdio to the MCP server `cmd`, recording its calls as trajectories of run `run_id`, until it exits;
+    (how it ended, trajectories abandoned, events appended)."""
+    from searchtrace.engine.mcp import wrap
+
+    if not cmd:
+        raise BadInput("mcp wrap: no server command; give it after `--`, e.g. `-- npx -y firecrawl-mcp`")
+    return await wrap(db, questions, run_id, provider=provider, cmd=cmd, qid=qid, rows=sandbox_rows(questions),
+                      reads=live, **({"max_frame": max_frame} if max_frame is not None else {}))
