@@ -7,6 +7,8 @@ DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-dev
 BROWSER := $(VENV)/.browser
 POSTGRES := $(VENV)/.postgres
+NODE := $(VENV)/.node
+FIRECRAWL_MCP := firecrawl-mcp@3.22.2
 
 .PHONY: demo test docs docs-build lint typecheck bench clean
 
@@ -61,13 +63,23 @@ $(POSTGRES):
 	else echo "no PostgreSQL server and not root: install Debian's postgresql (apt-get install postgresql), else the central-log tests skip"; fi
 	@touch $@
 
+# The MCP relay's test runs the real firecrawl-mcp server from the npm registry under Debian's node
+# (tests/mcp/test_firecrawl_mcp.py), installed into $(VENV)/node (never a global install).
+$(NODE):
+	@if ! command -v npm >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; fi
+	@if command -v npm >/dev/null; then \
+		npm install --prefix $(VENV)/node --no-audit --no-fund --silent $(FIRECRAWL_MCP); \
+	else echo "no npm and not root: install Debian's nodejs and npm, else the firecrawl-mcp test skips"; fi
+	@touch $@
+
 # The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
 # tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
 # work stealing keeps the long tests from trailing at the end.
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
 # and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
-test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck docs-build
+test: $(STAMP) $(BROWSER) $(POSTGRES) $(NODE) lint typecheck docs-build
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
 		{ tail -40 $(VENV)/collect.log; exit 1; }

@@ -23,12 +23,17 @@ from searchtrace.store import EventLog
 CLI = "from searchtrace.cli import main; main()"
 
 
+def _env(db: Path) -> dict[str, str]:
+    """This environment with the fetch cache beside the store (not the user's)."""
+    return {**os.environ, "SEARCHTRACE_CACHE_DIR": str(db.parent / "cache")}
+
+
 def stdio_server(db: Path, questions: Path, run_id: str, *extra: str, provider: str = "brave") -> StdioServerParameters:
     """`searchtrace mcp --sandbox` as a stdio child of the SDK's client (this interpreter, this checkout)."""
     return StdioServerParameters(command=sys.executable,
                                  args=["-c", CLI, "mcp", "--db", str(db), "--questions", str(questions),
                                        "--run-id", run_id, "--provider", provider, "--sandbox", *extra],
-                                 env=dict(os.environ))
+                                 env=_env(db))
 
 
 class Server:
@@ -49,7 +54,7 @@ def http_server(db: Path, questions: Path, run_id: str, *extra: str, provider: s
     with log.open("ab") as err:
         proc = subprocess.Popen([sys.executable, "-c", CLI, "mcp", "--db", str(db), "--questions", str(questions),
                                  "--run-id", run_id, "--provider", provider, "--sandbox", "--http", "--port",
-                                 str(port), *extra], stdout=err, stderr=err)
+                                 str(port), *extra], stdout=err, stderr=err, env=_env(db))
     s = Server(proc, f"http://127.0.0.1:{port}", log)
     try:
         try:
