@@ -67,6 +67,27 @@ def http_server(db: Path, questions: Path, run_id: str, *extra: str, provider: s
             s.stop()
 
 
+@contextlib.contextmanager
+def sandbox_served() -> Iterator[dict[str, str]]:
+    """`searchtrace sandbox serve --port 0` in a child process: the `export NAME=VALUE` lines it printed."""
+    with subprocess.Popen([sys.executable, "-c", CLI, "sandbox", "serve", "--port", "0"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as proc:
+        try:
+            assert proc.stdout is not None
+            exports: dict[str, str] = {}
+            for line in proc.stdout:
+                if line.startswith("export "):
+                    name, _, value = line[len("export "):].strip().partition("=")
+                    exports[name] = value
+                if line.startswith("#   openai:"):  # the last example: everything is listening
+                    break
+            assert exports
+            yield exports
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
 async def scripted_agent(client: Client, question: str, extra: dict[str, Any] | None = None,
                          max_turns: int = 10) -> str | None:
     """The sandbox's scripted agent (the `record --sandbox` model) with the MCP server's tools as its tools: each

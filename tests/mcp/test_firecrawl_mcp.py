@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from searchtrace.adapters import normalize_url
-from tests.mcp.support import CLI, rows
+from tests.mcp.support import CLI, rows, sandbox_served
 from tests.proxy.support import write_questions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,22 +33,8 @@ pytestmark = pytest.mark.skipif(NODE is None or not SERVER.is_file(),
 
 @pytest.fixture(scope="module")
 def firecrawl_url() -> Iterator[str]:
-    """`searchtrace sandbox serve --port 0`: its Firecrawl base URL."""
-    with subprocess.Popen([sys.executable, "-c", CLI, "sandbox", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as proc:
-        try:
-            assert proc.stdout is not None
-            url = None
-            for line in proc.stdout:
-                if line.startswith("export SEARCHTRACE_FIRECRAWL_BASE_URL="):
-                    url = line.strip().partition("=")[2]
-                if line.startswith("#   openai:"):  # the last example: everything is listening
-                    break
-            assert url is not None
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with sandbox_served() as exports:
+        yield exports["SEARCHTRACE_FIRECRAWL_BASE_URL"]
 
 
 async def _search(params: StdioServerParameters, queries: list[str]) -> tuple[list[str], list[Any]]:
