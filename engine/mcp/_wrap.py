@@ -26,7 +26,8 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, Process
 
-from searchtrace.adapters import Endpoint, SearchAdapter, build_search, configured_secrets, scrub_bytes
+import searchtrace.engine.proxy._routes as routes
+from searchtrace.adapters import Endpoint, SearchAdapter, build_search, scrub_bytes
 from searchtrace.adapters._mcp_results import READERS, read_hits
 from searchtrace.engine.mcp._select import one_trajectory
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
@@ -146,12 +147,15 @@ class WrapSession:
         t = self._trajectory(call)
         if t is None or not t.open:
             return
-        secrets = configured_secrets()
+        # every configured key, and any the client sent in a key-named argument: scrubbed from the raw reply, and
+        # key-named arguments left out of what is stored (the recorder scrubs every stored string too)
+        secrets = routes.request_secrets({}, (), call.arguments, own=None)
         raw = scrub_bytes(raw, *secrets) if raw is not None else None
+        arguments: dict[str, Any] = routes.without_keys(call.arguments)
         latency_ms = (time.monotonic() - call.started) * 1000.0
         reader = READERS.get(call.name)
         if reader is None:
-            t.b.tool(call_id=f"t{t.b.built}", name=call.name, arguments=_enc.encode(call.arguments).decode(),
+            t.b.tool(call_id=f"t{t.b.built}", name=call.name, arguments=_enc.encode(arguments).decode(),
                      status="ok" if status == "ok" else "error", result=raw, latency_ms=latency_ms)
         else:
             hits = []
@@ -162,12 +166,12 @@ class WrapSession:
                 except ValueError as exc:
                     if status == "ok":
                         status, error = "bad_response", str(exc)[:500]
-            query = call.arguments.get("query")
-            params = {k: v for k, v in call.arguments.items() if k != "query"}
+            query = arguments.get("query")
+            params = {k: v for k, v in arguments.items() if k != "query"}
             t.b.search(query=query if isinstance(query, str) else _enc.encode(query).decode(), provider=reader.provider,
                        params=params, status=status, hits=hits, latency_ms=latency_ms, raw=raw, error=error,
                        provider_ms=latency_ms, queue_ms=0.0)
-        self.recorder.emit(t)
+        self.recorder.emit(t, secrets)
 
     def _trajectory(self, call: _Call) -> Traj | None:
         if self.traj is None:

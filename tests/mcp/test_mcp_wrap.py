@@ -16,11 +16,13 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from searchtrace.store import EventLog
 from tests.mcp.support import CLI, rows
 from tests.proxy.support import write_questions
 
 FAKE = Path(__file__).parent / "fake_server.py"
 FIXTURES = Path(__file__).parent / "fixtures"
+SECRET = "sk-client-secret-98765"  # a key the client sends as an argument: relayed, never stored
 
 
 def _wrapped(db: Path, qfile: Path, run_id: str, *extra: str, provider: str = "firecrawl") -> StdioServerParameters:
@@ -51,7 +53,7 @@ def wrapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[s
     qs = write_questions(qfile, 2)
     db = tmp / "w.duckdb"
     calls = [("firecrawl_search", {"query": "q"}), ("brave_web_search", {"query": "b", "count": 10}),
-             ("tavily_search", {"query": "t"}), ("web_search_exa", {"query": "e"}), ("echo", {"x": 1}),
+             ("tavily_search", {"query": "t"}), ("web_search_exa", {"query": "e"}), ("echo", {"x": 1, "apiKey": SECRET}),
              ("tavily_search", {"query": "garbled"}), ("firecrawl_search", {"query": "failing"}),
              ("web_search_exa", {"query": "malformed"}), ("tavily_search", {"query": "huge"})]
     params = _wrapped(db, qfile, "w", "--qid", qs[0]["qid"], "--max-result", "1MiB")
@@ -65,7 +67,7 @@ def test_the_relay_is_transparent(wrapped: tuple[Path, list[dict[str, str]], lis
     _, _, got, _ = wrapped
     fixture = json.loads((FIXTURES / "firecrawl_search.json").read_text())
     assert [c.text for c in got[0].content] == [c["text"] for c in fixture["result"]["content"]]
-    assert json.loads(got[4].content[0].text) == {"echo": {"x": 1}}
+    assert json.loads(got[4].content[0].text) == {"echo": {"x": 1, "apiKey": SECRET}}
     assert got[6].is_error and len(got[8].content[0].text) == 3 << 20
 
 
@@ -99,6 +101,13 @@ def test_other_tools_are_recorded_with_their_raw_result(wrapped: tuple[Path, lis
     assert [(p["name"], json.loads(p["arguments"]), p["status"]) for p in tools] == [("echo", {"x": 1}, "ok")]
     blob = rows(db, "SELECT count(*) FROM blobs WHERE sha256 = ?", [tools[0]["result_digest"]])
     assert blob == [(1,)]
+    log = EventLog(db, read_only=True)
+    try:
+        raw = log.get_blob(tools[0]["result_digest"])
+    finally:
+        log.close()
+    assert raw is not None and SECRET.encode() not in raw and b'"apiKey":"***"' in raw.replace(b" ", b"").replace(b"\\", b"")
+    assert rows(db, "SELECT count(*) FROM events WHERE payload::VARCHAR LIKE ?", [f"%{SECRET}%"]) == [(0,)]
 
 
 def test_the_session_ends_abandoned_when_the_client_leaves(wrapped: tuple[Path, list[dict[str, str]], list[Any], str]
