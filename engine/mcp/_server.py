@@ -21,6 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from starlette.requests import Request
 
+import searchtrace.engine.proxy._routes as routes
 from searchtrace.adapters import Fetcher, FetchResponse, SearchProvider, SearchResponse
 from searchtrace.engine._agent import final_answer, key_rejected, record_fetch, record_search
 from searchtrace.engine._record import code_version
@@ -133,6 +134,8 @@ class McpTools:
             return _result(f"Error: trajectory {t.trajectory_id!r} is finished (its final answer was given); "
                            "nothing more is recorded", error=True)
         arguments.pop(QUESTION_ARG, None)
+        secrets = routes.request_secrets({}, (), arguments, own=None)  # a key sent as an argument is never stored
+        arguments = routes.without_keys(arguments)
         if name == FINAL_ANSWER:
             return await self._final(t, arguments)
         iteration = t.b.iteration
@@ -143,7 +146,7 @@ class McpTools:
                                f"unknown tool {name!r} (tools: {SEARCH_WEB}, {FETCH_PAGE}, {FINAL_ANSWER})")
             t.b.refused(call_id=f"r{t.b.built}", iteration=iteration, name=name, arguments=todo.arguments,
                         reason=todo.reason)
-            self.recorder.emit(t)
+            self.recorder.emit(t, secrets)
             return _result(refusal_content(todo.reason), error=True)
         outcome: SearchResponse | FetchResponse
         self.recorder.begin(t, chat=False)
@@ -157,7 +160,7 @@ class McpTools:
                 assert isinstance(todo, FetchPlan)
                 outcome = await self.fetch.fetch(todo.doc.url, trace_id=t.trajectory_id)
                 text = record_fetch(t.b, FetchPlan(f"f{t.b.fetches + 1}", todo.doc), iteration, outcome)
-            self.recorder.emit(t)
+            self.recorder.emit(t, secrets)
         finally:
             self.recorder.end(t, chat=False)
         if key_rejected(outcome):  # every call would fail alike: the operator is told, the client gets the error

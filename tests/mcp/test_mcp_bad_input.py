@@ -82,7 +82,7 @@ def test_a_signal_finishes_the_stdio_trajectory_abandoned(qfile: Path, tmp_path:
     reply = json.loads(proc.stdout.readline())
     assert reply["id"] == 1 and not reply["result"]["isError"]
     _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                 "params": {"name": "fetch_page", "arguments": {"doc_id": "d999"}}})
+                 "params": {"name": "fetch_page", "arguments": {"doc_id": "d999", "api_key": "sk-sent-by-client-1234"}}})
     assert json.loads(proc.stdout.readline())["result"]["isError"]
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -94,3 +94,6 @@ def test_a_signal_finishes_the_stdio_trajectory_abandoned(qfile: Path, tmp_path:
     assert types[0] == "trajectory.started" and types[1] == "search.called" and "tool.refused" in types
     assert types[-1] == "trajectory.finished"
     assert rows(db, "SELECT payload->>'reason' FROM events WHERE type = 'trajectory.finished'") == [("abandoned",)]
+    refused = rows(db, "SELECT payload->>'arguments' FROM events WHERE type = 'tool.refused'")
+    assert refused == [('{"doc_id":"d999"}',)]  # the key the client sent is not kept
+    assert rows(db, "SELECT count(*) FROM events WHERE payload::VARCHAR LIKE '%sk-sent-by-client%'") == [(0,)]
