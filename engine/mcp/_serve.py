@@ -170,5 +170,8 @@ def http_app(tools: McpTools, manager: StreamableHTTPSessionManager, max_body: i
                 await send(message)
             return
         await manager.handle_request(scope, receive, send)
+        if scope.get("method") == "DELETE":  # the client ended its session: so ends its trajectory
+            assert not isinstance(sel, tuple)
+            await tools.left(sel)
 
     return LocalGuard(app, max_body=max_body)

@@ -35,7 +35,8 @@ from searchtrace.engine._tools import (
     plan,
     refusal_content,
 )
-from searchtrace.engine.mcp._select import QUESTION_ARG, one_trajectory, selection
+from searchtrace.engine._trajectory import trajectory_id
+from searchtrace.engine.mcp._select import QUESTION_ARG, Selection, one_trajectory, selection
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
 
 FINAL_ANSWER = "final_answer"
@@ -122,6 +123,18 @@ class McpTools:
             self.chosen, why = one_trajectory(self.recorder, self.provider, self.qid, arguments)
             return self.chosen, why
         return self.chosen, ""
+
+    async def left(self, sel: Selection) -> None:
+        """A client ended its HTTP session (DELETE): the trajectory it named, once its calls in flight are recorded,
+        finishes `abandoned` unless a final answer finished it already."""
+        t = self.recorder.trajs.get(trajectory_id(self.recorder.run_id, sel.provider, sel.qid, epoch=sel.epoch))
+        if t is None or not t.open:
+            return
+        t.closing = True
+        await self.recorder.settle(t)
+        if not t.finished:
+            t.b.finish("abandoned")
+            self.recorder.emit(t)
 
     # -- calls --------------------------------------------------------------------------------------------------
 

@@ -11,10 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
 from tests.builders import run_cli
-from tests.mcp.support import CLI, rows
+from tests.mcp.support import CLI, http_server, rows
 from tests.proxy.support import write_questions
 
 
@@ -97,3 +99,21 @@ def test_a_signal_finishes_the_stdio_trajectory_abandoned(qfile: Path, tmp_path:
     refused = rows(db, "SELECT payload->>'arguments' FROM events WHERE type = 'tool.refused'")
     assert refused == [('{"doc_id":"d999"}',)]  # the key the client sent is not kept
     assert rows(db, "SELECT count(*) FROM events WHERE payload::VARCHAR LIKE '%sk-sent-by-client%'") == [(0,)]
+
+
+async def _leave(url: str, question: str) -> None:
+    """One search, then the client ends its session (DELETE) without a final answer."""
+    async with Client(url, mode="legacy") as client:
+        assert not (await client.call_tool("search_web", {"query": question})).is_error
+
+
+def test_an_http_client_that_leaves_ends_its_trajectory(qfile: Path, tmp_path: Path) -> None:
+    db = tmp_path / "m.duckdb"
+    q = json.loads(qfile.read_text().splitlines()[0])
+    with http_server(db, qfile, "h") as server:
+        anyio.run(_leave, f"{server.url}/t/brave/{q['qid']}/mcp", q["question"])
+        assert server.stop() == 0
+    # finished when the session ended, so none was left open at the stop
+    assert server.log.read_text().strip().splitlines()[-1].endswith(" 0 open trajectories abandoned")
+    assert rows(db, "SELECT stream_id, payload->>'reason' FROM events WHERE type = 'trajectory.finished'") == [
+        (f"traj:h:brave:{q['qid']}", "abandoned")]
