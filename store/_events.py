@@ -240,7 +240,8 @@ class ToolRefused(_Body, tag="tool.refused"):
 
 class ToolCalled(_Body, tag="tool.called"):
     """A tool call that is neither a search nor a fetch, as a relayed MCP server answered it (`mcp wrap`): its
-    arguments and its raw result (a blob), kept for the explorer and for SQL; no judge item comes of it."""
+    arguments and its raw result (a blob), for SQL; no judge item comes
+    of it."""
 
     call_id: str
     iteration: int
