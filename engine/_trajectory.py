@@ -3,7 +3,9 @@ one fold every reader uses.
 
 The agent loop, the proxy and both importers write a trajectory through a `Builder`, so the same interaction gives
 the same payload bytes whichever path recorded it; transcript, replay, export, explorer and proxy restore read a
-trajectory back through `fold`.
+trajectory back through `fold`. It is also the one place keys an agent put in tool arguments or URLs are scrubbed
+(`scrub_named`: every payload, blob and request fingerprint; a URL before it is normalised, so its identity is the
+scrubbed URL's on every path).
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import RetryInfo, SearchHit, norm_url, url_domain
+from searchtrace.adapters import (
+    RetryInfo,
+    SearchHit,
+    norm_url,
+    scrub_named,
+    scrub_named_bytes,
+    scrub_named_text,
+    url_domain,
+)
 from searchtrace.store import (
     AnswerFinal,
     CallFailed,
@@ -73,12 +83,13 @@ class Attempts:
 
 
 def canonical(value: Any) -> bytes:
-    """The canonical JSON of a message or a tool list: the bytes its digest names (keys sorted)."""
-    return msgspec.json.encode(value, order="sorted")
+    """The canonical JSON of a message or a tool list, keys scrubbed: the bytes its digest names (keys sorted)."""
+    return scrub_named_bytes(msgspec.json.encode(value, order="sorted"))
 
 
 def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
-    """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks."""
+    """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks; of the
+    request as stored (keys scrubbed), so a replay built from what is stored compares equal."""
     return hashlib.sha256(canonical({"messages": messages, "tools": tools or []})).hexdigest()
 
 
@@ -113,13 +124,14 @@ class Builder:
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
     def _add(self, payload: Payload) -> None:
-        self.payloads.append(payload)
+        self.payloads.append(scrub_named(payload))  # the caller keeps what it built; the store gets it scrubbed
         self.built += 1
 
     def blob(self, data: bytes | None) -> str | None:
-        """Keep `data` as a blob; its digest (None for no data)."""
+        """Keep `data` as a blob, keys scrubbed; its digest (None for no data)."""
         if data is None:
             return None
+        data = scrub_named_bytes(data)
         d = digest(data)
         self.blobs.setdefault(d, data)
         return d
@@ -222,8 +234,8 @@ class Builder:
         return found
 
     def doc_of(self, url: str) -> str | None:
-        """The doc_id of the first result with this URL (§2 normalised), if any."""
-        return self.by_url.get(norm_url(url))
+        """The doc_id of the first result with this URL (keys scrubbed, then normalised), if any."""
+        return self.by_url.get(norm_url(scrub_named_text(url)))
 
     def fetch(self, *, url: str, status: FetchStatus, content: str | None, n_tokens: int, latency_ms: float,
               doc_id: str | None | msgspec.UnsetType = _UNSET, call_id: str | None = None,
@@ -235,6 +247,7 @@ class Builder:
         the same normalised URL unless given."""
         self.fetches += 1
         call_id = call_id or f"f{self.fetches}"
+        url = scrub_named_text(url)
         doc = self.doc_of(url) if isinstance(doc_id, msgspec.UnsetType) else doc_id
         self._add(FetchCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration,
                               doc_id=doc, url=url))
@@ -305,7 +318,9 @@ def _flag(value: bool) -> Any:
 
 
 def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
-    """One normalised hit as its `search.result` event (docs/concepts/protocol.md)."""
+    """One normalised hit as its `search.result` event (docs/concepts/protocol.md); keys scrubbed first, so its
+    normalised URL is the scrubbed URL's."""
+    hit = scrub_named(hit)
     return SearchResult(
         call_id=call_id,
         doc_id=doc_id,
