@@ -152,3 +152,41 @@ def test_spans_held_for_unnamed_traces_are_bounded_by_bytes(tmp_path: Path) -> N
         "t")
     events, _, rejected, _ = c.add(named)
     assert rejected == 0 and events and c.held_bytes < cap - (300 << 10)
+
+
+def test_a_failed_append_answers_503_and_the_retry_is_recorded(tmp_path: Path) -> None:
+    """What a request mapped is forgotten when the store refuses it (collect reads the store back), so the
+    exporter's retry records it rather than being taken for a repeat."""
+    import anyio
+
+    from searchtrace.pipeline._collecting import Receiver
+
+    async def main() -> tuple[int, int, int]:
+        with EventLog(tmp_path / "c.duckdb") as log:
+            collector = Collector("r", QUESTIONS, provider="tavily")
+            collector.restore(log)
+
+            class Flaky:
+                fails = 1
+
+                async def append(self, events: list[Any], blobs: list[bytes]) -> None:
+                    if self.fails:
+                        self.fails -= 1
+                        raise OSError("no room")
+                    log.append(events, blobs=blobs)
+
+            app = Receiver(collector, Flaky(), 1 << 20, log).app()  # type: ignore[arg-type]
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8123") as c:
+                first = (await c.post("/v1/traces", json=good_trace())).status_code
+                head = log.head
+                retry = (await c.post("/v1/traces", json=good_trace())).status_code
+            return first, head, retry
+
+    first, head, retry = anyio.run(main)
+    assert (first, head, retry) == (503, 0, 200)
+    with EventLog(tmp_path / "c.duckdb", read_only=True) as log:
+        collected = trajectories(log)
+    with EventLog(tmp_path / "i.duckdb") as log:
+        import_spans(log, [("t", decode_spans(json.dumps(good_trace()).encode(), "t"))], run_id="r",
+                     questions=QUESTIONS, provider="tavily")
+        assert collected == trajectories(log)
