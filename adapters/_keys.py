@@ -149,11 +149,15 @@ _KEY_SUFFIXES = ("apikey", "accesstoken", "secret", "password")
 # a query or fragment parameter (`?apikey=…`, `&token=…`, `#access_token=…`) and the password of a URL's user
 # information; then (a second pass, so a field holding a URL does not hide its parameters) a JSON string field
 # (`"api_key": "…"`, also as JSON quoted inside a JSON string: `\"api_key\": \"…\"`)
-_PARAM = (r"(?P<p>[?&#;])(?P<pn>[A-Za-z0-9_.%-]{1,64})=(?P<pv>[^&#;\s\"'<>\\]+)"
+# a name ending as every key name ends (is_key_name decides): the patterns match few places, so a scan is cheap
+_ENDS = r"(?:(?<=key)|(?<=token)|(?<=auth)|(?<=authorization)|(?<=bearer)|(?<=secret)|(?<=password))"
+_PARAM = (r"(?P<p>[?&#;])(?P<pn>[A-Za-z0-9_.%-]{1,64})" + _ENDS + r"=(?P<pv>[^&#;\s\"'<>\\]+)"
           r"|(?P<u>://[^/?#@\s:\"'<>\\]*:)(?P<uv>[^/?#@\s\"'<>\\]+)@")
-_FIELD = r"(?P<q>\\*\")(?P<fn>[A-Za-z0-9_.-]{1,64})(?P=q)\s*:\s*(?P=q)(?P<fv>[^\"\\]+)(?P=q)"
-_NAMED_TEXT = (re.compile(_PARAM), re.compile(_FIELD))
-_NAMED_BYTES = (re.compile(_PARAM.encode()), re.compile(_FIELD.encode()))
+_FIELD = r"(?P<q>\\*\")(?P<fn>[A-Za-z0-9_.-]{1,64})" + _ENDS + r"(?P=q)\s*:\s*(?P=q)(?P<fv>[^\"\\]+)(?P=q)"
+_WORDS = ("key", "token", "auth", "authorization", "bearer", "secret", "password")  # every key name ends so
+_WORDS_BYTES = tuple(w.encode() for w in _WORDS)
+_NAMED_TEXT = (re.compile(_PARAM, re.IGNORECASE), re.compile(_FIELD, re.IGNORECASE))
+_NAMED_BYTES = (re.compile(_PARAM.encode(), re.IGNORECASE), re.compile(_FIELD.encode(), re.IGNORECASE))
 
 
 def is_key_name(name: str) -> bool:
@@ -188,22 +192,42 @@ def _mark_bytes(m: re.Match[bytes]) -> bytes:
     return m.string[m.start(0):m.start(value)] + KEY_MARKER.encode() + m.string[m.end(value):m.end(0)]
 
 
+def _hinted(data: Any, words: tuple[Any, ...], strip: Any, seps: tuple[Any, Any], userinfo: tuple[Any, Any]) -> bool:
+    """Whether `data` may hold a match: a key word followed (past quotes and spaces) by `=` or `:`, or a URL with
+    user information. A few substring searches, so most texts skip the patterns."""
+    low = data.lower()
+    for w in words:
+        i = low.find(w)
+        while i >= 0:
+            i += len(w)
+            if low[i:i + 8].lstrip(strip)[:1] in seps:
+                return True
+            i = low.find(w, i)
+    return userinfo[0] in data and userinfo[1] in data
+
+
+_TEXT_HINT = (_WORDS, '\\" ', ("=", ":"), ("://", "@"))
+_BYTES_HINT = (_WORDS_BYTES, b'\\" ', (b"=", b":"), (b"://", b"@"))
+
+
 def scrub_named_text(text: str) -> str:
     """`text` with the value of every key-named URL parameter or JSON field, and every URL password, replaced by
     KEY_MARKER; the rest byte for byte as it was (a URL keeps its place in normalisation: scrub, then normalise)."""
-    if "=" in text or "@" in text:
-        text = _NAMED_TEXT[0].sub(_mark_text, text)
-    return _NAMED_TEXT[1].sub(_mark_text, text) if ":" in text else text
+    if not _hinted(text, *_TEXT_HINT):
+        return text
+    return _NAMED_TEXT[1].sub(_mark_text, _NAMED_TEXT[0].sub(_mark_text, text))
 
 
 def scrub_named_bytes(data: bytes) -> bytes:
     """`scrub_named_text` for raw bodies and blobs."""
-    if b"=" in data or b"@" in data:
-        data = _NAMED_BYTES[0].sub(_mark_bytes, data)
-    return _NAMED_BYTES[1].sub(_mark_bytes, data) if b":" in data else data
+    if not _hinted(data, *_BYTES_HINT):
+        return data
+    return _NAMED_BYTES[1].sub(_mark_bytes, _NAMED_BYTES[0].sub(_mark_bytes, data))
 
 
 def _has_named(data: bytes) -> bool:
+    if not _hinted(data, *_BYTES_HINT):
+        return False
     return any(_named_key(m) for pattern in _NAMED_BYTES for m in pattern.finditer(data))
 
 

@@ -87,10 +87,12 @@ def canonical(value: Any) -> bytes:
     return scrub_named_bytes(msgspec.json.encode(value, order="sorted"))
 
 
-def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None, *, scrub: bool = True) -> str:
     """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks; of the
-    request as stored (keys scrubbed), so a replay built from what is stored compares equal."""
-    return hashlib.sha256(canonical({"messages": messages, "tools": tools or []})).hexdigest()
+    request as stored (keys scrubbed), so a replay built from what is stored compares equal. `scrub=False` when
+    the caller knows no part of the request holds a key (the builder does: it scrubbed each message)."""
+    data = msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")
+    return hashlib.sha256(scrub_named_bytes(data) if scrub else data).hexdigest()
 
 
 class DocConflict(ValueError):
@@ -119,7 +121,8 @@ class Builder:
         self.last_reply: tuple[int, str] | None = None
         self._seen: list[Message] = []  # the last request's messages, with their digests ...
         self._seen_digests: list[str] = []  # ... so a growing conversation hashes (and hands over) each message once
-        self._tools: tuple[list[dict[str, Any]], str] | None = None  # the last tool list and its digest, likewise
+        self._seen_keys: list[bool] = []  # ... and whether each held a key (was changed by scrubbing)
+        self._tools: tuple[list[dict[str, Any]], str, bool] | None = None  # the last tool list, its digest, likewise
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
@@ -164,18 +167,22 @@ class Builder:
         # the same objects (the agent loop), or equal ones (the proxy decodes every request afresh)
         while keep < len(seen) and keep < len(messages) and (messages[keep] is seen[keep] or messages[keep] == seen[keep]):
             keep += 1
-        out = digests[:keep]
+        out, keys = digests[:keep], self._seen_keys[:keep]
         for m in messages[keep:]:
-            data = canonical(m)
+            raw = msgspec.json.encode(m, order="sorted")
+            data = scrub_named_bytes(raw)  # canonical(m)
             d = digest(data)
             self.blobs.setdefault(d, data)
             out.append(d)
-        self._seen, self._seen_digests = list(messages), out
+            keys.append(data != raw)
+        self._seen, self._seen_digests, self._seen_keys = list(messages), out, keys
         listed = tools or []
         if self._tools is None or not (self._tools[0] is listed or self._tools[0] == listed):
-            tools_digest = self.blob(canonical(listed))
-            assert tools_digest is not None
-            self._tools = (listed, tools_digest)
+            raw = msgspec.json.encode(listed, order="sorted")
+            data = scrub_named_bytes(raw)  # canonical(listed)
+            tools_digest = digest(data)
+            self.blobs.setdefault(tools_digest, data)
+            self._tools = (listed, tools_digest, data != raw)
         return list(out), self._tools[1]
 
     def model(self, *, text: str | None, tool_calls: Sequence[ToolCall] = (), usage: Usage, latency_ms: float,
@@ -191,8 +198,9 @@ class Builder:
         tools_digest: Any = _UNSET
         if messages is not None:
             request_messages, tools_digest = self.request(messages, tools)
-            if request_digest is None:
-                request_digest = request_sha256(messages, tools)
+            if request_digest is None:  # each message was scrubbed above: the whole needs it only if one held a key
+                held = any(self._seen_keys) or (self._tools is not None and self._tools[2])
+                request_digest = request_sha256(messages, tools, scrub=held)
         p = ModelResponded(iteration=self.turns, text=text, tool_calls=list(tool_calls), usage=usage,
                            latency_ms=latency_ms, finish_reason=finish_reason, raw_digest=self.blob(raw),
                            request_sha256=request_digest, request_messages=request_messages, tools_digest=tools_digest,
