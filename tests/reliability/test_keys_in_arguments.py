@@ -46,11 +46,12 @@ def files(*paths: Path) -> list[tuple[str, bytes]]:
     return out
 
 
-def everywhere(db: Path, tmp: Path, *more: Path) -> list[tuple[str, bytes]]:
+def everywhere(db: Path, tmp: Path, *more: Path, otlp_file: bool = True) -> list[tuple[str, bytes]]:
     """The store (its file bytes, every event column, every blob inflated) and its exports (folder and OTLP)."""
     out_dir, otlp = tmp / f"{db.stem}-export", tmp / f"{db.stem}.otlp.jsonl"
     assert run_cli("export", "--db", str(db), "--out", str(out_dir), "--blobs", str(tmp / f"{db.stem}-blobs")).code == 0
-    assert run_cli("export", "--db", str(db), "--otlp-file", str(otlp)).code == 0
+    if otlp_file:
+        assert run_cli("export", "--db", str(db), "--otlp-file", str(otlp)).code == 0
     texts = [*files(db, Path(f"{db}.wal"), out_dir, tmp / f"{db.stem}-blobs", otlp, *more), *store_texts(db)]
     assert len(texts) > 10
     return texts
@@ -192,3 +193,38 @@ def test_a_url_keeps_its_identity_once_scrubbed() -> None:
     assert scrub_named_text("https://u:" + KEYS["userinfo"] + "@h.example/p") == "https://u:***@h.example/p"
     for fine in ("https://h.example/?q=monkey&keyword=k&max_tokens=5", '{"query": "token economy", "tokens": "12"}'):
         assert scrub_named_text(fine) == fine
+
+
+def test_import_of_an_inspect_log_stores_no_key(tmp_path: Path) -> None:
+    """An Inspect log whose agent passed keys in its tool arguments and fetched a result URL holding one."""
+    inspect_log = pytest.importorskip("inspect_ai.log")
+    logs = Path(__file__).resolve().parents[1] / "data" / "inspect" / "logs"
+    log = inspect_log.read_eval_log(str(sorted(logs.glob("*.eval"))[0]))
+    planted = 0
+    for s in log.samples or []:
+        for e in s.events:
+            if e.event != "tool":
+                continue
+            if e.function == "web_search":
+                e.arguments["api_key"] = KEYS["api_key"]
+                result = json.loads(str(e.result))
+                for r in result["results"]:
+                    r["url"] = r["url"] + ("&" if "?" in r["url"] else "?") + f"token={KEYS['token']}"
+                e.result = json.dumps(result)
+                planted += 1
+            elif e.function == "read_page" and isinstance(e.arguments.get("url"), str):
+                u = e.arguments["url"]
+                e.arguments["url"] = u + ("&" if "?" in u else "?") + f"token={KEYS['token']}"
+    assert planted
+    path = tmp_path / "planted.json"
+    inspect_log.write_eval_log(log, str(path))
+    assert KEYS["token"].encode() in path.read_bytes()
+    db = tmp_path / "inspect.duckdb"
+    r = run_cli("import", "--db", str(db), "--from", "inspect", "--run-id", "i", str(path))
+    assert r.code == 0, r.err
+    with EventLog(db, read_only=True) as elog:
+        events = [e.payload for e in elog.read() if e.stream_id.startswith("traj:")]
+    assert any(isinstance(e, FetchCalled) and "token=***" in e.url and e.doc_id for e in events)
+    # (export --otlp-file of an Inspect-imported store fails on Inspect's tool-call shape today: not scanned here)
+    found = leaks(*everywhere(db, tmp_path, otlp_file=False), ("import output", (r.out + r.err).encode()))
+    assert not found, found
