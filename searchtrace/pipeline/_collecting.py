@@ -3,8 +3,9 @@
 It opens its run as `record` and `proxy` do (`run.started` with a `collect` config, then the questions of FILE);
 `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf (`application/x-protobuf`) or OTLP JSON
 (`application/json`), optionally gzip-encoded; its spans are mapped by `replay.interchange`'s `Collector` and
-committed before the reply (so an exporter's retry of an unanswered batch is a no-op: event ids come from span
-ids). The local-server guard of docs/concepts/security.md (loopback Host, no cross-site request, body and nesting caps) wraps it;
+committed before the reply (so an exporter's retry of an unanswered batch is a no-op, across restarts too: event
+ids come from span ids, and the collector reads its run's ids from the store). docs/reliability.md lists what each
+request gets (late spans and refused traces as OTLP partial success; 400, 413, 503). The local-server guard of docs/concepts/security.md (loopback Host, no cross-site request, body and nesting caps) wraps it;
 other processes read the file meanwhile through `<db>.sock`, as with `record` and `proxy`.
 """
 
