@@ -192,22 +192,30 @@ def _mark_bytes(m: re.Match[bytes]) -> bytes:
     return m.string[m.start(0):m.start(value)] + KEY_MARKER.encode() + m.string[m.end(value):m.end(0)]
 
 
-def _hinted(data: Any, words: tuple[Any, ...], strip: Any, seps: tuple[Any, Any], userinfo: tuple[Any, Any]) -> bool:
+def _hinted(data: Any, words: tuple[Any, ...], strip: Any, seps: tuple[Any, Any], userinfo: tuple[Any, Any],
+            short: re.Pattern[Any]) -> bool:
     """Whether `data` may hold a match: a key word followed (past quotes and spaces) by `=` or `:`, or a URL with
-    user information. A few substring searches, so most texts skip the patterns."""
+    user information. One small pattern on a short text, a few substring searches on a long one, so most texts
+    skip the patterns."""
     low = data.lower()
-    for w in words:
-        i = low.find(w)
-        while i >= 0:
-            i += len(w)
-            if low[i:i + 8].lstrip(strip)[:1] in seps:
-                return True
-            i = low.find(w, i)
+    if len(low) <= _SHORT:
+        if short.search(low):
+            return True
+    else:
+        for w in words:
+            i = low.find(w)
+            while i >= 0:
+                i += len(w)
+                if low[i:i + 8].lstrip(strip)[:1] in seps:
+                    return True
+                i = low.find(w, i)
     return userinfo[0] in data and userinfo[1] in data
 
 
-_TEXT_HINT = (_WORDS, '\\" ', ("=", ":"), ("://", "@"))
-_BYTES_HINT = (_WORDS_BYTES, b'\\" ', (b"=", b":"), (b"://", b"@"))
+_SHORT = 1024  # bytes up to which one pattern is cheaper than the substring searches
+_SHORT_HINT = r"(?:key|token|auth(?:orization)?|bearer|secret|password)[\\\" ]*[=:]"
+_TEXT_HINT = (_WORDS, '\\" ', ("=", ":"), ("://", "@"), re.compile(_SHORT_HINT))
+_BYTES_HINT = (_WORDS_BYTES, b'\\" ', (b"=", b":"), (b"://", b"@"), re.compile(_SHORT_HINT.encode()))
 
 
 def scrub_named_text(text: str) -> str:

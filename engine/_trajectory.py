@@ -127,7 +127,8 @@ class Builder:
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
     def _add(self, payload: Payload) -> None:
-        self.payloads.append(scrub_named(payload))  # the caller keeps what it built; the store gets it scrubbed
+        # the caller keeps what it built, the store gets it scrubbed (a result and a fetch were, from their hit and URL)
+        self.payloads.append(payload if isinstance(payload, SearchResult | FetchCalled) else scrub_named(payload))
         self.built += 1
 
     def blob(self, data: bytes | None) -> str | None:
@@ -225,7 +226,7 @@ class Builder:
                                query=query, provider=provider, params=params or {}))
         self.retried(retries, call_id)
         found: list[SearchResult] = []
-        for i, hit in enumerate(hits):
+        for i, hit in enumerate(scrub_named(list(hits))):  # keys scrubbed before URLs are normalised (one scan)
             doc_id = doc_ids[i] if doc_ids is not None else f"d{len(self.docs) + 1}"
             r = search_result(call_id, doc_id, hit)
             known = self.docs.get(doc_id)
@@ -326,9 +327,8 @@ def _flag(value: bool) -> Any:
 
 
 def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
-    """One normalised hit as its `search.result` event (docs/concepts/protocol.md); keys scrubbed first, so its
-    normalised URL is the scrubbed URL's."""
-    hit = scrub_named(hit)
+    """One normalised hit as its `search.result` event (docs/concepts/protocol.md); the hit comes scrubbed (the
+    builder's `search`), so its normalised URL is the scrubbed URL's."""
     return SearchResult(
         call_id=call_id,
         doc_id=doc_id,

@@ -727,18 +727,7 @@ class Collector:
     def _hold(self, trace_id: str, group: list[Span]) -> tuple[Trace | None, list[Span], int, str]:
         """Hold a new trace's spans until they name its question: (its trajectory once they do, the spans to map,
         spans rejected, why)."""
-        size = sum(_span_bytes(s) for s in group)
-        if self.n_held + len(group) > MAX_HELD_SPANS or self.held_bytes + size > self.max_held_bytes:
-            why = (f"trace {trace_id} has not named its {QID} / {PROVIDER} (nor a known question) and the spans held "
-                   f"for such traces would pass {MAX_HELD_SPANS} spans or {self.max_held_bytes} bytes; the trace is "
-                   "refused")
-            self._refuse(trace_id, why)
-            return None, [], len(group), why
-        held = self.held.setdefault(trace_id, [])
-        held.extend(group)
-        self.n_held += len(group)
-        self.held_bytes += size
-        self.held_size[trace_id] = self.held_size.get(trace_id, 0) + size
+        held = self.held.get(trace_id, []) + group
         ident = identify(ordered(held), self.by_qid, self.by_text, self.provider) if any(
             _kind(s) or not s.parent_id for s in held) else None
         if ident is None:
@@ -746,13 +735,22 @@ class Collector:
                 why = (f"trace {trace_id} names no {QID} / {PROVIDER} and no question of the file; its spans are "
                        "not recorded")
                 n = len(group) if any(_kind(s) for s in held) else 0
-                self._refuse(trace_id, why)
-                self.dropped -= len(group)  # refused (or structure only); the earlier ones were acknowledged
+                self._refuse(trace_id, why)  # the spans held before were acknowledged: counted as dropped
                 return None, [], n, why if n else ""
+            size = sum(_span_bytes(s) for s in group)  # counted only for spans that stay held
+            if self.n_held + len(group) > MAX_HELD_SPANS or self.held_bytes + size > self.max_held_bytes:
+                why = (f"trace {trace_id} has not named its {QID} / {PROVIDER} (nor a known question) and the spans "
+                       f"held for such traces would pass {MAX_HELD_SPANS} spans or {self.max_held_bytes} bytes; the "
+                       "trace is refused")
+                self._refuse(trace_id, why)
+                return None, [], len(group), why
+            self.held[trace_id] = held
+            self.n_held += len(group)
+            self.held_bytes += size
+            self.held_size[trace_id] = self.held_size.get(trace_id, 0) + size
             return None, [], 0, ""
-        self.n_held -= len(held)
-        self.held_bytes -= self.held_size.pop(trace_id)
-        del self.held[trace_id]
+        self.n_held -= len(self.held.pop(trace_id, []))
+        self.held_bytes -= self.held_size.pop(trace_id, 0)
         t, problem = self._begin(trace_id, ident)
         if t is None:
             self.closed.add(trace_id)
