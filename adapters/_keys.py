@@ -140,7 +140,8 @@ def scrub_parsed(value: T, secrets: list[Secret]) -> T:
     return result
 
 
-# -- keys by their names: what an agent put in tool arguments or a URL (docs/reliability.md "Keys in tool arguments")
+# -- keys by their names: what an agent put in tool arguments or a URL (docs/reliability.md "Keys in tool arguments
+# and URLs")
 
 KEY_MARKER = "***"  # the fixed marker every scrubbed value becomes
 _KEY_NAMES = frozenset({"key", "apikey", "token", "accesstoken", "auth", "authorization", "bearer", "secret",
