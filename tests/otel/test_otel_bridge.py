@@ -115,7 +115,7 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         assert deep.status_code == 400 and "nested" in deep.json()["error"]
         bomb = httpx.post(url, content=gzip.compress(b"\0" * (17 << 20)),
                           headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
-        assert bomb.status_code == 400 and "inflates" in bomb.json()["error"]
+        assert bomb.status_code == 413 and "inflates" in bomb.json()["error"]
         junk = httpx.post(url, content=b"\xff\xfe not protobuf", headers={"Content-Type": "application/x-protobuf"})
         assert junk.status_code == 400 and len(junk.text.strip().splitlines()) == 1
         # a trace naming an unknown qid is rejected as OTLP partial success, and nothing is recorded for it
