@@ -30,8 +30,16 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         json_too_deep,
         serve_local,
     )
+    from searchtrace.adapters._openai_chat import (
+        API_ENDPOINTS,
+        ENDPOINT,
+        OpenAIChat,
+        api_headers,
+        call_path,
+        model_of,
+        parse_completion,
+    )
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
-    from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
     from searchtrace.adapters._registry import (
         FETCHERS,
@@ -96,6 +104,10 @@ _EXPORTS: dict[str, str] = {
     "serve_local": "searchtrace.adapters._local_server",
     "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
+    "API_ENDPOINTS": "searchtrace.adapters._openai_chat",
+    "api_headers": "searchtrace.adapters._openai_chat",
+    "call_path": "searchtrace.adapters._openai_chat",
+    "model_of": "searchtrace.adapters._openai_chat",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
     "parse_completion": "searchtrace.adapters._openai_chat",
@@ -148,6 +160,10 @@ __all__ = [
     "AdapterError",
     "BraveSearch",
     "CHAT_APIS",
+    "API_ENDPOINTS",
+    "api_headers",
+    "call_path",
+    "model_of",
     "ChatError",
     "ChatModel",
     "ChatResponse",

@@ -8,6 +8,7 @@ it is plausible and deterministic.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -49,8 +50,13 @@ def _prompt_chars(messages: list[dict[str, Any]]) -> int:
     return n
 
 
+def prompt_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
+    """The prompt tokens of chat messages and tools (what every API's reply and count_tokens report)."""
+    return _tokens(_prompt_chars(messages) + (len(json.dumps(tools)) if tools else 0))
+
+
 def _usage(key: str, messages: list[dict[str, Any]], tools: Any, output: str, reasoning: bool) -> dict[str, int]:
-    prompt = _tokens(_prompt_chars(messages) + (len(json.dumps(tools)) if tools else 0))
+    prompt = prompt_tokens(messages, tools)
     last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
     cached = (_tokens(_prompt_chars(messages[: last_assistant + 1])) // 64) * 64 if last_assistant >= 0 else 0
     think = 24 + int(wire.digest(key, n=4), 16) % 200 if reasoning else 0
@@ -149,3 +155,15 @@ def answer(*, key: str, model: str, messages: list[dict[str, Any]], tools: list[
         bad = judge.sloppy_kind(prompt)
     text = judge.reply(prompt, bad, fenced=not json_mode)
     return Reply(text=text, calls=[], usage=_usage(key, messages, None, text, reasoning=False))
+
+
+HTTP_FAULTS = ("429", "500", "503", "401", "quota")
+
+
+async def run_turn(request: Request, kind: str | None, key: str, produce: Callable[[], Awaitable[Response]],
+                   fault: Callable[[str], Response]) -> Response:
+    """`Sandbox.run` for the Anthropic and Gemini routes: an HTTP fault is answered by `fault(kind)` in the API's
+    own error shape; every other kind (timeouts, slow, malformed, truncated) as on the chat route."""
+    if kind in HTTP_FAULTS:
+        return fault(kind)
+    return await sandbox_of(request).run("chat", None if kind in JUDGE_KINDS else kind, key, produce)
