@@ -138,7 +138,8 @@ def request_body(model: str, messages: list[dict[str, Any]], tools: list[dict[st
 # ---------------------------------------------------------------- requests: Gemini -> chat
 
 def tools_to_chat(tools: list[Any]) -> list[dict[str, Any]]:
-    """Gemini tools' `functionDeclarations` as chat function tools; ValueError on another tool (`googleSearch` …)."""
+    """Gemini tools' `functionDeclarations` as chat function tools (the schema under any of the names the API takes:
+    google-genai sends `parameters_json_schema`); ValueError on another tool (`googleSearch` …)."""
     out = []
     for t in tools:
         decls = t.get("functionDeclarations", t.get("function_declarations")) if isinstance(t, dict) else None
@@ -147,8 +148,8 @@ def tools_to_chat(tools: list[Any]) -> list[dict[str, Any]]:
             raise ValueError(f"tools: tool {kind!r} is not served here: only functionDeclarations")
         for d in decls:
             if isinstance(d, dict):
-                fn = {"name": str(d.get("name", "")),
-                      "parameters": d.get("parameters") or d.get("parametersJsonSchema") or {"type": "object"}}
+                schema = d.get("parameters") or d.get("parametersJsonSchema") or d.get("parameters_json_schema")
+                fn = {"name": str(d.get("name", "")), "parameters": schema or {"type": "object"}}
                 if d.get("description"):
                     fn["description"] = d["description"]
                 out.append({"type": "function", "function": fn})

@@ -17,7 +17,15 @@ import searchtrace.adapters._gemini as gemini
 from searchtrace.adapters._errors import ChatError, key_rejected
 from searchtrace.adapters._http import OwnsClient, Reply
 from searchtrace.adapters._keys import Secret, json_headers, scrub_bytes, scrub_parsed, scrub_text
-from searchtrace.adapters._responses_api import input_items, parse_response, text_format, tools_to_responses
+from searchtrace.adapters._responses_api import (
+    assemble_events,
+    chat_messages,
+    input_items,
+    parse_response,
+    text_format,
+    tools_to_chat,
+    tools_to_responses,
+)
 from searchtrace.adapters._search_base import shorten
 from searchtrace.adapters._types import ChatResponse, Endpoint, EndpointSpec, Limits, Tokens
 from searchtrace.store import ToolCall, Usage
@@ -111,6 +119,57 @@ def error_message(body: Any, text: str) -> str:
     return text
 
 
+def assemble_chunks(stream: bytes) -> bytes:
+    """The `chat.completion` JSON equivalent of a `chat.completion.chunk` event stream (model, text, tool calls,
+    usage)."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    usage: Any = None
+    model: Any = None
+    seen = False
+    for line in stream.decode("utf-8", "replace").splitlines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if not data or data == "[DONE]":
+            continue
+        chunk = msgspec.json.decode(data)
+        if not isinstance(chunk, dict):
+            raise ValueError("a stream chunk is not a JSON object")
+        seen = True
+        if model is None and isinstance(chunk.get("model"), str):
+            model = chunk["model"]
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                content.append(str(delta["content"]))
+            for tc in delta.get("tool_calls") or []:
+                slot = calls.setdefault(int(tc.get("index", len(calls))), {"id": None, "name": "", "arguments": ""})
+                if tc.get("id"):
+                    slot["id"] = tc["id"]
+                fn = tc.get("function") or {}
+                slot["name"] += fn.get("name") or ""
+                slot["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    if not seen:
+        raise ValueError("no data chunks in the event stream")
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) if content else None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(calls.items())
+        ]
+    body = {"object": "chat.completion", "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage}
+    return msgspec.json.encode(body)
+
+
 Api = Literal["chat", "responses", "anthropic", "gemini"]
 APIS: tuple[Api, ...] = ("chat", "responses", "anthropic", "gemini")
 # the endpoint (adapters._registry.endpoints) each model API is reached at by default
@@ -121,6 +180,53 @@ _PARSERS: dict[str, Callable[[bytes], Parsed]] = {"chat": parse_completion, "res
                                                   "anthropic": anthropic.parse_message, "gemini": gemini.parse_reply}
 _ERRORS: dict[str, Callable[[Any, str], str]] = {"chat": error_message, "responses": error_message,
                                                  "anthropic": anthropic.error_message, "gemini": gemini.error_message}
+
+
+_ASSEMBLERS: dict[str, Callable[[bytes], bytes]] = {"chat": assemble_chunks, "responses": assemble_events,
+                                                    "anthropic": anthropic.assemble, "gemini": gemini.assemble}
+
+
+def assemble(api: str, stream: bytes) -> bytes:
+    """The one reply body a streamed reply of `api` carries (server-sent events put back together)."""
+    return _ASSEMBLERS[api](stream)
+
+
+def parse_reply(api: str, body: bytes) -> Parsed:
+    """Text, tool calls, usage (the one rule) and finish reason of a reply of `api`."""
+    return _PARSERS[api](body)
+
+
+Evidence = tuple[list[dict[str, Any]], list[dict[str, Any]] | None, list[dict[str, Any]] | None]
+
+
+def request_evidence(api: str, request: dict[str, Any]) -> Evidence:
+    """What a model request of `api` sent, as chat messages and chat tools (so every API records the same request
+    the same way, docs/concepts/shown.md): the messages of its own instructions (Responses: not carried on to a later
+    `previous_response_id`), the conversation, the tools (a hosted tool kept as sent); None where the body does not
+    say."""
+    raw_tools = request.get("tools")
+    if api == "chat":
+        messages = request["messages"] if isinstance(request.get("messages"), list) else None
+        return [], messages, raw_tools if isinstance(raw_tools, list) else None
+    head: list[dict[str, Any]] = []
+    conversation: list[dict[str, Any]] | None
+    try:
+        if api == "responses":
+            head, conversation = chat_messages(request.get("instructions"), []), chat_messages(None, request.get("input"))
+        elif api == "anthropic":
+            conversation = anthropic.chat_messages(request.get("system"), request.get("messages"))
+        else:
+            system = request.get("systemInstruction", request.get("system_instruction"))
+            conversation = gemini.chat_messages(system, request.get("contents"))
+    except ValueError:
+        conversation = None
+    if not isinstance(raw_tools, list):
+        return head, conversation, None
+    to_chat = {"responses": tools_to_chat, "anthropic": anthropic.tools_to_chat, "gemini": gemini.tools_to_chat}[api]
+    try:
+        return head, conversation, to_chat(raw_tools)
+    except ValueError:  # a hosted tool (web_search, file_search, google_search …): kept as sent
+        return head, conversation, raw_tools
 
 
 def model_of(api: str, body: bytes) -> str | None:

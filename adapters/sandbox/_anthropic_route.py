@@ -62,7 +62,7 @@ async def _opening(request: Request) -> tuple[dict[str, Any], str, list[dict[str
     if (broken := model_.message_order_error(messages)) is not None:
         return error(400, "messages: " + broken.replace("'tool_calls'", "`tool_use` blocks")
                      .replace("tool messages", "`tool_result` blocks"))
-    if model not in model_.AGENT_MODELS + model_.JUDGE_MODELS:
+    if not model_.serves(model):
         return error(404, f"model: {model}")
     return body, model, messages, tools
 

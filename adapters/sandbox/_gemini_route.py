@@ -63,7 +63,7 @@ async def generate(request: Request) -> Response:
         return error(400, "* GenerateContentRequest.contents: contents is not specified")
     if (broken := model_.message_order_error(chat)) is not None:
         return error(400, "* GenerateContentRequest.contents: " + broken)
-    if model not in model_.AGENT_MODELS + model_.JUDGE_MODELS:
+    if not model_.serves(model):
         return error(404, f"models/{model} is not found for API version v1beta, or is not supported for "
                           "generateContent.")
     key = request_key("gemini", model, model_.canon.encode(body))

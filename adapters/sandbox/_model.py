@@ -25,6 +25,12 @@ from searchtrace.adapters.sandbox._responses import json_response
 from searchtrace.adapters.sandbox._state import json_body, sandbox_of
 
 AGENT_MODELS = ("sandbox-agent",)
+AGENT_ALIAS = "sandbox-agent-"  # `sandbox-agent-<name>` is the same agent under another name (an arm of its own)
+
+
+def serves(model: str) -> bool:
+    """Whether the sandbox answers as `model`: its agent (or an alias of it) or a judge."""
+    return model in AGENT_MODELS + JUDGE_MODELS or (model.startswith(AGENT_ALIAS) and len(model) > len(AGENT_ALIAS))
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
 canon = msgspec.json.Encoder(order="sorted")
 
@@ -130,7 +136,7 @@ async def opening(request: Request) -> tuple[dict[str, Any], str] | Response:
 
 def unknown_model(model: str) -> Response | None:
     """The 404 for a model the sandbox does not serve; None for one it serves."""
-    if model not in AGENT_MODELS + JUDGE_MODELS:
+    if not serves(model):
         return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
                                                "invalid_request_error", "model_not_found"), 404)
     return None
@@ -142,7 +148,7 @@ def answer(*, key: str, model: str, messages: list[dict[str, Any]], tools: list[
 
     `sandbox-agent` decides its turn from the messages (_agent.decide); a judge reads the user messages, and
     without JSON mode fences its JSON."""
-    if model in AGENT_MODELS:
+    if model not in JUDGE_MODELS:  # the agent, or an alias of it
         turn = agent.decide(messages, can_call_tools=bool(tools) and choice != "none", tools=toolset.pick(tools))
         calls = [{"id": f"call_{wire.digest(key, str(i), n=24)}", "type": "function",
                   "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False, separators=(",", ":"))}}

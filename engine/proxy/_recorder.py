@@ -250,6 +250,7 @@ class ProxyRecorder:
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
         tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), client_disconnected: bool = False,
         reply_id: str | None = None, previous_id: str | None = None, head: Sequence[Message] = (),
+        model: str | None = None, api: str | None = None,
     ) -> anyio.Event:
         """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
         a Responses request continuing `previous_id` is recorded with that reply's conversation before it (after its
@@ -269,7 +270,7 @@ class ProxyRecorder:
             tools = scrub_parsed(tools, configured_secrets(*secrets)) if tools is not None else None
         t.b.model(text=text, tool_calls=tool_calls, usage=usage, latency_ms=latency_ms, provider_ms=latency_ms,
                   queue_ms=0.0, finish_reason=finish_reason, raw=raw or None, messages=messages, tools=tools,
-                  client_disconnected=client_disconnected)
+                  client_disconnected=client_disconnected, model=model, api=api)
         return self._emit(t, secrets)
 
     def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str,
