@@ -182,16 +182,53 @@ class Proxy:
         """The trajectory a request names (`/t/<provider>/<qid>/…` or the trajectory header), then final or forward.
         The path is split before it is decoded, so a percent-encoded qid may hold any character."""
         raw = request.scope.get("raw_path") or request.scope["path"].encode()
+        header = request.headers.get(routes.TRAJECTORY_HEADER)
+        provider_only = header is not None and "/" not in header.strip()  # the qid is found by the question's text
         try:
-            sel = routes.select(raw.decode("latin-1"), request.headers.get(routes.TRAJECTORY_HEADER))
+            sel = routes.select(raw.decode("latin-1"), None if provider_only else header)
+            if sel is None:
+                found = await self._by_text(request, routes.route_of(raw.decode("latin-1")),
+                                            header.strip() if header is not None and provider_only else None)
+                if isinstance(found, str):
+                    return error(404, found)
+                sel = found
         except ValueError as exc:
             return error(400, str(exc))
-        if sel is None:
-            return error(404, "no trajectory named: use /t/<provider>/<qid>/<route>, or header "
-                              "X-Searchtrace-Trajectory: <provider>/<qid> with /<route>")
         if sel.rest == "final" and request.method == "POST":
             return await self.final(request, sel)
         return await self.forward(request, sel)
+
+    async def _by_text(self, request: Request, rest: str, provider: str | None) -> routes.Selected | str:
+        """The trajectory of a request that names none (docs/how-to/claude-gemini.md): a model call's by its first user
+        message, matched word for word against the questions (as `collect` does), of the one provider the header
+        or the run names; a search or fetch by the query or URL the last turn of one open trajectory asked for.
+        The line that says why none is found, otherwise."""
+        unnamed = ("no trajectory named: use /t/<provider>/<qid>/<route>, header X-Searchtrace-Trajectory: "
+                   "<provider>/<qid> with /<route>, or send the question's exact text as the first user message")
+        target = routes.classify(rest)
+        if target is None or target.kind == "other":
+            return unnamed
+        body = await request.body()
+        if target.kind == "chat":
+            _, messages, _ = request_evidence(target.api, _model_request(target, body))
+            text = next((_content_text(m.get("content")) for m in messages or [] if m.get("role") == "user"), "")
+            qid = self.recorder.qid_of_text(text) if text else None
+            if qid is None:
+                return unnamed + f" (the first user message is no question of run {self.recorder.run_id!r} word for word)"
+            providers = [provider] if provider else sorted(self.recorder.providers)
+            if len(providers) != 1:
+                return (f"question {qid!r} matched by its text, but run {self.recorder.run_id!r} has providers "
+                        f"{', '.join(providers)}: name one with header X-Searchtrace-Trajectory: <provider>")
+            return routes.Selected(providers[0], qid, rest)
+        if target.kind == "search":
+            value, _ = _query_and_params(request, body)
+            provider = target.endpoint
+        else:
+            value = target.path + (f"?{request.url.query}" if request.url.query else "")
+        found = self.recorder.asking(provider, value or "") if value else []
+        if len(found) != 1:
+            return unnamed + (f" ({len(found)} open trajectories asked for {shorten(value or '')!r})" if found else "")
+        return routes.Selected(found[0].provider, found[0].qid, rest)
 
     def _trajectory(self, request: Request, sel: routes.Selected) -> tuple[Traj | None, Response | None]:
         epoch = routes.epoch_of(request.headers.get(EPOCH_HEADER, "1"), MAX_EPOCHS)
@@ -552,6 +589,15 @@ class Proxy:
                            client_disconnected=client_disconnected,
                            reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None,
                            model=answered, api=target.api)
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's text (a string, or its text parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
 
 
 def _model_request(target: routes.Target, body: bytes) -> dict[str, Any]:

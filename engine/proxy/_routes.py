@@ -112,6 +112,11 @@ def select(raw_path: str, header: str | None) -> Selected | None:
     return Selected(named[0], named[1], _decoded(raw_path.lstrip("/"), "the route"))
 
 
+def route_of(raw_path: str) -> str:
+    """The route of a request that names no trajectory: its whole path, decoded (ValueError when it does not)."""
+    return _decoded(raw_path.lstrip("/"), "the route")
+
+
 def _decodable() -> frozenset[str]:
     """The content codings httpx decodes as it reads: always identity, gzip and deflate; br and zstd only with the
     package httpx uses for them (its documented optional dependencies)."""
