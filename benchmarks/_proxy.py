@@ -25,6 +25,8 @@ import click
 import httpx
 import msgspec
 
+import searchtrace.adapters._anthropic_messages as am
+import searchtrace.adapters._gemini as gm
 from searchtrace.benchmarks._http import sandbox_server
 
 TARGET_P50_MS = 2.0
@@ -47,11 +49,28 @@ def _conversation() -> dict[str, Any]:
     return {"model": "sandbox-agent", "messages": messages, "tools": tools}
 
 
+def _as(api: str, stream: bool = False) -> dict[str, Any]:
+    """The same conversation as an Anthropic Messages or a Gemini request body (each API's own wire module)."""
+    chat = _conversation()
+    if api == "anthropic":
+        body = am.request_body(chat["model"], chat["messages"], chat["tools"], None, {})
+        return {**body, "stream": True} if stream else body
+    return gm.request_body(chat["model"], chat["messages"], chat["tools"], None, {})
+
+
+_CLAUDE = {"x-api-key": "client-key", "anthropic-version": am.VERSION}
+_GEMINI = {"x-goog-api-key": "client-key"}
 # route -> (path below the sandbox root, headers, JSON body or None for a GET)
 ROUTES: dict[str, tuple[str, dict[str, str], dict[str, Any] | None]] = {
     "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}, None),
     "jina": ("jina/https://wikiverse.example/wiki/Elmwyn_Athletic", {"Accept": "application/json"}, None),
     "chat": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"}, _conversation()),
+    "chat-stream": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"},
+                    {**_conversation(), "stream": True}),
+    "anthropic": (f"anthropic/{am.PATH}", _CLAUDE, _as("anthropic")),
+    "anthropic-stream": (f"anthropic/{am.PATH}", _CLAUDE, _as("anthropic", stream=True)),
+    "gemini": (f"gemini/{gm.path('sandbox-agent')}", _GEMINI, _as("gemini")),
+    "gemini-stream": (f"gemini/{gm.path('sandbox-agent', stream=True)}", _GEMINI, _as("gemini")),
 }
 
 
@@ -65,7 +84,7 @@ def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", tim
     # every key the proxy holds is one it scrubs from replies: none may be a word of a sandbox reply ("sandbox-agent")
     exports = {k: ("proxy-key" if k.endswith("_KEY") else v) for k, v in env_exports(base_urls(root)).items()}
     env = {**os.environ, **exports, "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key",
-           "OPENAI_API_KEY": "proxy-key"}
+           "OPENAI_API_KEY": "proxy-key", "ANTHROPIC_API_KEY": "proxy-key", "GEMINI_API_KEY": "proxy-key"}
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
                              "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
                              *(["--durable"] if durable else [])],
