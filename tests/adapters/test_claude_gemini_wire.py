@@ -239,3 +239,22 @@ def test_demo_runs_offline_with_the_agent_on_each_api(api: str, tmp_path: Path) 
     turns = [decode_payload(r[0]) for r in rows]
     assert turns and all(isinstance(t, ModelResponded) and t.api == api and t.model == "sandbox-agent" for t in turns)
     assert finished is not None and finished[0] == 9  # three questions, three personas, every one answered
+
+
+@pytest.mark.parametrize("api", ["anthropic", "gemini"])
+def test_a_sandbox_record_of_a_named_model_says_which_model_answered(api: str, tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(f'[agent]\nmodel = "claude-or-gemini-x"\napi = "{api}"\n[providers.brave]\n'
+                      f'[dataset]\npath = "sandbox"\n[sample]\nn = 1\n[fetch]\ncache_dir = ""\n')
+    ran = run_cli("record", "--config", str(config), "--db", str(tmp_path / "r.duckdb"), "--sandbox", "--no-progress")
+    assert ran.code == 0, ran.err
+    said = [line for line in ran.err.splitlines() if "claude-or-gemini-x" in line]
+    assert said == [f"searchtrace: the config names model 'claude-or-gemini-x'; in the sandbox 'sandbox-agent' "
+                    f"answers (over the {api} API) and is recorded as the model"]
+    log = EventLog(tmp_path / "r.duckdb")
+    try:
+        rows = log.cursor().execute("SELECT payload FROM events WHERE type = 'model.responded'").fetchall()
+    finally:
+        log.close()
+    assert rows and all((t.model, t.api) == ("sandbox-agent", api) for t in map(decode_payload, (r[0] for r in rows))
+                        if isinstance(t, ModelResponded))
