@@ -10,11 +10,10 @@ server-sent events. Faults are drawn as the chat route's (route `chat`) and answ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 import searchtrace.adapters._anthropic_messages as wire
 import searchtrace.adapters.sandbox._model as model_
@@ -22,6 +21,7 @@ from searchtrace.adapters._persona import request_key, retry_headers
 from searchtrace.adapters.sandbox._reading import message_text
 from searchtrace.adapters.sandbox._responses import json_response
 from searchtrace.adapters.sandbox._state import json_body, sandbox_of
+from searchtrace.adapters.sandbox._streaming import event_stream
 from searchtrace.adapters.sandbox._wire import digest
 from searchtrace.store import ToolCall
 
@@ -101,12 +101,8 @@ async def messages(request: Request) -> Response:
                              stop_reason="tool_use" if calls else "end_turn", usage=usage)
         if body.get("stream") is True:
             events = (wire.sse_bytes(e, d) for e, d in wire.stream_events(reply))
-            return StreamingResponse(_iter(events), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+            return event_stream(events)
         return json_response(reply)
 
     return await model_.run_turn(request, kind, key, produce, _fault)
 
-
-async def _iter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
-    for c in chunks:
-        yield c

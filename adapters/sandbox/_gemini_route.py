@@ -10,10 +10,8 @@ route's (route `chat`) and answered in Google's error shape.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
-
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 import searchtrace.adapters._gemini as wire
 import searchtrace.adapters.sandbox._model as model_
@@ -21,6 +19,7 @@ from searchtrace.adapters._persona import request_key, retry_headers
 from searchtrace.adapters.sandbox._reading import message_text
 from searchtrace.adapters.sandbox._responses import json_response
 from searchtrace.adapters.sandbox._state import json_body, sandbox_of
+from searchtrace.adapters.sandbox._streaming import event_stream
 from searchtrace.adapters.sandbox._wire import digest
 from searchtrace.store import ToolCall
 
@@ -86,12 +85,8 @@ async def generate(request: Request) -> Response:
                            usage=usage)
         if stream:
             chunks = (wire.sse_bytes(c) for c in wire.stream_chunks(reply))
-            return StreamingResponse(_iter(chunks), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+            return event_stream(chunks)
         return json_response(reply)
 
     return await model_.run_turn(request, kind, key, produce, _fault)
 
-
-async def _iter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
-    for c in chunks:
-        yield c
