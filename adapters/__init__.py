@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.adapters._anthropic_messages import ENDPOINT as ANTHROPIC_ENDPOINT
+    from searchtrace.adapters._anthropic_messages import PATH as ANTHROPIC_PATH
     from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
+    from searchtrace.adapters._gemini import ENDPOINT as GEMINI_ENDPOINT
     from searchtrace.adapters._http import EndpointClient, default_transport, quota_limiter
     from searchtrace.adapters._jina import JinaFetcher, estimate_tokens, page_markdown
     from searchtrace.adapters._keys import (
@@ -36,8 +39,21 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         refusal,
         serve_local,
     )
+    from searchtrace.adapters._openai_chat import (
+        API_ENDPOINTS,
+        ENDPOINT,
+        OpenAIChat,
+        api_headers,
+        assemble,
+        assemble_chunks,
+        call_path,
+        model_of,
+        parse_completion,
+        parse_reply,
+        request_body,
+        request_evidence,
+    )
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
-    from searchtrace.adapters._openai_chat import ENDPOINT, OpenAIChat, parse_completion
     from searchtrace.adapters._protocols import ChatModel, ClosableChat, Fetcher, SearchProvider
     from searchtrace.adapters._registry import (
         FETCHERS,
@@ -54,7 +70,13 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         spec,
         specs,
     )
-    from searchtrace.adapters._responses_api import chat_messages, input_items, parse_response, tools_to_chat
+    from searchtrace.adapters._responses_api import (
+        assemble_events,
+        chat_messages,
+        input_items,
+        parse_response,
+        tools_to_chat,
+    )
     from searchtrace.adapters._search_base import SearchAdapter, shorten
     from searchtrace.adapters._toolset import Tools, pick, read_page, read_results
     from searchtrace.adapters._types import (
@@ -76,6 +98,9 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 # exported name -> defining module ("module:attr" when exported under another name), imported on first
 # use so that importing the package stays cheap (command-line start-up)
 _EXPORTS: dict[str, str] = {
+    "ANTHROPIC_ENDPOINT": "searchtrace.adapters._anthropic_messages:ENDPOINT",
+    "ANTHROPIC_PATH": "searchtrace.adapters._anthropic_messages:PATH",
+    "GEMINI_ENDPOINT": "searchtrace.adapters._gemini:ENDPOINT",
     "AdapterError": "searchtrace.adapters._errors",
     "ChatError": "searchtrace.adapters._errors",
     "MissingKey": "searchtrace.adapters._errors",
@@ -108,6 +133,16 @@ _EXPORTS: dict[str, str] = {
     "refusal": "searchtrace.adapters._local_server",
     "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
+    "API_ENDPOINTS": "searchtrace.adapters._openai_chat",
+    "assemble": "searchtrace.adapters._openai_chat",
+    "assemble_chunks": "searchtrace.adapters._openai_chat",
+    "assemble_events": "searchtrace.adapters._responses_api",
+    "parse_reply": "searchtrace.adapters._openai_chat",
+    "request_evidence": "searchtrace.adapters._openai_chat",
+    "request_body": "searchtrace.adapters._openai_chat",
+    "api_headers": "searchtrace.adapters._openai_chat",
+    "call_path": "searchtrace.adapters._openai_chat",
+    "model_of": "searchtrace.adapters._openai_chat",
     "ENDPOINT": "searchtrace.adapters._openai_chat",
     "OpenAIChat": "searchtrace.adapters._openai_chat",
     "parse_completion": "searchtrace.adapters._openai_chat",
@@ -157,9 +192,22 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ANTHROPIC_ENDPOINT",
+    "ANTHROPIC_PATH",
+    "GEMINI_ENDPOINT",
     "AdapterError",
     "BraveSearch",
     "CHAT_APIS",
+    "API_ENDPOINTS",
+    "assemble",
+    "assemble_chunks",
+    "assemble_events",
+    "parse_reply",
+    "request_evidence",
+    "request_body",
+    "api_headers",
+    "call_path",
+    "model_of",
     "ChatError",
     "ChatModel",
     "ChatResponse",

@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import msgspec
 
+import searchtrace.adapters._anthropic_messages as anthropic
+import searchtrace.adapters._gemini as gemini
 import searchtrace.adapters._jina as jina
 import searchtrace.adapters._openai_chat as openai_chat
 from searchtrace.adapters import providers
@@ -25,7 +27,8 @@ from searchtrace.store import BadInput
 _SPECS: dict[str, ProviderSpec] = {}  # name -> spec, in listing order (ProviderSpec.order)
 SEARCH_PROVIDERS: dict[str, type[SearchAdapter]] = {}  # name -> adapter class, the same order
 FETCHERS = (jina.ENDPOINT.name,)
-_OTHER_ENDPOINTS = (jina.ENDPOINT, openai_chat.ENDPOINT)  # the fetch backend and the chat endpoint
+# the fetch backend and the model endpoints (OpenAI's chat and Responses, Anthropic's Messages, Gemini)
+_OTHER_ENDPOINTS = (jina.ENDPOINT, openai_chat.ENDPOINT, anthropic.ENDPOINT, gemini.ENDPOINT)
 
 
 def discover() -> None:
@@ -148,14 +151,16 @@ def build_chat(
     key_fallback: str | None = None,
     api: str = "chat",
 ) -> OpenAIChat:
-    """A chat model at an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY unless configured), asked
-    over Chat Completions or, with `api="responses"`, the Responses API."""
+    """A chat model asked over Chat Completions, the Responses API, Anthropic's Messages or Gemini (`api`), at the
+    API's endpoint (its base-URL and key variables, e.g. OPENAI_BASE_URL / OPENAI_API_KEY, unless configured)."""
     if not model:
         raise BadInput("chat model: empty model name")
-    if api not in openai_chat.APIS:
+    api_ = next((a for a in openai_chat.APIS if a == api), None)
+    if api_ is None:
         raise BadInput(f"chat api: must be one of {', '.join(openai_chat.APIS)}, got {api!r}")
-    return OpenAIChat(endpoint or default_endpoint(openai_chat.ENDPOINT.name), model, params=params, transport=transport,
-                      key_fallback=key_fallback, api="responses" if api == "responses" else "chat")
+    cls = openai_chat.chat_class(api_)
+    return cls(endpoint or default_endpoint(openai_chat.API_ENDPOINTS[api_]), model, params=params,
+               transport=transport, key_fallback=key_fallback, api=api_)
 
 
 discover()

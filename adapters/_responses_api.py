@@ -191,3 +191,18 @@ def parse_response(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str 
     else:
         finish = "tool_calls" if calls else "stop"
     return ("".join(texts) if texts else None), calls, usage, finish
+
+
+_FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def assemble_events(stream: bytes) -> bytes:
+    """The Responses object of a typed event stream: the `response` of its closing event (completed, incomplete
+    or failed), which carries the whole output and the usage."""
+    for line in reversed(stream.decode("utf-8", "replace").splitlines()):
+        if not line.startswith("data:"):
+            continue
+        event = msgspec.json.decode(line[5:].strip() or "null")
+        if isinstance(event, dict) and event.get("type") in _FINAL_EVENTS and isinstance(event.get("response"), dict):
+            return msgspec.json.encode(event["response"])
+    raise ValueError("no response.completed event in the stream")

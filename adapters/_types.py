@@ -100,6 +100,8 @@ class ChatResponse(msgspec.Struct, kw_only=True):
     finish_reason: str | None = None
     raw: bytes | None = None
     retries: list[RetryInfo] = []
+    model: str | None = None  # the model that answered (the reply's name, else the request's)
+    api: str | None = None  # the model API it was asked over ("chat", "responses", "anthropic", "gemini")
 
 
 class Endpoint(msgspec.Struct, kw_only=True):

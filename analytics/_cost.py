@@ -61,21 +61,22 @@ FROM events WHERE type = 'run.started' ORDER BY position
 # the provider unless the report names another axis; pricing always uses the provider's own name.
 _USAGE_SQL = f"""
 WITH {TRAJECTORIES_CTE},
-t AS (SELECT tr.stream_id, tr.trajectory_id, tr.arm, tr.provider, tr.qid, tr.run_id FROM tr)
-SELECT 'question' AS kind, t.arm, NULL AS provider, t.qid, NULL AS run_id, 0 AS a, 0 AS b, 0 AS c FROM t GROUP BY 2, 4
+t AS (SELECT tr.stream_id, tr.trajectory_id, tr.arm, tr.provider, tr.qid, tr.run_id, tr.model FROM tr)
+SELECT 'question' AS kind, t.arm, NULL AS provider, t.qid, NULL AS run_id, 0 AS a, 0 AS b, 0 AS c, NULL AS model
+FROM t GROUP BY 2, 4
 UNION ALL
-SELECT 'search', t.arm, t.provider, t.qid, t.run_id, count(*), 0, 0
+SELECT 'search', t.arm, t.provider, t.qid, t.run_id, count(*), 0, 0, NULL
 FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3, 4, 5
 UNION ALL
-SELECT 'fetch', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0
+SELECT 'fetch', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0, NULL
 FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' GROUP BY 2, 3, 4, 5
 UNION ALL
 SELECT 'agent', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
-       coalesce(sum(m.output_tokens), 0)
-FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4, 5
+       coalesce(sum(m.output_tokens), 0), t.model
+FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4, 5, 9
 UNION ALL
 SELECT 'judge', t.arm, t.provider, t.qid, NULL, coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0),
-       coalesce(sum(v.output_tokens), 0)
+       coalesce(sum(v.output_tokens), 0), NULL
 FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2, 3, 4
 """
 
@@ -130,9 +131,10 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
     billed: list[tuple[str, str, str, tuple[int, int, int], tuple[str, str | None]]] = []
     questions: dict[str, list[str]] = defaultdict(list)
     unpriced: set[str] = set()
-    for kind, arm, provider, qid, run_id, a, b, c in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
+    for kind, arm, provider, qid, run_id, a, b, c, answered in con.execute(_USAGE_SQL, {"run": judge_run_id}).fetchall():
         arm, provider, qid, counts = str(arm), str(provider), str(qid), (int(a), int(b), int(c))
         model, backend, kinds = runs.get(str(run_id), (None, DEFAULT_BACKEND, {}))
+        model = model or answered  # a proxied, imported or collected run: the model its turns name
         key: tuple[str, str | None] | None
         if kind == "question":  # every question, so one with nothing to bill is there at 0
             questions[arm].append(qid)

@@ -110,6 +110,9 @@ RELATIONS: tuple[Relation, ...] = (
             ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
             ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
             ("finish_reason", "VARCHAR", "$.finish_reason"),
+            # docs/how-to/claude-gemini.md: the model that answered and the API it was asked over (NULL: recorded before)
+            ("model", "VARCHAR", "$.model"),
+            ("api", "VARCHAR", "$.api"),
         ),
     ),
     Relation(

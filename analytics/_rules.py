@@ -95,9 +95,10 @@ def arm_axis(by: str) -> str:
 
 
 ARM_SQL = f"""CASE coalesce(getvariable('{ARM_VARIABLE}'), 'provider')
-           WHEN 'provider' THEN t.provider WHEN 'run' THEN t.run_id WHEN 'model' THEN rc.model
+           WHEN 'provider' THEN t.provider WHEN 'run' THEN t.run_id WHEN 'model' THEN coalesce(rc.model, tm.model)
            WHEN 'prompt' THEN rc.prompt_sha256 ELSE json_extract_string(rc.config, getvariable('{ARM_VARIABLE}')) END"""
-"""A trajectory's arm, the one definition: its provider, run, the run's agent model, the run's prompt sha256, or
+"""A trajectory's arm, the one definition: its provider, run, the run's agent model (else the model its turns
+name), the run's prompt sha256, or
 the text of a key of the run's config (JSON text for a list or table), by `ARM_VARIABLE` (analytics._arms sets
 it); NULL when the run's config does not name it."""
 
@@ -108,8 +109,11 @@ tr AS (
          coalesce(nullif(t.gold_answer, ''), q.gold_answer, '') AS gold_answer,
          CASE WHEN coalesce(nullif(t.gold_answer, ''), q.gold_answer) = json_extract_string(q.gold_aliases, '$[0]')
               THEN q.gold_aliases END AS gold_aliases,
-         t.run_id, rc.model, rc.prompt_sha256, {ARM_SQL} AS arm
+         t.run_id, coalesce(rc.model, tm.model) AS model, rc.prompt_sha256, {ARM_SQL} AS arm
   FROM (SELECT * FROM trajectories QUALIFY row_number() OVER (PARTITION BY stream_id ORDER BY position) = 1) t
+  -- the model its turns name (a proxied, imported or collected run's config names none)
+  LEFT JOIN (SELECT stream_id, arg_min(model, position) AS model FROM model_responses WHERE model IS NOT NULL
+             GROUP BY stream_id) tm ON tm.stream_id = t.stream_id
   LEFT JOIN (SELECT qid, arg_max(question, [recorded_us, position]) AS question,
                     arg_max(gold_answer, [recorded_us, position]) AS gold_answer,
                     -- the latest that has aliases (NULLs skipped)

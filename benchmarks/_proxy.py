@@ -25,6 +25,7 @@ import click
 import httpx
 import msgspec
 
+from searchtrace.adapters import Secret, api_headers, call_path, request_body
 from searchtrace.benchmarks._http import sandbox_server
 
 TARGET_P50_MS = 2.0
@@ -47,11 +48,28 @@ def _conversation() -> dict[str, Any]:
     return {"model": "sandbox-agent", "messages": messages, "tools": tools}
 
 
+def _as(api: str, stream: bool = False) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The same conversation over another model API: its path below the sandbox root, headers and body (each made
+    by the API's own wire module)."""
+    chat = _conversation()
+    body = request_body(api, chat["model"], chat["messages"], chat["tools"], None, {})  # type: ignore[arg-type]
+    if stream and api == "anthropic":
+        body["stream"] = True
+    headers = api_headers(api, Secret("client-key"))
+    return f"{api}/{call_path(api, chat['model'], stream=stream)}", headers, body
+
+
 # route -> (path below the sandbox root, headers, JSON body or None for a GET)
 ROUTES: dict[str, tuple[str, dict[str, str], dict[str, Any] | None]] = {
     "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}, None),
     "jina": ("jina/https://wikiverse.example/wiki/Elmwyn_Athletic", {"Accept": "application/json"}, None),
     "chat": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"}, _conversation()),
+    "chat-stream": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"},
+                    {**_conversation(), "stream": True}),
+    "anthropic": _as("anthropic"),
+    "anthropic-stream": _as("anthropic", stream=True),
+    "gemini": _as("gemini"),
+    "gemini-stream": _as("gemini", stream=True),
 }
 
 
@@ -65,7 +83,7 @@ def proxy_server(db: Path, questions: str, root: str, run_id: str = "bench", tim
     # every key the proxy holds is one it scrubs from replies: none may be a word of a sandbox reply ("sandbox-agent")
     exports = {k: ("proxy-key" if k.endswith("_KEY") else v) for k, v in env_exports(base_urls(root)).items()}
     env = {**os.environ, **exports, "BRAVE_API_KEY": "proxy-key", "JINA_API_KEY": "proxy-key",
-           "OPENAI_API_KEY": "proxy-key"}
+           "OPENAI_API_KEY": "proxy-key", "ANTHROPIC_API_KEY": "proxy-key", "GEMINI_API_KEY": "proxy-key"}
     proc = subprocess.Popen([sys.executable, "-c", "from searchtrace.cli import main; main()", "proxy", "--db", str(db),
                              "--questions", questions, "--run-id", run_id, "--port", str(port), "--upstream", "live",
                              *(["--durable"] if durable else [])],

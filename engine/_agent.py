@@ -29,7 +29,7 @@ from searchtrace.adapters import (
     SearchProvider,
     SearchResponse,
 )
-from searchtrace.engine._prompts import FINAL_PREFIX, Prompt
+from searchtrace.engine._prompts import Prompt
 from searchtrace.engine._tools import (
     TOOL_SCHEMAS,
     FetchPlan,
@@ -47,6 +47,7 @@ from searchtrace.engine._transcript import (
     rebuild_messages as rebuild_messages,  # re-exported: replay imports it from here
 )
 from searchtrace.store import (
+    FINAL_PREFIX,
     BadInput,
     NewEvent,
     SearchCompleted,
@@ -189,7 +190,8 @@ class Agent:
             self._retried(rec, reply.retries, None)
             rec.model(iteration=iteration, text=reply.text, tool_calls=reply.tool_calls, usage=reply.usage,
                       latency_ms=reply.latency_ms, provider_ms=reply.provider_ms, queue_ms=reply.queue_ms,
-                      finish_reason=reply.finish_reason, raw=reply.raw, messages=messages, tools=TOOL_SCHEMAS)
+                      finish_reason=reply.finish_reason, raw=reply.raw, messages=messages, tools=TOOL_SCHEMAS,
+                      model=reply.model, api=reply.api)
             answer = final_answer(reply.text)
             if answer is not None:
                 rec.final(answer, iteration)
@@ -197,7 +199,7 @@ class Agent:
             if iteration == self.max_iterations:
                 break  # tool calls of the last turn are recorded in model.responded but not executed
             results = await self._tools(traj, iteration, reply.tool_calls, rec) if reply.tool_calls else []
-            messages = messages + turn_messages(reply.text, reply.tool_calls, results)
+            messages = messages + turn_messages(reply.text, reply.tool_calls, results, reply.finish_reason)
         return rec.finish("max_iterations")
 
     def _retried(self, rec: Recorder, infos: list[RetryInfo], call_id: str | None) -> None:

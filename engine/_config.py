@@ -6,7 +6,7 @@ run_id = "my-run"                 # optional; default: derived from the config's
 epochs = 1                        # records every (provider, question) cell this many times (docs/concepts/statistics.md)
 [agent]
 model = "gpt-5.4"
-api = "chat"                      # or "responses": the same turns over OpenAI's Responses API (POST /responses)
+api = "chat"                      # or "responses" (OpenAI's Responses API), "anthropic" (Messages), "gemini"
 base_url = "https://api.openai.com/v1"
 key_env = "OPENAI_API_KEY"
 rps = 5.0                         # requests/s; burst rps/10 per 0.1 s unless `burst` is set
@@ -50,6 +50,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import (
+    API_ENDPOINTS,
     CHAT_APIS,
     SEARCH_PROVIDERS,
     base_url_problem,
@@ -107,7 +108,9 @@ class EndpointCfg(_Cfg):
 
 class AgentCfg(EndpointCfg):
     model: str = ""  # required (checked in _check)
-    api: str = "chat"  # "chat" (POST chat/completions) or "responses" (POST responses), checked in _check
+    # "chat" (POST chat/completions), "responses" (POST responses), "anthropic" (POST v1/messages) or "gemini"
+    # (POST v1beta/models/<model>:generateContent), checked in _check
+    api: str = "chat"
     prompt_version: str = "agent/1"
     prompt_file: str = ""  # a TOML prompt file; sets prompt_version to `<name>@<sha256[:12]>` on load
     params: dict[str, Any] = {}
@@ -266,7 +269,7 @@ def _check(cfg: RunConfig, src: str) -> None:
     if not cfg.agent.model.strip():
         raise bad("agent.model", "required (the chat model name)")
     if cfg.agent.api not in CHAT_APIS:
-        raise bad("agent.api", f"must be {' or '.join(repr(a) for a in CHAT_APIS)}, got {cfg.agent.api!r}"[:200])
+        raise bad("agent.api", f"must be one of {', '.join(repr(a) for a in CHAT_APIS)}, got {cfg.agent.api!r}"[:200])
     if not cfg.providers:
         raise bad("providers", "at least one [providers.<name>] table is required")
     for name, p in cfg.providers.items():
@@ -340,7 +343,7 @@ def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
         _fill_endpoint(p, p.kind)
         if p.kind in SEARCH_PROVIDERS:  # the effective params, so run.started and the run id say what was sent
             p.params = {**SEARCH_PROVIDERS[p.kind].default_params(), **p.params}
-    _fill_endpoint(cfg.agent, "openai")
+    _fill_endpoint(cfg.agent, API_ENDPOINTS.get(cfg.agent.api, "openai"))
     if cfg.agent.prompt_file:
         from searchtrace.engine._prompts import load_prompt_file
 
@@ -363,7 +366,8 @@ def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
 def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
     """Base URL overrides from the environment (docs/reference/cli.md)."""
     env = dict(os.environ) if env is None else env
-    if v := env.get("SEARCHTRACE_AGENT_BASE_URL") or env.get("OPENAI_BASE_URL"):
+    agent_env = endpoints()[API_ENDPOINTS.get(cfg.agent.api, "openai")].base_url_env  # OPENAI_BASE_URL, ANTHROPIC_…
+    if v := env.get("SEARCHTRACE_AGENT_BASE_URL") or env.get(agent_env):
         cfg.agent.base_url = v
     if v := env.get("SEARCHTRACE_FETCH_BASE_URL") or env.get("SEARCHTRACE_JINA_BASE_URL"):
         cfg.fetch.base_url = v
@@ -375,7 +379,7 @@ def apply_env(cfg: RunConfig, env: dict[str, str] | None = None) -> None:
 def point_at_sandbox(cfg: RunConfig, root: str) -> None:
     """Every endpoint at the sandbox world rooted at `root`; the agent becomes the scripted `sandbox-agent`."""
     cfg.sandbox = True
-    cfg.agent.base_url = sandbox_endpoint("openai", root).base_url
+    cfg.agent.base_url = sandbox_endpoint(API_ENDPOINTS.get(cfg.agent.api, "openai"), root).base_url
     if not cfg.agent.model.startswith("sandbox-"):
         cfg.agent.model = SANDBOX_AGENT
     cfg.fetch.base_url = sandbox_endpoint("jina", root).base_url
@@ -435,14 +439,18 @@ def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunCo
 
 def sandbox_config(
     *, n: int | None = None, max_iterations: int = 10, run_id: str = "", cache_dir: str = "", epochs: int = 1,
-    providers: tuple[str, ...] | None = None,
+    providers: tuple[str, ...] | None = None, api: str = "chat",
 ) -> RunConfig:
-    """The demo's config: the personas (default the paper's three), the scripted agent and the sandbox's questions."""
+    """The demo's config: the personas (default the paper's three), the scripted agent asked over `api` and the
+    sandbox's questions."""
     if providers is None:
         providers = paper_providers()
+    agent: dict[str, Any] = {"model": SANDBOX_AGENT, "rps": 10_000.0, "concurrency": 64, "timeout_s": 10.0}
+    if api != "chat":  # the default keeps the demo's config (and run id) as it was
+        agent["api"] = api
     data: dict[str, Any] = {
         "run_id": run_id,
-        "agent": {"model": SANDBOX_AGENT, "rps": 10_000.0, "concurrency": 64, "timeout_s": 10.0},
+        "agent": agent,
         "providers": {k: {"rps": 10_000.0, "concurrency": 32, "timeout_s": 10.0} for k in providers},
         "fetch": {"rps": 10_000.0, "concurrency": 16, "timeout_s": 10.0, "cache_dir": cache_dir},
         "limits": {"max_iterations": max_iterations, "max_trajectories": 64},

@@ -8,9 +8,7 @@ from pathlib import Path
 import msgspec
 
 from searchtrace.engine._prompt_file import PromptFile
-from searchtrace.store import BadInput
-
-FINAL_PREFIX = "FINAL ANSWER:"
+from searchtrace.store import FINAL_PREFIX, BadInput  # FINAL_PREFIX: the one final-answer rule's home
 
 _PROMPTS: dict[str, str] = {
     "agent/1": (

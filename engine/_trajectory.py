@@ -46,6 +46,7 @@ from searchtrace.store import (
     TrajectoryStarted,
     Usage,
     digest,
+    final_text,
     surface_chars,
 )
 
@@ -191,9 +192,10 @@ class Builder:
               finish_reason: str | None, raw: bytes | None, messages: list[Message] | None = None,
               tools: list[dict[str, Any]] | None = None, request_digest: str | None = None,
               provider_ms: Ms = _UNSET, queue_ms: Ms = _UNSET,
-              iteration: int | None = None, client_disconnected: bool = False) -> ModelResponded:
+              iteration: int | None = None, client_disconnected: bool = False, model: str | None = None,
+              api: str | None = None) -> ModelResponded:
         """One model turn. With `messages` the request is evidence: `request_messages`, `tools_digest` and
-        `request_sha256` (unless `request_digest` gives it already)."""
+        `request_sha256` (unless `request_digest` gives it already); `model` and `api` say who answered, over what."""
         self.turns = iteration if iteration is not None else self.turns + 1
         self.usage = self.usage + usage
         request_messages: Any = _UNSET
@@ -207,7 +209,8 @@ class Builder:
                            latency_ms=latency_ms, finish_reason=finish_reason, raw_digest=self.blob(raw),
                            request_sha256=request_digest, request_messages=request_messages, tools_digest=tools_digest,
                            provider_ms=provider_ms,
-                           queue_ms=queue_ms, client_disconnected=_flag(client_disconnected))
+                           queue_ms=queue_ms, client_disconnected=_flag(client_disconnected),
+                           model=model or _UNSET, api=api or _UNSET)
         if not tool_calls and text and text.strip():
             self.last_reply = (self.turns, text)
         self._add(p)
@@ -296,7 +299,7 @@ class Builder:
         return p
 
     def final(self, text: str, iteration: int | None = None) -> AnswerFinal:
-        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=text)
+        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=final_text(text))
         self._add(p)
         return p
 

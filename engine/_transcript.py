@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from searchtrace.engine._prompts import FINAL_PREFIX, user_message
+from searchtrace.engine._prompts import user_message
 from searchtrace.engine._tools import fetch_content, refusal_content, search_content
 from searchtrace.engine._trajectory import Fetch, Search, fold
-from searchtrace.store import ModelResponded, Payload, ToolCall, ToolRefused
+from searchtrace.store import FINAL_PREFIX, ModelResponded, Payload, ToolCall, ToolRefused
 
 NUDGE = f"Continue: call a tool, or reply with `{FINAL_PREFIX}` followed by your answer."
 
@@ -33,10 +33,15 @@ def opening_messages(prompt_text: str, question: str, user_template: str = "{que
     return [{"role": "system", "content": prompt_text}, {"role": "user", "content": user}]
 
 
-def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """What one answered turn adds: the reply, then a nudge when it called no tool, else each (call_id, content)."""
+PAUSE_TURN = "pause_turn"  # a stop reason that asks the caller to send the conversation again, as it is
+
+
+def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[str, str]],
+                  finish_reason: str | None = None) -> list[dict[str, Any]]:
+    """What one answered turn adds: the reply, then a nudge when it called no tool, else each (call_id, content);
+    a paused turn (Anthropic's `pause_turn`) is continued as it is, without a nudge."""
     out = [assistant_message(text, calls)]
-    if not calls:
+    if not calls and finish_reason != PAUSE_TURN:
         out.append({"role": "user", "content": NUDGE})
     out.extend(tool_message(call_id, content) for call_id, content in results)
     return out
@@ -55,7 +60,7 @@ def rebuild_messages(
     for step in f.steps:
         if isinstance(step, ModelResponded):
             if last is not None:
-                messages.extend(turn_messages(last.text, last.tool_calls, results))
+                messages.extend(turn_messages(last.text, last.tool_calls, results, last.finish_reason))
             sent.append([dict(m) for m in messages])
             last, results = step, []
         elif isinstance(step, Search) and step.completed is not None:

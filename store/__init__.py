@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         StoreLocked,
     )
     from searchtrace.store._events import (
+        FINAL_PREFIX,
         AnswerFinal,
         AuditAnswer,
         AuditCase,
@@ -64,9 +65,11 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         TrajectoryStarted,
         Usage,
         Verdict,
+        cache_writes,
         decode_payload,
         encode_payload,
         epoch_of,
+        final_text,
         gold_text,
         gold_text_aliases,
         judge_stream,
@@ -75,6 +78,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         surface_chars,
         trajectory_stream,
         type_of,
+        usage_rule,
     )
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
@@ -156,6 +160,10 @@ _EXPORTS: dict[str, str] = {
     "TrajectoryReason": "searchtrace.store._events",
     "TrajectoryStarted": "searchtrace.store._events",
     "Usage": "searchtrace.store._events",
+    "FINAL_PREFIX": "searchtrace.store._events",
+    "cache_writes": "searchtrace.store._events",
+    "final_text": "searchtrace.store._events",
+    "usage_rule": "searchtrace.store._events",
     "Verdict": "searchtrace.store._events",
     "decode_payload": "searchtrace.store._events",
     "encode_payload": "searchtrace.store._events",
@@ -276,6 +284,10 @@ __all__ = [
     "TrajectoryReason",
     "TrajectoryStarted",
     "Usage",
+    "FINAL_PREFIX",
+    "cache_writes",
+    "final_text",
+    "usage_rule",
     "Verdict",
     "Writer",
     "blobs",

@@ -18,10 +18,16 @@ JSON = dict[str, Any]
 
 
 class Usage(msgspec.Struct, kw_only=True):
+    """A model call's tokens by one rule (docs/how-to/claude-gemini.md): `input_tokens` counts every prompt token,
+    cached and cache-written ones included; `cached_tokens` / `cache_write_tokens` say how many of them were;
+    `reasoning_tokens` are part of `output_tokens`. Build it from a provider's counts with `usage_rule`."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    # absent (UNSET, never encoded) when 0, so every event recorded without cache writes keeps its bytes
+    cache_write_tokens: int | msgspec.UnsetType = msgspec.UNSET
 
     def __add__(self, other: Usage) -> Usage:
         """Totals per trajectory and per judge run are sums of the calls' usage."""
@@ -30,7 +36,45 @@ class Usage(msgspec.Struct, kw_only=True):
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=_written(cache_writes(self) + cache_writes(other)),
         )
+
+
+def _written(n: int) -> int | msgspec.UnsetType:
+    return n if n else msgspec.UNSET
+
+
+def cache_writes(u: Usage) -> int:
+    """The cache-write tokens of a usage (0 when the field is absent)."""
+    return 0 if isinstance(u.cache_write_tokens, msgspec.UnsetType) else u.cache_write_tokens
+
+
+def usage_rule(*, prompt: int = 0, output: int = 0, cached: int = 0, cache_write: int = 0, reasoning: int = 0,
+               cache_apart: bool = False, reasoning_apart: bool = False) -> Usage:
+    """The one usage rule every path applies to a provider's counts (missing counts are 0).
+
+    `cache_apart`: the provider reports cached and cache-write tokens beside `prompt` rather than in it
+    (Anthropic's `cache_read_input_tokens` / `cache_creation_input_tokens`), so they are summed in;
+    `reasoning_apart`: it reports reasoning beside `output` (Gemini's `thoughtsTokenCount`), so it is added."""
+    prompt, output, cached, cache_write, reasoning = (max(0, int(v or 0)) for v in
+                                                      (prompt, output, cached, cache_write, reasoning))
+    total_in = prompt + cached + cache_write if cache_apart else prompt
+    total_out = output + reasoning if reasoning_apart else output
+    return Usage(input_tokens=total_in, output_tokens=total_out, reasoning_tokens=min(reasoning, total_out),
+                 cached_tokens=min(cached, total_in), cache_write_tokens=_written(min(cache_write, total_in)))
+
+
+FINAL_PREFIX = "FINAL ANSWER:"
+
+
+def final_text(answer: str) -> str:
+    """The one final-answer rule of every path that records `answer.final`: a leading `FINAL ANSWER:` (any case,
+    after blank space) is stripped with the blank space around the answer, so EM and F1 never see it; any other
+    answer is kept as it is."""
+    text = answer.lstrip()
+    if text[: len(FINAL_PREFIX)].upper() == FINAL_PREFIX:
+        return text[len(FINAL_PREFIX):].strip()
+    return answer
 
 
 class ToolCall(msgspec.Struct, kw_only=True):
@@ -146,6 +190,10 @@ class ModelResponded(_Body, tag="model.responded"):
     # docs/concepts/shown.md: a proxied reply the agent stopped reading before its end (it disconnected mid-stream), recorded whole
     # all the same. UNSET (never encoded) otherwise, so every other event keeps its bytes.
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/claude-gemini.md: the model that answered (the reply's name, else the request's) and the model API
+    # it was asked over ("chat", "responses", "anthropic", "gemini"); UNSET (never encoded) on events recorded before
+    model: str | msgspec.UnsetType = msgspec.UNSET
+    api: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchCalled(_Body, tag="search.called"):

@@ -2,7 +2,9 @@
 the Responses API over one World.
 
 Routes (root R): R/<endpoint's sandbox path>/<its own path> (route_groups), e.g. R/<provider>/… for each search
-provider, GET R/jina/{url}, POST R/openai/v1/chat/completions and R/openai/v1/responses; GET R/ (an index).
+provider, GET R/jina/{url}, POST R/openai/v1/chat/completions and R/openai/v1/responses, POST R/anthropic/v1/messages
+(and …/count_tokens), POST R/gemini/v1beta/models/{model}:generateContent (and :streamGenerateContent); GET R/
+(an index).
 `create_apps` also gives one app per provider with its routes at the root (`sandbox serve` puts each on a port).
 `app.state.counters[(route, trace_id)]` counts requests per `X-Searchtrace-Trace` header (None when absent),
 `app.state.totals[route]` per route.
@@ -19,9 +21,11 @@ from starlette.routing import Mount, Route
 
 from searchtrace.adapters._persona import SandboxRoute, WireReply, WireRequest
 from searchtrace.adapters._registry import endpoints, specs
+from searchtrace.adapters.sandbox._anthropic_route import count_tokens, messages
 from searchtrace.adapters.sandbox._chat_route import chat_completions
 from searchtrace.adapters.sandbox._faults import FaultPlan
 from searchtrace.adapters.sandbox._fetch_route import jina_read, jina_read_post
+from searchtrace.adapters.sandbox._gemini_route import generate
 from searchtrace.adapters.sandbox._responses import json_response
 from searchtrace.adapters.sandbox._responses_route import responses
 from searchtrace.adapters.sandbox._state import Sandbox, json_body, sandbox_of
@@ -72,6 +76,9 @@ def route_groups() -> dict[str, list[Route]]:
     groups["jina"] = [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])]
     groups["openai"] = [Route("/v1/chat/completions", chat_completions, methods=["POST"]),
                         Route("/v1/responses", responses, methods=["POST"])]
+    groups["anthropic"] = [Route("/v1/messages", messages, methods=["POST"]),
+                           Route("/v1/messages/count_tokens", count_tokens, methods=["POST"])]
+    groups["gemini"] = [Route("/v1beta/models/{target}", generate, methods=["POST"])]
     return groups
 
 

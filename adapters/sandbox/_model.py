@@ -8,6 +8,7 @@ it is plausible and deterministic.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -24,6 +25,12 @@ from searchtrace.adapters.sandbox._responses import json_response
 from searchtrace.adapters.sandbox._state import json_body, sandbox_of
 
 AGENT_MODELS = ("sandbox-agent",)
+AGENT_ALIAS = "sandbox-agent-"  # `sandbox-agent-<name>` is the same agent under another name (an arm of its own)
+
+
+def serves(model: str) -> bool:
+    """Whether the sandbox answers as `model`: its agent (or an alias of it) or a judge."""
+    return model in AGENT_MODELS + JUDGE_MODELS or (model.startswith(AGENT_ALIAS) and len(model) > len(AGENT_ALIAS))
 JUDGE_MODELS = ("sandbox-judge", "sandbox-judge-sloppy")
 canon = msgspec.json.Encoder(order="sorted")
 
@@ -49,8 +56,13 @@ def _prompt_chars(messages: list[dict[str, Any]]) -> int:
     return n
 
 
+def prompt_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
+    """The prompt tokens of chat messages and tools (what every API's reply and count_tokens report)."""
+    return _tokens(_prompt_chars(messages) + (len(json.dumps(tools)) if tools else 0))
+
+
 def _usage(key: str, messages: list[dict[str, Any]], tools: Any, output: str, reasoning: bool) -> dict[str, int]:
-    prompt = _tokens(_prompt_chars(messages) + (len(json.dumps(tools)) if tools else 0))
+    prompt = prompt_tokens(messages, tools)
     last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
     cached = (_tokens(_prompt_chars(messages[: last_assistant + 1])) // 64) * 64 if last_assistant >= 0 else 0
     think = 24 + int(wire.digest(key, n=4), 16) % 200 if reasoning else 0
@@ -124,7 +136,7 @@ async def opening(request: Request) -> tuple[dict[str, Any], str] | Response:
 
 def unknown_model(model: str) -> Response | None:
     """The 404 for a model the sandbox does not serve; None for one it serves."""
-    if model not in AGENT_MODELS + JUDGE_MODELS:
+    if not serves(model):
         return json_response(wire.openai_error(f"The model `{model}` does not exist or you do not have access to it.",
                                                "invalid_request_error", "model_not_found"), 404)
     return None
@@ -136,7 +148,7 @@ def answer(*, key: str, model: str, messages: list[dict[str, Any]], tools: list[
 
     `sandbox-agent` decides its turn from the messages (_agent.decide); a judge reads the user messages, and
     without JSON mode fences its JSON."""
-    if model in AGENT_MODELS:
+    if model not in JUDGE_MODELS:  # the agent, or an alias of it
         turn = agent.decide(messages, can_call_tools=bool(tools) and choice != "none", tools=toolset.pick(tools))
         calls = [{"id": f"call_{wire.digest(key, str(i), n=24)}", "type": "function",
                   "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False, separators=(",", ":"))}}
@@ -149,3 +161,15 @@ def answer(*, key: str, model: str, messages: list[dict[str, Any]], tools: list[
         bad = judge.sloppy_kind(prompt)
     text = judge.reply(prompt, bad, fenced=not json_mode)
     return Reply(text=text, calls=[], usage=_usage(key, messages, None, text, reasoning=False))
+
+
+HTTP_FAULTS = ("429", "500", "503", "401", "quota")
+
+
+async def run_turn(request: Request, kind: str | None, key: str, produce: Callable[[], Awaitable[Response]],
+                   fault: Callable[[str], Response]) -> Response:
+    """`Sandbox.run` for the Anthropic and Gemini routes: an HTTP fault is answered by `fault(kind)` in the API's
+    own error shape; every other kind (timeouts, slow, malformed, truncated) as on the chat route."""
+    if kind in HTTP_FAULTS:
+        return fault(kind)
+    return await sandbox_of(request).run("chat", None if kind in JUDGE_KINDS else kind, key, produce)

@@ -43,6 +43,10 @@ def env_exports(urls: dict[str, str]) -> dict[str, str]:
 EXAMPLES = {
     "openai": 'OpenAI(base_url="{url}", api_key="sandbox").chat.completions.create(model="sandbox-agent", '
               'messages=[{{"role": "user", "content": "When was Elmwyn Athletic founded?"}}], stream=True)',
+    "anthropic": 'Anthropic(base_url="{url}", api_key="sandbox").messages.create(model="sandbox-agent", max_tokens=1024, '
+                 'messages=[{{"role": "user", "content": "When was Elmwyn Athletic founded?"}}])',
+    "gemini": 'genai.Client(api_key="sandbox", http_options={{"base_url": "{url}"}}).models.generate_content('
+              'model="sandbox-agent", contents="When was Elmwyn Athletic founded?")',
     **{s.name: s.example for s in specs()},
     "jina": "curl -H 'Accept: application/json' -H 'Content-Type: application/json' -d '{{\"url\": \"https://almanac-central.example/entries/elmwyn-athletic\"}}' {url}/",
 }

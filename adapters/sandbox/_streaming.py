@@ -7,7 +7,7 @@ The chunks and events are a pure function of the non-streamed reply, so both for
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -104,3 +104,13 @@ async def _typed(response: dict[str, Any]) -> AsyncIterator[bytes]:
 def typed_sse_response(response: dict[str, Any]) -> StreamingResponse:
     """A Responses reply as a `text/event-stream` of typed events (no `[DONE]`: `response.completed` ends it)."""
     return StreamingResponse(_typed(response), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+async def _each(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for c in chunks:
+        yield c
+
+
+def event_stream(chunks: Iterable[bytes]) -> StreamingResponse:
+    """Server-sent events already encoded (the Anthropic and Gemini routes': their wire modules encode them)."""
+    return StreamingResponse(_each(chunks), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

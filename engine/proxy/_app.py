@@ -27,22 +27,21 @@ from searchtrace.adapters import (
     SearchAdapter,
     SearchHit,
     Secret,
+    assemble,
     build_search,
-    chat_messages,
     estimate_tokens,
     is_key_name,
+    model_of,
     page_markdown,
-    parse_completion,
-    parse_response,
+    parse_reply,
+    request_evidence,
     scrub_bytes,
     scrub_text,
     shorten,
-    tools_to_chat,
 )
 from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy._limits import Limits, Unpriced, chat_usd, exceeded, fetch_usd, search_usd
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
-from searchtrace.engine.proxy._sse import assemble, assemble_responses
 from searchtrace.store import FetchStatus, SearchStatus
 
 EPOCH_HEADER = "x-searchtrace-epoch"
@@ -184,16 +183,53 @@ class Proxy:
         """The trajectory a request names (`/t/<provider>/<qid>/…` or the trajectory header), then final or forward.
         The path is split before it is decoded, so a percent-encoded qid may hold any character."""
         raw = request.scope.get("raw_path") or request.scope["path"].encode()
+        header = request.headers.get(routes.TRAJECTORY_HEADER)
+        provider_only = header is not None and "/" not in header.strip()  # the qid is found by the question's text
         try:
-            sel = routes.select(raw.decode("latin-1"), request.headers.get(routes.TRAJECTORY_HEADER))
+            sel = routes.select(raw.decode("latin-1"), None if provider_only else header)
+            if sel is None:
+                found = await self._by_text(request, routes.route_of(raw.decode("latin-1")),
+                                            header.strip() if header is not None and provider_only else None)
+                if isinstance(found, str):
+                    return error(404, found)
+                sel = found
         except ValueError as exc:
             return error(400, str(exc))
-        if sel is None:
-            return error(404, "no trajectory named: use /t/<provider>/<qid>/<route>, or header "
-                              "X-Searchtrace-Trajectory: <provider>/<qid> with /<route>")
         if sel.rest == "final" and request.method == "POST":
             return await self.final(request, sel)
         return await self.forward(request, sel)
+
+    async def _by_text(self, request: Request, rest: str, provider: str | None) -> routes.Selected | str:
+        """The trajectory of a request that names none (docs/how-to/claude-gemini.md): a model call's by its first user
+        message, matched word for word against the questions (as `collect` does), of the one provider the header
+        or the run names; a search or fetch by the query or URL the last turn of one open trajectory asked for.
+        The line that says why none is found, otherwise."""
+        unnamed = ("no trajectory named: use /t/<provider>/<qid>/<route>, header X-Searchtrace-Trajectory: "
+                   "<provider>/<qid> with /<route>, or send the question's exact text as the first user message")
+        target = routes.classify(rest)
+        if target is None or target.kind == "other":
+            return unnamed
+        body = await request.body()
+        if target.kind == "chat":
+            _, messages, _ = request_evidence(target.api, _model_request(target, body))
+            text = next((_content_text(m.get("content")) for m in messages or [] if m.get("role") == "user"), "")
+            qid = self.recorder.qid_of_text(text) if text else None
+            if qid is None:
+                return unnamed + f" (the first user message is no question of run {self.recorder.run_id!r} word for word)"
+            providers = [provider] if provider else sorted(self.recorder.providers)
+            if len(providers) != 1:
+                return (f"question {qid!r} matched by its text, but run {self.recorder.run_id!r} has providers "
+                        f"{', '.join(providers)}: name one with header X-Searchtrace-Trajectory: <provider>")
+            return routes.Selected(providers[0], qid, rest)
+        if target.kind == "search":
+            value, _ = _query_and_params(request, body)
+            provider = target.endpoint
+        else:
+            value = target.path + (f"?{request.url.query}" if request.url.query else "")
+        found = self.recorder.asking(provider, value or "") if value else []
+        if len(found) != 1:
+            return unnamed + (f" ({len(found)} open trajectories asked for {shorten(value or '')!r})" if found else "")
+        return routes.Selected(found[0].provider, found[0].qid, rest)
 
     def _trajectory(self, request: Request, sel: routes.Selected) -> tuple[Traj | None, Response | None]:
         epoch = routes.epoch_of(request.headers.get(EPOCH_HEADER, "1"), MAX_EPOCHS)
@@ -251,7 +287,7 @@ class Proxy:
             return refused
         if self.limits.any and target.kind != "other":
             try:
-                why = exceeded(self.limits, kind=target.kind, endpoint=target.endpoint, request=_json_or_none(body) or {},
+                why = exceeded(self.limits, kind=target.kind, endpoint=target.endpoint, request=_model_request(target, body),
                                turns=t.b.turns + t.chats, usage=t.b.usage, spent=t.spent)
             except Unpriced as exc:
                 return error(400, str(exc))
@@ -267,7 +303,7 @@ class Proxy:
             query = request.query_params.multi_items() if target.kind != "fetch" else []
             secret = routes.request_secrets(request.headers, query, _json_or_none(body), own=key)
             req = self._request(request, sel, target, body, key)
-            if chat and _wants_stream(body):
+            if chat and (target.stream or _wants_stream(body)):
                 response, piped = await self._stream(t, target, request, req, body, secret)
                 return response
             up, rest = await self._send(req)
@@ -448,7 +484,7 @@ class Proxy:
         completion = whole
         if resp.is_success:
             try:
-                completion = assemble(whole) if target.api == "chat" else assemble_responses(whole)
+                completion = assemble(target.api, whole)
             except _BAD_BODY:
                 completion = b""
         return self._record_chat(t, target, body, up, completion, secret, raw=whole, client_disconnected=left)
@@ -478,7 +514,7 @@ class Proxy:
                                        n_bytes=n_bytes, n_tokens=0, latency_ms=up.latency_ms, http_status=up.status,
                                        error=error, client_disconnected=left)
         if target.kind == "chat":
-            model = str((_json_or_none(body) or {}).get("model", "chat"))
+            model = str(_model_request(target, body).get("model", "chat"))
             return self.recorder.chat_failed(t, model=model, status="http_error" if bad else "bad_response",
                                              http_status=up.status, error=error, client_disconnected=left)
         return None
@@ -527,7 +563,7 @@ class Proxy:
 
     def _record_chat(self, t: Traj, target: routes.Target, body: bytes, up: Upstream, completion: bytes,
                      secret: list[Secret], raw: bytes | None = None, client_disconnected: bool = False) -> anyio.Event:
-        request = _json_or_none(body) or {}
+        request = _model_request(target, body)
         model = str(request.get("model", "chat"))
         if up.status is None or not 200 <= up.status < 300:
             text = up.body.decode("utf-8", "replace") if up.body else up.message
@@ -535,45 +571,42 @@ class Proxy:
             return self.recorder.chat_failed(t, model=model, status=status, http_status=up.status, error=shorten(text),
                                              secrets=secret, client_disconnected=client_disconnected)
         try:
-            text_, calls, usage, finish = (parse_completion if target.api == "chat" else parse_response)(completion)
+            text_, calls, usage, finish = parse_reply(target.api, completion)
         except _BAD_BODY as exc:
             return self.recorder.chat_failed(t, model=model, status="bad_response", http_status=up.status,
                                              error=f"unusable body: {exc}", secrets=secret,
                                              client_disconnected=client_disconnected)
-        head, messages, tools = _request_messages(target.api, request)
+        head, messages, tools = request_evidence(target.api, request)
         reply_id = None
         if target.api == "responses":
             reply = _json_or_none(completion) or {}
             reply_id = reply["id"] if isinstance(reply.get("id"), str) else None
         previous = request.get("previous_response_id")
-        t.spent += chat_usd(self.limits, model, usage)
+        answered = model_of(target.api, completion) or model  # the reply's model name, else the request's
+        t.spent += chat_usd(self.limits, answered, usage)
         return self.recorder.chat(t, text=text_, tool_calls=calls, usage=usage, latency_ms=up.latency_ms,
                            finish_reason=finish, raw=scrub_bytes(raw if raw is not None else completion, *secret),
                            messages=messages, head=head, tools=tools, secrets=secret,
                            client_disconnected=client_disconnected,
-                           reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None)
+                           reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None,
+                           model=answered, api=target.api)
 
 
-def _request_messages(api: str, request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None,
-                                                                    list[dict[str, Any]] | None]:
-    """What a model request sent, as chat messages and chat tools (a Responses request is converted, docs/concepts/shown.md,
-    so both APIs record the same request the same way): the messages of this request's `instructions` (not carried
-    to a later `previous_response_id`, as OpenAI does), the conversation part, the tools; None where the body does
-    not say."""
-    raw_tools = request.get("tools")
-    if api == "chat":
-        messages = request["messages"] if isinstance(request.get("messages"), list) else None
-        return [], messages, raw_tools if isinstance(raw_tools, list) else None
-    try:
-        head, messages = chat_messages(request.get("instructions"), []), chat_messages(None, request.get("input"))
-    except ValueError:
-        head, messages = [], None
-    if not isinstance(raw_tools, list):
-        return head, messages, None
-    try:
-        return head, messages, tools_to_chat(raw_tools)
-    except ValueError:  # a hosted tool (web_search, file_search …): kept as sent
-        return head, messages, raw_tools
+def _content_text(content: Any) -> str:
+    """A chat message's text (a string, or its text parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _model_request(target: routes.Target, body: bytes) -> dict[str, Any]:
+    """A model call's JSON body, with the model its path names (Gemini's) as `model`."""
+    doc = _json_or_none(body) or {}
+    if target.model is not None and "model" not in doc:
+        doc = {**doc, "model": target.model}
+    return doc
 
 
 def _headers(resp: httpx.Response) -> list[tuple[str, str]]:

@@ -14,9 +14,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import FETCHERS, estimate_tokens
+from searchtrace.adapters import FETCHERS, assemble, estimate_tokens
 from searchtrace.engine._prices import Prices, fetched_usd, model_usd, searches_usd
-from searchtrace.engine.proxy._sse import assemble, assemble_responses
 from searchtrace.store import FetchCompleted, ModelResponded, Payload, SearchCompleted, Usage
 
 
@@ -47,8 +46,9 @@ class Unpriced(ValueError):
 
 def _request_tokens(request: dict[str, Any]) -> int:
     """The estimated input tokens of a model request as JSON: a chat request's messages and tools, a Responses
-    request's instructions, input and tools."""
+    request's instructions, input and tools, a Messages request's system, a Gemini request's contents."""
     sent = [request.get(k) for k in ("messages", "instructions", "input", "tools")]
+    sent += [request[k] for k in ("system", "contents", "systemInstruction") if k in request]  # chat keeps its bytes
     return estimate_tokens(msgspec.json.encode(sent).decode())
 
 
@@ -121,7 +121,7 @@ def model_named(raw: bytes) -> str | None:
     body = raw
     if raw.lstrip().startswith((b"data:", b"event:")):
         try:
-            body = assemble_responses(raw) if b"response.completed" in raw else assemble(raw)
+            body = assemble("responses", raw) if b"response.completed" in raw else assemble("chat", raw)
         except _UNREADABLE:
             return None
     try:
@@ -144,8 +144,8 @@ def recorded_usd(limits: Limits, provider: str, payloads: Sequence[Payload], blo
                 spent += search_usd(limits, provider)
             elif isinstance(p, FetchCompleted) and p.status == "ok":
                 spent += fetch_usd(limits, FETCHERS[0], p.n_tokens)
-            elif isinstance(p, ModelResponded) and p.raw_digest is not None:
-                model = model_named(blob(p.raw_digest))
+            elif isinstance(p, ModelResponded) and (isinstance(p.model, str) or p.raw_digest is not None):
+                model = p.model if isinstance(p.model, str) else model_named(blob(p.raw_digest or ""))
                 if model is not None:
                     spent += chat_usd(limits, model, p.usage)
         except Unpriced:

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from searchtrace.adapters import (
@@ -65,6 +66,9 @@ class Traj:
     # Responses API: each reply's whole conversation (request + the reply), so a request naming it as
     # `previous_response_id` is recorded with everything the model was sent; the latest MAX_KEPT_REPLIES
     replies: dict[str, list[Message]] = field(default_factory=dict)
+    # the string arguments of its last turn's tool calls: a search or fetch naming no trajectory is this one's when
+    # its query or URL is among them (routing by question text, docs/how-to/claude-gemini.md)
+    asked: frozenset[str] = frozenset()
 
     @property
     def trajectory_id(self) -> str:
@@ -99,6 +103,7 @@ class ProxyRecorder:
         self._send: MemoryObjectSendStream[_Item] = send
         self._recv: MemoryObjectReceiveStream[_Item] = recv
         self.appended = 0
+        self._by_text: dict[str, str] | None = None  # question text -> qid, built on first use
 
     # -- start, restart, stop ---------------------------------------------------------------------------------------
 
@@ -202,6 +207,19 @@ class ProxyRecorder:
 
     # -- calls ------------------------------------------------------------------------------------------------------
 
+    def qid_of_text(self, text: str) -> str | None:
+        """The qid whose question is exactly `text` (blank space around it aside), as `collect` matches them."""
+        if self._by_text is None:
+            self._by_text = {}
+            for q in self.questions.values():
+                self._by_text.setdefault(q.question.strip(), q.qid)
+        return self._by_text.get(text.strip())
+
+    def asking(self, provider: str | None, value: str) -> list[Traj]:
+        """The open trajectories (of `provider`, when given) whose last turn's tool calls name `value`."""
+        v = value.strip()
+        return [t for t in self.open_trajectories() if (provider is None or t.provider == provider) and v in t.asked]
+
     def lookup(self, provider: str, qid: str, epoch: int) -> tuple[Traj | None, str | None]:
         """The trajectory a request belongs to, started now when new; or an error line (unknown qid/provider)."""
         if provider not in self.providers:
@@ -252,6 +270,7 @@ class ProxyRecorder:
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
         tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), client_disconnected: bool = False,
         reply_id: str | None = None, previous_id: str | None = None, head: Sequence[Message] = (),
+        model: str | None = None, api: str | None = None,
     ) -> anyio.Event:
         """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
         a Responses request continuing `previous_id` is recorded with that reply's conversation before it (after its
@@ -269,9 +288,10 @@ class ProxyRecorder:
         if messages is not None:
             messages = scrub_parsed(messages, configured_secrets(*secrets))
             tools = scrub_parsed(tools, configured_secrets(*secrets)) if tools is not None else None
+        t.asked = frozenset(v.strip() for c in tool_calls for v in _strings(c.arguments) if v.strip())
         t.b.model(text=text, tool_calls=tool_calls, usage=usage, latency_ms=latency_ms, provider_ms=latency_ms,
                   queue_ms=0.0, finish_reason=finish_reason, raw=raw or None, messages=messages, tools=tools,
-                  client_disconnected=client_disconnected)
+                  client_disconnected=client_disconnected, model=model, api=api)
         return self._emit(t, secrets)
 
     def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str,
@@ -348,3 +368,22 @@ def config_of(*, upstream: str, questions: str, dataset_id: str, providers: Sequ
         "dataset": {"path": questions, "id": dataset_id},
         "providers": {p: {"kind": p, "params": {}} for p in sorted(providers)},
     }
+
+
+def _strings(arguments: str) -> list[str]:
+    """Every string value of a tool call's JSON arguments (none when they do not parse)."""
+    try:
+        value = msgspec.json.decode(arguments)
+    except (msgspec.DecodeError, RecursionError):
+        return []
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out

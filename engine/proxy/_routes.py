@@ -11,8 +11,9 @@ from urllib.parse import unquote
 
 import msgspec
 
-from searchtrace.adapters import ENDPOINT as CHAT
+from searchtrace.adapters import ANTHROPIC_ENDPOINT as ANTHROPIC
 from searchtrace.adapters import (
+    ANTHROPIC_PATH,
     FETCHERS,
     SANDBOX_KEY,
     SEARCH_PROVIDERS,
@@ -25,6 +26,8 @@ from searchtrace.adapters import (
     spec,
     specs,
 )
+from searchtrace.adapters import ENDPOINT as CHAT
+from searchtrace.adapters import GEMINI_ENDPOINT as GEMINI
 
 Kind = Literal["search", "fetch", "chat", "other"]
 
@@ -57,7 +60,10 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     kind: Kind
     endpoint: str
     path: str
-    api: Literal["chat", "responses"] = "chat"  # a model call's wire format: Chat Completions or Responses
+    # a model call's wire format: Chat Completions, Responses, Anthropic Messages or Gemini
+    api: Literal["chat", "responses", "anthropic", "gemini"] = "chat"
+    stream: bool = False  # the path asks for a streamed reply (Gemini's `:streamGenerateContent`)
+    model: str | None = None  # the model the path names (Gemini's `models/<model>:…`)
 
 
 class Selected(NamedTuple):
@@ -104,6 +110,11 @@ def select(raw_path: str, header: str | None) -> Selected | None:
     return Selected(named[0], named[1], _decoded(raw_path.lstrip("/"), "the route"))
 
 
+def route_of(raw_path: str) -> str:
+    """The route of a request that names no trajectory: its whole path, decoded (ValueError when it does not)."""
+    return _decoded(raw_path.lstrip("/"), "the route")
+
+
 def _decodable() -> frozenset[str]:
     """The content codings httpx decodes as it reads: always identity, gzip and deflate; br and zstd only with the
     package httpx uses for them (its documented optional dependencies)."""
@@ -145,10 +156,19 @@ def classify(rest: str) -> Target | None:
             elif name == CHAT.name and path.rstrip("/") in ("chat/completions", "responses"):
                 api: Literal["chat", "responses"] = "chat" if path.rstrip("/") == "chat/completions" else "responses"
                 return Target(kind="chat", endpoint=name, path=path, api=api)
+            elif name == ANTHROPIC.name and path.rstrip("/") == ANTHROPIC_PATH:
+                return Target(kind="chat", endpoint=name, path=path, api="anthropic")
+            elif name == GEMINI.name and (m := _GEMINI_CALL.fullmatch(path)):
+                return Target(kind="chat", endpoint=name, path=path, api="gemini",
+                              stream=m.group(2) == "streamGenerateContent", model=m.group(1))
             else:
                 kind = "other"
             return Target(kind=kind, endpoint=name, path=path)
     return None
+
+
+# a Gemini model call below its base URL: v1beta/models/<model>:generateContent or :streamGenerateContent
+_GEMINI_CALL = re.compile(r"v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent)")
 
 
 def key_env(endpoint: str) -> str:
@@ -169,8 +189,13 @@ def live_base(endpoint: str) -> str:
 
 
 def auth_header(endpoint: str, key: str) -> tuple[str, str] | None:
-    """The header that carries `key` to `endpoint` (None: it goes in the query, QUERY_KEY); the fetch and chat
-    endpoints take `Authorization: Bearer`, each search provider the way its module says."""
+    """The header that carries `key` to `endpoint` (None: it goes in the query, QUERY_KEY); the fetch and OpenAI
+    endpoints take `Authorization: Bearer`, Anthropic `x-api-key`, Gemini `x-goog-api-key`, each search provider
+    the way its module says."""
+    if endpoint == ANTHROPIC.name:
+        return "x-api-key", key
+    if endpoint == GEMINI.name:
+        return "x-goog-api-key", key
     if endpoint not in SEARCH_PROVIDERS:
         return "Authorization", f"Bearer {key}"
     s = spec(endpoint)

@@ -149,6 +149,7 @@ def _turns(f: Folded, got: Blobs) -> list[Turn]:
             latency_ms=m.latency_ms, provider_ms=m.provider_ms, queue_ms=m.queue_ms, kept=0 if isinstance(messages, msgspec.UnsetType) else kept,
             messages=messages, tools=tools, raw_digest=got.raw(m.raw_digest),
             request_sha256=msgspec.UNSET if m.request_sha256 == derived else m.request_sha256,
+            model=m.model, api=m.api,
         ))
     return out
 
@@ -171,7 +172,7 @@ def _steps(f: Folded, provider: str, got: Blobs) -> list[Step]:
             u = StepUsage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
                           reasoning_tokens=step.usage.reasoning_tokens)
             out.append(ModelStep(iteration=step.iteration, usage=u, latency_ms=step.latency_ms,
-                                 provider_ms=step.provider_ms, queue_ms=step.queue_ms))
+                                 provider_ms=step.provider_ms, queue_ms=step.queue_ms, model=step.model, api=step.api))
         elif isinstance(step, Search):
             c, done = step.called, step.completed
             out.append(SearchStep(

@@ -42,6 +42,9 @@ class ModelStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="model"):
     latency_ms: Millis = 0.0
     provider_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: the provider's time alone (absent: not written)
     queue_ms: Ms = msgspec.UNSET  # docs/reference/prices.md, when measured: waits for the harness's own limits
+    # docs/how-to/claude-gemini.md: the model that answered and the model API it was asked over (absent: not written)
+    model: str | msgspec.UnsetType = msgspec.UNSET
+    api: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Result(msgspec.Struct, kw_only=True):
@@ -156,6 +159,8 @@ class Turn(msgspec.Struct, kw_only=True, omit_defaults=True):
     # request messages, where it is all there is)
     request_sha256: str | None | msgspec.UnsetType = msgspec.UNSET
     raw_digest: str | None = None  # the reply's raw body: a file of the `--blobs` folder named by this digest
+    model: str | msgspec.UnsetType = msgspec.UNSET  # docs/how-to/claude-gemini.md: the model that answered
+    api: str | msgspec.UnsetType = msgspec.UNSET  # and the model API it was asked over
 
 
 class Answer(msgspec.Struct, kw_only=True):

@@ -42,7 +42,7 @@ from searchtrace.replay.interchange._formats import (
     TurnCall,
     TurnUsage,
 )
-from searchtrace.store import BadInput, TrajectoryReason
+from searchtrace.store import BadInput, TrajectoryReason, usage_rule
 
 LOG_SUFFIXES = (".eval", ".json")
 # docs/concepts/security.md: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
@@ -167,10 +167,14 @@ def _tools(events: list[dict[str, Any]]) -> Tools | None:
 
 
 def _usage(output: dict[str, Any]) -> TurnUsage:
+    """Inspect's ModelUsage under the one usage rule: Inspect reports cache reads and writes beside `input_tokens`
+    (for every provider), so they are summed in; its `output_tokens` already hold the reasoning."""
     u = output.get("usage") or {}
-    return TurnUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
-                     reasoning_tokens=int(u.get("reasoning_tokens") or 0),
-                     cached_tokens=int(u.get("input_tokens_cache_read") or 0))
+    rule = usage_rule(prompt=int(u.get("input_tokens") or 0), output=int(u.get("output_tokens") or 0),
+                      reasoning=int(u.get("reasoning_tokens") or 0), cached=int(u.get("input_tokens_cache_read") or 0),
+                      cache_write=int(u.get("input_tokens_cache_write") or 0), cache_apart=True)
+    return TurnUsage(input_tokens=rule.input_tokens, output_tokens=rule.output_tokens,
+                     reasoning_tokens=rule.reasoning_tokens, cached_tokens=rule.cached_tokens)
 
 
 def _turn(e: dict[str, Any], iteration: int, before: list[Any]) -> Turn:
@@ -189,11 +193,27 @@ def _turn(e: dict[str, Any], iteration: int, before: list[Any]) -> Turn:
         while kept < len(sent) and kept < len(before) and sent[kept] == before[kept]:
             kept += 1
     took = output.get("time")
+    model, api = _model_api(e, output)
     return Turn(iteration=iteration, text=_text(message.get("content")) or None, tool_calls=calls,
                 usage=_usage(output), finish_reason=choice.get("stop_reason"), latency_ms=_ms(e),
                 provider_ms=float(took) * 1000 if isinstance(took, int | float) and took >= 0 else msgspec.UNSET,
                 kept=kept, messages=sent[kept:] if sent is not None else msgspec.UNSET,
-                tools=e.get("tools") or None if sent is not None else None)
+                tools=e.get("tools") or None if sent is not None else None, model=model, api=api)
+
+
+_INSPECT_APIS = {"anthropic": "anthropic", "google": "gemini"}  # Inspect's provider prefix -> the model API
+
+
+def _model_api(e: dict[str, Any], output: dict[str, Any]) -> tuple[str | msgspec.UnsetType, str]:
+    """The model that answered (the reply's name, else the event's without its provider prefix) and the API it was
+    asked over (by the provider prefix; an OpenAI request with `input` is the Responses API, else chat)."""
+    named = str(e.get("model") or "")
+    prefix, _, bare = named.partition("/")
+    model = output.get("model") if isinstance(output.get("model"), str) and output.get("model") else bare or named
+    call: dict[str, Any] = e["call"] if isinstance(e.get("call"), dict) else {}
+    request: dict[str, Any] = call["request"] if isinstance(call.get("request"), dict) else {}
+    api = _INSPECT_APIS.get(prefix) or ("responses" if "input" in request else "chat")
+    return (str(model) if model else msgspec.UNSET), api
 
 
 # Inspect's score values read as a match of the final answer (its value_to_float: CORRECT, INCORRECT, NOANSWER);

@@ -32,6 +32,7 @@ from searchtrace.adapters import (
     configured_secrets,
     estimate_tokens,
     json_too_deep,
+    model_of,
     page_markdown,
     parse_completion,
     read_page,
@@ -42,7 +43,7 @@ from searchtrace.adapters import (
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
 from searchtrace.replay.interchange._common import append_chunked, event_id, event_ids
 from searchtrace.replay.interchange._otlp import Span
-from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream
+from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream, usage_rule
 
 Message = dict[str, Any]
 QID, PROVIDER, QUESTION, GOLD, FINAL = ("searchtrace.qid", "searchtrace.provider", "searchtrace.question",
@@ -231,6 +232,19 @@ def _count(value: Any) -> int:
     return n if 0 <= n <= TOKENS_MAX else 0
 
 
+def model_api(s: Span, raw: bytes | None) -> tuple[str | None, str]:
+    """The model a chat span names (the reply's, else the span's response or request model) and the model API (by
+    the provider or system the span names: anthropic, Google's gemini; else OpenAI's chat)."""
+    a = s.attrs
+    named = (model_of("chat", raw) if raw is not None else None) or next(
+        (str(a[k]) for k in ("gen_ai.response.model", "llm.model_name", "gen_ai.request.model") if a.get(k)), None)
+    system = " ".join(str(a.get(k) or "") for k in ("llm.provider", "llm.system", "gen_ai.system",
+                                                     "gen_ai.provider.name")).lower()
+    api = "anthropic" if "anthropic" in system else "gemini" if any(w in system for w in ("gemini", "google", "vertex")) \
+        else "chat"
+    return named, api
+
+
 def reply_of(s: Span) -> tuple[str | None, list[ToolCall], Usage, str | None, bytes | None]:
     """A chat span's reply: text, tool calls, usage, finish reason, raw body (the response JSON when recorded)."""
     a = s.attrs
@@ -241,12 +255,15 @@ def reply_of(s: Span) -> tuple[str | None, list[ToolCall], Usage, str | None, by
             return text, calls, usage, finish, out.encode()
         except (ValueError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             pass
-    usage = Usage(input_tokens=_count(a.get("llm.token_count.prompt", a.get("gen_ai.usage.input_tokens"))),
-                  output_tokens=_count(a.get("llm.token_count.completion", a.get("gen_ai.usage.output_tokens"))),
-                  reasoning_tokens=_count(a.get("llm.token_count.completion_details.reasoning",
-                                                a.get("gen_ai.usage.reasoning_tokens"))),
-                  cached_tokens=_count(a.get("llm.token_count.prompt_details.cache_read",
-                                             a.get("gen_ai.usage.cache_read.input_tokens"))))
+    # the one usage rule: both conventions count cached and cache-write tokens in the prompt, reasoning in the output
+    usage = usage_rule(prompt=_count(a.get("llm.token_count.prompt", a.get("gen_ai.usage.input_tokens"))),
+                       output=_count(a.get("llm.token_count.completion", a.get("gen_ai.usage.output_tokens"))),
+                       reasoning=_count(a.get("llm.token_count.completion_details.reasoning",
+                                              a.get("gen_ai.usage.reasoning_tokens"))),
+                       cached=_count(a.get("llm.token_count.prompt_details.cache_read",
+                                           a.get("gen_ai.usage.cache_read.input_tokens"))),
+                       cache_write=_count(a.get("llm.token_count.prompt_details.cache_write",
+                                                a.get("gen_ai.usage.cache_creation.input_tokens"))))
     flat = _indexed(a, "llm.output_messages.")
     if flat:
         m = _oi_message(flat[0])
@@ -385,9 +402,10 @@ class Trace:
             return
         messages, tools = request_of(s)
         text, calls, usage, finish, raw = reply_of(s)
+        answered, api = model_api(s, raw)
         self.b.model(text=text, tool_calls=calls, usage=usage, latency_ms=_ms(s), provider_ms=_ms(s), queue_ms=0.0,
                      finish_reason=finish, raw=raw,
-                     messages=messages, tools=tools if messages is not None else None)
+                     messages=messages, tools=tools if messages is not None else None, model=answered, api=api)
 
     def _tool(self, s: Span) -> None:
         name = _tool_name(s)

@@ -49,8 +49,8 @@ from searchtrace.store import (
     Payload,
     SearchCompleted,
     ToolCall,
-    Usage,
     trajectory_stream,
+    usage_rule,
 )
 
 
@@ -222,10 +222,11 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) ->
         if isinstance(step, ModelStep):
             turn = next(turns, None)
             if turn is None:
-                u = Usage(input_tokens=step.usage.input_tokens, output_tokens=step.usage.output_tokens,
-                          reasoning_tokens=step.usage.reasoning_tokens)
+                u = usage_rule(prompt=step.usage.input_tokens, output=step.usage.output_tokens,
+                               reasoning=step.usage.reasoning_tokens)
                 b.model(iteration=step.iteration, text=None, usage=u, latency_ms=step.latency_ms, finish_reason=None,
-                        raw=None, provider_ms=step.provider_ms, queue_ms=step.queue_ms)
+                        raw=None, provider_ms=step.provider_ms, queue_ms=step.queue_ms, model=_given(step.model),
+                        api=_given(step.api))
                 continue
             messages: list[Any] | None = None
             if isinstance(turn.messages, msgspec.UnsetType):
@@ -235,8 +236,9 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) ->
             tu = turn.usage
             b.model(iteration=turn.iteration, text=turn.text, finish_reason=turn.finish_reason,
                     tool_calls=[ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in turn.tool_calls],
-                    usage=Usage(input_tokens=tu.input_tokens, output_tokens=tu.output_tokens,
-                                reasoning_tokens=tu.reasoning_tokens, cached_tokens=tu.cached_tokens),
+                    usage=usage_rule(prompt=tu.input_tokens, output=tu.output_tokens, reasoning=tu.reasoning_tokens,
+                                     cached=tu.cached_tokens),
+                    model=_given(turn.model) or _given(step.model), api=_given(turn.api) or _given(step.api),
                     latency_ms=turn.latency_ms, provider_ms=turn.provider_ms, queue_ms=turn.queue_ms,
                     raw=body(turn.raw_digest), messages=messages, tools=turn.tools if messages is not None else None,
                     request_digest=None if isinstance(turn.request_sha256, msgspec.UnsetType) else turn.request_sha256)
@@ -324,3 +326,8 @@ def append_traces(log: EventLog, path: Path, skip: frozenset[str] | set[str] = f
     if batch or blobs:
         written += sum(1 for p in log.append(batch, blobs=blobs) if p)
     return written
+
+
+def _given(value: str | msgspec.UnsetType) -> str | None:
+    """A field a line may leave out (UNSET) as None."""
+    return None if isinstance(value, msgspec.UnsetType) else value

@@ -16,6 +16,7 @@ import msgspec
 from rich.console import Console
 
 from searchtrace import analytics, pipeline
+from searchtrace.adapters import CHAT_APIS
 from searchtrace.cli._record import summary_text
 from searchtrace.engine import MAX_EPOCHS
 
@@ -31,12 +32,15 @@ from searchtrace.engine import MAX_EPOCHS
 @click.option("--providers", "providers_spec", default="paper", show_default=True,
               help="Sandbox personas: paper (the paper's three), all (every search provider), or names separated by "
                    "commas.")
+@click.option("--agent-api", type=click.Choice(CHAT_APIS), default="chat", show_default=True,
+              help="The model API the scripted agent is asked over (docs/how-to/claude-gemini.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")
-def demo(db: Path | None, out: Path, n: int, epochs: int, providers_spec: str, as_json: bool) -> None:
+def demo(db: Path | None, out: Path, n: int, epochs: int, providers_spec: str, agent_api: str, as_json: bool) -> None:
     """Record sandbox personas (the paper's three by default), judge every item, print the report (no key, no network)."""
     providers = pipeline.demo_providers(providers_spec)
     db = db or out / "demo.duckdb"
-    result = anyio.run(lambda: pipeline.demo(db, out, n, epochs=epochs, providers=providers), backend="asyncio")
+    result = anyio.run(lambda: pipeline.demo(db, out, n, epochs=epochs, providers=providers,
+                                                   agent_api=agent_api), backend="asyncio")
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return

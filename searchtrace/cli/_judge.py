@@ -19,6 +19,7 @@ import click
 import msgspec
 
 from searchtrace import pipeline
+from searchtrace.adapters import CHAT_APIS
 from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.replay import DEFAULT_VERSION, versions
 
@@ -67,8 +68,12 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.group("judge", invoke_without_command=True)
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=Path("searchtrace.duckdb"), show_default=True)
 @click.option("--model", default=None, help="Judge model (default with --sandbox: sandbox-judge).")
-@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
-@click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY).")
+@click.option("--base-url", default=None, help="The model API's endpoint (default: $OPENAI_BASE_URL or OpenAI; "
+              "with --api anthropic $ANTHROPIC_BASE_URL, with --api gemini $GOOGLE_GEMINI_BASE_URL).")
+@click.option("--key-env", default=None, help="Environment variable holding the key (default OPENAI_API_KEY; "
+              "ANTHROPIC_API_KEY, GEMINI_API_KEY).")
+@click.option("--api", type=click.Choice(CHAT_APIS), default="chat", show_default=True,
+              help="The model API the judge is asked over (docs/how-to/claude-gemini.md).")
 @click.option("--prompt-version", default=None,
               help=f"Built-in ({', '.join(versions())}; default {DEFAULT_VERSION}) or a prompt file's recorded name@hash.")
 @click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -94,7 +99,7 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
                    "driver fetches it through Ray, checked by size and sha256 [default: next to --db on every node].")
 @click.pass_context
 def judge(
-    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None,
+    ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None, api: str,
     prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
     concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, ship_to: str | None,
@@ -108,12 +113,12 @@ def judge(
     plan = pipeline.plan_judge(
         db, model=model, base_url=base_url, key_env=key_env, prompt_version=prompt_version, prompt_file=prompt_file,
         judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
-        sandbox=sandbox, sandbox_url=sandbox_url,
+        sandbox=sandbox, sandbox_url=sandbox_url, api=api,
     )
     if ray_address is not None or shards is not None or segment_dir is not None:
         _on_ray(plan, db, ray_address, shards, segment_dir=segment_dir, ship_to=ship_to, as_json=as_json)
         return
-    chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
+    chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps, api=plan.api,
                                concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
                                sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
     shipped: list[str] = []

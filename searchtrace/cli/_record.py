@@ -77,7 +77,11 @@ def record(
         _on_ray(cfg, db, ray_address, shards, sandbox=sandbox, sandbox_url=sandbox_url, shard=shard, ship_to=ship_to,
                 as_json=as_json, segment_dir=segment_dir)
         return
+    named = cfg.agent.model
     transport = pipeline.aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)
+    if cfg.agent.model != named:  # the sandbox answers with its own model: said once, never silently
+        click.echo(f"searchtrace: the config names model {named!r}; in the sandbox {cfg.agent.model!r} answers "
+                   f"(over the {cfg.agent.api} API) and is recorded as the model", err=True)
     shipped: list[str] = []
     try:
         summary = anyio.run(

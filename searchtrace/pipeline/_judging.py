@@ -9,7 +9,14 @@ from typing import Any
 import anyio
 import msgspec
 
-from searchtrace.adapters import SANDBOX_KEY, ClosableChat, build_chat, default_endpoint, sandbox_endpoint
+from searchtrace.adapters import (
+    API_ENDPOINTS,
+    SANDBOX_KEY,
+    ClosableChat,
+    build_chat,
+    default_endpoint,
+    sandbox_endpoint,
+)
 from searchtrace.adapters.sandbox import in_process
 from searchtrace.engine import RPS_RANGE, SECONDS_RANGE, rate_problem
 from searchtrace.pipeline._live import live
@@ -44,13 +51,14 @@ class JudgePlan(msgspec.Struct, frozen=True, kw_only=True):
     sandbox: bool = False
     sandbox_url: str | None = None
     params: dict[str, Any] = {}  # recorded in judge.started: rate, retries, timeout, which endpoint
+    api: str = "chat"  # the model API the judge is asked over (docs/how-to/claude-gemini.md)
 
 
 def plan_judge(
     db: Path, *, model: str | None = None, base_url: str | None = None, key_env: str | None = None,
     prompt_version: str | None = None, prompt_file: Path | None = None, judge_run_id: str | None = None,
     rps: float | None = None, concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 4,
-    sandbox: bool = False, sandbox_url: str | None = None,
+    sandbox: bool = False, sandbox_url: str | None = None, api: str = "chat",
 ) -> JudgePlan:
     """The judge's defaults: the sandbox judge model and no rate limit on a sandbox, DEFAULT_RPS on a real endpoint,
     the run id `<model>@<prompt version>` (the same command resumes the same run); BadInput for a bad value."""
@@ -78,27 +86,31 @@ def plan_judge(
         prompt_version = prompt.version
     params = {"rps": rps, "max_retries": max_retries, "timeout_s": timeout_s,
               "endpoint": "sandbox" if sandbox else (sandbox_url or base_url or "default")}
+    if api != "chat":  # a chat judge keeps its judge.started bytes
+        params["api"] = api
     # without a judge run id the run id names the prompt; with one, an unnamed prompt resumes the run's own
     return JudgePlan(
         model=model, judge_run_id=judge_run_id or default_judge_run_id(model, prompt_version or DEFAULT_VERSION),
         prompt_version=prompt_version, prompt=prompt, rps=rps, concurrency=concurrency, timeout_s=timeout_s,
         max_retries=max_retries, base_url=base_url, key_env=key_env, sandbox=sandbox, sandbox_url=sandbox_url,
-        params=params,
+        params=params, api=api,
     )
 
 
 def judge_chat(
     *, model: str, base_url: str | None = None, key_env: str | None = None, rps: float, concurrency: int,
-    timeout_s: float, max_retries: int, sandbox: bool = False, sandbox_url: str | None = None,
+    timeout_s: float, max_retries: int, sandbox: bool = False, sandbox_url: str | None = None, api: str = "chat",
 ) -> ClosableChat:
-    """The judge's chat adapter: the production OpenAI-compatible one, in-process for `sandbox`, or at `sandbox_url`."""
+    """The judge's chat adapter over `api` (chat, responses, anthropic, gemini): the production one, in-process for
+    `sandbox`, or at `sandbox_url`."""
     limits: dict[str, Any] = {"rps": rps, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries}
+    endpoint = API_ENDPOINTS.get(api, "openai")
     if sandbox or sandbox_url:
         box = in_process() if sandbox else None
         root = box.root if box is not None else str(sandbox_url)
-        return build_chat(model, sandbox_endpoint("openai", root, **limits),
-                          transport=box.transport if box is not None else None, key_fallback=SANDBOX_KEY)
-    return build_chat(model, default_endpoint("openai", base_url=base_url, key_env=key_env, **limits))
+        return build_chat(model, sandbox_endpoint(endpoint, root, **limits),
+                          transport=box.transport if box is not None else None, key_fallback=SANDBOX_KEY, api=api)
+    return build_chat(model, default_endpoint(endpoint, base_url=base_url, key_env=key_env, **limits), api=api)
 
 
 async def judge(

@@ -271,7 +271,7 @@ class ShardJudge(ShardActor):
 
         path = self._segment = local_path(Path(dest), segment_dir)
         await anyio.to_thread.run_sync(lambda: take_input(given, given_sha256, path))
-        chat = judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps,
+        chat = judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps, api=plan.api,
                           concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
                           sandbox=plan.sandbox, sandbox_url=plan.sandbox_url)
 

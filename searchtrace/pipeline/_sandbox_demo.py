@@ -58,7 +58,7 @@ def demo_providers(spec: str) -> tuple[str, ...]:
 
 async def demo(
     db: Path, out: Path, n: int | None, *, progress: bool | None = None, epochs: int = 1,
-    providers: tuple[str, ...] = PAPER_KINDS,
+    providers: tuple[str, ...] = PAPER_KINDS, agent_api: str = "chat",
 ) -> DemoResult:
     """Records sandbox personas (the paper's three by default) on `n` questions, judges every item, grades and
     reports (report.html next to db)."""
@@ -66,7 +66,7 @@ async def demo(
     out.mkdir(parents=True, exist_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     box = in_process()
-    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=providers)
+    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=providers, api=agent_api)
     point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:

@@ -1,5 +1,6 @@
 """The official Python clients (dev dependencies) against `searchtrace sandbox serve` on 127.0.0.1: each gets
-parsed results from the base URL the command prints for it (its own absolute paths work under that URL)."""
+parsed results from the base URL the command prints for it (its own absolute paths work under that URL): the
+search providers', OpenAI's, Anthropic's and Google's (google-genai)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
+from anthropic import Anthropic
+from anthropic import NotFoundError as AnthropicNotFound
+from anthropic.types import MessageParam
 from exa_py import Exa
 from firecrawl import AsyncFirecrawl, Firecrawl
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 from openai import AsyncOpenAI, BadRequestError, OpenAI
 from tavily import TavilyClient
 
@@ -57,7 +64,10 @@ def test_serve_prints_every_base_url_and_an_example(env: dict[str, str]) -> None
                  "LINKUP", "JINA_SEARCH", "JINA"):
         assert env[f"SEARCHTRACE_{name}_BASE_URL"].startswith("http://127.0.0.1:")
     assert env["OPENAI_BASE_URL"].endswith("/v1")
-    assert len({v for k, v in env.items() if k.endswith("_BASE_URL")}) == 13  # one port each
+    # the official SDKs' base URLs, the APIs' own paths below them (no /v1, no /v1beta)
+    assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:") and env["ANTHROPIC_BASE_URL"].count("/") == 2
+    assert env["GOOGLE_GEMINI_BASE_URL"].startswith("http://127.0.0.1:") and env["GOOGLE_GEMINI_BASE_URL"].count("/") == 2
+    assert len({v for k, v in env.items() if k.endswith("_BASE_URL")}) == 15  # one port each
     for client in ("OpenAI(base_url=", "TavilyClient(", "Firecrawl(", "Exa("):
         assert client in env["_examples"]
 
@@ -224,3 +234,53 @@ def test_openai_responses_chain_matches_chat(env: dict[str, str], request: pytes
     unstored = client.responses.create(model="sandbox-agent", input=QUESTION, tools=RESPONSES_TOOLS, store=False)  # type: ignore[arg-type]
     with pytest.raises(BadRequestError):
         client.responses.create(model="sandbox-agent", previous_response_id=unstored.id, input="more?")
+
+
+ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
+                    "input_schema": t["function"]["parameters"]} for t in TOOL_SCHEMAS]
+
+
+def test_anthropic_plain_streamed_and_a_tool_result(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    client = Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox")  # the SDK's base URL: no /v1
+    request.addfinalizer(client.close)
+    asked: list[MessageParam] = [{"role": "user", "content": QUESTION}]
+    plain = client.messages.create(model="sandbox-agent", max_tokens=1024, tools=ANTHROPIC_TOOLS, messages=asked)  # type: ignore[arg-type]
+    use = next(b for b in plain.content if b.type == "tool_use")
+    assert plain.stop_reason == "tool_use" and use.name == "search_web" and use.input == {"query": QUESTION}  # type: ignore[union-attr]
+    assert plain.usage.input_tokens > 0 and plain.usage.cache_read_input_tokens == 0
+    with client.messages.stream(model="sandbox-agent", max_tokens=1024, tools=ANTHROPIC_TOOLS, messages=asked) as s:  # type: ignore[arg-type]
+        deltas = [e for e in s if e.type == "content_block_delta"]
+        streamed = s.get_final_message()
+    assert len(deltas) > 1 and streamed.content == plain.content and streamed.usage.output_tokens == plain.usage.output_tokens
+    page = "<document doc_id=\"d1\" rank=\"1\">Elmwyn Athletic, an almanac entry</document>"
+    second = client.messages.create(model="sandbox-agent", max_tokens=1024, tools=ANTHROPIC_TOOLS, messages=[  # type: ignore[arg-type]
+        *asked, {"role": "assistant", "content": plain.content},  # type: ignore[typeddict-item]
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": page}]}])  # type: ignore[union-attr]
+    assert second.usage.cache_read_input_tokens is not None and second.stop_reason in ("tool_use", "end_turn")
+    judge = client.messages.create(model="sandbox-judge", max_tokens=1024, messages=asked)
+    assert '"supports_gold"' in judge.content[0].text  # type: ignore[union-attr]
+    with pytest.raises(AnthropicNotFound):
+        client.messages.create(model="claude-nope", max_tokens=16, messages=asked)
+
+
+def test_google_genai_plain_and_streamed(env: dict[str, str]) -> None:
+    client = genai.Client(api_key="sandbox", http_options=genai_types.HttpOptions(base_url=env["GOOGLE_GEMINI_BASE_URL"]))
+    decls = [genai_types.FunctionDeclaration(name=t["function"]["name"], description=t["function"]["description"],
+                                             parameters_json_schema=t["function"]["parameters"]) for t in TOOL_SCHEMAS]
+    config = genai_types.GenerateContentConfig(
+        tools=[genai_types.Tool(function_declarations=decls)],
+        automatic_function_calling=genai_types.AutomaticFunctionCallingConfig(disable=True))
+    plain = client.models.generate_content(model="sandbox-agent", contents=QUESTION, config=config)
+    assert plain.function_calls and plain.function_calls[0].name == "search_web"
+    assert plain.function_calls[0].args == {"query": QUESTION}
+    assert plain.usage_metadata and plain.usage_metadata.prompt_token_count and plain.usage_metadata.thoughts_token_count
+    chunks = list(client.models.generate_content_stream(model="sandbox-agent", contents=QUESTION, config=config))
+    assert [c.name for ch in chunks for c in ch.function_calls or []] == ["search_web"]
+    assert chunks[-1].usage_metadata == plain.usage_metadata
+    judged = client.models.generate_content(model="sandbox-judge", contents=QUESTION)
+    assert '"supports_gold"' in (judged.text or "")
+    pieces = list(client.models.generate_content_stream(model="sandbox-judge", contents=QUESTION))
+    assert len(pieces) > 2 and "".join(p.text or "" for p in pieces) == judged.text
+    with pytest.raises(genai_errors.ClientError) as caught:
+        client.models.generate_content(model="gemini-nope", contents=QUESTION)
+    assert caught.value.code == 404 and caught.value.status == "NOT_FOUND"

@@ -121,7 +121,7 @@ async def test_a_failed_or_garbled_reply_is_retried_then_a_bad_response() -> Non
 
 
 def test_build_chat_refuses_an_unknown_api() -> None:
-    with pytest.raises(BadInput, match="chat api: must be one of chat, responses, got 'soap'"):
+    with pytest.raises(BadInput, match="chat api: must be one of chat, responses, anthropic, gemini, got 'soap'"):
         build_chat("gpt-x", fast_endpoint("http://o/v1", None), api="soap")
 
 

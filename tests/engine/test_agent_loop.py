@@ -161,3 +161,23 @@ async def test_a_reused_tool_call_id_rebuilds_and_replays_each_call() -> None:
     assert rebuild_messages(rec.payloads, get_prompt().text, blobs_of(rec)) == chat.received
     tape = Tape.from_payloads(TRAJ.trajectory_id, rec.payloads)
     assert {q: len(d) for q, d in tape.searches.items()} == {"one": 1, "two": 1}
+
+
+async def test_a_paused_turn_is_continued_as_it_is_and_rebuilds_the_same() -> None:
+    """Anthropic's `pause_turn`: the reply goes back as the assistant's turn, with no nudge, and the model is asked
+    again; replay rebuilds exactly the messages sent."""
+
+    def policy(messages: list[dict[str, Any]], turn: int) -> Any:
+        if turn == 1:
+            paused = reply("Searching on the server side…")
+            paused.finish_reason = "pause_turn"
+            return paused
+        return reply("FINAL ANSWER: Ada")
+
+    chat = FakeChat(policy)
+    rec = Recorder(TRAJ)
+    done = await make_agent(chat).run(TRAJ, rec)
+    assert done.reason == "answered" and done.iterations == 2
+    second = chat.received[1]
+    assert second[-1] == {"role": "assistant", "content": "Searching on the server side…"}  # no nudge after it
+    assert rebuild_messages(rec.payloads, get_prompt().text, blobs_of(rec)) == chat.received

@@ -67,7 +67,7 @@ def test_env_overrides_base_urls_and_sandbox_points_everything(tmp_path: Path) -
     [
         (lambda t: t.replace('model = "gpt-5.4"', ""), "key agent.model: required"),
         (lambda t: t.replace('model = "gpt-5.4"', 'model = "gpt-5.4"\napi = "graphql"'),
-         "key agent.api: must be 'chat' or 'responses', got 'graphql'"),
+         "key agent.api: must be one of 'chat', 'responses', 'anthropic', 'gemini', got 'graphql'"),
         (lambda t: t.replace('model = "gpt-5.4"', 'model = "gpt-5.4"\napi = 1'), "key agent.api: Expected `str`, got `int`"),
         (lambda t: t.replace("rps = 2", 'rps = "fast"'), "key providers.tavily.rps: Expected `float`, got `str`"),
         (lambda t: t.replace("rps = 2", "rps = -1"), "key providers.tavily.rps: must be > 0"),

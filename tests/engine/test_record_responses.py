@@ -132,7 +132,7 @@ def test_a_bad_api_is_one_line_and_exit_2(tmp_path: Path) -> None:
     code, out, err = run_cli("record", "--config", str(tmp_path / "bad.toml"), "--db", str(tmp_path / "x.duckdb"),
                              "--sandbox", "--no-progress")
     assert code == 2 and err.strip().splitlines() == [
-        f"searchtrace: error: {tmp_path / 'bad.toml'}: key agent.api: must be 'chat' or 'responses', got 'graphql'"]
+        f"searchtrace: error: {tmp_path / 'bad.toml'}: key agent.api: must be one of 'chat', 'responses', 'anthropic', 'gemini', got 'graphql'"]
     assert not (tmp_path / "x.duckdb").exists()
 
 

@@ -9,9 +9,9 @@ import pytest
 
 import searchtrace.adapters.sandbox._agent as agent
 from searchtrace.adapters import Tools, parse_completion, pick, read_page, read_results
+from searchtrace.adapters import assemble_chunks as assemble
 from searchtrace.adapters._toolset import DEFAULT
 from searchtrace.engine import TOOL_SCHEMAS
-from searchtrace.engine.proxy._sse import assemble
 from tests.shared_data import shared_path
 
 

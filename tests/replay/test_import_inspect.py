@@ -219,8 +219,11 @@ def test_every_model_turn_each_score_and_the_epochs_are_kept(tmp_path: Path, cap
                     assert t.text == (msg.text or None)
                     assert [(c.call_id, c.name, json.loads(c.arguments)) for c in t.tool_calls] == [
                         (c.id, c.function, c.arguments) for c in msg.tool_calls or []]
-                    assert (t.usage.input_tokens, t.usage.output_tokens, t.usage.reasoning_tokens) == (
-                        e.output.usage.input_tokens, e.output.usage.output_tokens, e.output.usage.reasoning_tokens or 0)
+                    u = e.output.usage  # Inspect reports cache reads and writes apart: the one usage rule sums them in
+                    cached, written = u.input_tokens_cache_read or 0, u.input_tokens_cache_write or 0
+                    assert (t.usage.input_tokens, t.usage.cached_tokens, t.usage.output_tokens,
+                            t.usage.reasoning_tokens) == (u.input_tokens + cached + written, cached, u.output_tokens,
+                                                          u.reasoning_tokens or 0)
                     assert t.finish_reason == e.output.choices[0].stop_reason
                     # what the model was sent: Inspect's own messages, one blob each
                     assert isinstance(t.request_messages, list)
