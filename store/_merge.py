@@ -22,8 +22,8 @@ from searchtrace.store._cursor import Cursor
 from searchtrace.store._errors import BadInput, EventConflict, StoreLocked
 from searchtrace.store._events import trajectory_stream
 from searchtrace.store._rows import Chain, Columns
-from searchtrace.store._schema import lock_message, open_store, require_database, segment_of
-from searchtrace.store._verify import verify
+from searchtrace.store._schema import first_line, lock_message, open_store, require_database, segment_of
+from searchtrace.store._verify import require_intact
 
 MERGED_PREFIX = "merged:"  # searchtrace_meta key merged:<segment_id> -> host, one row per segment merged in
 
@@ -71,12 +71,13 @@ def open_segments(paths: Sequence[str | Path], target: Path, target_segment: tup
         con = open_store(path, read_only=True)
         try:
             named = segment_of(con, writable=False)
-            report = verify(con)
+            require_intact(con, path, "repair or leave out this segment")
+        except duckdb.IOException as exc:  # a file cut short that opened: its events or blobs cannot be read
+            raise BadInput(f"{path}: cannot be read, the file is truncated or damaged ({first_line(str(exc))}); "
+                           "repair or leave out this segment") from None
         finally:
             con.close()
         seg = Segment(path, *(named or ("", "")))
-        if not report.ok:
-            raise BadInput(f"{path}: {report.line()}; repair or leave out this segment")
         if seg.segment_id and seg.segment_id == target_segment[0]:
             raise BadInput(f"{path}: is the same segment ({seg.segment_id[:12]}) as the store merged into")
         if any(o.segment_id and o.segment_id == seg.segment_id for o in out):
