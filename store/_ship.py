@@ -248,8 +248,22 @@ def shipping(log: EventLog, url: str | None) -> Iterator[Callable[[], Shipped | 
     result.append(shipper.stop())
 
 
+def require_replica(log_central: CentralLog, log: EventLog) -> None:
+    """BadInput unless the store is empty or a replica of this very log: its last event is the log's event at that
+    position (same hash, so the same chain up to it). An ordinary store, or another log's replica, stays as it was."""
+    if not log.head:
+        return
+    theirs = log_central.hash_at(log.head)
+    if theirs != log.head_hash:
+        found = (f"the log holds only {log_central.head} events" if theirs is None
+                 else f"the log's event at that position has hash {theirs[:16]}")
+        raise BadInput(f"{log.path}: not a replica of {log_central.name}: it holds {log.head} events (last hash "
+                       f"{log.head_hash[:16]}) and {found}; pull into a new or empty --db")
+
+
 def pull(log_central: CentralLog, log: EventLog, *, batch: int = PULL) -> Pulled:
     """Bring the replica up to the log's head: rows after its own head, a transaction per batch."""
+    require_replica(log_central, log)
     out = Pulled(head=log.head)
     while True:
         rows, blobs = log_central.rows(log.head, batch)
