@@ -59,6 +59,7 @@ from searchtrace.store import (
     RunFinished,
     RunStarted,
     open_writer,
+    shown,
     stable_event_id,
 )
 
@@ -174,15 +175,17 @@ def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
     source = path
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()
+    prepared = prepare(rows, source, strata)
+    file_row = {qid: k for k, (qid, _, _) in enumerate(prepared, start=1)}  # an error names the row in the file
     if n is not None:
         if n > len(rows):
             raise BadInput(f"sample.n = {n} is more than the {len(rows)} questions in {source}")
         chosen = sample(rows, n, seed, source=source, strata=strata)
     else:
-        chosen = [row for _, _, row in prepare(rows, source, strata)]
+        chosen = [row for _, _, row in prepared]
     out = []
-    for i, row in enumerate(chosen, start=1):
-        where = f"{source}: question {row.get('qid')!r} (row {i})"
+    for row in chosen:
+        where = f"{source}: question {shown(row.get('qid'))} (row {file_row[row['qid']]})"
         if "answer" not in row:
             raise BadInput(f"{where}: no answer column (name it with [dataset] columns, e.g. answer = \"answers\")")
         aliases = answer_aliases(row["answer"], where, column=answer_col, json_lists=json_lists)

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, shown
 
 STRATA: tuple[str, str, str] = ("freshness", "search_results", "topic")  # the dataset fields sampling (and record) stratify by
 StratumKey = tuple[str, ...]
@@ -28,6 +28,8 @@ COLUMN_ROLES: dict[str, tuple[str, ...]] = {
     "question": ("question", "problem"),
     "answer": ("answer", "gold_answer", "answers"),
 }
+# The largest cell a question file may hold per role (characters): an id, a question with its context, one answer.
+MAX_CHARS: dict[str, int] = {"qid": 1_024, "question": 1_048_576, "answer": 65_536, "stratum": 1_024}
 
 
 # -- reading -------------------------------------------------------------------
@@ -134,7 +136,10 @@ def parse_columns(text: str, where: str) -> dict[str, str]:
     for part in (p.strip() for p in text.split(",")):
         role, eq, col = part.partition("=")
         if not part or not eq:
-            raise BadInput(f"{where}: expected role=column pairs separated by commas, got {part!r}")
+            raise BadInput(f"{where}: expected role=column pairs separated by commas, got {shown(part)}")
+        if role.strip() in out:
+            raise BadInput(f"{where}: role {shown(role.strip())} is named twice ({shown(out[role.strip()])} and "
+                           f"{shown(col.strip())}); name each role once")
         out[role.strip()] = col.strip()
     if (problem := columns_problem(out)) is not None:
         raise BadInput(f"{where}: {problem}")
@@ -190,6 +195,9 @@ def answer_aliases(value: object, where: str, *, column: str = "answer", json_li
             inside = " in a list" if isinstance(value, list | tuple) else ""
             raise BadInput(f"{where}: column {column!r} must be a string, a number or a list of them, "
                            f"found {_kind(item)}{inside}")
+        if not text.strip():  # an empty gold answer is contained in every answer: every one would grade correct
+            raise BadInput(f"{where}: column {column!r} holds an empty answer {shown(text)} (give the gold answer)")
+        _bounded(text, "answer", where, column)
         out.append(text)
     return list(dict.fromkeys(out))
 
@@ -226,10 +234,12 @@ def prepare(
         question = row.get(q_col)
         if not isinstance(question, str) or not question.strip():
             raise BadInput(f"{where}: column {q_col!r} must be a non-empty string, found {_kind(question)}")
+        _bounded(question, "question", where, q_col)
         key = tuple(_stratum_value(row.get(col), where, col) for col in strata)
         qid = _qid_of(row.get(id_col) if id_col else None, question, where, id_col or "qid")
+        _bounded(qid, "qid", where, id_col or "qid")
         if qid in seen:
-            raise BadInput(f"{where}: qid {qid!r} already used by row {seen[qid]}")
+            raise BadInput(f"{where}: qid {shown(qid)} already used by row {seen[qid]}")
         seen[qid] = index
         filled = dict(row)
         filled["qid"] = qid
@@ -256,7 +266,16 @@ def _qid_of(value: object, question: str, where: str, column: str) -> str:
 def _stratum_value(value: object, where: str, col: str) -> str:
     if not isinstance(value, str):
         raise BadInput(f"{where}: strata column {col!r} must be a string, found {_kind(value)}")
-    return value
+    return _bounded(value, "stratum", where, col)
+
+
+def _bounded(text: str, role: str, where: str, column: str) -> str:
+    """The cell, or BadInput when it is longer than its role may be (MAX_CHARS): one value never becomes an event
+    of its size."""
+    if len(text) > MAX_CHARS[role]:
+        raise BadInput(f"{where}: column {column!r} holds {len(text):,} characters, more than a {role} may "
+                       f"({MAX_CHARS[role]:,})")
+    return text
 
 
 def _kind(value: object) -> str:

@@ -1,7 +1,8 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain.
 
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
-- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
+- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked`;
+  `shown`, `bounded_line` (a user value and a whole error line as an error may show them) (store._errors)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
 - `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, docs/how-to/scale.md); `Writer`, `open_writer` (store._writer)
@@ -27,6 +28,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         ReadOnlyViolation,
         StoreError,
         StoreLocked,
+        bounded_line,
+        shown,
     )
     from searchtrace.store._events import (
         AnswerFinal,
@@ -121,6 +124,8 @@ _EXPORTS: dict[str, str] = {
     "ReadOnlyViolation": "searchtrace.store._errors",
     "StoreError": "searchtrace.store._errors",
     "StoreLocked": "searchtrace.store._errors",
+    "shown": "searchtrace.store._errors",
+    "bounded_line": "searchtrace.store._errors",
     "AnswerFinal": "searchtrace.store._events",
     "AuditAnswer": "searchtrace.store._events",
     "AuditCase": "searchtrace.store._events",
@@ -276,6 +281,7 @@ __all__ = [
     "Verdict",
     "Writer",
     "blobs",
+    "bounded_line",
     "bulk_appends",
     "central",
     "copy_events",
@@ -305,6 +311,7 @@ __all__ = [
     "ship",
     "shipping",
     "segment_line",
+    "shown",
     "stable_event_id",
     "surface_chars",
     "time_limit",
