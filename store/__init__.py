@@ -3,6 +3,7 @@
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
 - `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked`;
   `shown`, `bounded_line` (a user value and a whole error line as an error may show them) (store._errors)
+- `read_bounded`, `copy_bounded`, `check_input`, `INPUT_LIMITS`: file inputs read with a byte bound (store._inputs)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
 - `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, docs/how-to/scale.md); `Writer`, `open_writer` (store._writer)
@@ -78,6 +79,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         trajectory_stream,
         type_of,
     )
+    from searchtrace.store._inputs import LIMITS as INPUT_LIMITS
+    from searchtrace.store._inputs import check_input, copy_bounded, read_bounded
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
     from searchtrace.store._merge import Merged, Segment, merged_segments, segment_line
@@ -125,6 +128,10 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "searchtrace.store._errors",
     "StoreLocked": "searchtrace.store._errors",
     "shown": "searchtrace.store._errors",
+    "INPUT_LIMITS": "searchtrace.store._inputs:LIMITS",
+    "check_input": "searchtrace.store._inputs",
+    "copy_bounded": "searchtrace.store._inputs",
+    "read_bounded": "searchtrace.store._inputs",
     "bounded_line": "searchtrace.store._errors",
     "AnswerFinal": "searchtrace.store._events",
     "AuditAnswer": "searchtrace.store._events",
@@ -237,6 +244,7 @@ __all__ = [
     "DatasetQuestion",
     "EventConflict",
     "EventLog",
+    "INPUT_LIMITS",
     "epoch_us",
     "FetchCalled",
     "FetchCompleted",
@@ -284,6 +292,8 @@ __all__ = [
     "bounded_line",
     "bulk_appends",
     "central",
+    "check_input",
+    "copy_bounded",
     "copy_events",
     "check_url",
     "close_when_free",
@@ -302,6 +312,7 @@ __all__ = [
     "open_remote",
     "open_writer",
     "pull",
+    "read_bounded",
     "read_connection",
     "read_statements",
     "redacted",

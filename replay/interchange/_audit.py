@@ -21,7 +21,7 @@ from searchtrace.replay.interchange._common import (
     audit_key,
     event_id,
     fail,
-    read_input,
+    lines,
 )
 from searchtrace.replay.interchange._formats import (
     AUDIT_EPOCH,
@@ -30,7 +30,7 @@ from searchtrace.replay.interchange._formats import (
     AUDIT_VALUES,
     INT32_MAX,
 )
-from searchtrace.store import AuditAnswer, BadInput, NewEvent, TrajectoryStarted, epoch_of
+from searchtrace.store import AuditAnswer, NewEvent, TrajectoryStarted, epoch_of, shown
 
 Cell = tuple[str, str]  # (provider, qid)
 
@@ -74,21 +74,25 @@ def _epoch(path: Path, n: int, raw: str) -> int | None:
     text = raw.strip()
     if not text:
         return None
-    if not text.isdecimal() or not 1 <= int(text) <= INT32_MAX:
-        raise fail(path, n, AUDIT_EPOCH, f"{raw!r} is not an epoch (a whole number from 1)")
+    if not text.isdecimal() or len(text) > 10 or not 1 <= int(text) <= INT32_MAX:  # 10 digits: no int() of 5,000
+        raise fail(path, n, AUDIT_EPOCH, f"{shown(raw)} is not an epoch (a whole number from 1)")
     return int(text)
+
+
+def _decoded(path: Path, n: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise fail(path, n, "(line)", "not valid UTF-8") from None
 
 
 # -- audit ------------------------------------------------------------------------------------------
 def validate_audit(path: Path, known: Known) -> list[NewEvent]:
-    try:
-        text = read_input(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: cannot read ({exc})") from None
-    lines = text.splitlines()
-    if not lines:
+    rows = ((n, _decoded(path, n, raw)) for n, raw in lines(path))  # streamed: a bad line fails as it is read
+    first = next(rows, None)
+    if first is None:
         raise fail(path, 1, "(header)", "empty file; expected the header provider<TAB>qid<TAB>semantic_match")
-    header = [h.strip().lower() for h in lines[0].removeprefix("\ufeff").split("\t")]
+    header = [h.strip().lower() for h in first[1].split("\t")]
     for name in AUDIT_HEADER:
         if name not in header:
             raise fail(path, 1, name, "missing from the header (provider<TAB>qid<TAB>semantic_match)")
@@ -99,9 +103,7 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
     by_trajectory: dict[AuditKey, int] = {}  # the cell (with its epoch) of each trajectory row -> its line
     by_cell: dict[AuditKey, int] = {}
     events: list[NewEvent] = []
-    for n, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for n, line in rows:
         raw_cells = line.split("\t")
         for name in names:
             if col[name] >= len(raw_cells) and name not in (AUDIT_EPOCH, AUDIT_TRAJECTORY):
