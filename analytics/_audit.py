@@ -509,7 +509,7 @@ def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[
     known = known_judge_runs(source)
     with tempfile.TemporaryDirectory(prefix="searchtrace-audit-") as tmp:
         copy = Path(tmp) / "labels.tsv"
-        copy_bounded(path, copy, "audit", action)
+        copy_bounded(path, copy, "audit", "the labels", action)
         wanted: dict[str, set[str]] = {}  # judge run -> trajectories the file names
         with copy.open(encoding="utf-8-sig", newline="") as fh:
             for _, where, row in _rows(path, fh):

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, read_bounded
 
 MAX_PRICE = 1e9  # USD per unit (1,000 requests, 1M tokens): far above any real price, far below a float's range
 
@@ -88,10 +88,7 @@ def _price_problem(usd: float) -> str | None:
 
 def load_prices(path: Path) -> Prices:
     """Reads a price file (TOML, docs/reference/prices.md)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read price file ({exc.strerror})") from None
+    raw = read_bounded(path, "text", "price file")
     try:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

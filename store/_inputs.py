@@ -25,41 +25,43 @@ def _limit_text(limit: int) -> str:
     return f"{limit // MIB:,} MiB" if limit >= MIB else f"{limit:,} bytes"
 
 
-def check_input(path: Path, action: str) -> None:
+def _tail(action: str) -> str:
+    return f"; {action}" if action else ""
+
+
+def check_input(path: Path, what: str = "the input", action: str = "") -> None:
     """BadInput unless `path` is a regular file or a pipe (process substitution, FIFO); `action` ends the line."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file; {action}") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); {action}") from None
+        raise BadInput(f"{path}: cannot read {what} ({exc.strerror}){_tail(action)}") from None
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         kind = "a folder" if stat.S_ISDIR(mode) else "a device or socket"
-        raise BadInput(f"{path}: {kind}, not a file or a pipe; {action}")
+        raise BadInput(f"{path}: {kind}, not a file or a pipe{_tail(action)}")
 
 
 def _too_long(path: Path, kind: str, action: str) -> BadInput:
     return BadInput(f"{path}: more than {_limit_text(LIMITS[kind])}, the most a {kind} input may hold (an endless "
-                    f"input?); {action}")
+                    f"input?){_tail(action)}")
 
 
-def read_bounded(path: Path, kind: str, action: str = "nothing was read") -> bytes:
+def read_bounded(path: Path, kind: str, what: str = "the input", action: str = "") -> bytes:
     """The whole input, refused (one line) when it is not a file or a pipe or holds more than LIMITS[kind] bytes."""
-    check_input(path, action)
+    check_input(path, what, action)
     limit = LIMITS[kind]
     try:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); {action}") from None
+        raise BadInput(f"{path}: cannot read {what} ({exc.strerror}){_tail(action)}") from None
     if len(data) > limit:
         raise _too_long(path, kind, action)
     return data
 
 
-def copy_bounded(path: Path, copy: Path, kind: str, action: str) -> None:
+def copy_bounded(path: Path, copy: Path, kind: str, what: str = "the input", action: str = "") -> None:
     """Read `path` once into the private file `copy`, refused (one line) past LIMITS[kind] bytes."""
-    check_input(path, action)
+    check_input(path, what, action)
     limit, done = LIMITS[kind], 0
     try:
         with path.open("rb") as src, copy.open("wb") as dst:
@@ -69,4 +71,4 @@ def copy_bounded(path: Path, copy: Path, kind: str, action: str) -> None:
                     raise _too_long(path, kind, action)
                 dst.write(chunk)
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); {action}") from None
+        raise BadInput(f"{path}: cannot read {what} ({exc.strerror}){_tail(action)}") from None

@@ -130,7 +130,7 @@ _FROZEN: dict[Path, Path] = {}  # input file as named -> the private copy every 
 
 def _freeze(path: Path, copy: Path) -> None:
     """Read `path` once into `copy`: a regular file or a pipe (process substitution, FIFO), bounded; nothing else."""
-    copy_bounded(path, copy, "import", "nothing was imported")
+    copy_bounded(path, copy, "import", "the input", "nothing was imported")
 
 
 @contextmanager

@@ -122,7 +122,7 @@ def import_otel(
     rows = question_file(questions, rows=sandbox_rows(questions)) if questions else []
     tools = ToolNames(search=frozenset(search_tools or default_search_tools()),
                       fetch=frozenset(fetch_tools or ToolNames().fetch))
-    requests = [r for f in files for r in requests_in(read_bounded(f, "otel", "nothing was imported"), str(f))]
+    requests = [r for f in files for r in requests_in(read_bounded(f, "otel", "the OTLP file", "nothing was imported"), str(f))]
     with _importing(db) as log:
         res = map_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
         with tempfile.TemporaryDirectory(prefix="searchtrace-otel-") as tmp:
