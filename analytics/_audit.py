@@ -241,7 +241,7 @@ def audit_sample(
     jr = judge_run(source, judge_run_id)
     judged = verdicts(source, jr)
     if not judged:
-        raise BadInput(f"judge run {jr!r} has no verdicts in this database")
+        raise BadInput(f"judge run {shown(jr)} has no verdicts in this database")
     population = cases(judged, providers(source))
     chosen = balanced_sample(population, k, seed)
     return jr, rows_for(chosen, source), sample_design(population, chosen, jr, k, seed)
@@ -259,7 +259,7 @@ def _parse_human(raw: str, where: str) -> HumanValue | None:
         return "unclear"
     if v in _BOOL:
         return _BOOL[v]
-    raise BadInput(f"{where}: field human_value: {raw!r} is not true, false or unclear")
+    raise BadInput(f"{where}: field human_value: {shown(raw)} is not true, false or unclear")
 
 
 def _rows(path: Path, fh: Iterable[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -269,7 +269,7 @@ def _rows(path: Path, fh: Iterable[str]) -> Iterator[tuple[int, str, dict[str, A
         header = reader.fieldnames or []
         missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise BadInput(f"{path}: line 1: missing column {missing[0]!r}")
+            raise BadInput(f"{path}: line 1: missing column {shown(missing[0])}")
         for row in reader:
             where = f"{path}: line {reader.line_num}"
             if None in row or any(v is None for v in row.values()):
@@ -281,7 +281,8 @@ def _rows(path: Path, fh: Iterable[str]) -> Iterator[tuple[int, str, dict[str, A
         raise BadInput(f"{path}: line {reader.line_num + 1}: not valid UTF-8") from None
 
 
-def _row_form(row: dict[str, Any], where: str, known_runs: set[str]) -> tuple[str, str, str]:
+def _row_form(row: dict[str, Any], where: str, known_runs: set[str]) -> tuple[
+        str, Literal["snippet", "page"], Literal["supports_gold", "contradicts_gold", "relevant"]]:
     """(judge run, surface, label) of a row whose values have their form (checked before any verdict is read)."""
     jr = row["judge_run_id"].strip()
     if jr not in known_runs:
@@ -294,7 +295,7 @@ def _row_form(row: dict[str, Any], where: str, known_runs: set[str]) -> tuple[st
     if row["judge_value"].strip().lower() not in _BOOL:
         raise BadInput(f"{where}: field judge_value: {shown(row['judge_value'])} is not true or false")
     _parse_human(row["human_value"], where)
-    return jr, surface, label
+    return jr, _surface(surface), _label(label)
 
 
 def parse_labels(
@@ -335,7 +336,7 @@ def _validate_row(
     verdict = judged.get((tid, url_n))
     if verdict is None or not verdict.valid or verdict.labels is None:
         raise BadInput(
-            f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {jr!r}"
+            f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {shown(jr)}"
         )
     labels = verdict.labels.snippet if surface == "snippet" else verdict.labels.page
     if labels is None:
@@ -344,14 +345,14 @@ def _validate_row(
     recorded = bool(getattr(labels, label))
     if _BOOL[judge_raw] != recorded:
         raise BadInput(
-            f"{where}: field judge_value: {judge_raw} but judge run {jr!r} recorded {str(recorded).lower()}"
+            f"{where}: field judge_value: {judge_raw} but judge run {shown(jr)} recorded {str(recorded).lower()}"
         )
     traj_provider = provider_of.get(tid)
     if traj_provider is None:
-        raise BadInput(f"{where}: field trajectory_id: {tid!r} is not a current trajectory (a later attempt supersedes it)")
+        raise BadInput(f"{where}: field trajectory_id: {shown(tid)} is not a current trajectory (a later attempt supersedes it)")
     provider = (row.get("provider") or "").strip()
     if provider and provider != traj_provider:
-        raise BadInput(f"{where}: field provider: {provider!r} but trajectory {tid!r} is {traj_provider!r}")
+        raise BadInput(f"{where}: field provider: {shown(provider)} but trajectory {shown(tid)} is {shown(traj_provider)}")
     human = _parse_human(row["human_value"], where)
     if human is None:
         return None

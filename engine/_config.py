@@ -62,7 +62,7 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine._prompts import get_prompt
 from searchtrace.engine._sample import columns_problem
-from searchtrace.store import BadInput, read_bounded
+from searchtrace.store import BadInput, read_bounded, shown
 
 # docs/concepts/security.md: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
 # X-Searchtrace-Epoch header, §9 and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
@@ -262,7 +262,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         return BadInput(f"{src}: key {key}: {what}")
 
     if cfg.run_id and not _ID_RE.fullmatch(cfg.run_id):
-        raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
+        raise bad("run_id", f"{shown(cfg.run_id)} may only hold letters, digits, '.', '_' and '-'")
     if not cfg.agent.model.strip():
         raise bad("agent.model", "required (the chat model name)")
     if cfg.agent.api not in CHAT_APIS:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import BadInput, read_bounded
+from searchtrace.store import BadInput, read_bounded, shown
 
 MAX_PRICE = 1e9  # USD per unit (1,000 requests, 1M tokens): far above any real price, far below a float's range
 
@@ -58,7 +58,7 @@ def parse_prices(data: Any, src: str) -> Prices:
         for table in ("search", "fetch"):
             for name, usd in (data.get(table) or {}).items() if isinstance(data.get(table), dict) else ():
                 if isinstance(usd, bool) or not isinstance(usd, int | float):
-                    raise BadInput(f"{src}: key {table}.{name}: a price must be a number (USD), got {usd!r}")
+                    raise BadInput(f"{src}: key {table}.{name}: a price must be a number (USD), got {shown(usd)}")
     try:
         prices = msgspec.convert(data, Prices, strict=False)
     except msgspec.ValidationError as exc:

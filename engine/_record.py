@@ -153,7 +153,7 @@ def open_run(log_: EventLog, run_id: str, config: dict[str, Any], questions: Ite
         return run_opening(run_id, config, [q.dataset_event() for q in questions])
     if by not in started.config:
         other = next((k for k in CLIENT_LOOPS if k in started.config), "record")
-        raise BadInput(f"run {run_id!r} is in {log_.path} recorded by `{other}`; choose another --run-id")
+        raise BadInput(f"run {shown(run_id)} is in {log_.path} recorded by `{other}`; choose another --run-id")
     return []
 
 
@@ -168,7 +168,7 @@ def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
     (docs/how-to/compare.md). The dataset `sandbox` is the sandbox world's own set: the application layer, which starts the
     sandbox, passes its `rows`."""
     if path == SANDBOX_DATASET and rows is None:
-        raise BadInput(f"dataset {path!r}: the sandbox world's questions, given only where a command runs the sandbox")
+        raise BadInput(f"dataset {shown(path)}: the sandbox world's questions, given only where a command runs the sandbox")
     json_lists = rows is None and format_of(Path(path)) == "csv"  # a CSV cell holds an alias list as a JSON array
     rows, used = map_columns(list(rows) if rows is not None else read_questions(path), columns or {}, path)
     answer_col = used.get("answer", "answer")
@@ -330,7 +330,7 @@ def plan_cells(cfg: RunConfig, log_: EventLog, questions: list[Question], shard:
     run_id = cfg.effective_run_id()
     state = _run_state(log_, run_id)
     if state.started is not None and state.started.config.get("identity_sha256") != cfg.identity_sha256():
-        raise BadInput(f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, "
+        raise BadInput(f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, "
                        "params, dataset or sample); set another run_id to record a new run")
     names, epochs = sorted(cfg.providers), cfg.run.epochs
     jobs = _plan(run_id, questions, names, state, cfg.limits.max_attempts, epochs, shard)
@@ -366,7 +366,7 @@ async def record_run(
     prev = state.started
     if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
         raise BadInput(
-            f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
+            f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
             "dataset or sample); set another run_id to record a new run"
         )
     names = sorted(cfg.providers)

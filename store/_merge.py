@@ -19,7 +19,7 @@ import duckdb
 
 from searchtrace.store._append import CHUNK_ROWS, head_sql, insert, rollback
 from searchtrace.store._cursor import Cursor
-from searchtrace.store._errors import BadInput, EventConflict, StoreLocked
+from searchtrace.store._errors import BadInput, EventConflict, StoreLocked, shown
 from searchtrace.store._events import trajectory_stream
 from searchtrace.store._rows import Chain, Columns
 from searchtrace.store._schema import first_line, lock_message, open_store, require_database, segment_of
@@ -129,7 +129,7 @@ def _check(con: duckdb.DuckDBPyConnection, here: tuple[str, str], segments: Sequ
             eid, typ, sid, their_type, their_stream, run, their_run = row
             what = (f"{their_type} in stream {their_stream!r}" if (typ, sid) != (their_type, their_stream)
                     else f"run {their_run!r}" if run != their_run else "other payload bytes")
-            raise EventConflict(f"event {eid} ({typ} in stream {sid!r}) of {seg.name} is in {other_name} with "
+            raise EventConflict(f"event {eid} ({typ} in stream {shown(sid)}) of {seg.name} is in {other_name} with "
                                 f"{what}; nothing was merged")
     before = " UNION ALL ".join(f"SELECT event_id, stream_id FROM {a}.events" for a in ["main", *aliases[:k]])
     row = con.execute(
@@ -139,7 +139,7 @@ def _check(con: duckdb.DuckDBPyConnection, here: tuple[str, str], segments: Sequ
         [trajectory_stream("")],
     ).fetchone()
     if row is not None:
-        raise EventConflict(f"trajectory stream {row[0]!r} of {seg.name} already exists in the store merged into "
+        raise EventConflict(f"trajectory stream {shown(row[0])} of {seg.name} already exists in the store merged into "
                             "(or an earlier segment) with other events; a trajectory has one writer; nothing was merged")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.replay.interchange._formats import JudgmentLine
-from searchtrace.store import BadInput, EventLog, NewEvent, Payload, copy_bounded
+from searchtrace.store import BadInput, EventLog, NewEvent, Payload, copy_bounded, shown
 
 RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"
@@ -83,7 +83,7 @@ def blob_folder(folder: Path | None) -> Raw:
 
     def read(d: str) -> bytes:
         if not _DIGEST.fullmatch(d):
-            raise BadInput(f"{d!r} is not a sha256 digest")
+            raise BadInput(f"{shown(d)} is not a sha256 digest")
         try:
             data = (folder / d).read_bytes()
         except OSError as exc:
