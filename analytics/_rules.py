@@ -91,7 +91,7 @@ def arm_axis(by: str) -> str:
         parts = by[len(CONFIG_AXIS):].split(".")
         if all(_KEY_PART.fullmatch(p) for p in parts):
             return "$." + ".".join(f'"{p}"' for p in parts)
-    raise BadInput(f"--by {shown(by)}: choose provider, run, model, prompt or config:<dotted.key> "
+    raise BadInput(f"--by {shown(by, quoted=False)}: choose provider, run, model, prompt or config:<dotted.key> "
                    "(a key of the run config, e.g. config:limits.max_iterations)")
 
 

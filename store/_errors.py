@@ -33,10 +33,10 @@ SHOWN_CHARS = 80  # a user value quoted in an error line: at most this many char
 LINE_CHARS = 1000  # an error line: at most this many characters
 
 
-def shown(value: object, limit: int = SHOWN_CHARS) -> str:
-    """A user value as an error line quotes it (repr for text): whole when short, else its start and its length,
-    so a hostile value (a 100,000-character key, a 64 MiB cell) never makes a line of its size."""
-    text = repr(value) if isinstance(value, str) else str(value)
+def shown(value: object, limit: int = SHOWN_CHARS, *, quoted: bool = True) -> str:
+    """A user value as an error line quotes it (repr for text, unless not `quoted`): whole when short, else its
+    start and its length, so a hostile value (a 100,000-character key, a 64 MiB cell) never makes a line of its size."""
+    text = repr(value) if isinstance(value, str) and quoted else str(value)
     if len(text) <= limit:
         return text
     size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters shown"
