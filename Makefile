@@ -1,10 +1,21 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two install stamps, so `make demo` then `make test` (or the reverse) work in one .venv: the demo needs only the
+# default dependencies (`pip install -e .`: no Ray, Playwright, mypy or Inspect); the tests, lint, type check, docs
+# and benchmarks need the dev and extra sets on top. The full install implies the demo's.
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed-dev
 BROWSER := $(VENV)/.browser
 POSTGRES := $(VENV)/.postgres
+NODE := $(VENV)/.node
+FIRECRAWL_MCP := firecrawl-mcp@3.22.2
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test docs docs-build lint typecheck bench clean
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $(DEMO_STAMP)
 
 # The postgres and ray extras are part of the development install (mypy checks store/_postgres.py against psycopg's
 # types and pipeline/_ray*.py against ray's; the Ray tests start a local two-raylet cluster); the default install
@@ -13,10 +24,18 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,postgres,ray]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/searchtrace demo
+
+# The user manual (MkDocs Material) on 127.0.0.1:8000; `docs-build` is the strict build `make test` runs first (a
+# broken link, a page left out of the nav or a missing include fails it), into the virtualenv, not the tree.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -44,13 +63,23 @@ $(POSTGRES):
 	else echo "no PostgreSQL server and not root: install Debian's postgresql (apt-get install postgresql), else the central-log tests skip"; fi
 	@touch $@
 
+# The MCP relay's test runs the real firecrawl-mcp server from the npm registry under Debian's node
+# (tests/mcp/test_firecrawl_mcp.py), installed into $(VENV)/node (never a global install).
+$(NODE):
+	@if ! command -v npm >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; fi
+	@if command -v npm >/dev/null; then \
+		npm install --prefix $(VENV)/node --no-audit --no-fund --silent $(FIRECRAWL_MCP); \
+	else echo "no npm and not root: install Debian's nodejs and npm, else the firecrawl-mcp test skips"; fi
+	@touch $@
+
 # The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
 # tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
 # work stealing keeps the long tests from trailing at the end.
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
 # and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
-test: $(STAMP) $(BROWSER) $(POSTGRES) lint typecheck
+test: $(STAMP) $(BROWSER) $(POSTGRES) $(NODE) lint typecheck docs-build
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
 		{ tail -40 $(VENV)/collect.log; exit 1; }

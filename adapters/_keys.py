@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, TypeVar
 
 import msgspec
@@ -136,4 +137,131 @@ def scrub_parsed(value: T, secrets: list[Secret]) -> T:
         if text is not None and not any(s.reveal().encode() in text for s in live):
             return value  # the usual case: one encode and a search, no copy
     result: T = _scrub_any(value, live)
+    return result
+
+
+# -- keys by their names: what an agent put in tool arguments or a URL (docs/reliability.md "Keys in tool arguments
+# and URLs")
+
+KEY_MARKER = "***"  # the fixed marker every scrubbed value becomes
+_KEY_NAMES = frozenset({"key", "apikey", "token", "accesstoken", "auth", "authorization", "bearer", "secret",
+                        "password", "clientsecret", "refreshtoken", "idtoken", "sessiontoken", "subscriptiontoken"})
+_KEY_SUFFIXES = ("apikey", "accesstoken", "secret", "password")
+# a query or fragment parameter (`?apikey=…`, `&token=…`, `#access_token=…`) and the password of a URL's user
+# information; then (a second pass, so a field holding a URL does not hide its parameters) a JSON string field
+# (`"api_key": "…"`, also as JSON quoted inside a JSON string: `\"api_key\": \"…\"`)
+# a name ending as every key name ends (is_key_name decides): the patterns match few places, so a scan is cheap
+_ENDS = r"(?:(?<=key)|(?<=token)|(?<=auth)|(?<=authorization)|(?<=bearer)|(?<=secret)|(?<=password))"
+_PARAM = (r"(?P<p>[?&#;])(?P<pn>[A-Za-z0-9_.%-]{1,64})" + _ENDS + r"=(?P<pv>[^&#;\s\"'<>\\]+)"
+          r"|(?P<u>://[^/?#@\s:\"'<>\\]*:)(?P<uv>[^/?#@\s\"'<>\\]+)@")
+_FIELD = r"(?P<q>\\*\")(?P<fn>[A-Za-z0-9_.-]{1,64})" + _ENDS + r"(?P=q)\s*:\s*(?P=q)(?P<fv>[^\"\\]+)(?P=q)"
+_WORDS = ("key", "token", "auth", "authorization", "bearer", "secret", "password")  # every key name ends so
+_WORDS_BYTES = tuple(w.encode() for w in _WORDS)
+_NAMED_TEXT = (re.compile(_PARAM, re.IGNORECASE), re.compile(_FIELD, re.IGNORECASE))
+_NAMED_BYTES = (re.compile(_PARAM.encode(), re.IGNORECASE), re.compile(_FIELD.encode(), re.IGNORECASE))
+
+
+def is_key_name(name: str) -> bool:
+    """Whether a parameter or field called `name` carries a credential (`api_key`, `apiKey`, `token`, `auth` …)."""
+    n = name.lower().replace("-", "").replace("_", "")
+    return n in _KEY_NAMES or n.endswith(_KEY_SUFFIXES)
+
+
+def _named_key(m: re.Match[Any]) -> bool:
+    """Whether a match of _NAMED is a key (a user-info password always is)."""
+    name = m.groupdict().get("pn") or m.groupdict().get("fn")
+    if name is None:  # a user-info password
+        return True
+    return is_key_name(name.decode("ascii") if isinstance(name, bytes) else name)
+
+
+def _value_group(m: re.Match[Any]) -> str:
+    return next(g for g in ("pv", "fv", "uv") if m.groupdict().get(g) is not None)
+
+
+def _mark_text(m: re.Match[str]) -> str:
+    if not _named_key(m):
+        return m.group(0)
+    value = _value_group(m)
+    return m.string[m.start(0):m.start(value)] + KEY_MARKER + m.string[m.end(value):m.end(0)]
+
+
+def _mark_bytes(m: re.Match[bytes]) -> bytes:
+    if not _named_key(m):
+        return m.group(0)
+    value = _value_group(m)
+    return m.string[m.start(0):m.start(value)] + KEY_MARKER.encode() + m.string[m.end(value):m.end(0)]
+
+
+def _hinted(data: Any, words: tuple[Any, ...], strip: Any, seps: tuple[Any, Any], userinfo: tuple[Any, Any],
+            short: re.Pattern[Any]) -> bool:
+    """Whether `data` may hold a match: a key word followed (past quotes and spaces) by `=` or `:`, or a URL with
+    user information. One small pattern on a short text, a few substring searches on a long one, so most texts
+    skip the patterns."""
+    low = data.lower()
+    if len(low) <= _SHORT:
+        if short.search(low):
+            return True
+    else:
+        for w in words:
+            i = low.find(w)
+            while i >= 0:
+                i += len(w)
+                if low[i:i + 8].lstrip(strip)[:1] in seps:
+                    return True
+                i = low.find(w, i)
+    return userinfo[0] in data and userinfo[1] in data
+
+
+_SHORT = 1024  # bytes up to which one pattern is cheaper than the substring searches
+_SHORT_HINT = r"(?:key|token|auth(?:orization)?|bearer|secret|password)[\\\" ]*[=:]"
+_TEXT_HINT = (_WORDS, '\\" ', ("=", ":"), ("://", "@"), re.compile(_SHORT_HINT))
+_BYTES_HINT = (_WORDS_BYTES, b'\\" ', (b"=", b":"), (b"://", b"@"), re.compile(_SHORT_HINT.encode()))
+
+
+def scrub_named_text(text: str) -> str:
+    """`text` with the value of every key-named URL parameter or JSON field, and every URL password, replaced by
+    KEY_MARKER; the rest byte for byte as it was (a URL keeps its place in normalisation: scrub, then normalise)."""
+    if not _hinted(text, *_TEXT_HINT):
+        return text
+    return _NAMED_TEXT[1].sub(_mark_text, _NAMED_TEXT[0].sub(_mark_text, text))
+
+
+def scrub_named_bytes(data: bytes) -> bytes:
+    """`scrub_named_text` for raw bodies and blobs."""
+    if not _hinted(data, *_BYTES_HINT):
+        return data
+    return _NAMED_BYTES[1].sub(_mark_bytes, _NAMED_BYTES[0].sub(_mark_bytes, data))
+
+
+def _has_named(data: bytes) -> bool:
+    if not _hinted(data, *_BYTES_HINT):
+        return False
+    return any(_named_key(m) for pattern in _NAMED_BYTES for m in pattern.finditer(data))
+
+
+def _scrub_named_any(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub_named_text(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub_named_any(v) for v in value)
+    if isinstance(value, dict):
+        return {k: KEY_MARKER if isinstance(k, str) and is_key_name(k) and isinstance(v, str | int | float)
+                and not isinstance(v, bool) else _scrub_named_any(v) for k, v in value.items()}
+    if isinstance(value, msgspec.Struct):
+        changes = {f: _scrub_named_any(getattr(value, f)) for f in value.__struct_fields__}
+        return msgspec.structs.replace(value, **changes)
+    return value
+
+
+def scrub_named(value: T) -> T:
+    """Every string inside `value` (Structs, lists, dicts) through `scrub_named_text`, and a key-named dict field's
+    value replaced; `value` itself when nothing in it is a key (the usual case: one encode and a scan, no copy)."""
+    try:
+        data = msgspec.json.encode(value)
+    except (TypeError, RecursionError):
+        data = None
+    if data is not None and not _has_named(data):
+        return value
+    result: T = _scrub_named_any(value)
     return result

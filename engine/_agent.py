@@ -250,21 +250,31 @@ class Agent:
 
     def _record_search(self, todo: SearchPlan, iteration: int, res: SearchResponse, rec: Recorder) -> str:
         self.stats.retries += len(res.retries)
-        found = rec.search(call_id=todo.call_id, iteration=iteration, query=todo.query, provider=self.search.name,
-                           params=dict(self.search.params), status=res.status,
-                           hits=res.hits if res.status == "ok" else [], latency_ms=res.latency_ms,
-                           provider_ms=res.provider_ms, queue_ms=res.queue_ms, raw=res.raw,
-                           http_status=res.http_status, error=res.error, retries=res.retries)
-        done = rec.payloads[-1]
-        assert isinstance(done, SearchCompleted)
-        return search_content(done, found)
+        return record_search(rec, todo, iteration, res, self.search)
 
     def _record_fetch(self, todo: FetchPlan, iteration: int, res: FetchResponse, rec: Recorder) -> str:
-        doc = todo.doc
         self.stats.retries += len(res.retries)
-        content = res.content if res.status == "ok" else None
-        done = rec.fetch(call_id=todo.call_id, iteration=iteration, doc_id=doc.doc_id, url=doc.url, status=res.status,
-                         content=content, n_bytes=res.n_bytes, n_tokens=res.n_tokens, cache_hit=res.cache_hit,
-                         latency_ms=res.latency_ms, provider_ms=res.provider_ms, queue_ms=res.queue_ms,
-                         http_status=res.http_status, error=res.error, retries=res.retries)
-        return fetch_content(done, doc, content)
+        return record_fetch(rec, todo, iteration, res)
+
+
+def record_search(b: Builder, todo: SearchPlan, iteration: int, res: SearchResponse, search: SearchProvider) -> str:
+    """One performed search_web call into `b` (as every tool loop of ours records it); the text the model sees."""
+    found = b.search(call_id=todo.call_id, iteration=iteration, query=todo.query, provider=search.name,
+                     params=dict(search.params), status=res.status,
+                     hits=res.hits if res.status == "ok" else [], latency_ms=res.latency_ms,
+                     provider_ms=res.provider_ms, queue_ms=res.queue_ms, raw=res.raw,
+                     http_status=res.http_status, error=res.error, retries=res.retries)
+    done = b.payloads[-1]
+    assert isinstance(done, SearchCompleted)
+    return search_content(done, found)
+
+
+def record_fetch(b: Builder, todo: FetchPlan, iteration: int, res: FetchResponse) -> str:
+    """One performed fetch_page call into `b`; the text the model sees."""
+    doc = todo.doc
+    content = res.content if res.status == "ok" else None
+    done = b.fetch(call_id=todo.call_id, iteration=iteration, doc_id=doc.doc_id, url=doc.url, status=res.status,
+                   content=content, n_bytes=res.n_bytes, n_tokens=res.n_tokens, cache_hit=res.cache_hit,
+                   latency_ms=res.latency_ms, provider_ms=res.provider_ms, queue_ms=res.queue_ms,
+                   http_status=res.http_status, error=res.error, retries=res.retries)
+    return fetch_content(done, doc, content)

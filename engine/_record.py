@@ -120,9 +120,9 @@ def run_stream(run_id: str) -> str:
     return f"run:{run_id}"
 
 
-CLIENT_LOOPS = ("proxy", "collect")
-"""run.started config keys of the commands that record a client's own agent loop (`searchtrace proxy`, `collect`):
-there is no agent loop of ours to re-run, and another command's run is not theirs to continue."""
+CLIENT_LOOPS = ("proxy", "collect", "mcp")
+"""run.started config keys of the commands that record a client's own agent loop (`searchtrace proxy`, `collect`,
+`mcp`): there is no agent loop of ours to re-run, and another command's run is not theirs to continue."""
 
 
 def dataset_id(path: str) -> str:

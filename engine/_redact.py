@@ -1,4 +1,5 @@
-"""Scrub secrets (the values of key variables) from anything about to be logged or printed."""
+"""Scrub secrets (the values of key variables, and key-named URL parameters and JSON fields) from anything about to
+be logged or printed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import os
 from collections.abc import MutableMapping
 from typing import Any
 
-from searchtrace.adapters import Secret, configured_secrets, scrub_text, search_provider_names
+from searchtrace.adapters import (
+    Secret,
+    configured_secrets,
+    scrub_named_text,
+    scrub_text,
+    search_provider_names,
+)
 
 
 def secrets() -> list[Secret]:
@@ -21,7 +28,7 @@ def redact_processor(_logger: Any, _name: str, event_dict: MutableMapping[str, A
     known = secrets()
     for k, v in list(event_dict.items()):
         if isinstance(v, str):
-            event_dict[k] = scrub_text(v, *known)
+            event_dict[k] = scrub_named_text(scrub_text(v, *known))
         elif isinstance(v, (dict, list, tuple)):
-            event_dict[k] = scrub_text(repr(v), *known)
+            event_dict[k] = scrub_named_text(scrub_text(repr(v), *known))
     return event_dict

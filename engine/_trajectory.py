@@ -3,7 +3,9 @@ one fold every reader uses.
 
 The agent loop, the proxy and both importers write a trajectory through a `Builder`, so the same interaction gives
 the same payload bytes whichever path recorded it; transcript, replay, export, explorer and proxy restore read a
-trajectory back through `fold`.
+trajectory back through `fold`. It is also the one place keys an agent put in tool arguments or URLs are scrubbed
+(`scrub_named`: every payload, blob and request fingerprint; a URL before it is normalised, so its identity is the
+scrubbed URL's on every path).
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import RetryInfo, SearchHit, norm_url, url_domain
+from searchtrace.adapters import (
+    RetryInfo,
+    SearchHit,
+    norm_url,
+    scrub_named,
+    scrub_named_bytes,
+    scrub_named_text,
+    url_domain,
+)
 from searchtrace.store import (
     AnswerFinal,
     CallFailed,
@@ -29,6 +39,7 @@ from searchtrace.store import (
     SearchResult,
     SearchStatus,
     ToolCall,
+    ToolCalled,
     ToolRefused,
     TrajectoryFinished,
     TrajectoryReason,
@@ -83,13 +94,16 @@ class Attempts:
 
 
 def canonical(value: Any) -> bytes:
-    """The canonical JSON of a message or a tool list: the bytes its digest names (keys sorted)."""
-    return msgspec.json.encode(value, order="sorted")
+    """The canonical JSON of a message or a tool list, keys scrubbed: the bytes its digest names (keys sorted)."""
+    return scrub_named_bytes(msgspec.json.encode(value, order="sorted"))
 
 
-def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
-    """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks."""
-    return hashlib.sha256(canonical({"messages": messages, "tools": tools or []})).hexdigest()
+def request_sha256(messages: list[Message], tools: list[dict[str, Any]] | None, *, scrub: bool = True) -> str:
+    """Fingerprint of one model request (ModelResponded.request_sha256), for replay divergence checks; of the
+    request as stored (keys scrubbed), so a replay built from what is stored compares equal. `scrub=False` when
+    the caller knows no part of the request holds a key (the builder does: it scrubbed each message)."""
+    data = msgspec.json.encode({"messages": messages, "tools": tools or []}, order="sorted")
+    return hashlib.sha256(scrub_named_bytes(data) if scrub else data).hexdigest()
 
 
 class DocConflict(ValueError):
@@ -118,18 +132,21 @@ class Builder:
         self.last_reply: tuple[int, str] | None = None
         self._seen: list[Message] = []  # the last request's messages, with their digests ...
         self._seen_digests: list[str] = []  # ... so a growing conversation hashes (and hands over) each message once
-        self._tools: tuple[list[dict[str, Any]], str] | None = None  # the last tool list and its digest, likewise
+        self._seen_keys: list[bool] = []  # ... and whether each held a key (was changed by scrubbing)
+        self._tools: tuple[list[dict[str, Any]], str, bool] | None = None  # the last tool list, its digest, likewise
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
     def _add(self, payload: Payload) -> None:
-        self.payloads.append(payload)
+        # the caller keeps what it built, the store gets it scrubbed (a result and a fetch were, from their hit and URL)
+        self.payloads.append(payload if isinstance(payload, SearchResult | FetchCalled) else scrub_named(payload))
         self.built += 1
 
     def blob(self, data: bytes | None) -> str | None:
-        """Keep `data` as a blob; its digest (None for no data)."""
+        """Keep `data` as a blob, keys scrubbed; its digest (None for no data)."""
         if data is None:
             return None
+        data = scrub_named_bytes(data)
         d = digest(data)
         self.blobs.setdefault(d, data)
         return d
@@ -162,18 +179,22 @@ class Builder:
         # the same objects (the agent loop), or equal ones (the proxy decodes every request afresh)
         while keep < len(seen) and keep < len(messages) and (messages[keep] is seen[keep] or messages[keep] == seen[keep]):
             keep += 1
-        out = digests[:keep]
+        out, keys = digests[:keep], self._seen_keys[:keep]
         for m in messages[keep:]:
-            data = canonical(m)
+            raw = msgspec.json.encode(m, order="sorted")
+            data = scrub_named_bytes(raw)  # canonical(m)
             d = digest(data)
             self.blobs.setdefault(d, data)
             out.append(d)
-        self._seen, self._seen_digests = list(messages), out
+            keys.append(data != raw)
+        self._seen, self._seen_digests, self._seen_keys = list(messages), out, keys
         listed = tools or []
         if self._tools is None or not (self._tools[0] is listed or self._tools[0] == listed):
-            tools_digest = self.blob(canonical(listed))
-            assert tools_digest is not None
-            self._tools = (listed, tools_digest)
+            raw = msgspec.json.encode(listed, order="sorted")
+            data = scrub_named_bytes(raw)  # canonical(listed)
+            tools_digest = digest(data)
+            self.blobs.setdefault(tools_digest, data)
+            self._tools = (listed, tools_digest, data != raw)
         return list(out), self._tools[1]
 
     def model(self, *, text: str | None, tool_calls: Sequence[ToolCall] = (), usage: Usage, latency_ms: float,
@@ -189,8 +210,9 @@ class Builder:
         tools_digest: Any = _UNSET
         if messages is not None:
             request_messages, tools_digest = self.request(messages, tools)
-            if request_digest is None:
-                request_digest = request_sha256(messages, tools)
+            if request_digest is None:  # each message was scrubbed above: the whole needs it only if one held a key
+                held = any(self._seen_keys) or (self._tools is not None and self._tools[2])
+                request_digest = request_sha256(messages, tools, scrub=held)
         p = ModelResponded(iteration=self.turns, text=text, tool_calls=list(tool_calls), usage=usage,
                            latency_ms=latency_ms, finish_reason=finish_reason, raw_digest=self.blob(raw),
                            request_sha256=request_digest, request_messages=request_messages, tools_digest=tools_digest,
@@ -215,7 +237,7 @@ class Builder:
                                query=query, provider=provider, params=params or {}))
         self.retried(retries, call_id)
         found: list[SearchResult] = []
-        for i, hit in enumerate(hits):
+        for i, hit in enumerate(scrub_named(list(hits))):  # keys scrubbed before URLs are normalised (one scan)
             doc_id = doc_ids[i] if doc_ids is not None else f"d{len(self.docs) + 1}"
             r = search_result(call_id, doc_id, hit)
             known = self.docs.get(doc_id)
@@ -232,8 +254,8 @@ class Builder:
         return found
 
     def doc_of(self, url: str) -> str | None:
-        """The doc_id of the first result with this URL (§2 normalised), if any."""
-        return self.by_url.get(norm_url(url))
+        """The doc_id of the first result with this URL (keys scrubbed, then normalised), if any."""
+        return self.by_url.get(norm_url(scrub_named_text(url)))
 
     def fetch(self, *, url: str, status: FetchStatus, content: str | None, n_tokens: int, latency_ms: float,
               doc_id: str | None | msgspec.UnsetType = _UNSET, call_id: str | None = None,
@@ -245,6 +267,7 @@ class Builder:
         the same normalised URL unless given."""
         self.fetches += 1
         call_id = call_id or f"f{self.fetches}"
+        url = scrub_named_text(url)
         doc = self.doc_of(url) if isinstance(doc_id, msgspec.UnsetType) else doc_id
         self._add(FetchCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration,
                               doc_id=doc, url=url))
@@ -260,6 +283,14 @@ class Builder:
 
     def refused(self, *, call_id: str, iteration: int, name: str, arguments: str, reason: str) -> ToolRefused:
         p = ToolRefused(call_id=call_id, iteration=iteration, name=name, arguments=arguments, reason=reason)
+        self._add(p)
+        return p
+
+    def tool(self, *, call_id: str, name: str, arguments: str, status: str, result: bytes | None, latency_ms: float,
+             iteration: int | None = None) -> ToolCalled:
+        """A call of another tool (neither search nor fetch) with its raw result as a blob."""
+        p = ToolCalled(call_id=call_id, iteration=self.iteration if iteration is None else iteration, name=name,
+                       arguments=arguments, status=status, result_digest=self.blob(result), latency_ms=latency_ms)
         self._add(p)
         return p
 
@@ -315,7 +346,8 @@ def _flag(value: bool) -> Any:
 
 
 def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
-    """One normalised hit as its `search.result` event (docs/concepts/protocol.md)."""
+    """One normalised hit as its `search.result` event (docs/concepts/protocol.md); the hit comes scrubbed (the
+    builder's `search`), so its normalised URL is the scrubbed URL's."""
     return SearchResult(
         call_id=call_id,
         doc_id=doc_id,

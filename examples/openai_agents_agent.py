@@ -38,6 +38,7 @@ from openai import AsyncOpenAI
 INSTRUCTIONS = "Use search_web, then reply `FINAL ANSWER: <answer>`."
 
 
+# --8<-- [start:agent]
 async def answer(proxy: str, provider: str, qid: str, question: str, seen: list[dict[str, Any]],
                  proxied: bool = True) -> str | None:
     base = f"{proxy}/t/{provider}/{urllib.parse.quote(qid, safe='')}" if proxied else proxy
@@ -73,6 +74,7 @@ async def answer(proxy: str, provider: str, qid: str, question: str, seen: list[
         if proxied:
             await http.post(f"{base}/final", json={"answer": final})
         return final
+# --8<-- [end:agent]
 
 
 async def main() -> None:

@@ -1,6 +1,6 @@
 """searchtrace: record search agents as immutable events in DuckDB and measure their evidence by replay.
 
-The layers and their order: docs/architecture.md, and `RANK` in tests/test_layers.py (the one place it is written).
+The layers and their order: docs/concepts/architecture.md, and `RANK` in tests/test_layers.py (the one place it is written).
 """
 
 from __future__ import annotations

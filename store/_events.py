@@ -238,6 +238,20 @@ class ToolRefused(_Body, tag="tool.refused"):
     reason: str
 
 
+class ToolCalled(_Body, tag="tool.called"):
+    """A tool call that is neither a search nor a fetch, as a relayed MCP server answered it (`mcp wrap`): its
+    arguments and its raw result (a blob), for SQL; no judge item comes
+    of it."""
+
+    call_id: str
+    iteration: int
+    name: str
+    arguments: str
+    status: str  # "ok", or "error" when the server answered with isError or a JSON-RPC error
+    result_digest: str | None
+    latency_ms: float
+
+
 class CallRetried(_Body, tag="call.retried"):
     what: str  # e.g. "search:brave", "fetch:jina", "chat:agent", "chat:judge"
     call_id: str | None
@@ -382,6 +396,7 @@ Payload = (
     | FetchCalled
     | FetchCompleted
     | ToolRefused
+    | ToolCalled
     | CallRetried
     | CallFailed
     | AnswerFinal

@@ -257,6 +257,7 @@ SANDBOX = "searchtrace.adapters.sandbox"
 SANDBOX_ENTRY_POINTS = {
     "searchtrace.pipeline._recording",
     "searchtrace.pipeline._proxying",
+    "searchtrace.pipeline._mcp",
     "searchtrace.pipeline._judging",
     "searchtrace.pipeline._probing",
     "searchtrace.pipeline._sandbox_demo",

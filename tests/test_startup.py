@@ -32,13 +32,14 @@ def test_the_package_surfaces_load_nothing_heavy() -> None:
 
 
 def test_no_command_module_loads_psycopg_or_ray() -> None:
-    """The central PostgreSQL log and the Ray fan-out are extras: their drivers load only when a command uses them."""
+    """The central PostgreSQL log, the Ray fan-out and the MCP SDK are extras: each loads only when a command uses
+    it."""
     code = ("import sys, pathlib, importlib, searchtrace.cli as c, searchtrace.benchmarks as b; "
             "[importlib.import_module(t.split(':')[0]) for t in c.COMMANDS.values()]; "
             "import searchtrace.pipeline as p; p.record, p.merge; "
-            "print('psycopg' in sys.modules, 'ray' in sys.modules)")
+            "print('psycopg' in sys.modules, 'ray' in sys.modules, 'mcp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "False"]
 
 
 # psycopg and ray made unimportable, as in an install without the extras; then the commands the demo is made of

@@ -15,7 +15,7 @@ from tests.test_layers import ROOT, _source_files
 HOME = ROOT / "engine" / "_trajectory.py"
 STRUCTS = frozenset({
     "TrajectoryStarted", "ModelResponded", "SearchCalled", "SearchResult", "SearchCompleted", "FetchCalled",
-    "FetchCompleted", "ToolRefused", "CallRetried", "CallFailed", "AnswerFinal", "TrajectoryFinished",
+    "FetchCompleted", "ToolRefused", "ToolCalled", "CallRetried", "CallFailed", "AnswerFinal", "TrajectoryFinished",
 })
 # (module, struct) pairs allowed to construct outside the home, each with its reason.
 ALLOWED = {

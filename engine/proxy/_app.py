@@ -30,6 +30,7 @@ from searchtrace.adapters import (
     build_search,
     chat_messages,
     estimate_tokens,
+    is_key_name,
     page_markdown,
     parse_completion,
     parse_response,
@@ -311,7 +312,7 @@ class Proxy:
             url = f"{self.root}/{sel.rest}"  # the in-process sandbox's root
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
-                  if target.kind == "fetch" or not routes.is_key_name(k)]
+                  if target.kind == "fetch" or not is_key_name(k)]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}
         headers["Accept-Encoding"] = "identity"
         if key is not None:
@@ -595,9 +596,9 @@ def _wants_stream(body: bytes) -> bool:
 def _without_key_fields(body: bytes) -> bytes:
     """A JSON body without the top-level key fields some clients send in it (Tavily's `api_key`, `token`, `auth`)."""
     doc = _json_or_none(body)
-    if doc is None or not any(routes.is_key_name(k) for k in doc):
+    if doc is None or not any(is_key_name(k) for k in doc):
         return body
-    return msgspec.json.encode({k: v for k, v in doc.items() if not routes.is_key_name(k)})
+    return msgspec.json.encode({k: v for k, v in doc.items() if not is_key_name(k)})
 
 
 def _query_and_params(request: Request, body: bytes) -> tuple[str | None, dict[str, Any]]:

@@ -84,10 +84,12 @@ class ProxyRecorder:
     """Trajectories of one proxied run: builds their events and appends them, in order, through the writer."""
 
     def __init__(self, run_id: str, questions: Sequence[Question], providers: Sequence[str], config: dict[str, Any],
-                 *, final: FinalMode = "call") -> None:
+                 *, final: FinalMode = "call", by: str = "proxy") -> None:
         """`final`: "call", a trajectory is answered only by `…/final {"answer": …}`; "last-reply", its last model
-        reply without tool calls is the answer when it closes without one (docs/concepts/shown.md)."""
+        reply without tool calls is the answer when it closes without one (docs/concepts/shown.md); `by`: the command
+        recording (engine.CLIENT_LOOPS), whose runs it may continue."""
         self.run_id = run_id
+        self.by = by
         self.final_mode = final
         self.questions = {q.qid: q for q in questions}
         self.providers = frozenset(providers)
@@ -102,7 +104,7 @@ class ProxyRecorder:
 
     def head(self, log: EventLog) -> list[NewEvent]:
         """run.started and the questions, when this run is new; a run recorded by another command is refused."""
-        return open_run(log, self.run_id, self.config, self.questions.values(), by="proxy")
+        return open_run(log, self.run_id, self.config, self.questions.values(), by=self.by)
 
     def restore(self, log: EventLog, spent: Callable[[str, list[Payload]], Fraction] | None = None) -> None:
         """Every trajectory of this run already in the store, so a restarted proxy continues them without duplicates;
@@ -295,6 +297,10 @@ class ProxyRecorder:
         t.limited = why
         t.b.finish("limit", error=why)
         return self._emit(t)
+
+    def emit(self, t: Traj, secrets: Sequence[Secret] = ()) -> anyio.Event:
+        """Queue what `t`'s builder built since the last call (a caller that builds through `t.b` itself)."""
+        return self._emit(t, secrets)
 
     def _emit(self, t: Traj, secrets: Sequence[Secret] = ()) -> anyio.Event:
         """Queue what the trajectory's builder built for one call; the returned event is set once it is committed

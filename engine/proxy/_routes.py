@@ -20,6 +20,7 @@ from searchtrace.adapters import (
     configured_secrets,
     default_key_env,
     endpoints,
+    is_key_name,
     scrub_bytes,
     spec,
     specs,
@@ -41,9 +42,6 @@ DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encod
 # A parameter or JSON field whose name (lower case, without '-' and '_') is one of these, or ends with one of the
 # suffixes, holds a credential: it is never stored, and its value is scrubbed wherever it reappears. Everything
 # under such a field (`auth: {"api_key": ...}`) counts as a credential too.
-_KEY_NAMES = frozenset({"key", "apikey", "token", "accesstoken", "auth", "authorization", "bearer", "secret",
-                        "password", "clientsecret", "refreshtoken", "idtoken", "sessiontoken", "subscriptiontoken"})
-_KEY_SUFFIXES = ("apikey", "accesstoken", "secret", "password")
 # request headers whose value is a credential (besides the names above): the proxy drops them, and scrubs their value
 _KEY_HEADER = re.compile(r"(?i)(api[-_]?key|token|secret|auth|password|cookie)")
 _SCHEME = re.compile(r"(?i)^(bearer|basic|token)\s+")
@@ -177,12 +175,6 @@ def auth_header(endpoint: str, key: str) -> tuple[str, str] | None:
         return "Authorization", f"Bearer {key}"
     s = spec(endpoint)
     return None if s.key_param else (s.auth_header, s.auth_format.format(key=key))
-
-
-def is_key_name(name: str) -> bool:
-    """Whether a parameter or field called `name` carries a credential (`api_key`, `apiKey`, `token`, `auth` …)."""
-    n = name.lower().replace("-", "").replace("_", "")
-    return n in _KEY_NAMES or n.endswith(_KEY_SUFFIXES)
 
 
 def _leaves(value: Any) -> Iterable[str]:

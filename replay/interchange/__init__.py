@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         import_spans,
         map_spans,
     )
-    from searchtrace.replay.interchange._otel_export import export_traces
+    from searchtrace.replay.interchange._otel_export import PROJECT as OTLP_PROJECT
+    from searchtrace.replay.interchange._otel_export import SCOPE as OTLP_SCOPE
+    from searchtrace.replay.interchange._otel_export import export_traces, phoenix_annotations
     from searchtrace.replay.interchange._otlp import Span, encode_json, encode_protobuf, requests_in
     from searchtrace.replay.interchange._otlp import decode as decode_spans
     from searchtrace.replay.interchange._otlp import encode_response as otlp_response
@@ -49,6 +51,9 @@ _EXPORTS: dict[str, str] = {
     "import_spans": "searchtrace.replay.interchange._otel",
     "map_spans": "searchtrace.replay.interchange._otel",
     "export_traces": "searchtrace.replay.interchange._otel_export",
+    "phoenix_annotations": "searchtrace.replay.interchange._otel_export",
+    "OTLP_PROJECT": "searchtrace.replay.interchange._otel_export:PROJECT",
+    "OTLP_SCOPE": "searchtrace.replay.interchange._otel_export:SCOPE",
     "Span": "searchtrace.replay.interchange._otlp",
     "decode_spans": "searchtrace.replay.interchange._otlp:decode",
     "encode_json": "searchtrace.replay.interchange._otlp",
@@ -62,6 +67,8 @@ __all__ = [
     "Collector",
     "ImportResult",
     "JudgmentLine",
+    "OTLP_PROJECT",
+    "OTLP_SCOPE",
     "OtelImport",
     "Span",
     "ToolNames",
@@ -76,6 +83,7 @@ __all__ = [
     "import_spans",
     "map_spans",
     "log_files",
+    "phoenix_annotations",
     "log_traces",
     "otlp_response",
     "requests_in",

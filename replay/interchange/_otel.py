@@ -578,40 +578,83 @@ def map_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id: s
 # -- collect: spans as they arrive -------------------------------------------------------------------------------
 
 MAX_HELD_SPANS = 10_000  # spans held for traces that have not named their question yet (all traces together)
+MAX_HELD_BYTES = 64 << 20  # and their bytes (as OTLP JSON): many large unnamed traces cannot fill memory
+
+
+def _records(s: Span, tools: ToolNames) -> bool:
+    """Whether the span maps to events of its own: a chat span, or a search or fetch tool span (others are structure)."""
+    kind = _kind(s)
+    return kind == "llm" or (kind == "tool" and _tool_name(s) in tools.search | tools.fetch)
+
+
+def _span_bytes(s: Span) -> int:
+    """What a held span costs, counted as its OTLP JSON bytes (attributes, events and resource)."""
+    return len(msgspec.json.encode(s))
 
 
 class Collector:
     """The traces of one collected run as spans arrive: a trace's spans are held until one of them (or the question
-    text) names its qid and provider, then mapped in start order; its root span ends it. Holds state, so a class."""
+    text) names its qid and provider, then mapped in start order; its root span ends it. Holds state, so a class.
+
+    Idempotent by span id across restarts: the first event of every span that maps to events has an id derived from
+    (run, trace id, span id), so a span whose event the store (or this process) holds is a repeat and adds
+    nothing, and a trace the store holds continues from its stored events (docs/reliability.md "collect")."""
 
     def __init__(self, run_id: str, questions: Sequence[Question], *, provider: str | None = None,
-                 tools: ToolNames | None = None) -> None:
+                 tools: ToolNames | None = None, max_held_bytes: int = MAX_HELD_BYTES) -> None:
         self.run_id, self.provider, self.tools = run_id, provider, tools or ToolNames()
+        self.max_held_bytes = max_held_bytes
         self.by_qid, self.by_text = question_index(questions)
-        self.open: dict[str, Trace] = {}  # trace id -> its open trajectory
-        self.closed: set[str] = set()  # trace ids whose trajectory finished
-        self.held: dict[str, list[Span]] = {}
-        self.cells: dict[str, str] = {}  # trajectory id -> the trace id recording it
-        self.stored: dict[str, tuple[str, list[Any]]] = {}  # trajectory id -> (stored start id, payloads) on restart
         self.spans = 0  # accepted
-        self.n_held = 0
+        self.rejected = 0  # refused with a partial-success message (all requests together)
         self.dropped = 0
+        self.held: dict[str, list[Span]] = {}  # trace id -> its spans, until they name its question
+        self.held_size: dict[str, int] = {}  # trace id -> the bytes of its held spans
+        self.n_held = 0
+        self.held_bytes = 0
+        self.refused: dict[str, str] = {}  # trace id -> why its later spans are refused (the trace is closed)
+        self._clear()
+
+    def _clear(self) -> None:
+        """Forget what the store decides (restore reads it again); held and refused traces are not in the store."""
+        self.open: dict[str, Trace] = {}  # trace id -> its open trajectory
+        self.closed: set[str] = set(self.refused)  # trace ids whose trajectory finished, or that were refused
+        self.cells: dict[str, str] = {}  # trajectory id -> the trace id recording it
+        self.recorded: set[int] = set()  # ids of this run's trajectory events, stored or handed out since
+        self.starts: dict[int, str] = {}  # start event id -> trajectory id, of those stored before this process
+        self.stored_tids: set[str] = set()  # ... those trajectory ids
+        self.finished: set[str] = set()  # ... of which these were finished
+        self.stored: dict[str, list[Any]] = {}  # trajectory id -> its stored payloads, of the unfinished ones
 
     def restore(self, log: Any) -> None:
-        """What the store holds of this run, so a restarted `collect` continues its traces without duplicates."""
+        """What the store holds of this run, so a restarted `collect` continues its traces without duplicates; after
+        a failed append too, so the exporter's retry of that request is recorded, not taken for a repeat."""
         from searchtrace.store import decode_payload
 
+        self._clear()
         cur = log.cursor()
         try:
-            rows = cur.execute("SELECT stream_id, CAST(event_id AS VARCHAR), payload FROM events WHERE run_id = ? "
+            rows = cur.execute("SELECT stream_id, event_id, type FROM events WHERE run_id = ? "
                                "AND stream_id LIKE 'traj:%' ORDER BY position", [self.run_id]).fetchall()
+            for stream_id, eid, kind in rows:
+                self.recorded.add(eid.int)
+                tid = stream_id.removeprefix("traj:")
+                if kind == "trajectory.started":
+                    self.starts.setdefault(eid.int, tid)
+                    self.stored_tids.add(tid)
+                elif kind == "trajectory.finished":
+                    self.finished.add(tid)
+            open_streams = sorted("traj:" + t for t in self.stored_tids - self.finished)
+            if open_streams:
+                for stream_id, payload in cur.execute(
+                        "SELECT stream_id, payload FROM events WHERE run_id = ? AND stream_id IN "
+                        "(SELECT unnest(?::VARCHAR[])) ORDER BY position", [self.run_id, open_streams]).fetchall():
+                    self.stored.setdefault(stream_id.removeprefix("traj:"), []).append(decode_payload(payload))
         finally:
             cur.close()
-        for stream_id, eid, payload in rows:
-            tid = stream_id.removeprefix("traj:")
-            if tid not in self.stored:
-                self.stored[tid] = (eid, [])
-            self.stored[tid][1].append(decode_payload(payload))
+
+    def _first(self, s: Span) -> int:
+        return event_id("otel", self.run_id, s.trace_id, s.span_id, "0").int
 
     def add(self, spans: Sequence[Span]) -> tuple[list[Any], list[bytes], int, str]:
         """Map the spans of one request: (events, blobs, spans rejected, why)."""
@@ -622,39 +665,26 @@ class Collector:
         rejected, why = 0, ""
         by_trace: dict[str, list[Span]] = {}
         for _, s in check_spans([("request", list(spans))]):  # a repeat with other content: the request is refused
-            by_trace.setdefault(s.trace_id, []).append(s)
+            if self._first(s) not in self.recorded:  # else committed before (an exporter's retry): a repeat
+                by_trace.setdefault(s.trace_id, []).append(s)
         for trace_id, group in by_trace.items():
-            if trace_id in self.closed:
-                continue  # a re-sent export of a finished trace (its events are stored), or late spans
             t = self.open.get(trace_id)
-            if t is None:
-                held = self.held.setdefault(trace_id, [])
-                held.extend(group)
-                self.n_held += len(group)
-                ident = identify(ordered(held), self.by_qid, self.by_text, self.provider) if any(
-                    _kind(s) or not s.parent_id for s in held) else None
-                if ident is None:
-                    if any(not s.parent_id for s in held):  # the trace is over and never said which question
-                        self.n_held -= len(self.held.pop(trace_id))
-                        self.closed.add(trace_id)
-                        if any(_kind(s) for s in held):
-                            rejected += len(group)
-                            why = (f"trace {trace_id} names no {QID} / {PROVIDER} and no question of the file; "
-                                   "its spans are not recorded")
-                        continue
-                    if self.n_held > MAX_HELD_SPANS:
-                        self.n_held -= len(self.held.pop(trace_id))
-                        rejected += len(group)
-                        why = (f"trace {trace_id} names no {QID} / {PROVIDER} (and no known question) after "
-                               f"{MAX_HELD_SPANS} held spans")
-                    continue
-                group = self.held.pop(trace_id)
-                self.n_held -= len(group)
-                t, problem = self._begin(trace_id, ident)
+            if t is None and trace_id not in self.closed:
+                t = self._stored(trace_id)
+            if t is None and trace_id not in self.closed:
+                t, group, n, problem = self._hold(trace_id, group)
+                rejected, why = rejected + n, problem or why
                 if t is None:
-                    rejected += len(group)
-                    why = problem
                     continue
+            if trace_id in self.closed:
+                late = [s for s in group if s.parent_id and _records(s, self.tools)]
+                if late:  # spans of a trace that has ended (or was refused): told, never silently dropped
+                    rejected += len(late)
+                    why = self.refused.get(trace_id) or (
+                        f"trace {trace_id} has ended (its root span was recorded); {len(late)} later span(s) that "
+                        "would add to it are not recorded")
+                continue
+            assert t is not None
             for s in ordered(group):
                 t.feed(s)
             if t.root is not None:
@@ -665,7 +695,68 @@ class Collector:
             events += [NewEvent(stream_id=t.stream, run_id=self.run_id, payload=p, event_id=i) for i, p in pairs]
             blobs += bl
             self.spans += len(group)
+        self.recorded.update(e.event_id.int for e in events)
+        self.rejected += rejected
         return events, blobs, rejected, why
+
+    def _stored(self, trace_id: str) -> Trace | None:
+        """The trace's trajectory when the store holds it from before this process: continued (or closed)."""
+        tid = self.starts.get(start_event_id(self.run_id, trace_id).int)
+        if tid is None:
+            return None
+        self.cells[tid] = trace_id
+        if tid in self.finished:
+            self.closed.add(trace_id)
+            return None
+        payloads = self.stored.pop(tid)
+        first = payloads[0]
+        ident = Identity(qid=first.qid, provider=first.provider, question=first.question,
+                         gold_answer=first.gold_answer)
+        t = self.open[trace_id] = Trace(self.run_id, trace_id, ident, self.tools, builder=Builder.resume(payloads))
+        return t
+
+    def _refuse(self, trace_id: str, why: str) -> None:
+        """Refuse the trace whole: its held spans are let go (counted as dropped), later ones are refused with `why`."""
+        held = self.held.pop(trace_id, [])
+        self.n_held -= len(held)
+        self.held_bytes -= self.held_size.pop(trace_id, 0)
+        self.dropped += len(held)
+        self.closed.add(trace_id)
+        self.refused[trace_id] = why
+
+    def _hold(self, trace_id: str, group: list[Span]) -> tuple[Trace | None, list[Span], int, str]:
+        """Hold a new trace's spans until they name its question: (its trajectory once they do, the spans to map,
+        spans rejected, why)."""
+        held = self.held.get(trace_id, []) + group
+        ident = identify(ordered(held), self.by_qid, self.by_text, self.provider) if any(
+            _kind(s) or not s.parent_id for s in held) else None
+        if ident is None:
+            if any(not s.parent_id for s in held):  # the trace is over and never said which question
+                why = (f"trace {trace_id} names no {QID} / {PROVIDER} and no question of the file; its spans are "
+                       "not recorded")
+                n = len(group) if any(_kind(s) for s in held) else 0
+                self._refuse(trace_id, why)  # the spans held before were acknowledged: counted as dropped
+                return None, [], n, why if n else ""
+            size = sum(_span_bytes(s) for s in group)  # counted only for spans that stay held
+            if self.n_held + len(group) > MAX_HELD_SPANS or self.held_bytes + size > self.max_held_bytes:
+                why = (f"trace {trace_id} has not named its {QID} / {PROVIDER} (nor a known question) and the spans "
+                       f"held for such traces would pass {MAX_HELD_SPANS} spans or {self.max_held_bytes} bytes; the "
+                       "trace is refused")
+                self._refuse(trace_id, why)
+                return None, [], len(group), why
+            self.held[trace_id] = held
+            self.n_held += len(group)
+            self.held_bytes += size
+            self.held_size[trace_id] = self.held_size.get(trace_id, 0) + size
+            return None, [], 0, ""
+        self.n_held -= len(self.held.pop(trace_id, []))
+        self.held_bytes -= self.held_size.pop(trace_id, 0)
+        t, problem = self._begin(trace_id, ident)
+        if t is None:
+            self.closed.add(trace_id)
+            self.refused[trace_id] = problem
+            return None, [], len(held), problem
+        return t, held, 0, ""
 
     def _begin(self, trace_id: str, ident: Identity) -> tuple[Trace | None, str]:
         tid = trajectory_id(self.run_id, ident.provider, ident.qid)
@@ -674,19 +765,11 @@ class Collector:
         other = self.cells.get(tid)
         if other is not None and other != trace_id:
             return None, f"trace {trace_id}: provider {ident.provider!r}, qid {ident.qid!r} is recorded by trace {other}"
-        stored = self.stored.get(tid)
-        if stored is not None:
-            if stored[0] != str(start_event_id(self.run_id, trace_id)):
-                return None, f"trace {trace_id}: trajectory {tid!r} is already in the database from another trace"
-            b = Builder.resume(stored[1])
-            t = Trace(self.run_id, trace_id, ident, self.tools, builder=b)
-            if b.finished:
-                self.closed.add(trace_id)
-        else:
-            t = Trace(self.run_id, trace_id, ident, self.tools)
+        if tid in self.stored_tids:
+            return None, f"trace {trace_id}: trajectory {tid!r} is already in the database from another trace"
+        t = Trace(self.run_id, trace_id, ident, self.tools)
         self.cells[tid] = trace_id
-        if trace_id not in self.closed:
-            self.open[trace_id] = t
+        self.open[trace_id] = t
         return t, ""
 
     def abandon_open(self) -> tuple[list[Any], list[bytes], int]:
@@ -704,9 +787,10 @@ class Collector:
             events += [NewEvent(stream_id=t.stream, run_id=self.run_id, payload=p, event_id=i) for i, p in pairs]
             blobs += bl
         self.open.clear()
-        self.dropped = self.n_held  # spans of traces that never named their question: acknowledged, not recorded
+        self.dropped += self.n_held  # spans of traces that never named their question: acknowledged, not recorded
         self.held.clear()
-        self.n_held = 0
+        self.held_size.clear()
+        self.n_held = self.held_bytes = 0
         return events, blobs, n
 
 

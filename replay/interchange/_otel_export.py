@@ -6,7 +6,10 @@ reason, the partition counts of the judge run as `searchtrace.partition.<cell>`)
 (`gen_ai.input.messages` / `gen_ai.output.messages` in the GenAI message-parts shape, usage, and the request and
 reply bodies as OpenInference `input.value` / `output.value`, so an import gets the exact messages back) and one
 `execute_tool` span per search (its results as `gen_ai.tool.call.result`, one `searchtrace.verdict` span event per
-judged result) or fetch (the page). Trace and span ids are digests of event ids; span times keep stream order.
+judged result) or fetch (the page). Trace and span ids are digests of event ids. Each step's span lasts its
+recorded latency and ends at its event's recorded time, or when the next step started if that is earlier (events
+committed together share one time; `_timeline`); the resource names the Phoenix project (`openinference.project.name`). The verdicts are also
+Phoenix span annotations (`phoenix_annotations`), built from the same span events.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from searchtrace.analytics import partition_cell, resolve_judge_run, sources, su
 from searchtrace.engine import Fetch, Folded, Search
 from searchtrace.replay.interchange._export import Blobs, current_folds, trajectory_streams
 from searchtrace.replay.interchange._otlp import Span, SpanEvent
-from searchtrace.store import Cursor, EventLog, ModelResponded, epoch_us
+from searchtrace.store import Cursor, EventLog, ModelResponded, epoch_of, epoch_us
 
 SCOPE = "searchtrace"
+PROJECT = "searchtrace"  # the default Phoenix project (resource attribute `openinference.project.name`)
+VERDICT = "searchtrace.verdict"  # the span event, and the Phoenix annotation, of one judged result
 SEARCH_TOOL, FETCH_TOOL = "search_web", "fetch_page"
 CELLS = ("SMART", "MISSED", "BLIND", "NO-OP")
 _enc = msgspec.json.Encoder()
@@ -84,9 +89,9 @@ def _answers(cur: Cursor) -> dict[str, bool]:
 
 
 def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *,
-                  writable: bool = True) -> Iterable[list[Span]]:
-    """The spans of each trajectory (latest attempts), trajectory by trajectory. `cur` has the views (v_*) and
-    caught-up projections (`writable`) or reads the raw views."""
+                  writable: bool = True, project: str = PROJECT) -> Iterable[list[Span]]:
+    """The spans of each trajectory (latest attempts), trajectory by trajectory, in the Phoenix project `project`.
+    `cur` has the views (v_*) and caught-up projections (`writable`) or reads the raw views."""
     with sources.reading(cur, writable=writable):
         run, _notes = resolve_judge_run(cur, judge_run_id)
         items = _items(cur, run)
@@ -94,39 +99,70 @@ def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *
     cells, streams = trajectory_streams(log)
     loaded = Blobs(log, None, replies=True)
     for _stream, _started, events, f in current_folds(cells, streams, loaded):
-        yield _trace(loaded, [(str(e.event_id), epoch_us(e.recorded_at) * 1000, e.run_id, e.payload) for e in events],
-                     f, items, answers, run)
+        yield _trace(loaded, [(str(e.event_id), epoch_us(e.recorded_at), e.run_id, e.payload) for e in events],
+                     f, items, answers, run, project)
+
+
+def _us(ms: float) -> int:
+    """A recorded latency in whole microseconds (what Phoenix and most backends keep of a span's times)."""
+    return max(0, round(ms * 1000))
+
+
+def _timeline(steps: list[tuple[bool, int, int]]) -> list[tuple[int, int]]:
+    """(start, end) in µs of each step, from (is a model turn, recorded µs, latency µs) in recorded order.
+
+    Every span lasts its latency exactly. It ends at its event's recorded time (never before the step ended), or
+    when the step after it started if that is earlier (a writer commits several events at one time): laid back
+    from the last step. The tool calls between two model turns may overlap (the agent runs them concurrently);
+    every step starts strictly after the one before it, so a viewer sorting by start time shows the recorded order.
+    """
+    out = [(0, 0)] * len(steps)
+    floor: int | None = None  # the earliest start of the steps after this one
+    model_start: int | None = None  # the start of the next model turn
+    next_start: int | None = None  # the start of the step right after
+    for i in range(len(steps) - 1, -1, -1):
+        model, rec, lat = steps[i]
+        bound = floor if model else model_start
+        end = rec if bound is None else min(rec, bound)
+        start = end - lat
+        if next_start is not None and start >= next_start:
+            start = next_start - 1
+            end = start + lat
+        out[i] = (start, end)
+        floor = start if floor is None else min(floor, start)
+        next_start = start
+        if model:
+            model_start = start
+    return out
 
 
 def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
            items: dict[tuple[str, str], dict[str, Any]], answers: dict[str, bool],
-           judge_run_id: str | None) -> list[Span]:
-    """One trajectory's spans: `events` (event id, recorded ns, run, payload) folded as `f`, its blobs in `loaded`."""
+           judge_run_id: str | None, project: str) -> list[Span]:
+    """One trajectory's spans: `events` (event id, recorded µs, run, payload) folded as `f`, its blobs in `loaded`."""
     blob = loaded.got.get
     started = f.started
     assert started is not None
     tid = started.trajectory_id
-    by_obj = {id(p): (eid, ns) for eid, ns, _, p in events}
+    by_obj = {id(p): (eid, us) for eid, us, _, p in events}
     trace_id = _hex(events[0][0], 16)
     root_id = _hex(events[0][0] + ":root", 8)
-    resource = {"service.name": "searchtrace", "searchtrace.run_id": events[0][2]}
+    resource = {"service.name": "searchtrace", "openinference.project.name": project,
+                "searchtrace.run_id": events[0][2]}
     spans: list[Span] = []
-    last_start = events[0][1]
-    last_end = events[0][1]
-
-    def times(ns: int, ms: float) -> tuple[int, int]:
-        """(start, end) kept in stream order: each span starts after the previous one started."""
-        nonlocal last_start, last_end
-        end = max(ns, last_end)
-        start = max(end - int(ms * 1e6), last_start + 1)
-        end = max(end, start)
-        last_start, last_end = start, end
-        return start, end
+    timed: list[tuple[bool, int, int]] = []
+    for step in f.steps:
+        if isinstance(step, ModelResponded):
+            timed.append((True, by_obj[id(step)][1], _us(step.latency_ms)))
+        elif isinstance(step, Search | Fetch):
+            done = step.completed
+            timed.append((False, by_obj[id(done or step.called)][1], _us(done.latency_ms) if done else 0))
+    times = iter([(1000 * a, 1000 * b) for a, b in _timeline(timed)])  # ns
 
     for step in f.steps:
         if isinstance(step, ModelResponded):
-            eid, ns = by_obj[id(step)]
-            start, end = times(ns, step.latency_ms)
+            eid, _ = by_obj[id(step)]
+            start, end = next(times)
             messages = None
             if not isinstance(step.request_messages, msgspec.UnsetType):
                 got = [blob(d) for d in step.request_messages]
@@ -165,9 +201,9 @@ def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
             spans.append(Span(trace_id=trace_id, span_id=_hex(eid, 8), parent_id=root_id, name="chat", kind=3,
                               start_ns=start, end_ns=end, attrs=attrs, resource=resource))
         elif isinstance(step, Search):
-            eid, ns = by_obj[id(step.called)]
+            eid, _ = by_obj[id(step.called)]
             done = step.completed
-            start, end = times(by_obj[id(done)][1] if done else ns, done.latency_ms if done else 0.0)
+            start, end = next(times)
             results = [{"doc_id": r.doc_id, "rank": r.rank, "title": r.title, "url": r.url, "domain": r.domain,
                         "snippet": r.snippet} for r in step.results]
             span_events = []
@@ -186,7 +222,7 @@ def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
                     ev["searchtrace.snippet.contradicts_gold"] = item["labels"]["snippet"]["contradicts_gold"]
                 if item["invalid_reason"]:
                     ev["searchtrace.invalid_reason"] = str(item["invalid_reason"])
-                span_events.append(SpanEvent(name="searchtrace.verdict", time_ns=end, attrs=ev))
+                span_events.append(SpanEvent(name=VERDICT, time_ns=end, attrs=ev))
             bad = done is not None and done.status != "ok"
             spans.append(Span(
                 trace_id=trace_id, span_id=_hex(eid, 8), parent_id=root_id, name=f"execute_tool {SEARCH_TOOL}",
@@ -199,9 +235,9 @@ def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
                 status=2 if bad else 0,
                 status_message=(done.error or done.status) if bad and done is not None else ""))
         elif isinstance(step, Fetch):
-            eid, ns = by_obj[id(step.called)]
+            eid, _ = by_obj[id(step.called)]
             fc = step.completed
-            start, end = times(by_obj[id(fc)][1] if fc else ns, fc.latency_ms if fc else 0.0)
+            start, end = next(times)
             page = blob(fc.content_digest) if fc is not None and fc.content_digest else None
             ok = fc is not None and fc.status == "ok" and page is not None
             attrs = {"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL",
@@ -235,9 +271,44 @@ def _trace(loaded: Blobs, events: list[tuple[str, int, str, Any]], f: Folded,
         root_attrs["searchtrace.reason"] = fin.reason
     if tid in answers:
         root_attrs["searchtrace.semantic_match"] = answers[tid]
-    end = max([s.end_ns for s in spans] + [events[-1][1]])
-    root = Span(trace_id=trace_id, span_id=root_id, name="invoke_agent searchtrace", kind=1,
-                start_ns=min([s.start_ns for s in spans] + [events[0][1]]), end_ns=end, attrs=root_attrs,
+    epoch = epoch_of(started)
+    name = f"{started.qid} · {started.provider}" + (f" · epoch {epoch}" if epoch > 1 else "")
+    root_attrs["langfuse.trace.name"] = name  # Langfuse's trace name (Phoenix takes the root span's name)
+    root = Span(trace_id=trace_id, span_id=root_id, kind=1, attrs=root_attrs, name=name,
+                start_ns=min([s.start_ns for s in spans] + [1000 * events[0][1]]),
+                end_ns=max([s.end_ns for s in spans] + [1000 * events[-1][1]]),
                 resource=resource, status=2 if fin is not None and fin.reason == "error" else 0,
                 status_message=(fin.error or "") if fin is not None and fin.reason == "error" else "")
     return [root, *[msgspec.structs.replace(s, resource=resource) for s in spans]]
+
+
+def phoenix_annotations(spans: list[Span]) -> list[dict[str, Any]]:
+    """Phoenix span annotations (`POST /v1/span_annotations`) of one trace, from its spans: one `searchtrace.verdict`
+    per judged result on its search span (label the partition cell, or `invalid`; score 1 when the shown snippet
+    supports the gold answer), and `searchtrace.semantic_match` on the root when the final answer was audited.
+    Each has an identifier, so sending it again updates it instead of adding one."""
+    out: list[dict[str, Any]] = []
+    for s in spans:
+        if not s.parent_id and "searchtrace.semantic_match" in s.attrs:
+            match = bool(s.attrs["searchtrace.semantic_match"])
+            out.append({"span_id": s.span_id, "name": "searchtrace.semantic_match", "annotator_kind": "LLM",
+                        "identifier": "searchtrace", "result": {
+                            "label": "correct" if match else "incorrect", "score": 1.0 if match else 0.0,
+                            "explanation": f"final answer {s.attrs.get('searchtrace.final_answer')!r}, gold "
+                                           f"{s.attrs.get('searchtrace.gold_answer')!r}"}})
+        for e in s.events:
+            if e.name != VERDICT:
+                continue
+            a = {k.removeprefix("searchtrace."): v for k, v in e.attrs.items()}
+            if "labels" in a:
+                a["labels"] = msgspec.json.decode(a["labels"])
+            cell = a.get("partition")
+            why = f"#{a['rank']} {a['url']}: " + (
+                f"invalid verdict ({a.get('invalid_reason') or 'no reason'})" if cell is None else
+                f"{cell}: the snippet {'supports' if a.get('snippet.supports_gold') else 'does not support'} the gold "
+                f"answer; {'shown' if a['shown'] else 'not shown'}, {'fetched' if a['fetched'] else 'not fetched'}")
+            out.append({"span_id": s.span_id, "name": VERDICT, "annotator_kind": "LLM",
+                        "identifier": f"{a['rank']}:{a['url_normalized']}", "metadata": a,
+                        "result": {"label": cell or "invalid", "explanation": why,
+                                   "score": None if cell is None else float(cell in ("SMART", "MISSED"))}})
+    return out

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "bench": "searchtrace.cli._bench:bench",
     "proxy": "searchtrace.cli._proxy:proxy",
     "collect": "searchtrace.cli._collect:collect",
+    "mcp": "searchtrace.cli._mcp:mcp",
     "ship": "searchtrace.cli._ship:ship",
     "replica": "searchtrace.cli._ship:replica",
 }

@@ -37,11 +37,14 @@ def collect(db: Path, questions: str, run_id: str, port: int, provider: str | No
     """An OTLP/HTTP receiver on 127.0.0.1 (POST /v1/traces, protobuf or JSON): each trace an agent exports becomes
     a trajectory, recorded as its spans arrive; reads (sql, report, view) work meanwhile. Point the agent's
     exporter at http://127.0.0.1:PORT/v1/traces (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)."""
+    from searchtrace.adapters import SEARCH_PROVIDERS
     from searchtrace.pipeline import collect as serve
     from searchtrace.replay.interchange import ToolNames, default_search_tools
 
     if not run_id or not set(run_id) <= _ID_CHARS:
         raise BadInput(f"--run-id {run_id!r}: may only hold letters, digits, '.', '_' and '-'")
+    if provider is not None and provider not in SEARCH_PROVIDERS:
+        raise BadInput(f"--provider {provider[:80]!r}: not a search provider (one of: {', '.join(sorted(SEARCH_PROVIDERS))})")
     if questions != "sandbox" and not Path(questions).is_file():
         raise BadInput(f"--questions {questions}: no such file")
     search, fetch = tool_names(search_tools, fetch_tools)
@@ -52,9 +55,11 @@ def collect(db: Path, questions: str, run_id: str, port: int, provider: str | No
         click.echo(f"searchtrace collect: recording run {run_id} into {db}; "
                    f"OTLP/HTTP endpoint http://{host}:{bound}/v1/traces", err=True)
 
-    spans, abandoned, requests, dropped = anyio.run(
+    spans, abandoned, requests, dropped, refused = anyio.run(
         lambda: serve(db, questions, run_id, port=port, provider=provider, tools=tools, max_body=cap, ready=ready),
         backend="asyncio")
     click.echo(f"searchtrace collect: stopped; {spans} spans from {requests} requests recorded, "
                f"{abandoned} open trajectories abandoned"
-               + (f", {dropped} spans of traces that never named their question dropped" if dropped else ""), err=True)
+               + (f", {dropped} acknowledged spans of traces that never named their question dropped" if dropped else "")
+               + (f", {refused} spans refused (partial success; their reasons went to the exporter)" if refused else ""),
+               err=True)

@@ -100,19 +100,31 @@ def import_cmd(db: Path, traces: tuple[Path, ...], source: str, provider: str | 
               help="Send every trajectory as an OpenTelemetry trace (GenAI conventions, protobuf) to this OTLP/HTTP "
                    "endpoint (e.g. Phoenix or Langfuse; /v1/traces is added to a bare root).")
 @click.option("--otlp-file", "otlp_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Write those traces as OTLP JSON to this file, one ExportTraceServiceRequest per line.")
+              help="Write those traces to this file: protobuf (one ExportTraceServiceRequest, as Phoenix's /v1/traces "
+                   "takes it) when the name ends in .pb, else OTLP JSON, one request per trajectory a line.")
 @click.option("--judge-run-id", default=None, help="--otlp / --otlp-file: the judge run whose verdicts the traces "
               "carry (default: the report's).")
+@click.option("--project", default=None, help="--otlp / --otlp-file: the project the traces go to (resource "
+              "attribute openinference.project.name, read by Phoenix; default: searchtrace).")
+@click.option("--annotations/--no-annotations", "annotate", default=True, show_default=True,
+              help="--otlp: also send each verdict as a Phoenix span annotation (POST <root>/v1/span_annotations); "
+                   "a backend without that route gets the verdicts as span events only.")
 def export_cmd(db: Path, out: Path | None, blobs: Path | None, otlp: str | None, otlp_file: Path | None,
-               judge_run_id: str | None) -> None:
+               judge_run_id: str | None, project: str | None, annotate: bool) -> None:
     """Write traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv (docs/reference/interchange.md), events.parquet and, for notebooks,
     trajectories.parquet, judge_items.parquet and verdicts.parquet (the v_* views, typed) into a folder (--out), or the trajectories as OpenTelemetry traces with per-result verdicts (--otlp / --otlp-file, docs/how-to/otel.md)."""
     if otlp or otlp_file:
         if out or blobs or (otlp and otlp_file):
             raise click.UsageError("give one of --out [--blobs], --otlp URL, --otlp-file FILE")
-        n = pipeline.export_otlp(db, url=otlp, file=otlp_file, judge_run_id=judge_run_id)
-        click.echo(f"{otlp or otlp_file}: {n} traces")
+        got = pipeline.export_otlp(db, url=otlp, file=otlp_file, judge_run_id=judge_run_id, project=project,
+                                   annotate=annotate)
+        click.echo(f"{otlp or otlp_file}: {got.traces} traces" + (
+            f", {got.annotations} span annotations" if otlp and annotate else ""))
+        if got.note:
+            click.echo(f"note: {got.note}", err=True)
         return
+    if project is not None:
+        raise click.UsageError("--project applies to --otlp / --otlp-file only")
     if out is None:
         raise click.UsageError("give --out DIR (or --otlp URL / --otlp-file FILE)")
     written = pipeline.export(db, out, blobs)

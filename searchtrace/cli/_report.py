@@ -50,7 +50,7 @@ def report(
     by: str,
 ) -> None:
     """Evidence metrics per provider (or per arm of --by, docs/how-to/compare.md) for one judge run (docs/concepts/metrics.md), with 95% intervals
-    and paired tests (§18)."""
+    and paired tests (docs/concepts/statistics.md)."""
     result = pipeline.report(
         db, judge_run_id=judge_run_id, metrics=metrics, html=html, bootstrap=bootstrap, seed=seed, prices=prices,
         run_ids=run_ids, by=by,

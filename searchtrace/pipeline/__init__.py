@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         plan_judge,
     )
     from searchtrace.pipeline._live import serving_reads
+    from searchtrace.pipeline._mcp import mcp_serve, mcp_wrap
     from searchtrace.pipeline._merging import MergeResult, SegmentMerged, merge
     from searchtrace.pipeline._probing import probe_fetch, probe_search
     from searchtrace.pipeline._proxying import proxy
@@ -78,6 +79,8 @@ _EXPORTS: dict[str, str] = {
     "import_otel": "searchtrace.pipeline._interchange",
     "export_otlp": "searchtrace.pipeline._interchange",
     "collect": "searchtrace.pipeline._collecting",
+    "mcp_serve": "searchtrace.pipeline._mcp",
+    "mcp_wrap": "searchtrace.pipeline._mcp",
     "MergeResult": "searchtrace.pipeline._merging",
     "SegmentMerged": "searchtrace.pipeline._merging",
     "merge": "searchtrace.pipeline._merging",
@@ -157,6 +160,8 @@ __all__ = [
     "judge",
     "judge_chat",
     "judge_compare",
+    "mcp_serve",
+    "mcp_wrap",
     "merge",
     "QuotaLedger",
     "hold_share",

@@ -3,8 +3,9 @@
 It opens its run as `record` and `proxy` do (`run.started` with a `collect` config, then the questions of FILE);
 `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf (`application/x-protobuf`) or OTLP JSON
 (`application/json`), optionally gzip-encoded; its spans are mapped by `replay.interchange`'s `Collector` and
-committed before the reply (so an exporter's retry of an unanswered batch is a no-op: event ids come from span
-ids). The local-server guard of docs/concepts/security.md (loopback Host, no cross-site request, body and nesting caps) wraps it;
+committed before the reply (so an exporter's retry of an unanswered batch is a no-op, across restarts too: event
+ids come from span ids, and the collector reads its run's ids from the store). docs/reliability.md lists what each
+request gets (late spans and refused traces as OTLP partial success; 400, 413, 503). The local-server guard of docs/concepts/security.md (loopback Host, no cross-site request, body and nesting caps) wraps it;
 other processes read the file meanwhile through `<db>.sock`, as with `record` and `proxy`.
 """
 
@@ -33,23 +34,35 @@ PROTOBUF = "application/x-protobuf"
 MAX_BODY = 16 * MiB
 
 
+class TooLarge(BadInput):
+    """A body over --max-body once inflated: 413, as for a body over it on the wire."""
+
+
 def _inflate(body: bytes, cap: int) -> bytes:
-    """A gzip body inflated, never past `cap` bytes (a small body that inflates to gigabytes costs the cap)."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(body, cap + 1)
-    except zlib.error as exc:
-        raise BadInput(f"gzip body does not inflate ({exc})") from None
-    if len(out) > cap or d.unconsumed_tail:
-        raise BadInput(f"gzip body inflates beyond {cap} bytes")
-    return out
+    """A gzip body inflated, never past `cap` bytes (a small body that inflates to gigabytes costs the cap); every
+    member whole (a body cut short is refused, never read as a shorter request)."""
+    out = b""
+    rest = body
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += d.decompress(rest, cap + 1 - len(out))
+        except zlib.error as exc:
+            raise BadInput(f"gzip body does not inflate ({exc})") from None
+        if len(out) > cap or d.unconsumed_tail:
+            raise TooLarge(f"gzip body inflates beyond --max-body ({cap} bytes)")
+        if not d.eof:
+            raise BadInput("gzip body is cut short (its stream does not end); nothing was recorded")
+        rest = d.unused_data
+        if not rest.strip(b"\0"):  # the last member (gzip allows trailing zero padding)
+            return out
 
 
 class Receiver:
     """The receiver's routes over one collector and one writer; a lock keeps each request's mapping whole."""
 
-    def __init__(self, collector: Collector, writer: Writer, max_body: int) -> None:
-        self.collector, self.writer, self.max_body = collector, writer, max_body
+    def __init__(self, collector: Collector, writer: Writer, max_body: int, log: EventLog) -> None:
+        self.collector, self.writer, self.max_body, self.log = collector, writer, max_body, log
         self.lock = anyio.Lock()
         self.requests = 0
 
@@ -71,7 +84,13 @@ class Receiver:
             async with self.lock:
                 events, blobs, rejected, why = self.collector.add(spans)
                 if events or blobs:
-                    await self.writer.append(events, blobs=blobs)
+                    try:
+                        await self.writer.append(events, blobs=blobs)
+                    except Exception as exc:  # nothing of the request is stored: forget it, so a retry records it
+                        await anyio.to_thread.run_sync(self.collector.restore, self.log)
+                        return JSONResponse({"error": f"not recorded ({type(exc).__name__}); retry"}, status_code=503)
+        except TooLarge as exc:
+            return JSONResponse({"error": str(exc)}, status_code=413)
         except BadInput as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         self.requests += 1
@@ -91,9 +110,9 @@ def config_of(questions: str, provider: str | None, tools: ToolNames) -> dict[st
 
 async def collect(db: Path, questions: str, run_id: str, *, port: int, provider: str | None = None,
                   tools: ToolNames | None = None, max_body: int = MAX_BODY,
-                  ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int]:
+                  ready: Callable[[str, int], None] | None = None) -> tuple[int, int, int, int, int]:
     """Serve until SIGINT/SIGTERM; (spans recorded, trajectories abandoned at the stop, requests answered, spans
-    still held at the stop for traces that never named their question, dropped)."""
+    acknowledged and not recorded (held for traces that never named their question), spans refused in replies)."""
     listener = bind_local(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     rows = await anyio.to_thread.run_sync(lambda: question_file(questions, rows=sandbox_rows(questions)))
     tools = tools or ToolNames()
@@ -108,13 +127,13 @@ async def collect(db: Path, questions: str, run_id: str, *, port: int, provider:
                 async with open_writer(log, max_delay=0.0) as writer:
                     if head:  # the run opened as `record` and `proxy` open theirs: config, then its questions
                         await writer.append(head)
-                    receiver = Receiver(collector, writer, max_body)
+                    receiver = Receiver(collector, writer, max_body, log)
                     await serve_local(receiver.app(), listener, ready=ready)
                     async with receiver.lock:
                         events, blobs, abandoned = collector.abandon_open()
                         if events:
                             await writer.append(events, blobs=blobs)
-                return collector.spans, abandoned, receiver.requests, collector.dropped
+                return collector.spans, abandoned, receiver.requests, collector.dropped, collector.rejected
         finally:
             await anyio.to_thread.run_sync(log.close)
 

@@ -142,57 +142,133 @@ def import_otel(
     return res
 
 
-def export_otlp(db: Path, *, url: str | None = None, file: Path | None = None,
-                judge_run_id: str | None = None, batch: int = 50) -> int:
-    """Every trajectory as a GenAI-convention trace (docs/how-to/otel.md "Out"): POSTed as protobuf to an OTLP/HTTP `url`
-    (`…/v1/traces` added to a bare root), or written to `file` as OTLP JSON, one request per trajectory a line.
-    Returns the number of traces."""
-    import httpx
+class OtlpExport(msgspec.Struct, kw_only=True):
+    """What `export --otlp` / `--otlp-file` sent: traces, Phoenix span annotations, and a note when the backend has
+    no annotation route (the verdicts then travel as span events only)."""
 
-    from searchtrace.replay.interchange import encode_json, encode_protobuf, export_traces
+    traces: int = 0
+    annotations: int = 0
+    note: str = ""
 
-    if url is not None:
-        root = url.rstrip("/")
-        url = root if root.endswith("/v1/traces") else f"{root}/v1/traces"
-    n = 0
+
+def export_otlp(db: Path, *, url: str | None = None, file: Path | None = None, judge_run_id: str | None = None,
+                project: str | None = None, annotate: bool = True, batch: int = 50,
+                wait_s: float = 60.0) -> OtlpExport:
+    """Every trajectory as a GenAI-convention trace in the Phoenix project `project` (docs/how-to/otel.md "Out"):
+    POSTed as protobuf to an OTLP/HTTP `url` (`…/v1/traces` added to a bare root), then, with `annotate`, each
+    verdict as a Phoenix span annotation (`POST <root>/v1/span_annotations`, waiting up to `wait_s` for the spans
+    to land); or written to `file`, protobuf (one ExportTraceServiceRequest) when its name ends in `.pb`, else OTLP
+    JSON, one request per trajectory a line."""
+    from searchtrace.replay.interchange import (
+        OTLP_PROJECT,
+        OTLP_SCOPE,
+        encode_json,
+        encode_protobuf,
+        export_traces,
+        phoenix_annotations,
+    )
+
+    project = project or OTLP_PROJECT
+    out = OtlpExport()
     with EventLog(db) as log:
         cur = log.cursor()
         try:
             views.ensure_views(cur)
             projections.catch_up(cur)
-            traces = export_traces(log, cur, judge_run_id)
+            traces = export_traces(log, cur, judge_run_id, project=project)
             if file is not None:
+                pb = file.name.endswith(".pb")
                 try:
-                    with file.open("wb") as fh:
+                    with file.open("wb") as fh:  # protobuf messages concatenated are one message, their spans joined
                         for spans in traces:
-                            fh.write(encode_json(spans, "searchtrace") + b"\n")
-                            n += 1
+                            if pb:
+                                fh.write(encode_protobuf(spans, OTLP_SCOPE))
+                            else:
+                                fh.write(encode_json(spans, OTLP_SCOPE) + b"\n")
+                            out.traces += 1
                 except OSError as exc:
                     raise BadInput(f"{file}: cannot write ({exc.strerror})") from None
-                return n
+                return out
             assert url is not None
-            pending: list[Any] = []
-            headers = {**otlp_headers(), "Content-Type": "application/x-protobuf"}
-            with httpx.Client(timeout=30) as client:
-                def send() -> None:
-                    body = encode_protobuf([s for t in pending for s in t], "searchtrace")
-                    try:
-                        r = client.post(url, content=body, headers=headers)
-                    except httpx.HTTPError as exc:
-                        raise BadInput(f"--otlp {url}: {type(exc).__name__}: {exc}") from None
-                    if not r.is_success:
-                        raise BadInput(f"--otlp {url}: HTTP {r.status_code}: {r.text[:200]}")
+            root = url.rstrip("/").removesuffix("/v1/traces")
+            notes: list[dict[str, Any]] = []
+            with _Poster(f"{root}/v1/traces") as post:
+                pending: list[list[Any]] = []
                 for spans in traces:
                     pending.append(spans)
-                    n += 1
+                    out.traces += 1
+                    if annotate:
+                        notes += phoenix_annotations(spans)
                     if len(pending) >= batch:
-                        send()
+                        post.protobuf(encode_protobuf([s for t in pending for s in t], OTLP_SCOPE))
                         pending = []
                 if pending:
-                    send()
+                    post.protobuf(encode_protobuf([s for t in pending for s in t], OTLP_SCOPE))
+                if notes:
+                    out.annotations, out.note = post.annotations(f"{root}/v1/span_annotations", notes, wait_s)
         finally:
             cur.close()
-    return n
+    return out
+
+
+class _Poster:
+    """One HTTP client for an OTLP export: the traces, then the Phoenix annotations; every failure one line that
+    names the URL (never the headers, which may hold a backend's key)."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.url = url
+        self.headers = otlp_headers()
+        self.client = httpx.Client(timeout=30)
+
+    def __enter__(self) -> _Poster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+
+    def _post(self, url: str, what: str, **kw: Any) -> Any:
+        import httpx
+
+        try:
+            return self.client.post(url, **kw)
+        except httpx.HTTPError as exc:
+            raise BadInput(f"--otlp {url}: {what}: {type(exc).__name__}: {exc}") from None
+
+    def protobuf(self, body: bytes) -> None:
+        r = self._post(self.url, "traces", content=body,
+                       headers={**self.headers, "Content-Type": "application/x-protobuf"})
+        if not r.is_success:
+            raise BadInput(f"--otlp {self.url}: HTTP {r.status_code}: {r.text[:200]}")
+
+    def annotations(self, url: str, notes: list[dict[str, Any]], wait_s: float, chunk: int = 1000) -> tuple[int, str]:
+        """(annotations sent, a note when `url` is no Phoenix annotation route). Phoenix stores spans a moment
+        after it accepts them, and refuses an annotation of a span it does not hold yet (404 naming the spans):
+        that answer is retried until `wait_s` has passed."""
+        import time
+
+        deadline = time.monotonic() + wait_s
+        sent = 0
+        for i in range(0, len(notes), chunk):
+            body = msgspec.json.encode({"data": notes[i:i + chunk]})
+            pause = 0.05
+            while True:
+                r = self._post(url, "span annotations", content=body, params={"sync": "true"},
+                               headers={**self.headers, "Content-Type": "application/json"})
+                if r.is_success:
+                    break
+                waiting = r.status_code == 404 and "do not exist" in r.text
+                if r.status_code in (404, 405) and not waiting:
+                    return sent, (f"{url}: HTTP {r.status_code}, no Phoenix span-annotation route: the verdicts "
+                                  "are in the span events only")
+                if not waiting or time.monotonic() + pause > deadline:
+                    raise BadInput(f"--otlp {url}: traces sent, span annotations refused: HTTP {r.status_code}: "
+                                   f"{r.text[:200]}")
+                time.sleep(pause)
+                pause = min(2 * pause, 1.0)
+            sent += len(notes[i:i + chunk])
+        return sent, ""
 
 
 def otlp_headers() -> dict[str, str]:

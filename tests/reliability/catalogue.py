@@ -445,7 +445,7 @@ def cases() -> list[Case]:
         out.append(Case(f"sql-{name}", _sql(query), ("sql",)))
     from tests.reliability.catalogue_integrity import round_four_cases
 
-    return out + round_two_cases() + round_three_cases() + round_four_cases()
+    return out + round_two_cases() + round_three_cases() + collect_cases() + round_four_cases()
 
 
 # ---------------------------------------------------------------- running them
@@ -784,3 +784,18 @@ def round_three_cases() -> list[Case]:
             out.append(Case(f"config-agent-prompt-{name.replace('_', '-')}", _record(f"c3_agent_prompt_{name}.toml"),
                             (f"apf3_{name}.toml", "key user")))
     return out
+
+
+# ---------------------------------------------------------------- issue #32: collect's options (docs/reliability.md "collect")
+
+
+def collect_cases() -> list[Case]:
+    """`collect` refuses a bad option at once, before it binds a port or opens the store."""
+    def argv(provider: str) -> Callable[[Env], list[str]]:
+        return lambda e: ["collect", "--db", str(e.db), "--questions", str(e.questions), "--run-id", "c32",
+                          "--port", "0", "--provider", provider]
+
+    return [Case("collect-provider-unknown", argv("nope"), ("--provider", "nope", "tavily")),
+            Case("collect-provider-huge", argv("p" * 100_000), ("--provider", "not a search provider"),
+                 forbid=("p" * 200,)),
+            Case("collect-provider-empty", argv(""), ("--provider",))]
