@@ -26,7 +26,7 @@ from searchtrace.analytics._rules import (
     only_runs,
     resolve_runs,
 )
-from searchtrace.store import BadInput, Cursor
+from searchtrace.store import BadInput, Cursor, shown
 
 CHECK_SQL = f"""WITH {TRAJECTORIES_CTE}
 SELECT arm, provider, qid, epoch, list(DISTINCT run_id ORDER BY run_id) AS runs
@@ -49,11 +49,11 @@ def check_arms(con: Cursor, by: str) -> None:
         return
     missing = sorted({r for arm, *_, runs in rows if arm is None for r in runs})
     if missing:
-        what = _NAMED.get(by) or f"{by[len(CONFIG_AXIS):]} key"
-        raise BadInput(f"--by {by}: {_runs(missing)} record{'' if len(missing) > 1 else 's'} no {what} in the run "
+        what = _NAMED.get(by) or f"{shown(by[len(CONFIG_AXIS):], quoted=False)} key"
+        raise BadInput(f"--by {shown(by, quoted=False)}: {_runs(missing)} record{'' if len(missing) > 1 else 's'} no {what} in the run "
                        "config (run.started); choose runs with --run-id or another --by (e.g. --by run)")
     if barred := sorted({str(arm) for arm, *_ in rows if "|" in str(arm)}):
-        raise BadInput(f"--by {by}: arm {barred[0]!r} contains '|', which separates the two arms of a pair key; "
+        raise BadInput(f"--by {shown(by, quoted=False)}: arm {shown(barred[0])} contains '|', which separates the two arms of a pair key; "
                        "choose another --by")
     merged = sorted({r for *_, runs in rows for r in runs})
     arm, provider, qid, epoch, _ = rows[0]
@@ -62,7 +62,7 @@ def check_arms(con: Cursor, by: str) -> None:
         raise BadInput(f"{_runs(merged)} hold trajectories of the same provider, question and epoch ({cells}); "
                        "--by provider never merges runs: report one at a time with --run-id, or compare them with "
                        "--by run")
-    raise BadInput(f"--by {by}: {_runs(merged)} hold trajectories of the same arm {arm!r}, provider, question and "
+    raise BadInput(f"--by {shown(by, quoted=False)}: {_runs(merged)} hold trajectories of the same arm {shown(arm)}, provider, question and "
                    f"epoch ({cells}); an arm never merges runs: choose runs with --run-id or another --by")
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import tempfile
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -37,7 +38,9 @@ from searchtrace.store import (
     JudgeVerdict,
     NewEvent,
     blobs,
+    copy_bounded,
     decode_payload,
+    shown,
     stable_event_id,
 )
 
@@ -238,7 +241,7 @@ def audit_sample(
     jr = judge_run(source, judge_run_id)
     judged = verdicts(source, jr)
     if not judged:
-        raise BadInput(f"judge run {jr!r} has no verdicts in this database")
+        raise BadInput(f"judge run {shown(jr)} has no verdicts in this database")
     population = cases(judged, providers(source))
     chosen = balanced_sample(population, k, seed)
     return jr, rows_for(chosen, source), sample_design(population, chosen, jr, k, seed)
@@ -256,69 +259,84 @@ def _parse_human(raw: str, where: str) -> HumanValue | None:
         return "unclear"
     if v in _BOOL:
         return _BOOL[v]
-    raise BadInput(f"{where}: field human_value: {raw!r} is not true, false or unclear")
+    raise BadInput(f"{where}: field human_value: {shown(raw)} is not true, false or unclear")
 
 
-def parse_labels(
-    path: Path, text: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
-) -> tuple[list[AuditLabel], int]:
-    """Validated labels of a filled-in TSV (rows with an empty human_value are skipped and counted)."""
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
+def _rows(path: Path, fh: Iterable[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line, where, row) of every row of a labelled TSV as it is read, each with every field of the header."""
+    reader = csv.DictReader(fh, delimiter="\t", strict=True)
     try:
         header = reader.fieldnames or []
         missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise BadInput(f"{path}: line 1: missing column {missing[0]!r}")
-        labels: list[AuditLabel] = []
-        seen: dict[CaseKey, int] = {}
-        skipped = 0
+            raise BadInput(f"{path}: line 1: missing column {shown(missing[0])}")
         for row in reader:
-            line = reader.line_num
-            where = f"{path}: line {line}"
+            where = f"{path}: line {reader.line_num}"
             if None in row or any(v is None for v in row.values()):
                 raise BadInput(f"{where}: expected {len(header)} tab-separated fields")
-            label = _validate_row(row, where, judged_by_run, provider_of)
-            if label is None:
-                skipped += 1
-                continue
-            key = (
-                label.judge_run_id,
-                label.item.trajectory_id,
-                label.item.url_normalized,
-                label.surface,
-                label.label,
-            )
-            if key in seen:
-                raise BadInput(
-                    f"{where}: field url_normalized: the same case is already labelled on line {seen[key]}"
-                )
-            seen[key] = line
-            labels.append(label)
+            yield reader.line_num, where, row
     except csv.Error as exc:
         raise BadInput(f"{path}: line {reader.line_num}: malformed TSV ({exc})") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: line {reader.line_num + 1}: not valid UTF-8") from None
+
+
+def _row_form(row: dict[str, Any], where: str, known_runs: set[str]) -> tuple[
+        str, Literal["snippet", "page"], Literal["supports_gold", "contradicts_gold", "relevant"]]:
+    """(judge run, surface, label) of a row whose values have their form (checked before any verdict is read)."""
+    jr = row["judge_run_id"].strip()
+    if jr not in known_runs:
+        raise BadInput(f"{where}: field judge_run_id: no judge run {shown(jr)} in this database")
+    surface, label = row["surface"].strip(), row["label"].strip()
+    if surface not in SURFACES:
+        raise BadInput(f"{where}: field surface: {shown(surface)} is not snippet or page")
+    if label not in LABELS:
+        raise BadInput(f"{where}: field label: {shown(label)} is not one of {', '.join(LABELS)}")
+    if row["judge_value"].strip().lower() not in _BOOL:
+        raise BadInput(f"{where}: field judge_value: {shown(row['judge_value'])} is not true or false")
+    _parse_human(row["human_value"], where)
+    return jr, _surface(surface), _label(label)
+
+
+def parse_labels(
+    path: Path, fh: Iterable[str], judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
+) -> tuple[list[AuditLabel], int]:
+    """Validated labels of a filled-in TSV (rows with an empty human_value are skipped and counted)."""
+    labels: list[AuditLabel] = []
+    seen: dict[CaseKey, int] = {}
+    skipped = 0
+    for line, where, row in _rows(path, fh):
+        label = _validate_row(row, where, judged_by_run, provider_of)
+        if label is None:
+            skipped += 1
+            continue
+        key = (
+            label.judge_run_id,
+            label.item.trajectory_id,
+            label.item.url_normalized,
+            label.surface,
+            label.label,
+        )
+        if key in seen:
+            raise BadInput(
+                f"{where}: field url_normalized: the same case is already labelled on line {seen[key]}"
+            )
+        seen[key] = line
+        labels.append(label)
     return labels, skipped
 
 
 def _validate_row(
     row: dict[str, Any], where: str, judged_by_run: dict[str, Judged], provider_of: Mapping[str, str]
 ) -> AuditLabel | None:
-    jr = row["judge_run_id"].strip()
-    judged = judged_by_run.get(jr)
-    if judged is None:
-        raise BadInput(f"{where}: field judge_run_id: no judge run {jr!r} in this database")
-    surface, label = row["surface"].strip(), row["label"].strip()
-    if surface not in SURFACES:
-        raise BadInput(f"{where}: field surface: {surface!r} is not snippet or page")
-    if label not in LABELS:
-        raise BadInput(f"{where}: field label: {label!r} is not one of {', '.join(LABELS)}")
+    jr, surface, label = _row_form(row, where, set(judged_by_run))
+    judged = judged_by_run[jr]
     judge_raw = row["judge_value"].strip().lower()
-    if judge_raw not in _BOOL:
-        raise BadInput(f"{where}: field judge_value: {row['judge_value']!r} is not true or false")
     tid, url_n = row["trajectory_id"].strip(), row["url_normalized"].strip()
     verdict = judged.get((tid, url_n))
     if verdict is None or not verdict.valid or verdict.labels is None:
         raise BadInput(
-            f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {jr!r}"
+            f"{where}: field url_normalized: no valid verdict for ({tid}, {url_n}) in judge run {shown(jr)}"
         )
     labels = verdict.labels.snippet if surface == "snippet" else verdict.labels.page
     if labels is None:
@@ -327,14 +345,14 @@ def _validate_row(
     recorded = bool(getattr(labels, label))
     if _BOOL[judge_raw] != recorded:
         raise BadInput(
-            f"{where}: field judge_value: {judge_raw} but judge run {jr!r} recorded {str(recorded).lower()}"
+            f"{where}: field judge_value: {judge_raw} but judge run {shown(jr)} recorded {str(recorded).lower()}"
         )
     traj_provider = provider_of.get(tid)
     if traj_provider is None:
-        raise BadInput(f"{where}: field trajectory_id: {tid!r} is not a current trajectory (a later attempt supersedes it)")
+        raise BadInput(f"{where}: field trajectory_id: {shown(tid)} is not a current trajectory (a later attempt supersedes it)")
     provider = (row.get("provider") or "").strip()
     if provider and provider != traj_provider:
-        raise BadInput(f"{where}: field provider: {provider!r} but trajectory {tid!r} is {traj_provider!r}")
+        raise BadInput(f"{where}: field provider: {shown(provider)} but trajectory {shown(tid)} is {shown(traj_provider)}")
     human = _parse_human(row["human_value"], where)
     if human is None:
         return None
@@ -486,23 +504,20 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
 
 
 def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[str, int]]:
-    """Validate a whole labelled TSV against the store; returns the events to append and counts."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not valid UTF-8") from None
-    wanted: dict[str, set[str]] = {}  # judge run -> trajectories the file names
-    try:
-        for r in csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"):
-            wanted.setdefault((r.get("judge_run_id") or "").strip(), set()).add(
-                (r.get("trajectory_id") or "").strip()
-            )
-    except csv.Error:
-        pass  # parse_labels names the line
+    """Validate a whole labelled TSV against the store; returns the events to append and counts. The file is read
+    once, bounded, into a private copy that both passes stream: a bad row fails where it is read."""
+    action = "nothing was imported"
     known = known_judge_runs(source)
-    judged_by_run = {jr: verdicts(source, jr, only=wanted[jr]) for jr in sorted(set(wanted) & known)}
-    labels, skipped = parse_labels(path, text, judged_by_run, providers(source))
+    with tempfile.TemporaryDirectory(prefix="searchtrace-audit-") as tmp:
+        copy = Path(tmp) / "labels.tsv"
+        copy_bounded(path, copy, "audit", "the labels", action)
+        wanted: dict[str, set[str]] = {}  # judge run -> trajectories the file names
+        with copy.open(encoding="utf-8-sig", newline="") as fh:
+            for _, where, row in _rows(path, fh):
+                jr, _, _ = _row_form(row, where, known)
+                wanted.setdefault(jr, set()).add(row["trajectory_id"].strip())
+        judged_by_run = {jr: verdicts(source, jr, only=wanted[jr]) for jr in sorted(wanted)}
+        with copy.open(encoding="utf-8-sig", newline="") as fh:
+            labels, skipped = parse_labels(path, fh, judged_by_run, providers(source))
     events, unchanged = label_events(labels, current_labels(source))
     return events, {"rows": len(labels) + skipped, "unlabelled": skipped, "unchanged": unchanged}

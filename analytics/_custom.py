@@ -21,7 +21,7 @@ import duckdb
 
 from searchtrace.analytics._rules import RUNS_VARIABLE
 from searchtrace.analytics._views import ensure_views
-from searchtrace.store import BadInput, Cursor, StoreError, open_read_only, read_statements
+from searchtrace.store import BadInput, Cursor, StoreError, open_read_only, read_statements, shown
 
 Number = int | float | None
 
@@ -32,14 +32,14 @@ def _check(path: Path, result: Any) -> dict[str, Number]:
     out: dict[str, Number] = {}
     for k, v in result.items():
         if not isinstance(k, str):
-            raise BadInput(f"{path}: provider names must be strings, got {k!r}")
+            raise BadInput(f"{path}: provider names must be strings, got {shown(k)}")
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
             if hasattr(v, "__float__"):  # Decimal / numpy scalars from SQL
                 v = float(v)
             else:
-                raise BadInput(f"{path}: value for {k!r} must be a number or null, got {v!r}")
+                raise BadInput(f"{path}: value for {shown(k)} must be a number or null, got {shown(v)}")
         if isinstance(v, float) and not math.isfinite(v):
-            raise BadInput(f"{path}: value for {k!r} is not finite ({v!r})")
+            raise BadInput(f"{path}: value for {shown(k)} is not finite ({shown(v)})")
         out[k] = v
     return dict(sorted(out.items()))
 
@@ -103,7 +103,7 @@ def run_metrics(
         out: dict[str, dict[str, Number]] = {}
         for path in files:
             if path.stem in out:
-                raise BadInput(f"{path}: a second metric named {path.stem!r}; rename one of the files")
+                raise BadInput(f"{path}: a second metric named {shown(path.stem)}; rename one of the files")
             if not path.is_file():
                 raise BadInput(f"{path}: no such metric file")
             if path.suffix == ".sql":

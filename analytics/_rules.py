@@ -39,6 +39,7 @@ from searchtrace.store import (
     DatasetQuestion,
     Payload,
     TrajectoryStarted,
+    shown,
 )
 
 # -- the deciding audit --------------------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def arm_axis(by: str) -> str:
         parts = by[len(CONFIG_AXIS):].split(".")
         if all(_KEY_PART.fullmatch(p) for p in parts):
             return "$." + ".".join(f'"{p}"' for p in parts)
-    raise BadInput(f"--by {by}: choose provider, run, model, prompt or config:<dotted.key> "
+    raise BadInput(f"--by {shown(by, quoted=False)}: choose provider, run, model, prompt or config:<dotted.key> "
                    "(a key of the run config, e.g. config:limits.max_iterations)")
 
 
@@ -198,7 +199,7 @@ def resolve_runs(con: Cursor, run_ids: Sequence[str]) -> list[str] | None:
     known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
     for run in run_ids:
         if run not in known:
-            raise BadInput(f"run {run!r} not found in the database (known: {', '.join(known) or 'none'})")
+            raise BadInput(f"run {shown(run)} not found in the database (known: {', '.join(known) or 'none'})")
     if run_ids:
         return list(dict.fromkeys(run_ids))
     if len(known) > 1:
@@ -348,7 +349,7 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
     if judge_run_id is not None:
         if judge_run_id not in {r.judge_run_id for r in runs}:
             known = ", ".join(r.judge_run_id for r in runs) or "none"
-            raise BadInput(f"judge run {judge_run_id!r} not found in the database (known: {known})")
+            raise BadInput(f"judge run {shown(judge_run_id)} not found in the database (known: {known})")
         return judge_run_id, []
     chosen = default_judge_run(runs)
     after = (-1, -1) if chosen is None else chosen.latest

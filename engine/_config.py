@@ -63,7 +63,7 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine._prompts import get_prompt
 from searchtrace.engine._sample import columns_problem
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, read_bounded, shown
 
 # docs/concepts/security.md: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
 # X-Searchtrace-Epoch header, §9 and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
@@ -265,7 +265,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         return BadInput(f"{src}: key {key}: {what}")
 
     if cfg.run_id and not _ID_RE.fullmatch(cfg.run_id):
-        raise bad("run_id", f"{cfg.run_id!r} may only hold letters, digits, '.', '_' and '-'")
+        raise bad("run_id", f"{shown(cfg.run_id)} may only hold letters, digits, '.', '_' and '-'")
     if not cfg.agent.model.strip():
         raise bad("agent.model", "required (the chat model name)")
     if cfg.agent.api not in CHAT_APIS:
@@ -423,10 +423,7 @@ def parse_config(data: dict[str, Any], src: str, base_dir: Path | None = None) -
 def load_config(path: str | Path, *, env: dict[str, str] | None = None) -> RunConfig:
     """Reads and validates a TOML run config, then applies environment base-URL overrides."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{p}: cannot read config ({exc.strerror})") from None
+    raw = read_bounded(p, "text", "config")
     try:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, read_bounded, shown
 
 MAX_PRICE = 1e9  # USD per unit (1,000 requests, 1M tokens): far above any real price, far below a float's range
 
@@ -58,7 +58,7 @@ def parse_prices(data: Any, src: str) -> Prices:
         for table in ("search", "fetch"):
             for name, usd in (data.get(table) or {}).items() if isinstance(data.get(table), dict) else ():
                 if isinstance(usd, bool) or not isinstance(usd, int | float):
-                    raise BadInput(f"{src}: key {table}.{name}: a price must be a number (USD), got {usd!r}")
+                    raise BadInput(f"{src}: key {table}.{name}: a price must be a number (USD), got {shown(usd)}")
     try:
         prices = msgspec.convert(data, Prices, strict=False)
     except msgspec.ValidationError as exc:
@@ -88,10 +88,7 @@ def _price_problem(usd: float) -> str | None:
 
 def load_prices(path: Path) -> Prices:
     """Reads a price file (TOML, docs/reference/prices.md)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read price file ({exc.strerror})") from None
+    raw = read_bounded(path, "text", "price file")
     try:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

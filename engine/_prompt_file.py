@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, read_bounded, shown
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._/-]+$")
 
@@ -65,7 +65,7 @@ def template_fields(template: str) -> list[str]:
 def check(pf: PromptFile, allowed: frozenset[str], schema_version: int, where: str) -> PromptFile:
     """Validate a decoded prompt file against the fields its user template may name."""
     if not _NAME_RE.match(pf.name):
-        raise BadInput(f"{where}: key name: {pf.name!r} may only hold letters, digits, '.', '_', '/' and '-'")
+        raise BadInput(f"{where}: key name: {shown(pf.name)} may only hold letters, digits, '.', '_', '/' and '-'")
     if not pf.system.strip():
         raise BadInput(f"{where}: key system: must not be empty")
     try:
@@ -97,10 +97,7 @@ def decode_file(data: bytes, where: str) -> PromptFile:
 def load(path: str | Path, allowed: frozenset[str], schema_version: int) -> PromptFile:
     """Read, parse and check a prompt file."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{p}: cannot read prompt file ({exc.strerror})") from None
+    data = read_bounded(p, "text", "prompt file")
     return check(decode_file(data, str(p)), allowed, schema_version, str(p))
 
 

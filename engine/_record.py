@@ -59,6 +59,7 @@ from searchtrace.store import (
     RunFinished,
     RunStarted,
     open_writer,
+    shown,
     stable_event_id,
 )
 
@@ -152,7 +153,7 @@ def open_run(log_: EventLog, run_id: str, config: dict[str, Any], questions: Ite
         return run_opening(run_id, config, [q.dataset_event() for q in questions])
     if by not in started.config:
         other = next((k for k in CLIENT_LOOPS if k in started.config), "record")
-        raise BadInput(f"run {run_id!r} is in {log_.path} recorded by `{other}`; choose another --run-id")
+        raise BadInput(f"run {shown(run_id)} is in {log_.path} recorded by `{other}`; choose another --run-id")
     return []
 
 
@@ -167,22 +168,24 @@ def question_file(path: str, n: int | None = None, seed: str = "searchtrace", *,
     (docs/how-to/compare.md). The dataset `sandbox` is the sandbox world's own set: the application layer, which starts the
     sandbox, passes its `rows`."""
     if path == SANDBOX_DATASET and rows is None:
-        raise BadInput(f"dataset {path!r}: the sandbox world's questions, given only where a command runs the sandbox")
+        raise BadInput(f"dataset {shown(path)}: the sandbox world's questions, given only where a command runs the sandbox")
     json_lists = rows is None and format_of(Path(path)) == "csv"  # a CSV cell holds an alias list as a JSON array
     rows, used = map_columns(list(rows) if rows is not None else read_questions(path), columns or {}, path)
     answer_col = used.get("answer", "answer")
     source = path
     have_strata = bool(rows) and all(all(isinstance(r.get(c), str) for c in STRATA) for r in rows)
     strata = STRATA if have_strata else ()
+    prepared = prepare(rows, source, strata)
+    file_row = {qid: k for k, (qid, _, _) in enumerate(prepared, start=1)}  # an error names the row in the file
     if n is not None:
         if n > len(rows):
             raise BadInput(f"sample.n = {n} is more than the {len(rows)} questions in {source}")
         chosen = sample(rows, n, seed, source=source, strata=strata)
     else:
-        chosen = [row for _, _, row in prepare(rows, source, strata)]
+        chosen = [row for _, _, row in prepared]
     out = []
-    for i, row in enumerate(chosen, start=1):
-        where = f"{source}: question {row.get('qid')!r} (row {i})"
+    for row in chosen:
+        where = f"{source}: question {shown(row.get('qid'))} (row {file_row[row['qid']]})"
         if "answer" not in row:
             raise BadInput(f"{where}: no answer column (name it with [dataset] columns, e.g. answer = \"answers\")")
         aliases = answer_aliases(row["answer"], where, column=answer_col, json_lists=json_lists)
@@ -327,7 +330,7 @@ def plan_cells(cfg: RunConfig, log_: EventLog, questions: list[Question], shard:
     run_id = cfg.effective_run_id()
     state = _run_state(log_, run_id)
     if state.started is not None and state.started.config.get("identity_sha256") != cfg.identity_sha256():
-        raise BadInput(f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, "
+        raise BadInput(f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, "
                        "params, dataset or sample); set another run_id to record a new run")
     names, epochs = sorted(cfg.providers), cfg.run.epochs
     jobs = _plan(run_id, questions, names, state, cfg.limits.max_attempts, epochs, shard)
@@ -363,7 +366,7 @@ async def record_run(
     prev = state.started
     if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
         raise BadInput(
-            f"run {run_id!r} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
+            f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
             "dataset or sample); set another run_id to record a new run"
         )
     names = sorted(cfg.providers)

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, shown
 
 STRATA: tuple[str, str, str] = ("freshness", "search_results", "topic")  # the dataset fields sampling (and record) stratify by
 StratumKey = tuple[str, ...]
@@ -28,6 +28,8 @@ COLUMN_ROLES: dict[str, tuple[str, ...]] = {
     "question": ("question", "problem"),
     "answer": ("answer", "gold_answer", "answers"),
 }
+# The largest cell a question file may hold per role (characters): an id, a question with its context, one answer.
+MAX_CHARS: dict[str, int] = {"qid": 1_024, "question": 1_048_576, "answer": 65_536, "stratum": 1_024}
 
 
 # -- reading -------------------------------------------------------------------
@@ -134,7 +136,10 @@ def parse_columns(text: str, where: str) -> dict[str, str]:
     for part in (p.strip() for p in text.split(",")):
         role, eq, col = part.partition("=")
         if not part or not eq:
-            raise BadInput(f"{where}: expected role=column pairs separated by commas, got {part!r}")
+            raise BadInput(f"{where}: expected role=column pairs separated by commas, got {shown(part)}")
+        if role.strip() in out:
+            raise BadInput(f"{where}: role {shown(role.strip())} is named twice ({shown(out[role.strip()])} and "
+                           f"{shown(col.strip())}); name each role once")
         out[role.strip()] = col.strip()
     if (problem := columns_problem(out)) is not None:
         raise BadInput(f"{where}: {problem}")
@@ -155,7 +160,7 @@ def map_columns(rows: Sequence[Row], columns: dict[str, str], source: str) -> tu
         if col is not None:
             if col not in present:
                 have = ", ".join(present) or "none"
-                raise BadInput(f"{source}: dataset.columns.{role} = {col!r}: no such column (the file has {have})"[:300])
+                raise BadInput(f"{source}: dataset.columns.{role} = {shown(col)}: no such column (the file has {have})"[:300])
         elif role != "qid":  # an unmapped qid stays where `prepare` finds it (id_column), named in its errors
             col = next((c for c in defaults if c in present), None)
         if col is not None:
@@ -177,7 +182,7 @@ def answer_aliases(value: object, where: str, *, column: str = "answer", json_li
             pass
     items = list(value) if isinstance(value, list | tuple) else [value]
     if not items:
-        raise BadInput(f"{where}: column {column!r} is an empty list (give at least one answer)")
+        raise BadInput(f"{where}: column {shown(column)} is an empty list (give at least one answer)")
     out: list[str] = []
     for item in items:
         if isinstance(item, str):
@@ -188,8 +193,11 @@ def answer_aliases(value: object, where: str, *, column: str = "answer", json_li
             text = str(int(item)) if item.is_integer() else repr(item)
         else:
             inside = " in a list" if isinstance(value, list | tuple) else ""
-            raise BadInput(f"{where}: column {column!r} must be a string, a number or a list of them, "
+            raise BadInput(f"{where}: column {shown(column)} must be a string, a number or a list of them, "
                            f"found {_kind(item)}{inside}")
+        if not text.strip():  # an empty gold answer is contained in every answer: every one would grade correct
+            raise BadInput(f"{where}: column {shown(column)} holds an empty answer {shown(text)} (give the gold answer)")
+        _bounded(text, "answer", where, column)
         out.append(text)
     return list(dict.fromkeys(out))
 
@@ -217,7 +225,7 @@ def prepare(
     q_col = next((c for c in COLUMN_ROLES["question"] if c in columns), "question")  # `problem` in SimpleQA files
     for col in (q_col, *strata):
         if col not in columns:
-            raise BadInput(f"{source}: missing column {col!r} (needed for sampling)")
+            raise BadInput(f"{source}: missing column {shown(col)} (needed for sampling)")
     id_col = id_column(columns)
     out: list[tuple[str, StratumKey, Row]] = []
     seen: dict[str, int] = {}
@@ -225,11 +233,13 @@ def prepare(
         where = f"{source}: row {index}"
         question = row.get(q_col)
         if not isinstance(question, str) or not question.strip():
-            raise BadInput(f"{where}: column {q_col!r} must be a non-empty string, found {_kind(question)}")
+            raise BadInput(f"{where}: column {shown(q_col)} must be a non-empty string, found {_kind(question)}")
+        _bounded(question, "question", where, q_col)
         key = tuple(_stratum_value(row.get(col), where, col) for col in strata)
         qid = _qid_of(row.get(id_col) if id_col else None, question, where, id_col or "qid")
+        _bounded(qid, "qid", where, id_col or "qid")
         if qid in seen:
-            raise BadInput(f"{where}: qid {qid!r} already used by row {seen[qid]}")
+            raise BadInput(f"{where}: qid {shown(qid)} already used by row {seen[qid]}")
         seen[qid] = index
         filled = dict(row)
         filled["qid"] = qid
@@ -250,13 +260,22 @@ def _qid_of(value: object, question: str, where: str, column: str) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise BadInput(f"{where}: column {column!r} must be a string, found {_kind(value)}")
+    raise BadInput(f"{where}: column {shown(column)} must be a string, found {_kind(value)}")
 
 
 def _stratum_value(value: object, where: str, col: str) -> str:
     if not isinstance(value, str):
-        raise BadInput(f"{where}: strata column {col!r} must be a string, found {_kind(value)}")
-    return value
+        raise BadInput(f"{where}: strata column {shown(col)} must be a string, found {_kind(value)}")
+    return _bounded(value, "stratum", where, col)
+
+
+def _bounded(text: str, role: str, where: str, column: str) -> str:
+    """The cell, or BadInput when it is longer than its role may be (MAX_CHARS): one value never becomes an event
+    of its size."""
+    if len(text) > MAX_CHARS[role]:
+        raise BadInput(f"{where}: column {shown(column)} holds {len(text):,} characters, more than a {role} may "
+                       f"({MAX_CHARS[role]:,})")
+    return text
 
 
 def _kind(value: object) -> str:

@@ -55,10 +55,20 @@ Ms = float | msgspec.UnsetType  # docs/reference/prices.md clean latency: UNSET 
 _UNSET: Any = msgspec.UNSET
 
 
+_ID_ESCAPES = str.maketrans({"%": "%25", "~": "%7E", "#": "%23"})
+
+
+def _id_qid(qid: str) -> str:
+    """The qid as a trajectory id holds it: unchanged unless it holds `~`, `#` or `%`, which are then written %7E,
+    %23 and %25, so no qid ends like another's epoch or attempt suffix (an escaped qid always holds a `%`, an
+    unchanged one never a `~` or `#`: two qids never share an id)."""
+    return qid.translate(_ID_ESCAPES) if any(c in qid for c in "%~#") else qid
+
+
 def trajectory_id(run_id: str, provider: str, qid: str, attempt: int = 1, epoch: int = 1) -> str:
     """Deterministic, so a resumed run finds the trajectories it already holds; epoch e > 1 adds `~e`, then
-    attempt n > 1 adds `#n` (docs/concepts/statistics.md)."""
-    base = f"{run_id}:{provider}:{qid}" + ("" if epoch == 1 else f"~{epoch}")
+    attempt n > 1 adds `#n` (docs/concepts/statistics.md); a qid holding those signs is escaped (`_id_qid`)."""
+    base = f"{run_id}:{provider}:{_id_qid(qid)}" + ("" if epoch == 1 else f"~{epoch}")
     return base if attempt == 1 else f"{base}#{attempt}"
 
 

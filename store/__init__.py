@@ -1,7 +1,9 @@
 """The DuckDB event log: append-only events, content-addressed blobs, hash chain.
 
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
-- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked` (store._errors)
+- `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked`;
+  `shown`, `bounded_line` (a user value and a whole error line as an error may show them) (store._errors)
+- `read_bounded`, `copy_bounded`, `check_input`, `INPUT_LIMITS`: file inputs read with a byte bound (store._inputs)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
 - `EventLog` (store._log); `Merged`, `Segment`, `merged_segments`, `segment_line` (store._merge, docs/how-to/scale.md); `Writer`, `open_writer` (store._writer)
@@ -27,6 +29,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         ReadOnlyViolation,
         StoreError,
         StoreLocked,
+        bounded_line,
+        shown,
     )
     from searchtrace.store._events import (
         FINAL_PREFIX,
@@ -80,6 +84,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         type_of,
         usage_rule,
     )
+    from searchtrace.store._inputs import LIMITS as INPUT_LIMITS
+    from searchtrace.store._inputs import check_input, copy_bounded, read_bounded
     from searchtrace.store._interrupt import close_when_free, interruptible, time_limit
     from searchtrace.store._log import EventLog
     from searchtrace.store._merge import Merged, Segment, merged_segments, segment_line
@@ -126,6 +132,12 @@ _EXPORTS: dict[str, str] = {
     "ReadOnlyViolation": "searchtrace.store._errors",
     "StoreError": "searchtrace.store._errors",
     "StoreLocked": "searchtrace.store._errors",
+    "shown": "searchtrace.store._errors",
+    "INPUT_LIMITS": "searchtrace.store._inputs:LIMITS",
+    "check_input": "searchtrace.store._inputs",
+    "copy_bounded": "searchtrace.store._inputs",
+    "read_bounded": "searchtrace.store._inputs",
+    "bounded_line": "searchtrace.store._errors",
     "AnswerFinal": "searchtrace.store._events",
     "AuditAnswer": "searchtrace.store._events",
     "AuditCase": "searchtrace.store._events",
@@ -242,6 +254,7 @@ __all__ = [
     "DatasetQuestion",
     "EventConflict",
     "EventLog",
+    "INPUT_LIMITS",
     "epoch_us",
     "FetchCalled",
     "FetchCompleted",
@@ -291,8 +304,11 @@ __all__ = [
     "Verdict",
     "Writer",
     "blobs",
+    "bounded_line",
     "bulk_appends",
     "central",
+    "check_input",
+    "copy_bounded",
     "copy_events",
     "check_url",
     "close_when_free",
@@ -311,6 +327,7 @@ __all__ = [
     "open_remote",
     "open_writer",
     "pull",
+    "read_bounded",
     "read_connection",
     "read_statements",
     "redacted",
@@ -320,6 +337,7 @@ __all__ = [
     "ship",
     "shipping",
     "segment_line",
+    "shown",
     "stable_event_id",
     "surface_chars",
     "time_limit",

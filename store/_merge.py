@@ -19,11 +19,11 @@ import duckdb
 
 from searchtrace.store._append import CHUNK_ROWS, head_sql, insert, rollback
 from searchtrace.store._cursor import Cursor
-from searchtrace.store._errors import BadInput, EventConflict, StoreLocked
+from searchtrace.store._errors import BadInput, EventConflict, StoreLocked, shown
 from searchtrace.store._events import trajectory_stream
 from searchtrace.store._rows import Chain, Columns
-from searchtrace.store._schema import lock_message, open_store, require_database, segment_of
-from searchtrace.store._verify import verify
+from searchtrace.store._schema import first_line, lock_message, open_store, require_database, segment_of
+from searchtrace.store._verify import require_intact
 
 MERGED_PREFIX = "merged:"  # searchtrace_meta key merged:<segment_id> -> host, one row per segment merged in
 
@@ -71,12 +71,13 @@ def open_segments(paths: Sequence[str | Path], target: Path, target_segment: tup
         con = open_store(path, read_only=True)
         try:
             named = segment_of(con, writable=False)
-            report = verify(con)
+            require_intact(con, path, "repair or leave out this segment")
+        except duckdb.IOException as exc:  # a file cut short that opened: its events or blobs cannot be read
+            raise BadInput(f"{path}: cannot be read, the file is truncated or damaged ({first_line(str(exc))}); "
+                           "repair or leave out this segment") from None
         finally:
             con.close()
         seg = Segment(path, *(named or ("", "")))
-        if not report.ok:
-            raise BadInput(f"{path}: {report.line()}; repair or leave out this segment")
         if seg.segment_id and seg.segment_id == target_segment[0]:
             raise BadInput(f"{path}: is the same segment ({seg.segment_id[:12]}) as the store merged into")
         if any(o.segment_id and o.segment_id == seg.segment_id for o in out):
@@ -128,7 +129,7 @@ def _check(con: duckdb.DuckDBPyConnection, here: tuple[str, str], segments: Sequ
             eid, typ, sid, their_type, their_stream, run, their_run = row
             what = (f"{their_type} in stream {their_stream!r}" if (typ, sid) != (their_type, their_stream)
                     else f"run {their_run!r}" if run != their_run else "other payload bytes")
-            raise EventConflict(f"event {eid} ({typ} in stream {sid!r}) of {seg.name} is in {other_name} with "
+            raise EventConflict(f"event {eid} ({typ} in stream {shown(sid)}) of {seg.name} is in {other_name} with "
                                 f"{what}; nothing was merged")
     before = " UNION ALL ".join(f"SELECT event_id, stream_id FROM {a}.events" for a in ["main", *aliases[:k]])
     row = con.execute(
@@ -138,7 +139,7 @@ def _check(con: duckdb.DuckDBPyConnection, here: tuple[str, str], segments: Sequ
         [trajectory_stream("")],
     ).fetchone()
     if row is not None:
-        raise EventConflict(f"trajectory stream {row[0]!r} of {seg.name} already exists in the store merged into "
+        raise EventConflict(f"trajectory stream {shown(row[0])} of {seg.name} already exists in the store merged into "
                             "(or an earlier segment) with other events; a trajectory has one writer; nothing was merged")
 
 

@@ -296,6 +296,12 @@ class CentralLog:
             if stop is not None and after >= stop - 1:
                 return
 
+    def hash_at(self, position: int) -> str | None:
+        """The hash of the event at `position`; None when the log does not reach it."""
+        row = self._guard(lambda: self._con.execute(
+            "SELECT hash FROM events WHERE position = %s", [position]).fetchone())
+        return None if row is None else str(row[0])
+
     def last_payload(self, stream_id: str) -> bytes | None:
         """The payload of a stream's last event (a segment's last `segment.shipped` marker)."""
         row = self._guard(lambda: self._con.execute(

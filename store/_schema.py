@@ -137,9 +137,13 @@ def open_store(
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """True when the file already is a searchtrace store; False when it is empty; NotAStore otherwise."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        row = (con.execute("SELECT value FROM searchtrace_meta WHERE key = 'schema'").fetchone()
+               if "searchtrace_meta" in tables else None)
+    except duckdb.IOException as exc:  # a file cut short (a copy that stopped, a full disk) fails on its first read
+        raise NotAStore(f"{path}: cannot be read, the file is truncated or damaged ({first_line(str(exc))})") from None
     if "searchtrace_meta" in tables:
-        row = con.execute("SELECT value FROM searchtrace_meta WHERE key = 'schema'").fetchone()
         if row is None or row[0] != SCHEMA_VERSION or not {"events", "blobs"} <= tables:
             raise NotAStore(f"{path}: unsupported searchtrace store schema {row[0] if row else None!r}")
         return True

@@ -30,6 +30,7 @@ from searchtrace.store._events import NewEvent, SegmentShipped, segment_stream
 from searchtrace.store._log import EventLog
 from searchtrace.store._rows import LogRow
 from searchtrace.store._schema import row_hash
+from searchtrace.store._verify import NAMED_DIGEST, require_intact
 
 if TYPE_CHECKING:
     from searchtrace.store._postgres import BlobRow, CentralLog
@@ -38,7 +39,7 @@ BATCH = 5_000  # events per central transaction
 PULL = 20_000  # rows per replica transaction
 EVERY_S = 1.0  # `--ship-to`: a batch every second while the run records
 _log = structlog.get_logger("searchtrace.ship")
-_DIGEST = re.compile(rb'"([0-9a-f]{64})"')  # any sha256 a payload names: content, raw reply, message and tool blobs
+_DIGEST = re.compile(NAMED_DIGEST.encode())  # any sha256 a payload names: content, raw reply, message and tool blobs
 
 
 class Shipped(msgspec.Struct, kw_only=True):
@@ -154,6 +155,12 @@ def ship(log: EventLog, log_central: CentralLog, *, batch: int = BATCH) -> Shipp
     done = resume_point(log, log_central, segment_id)
     out.through = done
     head = log.head
+    if done < head:  # nothing is sent unless every event to send continues the chain and every blob matches
+        cur = log.cursor()
+        try:
+            require_intact(cur, log.path, "nothing was shipped (repair the segment or ship another)", (done, head))
+        finally:
+            cur.close()
     while done < head:
         rows = _local_rows(log, done, min(done + batch, head))
         if not rows:
@@ -241,8 +248,22 @@ def shipping(log: EventLog, url: str | None) -> Iterator[Callable[[], Shipped | 
     result.append(shipper.stop())
 
 
+def require_replica(log_central: CentralLog, log: EventLog) -> None:
+    """BadInput unless the store is empty or a replica of this very log: its last event is the log's event at that
+    position (same hash, so the same chain up to it). An ordinary store, or another log's replica, stays as it was."""
+    if not log.head:
+        return
+    theirs = log_central.hash_at(log.head)
+    if theirs != log.head_hash:
+        found = (f"the log holds only {log_central.head} events" if theirs is None
+                 else f"the log's event at that position has hash {theirs[:16]}")
+        raise BadInput(f"{log.path}: not a replica of {log_central.name}: it holds {log.head} events (last hash "
+                       f"{log.head_hash[:16]}) and {found}; pull into a new or empty --db")
+
+
 def pull(log_central: CentralLog, log: EventLog, *, batch: int = PULL) -> Pulled:
     """Bring the replica up to the log's head: rows after its own head, a transaction per batch."""
+    require_replica(log_central, log)
     out = Pulled(head=log.head)
     while True:
         rows, blobs = log_central.rows(log.head, batch)

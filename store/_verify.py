@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from searchtrace.store._blobs import CODEC
 from searchtrace.store._cursor import Cursor
+from searchtrace.store._errors import BadInput
 from searchtrace.store._schema import GENESIS, HEAD_KEY, sql_hash_input
 
 _DUPLICATE = "SELECT position, count(*) FROM events GROUP BY position HAVING count(*) > 1 ORDER BY position LIMIT 1"
@@ -28,26 +30,40 @@ SELECT position, stream_id, stream_seq, rn - 1 FROM (
   FROM events)
 WHERE stream_seq <> rn - 1 ORDER BY position LIMIT 1
 """
-# Each row against its predecessor's stored hash: the first row that fails is where the chain breaks.
+# Each row of the span (after, upto] against its predecessor's stored hash: the first row that fails is where the
+# chain breaks.
 _CHAIN = f"""
 SELECT e.position FROM events AS e
-LEFT JOIN (SELECT position + 1 AS next, hash AS prev_hash FROM events) AS p ON p.next = e.position
-WHERE e.hash <> sha256({sql_hash_input(f"coalesce(p.prev_hash, '{GENESIS}')", "e")})
+LEFT JOIN (SELECT position + 1 AS next, hash AS prev_hash FROM events WHERE position >= $after AND position < $upto)
+  AS p ON p.next = e.position
+WHERE e.position > $after AND e.position <= $upto
+  AND e.hash IS DISTINCT FROM sha256({sql_hash_input(f"coalesce(p.prev_hash, '{GENESIS}')", "e")})
 ORDER BY e.position LIMIT 1
 """
+_SPAN_GAP = "SELECT count(*), min(position), max(position) FROM events WHERE position > $after AND position <= $upto"
 
 
 # Every blob an event names must be stored (fetched pages, raw replies); request_sha256 names no blob.
 _MISSING_BLOB = """
 SELECT position, d FROM (
   SELECT position, unnest([json_extract_string(payload, '$.content_digest'), json_extract_string(payload, '$.raw_digest')]) AS d
-  FROM events WHERE type IN ('fetch.completed', 'search.completed', 'model.responded', 'judge.verdict'))
+  FROM events WHERE type IN ('fetch.completed', 'search.completed', 'model.responded', 'judge.verdict')
+    AND position > $after AND position <= $upto)
 WHERE d IS NOT NULL AND d NOT IN (SELECT sha256 FROM blobs) ORDER BY position LIMIT 1
+"""
+# Any sha256 the span's payloads name (content, raw reply, message and tool blobs): the blobs that travel with them.
+NAMED_DIGEST = r'"([0-9a-f]{64})"'
+_BLOBS_ALL = "SELECT sha256, bytes, codec, n_bytes FROM blobs"
+_BLOBS_NAMED = f"""
+SELECT sha256, bytes, codec, n_bytes FROM blobs WHERE sha256 IN (
+  SELECT unnest(regexp_extract_all(CAST(payload AS VARCHAR), '{NAMED_DIGEST}', 1)) FROM events
+  WHERE position > $after AND position <= $upto)
 """
 
 
-def _head_problem(con: Cursor, n: int, last: str | None) -> tuple[int, str] | None:
-    """(position, problem) when the events do not reach the head the appends recorded; None when they do."""
+def _head_problem(con: Cursor, upto: int, last: str | None, *, growing: bool = False) -> tuple[int, str] | None:
+    """(position, problem) when the events through `upto` (the last one, hash `last`) do not reach the head the
+    appends recorded; None when they do (or, `growing`, when the head is beyond: appended since `upto` was read)."""
     row = con.execute("SELECT value FROM searchtrace_meta WHERE key = ?", [HEAD_KEY]).fetchone()
     if row is None:
         return None  # a store from before heads were recorded: its next append records one
@@ -55,23 +71,24 @@ def _head_problem(con: Cursor, n: int, last: str | None) -> tuple[int, str] | No
     try:
         pos = int(pos_text)
     except ValueError:
-        return (n + 1, f"the recorded head {str(row[0])[:40]!r} is not <position>:<hash>")
-    if n < pos:
-        return (n + 1, f"the log ends at position {n} but {pos} events were appended: the last "
-                       f"{pos - n} were deleted")
-    if n > pos:
+        return (upto + 1, f"the recorded head {str(row[0])[:40]!r} is not <position>:<hash>")
+    if upto < pos:
+        return None if growing else (upto + 1, f"the log ends at position {upto} but {pos} events were "
+                                               f"appended: the last {pos - upto} were deleted")
+    if upto > pos:
         return (pos + 1, f"events after position {pos} were not appended by searchtrace")
     if (last or GENESIS) != hash_:
-        return (n, "the last event is not the one appended last (its hash differs from the recorded head)")
+        return (upto, "the last event is not the one appended last (its hash differs from the recorded head)")
     return None
 
 
-def _blob_problem(con: Cursor) -> tuple[int, str] | None:
-    """(position, problem) for the first event whose blob is missing; (0, problem) for a blob whose bytes changed."""
-    missing = con.execute(_MISSING_BLOB).fetchone()
+def _blob_problem(con: Cursor, span: dict[str, int] | None = None) -> tuple[int, str] | None:
+    """(position, problem) for the first event whose blob is missing; (0, problem) for a blob whose bytes changed.
+    Every blob of the store, or with `span` ({after, upto}) the blobs its events name."""
+    missing = con.execute(_MISSING_BLOB, span or {"after": 0, "upto": _MAX}).fetchone()
     cur = con.cursor()
     try:
-        cur.execute("SELECT sha256, bytes, codec, n_bytes FROM blobs")
+        cur.execute(_BLOBS_ALL if span is None else _BLOBS_NAMED, span or {})
         while rows := cur.fetchmany(1000):
             for sha, raw, codec, n_bytes in rows:
                 try:
@@ -86,6 +103,8 @@ def _blob_problem(con: Cursor) -> tuple[int, str] | None:
         return (int(missing[0]), f"blob {str(missing[1])[:16]} named by this event is not in the store")
     return None
 
+
+_MAX = 2**62  # `upto` of a span that runs to the end of the log
 
 @dataclass(frozen=True)
 class Report:
@@ -131,7 +150,7 @@ def verify(con: Cursor) -> Report:
     seq = con.execute(_SEQ).fetchone()
     if seq:
         found.append((seq[0], 2, f"stream {seq[1]!r} has stream_seq {seq[2]} where {seq[3]} was due"))
-    chain = con.execute(_CHAIN).fetchone()
+    chain = con.execute(_CHAIN, {"after": 0, "upto": _MAX}).fetchone()
     if chain:
         found.append((chain[0], 3, "hash mismatch: the row or the one before it was changed after it was written"))
     if not found:
@@ -146,3 +165,32 @@ def verify(con: Cursor) -> Report:
         return base
     at, _, problem = min(found)
     return Report(base.events, base.streams, base.head_hash, broken_at=int(at), problem=problem)
+
+
+def verify_span(con: Cursor, after: int, upto: int) -> Report:
+    """Check the events (after, upto] a segment is about to send, while its writer may append: positions gap-free,
+    each hash following the stored one before it (from the event at `after`), the recorded head when they reach
+    it, and the blobs they name present with bytes matching their digest."""
+    span = {"after": after, "upto": upto}
+    n, streams, last = con.execute(
+        "SELECT count(*), count(DISTINCT stream_id), arg_max(hash, position) FROM events "
+        "WHERE position > $after AND position <= $upto", span).fetchone() or (0, 0, None)
+    base = Report(events=int(n), streams=int(streams), head_hash=last or GENESIS)
+    problem: tuple[int, str] | None = None
+    if n != upto - after:
+        problem = (after + 1, f"positions {after + 1}..{upto} hold {n} events where {upto - after} were due")
+    chain = None if problem else con.execute(_CHAIN, span).fetchone()
+    if chain:
+        problem = (int(chain[0]), "hash mismatch: the row or the one before it was changed after it was written")
+    problem = problem or _head_problem(con, upto, last, growing=True) or _blob_problem(con, span)
+    if problem is None:
+        return base
+    return Report(base.events, base.streams, base.head_hash, broken_at=problem[0], problem=problem[1])
+
+
+def require_intact(con: Cursor, path: Path, consequence: str, span: tuple[int, int] | None = None) -> None:
+    """BadInput (one line naming the file and where it breaks) unless the store, or the span (after, upto] of it
+    about to be sent, verifies: `merge` and `ship` pass on nothing whose chain or blobs do not hold."""
+    report = verify(con) if span is None else verify_span(con, *span)
+    if not report.ok:
+        raise BadInput(f"{path}: {report.line()}; {consequence}")

@@ -21,7 +21,7 @@ from searchtrace.replay.interchange._common import (
     audit_key,
     event_id,
     fail,
-    read_input,
+    lines,
 )
 from searchtrace.replay.interchange._formats import (
     AUDIT_EPOCH,
@@ -30,7 +30,7 @@ from searchtrace.replay.interchange._formats import (
     AUDIT_VALUES,
     INT32_MAX,
 )
-from searchtrace.store import AuditAnswer, BadInput, NewEvent, TrajectoryStarted, epoch_of
+from searchtrace.store import AuditAnswer, NewEvent, TrajectoryStarted, epoch_of, shown
 
 Cell = tuple[str, str]  # (provider, qid)
 
@@ -74,21 +74,25 @@ def _epoch(path: Path, n: int, raw: str) -> int | None:
     text = raw.strip()
     if not text:
         return None
-    if not text.isdecimal() or not 1 <= int(text) <= INT32_MAX:
-        raise fail(path, n, AUDIT_EPOCH, f"{raw!r} is not an epoch (a whole number from 1)")
+    if not text.isdecimal() or len(text) > 10 or not 1 <= int(text) <= INT32_MAX:  # 10 digits: no int() of 5,000
+        raise fail(path, n, AUDIT_EPOCH, f"{shown(raw)} is not an epoch (a whole number from 1)")
     return int(text)
+
+
+def _decoded(path: Path, n: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise fail(path, n, "(line)", "not valid UTF-8") from None
 
 
 # -- audit ------------------------------------------------------------------------------------------
 def validate_audit(path: Path, known: Known) -> list[NewEvent]:
-    try:
-        text = read_input(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: cannot read ({exc})") from None
-    lines = text.splitlines()
-    if not lines:
+    rows = ((n, _decoded(path, n, raw)) for n, raw in lines(path))  # streamed: a bad line fails as it is read
+    first = next(rows, None)
+    if first is None:
         raise fail(path, 1, "(header)", "empty file; expected the header provider<TAB>qid<TAB>semantic_match")
-    header = [h.strip().lower() for h in lines[0].removeprefix("\ufeff").split("\t")]
+    header = [h.strip().lower() for h in first[1].split("\t")]
     for name in AUDIT_HEADER:
         if name not in header:
             raise fail(path, 1, name, "missing from the header (provider<TAB>qid<TAB>semantic_match)")
@@ -99,9 +103,7 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
     by_trajectory: dict[AuditKey, int] = {}  # the cell (with its epoch) of each trajectory row -> its line
     by_cell: dict[AuditKey, int] = {}
     events: list[NewEvent] = []
-    for n, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for n, line in rows:
         raw_cells = line.split("\t")
         for name in names:
             if col[name] >= len(raw_cells) and name not in (AUDIT_EPOCH, AUDIT_TRAJECTORY):
@@ -110,19 +112,19 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
         provider, qid = got["provider"].strip(), got["qid"].strip()
         raw = got["semantic_match"].strip().lower()
         if raw not in AUDIT_VALUES:
-            raise fail(path, n, "semantic_match", f"{got['semantic_match']!r} is not one of true, false, 1, 0")
+            raise fail(path, n, "semantic_match", f"{shown(got['semantic_match'])} is not one of true, false, 1, 0")
         value = AUDIT_VALUES[raw]
         epoch = _epoch(path, n, got.get(AUDIT_EPOCH, ""))
         tid = got.get(AUDIT_TRAJECTORY, "").strip() or None
         if tid is not None:
             where = cells.trajectory(tid)
             if where is None:
-                raise fail(path, n, AUDIT_TRAJECTORY, f"no trajectory {tid!r} in the database or the traces imported")
+                raise fail(path, n, AUDIT_TRAJECTORY, f"no trajectory {shown(tid)} in the database or the traces imported")
             for name, given, actual in (("provider", provider, where[0]), ("qid", qid, where[1])):
                 if given and given != actual:
-                    raise fail(path, n, name, f"{given!r} but trajectory {tid!r} has {actual!r}")
+                    raise fail(path, n, name, f"{shown(given)} but trajectory {shown(tid)} has {shown(actual)}")
             if epoch is not None and epoch != where[2]:
-                raise fail(path, n, AUDIT_EPOCH, f"{epoch} but trajectory {tid!r} is epoch {where[2]}")
+                raise fail(path, n, AUDIT_EPOCH, f"{epoch} but trajectory {shown(tid)} is epoch {where[2]}")
             provider, qid, epoch = where
             stored_epoch = None
             eid = event_id("import", "audit", "trajectory", tid, str(value))
@@ -132,13 +134,13 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
             cell = (provider, qid)
             if epoch is None:
                 if several := cells.several(cell):
-                    raise fail(path, n, AUDIT_EPOCH, f"provider {provider!r} and qid {qid!r} have {several[1]} epochs "
-                               f"in run {several[0]!r}; name the epoch (column epoch) or the trajectory "
+                    raise fail(path, n, AUDIT_EPOCH, f"provider {shown(provider)} and qid {shown(qid)} have {several[1]} epochs "
+                               f"in run {shown(several[0])}; name the epoch (column epoch) or the trajectory "
                                "(column trajectory_id) this row judges")
             else:
                 have = cells.known_epochs(cell)
                 if have and epoch not in have:
-                    raise fail(path, n, AUDIT_EPOCH, f"provider {provider!r} and qid {qid!r} have no epoch {epoch} "
+                    raise fail(path, n, AUDIT_EPOCH, f"provider {shown(provider)} and qid {shown(qid)} have no epoch {epoch} "
                                f"(epochs {', '.join(map(str, sorted(have)))})")
             # epoch 1 of a cell recorded in epoch 1 only is the row without an epoch (the same event); a cell not
             # recorded yet keeps the epoch named, so the row still applies once more epochs arrive
@@ -159,12 +161,12 @@ def validate_audit(path: Path, known: Known) -> list[NewEvent]:
         mine, other = (by_trajectory, by_cell) if tid else (by_cell, by_trajectory)
         if cell_key in other:
             raise fail(path, n, AUDIT_TRAJECTORY if tid else "qid", f"line {other[cell_key]} already judges "
-                       f"provider {provider!r} and qid {qid!r}" + (f" in epoch {epoch}" if epoch is not None else ""))
+                       f"provider {shown(provider)} and qid {shown(qid)}" + (f" in epoch {epoch}" if epoch is not None else ""))
         mine.setdefault(cell_key, n)
         stored = known.audits.get(key)
         if stored is not None and stored != str(eid):
-            raise fail(path, n, "semantic_match", f"the database already has another audit for {provider!r} {qid!r}"
-                       + (f" (trajectory {tid!r})" if tid else f" in epoch {stored_epoch}" if stored_epoch else ""))
+            raise fail(path, n, "semantic_match", f"the database already has another audit for {shown(provider)} {shown(qid)}"
+                       + (f" (trajectory {shown(tid)})" if tid else f" in epoch {stored_epoch}" if stored_epoch else ""))
         if tid is not None:
             payload = AuditAnswer(trajectory_id=tid, provider=provider, qid=qid, semantic_match=value,
                                   source=AUDIT_SOURCE)

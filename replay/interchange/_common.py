@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shutil
-import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,7 +15,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.replay.interchange._formats import JudgmentLine
-from searchtrace.store import BadInput, EventLog, NewEvent, Payload
+from searchtrace.store import BadInput, EventLog, NewEvent, Payload, copy_bounded, shown
 
 RUN_ID = "import"
 DATASET_STREAM = "dataset:imported"
@@ -86,7 +83,7 @@ def blob_folder(folder: Path | None) -> Raw:
 
     def read(d: str) -> bytes:
         if not _DIGEST.fullmatch(d):
-            raise BadInput(f"{d!r} is not a sha256 digest")
+            raise BadInput(f"{shown(d)} is not a sha256 digest")
         try:
             data = (folder / d).read_bytes()
         except OSError as exc:
@@ -132,16 +129,8 @@ _FROZEN: dict[Path, Path] = {}  # input file as named -> the private copy every 
 
 
 def _freeze(path: Path, copy: Path) -> None:
-    """Read `path` once into `copy`: a regular file or a pipe (process substitution, FIFO); nothing else."""
-    try:
-        mode = os.stat(path).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            kind = "a folder" if stat.S_ISDIR(mode) else "a device or socket"
-            raise BadInput(f"{path}: {kind}, not a file or a pipe; nothing was imported")
-        with path.open("rb") as src, copy.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read for import ({exc.strerror}); nothing was imported") from None
+    """Read `path` once into `copy`: a regular file or a pipe (process substitution, FIFO), bounded; nothing else."""
+    copy_bounded(path, copy, "import", "the input", "nothing was imported")
 
 
 @contextmanager
@@ -161,14 +150,6 @@ def frozen_inputs(paths: Iterable[Path]) -> Iterator[None]:
         finally:
             for p in todo:
                 _FROZEN.pop(p, None)
-
-
-def read_input(path: Path) -> bytes:
-    """The whole input as read once (see frozen_inputs); the file itself when not frozen."""
-    try:
-        return _FROZEN.get(path, path).read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -42,7 +42,7 @@ from searchtrace.replay.interchange._formats import (
     TurnCall,
     TurnUsage,
 )
-from searchtrace.store import BadInput, TrajectoryReason, usage_rule
+from searchtrace.store import BadInput, TrajectoryReason, shown, usage_rule
 
 LOG_SUFFIXES = (".eval", ".json")
 # docs/concepts/security.md: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
@@ -100,7 +100,7 @@ def check_zip_members(path: Path, *, member_cap: int = MAX_MEMBER_BYTES, total_c
                         size += len(chunk)
                         total += len(chunk)
                         if size > member_cap:
-                            raise BadInput(f"{path}: member {info.filename!r} inflates beyond {member_cap >> 20} MiB; "
+                            raise BadInput(f"{path}: member {shown(info.filename)} inflates beyond {member_cap >> 20} MiB; "
                                            "not an Inspect log this reader takes")
                         if total > total_cap:
                             raise BadInput(f"{path}: the members inflate beyond {total_cap >> 20} MiB in all; "
@@ -153,7 +153,7 @@ def _gold(s: _Sample) -> str:
         return "; ".join(target)
     if isinstance(target, str):
         return target
-    raise s.fail(f"target: {target!r} is not a gold answer (a string or a list of strings)")
+    raise s.fail(f"target: {shown(target)} is not a gold answer (a string or a list of strings)")
 
 
 def _tools(events: list[dict[str, Any]]) -> Tools | None:
@@ -288,7 +288,7 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
         if e.get("function") == tools.search:
             query = args.get(tools.search_arg)
             if not isinstance(query, str):
-                raise s.fail(f"{tools.search} call has no string argument {tools.search_arg!r}", i)
+                raise s.fail(f"{tools.search} call has no string argument {shown(tools.search_arg)}", i)
             results: list[Result] = []
             if e.get("error") is None:
                 found = read_results(result, plain_text=False)
@@ -307,10 +307,10 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
         else:
             target = args.get(tools.fetch_arg)
             if not isinstance(target, str):
-                raise s.fail(f"{tools.fetch} call has no string argument {tools.fetch_arg!r}", i)
+                raise s.fail(f"{tools.fetch} call has no string argument {shown(tools.fetch_arg)}", i)
             doc_id_or_none = docs.get(normalize_url(target)) if tools.fetch_by_url else docs.get(target)
             if doc_id_or_none is None:
-                raise s.fail(f"{tools.fetch} of {target!r}, which no earlier search result of the sample showed", i)
+                raise s.fail(f"{tools.fetch} of {shown(target)}, which no earlier search result of the sample showed", i)
             page = read_page(result) if e.get("error") is None else None
             steps.append(FetchStep(iteration=max(iteration, 1), call_id=call_id, doc_id=doc_id_or_none,
                                    url=urls[doc_id_or_none], status="ok" if page is not None else "http_error",
@@ -349,7 +349,7 @@ def log_traces(path: Path, *, provider: str | None, run_id: str | None) -> Itera
     """(sample id, trace line) for each sample of one log that searched; BadInput names what cannot be mapped."""
     log = read_log(path)
     if log.get("status") not in ("success", "error", "cancelled", "started"):
-        raise BadInput(f"{path}: unknown Inspect log status {log.get('status')!r}")
+        raise BadInput(f"{path}: unknown Inspect log status {shown(log.get('status'))}")
     run = run_id or f"inspect-{(log.get('eval') or {}).get('eval_id') or path.stem}"
     for sample in log.get("samples") or []:
         name = _provider_of(log, sample, provider)

@@ -42,6 +42,7 @@ from searchtrace.store import (
     NewEvent,
     Verdict,
     judge_stream,
+    shown,
 )
 
 Items = dict[str, dict[str, bool]]  # trajectory_id -> {url_normalized: page_visible}
@@ -138,10 +139,10 @@ def _check(path: Path, n: int, j: Line, items: Items) -> tuple[str, bool, Verdic
     """(url_normalized, page visible, labels) of a verdict line, or BadInput naming its bad field."""
     t_items = items.get(j.trajectory_id)
     if t_items is None:
-        raise fail(path, n, "trajectory_id", f"unknown trajectory {j.trajectory_id!r}")
+        raise fail(path, n, "trajectory_id", f"unknown trajectory {shown(j.trajectory_id)}")
     url = norm_url(j.url)
     if url not in t_items:
-        raise fail(path, n, "url", f"{j.url!r} is not one of trajectory {j.trajectory_id!r}'s judge items")
+        raise fail(path, n, "url", f"{shown(j.url)} is not one of trajectory {shown(j.trajectory_id)}'s judge items")
     visible = t_items[url]
     if j.valid:
         labels, bad_field, msg = _labels(j)
@@ -163,14 +164,14 @@ def validate(path: Path, known: Known, items: Items) -> int:
         url, visible, labels = _check(path, n, j, items)
         key = key_digest(j.judge_run_id, j.trajectory_id, url)
         if key in seen:
-            raise fail(path, n, "url", f"a second verdict for this item in judge run {j.judge_run_id!r} (line {seen[key]})")
+            raise fail(path, n, "url", f"a second verdict for this item in judge run {shown(j.judge_run_id)} (line {seen[key]})")
         seen[key] = n
         eid = verdict_id(j, url, verdict_payload(j, url, visible, labels)).bytes
         stored = known.verdicts.get(key)
         if stored is not None and stored != eid:
             again = known.stored_judgment(j.judge_run_id, j.trajectory_id, url)
             if again is None or msgspec.json.encode(again) != msgspec.json.encode(j):
-                raise fail(path, n, "url", f"judge run {j.judge_run_id!r} already has another verdict for this item")
+                raise fail(path, n, "url", f"judge run {shown(j.judge_run_id)} already has another verdict for this item")
             known.same_verdicts.add(key)  # a recorded verdict's own export: nothing to add
             count += 1
             continue

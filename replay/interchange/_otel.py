@@ -43,7 +43,7 @@ from searchtrace.adapters import (
 from searchtrace.engine import Builder, Question, final_answer, trajectory_id
 from searchtrace.replay.interchange._common import append_chunked, event_id, event_ids
 from searchtrace.replay.interchange._otlp import Span
-from searchtrace.store import BadInput, ToolCall, Usage, trajectory_stream, usage_rule
+from searchtrace.store import BadInput, ToolCall, Usage, shown, trajectory_stream, usage_rule
 
 Message = dict[str, Any]
 QID, PROVIDER, QUESTION, GOLD, FINAL = ("searchtrace.qid", "searchtrace.provider", "searchtrace.question",
@@ -575,11 +575,11 @@ def map_spans(log: Any, requests: Iterable[tuple[str, list[Span]]], *, run_id: s
         t = Trace(run_id, trace_id, ident, tools)
         if t.tid in cells:
             raise BadInput(f"{where[trace_id]}: traces {cells[t.tid]} and {trace_id} are both provider "
-                           f"{ident.provider!r}, qid {ident.qid!r} in run {run_id!r} (one trace is one trajectory)")
+                           f"{shown(ident.provider)}, qid {shown(ident.qid)} in run {shown(run_id)} (one trace is one trajectory)")
         cells[t.tid] = trace_id
         have = starts.get(t.tid)
         if have is not None and have != str(t.start_id()):
-            raise BadInput(f"{where[trace_id]}: trace {trace_id}: trajectory {t.tid!r} is already in the database, "
+            raise BadInput(f"{where[trace_id]}: trace {trace_id}: trajectory {shown(t.tid)} is already in the database, "
                            "recorded from something else; choose another --run-id")
         for s in ordered(spans):
             t.feed(s)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import MAX_DEPTH, json_too_deep
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, shown
 
 # MAX_DEPTH (docs/concepts/security.md JSON nesting of a request body) bounds an attribute's AnyValue too
 MAX_ATTRIBUTE = 16 << 20  # bytes of one attribute value: a page or a long conversation fits, a runaway does not
@@ -51,7 +51,7 @@ def _id(value: Any, size: int, where: str, field: str, *, empty: bool = False) -
         return ""
     if not isinstance(value, str) or len(value) != 2 * size or not set(value.lower()) <= _HEX \
             or set(value) == {"0"}:
-        raise BadInput(f"{where}: field {field}: {str(value)[:80]!r} is not a {size}-byte hex id")
+        raise BadInput(f"{where}: field {field}: {shown(str(value)[:80])} is not a {size}-byte hex id")
     return value.lower()
 
 
@@ -61,7 +61,7 @@ def _int(value: Any, where: str, field: str) -> int:
     try:
         n = int(value)
     except (TypeError, ValueError):
-        raise BadInput(f"{where}: field {field}: {str(value)[:80]!r} is not an integer") from None
+        raise BadInput(f"{where}: field {field}: {shown(str(value)[:80])} is not an integer") from None
     if not 0 <= n < 1 << 64:
         raise BadInput(f"{where}: field {field}: {n} does not fit 64 bits")
     return n
@@ -82,7 +82,7 @@ def _list(value: Any, where: str, field: str) -> list[Any]:
 
 def _size(value: Any, where: str, key: str) -> Any:
     if isinstance(value, str | bytes) and len(value) > MAX_ATTRIBUTE:
-        raise BadInput(f"{where}: attribute {key[:80]!r}: {len(value)} bytes, over the {MAX_ATTRIBUTE >> 20} MiB cap")
+        raise BadInput(f"{where}: attribute {shown(key[:80])}: {len(value)} bytes, over the {MAX_ATTRIBUTE >> 20} MiB cap")
     return value
 
 

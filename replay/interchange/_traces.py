@@ -49,6 +49,7 @@ from searchtrace.store import (
     Payload,
     SearchCompleted,
     ToolCall,
+    shown,
     trajectory_stream,
     usage_rule,
 )
@@ -87,12 +88,12 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
     for n, raw in lines(path):
         t = decode_line(trace_decoder, path, n, raw)
         if t.trajectory_id in seen_ids:
-            raise fail(path, n, "trajectory_id", f"{t.trajectory_id!r} already on line {seen_ids[t.trajectory_id]}")
+            raise fail(path, n, "trajectory_id", f"{shown(t.trajectory_id)} already on line {seen_ids[t.trajectory_id]}")
         if (problem := epochs_problem(t.epoch)) is not None:
             raise fail(path, n, "epoch", problem)
         key = (t.run_id or RUN_ID, t.provider, t.qid, t.epoch)
         if key in seen_keys:
-            raise fail(path, n, "qid", f"a second trajectory for provider {t.provider!r} and qid {t.qid!r}"
+            raise fail(path, n, "qid", f"a second trajectory for provider {shown(t.provider)} and qid {shown(t.qid)}"
                        f"{_epoch_text(t.epoch)}{_run_text(t)} (line {seen_keys[key]})")
         seen_ids[t.trajectory_id] = n
         seen_keys[key] = n
@@ -108,13 +109,13 @@ def validate_traces(path: Path, known: Known, items: dict[str, dict[str, bool]])
             if have != _started(t, known.raw):
                 if not _same(known.stored_payloads(t.trajectory_id), trace_payloads(t, with_blobs=False, raw=known.raw)[0]):
                     raise fail(path, n, "trajectory_id",
-                               f"{t.trajectory_id!r} is already in the database with other content")
+                               f"{shown(t.trajectory_id)} is already in the database with other content")
                 known.same_as_stored.add(t.trajectory_id)  # a recorded trajectory's own export: nothing to add
         other = known.traj_keys.get(key)
         if other is not None and other != t.trajectory_id:
             raise fail(
-                path, n, "qid", f"the database already has trajectory {other!r} for provider {t.provider!r} and qid "
-                f"{t.qid!r}{_epoch_text(t.epoch)}{_run_text(t)}"
+                path, n, "qid", f"the database already has trajectory {shown(other)} for provider {shown(t.provider)} and qid "
+                f"{shown(t.qid)}{_epoch_text(t.epoch)}{_run_text(t)}"
             )
         new += have is None
         items[t.trajectory_id] = got

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from searchtrace.store import BadInput, StoreError
+from searchtrace.store import BadInput, StoreError, bounded_line
 
 # name -> "module:attribute"; each module owns one area of the command line.
 COMMANDS: dict[str, str] = {
@@ -99,8 +99,9 @@ def cli(log_json: bool, verbose: int) -> None:
 
 
 def one_line(message: str) -> str:
-    """The message on one line: line breaks and other control characters (from names, values) shown escaped."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
+    """The message on one line of bounded length: line breaks and other control characters (from names, values)
+    shown escaped, the line cut where a value quoted whole would make it long (store.bounded_line)."""
+    return bounded_line("".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message))
 
 
 def fail(message: str) -> None:

@@ -12,7 +12,7 @@ import msgspec
 from searchtrace.analytics import projections, views
 from searchtrace.replay.interchange import ImportResult, OtelImport, export_all
 from searchtrace.replay.interchange import import_files as import_into
-from searchtrace.store import BadInput, EventLog, bulk_appends
+from searchtrace.store import BadInput, EventLog, bulk_appends, read_bounded
 
 
 def import_files(
@@ -119,16 +119,10 @@ def import_otel(
         requests_in,
     )
 
-    def read(f: Path) -> bytes:
-        try:
-            return f.read_bytes()
-        except OSError as exc:
-            raise BadInput(f"{f}: cannot read ({exc.strerror})") from None
-
     rows = question_file(questions, rows=sandbox_rows(questions)) if questions else []
     tools = ToolNames(search=frozenset(search_tools or default_search_tools()),
                       fetch=frozenset(fetch_tools or ToolNames().fetch))
-    requests = [r for f in files for r in requests_in(read(f), str(f))]
+    requests = [r for f in files for r in requests_in(read_bounded(f, "otel", "the OTLP file", "nothing was imported"), str(f))]
     with _importing(db) as log:
         res = map_spans(log, requests, run_id=run_id, questions=rows, provider=provider, tools=tools)
         with tempfile.TemporaryDirectory(prefix="searchtrace-otel-") as tmp:

@@ -265,6 +265,9 @@ def write_files(env: Env) -> None:
     other.close()
     write_round_two(env, trace, j)
     write_round_three(env, trace)
+    from tests.reliability.catalogue_integrity import write_round_four
+
+    write_round_four(env, trace)
 
 
 # ---------------------------------------------------------------- the cases
@@ -440,7 +443,9 @@ def cases() -> list[Case]:
         ("set-variable", "SET VARIABLE x = 1"),
     ):
         out.append(Case(f"sql-{name}", _sql(query), ("sql",)))
-    return out + round_two_cases() + round_three_cases() + collect_cases()
+    from tests.reliability.catalogue_integrity import round_four_cases
+
+    return out + round_two_cases() + round_three_cases() + collect_cases() + round_four_cases()
 
 
 # ---------------------------------------------------------------- running them
@@ -483,6 +488,8 @@ def check(case: Case, code: int, err: str, out: str = "") -> str:
         return f"exit {code}, not {case.code}; stderr: {err.strip()[-500:]}"
     if len(lines) != 1:
         return f"{len(lines)} stderr lines, not 1: {err.strip()[-500:]}"
+    if len(lines[0]) > 1_200:  # every error line bounded (a value quoted in it is cut, the line is cut)
+        return f"an error line of {len(lines[0])} characters: {lines[0][:300]}"
     if not lines[0].startswith("searchtrace: error: "):
         return f"line does not start with 'searchtrace: error: ': {lines[0]}"
     missing = [w for w in case.expect if w.lower() not in lines[0].lower()]
