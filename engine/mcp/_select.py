@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
-import searchtrace.engine.proxy._routes as routes
+import searchtrace.engine.proxy as routes
 from searchtrace.engine._config import MAX_EPOCHS
-from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+from searchtrace.engine.proxy import ProxyRecorder, Traj
 
 QUESTION_ARG = "question"
 

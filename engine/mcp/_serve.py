@@ -23,8 +23,7 @@ from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.mcp._select import selection
 from searchtrace.engine.mcp._server import McpTools
 from searchtrace.engine.mcp._wrap import MAX_FRAME, Outcome, WrapSession, relay
-from searchtrace.engine.proxy._app import MAX_BODY
-from searchtrace.engine.proxy._recorder import ProxyRecorder
+from searchtrace.engine.proxy import MAX_BODY, ProxyRecorder
 from searchtrace.store import BadInput, EventLog, open_writer
 
 T = TypeVar("T")

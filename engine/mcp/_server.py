@@ -21,7 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from starlette.requests import Request
 
-import searchtrace.engine.proxy._routes as routes
+import searchtrace.engine.proxy as routes
 from searchtrace.adapters import Fetcher, FetchResponse, SearchProvider, SearchResponse
 from searchtrace.engine._agent import final_answer, key_rejected, record_fetch, record_search
 from searchtrace.engine._record import code_version
@@ -37,7 +37,7 @@ from searchtrace.engine._tools import (
 )
 from searchtrace.engine._trajectory import trajectory_id
 from searchtrace.engine.mcp._select import QUESTION_ARG, Selection, one_trajectory, selection
-from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+from searchtrace.engine.proxy import ProxyRecorder, Traj
 
 FINAL_ANSWER = "final_answer"
 NAME = "searchtrace"

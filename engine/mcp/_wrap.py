@@ -26,11 +26,10 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, Process
 
-import searchtrace.engine.proxy._routes as routes
-from searchtrace.adapters import Endpoint, SearchAdapter, build_search, scrub_bytes
-from searchtrace.adapters._mcp_results import READERS, read_hits
+import searchtrace.engine.proxy as routes
+from searchtrace.adapters import READERS, Endpoint, SearchAdapter, build_search, read_hits, scrub_bytes
 from searchtrace.engine.mcp._select import one_trajectory
-from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+from searchtrace.engine.proxy import ProxyRecorder, Traj
 from searchtrace.store import BadInput, SearchStatus
 
 MAX_FRAME = 16 << 20  # default cap on one line the relay reads a copy of (bytes); a longer one is relayed unread

@@ -9,6 +9,14 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine.proxy._app import MAX_BODY
     from searchtrace.engine.proxy._limits import Limits
+    from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+    from searchtrace.engine.proxy._routes import (
+        TRAJECTORY_HEADER,
+        epoch_of,
+        request_secrets,
+        select,
+        without_keys,
+    )
     from searchtrace.engine.proxy._serve import Upstream, serve
 
 
@@ -17,6 +25,13 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
 _EXPORTS: dict[str, str] = {
     "Limits": "searchtrace.engine.proxy._limits",
     "MAX_BODY": "searchtrace.engine.proxy._app",
+    "ProxyRecorder": "searchtrace.engine.proxy._recorder",
+    "TRAJECTORY_HEADER": "searchtrace.engine.proxy._routes",
+    "Traj": "searchtrace.engine.proxy._recorder",
+    "epoch_of": "searchtrace.engine.proxy._routes",
+    "request_secrets": "searchtrace.engine.proxy._routes",
+    "select": "searchtrace.engine.proxy._routes",
+    "without_keys": "searchtrace.engine.proxy._routes",
     "Upstream": "searchtrace.engine.proxy._serve",
     "serve": "searchtrace.engine.proxy._serve",
 }
@@ -24,8 +39,15 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "Limits",
     "MAX_BODY",
+    "ProxyRecorder",
+    "TRAJECTORY_HEADER",
+    "Traj",
     "Upstream",
+    "epoch_of",
+    "request_secrets",
+    "select",
     "serve",
+    "without_keys",
 ]
 
 
