@@ -116,7 +116,8 @@ def p_value(p: Any) -> str:
     return "–" if p is None else f"{p:.3g}"
 
 
-TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)"}
+TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)",
+         "mover_inverted": "score (inverted)"}
 
 
 def is_cost(key: str) -> bool:
