@@ -28,7 +28,6 @@ from searchtrace.analytics._uncertainty import (
     sign_flip,
     tango_interval,
     uncertainty,
-    weight_chunks,
 )
 from tests.analytics.analytics_fixture import import_fixture, report_json
 
