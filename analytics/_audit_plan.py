@@ -160,8 +160,9 @@ def plan(groups: Mapping[tuple[str, str], Group], *, target_width: float | None 
             strata.append(StratumPlan(provider=provider, label=label, judge_value=bool(v), population=sizes[v],
                                       share=shares[v], sample=sample[v]))
         short = any(sizes[v] and sample[v] < min_labels for v in (0, 1))
-        var = sum(weights[v] ** 2 * shares[v] * (1 - shares[v]) / sample[v] for v in (0, 1) if sizes[v])
-        label_var[(provider, label)] = math.nan if short else var
+        var = math.nan if short else sum(weights[v] ** 2 * shares[v] * (1 - shares[v]) / sample[v]
+                                         for v in (0, 1) if sizes[v])
+        label_var[(provider, label)] = var
         width = None if short else 2 * z * math.sqrt(var + q_var)
         figures.append(FigurePlan(where=provider, key=RATE[label], expected_width=width, labels=sum(sample)))
     providers = sorted({p for p, _ in groups})
