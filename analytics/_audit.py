@@ -300,16 +300,21 @@ def audit_status(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     clear = {(p, label, v): (t.agree if v else t.clear - t.agree, t.clear) for (p, _, label, v), t in tallies.items()}
     now = plan(groups, fixed={k: v[1] for k, v in clear.items()}, labelled=clear, min_labels=min_labels)
     full = plan(groups, fixed=dict(drawn), labelled=clear, min_labels=min_labels)
-    strata = [{"stratum": f"{s.provider}|snippet|{s.label}|{str(s.judge_value).lower()}", "population": s.population,
-               "drawn": drawn.get((s.provider, s.label, s.judge_value), 0),
-               "clear_labels": clear.get((s.provider, s.label, s.judge_value), (0, 0))[1],
-               "enough": s.population == 0 or clear.get((s.provider, s.label, s.judge_value), (0, 0))[1] >= min_labels}
-              for s in now.strata]
+    strata: list[dict[str, Any]] = []
+    short: list[tuple[str, str, str]] = []  # (provider, label, stratum name) of strata without enough labels
+    for s in now.strata:
+        key = (s.provider, s.label, s.judge_value)
+        name = f"{s.provider}|snippet|{s.label}|{str(s.judge_value).lower()}"
+        labels = clear.get(key, (0, 0))[1]
+        enough = s.population == 0 or labels >= min_labels
+        strata.append({"stratum": name, "population": s.population, "drawn": drawn.get(key, 0),
+                       "clear_labels": labels, "enough": enough})
+        if not enough:
+            short.append((s.provider, s.label, name))
     figures = []
     for f_now, f_full in zip(now.figures, full.figures, strict=True):
-        missing = sorted(row["stratum"] for row in strata if not row["enough"] and (
-            row["stratum"].split("|")[0] in f_now.where.split("|"))
-            and (f_now.key.startswith("surface_support") == ("supports_gold" in row["stratum"])))
+        label = "supports_gold" if f_now.key.startswith("surface_support") else "contradicts_gold"
+        missing = sorted(name for provider, lab, name in short if lab == label and provider in f_now.where.split("|"))
         figures.append({"where": f_now.where, "key": f_now.key, "computable": not missing,
                         "missing_strata": missing, "expected_width_now": f_now.expected_width,
                         "expected_width_when_labelled": f_full.expected_width})

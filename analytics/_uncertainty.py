@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, paired_qids
+from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, epoch_spread, paired_qids
 
 Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
@@ -104,10 +104,12 @@ BOOTSTRAPPED = tuple(k for k in RATIOS if k not in PROPORTIONS and k not in RATI
 PER_CORRECT = ("tokens_per_correct", "usd_per_correct")
 
 PROPORTION_METHOD = "wilson_ess_cc"
+EPOCH_SD_METHOD = "chi_square_epochs"
 CLUSTERED_METHOD = "wilson_ess_cc+beta_binomial_profile_lr"
 METHODS: dict[str, str] = {
     **{f"{k}_ci": CLUSTERED_METHOD if k in CLUSTERED else PROPORTION_METHOD for k in PROPORTIONS},
     "accuracy_wilson": PROPORTION_METHOD,
+    "accuracy_epoch_sd_ci": EPOCH_SD_METHOD,
     **{f"{k}_ci": "bootstrap_expanded_percentile" for k in BOOTSTRAPPED},
     **{f"{k}_ci": "ratio_bonferroni" for k in (*PER_CORRECT, *RATIO_OF_PROPORTIONS)},
     "accuracy_diff_ci": "tango_score_ess",
@@ -540,6 +542,84 @@ def _normal_p(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
+def _gamma_p(a: float, x: float) -> float:
+    """The regularised lower incomplete gamma P(a, x): its series below a + 1, else 1 − the continued fraction
+    (Numerical Recipes 6.2), to double precision."""
+    if x <= 0:
+        return 0.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1 / a
+        ap = a
+        for _ in range(1000):
+            ap += 1
+            term *= x / ap
+            total += term
+            if abs(term) < abs(total) * 1e-17:
+                break
+        return total * math.exp(log_front)
+    b, c, d = x + 1 - a, 1e300, 1 / (x + 1 - a)
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = 1e-300 if abs(d) < 1e-300 else d
+        c = b + an / c
+        c = 1e-300 if abs(c) < 1e-300 else c
+        d = 1 / d
+        h *= d * c
+        if abs(d * c - 1) < 1e-17:
+            break
+    return 1 - math.exp(log_front) * h
+
+
+def chi2_quantile(p: float, df: int) -> float:
+    """The chi-square quantile: the x with P(df/2, x/2) = p, by bisection."""
+    lo, hi = 0.0, max(1.0, df + 20 * math.sqrt(2 * df) + 50)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _gamma_p(df / 2, mid / 2) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def epoch_sd_interval(sd: float | None, epochs: int, questions: int = 0, split: int = 0, level: float = LEVEL
+                      ) -> tuple[list[float] | None, str | None]:
+    """(interval, reason when null) of `accuracy_epoch_sd` over k = `epochs` epochs of `questions` questions:
+    given the questions, the per-epoch accuracies are independent means of many answers (near normal), so
+    (k − 1)s²/σ² ~ χ²(k − 1) and σ ∈ [s·√((k − 1)/χ²_{1−α/2}), s·√((k − 1)/χ²_{α/2})].
+
+    Where s = 0 and no question's epochs disagree (`split` = 0, a deterministic agent), that would be the point 0;
+    instead [0, √(π_U/(2n))]: σ² = Σaᵢ(1 − aᵢ)/n², a question with chance aᵢ splits its k epochs with chance
+    ≥ 2aᵢ(1 − aᵢ), and none of n splitting bounds their mean chance by π_U = 1 − α^(1/n) (one-sided: the lower end
+    0 is certain). Null with the reason where s is null, or s = 0 with split questions."""
+    if sd is None:
+        return None, "no question has an audited answer in every epoch"
+    if sd == 0:
+        if split or not questions:
+            return None, "every epoch has the same accuracy although questions split: no interval is given"
+        bound = 1 - (1 - level) ** (1 / questions)
+        return [0.0, math.sqrt(bound / (2 * questions))], None
+    alpha = 1 - level
+    df = epochs - 1
+    return [sd * math.sqrt(df / chi2_quantile(1 - alpha / 2, df)), sd * math.sqrt(df / chi2_quantile(alpha / 2, df))], None
+
+
+def _split_questions(rows: Sequence[TrajectoryStats]) -> int:
+    """Questions audited in every epoch whose epochs' accuracies are not all equal."""
+    epochs = {r.epoch for r in rows}
+    cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for r in rows:
+        if r.semantic_match is not None:
+            cells[r.qid][r.epoch][0] += 1
+            cells[r.qid][r.epoch][1] += bool(r.semantic_match)
+    return sum(1 for per in cells.values() if len(per) == len(epochs)
+               and len({Fraction(c, a) for a, c in per.values()}) > 1)
+
+
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value: binomial(p = 1/2) on the discordant pairs; 1 when there are none."""
     n = a_only + b_only
@@ -738,6 +818,13 @@ def uncertainty(
             block[f"{key}_ci"] = ci
             block[f"{key}_n_eff"] = None if n_eff is None else float(n_eff)
         block["accuracy_wilson"] = block["accuracy_ci"]
+        spread = epoch_spread(by_provider[n])
+        if spread:  # k >= 2 epochs
+            block["accuracy_epoch_sd_ci"], reason = epoch_sd_interval(
+                spread["accuracy_epoch_sd"], len({r.epoch for r in by_provider[n]}),
+                spread["accuracy_epoch_sd_questions"], _split_questions(by_provider[n]))
+            if reason is not None:
+                block["accuracy_epoch_sd_ci_reason"] = reason
         for key in BOOTSTRAPPED:
             num, den = RATIOS[key]
             d = ints[:, _COL[den]]

@@ -74,7 +74,7 @@ Kind = Literal["single", "null", "judge", "pair"]
 RANKS = {"long": 3, "short": 10}  # rank-biased judge: a provider's results sit at ranks 1..R
 
 
-def fpr(chars: float) -> float:
+def fpr(chars: Any) -> Any:
     """The judge's false-positive rate for supports_gold on a surface of `chars` characters."""
     return 0.02 + 0.1 * chars / 1000
 
@@ -88,7 +88,7 @@ def mean_fpr(provider: str, bias: str = "length") -> float:
     if bias == "rank":
         return float(np.mean([rank_fpr(r) for r in range(1, RANKS[provider] + 1)]))
     lo, hi = SURFACE_CHARS[provider]
-    return fpr((lo + hi) / 2)  # fpr is linear in the length, so its mean is at the mean length
+    return float(fpr((lo + hi) / 2))  # fpr is linear in the length, so its mean is at the mean length
 
 
 class Scenario(msgspec.Struct, frozen=True, kw_only=True):

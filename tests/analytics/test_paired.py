@@ -241,3 +241,27 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
             pytest.approx(ours, abs=1e-12)
     assert ours == pytest.approx((40 * 7 / 8 + 160 * 1 / 12) / 200)
     assert stats.norm.ppf(0.975) == pytest.approx(Z, abs=1e-6)
+
+
+def test_epoch_sd_interval_against_scipy_and_in_the_report() -> None:
+    from searchtrace.analytics._uncertainty import chi2_quantile, epoch_sd_interval, uncertainty
+    from tests.analytics.test_uncertainty import row
+
+    for df in (1, 2, 4, 29):
+        for p in (0.025, 0.975):
+            assert chi2_quantile(p, df) == pytest.approx(stats.chi2.ppf(p, df), rel=1e-12)
+    lo, hi = epoch_sd_interval(0.05, 3)[0] or [0.0, 0.0]
+    assert lo == pytest.approx(0.05 * math.sqrt(2 / stats.chi2.ppf(0.975, 2)))
+    assert hi == pytest.approx(0.05 * math.sqrt(2 / stats.chi2.ppf(0.025, 2)))
+    # epoch 1: 1 of 2 right, epoch 2: 2 of 2 -> s = √0.125 over 2 epochs (1 degree of freedom)
+    rows = {"a": [row("a", "q1", True, 1), row("a", "q2", False, 1), row("a", "q1", True, 2), row("a", "q2", True, 2)]}
+    block = uncertainty(rows, replicates=50, seed="s")[0]["a"]
+    assert block["accuracy_epoch_sd_ci"] == epoch_sd_interval(math.sqrt(0.125), 2)[0]
+    # a deterministic agent: no question splits its epochs, so σ <= √(π_U/(2n)) with π_U = 1 − 0.05^(1/n)
+    same = {"a": [row("a", q, q == "q1", e) for e in (1, 2) for q in ("q1", "q2")]}
+    block = uncertainty(same, replicates=50, seed="s")[0]["a"]
+    assert block["accuracy_epoch_sd_ci"] == [0.0, math.sqrt((1 - 0.05 ** (1 / 2)) / 4)]
+    # equal per-epoch accuracies from questions that split: no interval, and the reason
+    swap = {"a": [row("a", "q1", True, 1), row("a", "q2", False, 1), row("a", "q1", False, 2), row("a", "q2", True, 2)]}
+    block = uncertainty(swap, replicates=50, seed="s")[0]["a"]
+    assert block["accuracy_epoch_sd_ci"] is None and "split" in block["accuracy_epoch_sd_ci_reason"]
