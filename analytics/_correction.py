@@ -6,11 +6,13 @@ is corrected by the stratified difference (prediction-powered) estimator. Per pr
 provider's N valid items: `<rate>_corrected` = judge rate + Σₕ (Nₕ/N)·meanₕ(human − judge), the strata h being
 the judge's two values of that label and Nₕ the provider's cases in each (an item with no snippet labels counts as
 judge 0 with nothing to correct; "unclear" labels are excluded and counted). Since the judge is constant within a
-stratum, this is Σₕ (Nₕ/N)·p̂ₕ with p̂ₕ the human "true" share of the stratum's clear audited cases; a stratum with
-items but no clear label keeps the judge's value (counted in `corrected_unaudited_strata`). `judge_tpr` /
-`judge_tnr` are the judge's sensitivity and specificity against the human labels, weighted to the population the
-same way (a stratified sample's raw agreement over-weights the rare judge value); null while a non-empty stratum
-has no clear label.
+stratum, this is Σₕ (Nₕ/N)·p̂ₕ with p̂ₕ the human "true" share of the stratum's clear audited cases (PPI++ at any
+λ: the judge term cancels within a stratum). The correction refuses to guess (docs/concepts/paired-and-audits.md):
+while a stratum with items has fewer than `min_labels` clear labels (2 unless the audit design says otherwise),
+the corrected rate, its interval, `judge_tpr` / `judge_tnr` and the pair's corrected difference and p-value are
+null, and `corrected_missing_strata` names those strata (`corrected_unaudited_strata` counts the ones without any
+label). `judge_tpr` / `judge_tnr` are the judge's sensitivity and specificity against the human labels, weighted to
+the population the same way (a stratified sample's raw agreement over-weights the rare judge value).
 
 Intervals (`_ci`, 95 %), per replicate of the question bootstrap: N and the Nₕ are resampled with their questions
 (analytics._uncertainty.weight_chunks: the same draws as the report's other intervals, so a pair's difference is
@@ -24,7 +26,8 @@ posterior of the labels 88–96 %, this 93–100 % (k = 60 labels on 30 strongly
 own rate 0–92 %. Interval: the central share of the defined replicates at the expanded level of the report's other
 question bootstraps (analytics._uncertainty.expanded_level for the questions resampled: 96.2 % at n = 30; the plain
 95 % covered 91.0–91.9 % in `bench coverage`'s length-biased judge at n = 30); `_ci_undefined` counts replicates
-with a zero denominator. A pair "A|B" (names in code-point order) over the questions both ran:
+with a zero denominator. A pair "A|B" (names in code-point order) over the questions with valid items on both
+sides (the uncorrected difference's questions, so the corrected difference is the same estimand corrected):
 `surface_support_rate_corrected_diff` (A − B) and `_labels` ([A's, B's] clear supports_gold labels), its `_ci`, and
 `_p`, the two-sided bootstrap p-value 2·min(share ≤ 0, share ≥ 0) (one added to each count, never 0).
 """
@@ -205,7 +208,7 @@ def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[st
         p: list[Floats] = []
         for v in (0, 1):
             if not t.audited[:, li, v].any():
-                p.append(np.full(replicates, float(v)))  # unaudited: the judge's value, as in the point
+                p.append(np.full(replicates, float(v)))  # unaudited: the point is null (refused); a placeholder
                 continue
             s_eff, n_eff = _effective(t.audited[:, li, v], t.human[:, li, v])
             p.append(_share_draws(s_eff, n_eff, seeded_rng(seed, "correction", provider, label, str(v).lower()), replicates))

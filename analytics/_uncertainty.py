@@ -34,13 +34,14 @@ cannot cover): mean per trajectory (bootstrap, 97.5 %) over the correct-per-traj
 interval, 97.5 %), ends divided crosswise — Bonferroni, so ≥ 95 % whatever their dependence; an upper end
 over a lower share of 0 is unbounded (null).
 
-Pairs "A|B": `accuracy_diff` is the mean over the questions both ran with an audited answer on both sides of
-āᵢ − b̄ᵢ (each side's mean over its audited epochs), `surface_support_rate_diff` the mean of per-question rate
-differences over the questions with valid items on both sides; each with the paired bootstrap of that same mean
-(the questions both ran are drawn, once for both sides: a replicate's mean is over its drawn questions that have
-the difference, `<metric>_diff_ci_undefined` counts replicates with none) and a p-value: McNemar exact for
-accuracy with one audited epoch per question on both sides, else the exact sign-flip test by dynamic programming
-(`sign_flip`).
+Pairs "A|B" (docs/concepts/paired-and-audits.md): `accuracy_diff` is the mean over the questions both ran with an
+audited answer on both sides of āᵢ − b̄ᵢ (each side's mean over its audited epochs), with Tango's score interval at
+the effective sample size (`paired_accuracy_interval`: never [0, 0], also without a discordant pair) and a p-value:
+McNemar exact with one audited epoch per question on both sides, else the exact sign-flip test by dynamic
+programming (`sign_flip`). `surface_support_rate_diff` is R_A − R_B, the difference of the two ratio estimates
+Σy/Σm over the questions with valid items on both sides (what a reader gets by subtracting the printed rates), with
+Newcombe's hybrid interval from each side's clustered interval and the p-value that inverts it
+(`support_difference`).
 """
 
 from __future__ import annotations
