@@ -668,7 +668,8 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     judges = [r for r in results if r["kind"] == "judge"]
     for r in judges:
         lines.append("")
-        lines.append(f"{r['scenario']}: length-biased judge (truth: support rate {SIGMA:g} for both providers)")
+        lines.append(f"{r['scenario']}: {r.get('bias', 'length')}-biased judge (truth: support rate {SIGMA:g} for both "
+                     "providers)")
         for label, f in r["figures"].items():
             if f["kind"] == "refused":
                 val = ("refused" if f.get("ok") else f"GIVEN in {f['stores']} stores") + f" (null in {f['undefined']})"
