@@ -31,7 +31,14 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     import searchtrace.analytics._views as views
     from searchtrace.analytics._agreement import COMPARED, compare_judge_runs
     from searchtrace.analytics._arms import trajectory_arms
-    from searchtrace.analytics._audit import agreement, audit_sample, design_event, prepare_import, to_tsv
+    from searchtrace.analytics._audit import (
+        agreement,
+        audit_sample,
+        audit_status,
+        design_event,
+        prepare_import,
+        to_tsv,
+    )
     from searchtrace.analytics._correction import LABEL_COUNTS, JudgedCase, correction, counted_in
     from searchtrace.analytics._custom import run_metrics
     from searchtrace.analytics._evidence import ALL_ITEM_EVIDENCE_SQL, item_evidence, rationales, scoped
@@ -88,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "trajectory_arms": "searchtrace.analytics._arms",
     "agreement": "searchtrace.analytics._audit",
     "audit_sample": "searchtrace.analytics._audit",
+    "audit_status": "searchtrace.analytics._audit",
     "design_event": "searchtrace.analytics._audit",
     "prepare_import": "searchtrace.analytics._audit",
     "to_tsv": "searchtrace.analytics._audit",
@@ -182,6 +190,7 @@ __all__ = [
     "answer_scores",
     "answerable_cells",
     "audit_sample",
+    "audit_status",
     "build_report",
     "catch_up",
     "COMPARED",

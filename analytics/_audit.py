@@ -16,6 +16,7 @@ from typing import Any, Literal
 import msgspec
 
 from searchtrace.analytics._agreement import cohen_kappa
+from searchtrace.analytics._audit_plan import AGREEMENT, SNIPPET_LABELS, AuditPlan, Group, plan
 from searchtrace.analytics._items import JudgeItem, judge_items
 from searchtrace.analytics._lookups import (
     CaseKey,
@@ -25,6 +26,7 @@ from searchtrace.analytics._lookups import (
     known_judge_runs,
     label_key,
     providers,
+    trajectory_qids,
     verdicts,
 )
 from searchtrace.analytics._rules import RECORDED_ORDER
@@ -128,8 +130,10 @@ def case_order(seed: str, case: Case) -> str:
     return hashlib.sha256((seed + item_key).encode("utf-8")).hexdigest()
 
 
-def balanced_sample(all_cases: Iterable[Case], k: int, seed: str) -> list[Case]:
-    """k cases per leaf (all when fewer), leaves in sorted order, cases by their seeded hash."""
+def balanced_sample(all_cases: Iterable[Case], k: int, seed: str,
+                    sizes: Mapping[tuple[str, str, str, bool], int] | None = None) -> list[Case]:
+    """k cases per leaf (or `sizes`[leaf] where given; all when fewer), leaves in sorted order, cases by their
+    seeded hash."""
     if k <= 0:
         raise BadInput(f"--k must be positive, got {k}")
     leaves: dict[tuple[str, str, str, bool], list[Case]] = {}
@@ -137,8 +141,26 @@ def balanced_sample(all_cases: Iterable[Case], k: int, seed: str) -> list[Case]:
         leaves.setdefault(c.leaf, []).append(c)
     chosen: list[Case] = []
     for leaf in sorted(leaves):
-        chosen.extend(sorted(leaves[leaf], key=lambda c: case_order(seed, c))[:k])
+        chosen.extend(sorted(leaves[leaf], key=lambda c: case_order(seed, c))[:(sizes or {}).get(leaf, k)])
     return chosen
+
+
+def snippet_groups(population: Iterable[Case], qid_of: Mapping[str, str]) -> dict[tuple[str, str], Group]:
+    """The judge's snippet supports_gold / contradicts_gold cases per (provider, label), counted per question: what
+    an audit plan (analytics._audit_plan) sizes the corrected rates' strata from."""
+    groups: dict[tuple[str, str], Group] = {}
+    for c in population:
+        if c.surface != "snippet" or c.label not in SNIPPET_LABELS:
+            continue
+        cell = groups.setdefault((c.provider, c.label), Group()).per_q[qid_of.get(c.trajectory_id, c.trajectory_id)]
+        cell[0] += c.judge_value
+        cell[1] += 1
+    return groups
+
+
+def planned_sizes(audit_plan: AuditPlan) -> dict[tuple[str, str, str, bool], int]:
+    """The plan's n_h per leaf (provider, snippet, label, judge value)."""
+    return {(s.provider, "snippet", s.label, s.judge_value): s.sample for s in audit_plan.strata}
 
 
 def _excerpt(text: str, needle: str, width: int = EXCERPT_CHARS) -> str:
@@ -200,7 +222,7 @@ def to_tsv(rows: Sequence[dict[str, str]]) -> str:
 
 
 def sample_design(population: Sequence[Case], chosen: Sequence[Case], judge_run_id: str, k: int,
-                  seed: str) -> AuditDesign:
+                  seed: str, min_labels: int = 2) -> AuditDesign:
     """docs/concepts/statistics.md: the sample as a stratified design, every leaf a stratum with its N_h (cases of the judge run) and
     n_h (cases drawn), so human labels can be weighted back to the population."""
     size = Counter(c.leaf for c in population)
@@ -212,7 +234,7 @@ def sample_design(population: Sequence[Case], chosen: Sequence[Case], judge_run_
     ]
     picked = [AuditCase(trajectory_id=c.trajectory_id, url_normalized=c.url_normalized, surface=_surface(c.surface),
                         label=_label(c.label)) for c in chosen]
-    return AuditDesign(judge_run_id=judge_run_id, seed=seed, k=k, strata=strata, cases=picked)
+    return AuditDesign(judge_run_id=judge_run_id, seed=seed, k=k, strata=strata, cases=picked, min_labels=min_labels)
 
 
 def _surface(name: str) -> Literal["snippet", "page"]:
@@ -235,16 +257,72 @@ def design_event(design: AuditDesign) -> NewEvent:
 
 
 def audit_sample(
-    source: HasCursor, judge_run_id: str | None, k: int, seed: str
-) -> tuple[str, list[dict[str, str]], AuditDesign]:
-    """(judge run, TSV rows, design) of the balanced sample."""
+    source: HasCursor, judge_run_id: str | None, k: int, seed: str, *, target_width: float | None = None,
+    total: int | None = None, agreement: float = AGREEMENT, min_labels: int = 2,
+) -> tuple[str, list[dict[str, str]], AuditDesign, AuditPlan | None]:
+    """(judge run, TSV rows, design, plan) of the sample: k cases per leaf, or with `target_width` / `total` the
+    snippet supports_gold / contradicts_gold strata sized by the plan (docs/concepts/paired-and-audits.md)."""
+    if min_labels < 1:
+        raise BadInput(f"--min-labels must be at least 1, got {min_labels}")
+    if target_width is not None and not 0 < target_width < 2:
+        raise BadInput(f"--target-width must be between 0 and 2, got {target_width:g}")
+    if total is not None and total < 1:
+        raise BadInput(f"--n must be positive, got {total}")
+    if not 0 < agreement < 1:
+        raise BadInput(f"--agreement must be strictly between 0 and 1, got {agreement:g}")
     jr = judge_run(source, judge_run_id)
     judged = verdicts(source, jr)
     if not judged:
         raise BadInput(f"judge run {shown(jr)} has no verdicts in this database")
     population = cases(judged, providers(source))
-    chosen = balanced_sample(population, k, seed)
-    return jr, rows_for(chosen, source), sample_design(population, chosen, jr, k, seed)
+    audit_plan = None
+    if target_width is not None or total is not None:
+        audit_plan = plan(snippet_groups(population, trajectory_qids(source)), target_width=target_width,
+                          total=total, agreement=agreement, min_labels=min_labels)
+    chosen = balanced_sample(population, k, seed, None if audit_plan is None else planned_sizes(audit_plan))
+    design = sample_design(population, chosen, jr, k, seed, min_labels)
+    return jr, rows_for(chosen, source), design, audit_plan
+
+
+def audit_status(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
+    """For the recorded sample of a judge run and the labels imported so far: per snippet stratum N_h, drawn n_h
+    and clear labels, and per corrected figure whether it is computable now (the strata it still misses) and its
+    expected width now and once the drawn sample is fully labelled (analytics._audit_plan)."""
+    jr = judge_run(source, judge_run_id)
+    designs = audit_designs(source, jr)
+    min_labels = max((d.min_labels for d in designs), default=2)
+    judged = verdicts(source, jr)
+    groups = snippet_groups(cases(judged, providers(source)), trajectory_qids(source))
+    drawn: Counter[tuple[str, str, bool]] = Counter()
+    for d in designs:
+        for st in d.strata:
+            if st.surface == "snippet":
+                drawn[(st.provider, st.label, st.judge_value)] = max(drawn[(st.provider, st.label, st.judge_value)],
+                                                                     st.sampled)
+    tallies = {k: v for k, v in _tallies(source, jr)[1].items() if k[1] == "snippet"}
+    clear = {(p, label, v): (t.agree if v else t.clear - t.agree, t.clear) for (p, _, label, v), t in tallies.items()}
+    now = plan(groups, fixed={k: v[1] for k, v in clear.items()}, labelled=clear, min_labels=min_labels)
+    full = plan(groups, fixed=dict(drawn), labelled=clear, min_labels=min_labels)
+    strata: list[dict[str, Any]] = []
+    short: list[tuple[str, str, str]] = []  # (provider, label, stratum name) of strata without enough labels
+    for s in now.strata:
+        key = (s.provider, s.label, s.judge_value)
+        name = f"{s.provider}|snippet|{s.label}|{str(s.judge_value).lower()}"
+        labels = clear.get(key, (0, 0))[1]
+        enough = s.population == 0 or labels >= min_labels
+        strata.append({"stratum": name, "population": s.population, "drawn": drawn.get(key, 0),
+                       "clear_labels": labels, "enough": enough})
+        if not enough:
+            short.append((s.provider, s.label, name))
+    figures = []
+    for f_now, f_full in zip(now.figures, full.figures, strict=True):
+        label = "supports_gold" if f_now.key.startswith("surface_support") else "contradicts_gold"
+        missing = sorted(name for provider, lab, name in short if lab == label and provider in f_now.where.split("|"))
+        figures.append({"where": f_now.where, "key": f_now.key, "computable": not missing,
+                        "missing_strata": missing, "expected_width_now": f_now.expected_width,
+                        "expected_width_when_labelled": f_full.expected_width})
+    return {"judge_run_id": jr, "min_labels": min_labels, "designs": len(designs), "strata": strata,
+            "figures": figures}
 
 
 # -- import --------------------------------------------------------------------
@@ -448,14 +526,11 @@ def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int
     }
 
 
-def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
-    """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf; Cohen's kappa per label
-    (surface.label) across leaves, weighted to the judge run by the sample's design (docs/concepts/statistics.md). A leaf's judge value
-    is constant, so a per-leaf kappa could only be 0 or undefined: there is none."""
-    jr = judge_run(source, judge_run_id)
+def _tallies(source: HasCursor, jr: str) -> tuple[Tally, dict[Leaf, Tally], dict[str, Tally],
+                                                  dict[str, list[tuple[Leaf, bool, bool]]]]:
+    """The current human labels of judge run `jr`: tallies overall, per leaf and per surface.label, and the clear
+    (leaf, judge, human) cases per surface.label."""
     provider_of = providers(source)
-    designs = audit_designs(source, jr)
-    sizes = stratum_sizes(designs)
     overall = Tally()
     leaves: dict[Leaf, Tally] = {}
     per_label: dict[str, Tally] = {}
@@ -472,6 +547,17 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
                 t.agree += 1
         if a.human_value != "unclear":
             clear_cases.setdefault(name, []).append((leaf, a.judge_value, a.human_value))
+    return overall, leaves, per_label, clear_cases
+
+
+def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
+    """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf; Cohen's kappa per label
+    (surface.label) across leaves, weighted to the judge run by the sample's design (docs/concepts/statistics.md). A leaf's judge value
+    is constant, so a per-leaf kappa could only be 0 or undefined: there is none."""
+    jr = judge_run(source, judge_run_id)
+    designs = audit_designs(source, jr)
+    sizes = stratum_sizes(designs)
+    overall, leaves, per_label, clear_cases = _tallies(source, jr)
     notes: list[str] = []
     outside = sorted({leaf for cs in clear_cases.values() for leaf, _, _ in cs if leaf not in sizes})
     if not designs and clear_cases:

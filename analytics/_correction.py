@@ -6,11 +6,13 @@ is corrected by the stratified difference (prediction-powered) estimator. Per pr
 provider's N valid items: `<rate>_corrected` = judge rate + Σₕ (Nₕ/N)·meanₕ(human − judge), the strata h being
 the judge's two values of that label and Nₕ the provider's cases in each (an item with no snippet labels counts as
 judge 0 with nothing to correct; "unclear" labels are excluded and counted). Since the judge is constant within a
-stratum, this is Σₕ (Nₕ/N)·p̂ₕ with p̂ₕ the human "true" share of the stratum's clear audited cases; a stratum with
-items but no clear label keeps the judge's value (counted in `corrected_unaudited_strata`). `judge_tpr` /
-`judge_tnr` are the judge's sensitivity and specificity against the human labels, weighted to the population the
-same way (a stratified sample's raw agreement over-weights the rare judge value); null while a non-empty stratum
-has no clear label.
+stratum, this is Σₕ (Nₕ/N)·p̂ₕ with p̂ₕ the human "true" share of the stratum's clear audited cases (PPI++ at any
+λ: the judge term cancels within a stratum). The correction refuses to guess (docs/concepts/paired-and-audits.md):
+while a stratum with items has fewer than `min_labels` clear labels (2 unless the audit design says otherwise),
+the corrected rate, its interval, `judge_tpr` / `judge_tnr` and the pair's corrected difference and p-value are
+null, and `corrected_missing_strata` names those strata (`corrected_unaudited_strata` counts the ones without any
+label). `judge_tpr` / `judge_tnr` are the judge's sensitivity and specificity against the human labels, weighted to
+the population the same way (a stratified sample's raw agreement over-weights the rare judge value).
 
 Intervals (`_ci`, 95 %), per replicate of the question bootstrap: N and the Nₕ are resampled with their questions
 (analytics._uncertainty.weight_chunks: the same draws as the report's other intervals, so a pair's difference is
@@ -24,7 +26,8 @@ posterior of the labels 88–96 %, this 93–100 % (k = 60 labels on 30 strongly
 own rate 0–92 %. Interval: the central share of the defined replicates at the expanded level of the report's other
 question bootstraps (analytics._uncertainty.expanded_level for the questions resampled: 96.2 % at n = 30; the plain
 95 % covered 91.0–91.9 % in `bench coverage`'s length-biased judge at n = 30); `_ci_undefined` counts replicates
-with a zero denominator. A pair "A|B" (names in code-point order) over the questions both ran:
+with a zero denominator. A pair "A|B" (names in code-point order) over the questions with valid items on both
+sides (the uncorrected difference's questions, so the corrected difference is the same estimand corrected):
 `surface_support_rate_corrected_diff` (A − B) and `_labels` ([A's, B's] clear supports_gold labels), its `_ci`, and
 `_p`, the two-sided bootstrap p-value 2·min(share ≤ 0, share ≥ 0) (one added to each count, never 0).
 """
@@ -54,6 +57,7 @@ LABELS: tuple[SnippetLabel, ...] = ("supports_gold", "contradicts_gold")
 RATE = {"supports_gold": "surface_support_rate", "contradicts_gold": "surface_contradiction_rate"}
 TPR = {"supports_gold": ("judge_tpr", "judge_tnr"), "contradicts_gold": ("judge_tpr_contradicts", "judge_tnr_contradicts")}
 METHOD = "stratified_difference_cp_ess"  # the interval method, for the report's `uncertainty.methods`
+MIN_LABELS = 2  # clear labels every stratum with cases needs before a corrected figure is given (audit.design)
 TEST = "bootstrap_two_sided"  # the pair difference's p-value: 2·min(share <= 0, share >= 0) of its replicates
 
 
@@ -137,29 +141,34 @@ def _tables(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]) -
     return out
 
 
-def _points(t: _Table) -> dict[str, Any]:
-    """Exact point estimates (Fractions) of one table; None where undefined."""
+def stratum_name(provider: str, label: str, judge_value: int | bool) -> str:
+    """A stratum as `audit agreement` and `corrected_missing_strata` name it: provider|snippet|label|judge value."""
+    return f"{provider}|snippet|{label}|{str(bool(judge_value)).lower()}"
+
+
+def _points(t: _Table, provider: str, min_labels: int) -> dict[str, Any]:
+    """Exact point estimates (Fractions) of one table; None where undefined, and None where a stratum with cases
+    has fewer than `min_labels` clear labels (named in `_missing_<label>`: the correction refuses to guess it)."""
     out: dict[str, Any] = {}
     valid = int(t.valid.sum())
     for li, label in enumerate(LABELS):
         big = [int(t.cases[:, li, v].sum()) for v in (0, 1)]
         n = [int(t.audited[:, li, v].sum()) for v in (0, 1)]
         s = [int(t.human[:, li, v].sum()) for v in (0, 1)]
-        # each stratum's human "true" share; an unaudited stratum keeps the judge's value v
-        p = [Fraction(s[v], n[v]) if n[v] else Fraction(v) for v in (0, 1)]
+        missing = [stratum_name(provider, label, v) for v in (0, 1) if big[v] and n[v] < min_labels]
+        p = [Fraction(s[v], n[v]) if n[v] else Fraction(v) for v in (0, 1)]  # each stratum's human "true" share
         rate = RATE[label]
         out[rate] = None if valid == 0 else Fraction(big[1], valid)
-        labelled = sum(n)
         out[f"{rate}_corrected"] = (
-            None if valid == 0 or labelled == 0 else Fraction(big[0] * p[0] + big[1] * p[1]) / valid
+            None if valid == 0 or missing or not sum(n) else Fraction(big[0] * p[0] + big[1] * p[1]) / valid
         )
-        out[f"{rate}_corrected_labels"] = labelled
-        complete = all(n[v] or not big[v] for v in (0, 1))
+        out[f"{rate}_corrected_labels"] = sum(n)
         tpr, tnr = TPR[label]
         pos, neg = big[1] * p[1] + big[0] * p[0], big[0] * (1 - p[0]) + big[1] * (1 - p[1])
-        out[tpr] = None if not complete or pos == 0 else big[1] * p[1] / pos
-        out[tnr] = None if not complete or neg == 0 else big[0] * (1 - p[0]) / neg
+        out[tpr] = None if missing or pos == 0 else big[1] * p[1] / pos
+        out[tnr] = None if missing or neg == 0 else big[0] * (1 - p[0]) / neg
         out[f"_unaudited_{label}"] = sum(1 for v in (0, 1) if big[v] and not n[v])
+        out[f"_missing_{label}"] = missing
     return out
 
 
@@ -199,7 +208,7 @@ def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[st
         p: list[Floats] = []
         for v in (0, 1):
             if not t.audited[:, li, v].any():
-                p.append(np.full(replicates, float(v)))  # unaudited: the judge's value, as in the point
+                p.append(np.full(replicates, float(v)))  # unaudited: the point is null (refused); a placeholder
                 continue
             s_eff, n_eff = _effective(t.audited[:, li, v], t.human[:, li, v])
             p.append(_share_draws(s_eff, n_eff, seeded_rng(seed, "correction", provider, label, str(v).lower()), replicates))
@@ -222,8 +231,8 @@ def _float(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
-def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int], *, replicates: int, seed: str
-               ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int], *, replicates: int, seed: str,
+               min_labels: int = MIN_LABELS) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(per provider keys, per pair "A|B" keys); valid[(provider, qid)] = the rate's denominator per question.
 
     `cases`: every snippet supports_gold / contradicts_gold case of the judge run's valid items, with the human value
@@ -234,7 +243,7 @@ def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]
     reps: dict[str, dict[str, Floats]] = {}
     for name in names:
         t = tables[name]
-        pts = _points(t)
+        pts = _points(t, name, min_labels)
         block: dict[str, Any] = {}
         for label in LABELS:
             rate = RATE[label]
@@ -246,6 +255,7 @@ def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]
         block["corrected_labels"] = sum(block[f"{RATE[label]}_corrected_labels"] for label in LABELS)
         block["corrected_unclear"] = sum(t.unclear.values())
         block["corrected_unaudited_strata"] = sum(pts[f"_unaudited_{label}"] for label in LABELS)
+        block["corrected_missing_strata"] = sorted(m for label in LABELS for m in pts[f"_missing_{label}"])
         if replicates > 0:
             reps[name] = r = _replicates(t, name, seed, replicates)
             for key, values in r.items():
@@ -255,13 +265,18 @@ def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int]
     pairs: dict[str, dict[str, Any]] = {}
     key = "surface_support_rate_corrected"
     for a, b in combinations(names, 2):
-        common = tuple(sorted(set(tables[a].qids) & set(tables[b].qids)))
+        # the questions with valid items on both sides: the uncorrected difference's (analytics.support_difference)
+        common = tuple(sorted(q for q in set(tables[a].qids) & set(tables[b].qids)
+                              if valid.get((a, q), 0) > 0 and valid.get((b, q), 0) > 0))
         ta = tables[a] if common == tables[a].qids else tables[a].subset(common)
         tb = tables[b] if common == tables[b].qids else tables[b].subset(common)
-        xa, xb = _points(ta)[key], _points(tb)[key]
+        pa, pb = _points(ta, a, min_labels), _points(tb, b, min_labels)
+        xa, xb = pa[key], pb[key]
         diff = None if xa is None or xb is None else float(xa - xb)
         out: dict[str, Any] = {f"{key}_diff_questions": len(common), f"{key}_diff": diff,
-                               f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())]}
+                               f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())],
+                               f"{key}_diff_missing_strata": sorted(pa["_missing_supports_gold"]
+                                                                    + pb["_missing_supports_gold"])}
         if replicates > 0:
             ra = reps[a][key] if ta is tables[a] else _replicates(ta, a, seed, replicates)[key]
             rb = reps[b][key] if tb is tables[b] else _replicates(tb, b, seed, replicates)[key]
@@ -302,6 +317,7 @@ class ReportCases(msgspec.Struct, kw_only=True):
     cases: list[JudgedCase]
     valid: dict[tuple[str, str], int]
     notes: list[str]
+    min_labels: int = MIN_LABELS  # the largest a recorded design asks for
 
 
 def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> ReportCases | None:
@@ -315,17 +331,19 @@ def report_cases(con: Cursor, run: str, rows: Sequence[TrajectoryStats]) -> Repo
     wanted = {k: v for k, v in _snippet_labels(con, run).items() if k[0] in tids}
     if not wanted:
         return None
-    wanted, notes = _drawn(con, run, wanted)
+    designs = _designs(con, run)
+    wanted, notes = _drawn(designs, run, wanted)
     valid: dict[tuple[str, str], int] = defaultdict(int)
     for r in rows:
         valid[(r.arm, r.qid)] += r.valid
-    return ReportCases(cases=_cases(con, run, wanted), valid=dict(valid), notes=notes)
+    return ReportCases(cases=_cases(con, run, wanted), valid=dict(valid), notes=notes,
+                       min_labels=max((d.min_labels for d in designs), default=MIN_LABELS))
 
 
 def labelled_cases(con: Cursor, run: str) -> list[JudgedCase]:
     """The cases of `run` the report's correction counts a human label of (`counted_in`), with their trajectory and
     URL: what its label counts are made of (inside analytics._sources.reading and _rules.only_runs, as the report)."""
-    wanted, _ = _drawn(con, run, _snippet_labels(con, run))
+    wanted, _ = _drawn(_designs(con, run), run, _snippet_labels(con, run))
     return [c for c in _cases(con, run, wanted) if counted_in(c)] if wanted else []
 
 
@@ -339,13 +357,17 @@ def _snippet_labels(con: Cursor, run: str) -> dict[Key, bool | Literal["unclear"
             if a.surface == "snippet" and a.label in LABELS}
 
 
-def _drawn(con: Cursor, run: str, wanted: dict[Key, bool | Literal["unclear"]]
-           ) -> tuple[dict[Key, bool | Literal["unclear"]], list[str]]:
-    """The labels the correction may use (those a recorded audit design drew, when the run has one) and the notes."""
-    designs = [d for (payload,) in con.execute(
+def _designs(con: Cursor, run: str) -> list[AuditDesign]:
+    """The recorded audit designs of judge run `run`, in log order."""
+    return [d for (payload,) in con.execute(
         "SELECT payload FROM events WHERE type = 'audit.design' "
         "AND json_extract_string(payload, '$.judge_run_id') = ? ORDER BY position", [run]).fetchall()
         if isinstance(d := decode_payload(payload), AuditDesign)]
+
+
+def _drawn(designs: Sequence[AuditDesign], run: str, wanted: dict[Key, bool | Literal["unclear"]]
+           ) -> tuple[dict[Key, bool | Literal["unclear"]], list[str]]:
+    """The labels the correction may use (those a recorded audit design drew, when the run has one) and the notes."""
     notes: list[str] = []
     if designs:
         drawn = {(c.trajectory_id, c.url_normalized, c.label) for d in designs for c in d.cases

@@ -80,6 +80,17 @@ def providers(source: HasCursor) -> dict[str, str]:
     return {str(t): str(p) for t, p in rows}
 
 
+def trajectory_qids(source: HasCursor) -> dict[str, str]:
+    """trajectory_id -> qid of every current trajectory (an audit plan clusters its cases by question)."""
+    cur = source.cursor()
+    try:
+        with sources.reading(cur, writable=False):
+            rows = cur.execute(f"WITH {TRAJECTORIES_CTE} SELECT trajectory_id, qid FROM tr").fetchall()
+    finally:
+        cur.close()
+    return {str(t): str(q) for t, q in rows}
+
+
 def verdicts(
     source: HasCursor, judge_run_id: str, only: Collection[str] | None = None
 ) -> dict[tuple[str, str], JudgeVerdict]:

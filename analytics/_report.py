@@ -202,7 +202,8 @@ def build_report(
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
                                          methods=methods(per_arm, paired))
     if labelled is not None:  # docs/concepts/statistics.md: the judge's rates corrected by the human audit labels
-        fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed)
+        fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed,
+                                        min_labels=labelled.min_labels)
         for name, extra in fixed.items():
             for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value
                 blocks[name].setdefault(k, v)

@@ -116,7 +116,8 @@ def p_value(p: Any) -> str:
     return "–" if p is None else f"{p:.3g}"
 
 
-TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)"}
+TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)",
+         "mover_inverted": "score (inverted)"}
 
 
 def is_cost(key: str) -> bool:
@@ -243,11 +244,15 @@ def corrected_table(report: Report, console: Console) -> None:
         if any(f"{key}_ci" in providers[n] for n in names):
             ct.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in names), style="dim")
     console.print(ct)
+    for n in names:  # a corrected figure refused: say which strata lack labels (docs/concepts/paired-and-audits.md)
+        if missing := providers[n].get("corrected_missing_strata"):
+            console.print(f"{n}: not corrected where a stratum has too few clear labels: {', '.join(missing)}")
     comp = report.paired or {}
     pairs = [p for p in sorted(comp) if "surface_support_rate_corrected_diff" in comp[p]]
     if not pairs:
         return
-    pt = Table(title="corrected surface support, A − B over the n questions both ran", title_justify="left")
+    pt = Table(title="corrected surface support, A − B over the n questions with valid items on both sides",
+               title_justify="left")
     for col in ("pair", "n", "human labels A / B", "Δ corrected", "95% interval", "p (bootstrap)"):
         pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
     for pair in pairs:

@@ -34,13 +34,14 @@ cannot cover): mean per trajectory (bootstrap, 97.5 %) over the correct-per-traj
 interval, 97.5 %), ends divided crosswise — Bonferroni, so ≥ 95 % whatever their dependence; an upper end
 over a lower share of 0 is unbounded (null).
 
-Pairs "A|B": `accuracy_diff` is the mean over the questions both ran with an audited answer on both sides of
-āᵢ − b̄ᵢ (each side's mean over its audited epochs), `surface_support_rate_diff` the mean of per-question rate
-differences over the questions with valid items on both sides; each with the paired bootstrap of that same mean
-(the questions both ran are drawn, once for both sides: a replicate's mean is over its drawn questions that have
-the difference, `<metric>_diff_ci_undefined` counts replicates with none) and a p-value: McNemar exact for
-accuracy with one audited epoch per question on both sides, else the exact sign-flip test by dynamic programming
-(`sign_flip`).
+Pairs "A|B" (docs/concepts/paired-and-audits.md): `accuracy_diff` is the mean over the questions both ran with an
+audited answer on both sides of āᵢ − b̄ᵢ (each side's mean over its audited epochs), with Tango's score interval at
+the effective sample size (`paired_accuracy_interval`: never [0, 0], also without a discordant pair) and a p-value:
+McNemar exact with one audited epoch per question on both sides, else the exact sign-flip test by dynamic
+programming (`sign_flip`). `surface_support_rate_diff` is R_A − R_B, the difference of the two ratio estimates
+Σy/Σm over the questions with valid items on both sides (what a reader gets by subtracting the printed rates), with
+Newcombe's hybrid interval from each side's clustered interval and the p-value that inverts it
+(`support_difference`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, paired_qids
+from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, epoch_spread, paired_qids
 
 Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
@@ -104,14 +105,16 @@ BOOTSTRAPPED = tuple(k for k in RATIOS if k not in PROPORTIONS and k not in RATI
 PER_CORRECT = ("tokens_per_correct", "usd_per_correct")
 
 PROPORTION_METHOD = "wilson_ess_cc"
+EPOCH_SD_METHOD = "chi_square_epochs"
 CLUSTERED_METHOD = "wilson_ess_cc+beta_binomial_profile_lr"
 METHODS: dict[str, str] = {
     **{f"{k}_ci": CLUSTERED_METHOD if k in CLUSTERED else PROPORTION_METHOD for k in PROPORTIONS},
     "accuracy_wilson": PROPORTION_METHOD,
+    "accuracy_epoch_sd_ci": EPOCH_SD_METHOD,
     **{f"{k}_ci": "bootstrap_expanded_percentile" for k in BOOTSTRAPPED},
     **{f"{k}_ci": "ratio_bonferroni" for k in (*PER_CORRECT, *RATIO_OF_PROPORTIONS)},
-    "accuracy_diff_ci": "paired_bootstrap_expanded_percentile",
-    "surface_support_rate_diff_ci": "paired_bootstrap_expanded_percentile",
+    "accuracy_diff_ci": "tango_score_ess",
+    "surface_support_rate_diff_ci": "mover_clustered",
     "p_holm": "holm",
     "surface_support_rate_diff_p_holm": "holm",
 }
@@ -313,7 +316,8 @@ def effective_n(y: Sequence[int | Fraction], m: Sequence[int]) -> Fraction | Non
 
 def score_interval(p: float, n: float, z: float = Z95, corrected: bool = True) -> list[float]:
     """Wilson score interval for proportion `p` at sample size `n` > 0, continuity-corrected (Newcombe 1998,
-    method 4) unless `corrected` is False; exact at the edges (p = 0: lo = 0; p = 1: hi = 1)."""
+    method 4) unless `corrected` is False; exact at the edges (p = 0: lo = 0; p = 1: hi = 1; corrected, p·n <= ½:
+    lo = 0 and (1 − p)·n <= ½: hi = 1, where the shifted score test no longer rejects the edge)."""
     z2 = z * z
     if corrected:
         lo = (2 * n * p + z2 - 1 - z * math.sqrt(max(0.0, z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z2))
@@ -322,6 +326,8 @@ def score_interval(p: float, n: float, z: float = Z95, corrected: bool = True) -
         centre = (p + z2 / (2 * n)) / (1 + z2 / n)
         half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
         lo, hi = centre - half, centre + half
+    if corrected:  # the corrected score test's |p̂ − π| − 1/(2n) <= 0 reaches the edge: the interval ends there
+        lo, hi = (0.0 if p * n <= 0.5 else lo), (1.0 if (1 - p) * n <= 0.5 else hi)
     return [0.0 if p == 0 else min(p, max(0.0, lo)), 1.0 if p == 1 else max(p, min(1.0, hi))]
 
 
@@ -458,6 +464,163 @@ def clustered_interval(y: Sequence[int], m: Sequence[int], distinct: tuple[Seque
     return [min(ci[0], lo), max(ci[1], hi)], n_eff
 
 
+def tango_interval(b: float, c: float, n: float, z: float = Z95) -> list[float]:
+    """Tango's (1998) score interval for a paired difference of proportions Δ = (b − c)/n: b pairs right on A only,
+    c on B only, of n. The Δ with |b − c − nΔ| <= z·sqrt(n(2q̃ + Δ(1 − Δ))), q̃ the restricted maximum-likelihood
+    estimate of P(B only) given Δ: the root of 2n·q² + W·q − cΔ(1 − Δ) = 0, W = −b − c + (2n − b + c)Δ. Never
+    collapses: with b = c = 0 it is ±z²/(n + z²). Real-valued counts are allowed (see `paired_accuracy_interval`)."""
+    if n <= 0:
+        return [-1.0, 1.0]
+    point = (b - c) / n
+
+    def parts(d: float) -> tuple[float, float]:
+        """(b − c − nΔ, its standard deviation under Δ): the statistic is their ratio, falling as Δ grows."""
+        w = -b - c + (2 * n - b + c) * d
+        q = (math.sqrt(max(0.0, w * w + 8 * n * c * d * (1 - d))) - w) / (4 * n)
+        return b - c - n * d, math.sqrt(max(0.0, n * (2 * q + d * (1 - d))))
+
+    def beyond(d: float, sign: int) -> bool:
+        """Whether the statistic at Δ = d passes sign·z (d below the lower end: +1; above the upper end: −1)."""
+        num, sd = parts(d)
+        return num > z * sd if sign > 0 else num < -z * sd
+
+    def end(lo: float, hi: float, sign: int) -> float:
+        """Bisection for the crossing of sign·z between lo and hi."""
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if beyond(mid, sign) == (sign > 0):
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 4e-16:
+                break
+        return (lo + hi) / 2
+
+    lower = end(-1.0, point, 1) if beyond(-1.0, 1) else -1.0
+    upper = end(point, 1.0, -1) if beyond(1.0, -1) else 1.0
+    return [min(point, lower), max(point, upper)]
+
+
+def paired_accuracy_interval(diffs: Sequence[Fraction], epochs: Sequence[int], z: float = Z95
+                             ) -> tuple[list[float] | None, Fraction | None]:
+    """(interval, n_eff) of the mean of per-question differences dᵢ = āᵢ − b̄ᵢ ∈ [−1, 1] (each side's mean over its
+    audited epochs): Tango's interval at the effective sample size, as `effective_n` does for one proportion.
+
+    b = Σ max(dᵢ, 0), c = Σ max(−dᵢ, 0) over the n questions (the discordant pairs when each side has one epoch);
+    the model's variance of one question's difference at Δ̂ = (b − c)/n is σ² = (b + c)/n − Δ̂², the observed one of
+    the mean v̂ = Σ(dᵢ − Δ̂)²/(n(n − 1)), so n_eff = σ²/v̂ (n − 1 with one epoch a side; more where epochs
+    average out), capped at Σ `epochs` (each question's fewer epochs), n when v̂ = 0 or n = 1; Tango's interval of
+    (b·n_eff/n, c·n_eff/n, n_eff)."""
+    n = len(diffs)
+    if n == 0:
+        return None, None
+    b = sum((d for d in diffs if d > 0), Fraction(0))
+    c = -sum((d for d in diffs if d < 0), Fraction(0))
+    point = (b - c) / n
+    spread = sum(((d - point) ** 2 for d in diffs), Fraction(0))
+    sigma2 = (b + c) / n - point * point
+    n_eff = Fraction(n) if spread == 0 or n == 1 or sigma2 == 0 else min(
+        sigma2 * n * (n - 1) / spread, Fraction(sum(epochs)))
+    scale = n_eff / n
+    return tango_interval(float(b * scale), float(c * scale), float(n_eff), z), n_eff
+
+
+def mover_difference(point_a: float, ci_a: Sequence[float], point_b: float, ci_b: Sequence[float], rho: float
+                     ) -> list[float]:
+    """Newcombe's hybrid (MOVER, Zou & Donner 2008) interval of A − B from each side's own interval and the
+    correlation ρ of the two estimates: lower = Δ − √((A − l_A)² − 2ρ(A − l_A)(u_B − B) + (u_B − B)²), upper
+    likewise with the other ends; within [−1, 1]."""
+    la, ua = point_a - ci_a[0], ci_a[1] - point_a
+    lb, ub = point_b - ci_b[0], ci_b[1] - point_b
+    d = point_a - point_b
+    lower = d - math.sqrt(max(0.0, la * la - 2 * rho * la * ub + ub * ub))
+    upper = d + math.sqrt(max(0.0, ua * ua - 2 * rho * ua * lb + lb * lb))
+    return [max(-1.0, lower), min(1.0, upper)]
+
+
+def _normal_p(z: float) -> float:
+    """Two-sided normal p-value of |z|."""
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def _gamma_p(a: float, x: float) -> float:
+    """The regularised lower incomplete gamma P(a, x): its series below a + 1, else 1 − the continued fraction
+    (Numerical Recipes 6.2), to double precision."""
+    if x <= 0:
+        return 0.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1 / a
+        ap = a
+        for _ in range(1000):
+            ap += 1
+            term *= x / ap
+            total += term
+            if abs(term) < abs(total) * 1e-17:
+                break
+        return total * math.exp(log_front)
+    b, c, d = x + 1 - a, 1e300, 1 / (x + 1 - a)
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = 1e-300 if abs(d) < 1e-300 else d
+        c = b + an / c
+        c = 1e-300 if abs(c) < 1e-300 else c
+        d = 1 / d
+        h *= d * c
+        if abs(d * c - 1) < 1e-17:
+            break
+    return 1 - math.exp(log_front) * h
+
+
+def chi2_quantile(p: float, df: int) -> float:
+    """The chi-square quantile: the x with P(df/2, x/2) = p, by bisection."""
+    lo, hi = 0.0, max(1.0, df + 20 * math.sqrt(2 * df) + 50)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _gamma_p(df / 2, mid / 2) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def epoch_sd_interval(sd: float | None, epochs: int, questions: int = 0, split: int = 0, level: float = LEVEL
+                      ) -> tuple[list[float] | None, str | None]:
+    """(interval, reason when null) of `accuracy_epoch_sd` over k = `epochs` epochs of `questions` questions:
+    given the questions, the per-epoch accuracies are independent means of many answers (near normal), so
+    (k − 1)s²/σ² ~ χ²(k − 1) and σ ∈ [s·√((k − 1)/χ²_{1−α/2}), s·√((k − 1)/χ²_{α/2})].
+
+    Where s = 0 and no question's epochs disagree (`split` = 0, a deterministic agent), that would be the point 0;
+    instead [0, √(π_U/(2n))]: σ² = Σaᵢ(1 − aᵢ)/n², a question with chance aᵢ splits its k epochs with chance
+    ≥ 2aᵢ(1 − aᵢ), and none of n splitting bounds their mean chance by π_U = 1 − α^(1/n) (one-sided: the lower end
+    0 is certain). Null with the reason where s is null, or s = 0 with split questions."""
+    if sd is None:
+        return None, "no question has an audited answer in every epoch"
+    if sd == 0:
+        if split or not questions:
+            return None, "every epoch has the same accuracy although questions split: no interval is given"
+        bound = 1 - (1 - level) ** (1 / questions)
+        return [0.0, math.sqrt(bound / (2 * questions))], None
+    alpha = 1 - level
+    df = epochs - 1
+    return [sd * math.sqrt(df / chi2_quantile(1 - alpha / 2, df)), sd * math.sqrt(df / chi2_quantile(alpha / 2, df))], None
+
+
+def _split_questions(rows: Sequence[TrajectoryStats]) -> int:
+    """Questions audited in every epoch whose epochs' accuracies are not all equal."""
+    epochs = {r.epoch for r in rows}
+    cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for r in rows:
+        if r.semantic_match is not None:
+            cells[r.qid][r.epoch][0] += 1
+            cells[r.qid][r.epoch][1] += bool(r.semantic_match)
+    return sum(1 for per in cells.values() if len(per) == len(epochs)
+               and len({Fraction(c, a) for a, c in per.values()}) > 1)
+
+
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value: binomial(p = 1/2) on the discordant pairs; 1 when there are none."""
     n = a_only + b_only
@@ -542,11 +705,13 @@ class _Pair:
                      for q, u in zip(self.qids, self.used, strict=True)]
         self.n = len(self.counts)
 
-    def job(self) -> Job:
-        """The replicate sums it needs: how many used questions were drawn (exact) and the differences' sum."""
-        used = np.array(self.used, dtype=np.float64).reshape(len(self.qids), 1)
-        values = np.array([x / self.scale for x in self.nums], dtype=np.float64).reshape(len(self.qids), 1)
-        return Job(self.qids, used, values)
+    def differences(self) -> list[Fraction]:
+        """The per-question differences of the used questions, exact."""
+        return [Fraction(x, self.scale) for x, u in zip(self.nums, self.used, strict=True) if u]
+
+    def paired(self) -> tuple[str, ...]:
+        """The used questions."""
+        return tuple(q for q, u in zip(self.qids, self.used, strict=True) if u)
 
     def mean(self) -> float | None:
         return float(Fraction(sum(self.nums), self.scale * self.n)) if self.n else None
@@ -560,6 +725,62 @@ def _accuracy_test(pair: _Pair) -> dict[str, Any]:
                 "discordant": {"a_only_correct": a_only, "b_only_correct": b_only}}
     p, method = sign_flip_scaled(pair.nums)
     return {"accuracy_diff_p": p, "accuracy_test": method}
+
+
+SUPPORT_DIFF_TEST = "mover_inverted"  # the p-value of the support-rate difference: where its own interval reaches 0
+
+
+def support_difference(ta: QuestionTable, tb: QuestionTable, qids: Sequence[str], z: float = Z95) -> dict[str, Any]:
+    """`surface_support_rate_diff` and its interval and p-value: over the questions with valid items on both sides
+    (`qids`), R_A − R_B with R = Σyᵢ/Σmᵢ, the difference of the two ratio estimates a reader gets by subtracting the
+    rates over those questions. Interval: Newcombe's hybrid (`mover_difference`) of each side's own clustered
+    interval over those questions (`clustered_interval`) with ρ, the correlation of the two ratios' linearised
+    question totals eᵢ = yᵢ − R·mᵢ (the delta method's), shrunk by (n − 1)/n so that identical sides still
+    leave an interval. p-value: the two-sided level at which that interval's end reaches 0 (so p <= 0.05 exactly
+    when the 95 % interval excludes 0)."""
+    if not qids:
+        return {"surface_support_rate_diff": None, "surface_support_rate_diff_ci": None,
+                "surface_support_rate_diff_p": None, "surface_support_rate_test": None}
+    sides = []
+    for t in (ta, tb):
+        where = {q: i for i, q in enumerate(t.qids)}
+        idx = [where[q] for q in qids]
+        y, m = t.column("supported"), t.column("valid")
+        dy, dm = t.distinct["surface_support_rate"]
+        ys, ms = [y[i] for i in idx], [m[i] for i in idx]
+        ratio = Fraction(sum(ys), sum(ms))
+        sides.append((ys, ms, ([dy[i] for i in idx], [dm[i] for i in idx]), ratio,
+                      [yi - ratio * mi for yi, mi in zip(ys, ms, strict=True)]))
+    (ya, ma, da, ra, ea), (yb, mb, db, rb, eb) = sides
+    n = len(qids)
+    den = sum(e * e for e in ea) * sum(e * e for e in eb)
+    rho = 0.0 if den == 0 else float(sum(x * y for x, y in zip(ea, eb, strict=True))) / math.sqrt(float(den))
+    rho *= (n - 1) / n
+    diff = float(ra - rb)
+
+    def interval(level_z: float) -> list[float]:
+        ca, _ = clustered_interval(ya, ma, da, level_z)
+        cb, _ = clustered_interval(yb, mb, db, level_z)
+        assert ca is not None and cb is not None  # Σm > 0 on both sides of a paired question
+        return mover_difference(float(ra), ca, float(rb), cb, rho)
+
+    ci = interval(z)
+    if diff == 0:
+        p = 1.0
+    else:  # the z at which the end towards 0 reaches it: bisection on z (the interval grows with z)
+        side = 0 if diff > 0 else 1
+        lo, hi = 0.0, 2 * z
+        while (interval(hi)[side] > 0) == (diff > 0) and hi < 40:
+            lo, hi = hi, 2 * hi
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if (interval(mid)[side] > 0) == (diff > 0):
+                lo = mid
+            else:
+                hi = mid
+        p = _normal_p((lo + hi) / 2)
+    return {"surface_support_rate_diff": diff, "surface_support_rate_diff_ci": ci,
+            "surface_support_rate_diff_p": p, "surface_support_rate_test": SUPPORT_DIFF_TEST}
 
 
 def uncertainty(
@@ -580,12 +801,9 @@ def uncertainty(
         spent = np.array([float(cost.get(q, 0)) for q in t.qids], dtype=np.float64) if cost is not None else None
         floats = np.stack([t.f1] + ([] if spent is None else [spent]), axis=1)
         jobs.append(Job(t.qids, t.ints, floats))
-    pairs_of: dict[tuple[str, str], tuple[_Pair, _Pair]] = {}
-    for a, b in combinations(names, 2):
-        by_answer = _Pair(tables[a], tables[b], "correct", "audited")
-        by_item = _Pair(tables[a], tables[b], "supported", "valid")
-        pairs_of[(a, b)] = (by_answer, by_item)
-        jobs += [by_answer.job(), by_item.job()]
+    pairs_of: dict[tuple[str, str], tuple[_Pair, _Pair]] = {
+        (a, b): (_Pair(tables[a], tables[b], "correct", "audited"), _Pair(tables[a], tables[b], "supported", "valid"))
+        for a, b in combinations(names, 2)}
     sums = replicate_sums(seed, replicates, jobs)
     providers: dict[str, dict[str, Any]] = {}
     for i, n in enumerate(names):
@@ -601,6 +819,13 @@ def uncertainty(
             block[f"{key}_ci"] = ci
             block[f"{key}_n_eff"] = None if n_eff is None else float(n_eff)
         block["accuracy_wilson"] = block["accuracy_ci"]
+        spread = epoch_spread(by_provider[n])
+        if spread:  # k >= 2 epochs
+            block["accuracy_epoch_sd_ci"], reason = epoch_sd_interval(
+                spread["accuracy_epoch_sd"], len({r.epoch for r in by_provider[n]}),
+                spread["accuracy_epoch_sd_questions"], _split_questions(by_provider[n]))
+            if reason is not None:
+                block["accuracy_epoch_sd_ci_reason"] = reason
         for key in BOOTSTRAPPED:
             num, den = RATIOS[key]
             d = ints[:, _COL[den]]
@@ -615,26 +840,16 @@ def uncertainty(
             block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_replicate, ints)
         providers[n] = block
     pairs: dict[str, dict[str, Any]] = {}
-    for j, ((a, b), (acc, ssr)) in enumerate(pairs_of.items()):
-        key = f"{a}|{b}"
+    for (a, b), (acc, ssr) in pairs_of.items():
         out: dict[str, Any] = {"paired_questions": acc.n, "surface_support_rate_paired_questions": ssr.n}
-        for metric, paired, (drawn, summed) in (("accuracy", acc, sums[len(names) + 2 * j]),
-                                                ("surface_support_rate", ssr, sums[len(names) + 2 * j + 1])):
-            mean = paired.mean()
-            out[f"{metric}_diff"] = mean
-            out[f"{metric}_diff_ci"] = (None if mean is None else
-                                        percentile_interval(_divide(summed[:, 0], drawn[:, 0]), units=paired.n))
-            out[f"{metric}_diff_ci_undefined"] = int(np.count_nonzero(drawn[:, 0] == 0))
-        if out["accuracy_diff"] is None:
-            out.update({"accuracy_diff_p": None, "accuracy_test": None})
-        else:
-            out.update(_accuracy_test(acc))
-        if out["surface_support_rate_diff"] is None:
-            out.update({"surface_support_rate_diff_p": None, "surface_support_rate_test": None})
-        else:
-            p_value, method = sign_flip_scaled(ssr.nums)
-            out.update({"surface_support_rate_diff_p": p_value, "surface_support_rate_test": method})
-        pairs[key] = out
+        diffs = acc.differences()
+        out["accuracy_diff"] = acc.mean()
+        out["accuracy_diff_ci"], n_eff = paired_accuracy_interval(diffs, [min(c) for c in acc.counts])
+        out["accuracy_diff_n_eff"] = None if n_eff is None else float(n_eff)
+        out.update({"accuracy_diff_p": None, "accuracy_test": None} if out["accuracy_diff"] is None
+                   else _accuracy_test(acc))
+        out.update(support_difference(tables[a], tables[b], ssr.paired()))
+        pairs[f"{a}|{b}"] = out
     if len(pairs) > 1:
         for metric, holm_key in (("accuracy_diff_p", "p_holm"), ("surface_support_rate_diff_p",
                                                                   "surface_support_rate_diff_p_holm")):

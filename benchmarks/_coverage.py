@@ -70,17 +70,25 @@ SURFACE_CHARS = {"long": (600.0, 1400.0), "short": (100.0, 300.0)}
 AUDIT_PER_STRATUM = 40
 
 Ints = npt.NDArray[np.int64]
-Kind = Literal["single", "null", "judge"]
+Kind = Literal["single", "null", "judge", "pair"]
+RANKS = {"long": 3, "short": 10}  # rank-biased judge: a provider's results sit at ranks 1..R
 
 
-def fpr(chars: float) -> float:
+def fpr(chars: Any) -> Any:
     """The judge's false-positive rate for supports_gold on a surface of `chars` characters."""
     return 0.02 + 0.1 * chars / 1000
 
 
-def mean_fpr(provider: str) -> float:
+def rank_fpr(rank: npt.NDArray[np.int64] | int) -> Any:
+    """The rank-biased judge's false-positive rate for supports_gold at result rank `rank` (1 = top)."""
+    return 0.02 + 0.2 / rank
+
+
+def mean_fpr(provider: str, bias: str = "length") -> float:
+    if bias == "rank":
+        return float(np.mean([rank_fpr(r) for r in range(1, RANKS[provider] + 1)]))
     lo, hi = SURFACE_CHARS[provider]
-    return fpr((lo + hi) / 2)  # fpr is linear in the length, so its mean is at the mean length
+    return float(fpr((lo + hi) / 2))  # fpr is linear in the length, so its mean is at the mean length
 
 
 class Scenario(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +100,12 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     agent: str = "stochastic"  # "deterministic" | "stochastic" (k = 1: the two are the same model)
     p: float = NULL_P
     design: str = ""
+    q: float = NULL_P  # pair: arm b's truth (arm a's is p)
+    coupling: str = ""  # pair: "independent" (each arm its own question parameters) | "shared" (one uniform per
+    # question decides both deterministic arms' answers: discordance only where the truths differ)
+    audit: int = AUDIT_PER_STRATUM  # judge: labels drawn per stratum
+    audit_strata: str = "all"  # judge: "all" | "true-only" (only judge-true cases audited)
+    bias: str = "length"  # judge: its false positives grow with surface "length" or with a high "rank"
 
     @property
     def name(self) -> str:
@@ -99,8 +113,12 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
             agent = "" if self.k == 1 else f" {self.agent[:5]}"
             return f"n{self.n} k{self.k}{agent} p{self.p:g}"
         if self.kind == "null":
-            return f"null n{self.n} {self.design}"
-        return f"judge n{self.n}"
+            return f"null n{self.n} {self.design}" + ("" if self.p == NULL_P else f" p{self.p:g}")
+        if self.kind == "pair":
+            return f"pair n{self.n} k{self.k} {self.p:g}-{self.q:g} {self.coupling}"
+        extra = "" if self.audit == AUDIT_PER_STRATUM else f" audit{self.audit}"
+        extra += "" if self.audit_strata == "all" else f" {self.audit_strata}"
+        return f"judge n{self.n}{extra}" + ("" if self.bias == "length" else f" {self.bias}-biased")
 
 
 class Figure(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,7 +128,7 @@ class Figure(msgspec.Struct, frozen=True, kw_only=True):
     where: str
     key: str
     truth: float
-    kind: Literal["proportion", "other", "diff", "test", "point"]
+    kind: Literal["proportion", "other", "diff", "test", "point", "refused"]  # refused: must be null in every store
     target: bool = True  # False: shown for comparison only (the uncorrected judge rate is expected to fail)
 
 
@@ -122,7 +140,16 @@ def scenarios(p_grid: Sequence[float]) -> list[Scenario]:
     for n in (30, 100):
         out += [Scenario(kind="null", n=n, k=k, design=d) for d, k in
                 (("k1", 1), ("k3", 3), ("unbalanced", 3), ("k1-partial-audit", 1))]
+    for n in (30, 100):  # the paired support difference where a few questions carry the support
+        out.append(Scenario(kind="null", n=n, k=3, design="k3", p=0.02))
+    for n in (30, 100):  # paired accuracy near the edges and without discordance
+        out += [Scenario(kind="pair", n=n, k=1, p=a, q=b, coupling=c) for a, b in ((0.06, 0.02), (0.98, 0.94))
+                for c in ("independent", "shared")]
+        out += [Scenario(kind="pair", n=n, k=1, p=0.5, q=0.5, coupling="shared"),
+                Scenario(kind="pair", n=n, k=3, p=0.06, q=0.02, coupling="independent")]
     out += [Scenario(kind="judge", n=n) for n in (30, 100)]
+    out += [Scenario(kind="judge", n=100, audit=2), Scenario(kind="judge", n=100, audit=1),
+            Scenario(kind="judge", n=100, audit_strata="true-only"), Scenario(kind="judge", n=100, bias="rank")]
     return out
 
 
@@ -139,6 +166,11 @@ def figures(s: Scenario) -> list[Figure]:
                   "tokens_per_correct_ci": (INPUT + OUTPUT) / p}
         return ([Figure(label=k, where="a", key=k, truth=v, kind="proportion") for k, v in props.items()]
                 + [Figure(label=k, where="a", key=k, truth=v, kind="other") for k, v in others.items()])
+    if s.kind == "pair":
+        return [Figure(label=f"{m}_diff", where="a|b", key=f"{m}_diff", truth=s.p - s.q, kind="point")
+                for m in ("accuracy", "surface_support_rate")] + [
+            Figure(label=f"{m}_diff_ci", where="a|b", key=f"{m}_diff_ci", truth=s.p - s.q, kind="diff")
+            for m in ("accuracy", "surface_support_rate")]
     if s.kind == "null":
         return [Figure(label=f"{m}_diff", where="a|b", key=f"{m}_diff", truth=0.0, kind="point")
                 for m in ("accuracy", "surface_support_rate")] + [
@@ -147,8 +179,9 @@ def figures(s: Scenario) -> list[Figure]:
             Figure(label=f"{m}_diff_p", where="a|b", key=f"{m}_diff_p", truth=0.0, kind="test")
             for m in ("accuracy", "surface_support_rate")]
     out: list[Figure] = []
+    refused = s.audit < 2 or s.audit_strata != "all"  # a stratum below the correction's minimum of 2 labels
     for prov in ("long", "short"):
-        judge_rate = SIGMA * TPR + (1 - SIGMA) * mean_fpr(prov)
+        judge_rate = SIGMA * TPR + (1 - SIGMA) * mean_fpr(prov, s.bias)
         out += [
             Figure(label=f"{prov} uncorrected surface_support_rate_ci", where=prov, key="surface_support_rate_ci",
                    truth=SIGMA, kind="proportion", target=False),
@@ -161,8 +194,8 @@ def figures(s: Scenario) -> list[Figure]:
             Figure(label=f"{prov} surface_contradiction_rate_corrected_ci", where=f"{prov}~c",
                    key="surface_contradiction_rate_corrected_ci", truth=(1 - SIGMA) * CONTRA, kind="other"),
             Figure(label=f"{prov} judge_tpr_ci", where=f"{prov}~c", key="judge_tpr_ci", truth=TPR, kind="other"),
-            Figure(label=f"{prov} judge_tnr_ci", where=f"{prov}~c", key="judge_tnr_ci", truth=1 - mean_fpr(prov),
-                   kind="other"),
+            Figure(label=f"{prov} judge_tnr_ci", where=f"{prov}~c", key="judge_tnr_ci",
+                   truth=1 - mean_fpr(prov, s.bias), kind="other"),
             Figure(label=f"{prov} judge_tpr_contradicts_ci", where=f"{prov}~c", key="judge_tpr_contradicts_ci",
                    truth=TPR_C, kind="other"),
             Figure(label=f"{prov} judge_tnr_contradicts_ci", where=f"{prov}~c", key="judge_tnr_contradicts_ci",
@@ -178,6 +211,9 @@ def figures(s: Scenario) -> list[Figure]:
         Figure(label="surface_support_rate_corrected_diff_p", where="long|short~c",
                key="surface_support_rate_corrected_diff_p", truth=0.0, kind="test"),
     ]
+    if refused:  # every corrected figure must be null: no guess for a stratum without its labels
+        out = [f if not f.where.endswith("~c")
+               else Figure(label=f.label, where=f.where, key=f.key, truth=f.truth, kind="refused") for f in out]
     return out
 
 
@@ -284,6 +320,21 @@ def null_store(s: Scenario, rng: np.random.Generator) -> dict[str, list[Any]]:
             "b": arm(rng, "b", qids, params, kb, audit_share=share)}
 
 
+def pair_store(s: Scenario, rng: np.random.Generator) -> dict[str, list[Any]]:
+    """Two arms with truths p (a) and q (b) on the same questions (see `Scenario.coupling`)."""
+    qids = qid_list(s.n)
+    epochs = np.full(s.n, s.k, np.int64)
+    if s.coupling == "shared":
+        u = rng.random(s.n)
+        pa = question_params(rng, s.n, s.p, deterministic=True)
+        pb = dict(pa) if s.p == s.q else question_params(rng, s.n, s.q, deterministic=True)
+        pa["a"], pb["a"] = (u < s.p).astype(np.float64), (u < s.q).astype(np.float64)
+        return {"a": arm(rng, "a", qids, pa, epochs, deterministic=True),
+                "b": arm(rng, "b", qids, pb, epochs, deterministic=True)}
+    return {"a": arm(rng, "a", qids, question_params(rng, s.n, s.p, deterministic=False), epochs),
+            "b": arm(rng, "b", qids, question_params(rng, s.n, s.q, deterministic=False), epochs)}
+
+
 def judge_store(s: Scenario, rng: np.random.Generator) -> tuple[dict[str, list[Any]], list[tuple[Any, ...]],
                                                                   dict[tuple[str, str], int]]:
     """Rows counting the judge's labels, every item's (provider, qid, label, judge, truth, audited) and the
@@ -302,8 +353,11 @@ def judge_store(s: Scenario, rng: np.random.Generator) -> tuple[dict[str, list[A
         t = len(qi)
         true_s = rng.random(t) < sup_rate[qi]
         true_c = ~true_s & (rng.random(t) < CONTRA)
-        chars = rng.uniform(lo, hi, t)
-        judge_s = np.where(true_s, rng.random(t) < TPR, rng.random(t) < 0.02 + 0.1 * chars / 1000)
+        if s.bias == "rank":
+            false_pos = rank_fpr(rng.integers(1, RANKS[prov] + 1, t))
+        else:
+            false_pos = fpr(rng.uniform(lo, hi, t))
+        judge_s = np.where(true_s, rng.random(t) < TPR, rng.random(t) < false_pos)
         judge_c = np.where(true_c, rng.random(t) < TPR_C, rng.random(t) < FPR_C)
         ys = np.bincount(qi, weights=judge_s, minlength=s.n).astype(np.int64).tolist()
         cs = np.bincount(qi, weights=judge_c, minlength=s.n).astype(np.int64).tolist()
@@ -318,9 +372,11 @@ def judge_store(s: Scenario, rng: np.random.Generator) -> tuple[dict[str, list[A
             valid[(prov, q)] = int(m[i])
         for label, judge, truth in (("supports_gold", judge_s, true_s), ("contradicts_gold", judge_c, true_c)):
             audited = np.zeros(t, bool)
-            for value in (False, True):  # the audit sample: min(N_h, 40) of each stratum, without replacement
+            for value in (False, True):  # the audit sample: min(N_h, audit) of each stratum, without replacement
+                if s.audit_strata == "true-only" and not value:
+                    continue
                 members = np.flatnonzero(judge == value)
-                take = rng.choice(members, size=min(len(members), AUDIT_PER_STRATUM), replace=False)
+                take = rng.choice(members, size=min(len(members), s.audit), replace=False)
                 audited[take] = True
             cases += [(prov, qids[a], label, bool(b), bool(c), bool(d))
                       for a, b, c, d in zip(qi.tolist(), judge.tolist(), truth.tolist(), audited.tolist(), strict=True)]
@@ -432,6 +488,8 @@ def run_store(s: Scenario, store: int, seed: int, replicates: int) -> dict[str, 
         return report_blocks(single_store(s, rng), replicates, boot)
     if s.kind == "null":
         return report_blocks(null_store(s, rng), replicates, boot)
+    if s.kind == "pair":
+        return report_blocks(pair_store(s, rng), replicates, boot)
     rows, raw, valid = judge_store(s, rng)
     blocks = report_blocks(rows, replicates, boot)
     api = correction_api()
@@ -462,6 +520,9 @@ def score(figs: Sequence[Figure], blocks: Mapping[str, Mapping[str, Any]], tally
         v = block[f.key]
         if v is None:
             t["undefined"] += 1
+            continue
+        if f.kind == "refused":  # a value where the correction must refuse
+            t["stores"] += 1
             continue
         t["stores"] += 1
         if f.kind == "test":
@@ -505,7 +566,9 @@ def summary(s: Scenario, tally: Mapping[str, Mapping[str, float]], cpu: float, s
         row: dict[str, Any] = {"key": f.key, "where": f.where.removesuffix("~c"), "truth": f.truth, "kind": f.kind,
                                "target": f.target, "stores": int(n), "absent": int(t["absent"]),
                                "undefined": int(t["undefined"])}
-        if n and f.kind == "test":
+        if f.kind == "refused":
+            row["ok"] = n == 0 and row["undefined"] > 0
+        elif n and f.kind == "test":
             row["rejection"] = t["rejected"] / n
             row["ok"] = row["rejection"] <= ALPHA
         elif n and f.kind == "point":
@@ -517,7 +580,7 @@ def summary(s: Scenario, tally: Mapping[str, Mapping[str, float]], cpu: float, s
             row["mean_width"] = t["width"] / bounded if bounded else None
             row["unbounded"] = int(t["unbounded"])
             row["zero_width"] = t["zero_width"] / n
-            row["ok"] = row["coverage"] >= GOAL and (f.kind != "proportion" or t["zero_width"] == 0)
+            row["ok"] = row["coverage"] >= GOAL and (f.kind not in ("proportion", "diff") or t["zero_width"] == 0)
         else:
             row["ok"] = None
         out["figures"][f.label] = row
@@ -570,6 +633,23 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
             lines.append(f"{r['scenario']:<22}" + "".join(
                 f"{r['figures'][k]['mean_width']:>7.3f}" if r["figures"][k].get("mean_width") is not None
                 else f"{'-':>7}" for k in props))
+    duo = [r for r in results if r["kind"] == "pair"]
+    if duo:
+        lines.append("")
+        lines.append("paired differences with known truth (a − b): mean Δ, interval covers %, mean width, zero-width %")
+        lines.append(f"{'scenario':<36}{'truth':>7}{'acc Δ':>8}{'cover':>7}{'width':>7}{'zero':>6}"
+                     f"{'ssr Δ':>8}{'cover':>7}{'width':>7}{'zero':>6}{'cpu s':>8}")
+        for r in duo:
+            f = r["figures"]
+            cells = [f"{r['p'] - r['q']:>+7.2f}"]
+            for m in ("accuracy", "surface_support_rate"):
+                mean, ci = f[f"{m}_diff"].get("mean"), f[f"{m}_diff_ci"]
+                cells.append(f"{mean:>+8.3f}" if mean is not None else f"{'-':>8}")
+                cells.append(_cell(ci, "coverage") + " ")
+                width = ci.get("mean_width")
+                cells.append(f"{width:>6.3f}" if width is not None else f"{'-':>6}")
+                cells.append(f"{100 * ci.get('zero_width', 0):>6.1f}")
+            lines.append(f"{r['scenario']:<36}" + "".join(cells) + f"{r['cpu_s']:>8.1f}")
     nulls = [r for r in results if r["kind"] == "null"]
     if nulls:
         lines.append("")
@@ -588,9 +668,12 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     judges = [r for r in results if r["kind"] == "judge"]
     for r in judges:
         lines.append("")
-        lines.append(f"{r['scenario']}: length-biased judge (truth: support rate {SIGMA:g} for both providers)")
+        lines.append(f"{r['scenario']}: {r.get('bias', 'length')}-biased judge (truth: support rate {SIGMA:g} for both "
+                     "providers)")
         for label, f in r["figures"].items():
-            if f["kind"] == "point":
+            if f["kind"] == "refused":
+                val = ("refused" if f.get("ok") else f"GIVEN in {f['stores']} stores") + f" (null in {f['undefined']})"
+            elif f["kind"] == "point":
                 val = "  mean " + (f"{f['mean']:.4f}" if "mean" in f else "n/a")
             elif f["kind"] == "test":
                 val = "reject " + _cell(f, "rejection")
@@ -617,13 +700,16 @@ def verdict(results: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]],
             if not f["target"] or f.get("ok") is not False:
                 continue
             n = f["stores"]
-            if "rejection" in f:
+            if f["kind"] == "refused":
+                value, clear = n / max(1, n + f["undefined"]), True
+            elif "rejection" in f:
                 value, clear = f["rejection"], f["rejection"] > ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / n)
             else:
                 value = f["coverage"]
                 clear = value < GOAL - 2 * math.sqrt(GOAL * (1 - GOAL) / n) or f.get("zero_width", 0) > 0
             misses.append({"scenario": r["scenario"], "figure": label, "value": value,
-                           "zero_width": f.get("zero_width", 0.0), "clear": bool(clear)})
+                           "zero_width": f.get("zero_width", 0.0), "clear": bool(clear),
+                           "refused": f["kind"] == "refused"})
     return misses, absent
 
 
@@ -729,3 +815,21 @@ def command(stores: int, quick: bool, replicates: int, only: str | None, workers
     for line in grouped(misses):
         click.echo(line)
     sys.stdout.flush()
+    failed = failures(misses)
+    for line in failed:
+        click.echo(f"coverage FAILED: {line}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+def failures(misses: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What makes the command fail: an interval below the goal or of zero width, a correction given where it must
+    refuse, a test clearly above its level (named: scenario, figure, value)."""
+    out = []
+    for m in misses:
+        if m["figure"].endswith("_p") and not m["clear"]:
+            continue  # a test's rejection within two standard errors of 5 %: noise
+        what = ("zero-width intervals" if m["zero_width"] else
+                "rejects" if m["figure"].endswith("_p") else "given in" if m.get("refused") else "covers")
+        out.append(f"{m['scenario']}: {m['figure']} {what} {100 * m['value']:.1f} %")
+    return out

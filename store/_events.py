@@ -415,6 +415,7 @@ class AuditDesign(_Body, tag="audit.design"):
     k: int
     strata: list[AuditStratum]
     cases: list[AuditCase]
+    min_labels: int = 2  # clear labels a stratum with cases needs before the report corrects its rate
 
 
 class RunFinished(_Body, tag="run.finished"):

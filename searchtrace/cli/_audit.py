@@ -33,13 +33,67 @@ def audit() -> None:
 )
 @click.option("--seed", default="0", show_default=True, help="Seed string; order is sha256(seed + case key).")
 @click.option("--out", required=True, type=click.Path(path_type=Path, dir_okay=False), help="TSV to write.")
-def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> None:
-    """Write k cases per provider × surface × label × judge value as a TSV for human labels, and record the
-    sample's design (audit.design) so the report can weight the labels back to the judge run."""
-    drawn = pipeline.audit_sample(db, judge_run_id, k, seed, out)
+@click.option("--target-width", type=float, default=None,
+              help="Size the snippet supports/contradicts strata so each corrected rate's 95% interval is about "
+                   "this wide (Neyman allocation from the judge's labels; docs/concepts/paired-and-audits.md).")
+@click.option("--n", "total", type=int, default=None,
+              help="Instead of --target-width: this many labels per provider and snippet label, Neyman-allocated.")
+@click.option("--agreement", type=float, default=0.9, show_default=True,
+              help="Planning share of cases where the human agrees with the judge (strata without labels yet).")
+@click.option("--min-labels", type=int, default=2, show_default=True,
+              help="Clear labels every stratum with cases needs before the report gives a corrected figure.")
+def sample_cmd(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path, target_width: float | None,
+               total: int | None, agreement: float, min_labels: int) -> None:
+    """Write k cases per provider × surface × label × judge value as a TSV for human labels (with --target-width or
+    --n, the snippet strata sized for the corrected rates), and record the sample's design (audit.design) so the
+    report can weight the labels back to the judge run."""
+    if target_width is not None and total is not None:
+        raise click.UsageError("--target-width and --n: give one")
+    drawn = pipeline.audit_sample(db, judge_run_id, k, seed, out, target_width=target_width, total=total,
+                                  agreement=agreement, min_labels=min_labels)
     design = "its design recorded" if drawn.design_recorded else "its design already recorded"
     click.echo(f"judge run {drawn.judge_run_id}: {len(drawn.rows)} cases in {drawn.leaves} leaves -> {out} "
                f"(fill the human_value column; {design})")
+    if drawn.plan is not None:
+        click.echo(_plan_text(drawn.plan))
+
+
+def _width(x: float | None) -> str:
+    return "not computable" if x is None else f"{x:.3f}"
+
+
+def _plan_text(plan: Any) -> str:
+    lines = ["plan (stratum: cases N_h, planning share of human true, labels n_h):"]
+    lines += [f"  {s.provider}|snippet|{s.label}|{str(s.judge_value).lower()}: N {s.population}, "
+              f"share {s.share:.3f}, n {s.sample}" for s in plan.strata]
+    lines.append("expected 95% interval width once labelled:")
+    lines += [f"  {f.where} {f.key}: {_width(f.expected_width)} ({f.labels} labels)" for f in plan.figures]
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+@audit.command("status")
+@_db
+@_judge_run
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
+    """For a partly labelled sample: labels per snippet stratum, which corrected figures are computable now (the
+    strata each still misses), and their expected widths now and once the drawn sample is labelled."""
+    result = pipeline.audit_status(db, judge_run_id)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    lines = [f"judge run {result['judge_run_id']}: {result['designs']} recorded design(s), at least "
+             f"{result['min_labels']} clear labels per stratum with cases",
+             "stratum: cases, drawn, clear labels"]
+    lines += [f"  {r['stratum']}: {r['population']}, {r['drawn']}, {r['clear_labels']}"
+              + ("" if r["enough"] else "  (too few)") for r in result["strata"]]
+    lines.append("figure: computable now (width now; once the drawn sample is labelled)")
+    for f in result["figures"]:
+        now = (f"yes ({_width(f['expected_width_now'])}" if f["computable"]
+               else f"no, needs {', '.join(f['missing_strata'])} ({_width(None)}")
+        lines.append(f"  {f['where']} {f['key']}: {now}; {_width(f['expected_width_when_labelled'])})")
+    click.echo("\n".join(lines))
 
 
 @audit.command("import")

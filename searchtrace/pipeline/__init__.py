@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         audit_agreement,
         audit_import,
         audit_sample,
+        audit_status,
         judge_compare,
     )
     from searchtrace.pipeline._collecting import collect
@@ -70,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "audit_agreement": "searchtrace.pipeline._auditing",
     "audit_import": "searchtrace.pipeline._auditing",
     "audit_sample": "searchtrace.pipeline._auditing",
+    "audit_status": "searchtrace.pipeline._auditing",
     "judge_compare": "searchtrace.pipeline._auditing",
     "Check": "searchtrace.pipeline._doctor",
     "doctor": "searchtrace.pipeline._doctor",
@@ -143,6 +145,7 @@ __all__ = [
     "Verification",
     "aim",
     "audit_agreement",
+    "audit_status",
     "audit_import",
     "audit_sample",
     "check_sandbox_url",

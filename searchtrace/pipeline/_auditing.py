@@ -9,6 +9,9 @@ import msgspec
 
 from searchtrace.analytics import agreement, design_event, prepare_import, to_tsv
 from searchtrace.analytics import audit_sample as draw_sample
+from searchtrace.analytics import audit_status as status_of
+from searchtrace.analytics._audit_plan import AGREEMENT, AuditPlan
+from searchtrace.analytics._correction import MIN_LABELS
 from searchtrace.store import BadInput, EventLog, require_database
 
 
@@ -17,6 +20,7 @@ class AuditSample(msgspec.Struct, kw_only=True):
     rows: list[dict[str, str]]
     leaves: int
     design_recorded: bool = False  # a new audit.design event (False: the same sample was drawn before)
+    plan: AuditPlan | None = None  # with --target-width / --n: the strata's sizes and the expected widths
 
 
 class AuditImport(msgspec.Struct, kw_only=True):
@@ -26,19 +30,22 @@ class AuditImport(msgspec.Struct, kw_only=True):
     unlabelled: int
 
 
-def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path) -> AuditSample:
+def audit_sample(db: Path, judge_run_id: str | None, k: int, seed: str, out: Path, *,
+                 target_width: float | None = None, total: int | None = None, agreement: float = AGREEMENT,
+                 min_labels: int = MIN_LABELS) -> AuditSample:
     """Writes k cases per provider × surface × label × judge value as a TSV for human labels, and records the
     sample's design (docs/concepts/statistics.md `audit.design`: each stratum's N_h and n_h, the cases drawn) once the TSV is written."""
     require_database(db)  # sampling never creates a store
     with EventLog(db) as log:
-        jr, rows, design = draw_sample(log, judge_run_id, k, seed)
+        jr, rows, design, audit_plan = draw_sample(log, judge_run_id, k, seed, target_width=target_width,
+                                                   total=total, agreement=agreement, min_labels=min_labels)
         try:
             out.write_text(to_tsv(rows), encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"{out}: cannot write ({exc.strerror})") from None
         recorded = bool(log.append([design_event(design)])[0])
     leaves = len({(r["provider"], r["surface"], r["label"], r["judge_value"]) for r in rows})
-    return AuditSample(judge_run_id=jr, rows=rows, leaves=leaves, design_recorded=recorded)
+    return AuditSample(judge_run_id=jr, rows=rows, leaves=leaves, design_recorded=recorded, plan=audit_plan)
 
 
 def audit_import(db: Path, tsv: Path) -> AuditImport:
@@ -59,6 +66,13 @@ def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
     require_database(db)
     with EventLog(db, read_only=True) as log:
         return compare_judge_runs(log, run_a, run_b)
+
+
+def audit_status(db: Path, judge_run_id: str | None) -> dict[str, Any]:
+    """Which corrected figures the labels imported so far make computable, and how wide (docs/concepts/paired-and-audits.md)."""
+    require_database(db)
+    with EventLog(db, read_only=True) as log:
+        return status_of(log, judge_run_id)
 
 
 def audit_agreement(db: Path, judge_run_id: str | None) -> dict[str, Any]:

@@ -96,7 +96,7 @@ def test_by_run_compares_two_proxied_agents(proxied: Path) -> None:
     assert list(rep["paired"]) == list(rep["complementarity"]) == ["full|top2"]
     assert pair["paired_questions"] == 3 and pair["accuracy_test"] == "mcnemar_exact"
     assert pair["accuracy_diff"] == full["accuracy"] - top2["accuracy"]
-    assert pair["surface_support_rate_diff"] is not None and pair["surface_support_rate_test"].startswith("sign_flip")
+    assert pair["surface_support_rate_diff"] is not None and pair["surface_support_rate_test"] == "mover_inverted"
     assert sum(rep["complementarity"]["full|top2"][k] for k in ("a_only", "b_only", "both", "neither")) == 3
     with EventLog(proxied, read_only=True) as log:
         arms = trajectory_arms(log.cursor(), "run")

@@ -154,13 +154,45 @@ def test_matches_ppi_python_unstratified_and_weighted() -> None:
             assert 0.7 < (ours[1] - ours[0]) / float(hi[0] - lo[0]) < 1.6
 
 
-def test_unaudited_strata_keep_the_judge_and_are_counted() -> None:
+def test_a_stratum_without_enough_labels_refuses_the_correction() -> None:
+    # judge-false stratum unaudited: the correction does not guess it (it used to keep the judge's 0 there)
     cases = [case("a", "q1", True, False), case("a", "q1", False), case("a", "q2", False)]
     block = correction(cases, {("a", "q1"): 2, ("a", "q2"): 1}, replicates=50, seed="s")[0]["a"]
-    assert block["surface_support_rate_corrected"] == 0.0  # the one judged-true item is false to the human
-    assert block["corrected_unaudited_strata"] == 1  # judge-false stratum: no label, the judge's 0 is kept
-    assert block["judge_tpr"] is None and block["judge_tnr"] is None  # not estimable without that stratum
-    assert block["judge_tpr_ci"] is None
+    assert block["surface_support_rate_corrected"] is None and block["surface_support_rate_corrected_ci"] is None
+    assert block["corrected_unaudited_strata"] == 1
+    # the judge-true stratum has one label, fewer than the default 2: named as well
+    assert block["corrected_missing_strata"] == ["a|snippet|supports_gold|false", "a|snippet|supports_gold|true"]
+    assert block["judge_tpr"] is None and block["judge_tnr"] is None and block["judge_tpr_ci"] is None
+    # one label per stratum is enough when the design asks for one
+    cases = [case("a", "q1", True, False), case("a", "q1", False, False), case("a", "q2", False)]
+    block = correction(cases, {("a", "q1"): 2, ("a", "q2"): 1}, replicates=50, seed="s", min_labels=1)[0]["a"]
+    assert block["surface_support_rate_corrected"] == 0.0 and block["corrected_missing_strata"] == []
+    assert block["surface_support_rate_corrected_ci"] is not None
+
+
+def test_an_audit_of_judge_true_cases_only_gives_no_corrected_figure_and_no_p_value() -> None:
+    # the case: every judge-true case audited (human says false on one), no judge-false case audited
+    rng = np.random.default_rng(7)
+    cases: list[JudgedCase] = []
+    valid: dict[tuple[str, str], int] = {}
+    for prov in ("a", "b"):
+        for q in range(20):
+            qid = f"q{q:02d}"
+            valid[(prov, qid)] = 5
+            for j in range(5):
+                judge = bool(rng.random() < 0.1)
+                human = (j != 0) if judge else None
+                cases.append(case(prov, qid, judge, human))
+    providers, pairs = correction(cases, valid, replicates=200, seed="s")
+    for prov in ("a", "b"):
+        block = providers[prov]
+        assert block["surface_support_rate_corrected"] is None and block["surface_support_rate_corrected_ci"] is None
+        assert f"{prov}|snippet|supports_gold|false" in block["corrected_missing_strata"]
+    pair = pairs["a|b"]
+    assert pair["surface_support_rate_corrected_diff"] is None and pair["surface_support_rate_corrected_diff_p"] is None
+    assert pair["surface_support_rate_corrected_diff_ci"] is None
+    assert pair["surface_support_rate_corrected_diff_missing_strata"] == [
+        "a|snippet|supports_gold|false", "b|snippet|supports_gold|false"]
 
 
 def test_bad_cases_are_refused() -> None:

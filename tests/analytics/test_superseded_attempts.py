@@ -70,7 +70,7 @@ def test_judge_items_and_event_scans_skip_superseded_attempts(db: Path) -> None:
         providers = lookups.providers(log)
         per = lookups.per_trajectory(log)
         ranks = lookups.gold_rank_hist(log, JUDGE)
-        _, rows, _ = audit_sample(log, JUDGE, 10, "seed")
+        _, rows, _, _ = audit_sample(log, JUDGE, 10, "seed")
     assert sorted((i.trajectory_id, i.url_normalized) for i in items) == [
         (O1, "https://bad.example/a"), (NEW, "https://good.example/x"), (P2, "https://c.example/")]
     assert sorted(providers) == sorted([O1, P2, NEW])

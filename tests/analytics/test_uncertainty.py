@@ -26,8 +26,8 @@ from searchtrace.analytics._uncertainty import (
     proportion_interval,
     score_interval,
     sign_flip,
+    tango_interval,
     uncertainty,
-    weight_chunks,
 )
 from tests.analytics.analytics_fixture import import_fixture, report_json
 
@@ -185,11 +185,14 @@ def test_paired_tables_by_hand() -> None:
     assert "p_holm" not in pair  # one pair: nothing to adjust
     lo, hi = pair["accuracy_diff_ci"]
     assert lo <= 0.2 <= hi
+    # Tango's interval at n_eff = n − 1 = 9 (one epoch a side): b = 3, c = 1 scaled by 9/10
+    assert pair["accuracy_diff_n_eff"] == 9.0 and pair["accuracy_diff_ci"] == tango_interval(2.7, 0.9, 9.0)
     for both in (True, False):  # all correct / all wrong on both sides: no discordant pair, a zero difference
         same = {p: [row(p, f"q{i}", both) for i in range(8)] for p in ("a", "b")}
         prov, pairs = uncertainty(same, replicates=200, seed="s")
         assert pairs["a|b"]["accuracy_diff_p"] == 1.0 and pairs["a|b"]["accuracy_diff"] == 0.0
-        assert pairs["a|b"]["accuracy_diff_ci"] == [0.0, 0.0]
+        # no discordant pair: Tango's interval is ±z²/(n + z²), never [0, 0]
+        assert pairs["a|b"]["accuracy_diff_ci"] == pytest.approx([-Z * Z / (8 + Z * Z), Z * Z / (8 + Z * Z)])
         assert prov["a"]["accuracy_ci"] == score_interval(float(both), 8)  # v̂ = 0: n_eff = n
         assert prov["a"]["accuracy_wilson"] == prov["a"]["accuracy_ci"]
 
@@ -203,14 +206,10 @@ def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
     _, pairs = uncertainty(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["paired_questions"] == 2 and pair["accuracy_diff"] == float(Fraction(-1, 6))
-    # the four questions both ran are drawn; a replicate without q0 or q3 has no difference to average
-    qids = ("q0", "q1", "q2", "q3")
-    empty = sum(int(np.count_nonzero(w[:, 0] + w[:, 3] == 0)) for w in weight_chunks("s", qids, 200))
-    assert pair["accuracy_diff_ci_undefined"] == empty > 0
     # sign flips of (2/3, −1) in thirds (2, −3): |±2 ± 3| ≥ 1 always -> p = 1
     assert pair["accuracy_test"] == "sign_flip_exact_dp" and pair["accuracy_diff_p"] == 1.0
     lo, hi = pair["accuracy_diff_ci"]
-    assert -1.0 <= lo <= -1 / 6 <= hi <= 2 / 3  # replicates are means of draws of {2/3, −1}
+    assert -1.0 <= lo <= -1 / 6 <= hi <= 1.0
     # surface support: per-question rates over questions with valid items on both sides
     rows = {"a": [row("a", "q0", True, valid=4, supported=3), row("a", "q1", True, valid=2, supported=0),
                   row("a", "q2", True)],
@@ -219,8 +218,11 @@ def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
     _, pairs = uncertainty(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["surface_support_rate_paired_questions"] == 2
-    assert pair["surface_support_rate_diff"] == float((Fraction(3, 4) - 0 + 0 - 1) / 2)  # −1/8
-    assert pair["surface_support_rate_test"] == "sign_flip_exact_dp" and pair["surface_support_rate_diff_p"] == 1.0
+    # one estimand: the difference of the two ratio estimates over those questions, (3 + 0)/(4 + 2) − (0 + 5)/(1 + 5)
+    assert pair["surface_support_rate_diff"] == float(Fraction(3, 6) - Fraction(5, 6))
+    assert pair["surface_support_rate_test"] == "mover_inverted"
+    lo, hi = pair["surface_support_rate_diff_ci"]
+    assert lo < -1 / 3 < hi and (pair["surface_support_rate_diff_p"] <= 0.05) == (hi < 0)
 
 
 def enumerate_sign_flips(diffs: list[Fraction]) -> Fraction:
@@ -335,14 +337,11 @@ def test_undefined_replicates_are_counted() -> None:
     prov, _ = uncertainty(rows, replicates=500, seed="u")
     lo, hi = prov["a"]["contradiction_gold_ratio_ci"]
     assert lo < 0.5 and (hi is None or hi > 0.5)
-    # a pair whose arms share one audited question: replicates that do not draw it have no difference, counted
+    # a pair whose arms share one audited question: Tango's interval of one discordant pair, not [1, 1]
     pair = {"a": [row("a", f"q{i:03d}", True) for i in range(10)],
             "b": [row("b", "q000", False)] + [row("b", f"q{i:03d}", None) for i in range(1, 10)]}
     _, pairs = uncertainty(pair, replicates=500, seed="u")
-    qids = tuple(f"q{i:03d}" for i in range(10))
-    missing = sum(int(np.count_nonzero(w[:, 0] == 0)) for w in weight_chunks("u", qids, 500))
-    assert pairs["a|b"]["accuracy_diff_ci_undefined"] == missing > 100  # ≈ 500 · 0.9^10 ≈ 174
-    assert pairs["a|b"]["accuracy_diff_ci"] == [1.0, 1.0]  # every defined replicate: that question's difference
+    assert pairs["a|b"]["accuracy_diff_ci"] == tango_interval(1.0, 0.0, 1.0) and pairs["a|b"]["accuracy_diff_ci"][0] < 0
 
 
 def test_per_correct_intervals() -> None:
@@ -373,7 +372,9 @@ def test_report_json_with_intervals_is_byte_identical_per_seed(tmp_path: Path) -
     assert methods["token_f1_ci"] == "wilson_ess_cc"
     assert methods["contradiction_gold_ratio_ci"] == "ratio_bonferroni"
     assert methods["searches_per_trajectory_ci"] == "bootstrap_expanded_percentile" and methods["tokens_per_correct_ci"] == "ratio_bonferroni"
-    assert methods["accuracy_diff_ci"] == "paired_bootstrap_expanded_percentile" and methods["p_holm"] == "holm"
+    assert methods["accuracy_diff_ci"] == "tango_score_ess" and methods["p_holm"] == "holm"
+    assert methods["surface_support_rate_diff_ci"] == "mover_clustered"
+    assert methods["surface_support_rate_diff_p"] == "mover_inverted"
     assert methods["accuracy_diff_p"] in ("mcnemar_exact", "mcnemar_exact+sign_flip_exact_dp", "sign_flip_exact_dp")
     assert set(methods) <= {k for b in (*rep["providers"].values(), *rep["paired"].values()) for k in b}
     other, _ = report_json(db, "--judge-run-id", "j1", "--seed", "another", "--bootstrap", "500")
@@ -422,6 +423,6 @@ def test_table_shows_the_tests_and_holm(tmp_path: Path) -> None:
     render_table(msgspec.convert(rep, Report), console)
     text = " ".join(console.export_text().split())  # titles wrap at the table's width
     assert "Holm over the 1 accuracy and 3 surface-support tests shown" in text and "p Holm" in text
-    assert "McNemar" in text and "sign-flip" in text and "Wilson at the effective sample size" in text
+    assert "McNemar" in text and "score (inverted)" in text and "Wilson at the effective sample size" in text
     assert "Wilson 95%" not in text  # accuracy_wilson is accuracy_ci now: one interval row
     assert interval([1.0, None]) == "1.000–∞" and interval([-0.5, 0.25]) == "[-0.500, 0.250]"

@@ -6,7 +6,19 @@ import json
 from pathlib import Path
 
 from searchtrace.analytics import build_report
-from searchtrace.benchmarks._coverage import Scenario, _rng, null_store, report_blocks, trace_files
+from searchtrace.benchmarks._coverage import (
+    Scenario,
+    _rng,
+    _tally,
+    failures,
+    figures,
+    null_store,
+    report_blocks,
+    run_store,
+    score,
+    summary,
+    trace_files,
+)
 from searchtrace.replay.interchange import import_files
 from searchtrace.store import EventLog
 from tests.builders import run_cli
@@ -41,11 +53,30 @@ def test_command_reports_coverage_per_figure(tmp_path: Path) -> None:
     out = tmp_path / "cov.json"
     ran = run_cli("bench", "coverage", "--stores", "3", "--replicates", "50", "--workers", "1", "--only",
                   "null n30 k1", "--out", str(out))
-    assert ran.code == 0, ran.err
     doc = json.loads(out.read_text())
+    failed = failures(doc["misses"])
+    assert ran.code == (1 if failed else 0), ran.err  # 3 stores: a miss is likely, and fails the command loudly
+    assert all(f"coverage FAILED: {line}" in ran.err for line in failed)
     names = [r["scenario"] for r in doc["scenarios"]]
     assert names == ["null n30 k1", "null n30 k1-partial-audit"]
     fig = doc["scenarios"][0]["figures"]["accuracy_diff_ci"]
     assert fig["stores"] + fig["undefined"] + fig["absent"] == 3 and 0 <= fig["coverage"] <= 1
     assert "acc Δ" in ran.out and "targets missed" in ran.out
     assert run_cli("bench", "coverage", "--only", "nothing such").code == 2
+
+
+def test_refusals_are_checked_and_a_miss_is_named() -> None:
+    # an audit of judge-true cases only: every corrected figure must be null, and is
+    s = Scenario(kind="judge", n=30, audit_strata="true-only")
+    figs = figures(s)
+    tally = _tally(figs)
+    for i in range(2):
+        score(figs, run_store(s, i, 1, 50), tally)
+    rows = summary(s, tally, 0.0, 2)["figures"]
+    refused = [r for r in rows.values() if r["kind"] == "refused"]
+    assert refused and all(r["ok"] and r["undefined"] == 2 for r in refused)
+    assert failures([{"scenario": "pair n30 k1 0.06-0.02 independent", "figure": "accuracy_diff_ci", "value": 0.82,
+                      "zero_width": 0.0, "clear": True, "refused": False}]) == [
+        "pair n30 k1 0.06-0.02 independent: accuracy_diff_ci covers 82.0 %"]
+    assert failures([{"scenario": "null n30 k1", "figure": "accuracy_diff_p", "value": 0.06, "zero_width": 0.0,
+                      "clear": False, "refused": False}]) == []  # a test within noise of 5 % does not fail
