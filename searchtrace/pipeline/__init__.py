@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         JudgePlan,
         judge,
         judge_chat,
+        make_default,
         plan_judge,
     )
     from searchtrace.pipeline._live import serving_reads
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
     "judge": "searchtrace.pipeline._judging",
     "judge_chat": "searchtrace.pipeline._judging",
+    "make_default": "searchtrace.pipeline._judging",
     "plan_judge": "searchtrace.pipeline._judging",
     "serving_reads": "searchtrace.pipeline._live",
     "probe_fetch": "searchtrace.pipeline._probing",
@@ -170,6 +172,7 @@ __all__ = [
     "connect_ray",
     "segment_path",
     "open_for_report",
+    "make_default",
     "plan_judge",
     "probe_fetch",
     "probe_search",

@@ -18,6 +18,7 @@ from searchtrace.store import (
     FetchCalled,
     FetchCompleted,
     JudgeItemRef,
+    JudgeDefault,
     JudgeStarted,
     JudgeVerdict,
     Labels,
@@ -104,6 +105,7 @@ def every_payload() -> list[Payload]:
             usage=usage,
             latency_ms=99.0,
         ),
+        JudgeDefault(judge_run_id="j1"),
         AuditAnswer(trajectory_id=None, provider="tavily", qid="q1", semantic_match=True, source="audit.tsv"),
         AuditLabel(
             judge_run_id="j1", item=item, surface="snippet", label="relevant", judge_value=True, human_value="unclear"
