@@ -56,7 +56,14 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._ray import connect as connect_ray
     from searchtrace.pipeline._recording import aim, check_sandbox_url, record, record_into, sandbox_rows
     from searchtrace.pipeline._replaying import replay
-    from searchtrace.pipeline._reporting import Report, grade, grade_and_report, open_for_report, report
+    from searchtrace.pipeline._reporting import (
+        Report,
+        grade,
+        grade_and_report,
+        judge_choice,
+        open_for_report,
+        report,
+    )
     from searchtrace.pipeline._sandbox_demo import DemoResult, demo, demo_providers
     from searchtrace.pipeline._shipping import replicate, ship_segment
     from searchtrace.pipeline._verifying import Verification, verify
@@ -116,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "Report": "searchtrace.pipeline._reporting",
     "grade": "searchtrace.pipeline._reporting",
     "grade_and_report": "searchtrace.pipeline._reporting",
+    "judge_choice": "searchtrace.pipeline._reporting",
     "open_for_report": "searchtrace.pipeline._reporting",
     "report": "searchtrace.pipeline._reporting",
     "DemoResult": "searchtrace.pipeline._sandbox_demo",
@@ -158,6 +166,7 @@ __all__ = [
     "collect",
     "judge",
     "judge_chat",
+    "judge_choice",
     "judge_compare",
     "merge",
     "QuotaLedger",

@@ -139,3 +139,20 @@ def test_no_run_with_a_valid_verdict_means_no_judge_run(tmp_path: Path) -> None:
     assert json.loads(run_cli("report", "--db", str(db), "--json").out)["judge_run_chosen_by"] is None
     code, _, err = run_cli("audit", "sample", "--db", str(db), "--out", str(tmp_path / "x.tsv"))
     assert code == 2 and "no judge run with a valid verdict" in err
+
+
+def test_export_and_the_explorer_name_the_judge_run_they_use(db: Path, tmp_path: Path) -> None:
+    from tests.web.test_api import get_all
+
+    code, out, err = run_cli("export", "--db", str(db), "--otlp-file", str(tmp_path / "o.json"))
+    assert code == 0 and out.strip().endswith("traces, judge run j1 (the store's first judge run with a valid verdict)")
+    assert used("j1", "j2") in err.splitlines()
+    assert '"stringValue":"j2"' not in (tmp_path / "o.json").read_text()  # the traces carry j1's verdicts only
+    code, out, err = run_cli("export", "--db", str(db), "--out", str(tmp_path / "out"))
+    assert code == 0 and "the default is judge run j1 (the store's first judge run with a valid verdict)" in err
+    assert run_cli("judge", "--db", str(db), "--default", "--judge-run-id", "j2").code == 0
+    code, out, err = run_cli("export", "--db", str(db), "--otlp-file", str(tmp_path / "o.json"))
+    assert out.strip().endswith("judge run j2 (made the default with judge --default)") and used("j2", "j1", MADE) in err
+    (runs,) = get_all(db, ("GET", "/api/judge-runs", None))  # the explorer's scope bar names the default and why
+    assert {r["judge_run_id"]: (r["default"], r["chosen_by"]) for r in runs.json()} == {
+        "j1": (False, None), "j2": (True, "judge --default")}
