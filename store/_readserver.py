@@ -508,6 +508,9 @@ class RemoteCursor:
         self.close()
 
 
+NO_READS = " (it serves no reads: it predates live reads or is not a searchtrace run)"
+
+
 def _connect(db: Path) -> socket.socket:
     path = socket_path(db)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -516,7 +519,7 @@ def _connect(db: Path) -> socket.socket:
             sock.connect(addr)
     except OSError:
         sock.close()
-        raise StoreLocked(lock_message(db) + " (it serves no reads: it predates live reads or is not a searchtrace run)") from None
+        raise StoreLocked(lock_message(db) + NO_READS) from None
     return sock
 
 
@@ -557,12 +560,12 @@ def while_held(open_file: Callable[[], T], open_session: Callable[[], T], wait_s
     while True:
         try:
             return open_file()
-        except StoreLocked:
+        except StoreLocked as held:
             try:
                 return open_session()
             except StoreLocked:
-                if time.monotonic() > deadline:
-                    raise
+                if time.monotonic() > deadline:  # the file's own line names the holder (its PID), the session's cannot
+                    raise StoreLocked(str(held) + NO_READS) from None
         time.sleep(0.05)
 
 
