@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.store._readonly import open_read_only, read_statements
     from searchtrace.store._readserver import (
         TIMEOUT_S,
+        ReadsBusy,
         ReadsEnded,
         ReadServer,
         RemoteStore,
@@ -186,6 +187,7 @@ _EXPORTS: dict[str, str] = {
     "open_read_only": "searchtrace.store._readonly",
     "read_statements": "searchtrace.store._readonly",
     "ReadServer": "searchtrace.store._readserver",
+    "ReadsBusy": "searchtrace.store._readserver",
     "ReadsEnded": "searchtrace.store._readserver",
     "RemoteStore": "searchtrace.store._readserver",
     "TIMEOUT_S": "searchtrace.store._readserver",
@@ -253,6 +255,7 @@ __all__ = [
     "Pulled",
     "ReadOnlyViolation",
     "ReadServer",
+    "ReadsBusy",
     "ReadsEnded",
     "RemoteStore",
     "RunFinished",

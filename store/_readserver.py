@@ -498,6 +498,12 @@ class RemoteCursor:
         """A new session (as a DuckDB cursor is a new connection: temp views are not shared)."""
         return RemoteCursor(self.db)
 
+    def interrupt(self) -> None:
+        """Stop the statement in flight from another thread, as DuckDB's `interrupt` does: the session's socket is
+        shut, so the serving run interrupts it (its client went away) and a read waiting here ends (ReadsEnded)."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
     def close(self) -> None:
         self._sock.close()
 

@@ -644,7 +644,8 @@ function watchList(params) {
   let last = null;
   liveTimer = setInterval(async () => {
     try {
-      const d = await api(`/api/trajectories?${apiQuery({ ...own, limit: 1 })}`);
+      // a poll: it does not keep the file held, so a record or merge started meanwhile can take it
+      const d = await api(`/api/trajectories?${apiQuery({ ...own, limit: 1 })}`, { headers: { "X-Searchtrace-Poll": "1" } });
       const key = `${d.total}:${d.trajectories.length ? d.trajectories[0].trajectory_id : ""}`;
       if (last !== null && key !== last && document.activeElement.tagName !== "SELECT") { allRuns = null; await viewTrajectories(params); }
       last = key;
