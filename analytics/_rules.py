@@ -188,13 +188,21 @@ RUNS_SQL = "SELECT run_id FROM trajectories GROUP BY run_id ORDER BY min(positio
 """The runs that recorded (or imported) trajectories, oldest first."""
 
 
+STARTED_RUNS_SQL = "SELECT run_id FROM run_configs GROUP BY run_id ORDER BY min(position)"
+"""The runs a `run.started` names: a run is known from its start, before its first trajectory is committed."""
+
+
 def resolve_runs(con: Cursor, run_ids: Sequence[str]) -> list[str] | None:
-    """The runs to report: the given ones (BadInput for an unknown one), else None (every run) when the store holds
-    one run; several runs and none given is BadInput naming them, so runs are never merged silently."""
+    """The runs to report: the given ones (BadInput for an unknown one: neither started nor with trajectories), else
+    None (every run) when the store holds one run; several runs and none given is BadInput naming them, so runs are
+    never merged silently."""
     known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
-    for run in run_ids:
-        if run not in known:
-            raise BadInput(f"run {run!r} not found in the database (known: {', '.join(known) or 'none'})")
+    if any(run not in known for run in run_ids):
+        started = [str(r[0]) for r in con.execute(STARTED_RUNS_SQL).fetchall()]
+        every = list(dict.fromkeys([*known, *started]))
+        for run in run_ids:
+            if run not in every:
+                raise BadInput(f"run {run!r} not found in the database (known: {', '.join(every) or 'none'})")
     if run_ids:
         return list(dict.fromkeys(run_ids))
     if len(known) > 1:

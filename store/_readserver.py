@@ -212,9 +212,12 @@ class ReadServer:
 
     def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection], *,
                  sessions: int = SESSIONS, idle_s: float = IDLE_S, timeout_s: float | None = None,
-                 share: float = SHARE) -> None:
+                 share: float = SHARE, refresh: Callable[[duckdb.DuckDBPyConnection], object] | None = None) -> None:
         self.path = socket_path(db)
         self._cursor = cursor  # a new DuckDB cursor on the writer's database
+        # run on a session's cursor before each request: what readers derive but may not write themselves (the
+        # in-memory tables of the higher layers) brought up to the last commit, so a read sees what a finished store shows
+        self._refresh = refresh
         self.sessions, self.idle_s = sessions, idle_s
         self.timeout_s = float(os.environ.get("SEARCHTRACE_READ_TIMEOUT_S", TIMEOUT_S)) if timeout_s is None else timeout_s
         self.share = share
@@ -313,6 +316,9 @@ class ReadServer:
                         self._running[me] = running
                     t0 = time.monotonic()
                     try:
+                        if self._refresh is not None:
+                            with contextlib.suppress(duckdb.Error):  # the read itself says what is wrong
+                                self._refresh(cur)
                         answer(cur, req, send, running)
                     finally:
                         with self._lock:
