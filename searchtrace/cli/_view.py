@@ -3,44 +3,14 @@
 from __future__ import annotations
 
 import secrets
-import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from searchtrace.store import BadInput
 
-if TYPE_CHECKING:
-    import uvicorn
-
 PORT = 8766  # `sandbox serve` has 8765: both can run with their defaults
-STOP_S = 1  # on SIGTERM / Ctrl-C, requests still running after this are cancelled (their statements interrupted)
-
-
-def _listening(port: int) -> socket.socket:
-    """The explorer's socket, bound and listening before anything is printed (0: any free port)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind(("127.0.0.1", port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise BadInput(f"--port: 127.0.0.1:{port} is in use; pick another port (or 0 for any free one)") from None
-    return sock
-
-
-def _server(config: uvicorn.Config, line: str) -> uvicorn.Server:
-    """A uvicorn server that prints `line` (the URL) once it accepts connections, not before."""
-    import uvicorn
-
-    class Announcing(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started and not self.should_exit:
-                click.echo(line)
-
-    return Announcing(config)
+STOP_S = 0  # on SIGTERM / Ctrl-C, requests still running are cancelled at once (a read loses nothing)
 
 
 @click.command("view")
@@ -48,8 +18,9 @@ def _server(config: uvicorn.Config, line: str) -> uvicorn.Server:
 @click.option("--port", type=int, default=PORT, show_default=True, help="TCP port on 127.0.0.1 (0: any free port).")
 def view(db: Path, port: int) -> None:
     """Browse trajectories, evidence, the report and SQL in a web browser; works while a run records."""
-    import uvicorn
+    import anyio
 
+    from searchtrace.adapters import bind_local, serve_local
     from searchtrace.store import require_database
     from searchtrace.web import create_app, prepare
 
@@ -57,14 +28,16 @@ def view(db: Path, port: int) -> None:
     if not 0 <= port <= 65535:
         raise BadInput(f"--port: {port} is not a TCP port")
     live = prepare(db)
-    sock = _listening(port)
-    port = int(sock.getsockname()[1])
+    listener = bind_local(port)
     token = secrets.token_urlsafe(24)  # this start's; the page at the printed URL sets it as a cookie
-    line = (f"searchtrace view: http://127.0.0.1:{port}/?token={token}  "
-            f"({db}{', read through the run that holds it' if live else ''}; Ctrl-C to stop)")
-    options: dict[str, Any] = {"log_level": "warning", "access_log": False, "timeout_graceful_shutdown": STOP_S}
-    config = uvicorn.Config(create_app(db, warm=True, token=token), **options)
+    app = create_app(db, warm=True, token=token)
+
+    def ready(host: str, bound: int) -> None:  # printed once it accepts connections, not before
+        click.echo(f"searchtrace view: http://{host}:{bound}/?token={token}  "
+                   f"({db}{', read through the run that holds it' if live else ''}; Ctrl-C to stop)")
+
     try:
-        _server(config, line).run(sockets=[sock])
+        anyio.run(lambda: serve_local(app, listener, ready=ready, grace_s=STOP_S))
     finally:
-        sock.close()
+        listener.close()
+        app.state.source.close()  # no lifespan here: statements still running are interrupted, the file let go
