@@ -24,7 +24,7 @@ def install_views(log: EventLog) -> None:
 def serving_reads(log: EventLog) -> Iterator[EventLog]:
     """While the block runs, other processes' `sql`, `report`, `export` and `view` read through `<db>.sock`."""
     install_views(log)
-    with ReadServer(log.path, log.cursor, refresh=sources.memory_catalog):  # docs/concepts/shown.md: `shown` caught up
+    with ReadServer(log.path, log.cursor, refresh=sources.refresh):  # docs/concepts/shown.md: `shown` caught up
         yield log
 
 
