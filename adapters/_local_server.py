@@ -255,11 +255,12 @@ class _QuietServer(uvicorn.Server):
 
 
 async def serve_local(app: ASGIApp, listener: socket.socket, *,
-                      ready: Callable[[str, int], None] | None = None) -> None:
-    """Serves `app` on `listener` (from `bind_local`) until SIGINT/SIGTERM; `ready(host, port)` once it listens."""
+                      ready: Callable[[str, int], None] | None = None, grace_s: int = 2) -> None:
+    """Serves `app` on `listener` (from `bind_local`) until SIGINT/SIGTERM; `ready(host, port)` once it listens;
+    requests still running `grace_s` after the signal are cancelled."""
     port = int(listener.getsockname()[1])
     server = _QuietServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                                         lifespan="off", timeout_graceful_shutdown=2))
+                                         lifespan="off", timeout_graceful_shutdown=grace_s))
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, server)
         if ready is not None:

@@ -218,6 +218,14 @@ RELATIONS: tuple[Relation, ...] = (
         ),
     ),
     Relation(
+        "judge_defaults",
+        "judge.default",
+        (
+            ("judge_run_id", "VARCHAR", "$.judge_run_id"),
+            ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
+        ),
+    ),
+    Relation(
         "verdicts",
         "judge.verdict",
         (

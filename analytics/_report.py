@@ -50,7 +50,7 @@ from searchtrace.analytics._metrics import (
     provider_metrics,
     trajectory_stats,
 )
-from searchtrace.analytics._rules import arm_axis, resolve_judge_run, unapplied_audits_note
+from searchtrace.analytics._rules import arm_axis, choose_judge_run, resolve_judge_run, unapplied_audits_note
 from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
 from searchtrace.analytics._surface import NO_SIZES, surface_sizes
 from searchtrace.analytics._views import ensure_views
@@ -89,6 +89,9 @@ class Report(msgspec.Struct, kw_only=True):
     # docs/how-to/compare.md: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
     by: str | msgspec.UnsetType = msgspec.UNSET
     arms: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/judge-runs.md: how judge_run_id was chosen — "given" (--judge-run-id), "judge --default", "first"
+    # (the store's first judge run with a valid verdict) or null (no judge run)
+    judge_run_chosen_by: str | None | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def axis(self) -> str:
@@ -151,7 +154,8 @@ def build_report(
     if writable:
         ensure_views(con)
     with sources.reading(con, writable=writable), arms(con, by, run_ids):  # every read below: these runs, these arms
-        run, passed_over = resolve_judge_run(con, judge_run_id)
+        choice = choose_judge_run(con, judge_run_id)
+        run, passed_over = choice.judge_run_id, list(choice.notes)
         rows = trajectory_stats(con, run)
         pairs = complementarity(con, rows)
         sizes = surface_sizes(con)
@@ -176,7 +180,7 @@ def build_report(
     blocks = {name: {**provider_metrics(by_arm[name], scores[name]), **sizes.get(name, NO_SIZES),
                      **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
               for name in sorted(by_arm)}
-    report = Report(judge_run_id=run, complementarity=pairs)
+    report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how)
     if by == "provider":
         report.providers = blocks
     else:  # docs/how-to/compare.md: the arms, each naming the runs and search providers it holds

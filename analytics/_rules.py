@@ -193,13 +193,21 @@ RUNS_SQL = "SELECT run_id FROM trajectories GROUP BY run_id ORDER BY min(positio
 """The runs that recorded (or imported) trajectories, oldest first."""
 
 
+STARTED_RUNS_SQL = "SELECT run_id FROM run_configs GROUP BY run_id ORDER BY min(position)"
+"""The runs a `run.started` names: a run is known from its start, before its first trajectory is committed."""
+
+
 def resolve_runs(con: Cursor, run_ids: Sequence[str]) -> list[str] | None:
-    """The runs to report: the given ones (BadInput for an unknown one), else None (every run) when the store holds
-    one run; several runs and none given is BadInput naming them, so runs are never merged silently."""
+    """The runs to report: the given ones (BadInput for an unknown one: neither started nor with trajectories), else
+    None (every run) when the store holds one run; several runs and none given is BadInput naming them, so runs are
+    never merged silently."""
     known = [str(r[0]) for r in con.execute(RUNS_SQL).fetchall()]
-    for run in run_ids:
-        if run not in known:
-            raise BadInput(f"run {shown(run)} not found in the database (known: {', '.join(known) or 'none'})")
+    if any(run not in known for run in run_ids):
+        started = [str(r[0]) for r in con.execute(STARTED_RUNS_SQL).fetchall()]
+        every = list(dict.fromkeys([*known, *started]))
+        for run in run_ids:
+            if run not in every:
+                raise BadInput(f"run {shown(run)} not found in the database (known: {', '.join(every) or 'none'})")
     if run_ids:
         return list(dict.fromkeys(run_ids))
     if len(known) > 1:
@@ -298,7 +306,7 @@ class Cells:
 CELL_EVENT_TYPES = ("dataset.question", "trajectory.started", "answer.final")
 
 
-# -- which judge run -------------------------------------------------------------------------------------------
+# -- which judge run (docs/how-to/judge-runs.md) ------------------------------------------------------------------
 @dataclass(frozen=True)
 class JudgeRun:
     """One judge run as the report sees it: when it began and last started, and how many valid verdicts it gave."""
@@ -308,6 +316,7 @@ class JudgeRun:
     latest_position: int  # its last judge.started (a resume starts again), else its last verdict
     valid_verdicts: int
     latest_us: int = 0  # recorded_at (µs) of its last judge.started, else of its last verdict (docs/how-to/scale.md)
+    first_valid_position: int | None = None  # its first valid verdict: the order in which judge runs became usable
 
     @property
     def latest(self) -> tuple[int, int]:
@@ -319,47 +328,93 @@ JUDGE_RUNS_SQL = """
 SELECT judge_run_id, min(position) AS first_position,
        coalesce(max(position) FILTER (WHERE started), max(position)) AS latest_position,
        count(*) FILTER (WHERE valid) AS valid_verdicts,
-       coalesce(max(recorded_us) FILTER (WHERE started), max(recorded_us)) AS latest_us
+       coalesce(max(recorded_us) FILTER (WHERE started), max(recorded_us)) AS latest_us,
+       min(position) FILTER (WHERE valid) AS first_valid_position
 FROM (SELECT judge_run_id, position, recorded_us, true AS started, NULL::BOOLEAN AS valid FROM judge_runs
       UNION ALL SELECT judge_run_id, position, recorded_us, false, valid FROM verdicts)
 WHERE judge_run_id IS NOT NULL
 GROUP BY judge_run_id ORDER BY first_position"""
 """Every judge run, oldest first (a judge.started or a verdict names it)."""
 
+MADE_DEFAULT_SQL = """
+SELECT judge_run_id FROM judge_defaults WHERE judge_run_id IS NOT NULL
+ORDER BY recorded_us DESC, position DESC LIMIT 1"""
+"""The judge run the latest `judge --default` named (none in a store that never had one)."""
+
+GIVEN, MADE_DEFAULT, FIRST = "given", "judge --default", "first"  # how a judge run was chosen (report JSON)
+HOW_TO_CHOOSE = ("choose another with --judge-run-id ID, or make one the default with "
+                 "`searchtrace judge --default --judge-run-id ID`")
+
 
 def judge_runs(con: Cursor) -> list[JudgeRun]:
     """Every judge run, oldest first (run inside analytics._sources.reading)."""
-    return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4] or 0))
+    return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4] or 0),
+                     None if r[5] is None else int(r[5]))
             for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
 
 
-def default_judge_run(runs: list[JudgeRun]) -> JudgeRun | None:
-    """The latest judge run with at least one valid verdict (None when no run has one)."""
-    useful = [r for r in runs if r.valid_verdicts > 0]
-    return max(useful, key=lambda r: r.latest) if useful else None
+def made_default(con: Cursor) -> str | None:
+    """The judge run the latest `judge --default` named, if any (run inside analytics._sources.reading)."""
+    row = con.execute(MADE_DEFAULT_SQL).fetchone()
+    return None if row is None else str(row[0])
 
 
-def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None, list[str]]:
-    """(the judge run to use, one-line notes about later runs passed over); BadInput for an unknown run id.
+def default_judge_run(runs: list[JudgeRun], marked: str | None = None) -> tuple[JudgeRun | None, str | None]:
+    """(the default judge run, how it became so): the one `judge --default` named last, else the store's first
+    judge run to give a valid verdict (a later run never takes its place by itself); (None, None) when none has one."""
+    if marked is not None:
+        for r in runs:
+            if r.judge_run_id == marked:
+                return r, MADE_DEFAULT
+    useful = [r for r in runs if r.first_valid_position is not None]
+    if not useful:
+        return None, None
+    return min(useful, key=lambda r: r.first_valid_position or 0), FIRST
 
-    A given run is used as it is; by default the latest run with a valid verdict, and every later run that
-    produced none is named in a note, so an empty run never becomes the default silently.
-    """
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    """Which judge run a reader uses and why: `how` is GIVEN, MADE_DEFAULT or FIRST (None: no judge run); `notes`
+    are the one-line remarks for stderr (which run, the others, how to choose; runs without a valid verdict)."""
+
+    judge_run_id: str | None
+    how: str | None
+    others: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def choose_judge_run(con: Cursor, judge_run_id: str | None) -> JudgeChoice:
+    """The judge run to use (docs/how-to/judge-runs.md); BadInput for an unknown run id. A given run is used as it
+    is; else the default (`default_judge_run`), and when the store holds several judge runs a note names the one
+    used, the others and how to choose, so which verdicts a report counts is never a surprise."""
     runs = judge_runs(con)
     if judge_run_id is not None:
         if judge_run_id not in {r.judge_run_id for r in runs}:
             known = ", ".join(r.judge_run_id for r in runs) or "none"
             raise BadInput(f"judge run {shown(judge_run_id)} not found in the database (known: {known})")
-        return judge_run_id, []
-    chosen = default_judge_run(runs)
-    after = (-1, -1) if chosen is None else chosen.latest
+        others = tuple(r.judge_run_id for r in runs if r.judge_run_id != judge_run_id)
+        return JudgeChoice(judge_run_id, GIVEN, others)
+    chosen, how = default_judge_run(runs, made_default(con))
+    others = tuple(r.judge_run_id for r in runs if chosen is None or r.judge_run_id != chosen.judge_run_id)
     notes = [
         f"judge run {r.judge_run_id} has no valid verdict; "
         + (f"using judge run {chosen.judge_run_id}" if chosen else "the report uses no judge run")
         for r in runs
-        if r.valid_verdicts == 0 and r.latest > after
+        if r.valid_verdicts == 0 and (chosen is None or r.judge_run_id != chosen.judge_run_id)
     ]
-    return (None if chosen is None else chosen.judge_run_id), notes
+    if chosen is not None and others:
+        why = ("made the default with `judge --default`" if how == MADE_DEFAULT
+               else "the store's first judge run with a valid verdict")
+        shown_others = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        notes.append(f"judge run {chosen.judge_run_id} used ({why}); also in this store: {shown_others}; "
+                     f"{HOW_TO_CHOOSE}")
+    return JudgeChoice(None if chosen is None else chosen.judge_run_id, how, others, tuple(notes))
+
+
+def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None, list[str]]:
+    """(the judge run to use, its one-line notes), as `choose_judge_run` chooses it."""
+    choice = choose_judge_run(con, judge_run_id)
+    return choice.judge_run_id, list(choice.notes)
 
 
 # -- the item's cell of the support partition (docs/concepts/metrics.md) --------------------------------------------------------

@@ -54,6 +54,19 @@ def memory_catalog(con: Cursor) -> str:
     return MEMORY
 
 
+def refresh(con: Cursor) -> None:
+    """For the run serving reads, before it answers a request on `con`: its in-memory `shown` table caught up to
+    the last commit (a read session may not write it). Skipped while this process already holds the catch-up lock
+    (another catch-up runs; a reader in this same process may hold it while it waits for this very answer)."""
+    if not LOCK.acquire(blocking=False):
+        return
+    try:
+        if _memory_ready(con):
+            shown.catch_up(con, RAW)
+    finally:
+        LOCK.release()
+
+
 def choose(con: Cursor, *, writable: bool) -> str:
     """The schema to read: `proj` (caught up now when `writable`, or already current), else the raw views."""
     if writable:

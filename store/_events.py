@@ -348,6 +348,13 @@ class JudgeStarted(_Body, tag="judge.started"):
     params: JSON = {}
 
 
+class JudgeDefault(_Body, tag="judge.default"):
+    """`judge --default`: from here on the report, the explorer and export use this judge run when none is named
+    (docs/how-to/judge-runs.md); the latest such event wins, and a store without one uses its first judge run."""
+
+    judge_run_id: str
+
+
 class JudgeVerdict(_Body, tag="judge.verdict"):
     judge_run_id: str
     item: JudgeItemRef
@@ -452,6 +459,7 @@ Payload = (
     | TrajectoryFinished
     | JudgeStarted
     | JudgeVerdict
+    | JudgeDefault
     | AuditAnswer
     | AuditLabel
     | AuditDesign

@@ -212,9 +212,12 @@ class ReadServer:
 
     def __init__(self, db: str | Path, cursor: Callable[[], duckdb.DuckDBPyConnection], *,
                  sessions: int = SESSIONS, idle_s: float = IDLE_S, timeout_s: float | None = None,
-                 share: float = SHARE) -> None:
+                 share: float = SHARE, refresh: Callable[[duckdb.DuckDBPyConnection], object] | None = None) -> None:
         self.path = socket_path(db)
         self._cursor = cursor  # a new DuckDB cursor on the writer's database
+        # run on a session's cursor before each request: what readers derive but may not write themselves (the
+        # in-memory tables of the higher layers) brought up to the last commit, so a read sees what a finished store shows
+        self._refresh = refresh
         self.sessions, self.idle_s = sessions, idle_s
         self.timeout_s = float(os.environ.get("SEARCHTRACE_READ_TIMEOUT_S", TIMEOUT_S)) if timeout_s is None else timeout_s
         self.share = share
@@ -313,6 +316,9 @@ class ReadServer:
                         self._running[me] = running
                     t0 = time.monotonic()
                     try:
+                        if self._refresh is not None:
+                            with contextlib.suppress(duckdb.Error):  # the read itself says what is wrong
+                                self._refresh(cur)
                         answer(cur, req, send, running)
                     finally:
                         with self._lock:
@@ -498,6 +504,12 @@ class RemoteCursor:
         """A new session (as a DuckDB cursor is a new connection: temp views are not shared)."""
         return RemoteCursor(self.db)
 
+    def interrupt(self) -> None:
+        """Stop the statement in flight from another thread, as DuckDB's `interrupt` does: the session's socket is
+        shut, so the serving run interrupts it (its client went away) and a read waiting here ends (ReadsEnded)."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
     def close(self) -> None:
         self._sock.close()
 
@@ -508,6 +520,9 @@ class RemoteCursor:
         self.close()
 
 
+NO_READS = " (it serves no reads: it predates live reads or is not a searchtrace run)"
+
+
 def _connect(db: Path) -> socket.socket:
     path = socket_path(db)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -516,7 +531,7 @@ def _connect(db: Path) -> socket.socket:
             sock.connect(addr)
     except OSError:
         sock.close()
-        raise StoreLocked(lock_message(db) + " (it serves no reads: it predates live reads or is not a searchtrace run)") from None
+        raise StoreLocked(lock_message(db) + NO_READS) from None
     return sock
 
 
@@ -557,12 +572,12 @@ def while_held(open_file: Callable[[], T], open_session: Callable[[], T], wait_s
     while True:
         try:
             return open_file()
-        except StoreLocked:
+        except StoreLocked as held:
             try:
                 return open_session()
             except StoreLocked:
-                if time.monotonic() > deadline:
-                    raise
+                if time.monotonic() > deadline:  # the file's own line names the holder (its PID), the session's cannot
+                    raise StoreLocked(str(held) + NO_READS) from None
         time.sleep(0.05)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import socket
 import uuid
@@ -75,9 +76,30 @@ def row_hash(
 
 
 def lock_message(path: Path, detail: str = "") -> str:
+    """The one line for a file another process holds, naming that process as far as DuckDB's error says."""
     pid = re.search(r"PID (\d+)", detail)
-    who = f"another searchtrace process (PID {pid.group(1)})" if pid else "another searchtrace process"
+    who = holder(int(pid.group(1))) if pid else "another process"
     return f"{path}: the database is held by {who}; wait for it to finish or use another --db"
+
+
+_COMMAND = re.compile(r"[a-z][a-z-]{0,19}\Z")  # a subcommand's name: safe to show (never an argument's value)
+
+
+def holder(pid: int) -> str:
+    """Who holds a file, from /proc/PID/cmdline: a searchtrace command by its name, any other program by its file
+    name only (arguments may hold secrets); "another process" when the table cannot be read."""
+    try:
+        argv = [os.fsdecode(a) for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return f"another process (PID {pid})"
+    names = [os.path.basename(a) for a in argv[:3]]
+    if "searchtrace" in names:  # `searchtrace CMD`, `python …/bin/searchtrace CMD` or `python -m searchtrace CMD`
+        after = argv[names.index("searchtrace") + 1:]
+        command = next((a for a in after if not a.startswith("-")), "")
+        what = f"searchtrace {command}" if _COMMAND.match(command) else "searchtrace"
+        return f"another searchtrace process ({what}, PID {pid})"
+    program = names[0] if names else ""
+    return f"another process ({program[:40]}, PID {pid})" if program else f"another process (PID {pid})"
 
 
 # Every connection the project opens: DuckDB never downloads or loads an extension on its own (a SQLite file

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from searchtrace import pipeline
+
+if TYPE_CHECKING:  # the choice's type only: analytics loads DuckDB
+    from searchtrace.analytics import JudgeChoice
 
 
 @contextmanager
@@ -116,10 +120,13 @@ def export_cmd(db: Path, out: Path | None, blobs: Path | None, otlp: str | None,
     if otlp or otlp_file:
         if out or blobs or (otlp and otlp_file):
             raise click.UsageError("give one of --out [--blobs], --otlp URL, --otlp-file FILE")
-        got = pipeline.export_otlp(db, url=otlp, file=otlp_file, judge_run_id=judge_run_id, project=project,
+        choice = pipeline.judge_choice(db, judge_run_id)
+        got = pipeline.export_otlp(db, url=otlp, file=otlp_file, judge_run_id=choice.judge_run_id, project=project,
                                    annotate=annotate)
+        for note in choice.notes:
+            click.echo(note, err=True)
         click.echo(f"{otlp or otlp_file}: {got.traces} traces" + (
-            f", {got.annotations} span annotations" if otlp and annotate else ""))
+            f", {got.annotations} span annotations" if otlp and annotate else "") + f", {judge_run_line(choice)}")
         if got.note:
             click.echo(f"note: {got.note}", err=True)
         return
@@ -127,6 +134,21 @@ def export_cmd(db: Path, out: Path | None, blobs: Path | None, otlp: str | None,
         raise click.UsageError("--project applies to --otlp / --otlp-file only")
     if out is None:
         raise click.UsageError("give --out DIR (or --otlp URL / --otlp-file FILE)")
+    if judge_run_id is not None:
+        raise click.UsageError("--judge-run-id applies to --otlp / --otlp-file (--out writes every judge run's verdicts)")
     written = pipeline.export(db, out, blobs)
     for name, count in written.items():
         click.echo(f"{out / name}: {count}")
+    choice = pipeline.judge_choice(db)  # judgments.jsonl holds every judge run: say which one is the default
+    if choice.others or choice.judge_run_id:
+        click.echo(f"{out / 'judgments.jsonl'}: every judge run's verdicts; the default is {judge_run_line(choice)}",
+                   err=True)
+
+
+def judge_run_line(choice: JudgeChoice) -> str:
+    """The judge run a reader used, and why (docs/how-to/judge-runs.md), in a few words."""
+    if choice.judge_run_id is None:
+        return "no judge run (none has a valid verdict)"
+    why = {"given": "given by --judge-run-id", "judge --default": "made the default with judge --default"}.get(
+        choice.how or "", "the store's first judge run with a valid verdict")
+    return f"judge run {choice.judge_run_id} ({why})"

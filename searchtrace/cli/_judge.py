@@ -88,6 +88,9 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--sandbox-url", default=None, help="Use a running `searchtrace sandbox serve` (http://127.0.0.1:PORT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-progress", is_flag=True, help="No progress bar even on a terminal.")
+@click.option("--default", "make_default", is_flag=True,
+              help="Make this judge run the one report, view and export use when no --judge-run-id names one "
+                   "(docs/how-to/judge-runs.md); with only --judge-run-id, mark that recorded run and judge nothing.")
 @ship_to_option
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
               help="Fan the judge calls out on a Ray cluster (`auto`: the one this machine runs, else a local one): "
@@ -102,7 +105,7 @@ def judge(
     ctx: click.Context, db: Path, model: str | None, base_url: str | None, key_env: str | None, api: str,
     prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
     concurrency: int, timeout_s: float, max_retries: int,
-    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, ship_to: str | None,
+    sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, make_default: bool, ship_to: str | None,
     ray_address: str | None, shards: int | None, segment_dir: str | None,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
@@ -110,13 +113,18 @@ def judge(
     `searchtrace judge compare A B` compares two judge runs instead (docs/concepts/statistics.md)."""
     if ctx.invoked_subcommand is not None:
         return
+    if make_default and judge_run_id and not (model or sandbox or sandbox_url or ray_address or prompt_file
+                                              or prompt_version):
+        _mark_default(db, judge_run_id)  # nothing to judge: only the choice is recorded
+        return
     plan = pipeline.plan_judge(
         db, model=model, base_url=base_url, key_env=key_env, prompt_version=prompt_version, prompt_file=prompt_file,
         judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
         sandbox=sandbox, sandbox_url=sandbox_url, api=api,
     )
     if ray_address is not None or shards is not None or segment_dir is not None:
-        _on_ray(plan, db, ray_address, shards, segment_dir=segment_dir, ship_to=ship_to, as_json=as_json)
+        _on_ray(plan, db, ray_address, shards, segment_dir=segment_dir, ship_to=ship_to, as_json=as_json,
+                make_default=make_default)
         return
     chat = pipeline.judge_chat(model=plan.model, base_url=plan.base_url, key_env=plan.key_env, rps=plan.rps, api=plan.api,
                                concurrency=plan.concurrency, timeout_s=plan.timeout_s, max_retries=plan.max_retries,
@@ -136,6 +144,8 @@ def judge(
         click.echo(summary_text(stats))
     for line in shipped:
         click.echo(f"shipped: {line}", err=as_json)
+    if make_default:
+        _mark_default(db, stats.judge_run_id, err=as_json)
     if stats.failed:
         for err in stats.errors:
             click.echo(f"searchtrace: judge call failed: {err}", err=True)
@@ -145,8 +155,17 @@ def judge(
         raise SystemExit(1)
 
 
+def _mark_default(db: Path, judge_run_id: str, *, err: bool = False) -> None:
+    """`judge --default`: record the choice and say it in one line."""
+    if pipeline.make_default(db, judge_run_id):
+        click.echo(f"judge run {judge_run_id} is now the default of {db}: report, view and export use it unless "
+                   "--judge-run-id names another", err=err)
+    else:
+        click.echo(f"judge run {judge_run_id} already is the default of {db}", err=err)
+
+
 def _on_ray(plan: pipeline.JudgePlan, db: Path, address: str | None, shards: int | None, *, segment_dir: str | None,
-            ship_to: str | None, as_json: bool) -> None:
+            ship_to: str | None, as_json: bool, make_default: bool = False) -> None:
     """`judge --ray ADDRESS --shards N`: the shards on Ray, merged into --db; exit 1 while items lack a verdict."""
     if address is None or shards is None:
         raise click.UsageError("--ray and --shards go together (e.g. --ray auto --shards 4); --segment-dir needs them")
@@ -169,6 +188,8 @@ def _on_ray(plan: pipeline.JudgePlan, db: Path, address: str | None, shards: int
                    f"{done.judged} judged now by {len(done.done)} shards); {merged} in {done.elapsed_s:.1f} s"
                    + (f"; unfinished: {done.pending} items without a verdict, run the same command again"
                       if done.pending else ""))
+    if make_default:
+        _mark_default(db, done.judge_run_id, err=as_json)
     if done.pending:
         stopped = [d for d in done.done if d.error]
         for d in stopped:

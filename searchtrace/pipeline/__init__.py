@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         JudgePlan,
         judge,
         judge_chat,
+        make_default,
         plan_judge,
     )
     from searchtrace.pipeline._live import serving_reads
@@ -57,7 +58,14 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._ray import connect as connect_ray
     from searchtrace.pipeline._recording import aim, check_sandbox_url, record, record_into, sandbox_rows
     from searchtrace.pipeline._replaying import replay
-    from searchtrace.pipeline._reporting import Report, grade, grade_and_report, open_for_report, report
+    from searchtrace.pipeline._reporting import (
+        Report,
+        grade,
+        grade_and_report,
+        judge_choice,
+        open_for_report,
+        report,
+    )
     from searchtrace.pipeline._sandbox_demo import DemoResult, demo, demo_providers
     from searchtrace.pipeline._shipping import replicate, ship_segment
     from searchtrace.pipeline._verifying import Verification, verify
@@ -102,6 +110,7 @@ _EXPORTS: dict[str, str] = {
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
     "judge": "searchtrace.pipeline._judging",
     "judge_chat": "searchtrace.pipeline._judging",
+    "make_default": "searchtrace.pipeline._judging",
     "plan_judge": "searchtrace.pipeline._judging",
     "serving_reads": "searchtrace.pipeline._live",
     "probe_fetch": "searchtrace.pipeline._probing",
@@ -119,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "Report": "searchtrace.pipeline._reporting",
     "grade": "searchtrace.pipeline._reporting",
     "grade_and_report": "searchtrace.pipeline._reporting",
+    "judge_choice": "searchtrace.pipeline._reporting",
     "open_for_report": "searchtrace.pipeline._reporting",
     "report": "searchtrace.pipeline._reporting",
     "DemoResult": "searchtrace.pipeline._sandbox_demo",
@@ -162,6 +172,7 @@ __all__ = [
     "collect",
     "judge",
     "judge_chat",
+    "judge_choice",
     "judge_compare",
     "mcp_serve",
     "mcp_wrap",
@@ -178,6 +189,7 @@ __all__ = [
     "connect_ray",
     "segment_path",
     "open_for_report",
+    "make_default",
     "plan_judge",
     "probe_fetch",
     "probe_search",

@@ -29,7 +29,16 @@ from searchtrace.replay import (
     load_judge_prompt_file,
     run_judge,
 )
-from searchtrace.store import BadInput, EventLog, Shipped, check_url, require_database
+from searchtrace.store import (
+    BadInput,
+    EventLog,
+    JudgeDefault,
+    NewEvent,
+    Shipped,
+    check_url,
+    judge_stream,
+    require_database,
+)
 
 SANDBOX_JUDGE = "sandbox-judge"
 DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
@@ -133,3 +142,25 @@ async def judge(
     finally:
         await chat.aclose()
         await anyio.to_thread.run_sync(log.close)
+
+
+def make_default(db: Path, judge_run_id: str) -> bool:
+    """`judge --default`: record that `judge_run_id` is the judge run report, view and export use when none is named
+    (docs/how-to/judge-runs.md); False when `judge --default` already made it so (nothing recorded). BadInput for a
+    judge run the store does not hold."""
+    from searchtrace.analytics import MADE_DEFAULT, choose_judge_run, sources
+
+    require_database(db)
+    with EventLog(db) as log:
+        cur = log.cursor()
+        try:
+            with sources.reading(cur, writable=True):
+                now = choose_judge_run(cur, None)
+                if (now.judge_run_id, now.how) == (judge_run_id, MADE_DEFAULT):
+                    return False
+                choose_judge_run(cur, judge_run_id)  # BadInput when the store has no such judge run
+        finally:
+            cur.close()
+        log.append([NewEvent(stream_id=judge_stream(judge_run_id), run_id=judge_run_id,
+                             payload=JudgeDefault(judge_run_id=judge_run_id))])
+    return True

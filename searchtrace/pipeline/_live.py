@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from searchtrace.analytics import ensure_views
+from searchtrace.analytics import ensure_views, sources
 from searchtrace.store import EventLog, ReadServer, Shipped, shipping
 
 
@@ -24,7 +24,7 @@ def install_views(log: EventLog) -> None:
 def serving_reads(log: EventLog) -> Iterator[EventLog]:
     """While the block runs, other processes' `sql`, `report`, `export` and `view` read through `<db>.sock`."""
     install_views(log)
-    with ReadServer(log.path, log.cursor):
+    with ReadServer(log.path, log.cursor, refresh=sources.refresh):  # docs/concepts/shown.md: `shown` caught up
         yield log
 
 

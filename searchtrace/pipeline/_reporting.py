@@ -12,10 +12,13 @@ from searchtrace.analytics import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     Built,
+    JudgeChoice,
     build_report,
+    choose_judge_run,
     extras_from_db,
     render,
     run_metrics,
+    sources,
 )
 from searchtrace.analytics import Report as ReportData
 from searchtrace.replay import Grade, grade_answers
@@ -25,6 +28,7 @@ from searchtrace.store import (
     NotAStore,
     ReadsEnded,
     RemoteStore,
+    read_connection,
     require_database,
     while_held,
 )
@@ -128,3 +132,15 @@ def grade_and_report(log: EventLog, html: Path, judge_run_id: str | None) -> Rep
         cur.close()
     html.write_text(page, encoding="utf-8")
     return Report(data=data, html=html)
+
+
+def judge_choice(db: Path, judge_run_id: str | None = None) -> JudgeChoice:
+    """Which judge run a reader of `db` uses and why (docs/how-to/judge-runs.md), read as `report` reads (the
+    file, or a session on the run that holds it); BadInput for a judge run the store does not hold."""
+    require_database(db)
+    cur = read_connection(db)
+    try:
+        with sources.reading(cur, writable=False):
+            return choose_judge_run(cur, judge_run_id)
+    finally:
+        cur.close()

@@ -7,13 +7,16 @@ text (never parsed as HTML), and a strict Content-Security-Policy forbids inline
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import duckdb
 import msgspec
@@ -21,14 +24,14 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import searchtrace.web._data as data
 from searchtrace.adapters import LocalGuard, MiB
 from searchtrace.analytics import DEFAULT_BOOTSTRAP, extras_from_db, render
-from searchtrace.store import BadInput, Cursor, ReadsEnded, StoreError
+from searchtrace.store import BadInput, Cursor, ReadsBusy, ReadsEnded, StoreError
 from searchtrace.web._source import Source
 
 CSP = (
@@ -79,30 +82,79 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         threading.Thread(target=_warm, args=(source, index), name="searchtrace-view-warm", daemon=True).start()
     assets = {name: _static(name) for name in STATIC}
 
-    def api(fn: Callable[[Cursor, Request], Any]) -> Callable[[Request], Response]:
-        """A sync endpoint (Starlette runs it in a worker thread) with one cursor and errors as JSON."""
+    async def reading(request: Request, fn: Callable[[Cursor], Response]) -> Response:
+        """`fn` on one cursor in a worker thread, cancelled (its statement interrupted) when the client goes away
+        or the server stops; a poll (header X-Searchtrace-Poll: 1) does not keep the file held (web._source)."""
+        hold = request.headers.get("x-searchtrace-poll") != "1"
+        gone = threading.Event()
+        box: dict[str, Cursor] = {}
 
-        def answer(request: Request) -> Response:
+        def once() -> Response:
+            with source.cursor(hold=hold) as cur:
+                box["cur"] = cur
+                try:
+                    return fn(cur)
+                finally:
+                    box.pop("cur", None)
+
+        def work() -> Response:
             try:
-                with source.cursor() as cur:
-                    return json_response(fn(cur, request))
+                return once()
             except ReadsEnded:  # the run that served the read ended: the file is (about to be) free, read again
-                with source.cursor() as cur:
-                    return json_response(fn(cur, request))
+                if gone.is_set():
+                    raise
+                return once()
 
-        def endpoint(request: Request) -> Response:
+        task = asyncio.ensure_future(run_in_threadpool(work))
+        try:
+            while not (await asyncio.wait({task}, timeout=0.25))[0]:
+                if await request.is_disconnected():
+                    break
+            else:
+                return task.result()
+        except asyncio.CancelledError:  # the server stops: the statement must not outlive it
+            gone.set()
+            if (cur := box.get("cur")) is not None:
+                source.interrupt(cur)
+            raise
+        gone.set()
+        while not task.done():  # the client went away: stop its statement (again until it ends)
+            if (cur := box.get("cur")) is not None:
+                source.interrupt(cur)
+            await asyncio.wait({task}, timeout=0.05)
+        with contextlib.suppress(Exception):
+            task.result()
+        return Response(status_code=499)  # nobody reads it
+
+    def api(fn: Callable[[Cursor, Request], Any]) -> Callable[[Request], Awaitable[Response]]:
+        """An endpoint with one cursor (web._source), its work in a worker thread, errors as JSON."""
+
+        def answer(cur: Cursor, request: Request) -> Response:
             try:
-                return answer(request)
+                return json_response(fn(cur, request))
             except data.NotFound as exc:
                 return error(exc, 404)
-            except (BadInput, StoreError, ValueError) as exc:
-                return error(exc, 400)
-            except duckdb.Error as exc:
-                return error(exc, 503, "database: ")
+
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await reading(request, lambda cur: answer(cur, request))
+            except (BadInput, StoreError, ValueError, duckdb.Error) as exc:
+                return failed(exc)
             except Exception as exc:  # a bug: still one JSON line for the page, never a traceback
                 return error(exc, 500, f"internal error ({type(exc).__name__}): ")
 
         return endpoint
+
+    def failed(exc: Exception) -> Response:
+        """The status of a read that failed: 503 (retry later) when every read session of the run is taken or
+        the database failed, else 400 with the reason."""
+        if isinstance(exc, ReadsBusy):
+            out = error(exc, 503)
+            out.headers["Retry-After"] = "1"
+            return out
+        if isinstance(exc, duckdb.Error):
+            return error(exc, 503, "database: ")
+        return error(exc, 400)
 
     def error(exc: BaseException, status: int, prefix: str = "") -> Response:
         """The one-line JSON error of docs/how-to/compare.md (the first line of the message, bounded)."""
@@ -185,19 +237,20 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
             return json_response({"error": 'POST /api/sql with a JSON object {"sql": "SELECT …"}'}, 405)
         return json_response({"error": f"no such API route: {request.url.path[:200]}"}, 404)
 
-    def report_html(request: Request) -> Response:
+    def report_page(cur: Cursor, request: Request) -> Response:
+        body = reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider",
+                           DEFAULT_BOOTSTRAP)
+        if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
+            return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
+                                f"{len(body['runs'])} runs: choose one (or several) above.</p>")
+        return HTMLResponse(render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None, body.axis)))
+
+    async def report_html(request: Request) -> Response:
         """The static `report --html` page for the chosen judge run (shown in a frame of the report view)."""
         try:
-            with source.cursor() as cur:
-                body = reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider",
-                                   DEFAULT_BOOTSTRAP)
-                if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
-                    return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
-                                        f"{len(body['runs'])} runs: choose one (or several) above.</p>")
-                html = render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None, body.axis))
+            return await reading(request, lambda cur: report_page(cur, request))
         except (BadInput, StoreError) as exc:
-            return error(exc, 400)
-        return HTMLResponse(html)
+            return failed(exc)
 
     async def sql(request: Request) -> Response:
         """Rows of a read-only query; a refused or failing query is a 400 whose `error` says why."""
@@ -209,16 +262,20 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         if not isinstance(text, str):
             return json_response({"error": 'POST a JSON object {"sql": "SELECT …"}'}, 400)
 
-        def run() -> Response:
-            try:
-                with source.cursor() as cur:
-                    return json_response(data.run_sql(cur, text))
-            except (BadInput, StoreError) as exc:  # refused or failing: a 400 with the reason, never a 200
-                return json_response({"error": str(exc), "columns": [], "rows": []}, 400)
-
-        return await run_in_threadpool(run)
+        try:
+            return await reading(request, lambda cur: json_response(data.run_sql(cur, text)))
+        except ReadsBusy as exc:
+            return failed(exc)
+        except (BadInput, StoreError) as exc:  # refused or failing: a 400 with the reason, never a 200
+            return json_response({"error": str(exc), "columns": [], "rows": []}, 400)
 
     def page(request: Request) -> Response:
+        """The app's one page; the printed URL's token goes out of the address bar: its cookie is set (the guard
+        sets it on this answer) and the browser is sent on to the same page without it."""
+        if "token" in request.query_params:
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            return RedirectResponse("/" + (f"?{urlencode(rest)}" if rest else ""), status_code=303,
+                                    headers={"Cache-Control": "no-store"})
         return Response(assets["index.html"], media_type="text/html; charset=utf-8")
 
     def asset(request: Request) -> Response:

@@ -32,6 +32,7 @@ from searchtrace.analytics import (
     alias_scores,
     answerable_cells,
     build_report,
+    choose_judge_run,
     compare_judge_runs,
     correction_labels,
     counted_in,
@@ -103,10 +104,11 @@ def runs(cur: Cursor) -> list[Row]:
 
 
 def judge_run_list(cur: Cursor) -> list[Row]:
-    """Judge runs, newest first, with model and verdict counts; `default` marks the report's default."""
+    """Judge runs, newest first, with model and verdict counts; `default` marks the report's default, `chosen_by`
+    says why it is."""
     with reading(cur):
         runs = judge_runs(cur)
-        default, _ = resolve_judge_run(cur, None)
+        choice = choose_judge_run(cur, None)
         stats = {r["judge_run_id"]: r for r in _rows(
             cur, "SELECT judge_run_id, count(*) AS verdicts, count(*) FILTER (WHERE NOT valid) AS invalid "
                  "FROM verdicts GROUP BY judge_run_id")}
@@ -118,7 +120,9 @@ def judge_run_list(cur: Cursor) -> list[Row]:
         st, m = stats.get(jr.judge_run_id, {}), models.get(jr.judge_run_id, {})
         out.append({"judge_run_id": jr.judge_run_id, "model": m.get("model"), "prompt_version": m.get("prompt_version"),
                     "verdicts": st.get("verdicts", 0), "valid": jr.valid_verdicts, "invalid": st.get("invalid", 0),
-                    "default": jr.judge_run_id == default})
+                    "default": jr.judge_run_id == choice.judge_run_id,
+                    # docs/how-to/judge-runs.md: why it is the default ("first" or "judge --default"), on that row only
+                    "chosen_by": choice.how if jr.judge_run_id == choice.judge_run_id else None})
     return out
 
 

@@ -1,17 +1,21 @@
 """Where the explorer reads from: the file itself when no run holds it, else a read session on the process that does.
 
-A read-only connection to the file is kept while requests come and closed after `IDLE_S` without one, so a
-`record` started after the explorer can take the file; while a run holds it every request opens a session on
-the run's `<db>.sock` (store._readserver), which sees each commit as it lands.
+A read-only connection to the file is kept while a reader browses and closed after `IDLE_S` without a request that
+holds it, so a `record` or `merge` started after the explorer can take the file. A page's background poll (the list
+watching for new trajectories) does not hold it: it reads and, when nobody browsed within `IDLE_S`, lets the file go
+at once. While a run holds the file every request opens a session on the run's `<db>.sock` (store._readserver),
+which sees each commit as it lands. Every cursor in use can be interrupted (a client that went away, shutdown).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -38,23 +42,45 @@ class Source:
         self._con: duckdb.DuckDBPyConnection | None = None  # the file's own read-only connection
         self._users = 0
         self._last = time.monotonic()
+        self._active: set[Any] = set()  # cursors of requests in flight, interrupted on close
         self._stop = threading.Event()
         self._reaper = threading.Thread(target=self._reap, name="searchtrace-view-idle", daemon=True)
         self._reaper.start()
 
     @contextmanager
-    def cursor(self) -> Iterator[Cursor]:
+    def cursor(self, *, hold: bool = True) -> Iterator[Cursor]:
         """A cursor for one request: on the kept read-only connection, else a session on the run that holds the
-        file (retried while a run hands the file over; StoreLocked when nobody serves it)."""
+        file (retried while a run hands the file over; StoreLocked when nobody serves it). `hold=False` (a poll):
+        the request does not keep the file held, and the file goes as soon as it ends when nobody browsed lately."""
+        if self._stop.is_set():
+            raise StoreLocked(f"{self.db}: the explorer is stopping")
         local, cur = while_held(self._local, self._remote)
+        with self._lock:
+            self._active.add(cur)
         try:
             yield cur
         finally:
+            with self._lock:
+                self._active.discard(cur)
             cur.close()
             if local:
                 with self._lock:
                     self._users -= 1
-                    self._last = time.monotonic()
+                    now = time.monotonic()
+                    if hold:
+                        self._last = now
+                    elif self._users == 0 and now - self._last > IDLE_S:
+                        self._release()
+
+    def interrupt(self, cur: Cursor) -> None:
+        """Stop the statement `cur` runs (from another thread), if it is still in use."""
+        with self._lock:
+            if cur not in self._active:
+                return
+        stop = getattr(cur, "interrupt", None)
+        if callable(stop):
+            with contextlib.suppress(duckdb.Error, OSError):
+                stop()
 
     def _local(self) -> tuple[bool, Cursor]:
         with self._lock:
@@ -66,20 +92,33 @@ class Source:
     def _remote(self) -> tuple[bool, Cursor]:
         return False, open_remote(self.db)
 
+    def _release(self) -> None:
+        """Close the file's connection (under the lock, with no request using it)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
     def _reap(self) -> None:
         while not self._stop.wait(IDLE_S / 4):
             with self._lock:
-                if self._con is not None and self._users == 0 and time.monotonic() - self._last > IDLE_S:
-                    self._con.close()
-                    self._con = None
+                if self._users == 0 and time.monotonic() - self._last > IDLE_S:
+                    self._release()
 
     def close(self) -> None:
+        """Stop: interrupt every statement in flight (a shutdown must not wait for a long query), then let the file go."""
         self._stop.set()
         self._reaper.join(timeout=5)
-        with self._lock:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+        deadline = time.monotonic() + 1.5
+        while True:
+            with self._lock:
+                busy = list(self._active)
+                if self._users == 0 or time.monotonic() > deadline:
+                    if self._users == 0:
+                        self._release()
+                    return
+            for cur in busy:  # again each round: an interrupt before the statement starts is lost
+                self.interrupt(cur)
+            time.sleep(0.05)
 
 
 def prepare(db: Path) -> bool:

@@ -16,6 +16,7 @@ from searchtrace.store import (
     EventLog,
     FetchCalled,
     FetchCompleted,
+    JudgeDefault,
     JudgeItemRef,
     JudgeStarted,
     JudgeVerdict,
@@ -54,7 +55,7 @@ def build_store(path: Path) -> Expected:
                     run_id=jr,
                     payload=JudgeStarted(judge_run_id=jr, model="m", prompt_version="1", prompt_sha256="x"),
                 )
-                for jr in ("j2", "j1")  # j1 started last: the default judge run
+                for jr in ("j2", "j1")
             ]
         )
         for pi, prov in enumerate(("alpha", "beta")):
@@ -160,6 +161,8 @@ def build_store(path: Path) -> Expected:
                                 (prov, tid, url_n, surface, lab, getattr(labels, lab)) for lab in LABELS
                             ]
                 log.append([NewEvent(stream_id="judge:j", run_id="j", payload=p) for p in judged])
+        # j2 gave the first valid verdict; `judge --default` makes j1 the default judge run
+        log.append([NewEvent(stream_id="judge:j1", run_id="j1", payload=JudgeDefault(judge_run_id="j1"))])
     return expected
 
 
@@ -204,7 +207,7 @@ def test_sample_is_balanced_and_deterministic(
             if (r["provider"], r["surface"], r["label"], r["judge_value"] == "true") == leaf
         ]
         assert sorted(chosen) == sorted(ranked), leaf
-    # the invalid verdict never appears, the judge run is the latest one (j1, not j2)
+    # the invalid verdict never appears, the judge run is the default one (j1, not j2)
     assert not any(
         r["trajectory_id"] == "run:alpha:q0" and r["url_normalized"].startswith("https://site4") for r in rows
     )

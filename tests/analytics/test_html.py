@@ -16,6 +16,7 @@ from searchtrace.store import (
     EventLog,
     FetchCalled,
     FetchCompleted,
+    JudgeDefault,
     JudgeItemRef,
     JudgeVerdict,
     Labels,
@@ -261,13 +262,14 @@ def build(path: Path) -> None:
         vs = [verdict("old", "t1", "u2", True), verdict("j", "t1", "u1", True), verdict("j", "t1", "u2", False), verdict("j", "t1", "u3", None),
               verdict("j", "t2", "v2", True), verdict("j", "t3", "w1", False)]  # fmt: skip
         log.append([NewEvent(stream_id="judge", run_id="j", payload=v) for v in vs])
+        log.append([NewEvent(stream_id="judge:j", run_id="j", payload=JudgeDefault(judge_run_id="j"))])  # judge --default
 
 
 def test_extras_from_db(tmp_path: Path) -> None:
     db = tmp_path / "h.duckdb"
     build(db)
     with EventLog(db, read_only=True) as log:
-        extra = extras_from_db(log, None)  # latest judge run: j
+        extra = extras_from_db(log, None)  # the default judge run: j
         old = extras_from_db(log, "old")
     # supported items of j: t1/u1 (ranks 1 and 3), t2/v2 (rank 2); u3 is invalid, w1 unsupported
     assert extra["gold_rank_hist"] == {"alpha": {1: 1, 3: 1, 2: 1}, "beta": {}}

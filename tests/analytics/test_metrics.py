@@ -70,8 +70,8 @@ def test_complementarity_partial_provider(db: Path) -> None:
     assert c["beta|gamma"] == {"a_only": 1, "b_only": 0, "both": 0, "neither": 0, "url_jaccard": 0.0}
 
 
-def test_latest_judge_run_by_default(db: Path) -> None:
-    _, rep = report_json(db)
+def test_a_named_judge_run(db: Path) -> None:
+    _, rep = report_json(db, "--judge-run-id", "j2")
     assert rep["judge_run_id"] == "j2"
     a, b = rep["providers"]["alpha"], rep["providers"]["beta"]
     assert a["items"] == 6 and a["valid_items"] == 1 and a["invalid_items"] == 0
@@ -126,7 +126,8 @@ def test_report_on_an_empty_store(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
     _, rep = report_json(db)
-    assert rep == {"complementarity": {}, "judge_run_id": None, "providers": {}, "schema": "searchtrace.report/1"}
+    assert rep == {"complementarity": {}, "judge_run_chosen_by": None, "judge_run_id": None, "providers": {},
+                   "schema": "searchtrace.report/1"}
     code, out, _ = run_cli("report", "--db", str(db))
     assert code == 0 and "no trajectories" in out
 

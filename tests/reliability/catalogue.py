@@ -452,7 +452,7 @@ def cases() -> list[Case]:
         out.append(Case(f"sql-{name}", _sql(query), ("sql",)))
     from tests.reliability.catalogue_integrity import round_four_cases
 
-    return out + round_two_cases() + round_three_cases() + collect_cases() + round_four_cases()
+    return out + round_two_cases() + round_three_cases() + collect_cases() + round_four_cases() + reads_cases()
 
 
 # ---------------------------------------------------------------- running them
@@ -806,3 +806,36 @@ def collect_cases() -> list[Case]:
             Case("collect-provider-huge", argv("p" * 100_000), ("--provider", "not a search provider"),
                  forbid=("p" * 200,)),
             Case("collect-provider-empty", argv(""), ("--provider",))]
+
+
+# ---------------------------------------------------------------- reads (issues #31, #32): sql from a file, judge --default
+
+
+def _written(name: str, data: bytes) -> Callable[[Env], str]:
+    """The path of a file under the catalogue's root, written when the case runs."""
+    def path(e: Env) -> str:
+        e.path(name).write_bytes(data)
+        return str(e.path(name))
+    return path
+
+
+def reads_cases() -> list[Case]:
+    """`sql --file` / `sql -` and `judge --default`: one line, exit 2, nothing written."""
+    big, latin, refused = (_written("q_big.sql", b"SELECT 1 -- " + b"x" * (1 << 20) + b"\n"),
+                           _written("q_latin.sql", "-- caf\xe9\nSELECT 1".encode("latin-1")),
+                           _written("q_copy.sql", b"-- a comment first\nCOPY events TO 'copied.csv'"))
+    return [
+        Case("sql-file-missing", lambda e: ["sql", "--db", str(e.db), "--file", str(e.path("nosuch.sql"))],
+             ("--file", "nosuch.sql")),
+        Case("sql-file-folder", lambda e: ["sql", "--db", str(e.db), "--file", str(e.root)], ("--file", "a folder")),
+        Case("sql-file-too-big", lambda e: ["sql", "--db", str(e.db), "--file", big(e)], ("q_big.sql", "at most")),
+        Case("sql-file-not-utf8", lambda e: ["sql", "--db", str(e.db), "--file", latin(e)], ("q_latin.sql", "UTF-8")),
+        Case("sql-file-refused", lambda e: ["sql", "--db", str(e.db), "--file", refused(e)], ("sql", "COPY"),
+             absent=("copied.csv",)),
+        Case("sql-query-and-file", lambda e: ["sql", "--db", str(e.db), "SELECT 1", "--file", refused(e)], ("--file",)),
+        Case("sql-no-query", lambda e: ["sql", "--db", str(e.db)], ("QUERY", "--file")),
+        Case("judge-default-unknown-run", lambda e: ["judge", "--db", str(e.db), "--default", "--judge-run-id", "nope"],
+             ("judge run 'nope' not found",)),
+        Case("export-out-judge-run-id", lambda e: ["export", "--db", str(e.db), "--out", str(e.path("exp-jr")),
+                                                   "--judge-run-id", "x"], ("--judge-run-id",), absent=("exp-jr",)),
+    ]

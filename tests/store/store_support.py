@@ -17,6 +17,7 @@ from searchtrace.store import (
     EventLog,
     FetchCalled,
     FetchCompleted,
+    JudgeDefault,
     JudgeItemRef,
     JudgeStarted,
     JudgeVerdict,
@@ -107,6 +108,7 @@ def every_payload() -> list[Payload]:
             usage=usage,
             latency_ms=99.0,
         ),
+        JudgeDefault(judge_run_id="j1"),
         AuditAnswer(trajectory_id=None, provider="tavily", qid="q1", semantic_match=True, source="audit.tsv"),
         AuditLabel(
             judge_run_id="j1", item=item, surface="snippet", label="relevant", judge_value=True, human_value="unclear"

@@ -64,7 +64,7 @@ def test_a_session_sees_each_commit_and_can_only_read(tmp_path: Path) -> None:
             other.close()
             assert count(cur) == 4  # the refused statements changed nothing
     assert not sock.exists()  # removed on close
-    with pytest.raises(StoreLocked, match="held by another searchtrace process"):
+    with pytest.raises(StoreLocked, match="held by another process"):
         open_remote(path)  # nobody serves: the usual lock message
 
 

@@ -53,6 +53,9 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: Vie
     page.goto(f"{server}/?token={view.token}")  # the printed URL; the page sets the cookie the rest goes by
     rows = page.get_by_test_id("trajectory-row")
     rows.first.wait_for()
+    assert "token" not in page.url and view.token not in page.url  # out of the address bar: copying it shares nothing
+    default = page.get_by_test_id("judge-run-default").inner_text()  # which judge run "default" means, and why
+    assert default.startswith("judge run: sandbox-judge@judge/1 (default: the first judge run"), default
     assert rows.count() == 18 and "18 trajectories" in page.get_by_test_id("total").inner_text()
 
     page.get_by_test_id("filter-provider").select_option("brave")

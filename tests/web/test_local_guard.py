@@ -240,7 +240,7 @@ def test_view_needs_its_token_and_sets_it_as_a_strict_cookie(view: View) -> None
         refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port + 1}={view.token}"}), 403)
     refused(httpx.post(f"{view.root}/api/sql", json={"sql": "SELECT 1"}), 403, "token")
     first = httpx.get(f"{view.root}/", params={"token": view.token})
-    assert first.status_code == 200
+    assert first.status_code == 303 and first.headers["location"] == "/"  # the token leaves the address bar
     cookie = first.headers["set-cookie"]
     assert cookie.startswith(f"searchtrace-view-{port}={view.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie

@@ -93,6 +93,13 @@ function pager(offset, limit, total, onto) {
 }
 
 // -- the scope bar: judge run, runs, arms (on every page) -----------------------------------------
+// which judge run "default" means, and why (docs/how-to/judge-runs.md): never a surprise
+function defaultJudgeRun(runs) {
+  const d = runs.find((j) => j.default);
+  if (!d) return runs.length ? "judge run: none has a valid verdict" : "no judge run";
+  const why = d.chosen_by === "judge --default" ? "made the default with judge --default" : "the first judge run";
+  return `judge run: ${d.judge_run_id} (default: ${why}${runs.length > 1 ? `; ${runs.length - 1} other(s) to choose from` : ""})`;
+}
 let judgeRuns = null, allRuns = null;
 async function scopeBar() {
   judgeRuns = judgeRuns || await api("/api/judge-runs");
@@ -104,7 +111,7 @@ async function scopeBar() {
   delete here.offset;
   const onto = (over) => go(path, { ...here, run: s.run, by: s.by, judge_run_id: s.judge_run_id, ...over }, false);
   const jr = h("select", { "aria-label": "judge run", "data-testid": "judge-run", onchange: (e) => onto({ judge_run_id: e.target.value }) },
-    h("option", { value: "" }, judgeRuns.length ? "judge run: default" : "no judge run"),
+    h("option", { value: "", "data-testid": "judge-run-default" }, defaultJudgeRun(judgeRuns)),
     judgeRuns.map((j) => h("option", { value: j.judge_run_id, selected: j.judge_run_id === s.judge_run_id },
       `${j.judge_run_id} (${j.model || "?"}, ${fmt(j.valid)} valid)${j.default ? " ·default" : ""}`)));
   const boxes = allRuns.map((r) => h("label", { class: "run" },
@@ -637,7 +644,8 @@ function watchList(params) {
   let last = null;
   liveTimer = setInterval(async () => {
     try {
-      const d = await api(`/api/trajectories?${apiQuery({ ...own, limit: 1 })}`);
+      // a poll: it does not keep the file held, so a record or merge started meanwhile can take it
+      const d = await api(`/api/trajectories?${apiQuery({ ...own, limit: 1 })}`, { headers: { "X-Searchtrace-Poll": "1" } });
       const key = `${d.total}:${d.trajectories.length ? d.trajectories[0].trajectory_id : ""}`;
       if (last !== null && key !== last && document.activeElement.tagName !== "SELECT") { allRuns = null; await viewTrajectories(params); }
       last = key;
