@@ -53,6 +53,21 @@ _FATAL = frozenset({401, 403})
 MAX_CONSECUTIVE_FAILURES = 20
 
 
+class BatchCounts(msgspec.Struct, kw_only=True):
+    """What the batches of one invocation did (docs/how-to/batch.md)."""
+
+    resumed: int = 0  # batches of an earlier invocation still alive, polled again (never resubmitted)
+    batches: int = 0  # batches submitted now
+    submitted: int = 0  # items submitted now
+    resubmitted: int = 0  # of them, items sent a second time (their first batch did not answer them)
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+    online: int = 0  # items judged online after two batches did not answer them (--batch-fallback online)
+    left: int = 0  # items two batches did not answer, left without a verdict for a later run
+
+
 class JudgeStats(msgspec.Struct, kw_only=True):
     """Live counters of a judge run (what the progress display shows)."""
 
@@ -69,6 +84,7 @@ class JudgeStats(msgspec.Struct, kw_only=True):
     elapsed_s: float = 0.0
     errors: list[str] = []
     stopped: str | None = None  # why the run stopped early (a run of consecutive failures), else None
+    batch: BatchCounts | msgspec.UnsetType = msgspec.UNSET  # `judge --batch` only (never encoded otherwise)
 
 
 def stream_of(judge_run_id: str) -> str:
@@ -412,4 +428,4 @@ async def _judge_pending(
             await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
-__all__ = ["JSON_MODE", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]
+__all__ = ["JSON_MODE", "BatchCounts", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]

@@ -1,0 +1,170 @@
+"""`judge --batch` against the sandbox's batch APIs: the demo store's labels are the online judge's item for item
+(OpenAI and Anthropic shapes); a judge SIGKILLed while polling resumes its batches without submitting any again;
+errored and expired items are resubmitted once, then judged online or left and counted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.cli import cli
+from searchtrace.replay._judge import stream_of
+from searchtrace.store import (
+    EventLog,
+    JudgeBatchFinished,
+    JudgeBatchPolled,
+    JudgeBatchSubmitted,
+    JudgeVerdict,
+    item_id,
+    open_remote,
+)
+
+SEARCHTRACE = str(Path(sys.executable).with_name("searchtrace"))
+ONLINE = "sandbox-judge@judge/1"  # the demo's own (online) judge run
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo")
+    done = subprocess.run([SEARCHTRACE, "demo", "--n", "6", "--out", str(out), "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return out / "demo.duckdb"
+
+
+@pytest.fixture
+def store(demo: Path, tmp_path: Path) -> Iterator[Path]:
+    db = tmp_path / "s.duckdb"
+    shutil.copy(demo, db)
+    yield db
+
+
+def verdicts(db: Path, jrid: str) -> dict[tuple[str, str], JudgeVerdict]:
+    out: dict[tuple[str, str], JudgeVerdict] = {}
+    with EventLog(db, read_only=True) as log:
+        for ev in log.read(types=["judge.verdict"], stream_id=stream_of(jrid)):
+            assert isinstance(ev.payload, JudgeVerdict)
+            key = (ev.payload.item.trajectory_id, ev.payload.item.url_normalized)
+            assert key not in out, f"two verdicts for {key}"
+            out[key] = ev.payload
+    return out
+
+
+def batch_events(db: Path, jrid: str) -> list[Any]:
+    with EventLog(db, read_only=True) as log:
+        return [ev.payload for ev in log.read(types=["judge.batch.submitted", "judge.batch.polled",
+                                                     "judge.batch.finished"], stream_id=stream_of(jrid))]
+
+
+def judge(*args: str) -> tuple[int, dict[str, Any], str]:
+    res = CliRunner().invoke(cli, ["judge", "--json", "--poll-s", "0.05", *args])
+    return res.exit_code, msgspec.json.decode(res.stdout) if res.stdout.startswith("{") else {}, res.output
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic"])
+def test_batch_labels_are_the_online_judges_item_for_item(store: Path, api: str) -> None:
+    code, stats, out = judge("--db", str(store), "--sandbox", "--batch", "--api", api, "--judge-run-id", "b",
+                             "--batch-size", "40")
+    assert code == 0, out
+    online, batched = verdicts(store, ONLINE), verdicts(store, "b")
+    assert len(online) > 80 and set(batched) == set(online)
+    assert all(batched[k].labels == online[k].labels and batched[k].valid == online[k].valid for k in online)
+    events = batch_events(store, "b")
+    submitted = [e for e in events if isinstance(e, JudgeBatchSubmitted)]
+    finished = [e for e in events if isinstance(e, JudgeBatchFinished)]
+    assert len(submitted) == len(finished) == -(-len(online) // 40) == stats["batch"]["batches"]
+    assert all(e.api == api and len(e.request_sha256) == 64 and e.submission == 1 for e in submitted)
+    assert sorted((r.trajectory_id, r.url_normalized) for e in submitted for r in e.items) == sorted(online)
+    assert {v.batch_id for v in batched.values()} == {e.batch_id for e in submitted}
+    assert sum(e.succeeded for e in finished) == len(online) and stats["batch"]["succeeded"] == len(online)
+    # one polled event per status change: in_progress is never seen (no batch delay), each batch ends once
+    polled = [e for e in events if isinstance(e, JudgeBatchPolled)]
+    assert Counter(e.batch_id for e in polled) == Counter(e.batch_id for e in submitted)
+
+
+def _sandbox_creates(app: Any) -> int:
+    sb = app.state.sandbox
+    return 0 if sb.batches is None else int(sb.batches.creates)
+
+
+def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path, tmp_path: Path) -> None:
+    n_items = len(verdicts(store, ONLINE))
+    size = 30
+    n_batches = -(-n_items // size)
+    app = create_app(batch_delay_s=6.0)
+    env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
+    with running(app) as root:
+        cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "k", "--batch",
+               "--batch-size", str(size), "--poll-s", "0.1", "--no-progress", "--json"]
+        with open(tmp_path / "first.log", "wb") as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:  # every batch submitted and recorded: the run is polling
+            assert proc.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.monotonic() < deadline, "no judge.batch.submitted event"
+            row = None
+            if Path(f"{store}.sock").exists():  # the judge holds the store and serves reads of it
+                cur = open_remote(store)
+                try:
+                    row = cur.execute("SELECT count(*) FROM events WHERE type = 'judge.batch.submitted'").fetchone()
+                finally:
+                    cur.close()
+            if row is not None and row[0] == n_batches:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL
+        created = _sandbox_creates(app)
+        assert created == n_batches and verdicts(store, "k") == {}
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        stats = msgspec.json.decode(done.stdout)
+        assert _sandbox_creates(app) == created  # zero new submissions: the live batches were polled
+        assert stats["batch"]["resumed"] == n_batches and stats["batch"]["batches"] == 0
+    got = verdicts(store, "k")
+    assert len(got) == n_items == stats["done"]  # every item judged exactly once (verdicts() refuses a second)
+    online = verdicts(store, ONLINE)
+    assert all(got[k].labels == online[k].labels for k in online)
+
+
+def test_errored_and_expired_items_resubmitted_once_then_left_or_judged_online(store: Path) -> None:
+    n_items = len(verdicts(store, ONLINE))
+    plan = FaultPlan(seed=7, rates={"errored": 0.10, "expired": 0.05}, routes=frozenset({"batch"}))
+    app = create_app(faults=plan)
+    with running(app) as root:
+        args = ["--db", str(store), "--sandbox-url", root, "--judge-run-id", "f", "--batch", "--batch-size", "50"]
+        code, first, out = judge(*args)
+        b = first["batch"]
+        failed_once = b["errored"] + b["expired"] + b["canceled"]
+        assert b["errored"] > 0 and b["expired"] > 0  # both kinds happened
+        assert b["resubmitted"] > 0 and b["submitted"] == n_items + b["resubmitted"]
+        # every failed item was resubmitted once; the ones that failed twice are left and counted
+        assert b["succeeded"] + b["left"] == n_items and failed_once == b["resubmitted"] + b["left"]
+        assert b["left"] > 0 and code == 1 and "left" in out
+        assert len(verdicts(store, "f")) == n_items - b["left"]
+        creates = _sandbox_creates(app)
+        code, again, out = judge(*args, "--batch-fallback", "online")
+        assert code == 0, out
+        assert _sandbox_creates(app) == creates  # nothing is sent in a third batch
+        assert again["batch"]["online"] == b["left"] and again["batch"]["left"] == 0
+    got = verdicts(store, "f")
+    online = verdicts(store, ONLINE)
+    assert set(got) == set(online) and all(got[k].labels == online[k].labels for k in online)
+    assert sum(isinstance(v.batch_id, str) for v in got.values()) == n_items - b["left"]
+    sent = Counter(item_id(r.trajectory_id, r.url_normalized) for e in batch_events(store, "f")
+                   if isinstance(e, JudgeBatchSubmitted) for r in e.items)
+    assert max(sent.values()) == 2 and len(sent) == n_items
