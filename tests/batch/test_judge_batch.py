@@ -23,6 +23,7 @@ from searchtrace.adapters.sandbox import FaultPlan, create_app, running
 from searchtrace.cli import cli
 from searchtrace.replay._judge import stream_of
 from searchtrace.store import (
+    BadInput,
     EventLog,
     JudgeBatchFinished,
     JudgeBatchPolled,
@@ -168,3 +169,34 @@ def test_errored_and_expired_items_resubmitted_once_then_left_or_judged_online(s
     sent = Counter(item_id(r.trajectory_id, r.url_normalized) for e in batch_events(store, "f")
                    if isinstance(e, JudgeBatchSubmitted) for r in e.items)
     assert max(sent.values()) == 2 and len(sent) == n_items
+
+
+def report_json(db: Path, jrid: str, prices: Path) -> dict[str, Any]:
+    res = CliRunner().invoke(cli, ["report", "--db", str(db), "--judge-run-id", jrid, "--prices", str(prices), "--json"])
+    assert res.exit_code == 0, res.output
+    return msgspec.json.decode(res.stdout)  # type: ignore[no-any-return]
+
+
+def test_batch_judge_usd_is_the_batch_discount_of_the_online_runs(store: Path, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('as_of = "2026-12-01"\n[search]\nbrave = 5.0\ntavily = 8.0\nfirecrawl = 1.0\n[fetch]\njina = 0.02\n'
+                      '[models."sandbox-agent"]\ninput = 2.0\noutput = 8.0\n'
+                      '[models."sandbox-judge"]\ninput = 1.25\ncached_input = 0.125\noutput = 10.0\n')
+    code, _, out = judge("--db", str(store), "--sandbox", "--batch", "--judge-run-id", "b")
+    assert code == 0, out
+    online, batched = report_json(store, ONLINE, prices), report_json(store, "b", prices)
+    assert online["providers"].keys() == batched["providers"].keys()
+    for name, block in online["providers"].items():
+        got = batched["providers"][name]
+        assert block["judge_model_usd"] > 0 and block["judge_model_batch_usd"] == 0.0
+        assert got["judge_model_usd"] == 0.5 * block["judge_model_usd"]  # exact: the same tokens at half the price
+        assert got["judge_model_batch_usd"] == got["judge_model_usd"]  # all of it batched
+        # the batched part is within the judge's cost, not beside it: the totals differ by the judge's saving
+        assert got["usd_total"] == pytest.approx(block["usd_total"] - 0.5 * block["judge_model_usd"], rel=1e-12)
+    prices.write_text(prices.read_text().replace("as_of", "batch_discount = 0.25\nas_of"))
+    quarter = report_json(store, "b", prices)
+    assert all(quarter["providers"][n]["judge_model_usd"] == 0.25 * b["judge_model_usd"]
+               for n, b in online["providers"].items())
+    prices.write_text(prices.read_text().replace("batch_discount = 0.25", "batch_discount = 2"))
+    res = CliRunner().invoke(cli, ["report", "--db", str(store), "--prices", str(prices)])
+    assert isinstance(res.exception, BadInput) and "key batch_discount: the fraction" in str(res.exception)
