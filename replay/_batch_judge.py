@@ -39,6 +39,7 @@ from searchtrace.replay._judge import (
 from searchtrace.replay._judge_prompt import JudgePrompt
 from searchtrace.store import (
     BadInput,
+    CallFailed,
     EventLog,
     JudgeBatchFinished,
     JudgeBatchPolled,
@@ -104,12 +105,7 @@ class _BatchRun:
             chunk = items[start:start + self.size]
             bodies = [(item_id(*_key(it)), self.chat.request(await item_messages(self.log, self.prompt, it),
                                                               response_format=JSON_MODE)) for it in chunk]
-            try:
-                made = await self.api.submit(bodies)
-            except ChatError as exc:
-                if exc.auth:
-                    raise BadInput(f"judge endpoint refused the batch: {' '.join(exc.message.split())[:200]}") from None
-                raise
+            made = await self.api.submit(bodies)
             again = max(book.sent.get(_key(it), 0) for it in chunk) + 1
             refs = [JudgeItemRef(trajectory_id=it.trajectory_id, url_normalized=it.url_normalized) for it in chunk]
             await self._append([_event(self.jrid, JudgeBatchSubmitted(
@@ -165,6 +161,29 @@ class _BatchRun:
             self.progress(self.stats)
 
 
+async def _drive(run: _BatchRun, book: _Book, all_items: Sequence[JudgeItem],
+                 by_key: dict[tuple[str, str], JudgeItem], judged: set[tuple[str, str]], poll_s: float) -> None:
+    """Submit what no live batch holds (at most twice an item), poll the live batches, until none is live."""
+    while True:
+        live = set(book.live())
+        waiting = {_key(r) for b in live for r in book.items[b]}
+        todo = [it for it in all_items if _key(it) not in judged and _key(it) not in waiting
+                and book.sent.get(_key(it), 0) < MAX_SUBMISSIONS]
+        if todo:
+            await run.submit(todo, book)
+            continue
+        if not live:
+            return
+        for batch_id in sorted(live):
+            await run.poll(batch_id, book, by_key, judged)
+        if book.live():
+            await anyio.sleep(poll_s)
+
+
+def _line(text: str, limit: int = 200) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
 async def run_batch_judge(
     log: EventLog,
     *,
@@ -205,20 +224,20 @@ async def run_batch_judge(
     with bad_input_alone():
         book = await anyio.to_thread.run_sync(lambda: _Book(log, jrid))
         counts.resumed = len(book.live())
-        while True:
-            live = set(book.live())
-            waiting = {_key(r) for b in live for r in book.items[b]}
-            todo = [it for it in all_items if _key(it) not in judged and _key(it) not in waiting
-                    and book.sent.get(_key(it), 0) < MAX_SUBMISSIONS]
-            if todo:
-                await run.submit(todo, book)
-                continue
-            if not live:
-                break
-            for batch_id in sorted(live):
-                await run.poll(batch_id, book, by_key, judged)
-            if set(book.live()):
-                await anyio.sleep(poll_s)
+        try:
+            await _drive(run, book, all_items, by_key, judged, poll_s)
+        except ChatError as exc:  # the batch endpoint failed after its retries: recorded, the same command resumes
+            if exc.auth:
+                raise BadInput(f"judge endpoint refused the batch request: {_line(exc.message)}") from None
+            failed = CallFailed(what=f"batch:{chat.model}", call_id=None, status=exc.status,
+                                http_status=exc.http_status, error=_line(exc.message), attempts=len(exc.retries) + 1)
+            await run._append([_event(jrid, failed)])
+            stats.failed += 1
+            stats.errors.append(f"batch: {exc.status}: {_line(exc.message)}")
+            stats.stopped = f"stopped: the batch endpoint failed ({exc.status}: {_line(exc.message, 120)})"
+            stats.elapsed_s = time.perf_counter() - t0
+            counts.left = sum(_key(it) not in judged for it in all_items)
+            return stats
         rest = [it for it in all_items if _key(it) not in judged]
         if rest and fallback == "online":
             counts.online = len(rest)

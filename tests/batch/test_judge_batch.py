@@ -200,3 +200,29 @@ def test_batch_judge_usd_is_the_batch_discount_of_the_online_runs(store: Path, t
     prices.write_text(prices.read_text().replace("batch_discount = 0.25", "batch_discount = 2"))
     res = CliRunner().invoke(cli, ["report", "--db", str(store), "--prices", str(prices)])
     assert isinstance(res.exception, BadInput) and "key batch_discount: the fraction" in str(res.exception)
+
+
+def test_bad_batch_options_are_one_line_and_a_failing_batch_endpoint_is_an_event(store: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    for args, said in ((["--api", "gemini"], "--batch: the gemini API has no batch endpoint here"),
+                       (["--batch-size", "0"], "--batch-size must be 1 to 50,000")):
+        res = CliRunner().invoke(cli, ["judge", "--db", str(store), "--sandbox", "--batch", *args])
+        assert isinstance(res.exception, BadInput) and said in str(res.exception)
+    res = CliRunner().invoke(cli, ["judge", "--db", str(store), "--sandbox", "--poll-s", "1"])
+    assert res.exit_code == 2 and "go with --batch" in res.output
+
+    async def down(request: Any) -> JSONResponse:
+        return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
+
+    app = Starlette(routes=[Route("/{path:path}", down, methods=["GET", "POST"])])
+    with running(app) as root:
+        code, stats, out = judge("--db", str(store), "--sandbox-url", root, "--batch", "--judge-run-id", "d",
+                                 "--max-retries", "0")
+    assert code == 1 and stats["failed"] == 1 and "batch endpoint failed" in stats["stopped"], out
+    assert stats["batch"]["left"] == stats["items"] and "Traceback" not in out
+    with EventLog(store, read_only=True) as log:
+        failed = [ev.payload for ev in log.read(types=["call.failed"], stream_id=stream_of("d"))]
+    assert len(failed) == 1 and failed[0].what == "batch:sandbox-judge" and failed[0].http_status == 503
