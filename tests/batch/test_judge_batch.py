@@ -75,7 +75,7 @@ def judge(*args: str) -> tuple[int, dict[str, Any], str]:
     return res.exit_code, msgspec.json.decode(res.stdout) if res.stdout.startswith("{") else {}, res.output
 
 
-@pytest.mark.parametrize("api", ["chat", "anthropic"])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
 def test_batch_labels_are_the_online_judges_item_for_item(store: Path, api: str) -> None:
     code, stats, out = judge("--db", str(store), "--sandbox", "--batch", "--api", api, "--judge-run-id", "b",
                              "--batch-size", "40")
@@ -101,6 +101,24 @@ def _sandbox_creates(app: Any) -> int:
     return 0 if sb.batches is None else int(sb.batches.creates)
 
 
+def wait_submitted(store: Path, proc: subprocess.Popen[bytes], n: int, log: Path) -> None:
+    """Until the running judge has recorded `n` judge.batch.submitted events (read through its read server)."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "no judge.batch.submitted event"
+        row = None
+        if Path(f"{store}.sock").exists():  # the judge holds the store and serves reads of it
+            cur = open_remote(store)
+            try:
+                row = cur.execute("SELECT count(*) FROM events WHERE type = 'judge.batch.submitted'").fetchone()
+            finally:
+                cur.close()
+        if row is not None and row[0] == n:
+            return
+        time.sleep(0.05)
+
+
 def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path, tmp_path: Path) -> None:
     n_items = len(verdicts(store, ONLINE))
     size = 30
@@ -112,20 +130,7 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
                "--batch-size", str(size), "--poll-s", "0.1", "--no-progress", "--json"]
         with open(tmp_path / "first.log", "wb") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:  # every batch submitted and recorded: the run is polling
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()
-            assert time.monotonic() < deadline, "no judge.batch.submitted event"
-            row = None
-            if Path(f"{store}.sock").exists():  # the judge holds the store and serves reads of it
-                cur = open_remote(store)
-                try:
-                    row = cur.execute("SELECT count(*) FROM events WHERE type = 'judge.batch.submitted'").fetchone()
-                finally:
-                    cur.close()
-            if row is not None and row[0] == n_batches:
-                break
-            time.sleep(0.05)
+        wait_submitted(store, proc, n_batches, tmp_path / "first.log")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         assert proc.returncode == -signal.SIGKILL
@@ -226,3 +231,28 @@ def test_bad_batch_options_are_one_line_and_a_failing_batch_endpoint_is_an_event
     with EventLog(store, read_only=True) as log:
         failed = [ev.payload for ev in log.read(types=["call.failed"], stream_id=stream_of("d"))]
     assert len(failed) == 1 and failed[0].what == "batch:sandbox-judge" and failed[0].http_status == 503
+
+
+def test_a_batch_cancelled_while_polling_is_resubmitted_once(store: Path, tmp_path: Path) -> None:
+    from openai import OpenAI
+
+    n_items = len(verdicts(store, ONLINE))
+    app = create_app(batch_delay_s=3.0)
+    env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
+    with running(app) as root:
+        cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "c", "--batch",
+               "--poll-s", "0.1", "--no-progress", "--json"]
+        with open(tmp_path / "run.log", "wb") as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log)
+        wait_submitted(store, proc, 1, tmp_path / "run.log")
+        first = next(iter(app.state.sandbox.batches.batches))
+        assert OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox").batches.cancel(first).status == "cancelled"
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, (tmp_path / "run.log").read_text()
+    b = msgspec.json.decode(out)["batch"]
+    assert b["canceled"] == n_items and b["resubmitted"] == n_items and b["batches"] == 2
+    assert b["succeeded"] == n_items and b["left"] == 0
+    finished = [e for e in batch_events(store, "c") if isinstance(e, JudgeBatchFinished)]
+    assert [(e.status, e.canceled, e.succeeded) for e in finished] == [("cancelled", n_items, 0),
+                                                                       ("completed", 0, n_items)]
+    assert len(verdicts(store, "c")) == n_items
