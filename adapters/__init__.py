@@ -10,6 +10,7 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.adapters._anthropic_messages import ENDPOINT as ANTHROPIC_ENDPOINT
     from searchtrace.adapters._anthropic_messages import PATH as ANTHROPIC_PATH
+    from searchtrace.adapters._batches import BATCH_APIS, ItemResult, ModelBatches, Polled, Submitted
     from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
     from searchtrace.adapters._gemini import ENDPOINT as GEMINI_ENDPOINT
@@ -104,6 +105,11 @@ _EXPORTS: dict[str, str] = {
     "GEMINI_ENDPOINT": "searchtrace.adapters._gemini:ENDPOINT",
     "AdapterError": "searchtrace.adapters._errors",
     "ChatError": "searchtrace.adapters._errors",
+    "BATCH_APIS": "searchtrace.adapters._batches",
+    "ItemResult": "searchtrace.adapters._batches",
+    "ModelBatches": "searchtrace.adapters._batches",
+    "Polled": "searchtrace.adapters._batches",
+    "Submitted": "searchtrace.adapters._batches",
     "MissingKey": "searchtrace.adapters._errors",
     "FetchCache": "searchtrace.adapters._fetch_cache",
     "default_cache_dir": "searchtrace.adapters._fetch_cache",
@@ -202,6 +208,11 @@ __all__ = [
     "BraveSearch",
     "CHAT_APIS",
     "ChatError",
+    "BATCH_APIS",
+    "ItemResult",
+    "ModelBatches",
+    "Polled",
+    "Submitted",
     "ChatModel",
     "ChatResponse",
     "ClosableChat",

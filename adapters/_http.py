@@ -139,12 +139,14 @@ class EndpointClient:
         trace_id: str | None = None,
         read_cap: int = DEFAULT_READ_CAP,
         accept: Callable[[bytes], bool] | None = None,
+        content: bytes | None = None,
     ) -> Reply:
         """Send the request, retrying 429 / 5xx / timeouts / transport errors with capped backoff.
 
         `accept` checks a 2xx body; one it refuses (malformed or truncated JSON) is retried as `bad_body`.
         The Reply's latency_ms is the whole call; provider_ms the final attempt on the wire; queue_ms the waits
         for our own concurrency and rate limits over all attempts (backoff sleeps are in neither, see retries).
+        `content`: a body of bytes instead of `json` (a file upload, its Content-Type in `headers`).
         """
         if self._closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
@@ -155,7 +157,7 @@ class EndpointClient:
         retries: list[RetryInfo] = []
         queued = 0.0
         while True:
-            reply = await self._attempt(method, path, hdrs, params, json, read_cap)
+            reply = await self._attempt(method, path, hdrs, params, json, read_cap, content)
             queued += reply.queue_ms
             reason, wait_hint = self._retry_decision(reply)
             if reason is None and accept is not None and reply.outcome == "ok" and not accept(reply.body):
@@ -186,21 +188,23 @@ class EndpointClient:
             return None, None
         return reason, stated_wait(reply.headers, reply.json_or_none(), peek)
 
-    def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any) -> httpx.Request:
+    def _request(self, method: str, path: str, headers: dict[str, str], params: Any, json: Any,
+                 content: bytes | None = None) -> httpx.Request:
         """The request httpx.AsyncClient.build_request makes of our call (its default headers overridden by ours)."""
         own = {k.lower() for k in headers}
         merged = [kv for kv in self._headers if kv[0].lower() not in own]
         merged += headers.items()
         url = self.parsed_url(self._base + path.lstrip("/"))
-        return httpx.Request(method, url, params=params, headers=merged, json=json,
+        return httpx.Request(method, url, params=params, headers=merged, json=json, content=content,
                              extensions={"timeout": dict(self._timeout)})
 
     async def _attempt(
-        self, method: str, path: str, headers: dict[str, str], params: Any, json: Any, read_cap: int
+        self, method: str, path: str, headers: dict[str, str], params: Any, json: Any, read_cap: int,
+        content: bytes | None = None,
     ) -> Reply:
         """One attempt under the concurrency and rate limits, bounded by a deadline (ASGI has no timeouts)."""
         try:
-            request = self._request(method, path, headers, params, json)
+            request = self._request(method, path, headers, params, json, content)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
             return Reply("http_error", None, error=f"invalid request: {exc}", final=True)
         queued = time.perf_counter()

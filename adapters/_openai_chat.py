@@ -326,27 +326,40 @@ class OpenAIChat(OwnsClient):
     ) -> ChatResponse:
         """One completion; tool calls are read from message.tool_calls (finish_reason may say "stop"), or with the
         Responses API from the reply's function_call items."""
-        body = request_body(self.api, self.model, messages, tools, response_format, self.params)
+        body = self.request(messages, tools=tools, response_format=response_format)
         headers = api_headers(self.api, self._key)
-        parse = _PARSERS[self.api]
         path = call_path(self.api, self.model)
         reply = await self._http.call("POST", path, what=f"chat:{self.model}", headers=headers,
-                                      json=body, trace_id=trace_id, accept=_parses(parse))
+                                      json=body, trace_id=trace_id, accept=_parses(_PARSERS[self.api]))
         if reply.outcome != "ok":
             error = self._error(reply)
             error.provider_ms, error.queue_ms = reply.provider_ms, reply.queue_ms
             raise error
+        return self.response(reply.body, reply)
+
+    def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                response_format: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The request body of one completion (a model batch's items are these bodies, docs/how-to/batch.md)."""
+        return request_body(self.api, self.model, messages, tools, response_format, self.params)
+
+    def response(self, body: bytes, reply: Reply | None = None) -> ChatResponse:
+        """A reply body read as one completion (online, `reply` gives its timing and retries; or a batch item's);
+        ChatError when the body is unusable."""
         try:
-            text, calls, usage, finish = scrub_parsed(parse(reply.body), self.secrets())
+            text, calls, usage, finish = scrub_parsed(_PARSERS[self.api](body), self.secrets())
         except _BAD_BODY as exc:
             raise ChatError("bad_response", scrub_text(f"{self.model}: unusable body: {exc}", self._key),
-                            reply.retries, http_status=reply.http_status) from None
-        log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,
-                 latency_ms=round(reply.latency_ms, 1), retries=len(reply.retries))
-        return ChatResponse(text=text, tool_calls=calls, usage=usage, latency_ms=reply.latency_ms,
-                            provider_ms=reply.provider_ms, queue_ms=reply.queue_ms,
-                            finish_reason=finish, raw=scrub_bytes(reply.body, *self.secrets()), retries=reply.retries,
-                            model=model_of(self.api, reply.body) or self.model, api=self.api)
+                            reply.retries if reply is not None else [],
+                            http_status=reply.http_status if reply is not None else None) from None
+        timing: dict[str, Any] = {}
+        if reply is not None:
+            log.info("chat", model=self.model, tool_calls=len(calls), finish_reason=finish,
+                     latency_ms=round(reply.latency_ms, 1), retries=len(reply.retries))
+            timing = {"latency_ms": reply.latency_ms, "provider_ms": reply.provider_ms, "queue_ms": reply.queue_ms,
+                      "retries": reply.retries}
+        return ChatResponse(text=text, tool_calls=calls, usage=usage, finish_reason=finish,
+                            raw=scrub_bytes(body, *self.secrets()), model=model_of(self.api, body) or self.model,
+                            api=self.api, **timing)
 
     def _error(self, reply: Reply) -> ChatError:
         status = "bad_response" if reply.outcome == "too_large" else reply.outcome

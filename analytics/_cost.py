@@ -11,7 +11,9 @@ What is billed, per question (every epoch of it, current trajectories only), the
   (input when no cached price) + output x output, per 1M tokens (output as the endpoint reports it, reasoning
   included there, never added twice);
 - judge model: the usage of every `judge.verdict` of the chosen judge run on the question's items, at the judge
-  run's model price, cached input tokens at `cached_input` like the agent's.
+  run's model price, cached input tokens at `cached_input` like the agent's; a verdict from a model batch (its
+  `batch_id`, docs/how-to/batch.md) at `batch_discount` of that price, and that part also as `judge_model_batch_usd`
+  (within judge_model_usd, never added to the total twice).
 A component whose price is missing (or whose model the store does not name) is null, never zero, and its name goes
 into `unpriced` (the report prints one warning line); `usd_total`, `usd_per_trajectory` and `usd_per_correct` are
 null when any component is. A component with nothing to bill is 0. Sums are exact fractions, so the same events
@@ -75,12 +77,14 @@ SELECT 'agent', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens)
        coalesce(sum(m.output_tokens), 0), t.model
 FROM model_responses m JOIN t USING (stream_id) GROUP BY 2, 3, 4, 5, 9
 UNION ALL
-SELECT 'judge', t.arm, t.provider, t.qid, NULL, coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0),
-       coalesce(sum(v.output_tokens), 0), NULL
-FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 2, 3, 4
+SELECT CASE WHEN v.batch_id IS NULL THEN 'judge' ELSE 'judge_batch' END, t.arm, t.provider, t.qid, NULL,
+       coalesce(sum(v.input_tokens), 0), coalesce(sum(v.cached_tokens), 0), coalesce(sum(v.output_tokens), 0), NULL
+FROM verdicts v JOIN t ON t.trajectory_id = v.trajectory_id WHERE v.judge_run_id = $run GROUP BY 1, 2, 3, 4
 """
 
 COMPONENTS = ("search_usd", "fetch_usd", "agent_model_usd", "judge_model_usd")
+# docs/how-to/batch.md: the part of judge_model_usd whose verdicts came from model batches (in it, not beside it)
+BATCHED = "judge_model_batch_usd"
 
 Rates = tuple[Fraction, Fraction, Fraction]  # USD of one unit of each of a usage row's counts (a, b, c)
 
@@ -120,10 +124,13 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
     zero = Fraction(0)
 
     def unit_usd(kind: str, name: str | None) -> Rates | None:
-        """USD of one unit of each count under price `name` of `kind` (search, fetch, model); None: no price."""
-        if kind == "model":
+        """USD of one unit of each count under price `name` of `kind` (search, fetch, model, a model's batch tokens
+        at `batch_discount` of its price); None: no price."""
+        if kind in ("model", "batch"):
             mp = prices.models.get(name) if name else None
-            return None if mp is None else (model_usd(mp, 1, 0, 0), model_usd(mp, 0, 1, 0), model_usd(mp, 0, 0, 1))
+            off = Fraction(1) if kind == "model" else Fraction(prices.batch_discount)
+            return None if mp is None else (model_usd(mp, 1, 0, 0) * off, model_usd(mp, 0, 1, 0) * off,
+                                            model_usd(mp, 0, 0, 1) * off)
         price = (prices.search if kind == "search" else prices.fetch).get(name or "")
         return None if price is None else ((searches_usd if kind == "search" else fetched_usd)(price, 1), zero, zero)
 
@@ -149,7 +156,7 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
             key = None if counts[0] + counts[2] == 0 else ("model", model)
         else:
             comp, missing = "judge_model_usd", f"judge model {judge_model or '(not named)'}"
-            key = None if counts[0] + counts[2] == 0 else ("model", judge_model)
+            key = None if counts[0] + counts[2] == 0 else ("model" if kind == "judge" else "batch", judge_model)
         if key is None:  # no model tokens: nothing to bill, priced or not
             continue
         if key not in rates:
@@ -161,11 +168,13 @@ def _priced(con: Cursor, prices: Prices, judge_run_id: str | None) -> _Priced:
     weights = {key: None if unit is None else tuple(r.numerator * (denominator // r.denominator) for r in unit)
                for key, unit in rates.items()}
     numerators: dict[str, dict[str, dict[str, int | None]]] = {
-        arm: {qid: dict.fromkeys(COMPONENTS, 0) for qid in qids} for arm, qids in questions.items()}
+        arm: {qid: dict.fromkeys((*COMPONENTS, BATCHED), 0) for qid in qids} for arm, qids in questions.items()}
     for arm, qid, comp, (a, b, c), key in billed:
         block = numerators[arm][qid]
-        w, old = weights[key], block[comp]
-        block[comp] = None if w is None or old is None else old + a * w[0] + b * w[1] + c * w[2]
+        w = weights[key]
+        for part in (comp, BATCHED) if key[0] == "batch" else (comp,):
+            old = block[part]
+            block[part] = None if w is None or old is None else old + a * w[0] + b * w[1] + c * w[2]
     return _Priced(numerators=numerators, denominator=denominator, unpriced=frozenset(unpriced))
 
 
@@ -178,7 +187,7 @@ def question_costs(con: Cursor, prices: Prices, judge_run_id: str | None) -> dic
 def _per_question(priced: _Priced) -> dict[str, dict[str, Fraction] | None]:
     out: dict[str, dict[str, Fraction] | None] = {}
     for provider, questions in sorted(priced.numerators.items()):
-        totals = {qid: _sum(comps.values()) for qid, comps in sorted(questions.items())}
+        totals = {qid: _sum(comps[k] for k in COMPONENTS) for qid, comps in sorted(questions.items())}
         out[provider] = None if any(v is None for v in totals.values()) else {
             qid: Fraction(v, priced.denominator) for qid, v in totals.items() if v is not None}
     return out
@@ -202,8 +211,8 @@ def _per_arm(priced: _Priced, correct: dict[str, tuple[int, int]]) -> tuple[dict
     out: dict[str, dict[str, Any]] = {}
     for provider, (n, right) in correct.items():
         questions = priced.numerators.get(provider, {}).values()
-        comps = {k: _sum(q[k] for q in questions) for k in COMPONENTS}
-        num = _sum(comps.values())
+        comps = {k: _sum(q[k] for q in questions) for k in (*COMPONENTS, BATCHED)}
+        num = _sum(comps[k] for k in COMPONENTS)
         total = None if num is None else Fraction(num, priced.denominator)
         out[provider] = {
             **{k: None if v is None else float(Fraction(v, priced.denominator)) for k, v in comps.items()},

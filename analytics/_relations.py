@@ -250,6 +250,7 @@ RELATIONS: tuple[Relation, ...] = (
             ("provider_ms", "DOUBLE", "$.provider_ms"),  # docs/reference/prices.md: final attempt on the wire; NULL when not recorded
             ("queue_ms", "DOUBLE", "$.queue_ms"),  # docs/reference/prices.md: waits for our own limits, all attempts
             ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
+            ("batch_id", "VARCHAR", "$.batch_id"),  # docs/how-to/batch.md: the model batch it came from; NULL online
         ),
     ),
     Relation(

@@ -51,6 +51,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("fetch_usd", "USD fetch"),
     ("agent_model_usd", "USD agent model"),
     ("judge_model_usd", "USD judge model"),
+    ("judge_model_batch_usd", "  of which batched"),
     ("usd_per_trajectory", "USD / trajectory"),
     ("usd_per_correct", "USD / correct answer"),
 )

@@ -32,6 +32,8 @@ class Prices(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     search: dict[str, float] = {}  # USD per 1,000 requests, by provider name (or kind)
     fetch: dict[str, float] = {}  # USD per 1M tokens of fetched content, by backend
     models: dict[str, ModelPrice] = {}
+    # docs/how-to/batch.md: a model batch's tokens cost this fraction of the model's price (OpenAI and Anthropic: half)
+    batch_discount: float = 0.5
 
 
 def model_usd(p: ModelPrice, inp: int, cached: int, out: int) -> Fraction:
@@ -70,6 +72,9 @@ def parse_prices(data: Any, src: str) -> Prices:
         for name, usd in values.items():
             if (problem := _price_problem(usd)) is not None:
                 raise BadInput(f"{src}: key {table}.{name}: {problem}")
+    if not (math.isfinite(prices.batch_discount) and 0 <= prices.batch_discount <= 1):
+        raise BadInput(f"{src}: key batch_discount: the fraction of the price a batch pays, 0 to 1, got "
+                       f"{prices.batch_discount}")
     for name, m in prices.models.items():
         for field in ("input", "output", "cached_input"):
             v = getattr(m, field)

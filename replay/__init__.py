@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.replay._batch_judge import DEFAULT_BATCH_SIZE, DEFAULT_POLL_S, run_batch_judge
     from searchtrace.replay._diff import Divergence, first_divergence
     from searchtrace.replay._grade import SOURCE, Grade, grade_answers
     from searchtrace.replay._judge import (
+        BatchCounts,
         JudgeStats,
         default_judge_run_id,
         open_judge_run,
@@ -38,6 +40,10 @@ _EXPORTS: dict[str, str] = {
     "SOURCE": "searchtrace.replay._grade",
     "grade_answers": "searchtrace.replay._grade",
     "JudgeStats": "searchtrace.replay._judge",
+    "BatchCounts": "searchtrace.replay._judge",
+    "DEFAULT_BATCH_SIZE": "searchtrace.replay._batch_judge",
+    "DEFAULT_POLL_S": "searchtrace.replay._batch_judge",
+    "run_batch_judge": "searchtrace.replay._batch_judge",
     "default_judge_run_id": "searchtrace.replay._judge",
     "open_judge_run": "searchtrace.replay._judge",
     "run_judge": "searchtrace.replay._judge",
@@ -70,6 +76,10 @@ __all__ = [
     "ImportResult",
     "JudgePrompt",
     "JudgeStats",
+    "BatchCounts",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_POLL_S",
+    "run_batch_judge",
     "JudgmentLine",
     "Parsed",
     "ReplayMiss",

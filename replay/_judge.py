@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from searchtrace.adapters import ChatError, ChatModel
+from searchtrace.adapters import ChatError, ChatModel, ChatResponse
 from searchtrace.analytics import JudgeItem, judge_items
 from searchtrace.engine import bad_input_alone, document_block, prompt_file, worker_pool
 from searchtrace.replay._judge_prompt import (
@@ -31,6 +31,7 @@ from searchtrace.store import (
     JudgeVerdict,
     NewEvent,
     Usage,
+    Verdict,
     Writer,
     digest,
     judge_stream,
@@ -52,6 +53,21 @@ _FATAL = frozenset({401, 403})
 MAX_CONSECUTIVE_FAILURES = 20
 
 
+class BatchCounts(msgspec.Struct, kw_only=True):
+    """What the batches of one invocation did (docs/how-to/batch.md)."""
+
+    resumed: int = 0  # batches of an earlier invocation still alive, polled again (never resubmitted)
+    batches: int = 0  # batches submitted now
+    submitted: int = 0  # items submitted now
+    resubmitted: int = 0  # of them, items sent a second time (their first batch did not answer them)
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+    online: int = 0  # items judged online after two batches did not answer them (--batch-fallback online)
+    left: int = 0  # items two batches did not answer, left without a verdict for a later run
+
+
 class JudgeStats(msgspec.Struct, kw_only=True):
     """Live counters of a judge run (what the progress display shows)."""
 
@@ -68,6 +84,7 @@ class JudgeStats(msgspec.Struct, kw_only=True):
     elapsed_s: float = 0.0
     errors: list[str] = []
     stopped: str | None = None  # why the run stopped early (a run of consecutive failures), else None
+    batch: BatchCounts | msgspec.UnsetType = msgspec.UNSET  # `judge --batch` only (never encoded otherwise)
 
 
 def stream_of(judge_run_id: str) -> str:
@@ -144,30 +161,8 @@ class _Run:
         self.scope = anyio.CancelScope()
         self.max_in_a_row = MAX_CONSECUTIVE_FAILURES
 
-    def _page(self, digest: str) -> str:
-        return self.log.get_blob(digest).decode("utf-8", "replace")
-
-    def _messages(self, item: JudgeItem, page: str | None) -> list[dict[str, str]]:
-        block = document_block(
-            doc_id=item.doc_id,
-            rank=item.rank,
-            domain=item.domain,
-            title=item.title,
-            url=item.url,
-            snippet=item.snippet,
-            metadata=item.metadata,
-            page=page if item.page_visible else None,
-        )
-        return self.prompt.messages(
-            question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block,
-            gold_aliases=item.gold_aliases,
-        )
-
     async def judge_one(self, item: JudgeItem) -> None:
-        page = None
-        if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
-            page = await anyio.to_thread.run_sync(self._page, item.page_digest)
-        messages = self._messages(item, page)
+        messages = await item_messages(self.log, self.prompt, item)
         trace = trace_id_of(self.jrid, item)
         started = time.perf_counter()
         try:
@@ -198,9 +193,8 @@ class _Run:
             self._tick()
             return
         self.in_a_row = 0
-        parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
-        raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
-        await self._record(item, trace, parsed.labels, parsed.reason, raw, reply.usage, reply.latency_ms, reply.retries,
+        labels, why, raw = read_reply(item, reply)
+        await self._record(item, trace, labels, why, raw, reply.usage, reply.latency_ms, reply.retries,
                            provider_ms=reply.provider_ms, queue_ms=reply.queue_ms)
 
     def _retry_event(self, trace: str, r: Any) -> NewEvent:
@@ -221,43 +215,84 @@ class _Run:
         provider_ms: float | msgspec.UnsetType = msgspec.UNSET,
         queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
-        valid = labels is not None
-        if labels is not None and not item.snippet_shown:  # docs/concepts/shown.md: no snippet verdict for a URL never shown
-            labels = msgspec.structs.replace(labels, snippet=None)
-        verdict = JudgeVerdict(
-            judge_run_id=self.jrid,
-            item=JudgeItemRef(trajectory_id=item.trajectory_id, url_normalized=item.url_normalized),
-            surface="page" if item.page_visible else "snippet",
-            valid=valid,
-            labels=labels,
-            invalid_reason=None if valid else reason,
-            raw_digest=digest(raw) if raw is not None else None,
-            usage=usage,
-            latency_ms=latency_ms,
-            provider_ms=provider_ms,
-            queue_ms=queue_ms,
-        )
+        event = verdict_event(self.jrid, item, labels, reason, raw, usage, latency_ms, provider_ms=provider_ms,
+                              queue_ms=queue_ms)
         events = [self._retry_event(trace, r) for r in retries]
-        events.append(
-            NewEvent(
-                stream_id=stream_of(self.jrid),
-                run_id=self.jrid,
-                payload=verdict,
-                event_id=verdict_event_id(self.jrid, item.trajectory_id, item.url_normalized),
-            )
-        )
+        events.append(event)
         await self.writer.append(events, blobs=[raw] if raw is not None else [])
-        s = self.stats
-        s.done += 1
-        s.valid += valid
-        s.invalid += not valid
-        s.retried += len(retries)
-        s.usage = s.usage + usage
+        self.stats.retried += len(retries)
+        count_verdict(self.stats, event)
         self._tick()
 
     def _tick(self) -> None:
         if self.progress is not None:
             self.progress(self.stats)
+
+
+async def item_messages(log: EventLog, prompt: JudgePrompt, item: JudgeItem) -> list[dict[str, str]]:
+    """The judge's messages for one item (its page read from the store when the agent saw it): the one request every
+    judge call makes, online or in a model batch."""
+    page = None
+    if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
+        page = await anyio.to_thread.run_sync(lambda: log.get_blob(item.page_digest or "").decode("utf-8", "replace"))
+    block = document_block(
+        doc_id=item.doc_id,
+        rank=item.rank,
+        domain=item.domain,
+        title=item.title,
+        url=item.url,
+        snippet=item.snippet,
+        metadata=item.metadata,
+        page=page if item.page_visible else None,
+    )
+    return prompt.messages(
+        question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block,
+        gold_aliases=item.gold_aliases,
+    )
+
+
+def read_reply(item: JudgeItem, reply: ChatResponse) -> tuple[Verdict | None, str | None, bytes]:
+    """The one reading of a judge reply, online or a batch item's: labels (None: invalid), why invalid, raw bytes."""
+    parsed = parse_verdict(reply.text, page_visible=item.page_visible, finish_reason=reply.finish_reason)
+    raw = reply.raw if reply.raw is not None else (reply.text or "").encode()
+    return parsed.labels, parsed.reason, raw
+
+
+def verdict_event(
+    jrid: str, item: JudgeItem, labels: Verdict | None, reason: str | None, raw: bytes | None, usage: Usage,
+    latency_ms: float, *, provider_ms: float | msgspec.UnsetType = msgspec.UNSET,
+    queue_ms: float | msgspec.UnsetType = msgspec.UNSET, batch_id: str | msgspec.UnsetType = msgspec.UNSET,
+) -> NewEvent:
+    """One item's `judge.verdict` (content-derived id: a second one for the item is a no-op append)."""
+    valid = labels is not None
+    if labels is not None and not item.snippet_shown:  # docs/concepts/shown.md: no snippet verdict for a URL never shown
+        labels = msgspec.structs.replace(labels, snippet=None)
+    verdict = JudgeVerdict(
+        judge_run_id=jrid,
+        item=JudgeItemRef(trajectory_id=item.trajectory_id, url_normalized=item.url_normalized),
+        surface="page" if item.page_visible else "snippet",
+        valid=valid,
+        labels=labels,
+        invalid_reason=None if valid else reason,
+        raw_digest=digest(raw) if raw is not None else None,
+        usage=usage,
+        latency_ms=latency_ms,
+        provider_ms=provider_ms,
+        queue_ms=queue_ms,
+        batch_id=batch_id,
+    )
+    return NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=verdict,
+                    event_id=verdict_event_id(jrid, item.trajectory_id, item.url_normalized))
+
+
+def count_verdict(stats: JudgeStats, event: NewEvent) -> None:
+    """A recorded verdict in the run's counters."""
+    v = event.payload
+    assert isinstance(v, JudgeVerdict)
+    stats.done += 1
+    stats.valid += v.valid
+    stats.invalid += not v.valid
+    stats.usage = stats.usage + v.usage
 
 
 def _line(text: str, limit: int = 200) -> str:
@@ -393,4 +428,4 @@ async def _judge_pending(
             await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
-__all__ = ["JSON_MODE", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]
+__all__ = ["JSON_MODE", "BatchCounts", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]

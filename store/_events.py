@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import typing
 import uuid
 from datetime import datetime
@@ -371,6 +372,44 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     # so those events keep their bytes; SQL reads them as NULL.
     provider_ms: float | msgspec.UnsetType = msgspec.UNSET
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/batch.md: the model batch whose result this verdict is; absent (UNSET, never encoded) for an online call
+    batch_id: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class JudgeBatchSubmitted(_Body, tag="judge.batch.submitted"):
+    """docs/how-to/batch.md: one model batch of a judge run created; each item's custom_id is its `item_id`."""
+
+    judge_run_id: str
+    batch_id: str
+    api: str  # the model API its items ask over (chat, responses: OpenAI's Batch API; anthropic: Message Batches)
+    items: list[JudgeItemRef]
+    request_sha256: str  # of the request file (OpenAI) or request body (Anthropic) the batch was made of
+    submission: int = 1  # 2: these items' resubmission after their first batch did not answer them
+
+
+class JudgeBatchPolled(_Body, tag="judge.batch.polled"):
+    """A model batch's status changed (recorded only on a change)."""
+
+    judge_run_id: str
+    batch_id: str
+    status: str
+
+
+class JudgeBatchFinished(_Body, tag="judge.batch.finished"):
+    """A model batch ended and its results were read: how many items each outcome had (verdicts: the succeeded)."""
+
+    judge_run_id: str
+    batch_id: str
+    status: str
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+
+
+def item_id(trajectory_id: str, url_normalized: str) -> str:
+    """A judge item's stable id (a model batch's custom_id: 64 characters at most, letters and digits)."""
+    return hashlib.sha256(f"{trajectory_id}\x1f{url_normalized}".encode()).hexdigest()[:40]
 
 
 class AuditAnswer(_Body, tag="audit.answer"):
@@ -460,6 +499,9 @@ Payload = (
     | JudgeStarted
     | JudgeVerdict
     | JudgeDefault
+    | JudgeBatchSubmitted
+    | JudgeBatchPolled
+    | JudgeBatchFinished
     | AuditAnswer
     | AuditLabel
     | AuditDesign

@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 
 from searchtrace.adapters._persona import SandboxRoute, WireReply, WireRequest
 from searchtrace.adapters._registry import endpoints, specs
+from searchtrace.adapters.sandbox import _batch_route as batch
 from searchtrace.adapters.sandbox._anthropic_route import count_tokens, messages
 from searchtrace.adapters.sandbox._chat_route import chat_completions
 from searchtrace.adapters.sandbox._faults import FaultPlan
@@ -75,9 +76,20 @@ def route_groups() -> dict[str, list[Route]]:
               for s in specs()}
     groups["jina"] = [Route("/", jina_read_post, methods=["POST"]), Route("/{url:path}", jina_read, methods=["GET"])]
     groups["openai"] = [Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-                        Route("/v1/responses", responses, methods=["POST"])]
+                        Route("/v1/responses", responses, methods=["POST"]),
+                        Route("/v1/files", batch.upload_file, methods=["POST"]),
+                        Route("/v1/files/{file_id}", batch.get_file, methods=["GET"]),
+                        Route("/v1/files/{file_id}/content", batch.file_content, methods=["GET"]),
+                        Route("/v1/batches", batch.create_openai_batch, methods=["POST"]),
+                        Route("/v1/batches/{batch_id}", batch.get_openai_batch, methods=["GET"]),
+                        Route("/v1/batches/{batch_id}/cancel", batch.cancel_openai_batch, methods=["POST"])]
     groups["anthropic"] = [Route("/v1/messages", messages, methods=["POST"]),
-                           Route("/v1/messages/count_tokens", count_tokens, methods=["POST"])]
+                           Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+                           Route("/v1/messages/batches", batch.create_anthropic_batch, methods=["POST"]),
+                           Route("/v1/messages/batches/{batch_id}", batch.get_anthropic_batch, methods=["GET"]),
+                           Route("/v1/messages/batches/{batch_id}/results", batch.anthropic_results, methods=["GET"]),
+                           Route("/v1/messages/batches/{batch_id}/cancel", batch.cancel_anthropic_batch,
+                                 methods=["POST"])]
     groups["gemini"] = [Route("/v1beta/models/{target}", generate, methods=["POST"])]
     return groups
 
@@ -90,17 +102,19 @@ def _app(routes: list[Route | Mount], sb: Sandbox) -> Starlette:
     return app
 
 
-def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0) -> Starlette:
-    """One ASGI app serving every sandbox route under /<provider>; `hang_s` is how long a `timeout` fault sleeps."""
-    return create_apps(world, faults, hang_s=hang_s)[0]
+def create_app(world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0,
+               batch_delay_s: float = 0.0) -> Starlette:
+    """One ASGI app serving every sandbox route under /<provider>; `hang_s` is how long a `timeout` fault sleeps,
+    `batch_delay_s` how long a model batch stays in progress."""
+    return create_apps(world, faults, hang_s=hang_s, batch_delay_s=batch_delay_s)[0]
 
 
 def create_apps(
-    world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0
+    world: World | None = None, faults: FaultPlan | None = None, *, hang_s: float = 3600.0, batch_delay_s: float = 0.0
 ) -> tuple[Starlette, dict[str, Starlette]]:
     """The one app, and one app per provider serving that provider at its root (for official clients, which
     join their own absolute paths onto the base URL); all share one Sandbox (world, faults, counters)."""
-    sb = Sandbox(world or default_world(), faults, hang_s)
+    sb = Sandbox(world or default_world(), faults, hang_s, batch_delay_s)
     groups = route_groups()
     combined = _app([Route("/", index), *(Mount(f"/{name}", routes=routes) for name, routes in groups.items())], sb)
     return combined, {name: _app(list(routes), sb) for name, routes in groups.items()}

@@ -7,7 +7,8 @@ attempt. A FaultPlan(seed, rates={kind: p}, routes=None) decides per (seed, rout
 hash, so a chaos run is reproducible and a retry (next attempt) gets a fresh, equally reproducible draw.
 `quota` answers with the provider's own out-of-credit reply (its status differs: 402, 429, 401, 400, 432).
 Judge-reply kinds (`prose`, `badjson`, `wrongshape`, `pagemismatch`) are 200 replies with a bad body, and
-apply to the chat route only.
+apply to the chat route only. Batch-item kinds (`errored`, `expired`) apply to the items of a model batch only
+(route `batch`, drawn per custom_id and per submission of it), and only they do.
 """
 
 from __future__ import annotations
@@ -23,20 +24,32 @@ from searchtrace.adapters._registry import search_provider_names
 
 HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401", "quota")
 JUDGE_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
-KINDS = HTTP_KINDS + JUDGE_KINDS
-OTHER_ROUTES = ("jina", "chat")  # beside one route per search provider (named after it)
+BATCH_KINDS = ("errored", "expired")  # one item of a model batch (route `batch`, key: its custom_id)
+KINDS = HTTP_KINDS + JUDGE_KINDS + BATCH_KINDS
+OTHER_ROUTES = ("jina", "chat", "batch")  # beside one route per search provider (named after it)
 
 _MARKER = re.compile(r"!fault:(" + "|".join(sorted(KINDS, key=len, reverse=True)) + r")(?:x(\d+))?")
 
 
 def routes() -> tuple[str, ...]:
-    """Every route a fault can be injected on: each search provider's, Jina Reader's and the chat route."""
+    """Every route a fault can be injected on: each search provider's, Jina Reader's, the chat route and the items
+    of model batches."""
     return (*search_provider_names(), *OTHER_ROUTES)
 
 
 class Marker(msgspec.Struct, frozen=True):
     kind: str
     limit: int | None  # None: every attempt
+
+
+def _applies(kind: str, route: str) -> bool:
+    """Whether a fault kind can happen on a route: oversized on Jina only, judge replies on chat only, batch-item
+    kinds on batch items only (and nothing else there)."""
+    if kind == "oversized":
+        return route == "jina"
+    if kind in JUDGE_KINDS:
+        return route == "chat"
+    return (kind in BATCH_KINDS) == (route == "batch")
 
 
 def find_markers(text: str) -> list[Marker]:
@@ -66,7 +79,7 @@ class FaultPlan(msgspec.Struct, frozen=True, kw_only=True):
             return None
         for kind in KINDS:
             p = self.rates.get(kind, 0.0)
-            if p <= 0 or (kind == "oversized" and route != "jina") or (kind in JUDGE_KINDS and route != "chat"):
+            if p <= 0 or not _applies(kind, route):
                 continue
             h = hashlib.sha256(f"{self.seed}|{route}|{key}|{attempt}|{kind}".encode()).digest()
             if int.from_bytes(h[:8], "big") / 2**64 < p:
@@ -109,9 +122,7 @@ class Attempts:
 def choose(route: str, key: str, attempt: int, text: str, plan: FaultPlan | None) -> str | None:
     """The fault for one request: an in-band marker first, then the plan."""
     for m in find_markers(text):
-        if m.kind == "oversized" and route != "jina":
-            continue
-        if m.kind in JUDGE_KINDS and route != "chat":
+        if not _applies(m.kind, route):
             continue
         if m.limit is None or attempt <= m.limit:
             return m.kind

@@ -71,10 +71,13 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], timeout_s: float, wha
             time.sleep(0.05)
 
 
-MAX_BODY = 4 * MiB  # a sandbox request is a small JSON body (a chat request's messages the largest)
+# a sandbox request is a JSON body (a chat request's messages), or a model batch: its JSONL file or its requests
+# (docs/how-to/batch.md), thousands of judge prompts
+MAX_BODY = 64 * MiB
 # Jina Reader's `POST /` takes a url-encoded form as well as JSON, as the real one does (at R/jina/, or the root of
-# its own port); every other POST takes JSON only
-MEDIA_PATHS = {path: frozenset({"application/x-www-form-urlencoded"}) for path in ("/jina/", "/")}
+# its own port); OpenAI's file upload takes multipart/form-data; every other POST takes JSON only
+MEDIA_PATHS = {**{path: frozenset({"application/x-www-form-urlencoded"}) for path in ("/jina/", "/")},
+               **{path: frozenset({"multipart/form-data"}) for path in ("/openai/v1/files", "/v1/files")}}
 
 
 def guarded(app: Any) -> LocalGuard:
@@ -144,9 +147,9 @@ def running(app: Any = None, port: int | None = None) -> Iterator[str]:
 
 
 @contextmanager
-def running_all(world: Any = None, faults: Any = None) -> Iterator[Served]:
+def running_all(world: Any = None, faults: Any = None, *, batch_delay_s: float = 0.0) -> Iterator[Served]:
     """The one app and every provider on its own free port, in background threads (tests, notebooks)."""
-    app, apps = create_apps(world, faults)
+    app, apps = create_apps(world, faults, batch_delay_s=batch_delay_s)
     with ExitStack() as stack:
         root = stack.enter_context(running(app))
         urls = {name: own_root_url(name, stack.enter_context(running(a))) for name, a in apps.items()}

@@ -24,8 +24,10 @@ RESPONSES_KEPT = 1024  # stored Responses conversations per server (oldest dropp
 class Sandbox:
     """Shared state of one app: the world, fault plan, attempt and request counters."""
 
-    def __init__(self, world: World, faults: FaultPlan | None, hang_s: float) -> None:
+    def __init__(self, world: World, faults: FaultPlan | None, hang_s: float, batch_delay_s: float = 0.0) -> None:
         self.world = world
+        self.batch_delay_s = batch_delay_s  # how long a model batch stays in progress (docs/how-to/batch.md)
+        self.batches: Any = None  # the model batches and files (_batch_route.Batches), made on first use
         self.shelf = WorldShelf(world)
         self.faults = faults
         self.hang_s = hang_s

@@ -35,6 +35,13 @@ def summary_text(s: JudgeStats) -> str:
     )
     if s.failed:
         text += f"; {s.failed} calls failed: run the same command again to judge them"
+    if not isinstance(s.batch, msgspec.UnsetType):
+        b = s.batch
+        text += (f"\nbatches: {b.batches} submitted now ({b.submitted} items, {b.resubmitted} of them resubmitted), "
+                 f"{b.resumed} resumed; results: {b.succeeded} succeeded, {b.errored} errored, {b.expired} expired, "
+                 f"{b.canceled} canceled; {b.online} judged online after two batches, {b.left} left")
+        if b.left:
+            text += ": run the same command again (or add --batch-fallback online) to judge them"
     return text
 
 
@@ -91,6 +98,15 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--default", "make_default", is_flag=True,
               help="Make this judge run the one report, view and export use when no --judge-run-id names one "
                    "(docs/how-to/judge-runs.md); with only --judge-run-id, mark that recorded run and judge nothing.")
+@click.option("--batch", "batch", is_flag=True,
+              help="Judge through the model API's batch endpoint (OpenAI Batch with --api chat or responses, "
+                   "Anthropic Message Batches with --api anthropic), priced at the batch rate; re-running resumes "
+                   "the recorded batches (docs/how-to/batch.md).")
+@click.option("--batch-size", type=int, default=None, help="Items per batch [default: 1000].")
+@click.option("--poll-s", type=float, default=None, help="Seconds between polls of a batch [default: 30].")
+@click.option("--batch-fallback", type=click.Choice(["online"]), default=None,
+              help="Judge online the items two batches did not answer (errored, expired, cancelled); "
+                   "without it they are left, counted, for the next run.")
 @ship_to_option
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
               help="Fan the judge calls out on a Ray cluster (`auto`: the one this machine runs, else a local one): "
@@ -106,7 +122,8 @@ def judge(
     prompt_version: str | None, prompt_file: Path | None, judge_run_id: str | None, rps: float | None,
     concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, make_default: bool, ship_to: str | None,
-    ray_address: str | None, shards: int | None, segment_dir: str | None,
+    ray_address: str | None, shards: int | None, segment_dir: str | None, batch: bool, batch_size: int | None,
+    poll_s: float | None, batch_fallback: str | None,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
 
@@ -117,11 +134,22 @@ def judge(
                                               or prompt_version):
         _mark_default(db, judge_run_id)  # nothing to judge: only the choice is recorded
         return
+    if not batch and (batch_size is not None or poll_s is not None or batch_fallback is not None):
+        raise click.UsageError("--batch-size, --poll-s and --batch-fallback go with --batch")
+    batched = None
+    if batch:
+        from searchtrace.replay import DEFAULT_BATCH_SIZE, DEFAULT_POLL_S
+
+        batched = pipeline.BatchPlan(size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+                                     poll_s=DEFAULT_POLL_S if poll_s is None else poll_s,
+                                     fallback="online" if batch_fallback == "online" else None)
     plan = pipeline.plan_judge(
         db, model=model, base_url=base_url, key_env=key_env, prompt_version=prompt_version, prompt_file=prompt_file,
         judge_run_id=judge_run_id, rps=rps, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
-        sandbox=sandbox, sandbox_url=sandbox_url, api=api,
+        sandbox=sandbox, sandbox_url=sandbox_url, api=api, batch=batched,
     )
+    if batch and (ray_address is not None or shards is not None):
+        raise click.UsageError("--batch and --ray do not go together: a batch is one request per batch of items")
     if ray_address is not None or shards is not None or segment_dir is not None:
         _on_ray(plan, db, ray_address, shards, segment_dir=segment_dir, ship_to=ship_to, as_json=as_json,
                 make_default=make_default)
@@ -135,7 +163,7 @@ def judge(
         stats = anyio.run(lambda: pipeline.judge(db, chat, model=plan.model, judge_run_id=plan.judge_run_id,
                                                  prompt_version=plan.prompt_version, prompt=plan.prompt,
                                                  concurrency=plan.concurrency, params=plan.params, progress=tick,
-                                                 ship_to=ship_to,
+                                                 ship_to=ship_to, batch=plan.batch,
                                                  on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
                           backend="asyncio")
     if as_json:
@@ -152,6 +180,10 @@ def judge(
         if stats.stopped:
             click.echo(f"searchtrace: judge {stats.stopped}; check the endpoint, then run the same command "
                        "again to resume", err=True)
+        raise SystemExit(1)
+    if not isinstance(stats.batch, msgspec.UnsetType) and stats.batch.left:
+        click.echo(f"searchtrace: judge: {stats.batch.left} items have no verdict after two batches; run the same "
+                   "command again, or add --batch-fallback online", err=True)
         raise SystemExit(1)
 
 

@@ -20,9 +20,13 @@ def sandbox() -> None:
               help="Chaos faults, e.g. '429=0.05,timeout=0.01' (a bare number spreads over 429/500/503).")
 @click.option("--fault-seed", type=int, default=0, show_default=True, help="Seed of the fault draws.")
 @click.option("--fault-route", "fault_routes", multiple=True, metavar="ROUTE",
-              help="Limit chaos faults to these routes: a search provider's name, jina or chat.")
+              help="Limit chaos faults to these routes: a search provider's name, jina, chat or batch.")
 @click.option("--hang-seconds", type=float, default=3600.0, show_default=True, help="How long a `timeout` fault hangs.")
-def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float) -> None:
+@click.option("--batch-delay", "batch_delay", type=click.FloatRange(0, 86400), default=0.0, show_default=True,
+              help="Seconds a model batch (OpenAI Batch, Anthropic Message Batches) stays in progress; its items' "
+                   "faults are the fault kinds errored and expired on route batch (docs/how-to/batch.md).")
+def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes: tuple[str, ...], hang_seconds: float,
+          batch_delay: float) -> None:
     """Serve the sandbox until interrupted: every route under one port, and each provider at the root of a port of
     its own (so official clients work); prints the environment and an example per provider."""
     from searchtrace.adapters.sandbox import (
@@ -61,7 +65,7 @@ def serve(port: int, fault_rates: tuple[str, ...], fault_seed: int, fault_routes
         if plan is not None:
             click.echo(f"# faults: seed={plan.seed} rates={plan.rates} routes={sorted(plan.routes) if plan.routes else 'all'}")
 
-    app, apps = create_apps(faults=plan, hang_s=hang_seconds)
+    app, apps = create_apps(faults=plan, hang_s=hang_seconds, batch_delay_s=batch_delay)
     try:
         run_server(port, app, apps, on_start=announce, consecutive=own_ports)
     except RuntimeError as exc:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.pipeline._judging import (
         DEFAULT_RPS,
         SANDBOX_JUDGE,
+        BatchPlan,
         JudgePlan,
         judge,
         judge_chat,
@@ -107,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "segment_path": "searchtrace.pipeline._ray",
     "DEFAULT_RPS": "searchtrace.pipeline._judging",
     "JudgePlan": "searchtrace.pipeline._judging",
+    "BatchPlan": "searchtrace.pipeline._judging",
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
     "judge": "searchtrace.pipeline._judging",
     "judge_chat": "searchtrace.pipeline._judging",
@@ -147,6 +149,7 @@ __all__ = [
     "DEFAULT_RPS",
     "DemoResult",
     "JudgePlan",
+    "BatchPlan",
     "MergeResult",
     "Report",
     "SANDBOX_JUDGE",

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import msgspec
 
 from searchtrace.adapters import (
     API_ENDPOINTS,
+    BATCH_APIS,
     SANDBOX_KEY,
     ClosableChat,
+    OpenAIChat,
     build_chat,
     default_endpoint,
     sandbox_endpoint,
@@ -22,11 +24,14 @@ from searchtrace.engine import RPS_RANGE, SECONDS_RANGE, rate_problem
 from searchtrace.pipeline._live import live
 from searchtrace.pipeline._recording import check_sandbox_url
 from searchtrace.replay import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_POLL_S,
     DEFAULT_VERSION,
     JudgePrompt,
     JudgeStats,
     default_judge_run_id,
     load_judge_prompt_file,
+    run_batch_judge,
     run_judge,
 )
 from searchtrace.store import (
@@ -41,7 +46,17 @@ from searchtrace.store import (
 )
 
 SANDBOX_JUDGE = "sandbox-judge"
+MAX_BATCH = 50_000  # OpenAI's limit of requests per batch file (Anthropic's is 100,000)
 DEFAULT_RPS = 5.0  # a conservative real-endpoint rate (entry-tier limits); raise it with --rps
+
+
+class BatchPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """`judge --batch`'s settings: items per batch, seconds between polls, what happens to an item two batches did
+    not answer (None: left for a later run)."""
+
+    size: int = DEFAULT_BATCH_SIZE
+    poll_s: float = DEFAULT_POLL_S
+    fallback: Literal["online"] | None = None
 
 
 class JudgePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,13 +76,15 @@ class JudgePlan(msgspec.Struct, frozen=True, kw_only=True):
     sandbox_url: str | None = None
     params: dict[str, Any] = {}  # recorded in judge.started: rate, retries, timeout, which endpoint
     api: str = "chat"  # the model API the judge is asked over (docs/how-to/claude-gemini.md)
+    batch: BatchPlan | None = None  # judge through the model API's batch endpoint (docs/how-to/batch.md)
+
 
 
 def plan_judge(
     db: Path, *, model: str | None = None, base_url: str | None = None, key_env: str | None = None,
     prompt_version: str | None = None, prompt_file: Path | None = None, judge_run_id: str | None = None,
     rps: float | None = None, concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 4,
-    sandbox: bool = False, sandbox_url: str | None = None, api: str = "chat",
+    sandbox: bool = False, sandbox_url: str | None = None, api: str = "chat", batch: BatchPlan | None = None,
 ) -> JudgePlan:
     """The judge's defaults: the sandbox judge model and no rate limit on a sandbox, DEFAULT_RPS on a real endpoint,
     the run id `<model>@<prompt version>` (the same command resumes the same run); BadInput for a bad value."""
@@ -83,6 +100,12 @@ def plan_judge(
         rps = 0.0 if sandboxed else DEFAULT_RPS
     if rps < 0 or concurrency < 1 or timeout_s <= 0 or max_retries < 0:
         raise BadInput("--rps must be >= 0, --concurrency >= 1, --timeout > 0 and --max-retries >= 0")
+    if batch is not None:
+        if api not in BATCH_APIS:
+            raise BadInput(f"--batch: the {api} API has no batch endpoint here; use --api chat, responses or anthropic")
+        if batch.size < 1 or batch.size > MAX_BATCH or not 0 <= batch.poll_s <= SECONDS_RANGE[1]:
+            raise BadInput(f"--batch-size must be 1 to {MAX_BATCH:,} and --poll-s 0 to {SECONDS_RANGE[1]:g} "
+                           f"(got {batch.size}, {batch.poll_s:g})")
     if problem := (rate_problem("--rps", rps, RPS_RANGE, zero_ok=True)
                    or rate_problem("--timeout", timeout_s, SECONDS_RANGE)):
         raise BadInput(problem)
@@ -102,7 +125,7 @@ def plan_judge(
         model=model, judge_run_id=judge_run_id or default_judge_run_id(model, prompt_version or DEFAULT_VERSION),
         prompt_version=prompt_version, prompt=prompt, rps=rps, concurrency=concurrency, timeout_s=timeout_s,
         max_retries=max_retries, base_url=base_url, key_env=key_env, sandbox=sandbox, sandbox_url=sandbox_url,
-        params=params, api=api,
+        params=params, api=api, batch=batch,
     )
 
 
@@ -126,7 +149,7 @@ async def judge(
     db: Path, chat: ClosableChat, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
     prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None, ship_to: str | None = None,
-    on_shipped: Callable[[Shipped], None] | None = None,
+    on_shipped: Callable[[Shipped], None] | None = None, batch: BatchPlan | None = None,
 ) -> JudgeStats:
     """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store.
 
@@ -136,6 +159,12 @@ async def judge(
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         with live(log, ship_to, on_shipped):
+            if batch is not None:
+                assert isinstance(chat, OpenAIChat)  # every judge_chat is
+                return await run_batch_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
+                                             prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
+                                             params=params, progress=progress, batch_size=batch.size,
+                                             poll_s=batch.poll_s, fallback=batch.fallback)
             return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
                                    prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
                                    params=params, progress=progress)

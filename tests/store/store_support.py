@@ -17,6 +17,9 @@ from searchtrace.store import (
     EventLog,
     FetchCalled,
     FetchCompleted,
+    JudgeBatchFinished,
+    JudgeBatchPolled,
+    JudgeBatchSubmitted,
     JudgeDefault,
     JudgeItemRef,
     JudgeStarted,
@@ -109,6 +112,11 @@ def every_payload() -> list[Payload]:
             latency_ms=99.0,
         ),
         JudgeDefault(judge_run_id="j1"),
+        JudgeBatchSubmitted(judge_run_id="j1", batch_id="batch_1", api="chat", items=[item], request_sha256="ab" * 32,
+                            submission=2),
+        JudgeBatchPolled(judge_run_id="j1", batch_id="batch_1", status="in_progress"),
+        JudgeBatchFinished(judge_run_id="j1", batch_id="batch_1", status="completed", succeeded=1, errored=2,
+                           expired=3, canceled=4),
         AuditAnswer(trajectory_id=None, provider="tavily", qid="q1", semantic_match=True, source="audit.tsv"),
         AuditLabel(
             judge_run_id="j1", item=item, surface="snippet", label="relevant", judge_value=True, human_value="unclear"
