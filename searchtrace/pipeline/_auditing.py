@@ -7,11 +7,17 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import agreement, design_event, prepare_import, to_tsv
+from searchtrace.analytics import (
+    AGREEMENT,
+    MIN_LABELS,
+    AuditPlan,
+    agreement,
+    design_event,
+    prepare_import,
+    to_tsv,
+)
 from searchtrace.analytics import audit_sample as draw_sample
 from searchtrace.analytics import audit_status as status_of
-from searchtrace.analytics._audit_plan import AGREEMENT, AuditPlan
-from searchtrace.analytics._correction import MIN_LABELS
 from searchtrace.store import BadInput, EventLog, require_database
 
 
