@@ -17,8 +17,9 @@ The model, per question i (clustered at the question: every epoch and every item
   of which rank 1 ~ Binomial(appearances, g_i), g_i ~ Beta(4p, 4(1 − p)). Truths (ratios of expectations, m, y, g_i
   independent): surface_support_rate = p, gold_rank1_share = p, contradiction_gold_ratio = 0.1(1 − p)/p.
 - effort: searches 1 + Binomial(6, u_i), u_i ~ Beta(2, 3); fetches Binomial(4, v_i), v_i ~ Beta(1, 3); input tokens
-  2000 + 3000·searches + U{0..999}; output 50 + Binomial(200, ½); reasoning Binomial(400, u_i); page 1500·fetches.
-  Truths: 3.4, 1.0, 12,699.5, 150, 160, 1,500 per trajectory; tokens_per_correct = 12,849.5 / p.
+  2000 + 3000·searches + U{0..999}; reasoning Binomial(400, u_i); output 50 + Binomial(200, ½) + reasoning (reasoning
+  tokens are part of the output, as every recording path counts them); page 1500·fetches.
+  Truths: 3.4, 1.0, 12,699.5, 310, 160, 1,500 per trajectory; tokens_per_correct = 13,009.5 / p.
 Null scenarios: two arms "a" and "b" share every question's parameters (stochastic agent, p = 0.3), so the
 question-level differences the report estimates are 0: k = 1 both (McNemar), k = 3 both, unbalanced (a has 3
 epochs on the harder half of the questions, a_i below the median, 1 on the rest; b has 1), and k = 1 with each
@@ -63,7 +64,8 @@ HALF_F1 = 2 / 3
 GAMMA = 0.1  # share of unsupported items that contradict
 # effort truths per trajectory (see the module docstring)
 SEARCHES, FETCHES = 1 + 6 * 0.4, 4 * 0.25
-INPUT, OUTPUT, REASONING, PAGE = 2000 + 3000 * SEARCHES + 499.5, 50 + 100.0, 400 * 0.4, 1500 * FETCHES
+INPUT, REASONING, PAGE = 2000 + 3000 * SEARCHES + 499.5, 400 * 0.4, 1500 * FETCHES
+OUTPUT = 50 + 100.0 + REASONING  # reasoning is part of the output
 # judge scenario
 SIGMA, CONTRA, TPR, TPR_C, FPR_C = 0.2, 0.1, 0.9, 0.8, 0.01
 SURFACE_CHARS = {"long": (600.0, 1400.0), "short": (100.0, 300.0)}
@@ -271,6 +273,7 @@ def arm(rng: np.random.Generator, provider: str, qids: Sequence[str], params: Ma
     inp = 2000 + 3000 * searches + rng.integers(0, 1000, t)
     out = 50 + rng.binomial(200, 0.5, t)
     rea = rng.binomial(400, per("u"))
+    out = out + rea  # reasoning is part of the output
     audited = rng.random(t) < audit_share
     cols = [correct, em, m, y, c, app, r1, searches, fetches, inp, out, rea, audited]
     if deterministic:
