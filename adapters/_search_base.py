@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -193,6 +193,8 @@ class ProviderSpec(msgspec.Struct, frozen=True, kw_only=True):
     auth_header: str = "Authorization"  # how the proxy sends its key: header name and value format
     auth_format: str = "Bearer {key}"
     key_param: str | None = None  # the query parameter carrying the key instead of a header
+    mcp_tool: str | None = None  # the search tool of its own MCP server, whose replies are read as searches
+    mcp_body: Callable[[Sequence[str]], dict[str, Any]] | None = None  # that tool's text content as the API body
 
     @property
     def name(self) -> str:

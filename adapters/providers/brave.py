@@ -6,11 +6,13 @@ Sandbox persona: BM25 ranking; snippet-rich (query-biased description with <stro
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from searchtrace.adapters._http import Reply
+from searchtrace.adapters._mcp_results import decode_json
 from searchtrace.adapters._persona import (
     EPOCH,
     RETRY_HEADERS,
@@ -291,6 +293,25 @@ def quota(key: str) -> WireReply:
                                  {"plan": "Free", "quota_limit": 2000, "quota_current": 2000}, key), 429)
 
 
+_MCP_TOOL = "brave_web_search"  # its MCP server's search tool
+_MCP_EMPTY = "No web results found"  # its MCP server's empty reply
+
+
+def mcp_body(texts: Sequence[str]) -> dict[str, Any]:
+    """brave-search-mcp-server's `brave_web_search` text (one JSON object `{url, title, description, extra_snippets}`
+    per result; news, video, FAQ and discussion items follow) as the Web Search API's body: web results only."""
+    results = []
+    for text in texts:
+        item = decode_json(text)
+        # web results only: news and video items carry `mutated_by_goggles`, FAQ items `question`, discussions `data`
+        if isinstance(item, dict) and isinstance(item.get("url"), str) and not {"mutated_by_goggles", "question",
+                                                                                   "data"} & item.keys():
+            results.append(item)
+    if not results and not any(t.strip().startswith(_MCP_EMPTY) for t in texts):
+        raise ValueError(f"no web result objects in {_MCP_TOOL}'s reply")
+    return {"web": {"results": results}}
+
+
 PROVIDER = ProviderSpec(
     adapter=BraveSearch, order=1, paper=True,
     key_env="BRAVE_API_KEY", base_url_env="SEARCHTRACE_BRAVE_BASE_URL", default_base_url=DEFAULT_BASE_URL,
@@ -305,4 +326,5 @@ PROVIDER = ProviderSpec(
     ),
     example="curl -H 'X-Subscription-Token: sandbox' '{url}/res/v1/web/search?q=Elmwyn+Athletic'",
     auth_header="X-Subscription-Token", auth_format="{key}",
+    mcp_tool=_MCP_TOOL, mcp_body=mcp_body,
 )

@@ -6,6 +6,8 @@ page text only when `contents.text` asks for it.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -176,6 +178,38 @@ def quota(key: str) -> WireReply:
     return WireReply(exa_error("NO_MORE_CREDITS", "You have exceeded your credits limit", key), 402)
 
 
+_MCP_TOOL = "web_search_exa"  # its MCP server's search tool
+_MCP_EMPTY = "No search results found"  # its MCP server's empty reply
+_MCP_SEP = re.compile(r"\n\s*---\s*\n")
+
+
+def mcp_body(texts: Sequence[str]) -> dict[str, Any]:
+    """exa-mcp-server's `web_search_exa` text (`Title:`, `URL:`, `Published:`, `Author:`, then `Highlights:` lines or
+    `Text:` per result, joined by `---` lines) as the Search API's body (`N/A` fields left out)."""
+    text = "\n".join(texts).strip()
+    if text.startswith(_MCP_EMPTY):
+        return {"results": []}
+    results = []
+    for block in _MCP_SEP.split(text):
+        r: dict[str, Any] = {}
+        lines = block.strip().split("\n")
+        for i, line in enumerate(lines):
+            name, colon, value = line.partition(": ")
+            if line.rstrip() == "Highlights:":
+                r["highlights"] = [h for h in (x.strip() for x in lines[i + 1:]) if h]
+                break
+            if colon and name == "Text":
+                r["text"] = "\n".join([value, *lines[i + 1:]]).strip()
+                break
+            key = {"Title": "title", "URL": "url", "Published": "publishedDate", "Author": "author"}.get(name)
+            if colon and key is not None and value.strip() != "N/A":
+                r[key] = value.strip()
+        if "url" not in r:
+            raise ValueError(f"a {_MCP_TOOL} result without a URL line")
+        results.append(r)
+    return {"results": results}
+
+
 PROVIDER = ProviderSpec(
     adapter=ExaSearch, order=4,
     key_env="EXA_API_KEY", base_url_env="SEARCHTRACE_EXA_BASE_URL", default_base_url=DEFAULT_BASE_URL,
@@ -184,4 +218,5 @@ PROVIDER = ProviderSpec(
     fault=fault, quota=quota,
     example='Exa(api_key="sandbox", base_url="{url}").search("Elmwyn Athletic", num_results=5)',
     auth_header="x-api-key", auth_format="{key}",
+    mcp_tool=_MCP_TOOL, mcp_body=mcp_body,
 )

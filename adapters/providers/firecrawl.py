@@ -6,12 +6,14 @@ description). The sandbox's v1 rejects unknown body keys with 400, as the real o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from searchtrace.adapters._http import Reply
 from searchtrace.adapters._keys import json_headers
+from searchtrace.adapters._mcp_results import decode_json
 from searchtrace.adapters._persona import (
     RETRY_HEADERS,
     Deferred,
@@ -259,6 +261,20 @@ def quota(key: str) -> WireReply:
     return WireReply(firecrawl_error("Payment required to access this resource."), 402)
 
 
+_MCP_TOOL = "firecrawl_search"  # its MCP server's search tool
+
+
+def mcp_body(texts: Sequence[str]) -> dict[str, Any]:
+    """firecrawl-mcp's `firecrawl_search` JSON as the /v2/search body (an envelope is added where older servers sent
+    only its `data`)."""
+    doc = decode_json("\n".join(texts))
+    if isinstance(doc, dict) and ("data" in doc or "success" in doc):
+        return doc
+    if isinstance(doc, dict) and "web" in doc or isinstance(doc, list):
+        return {"success": True, "data": doc}
+    raise ValueError(f"{_MCP_TOOL}'s reply is not the JSON of a search reply")
+
+
 PROVIDER = ProviderSpec(
     adapter=FirecrawlSearch, order=3, paper=True,
     key_env="FIRECRAWL_API_KEY", base_url_env="SEARCHTRACE_FIRECRAWL_BASE_URL", default_base_url=DEFAULT_BASE_URL,
@@ -270,4 +286,5 @@ PROVIDER = ProviderSpec(
         'params = { limit = 10 }\n'
     ),
     example='Firecrawl(api_key="fc-sandbox", api_url="{url}").search("Elmwyn Athletic", limit=5)',
+    mcp_tool=_MCP_TOOL, mcp_body=mcp_body,
 )

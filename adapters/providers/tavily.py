@@ -6,6 +6,8 @@ Sandbox persona: ranks by best passage weighted by site authority (the answer pa
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -215,6 +217,42 @@ def quota(key: str) -> WireReply:
                                   "contact support@tavily.com"), 432)
 
 
+_MCP_TOOL = "tavily_search"  # its MCP server's search tool
+_MCP_KEYS = {"Title": "title", "ID": "id", "URL": "url", "Content": "content", "Raw Content": "raw_content",
+            "Favicon": "favicon"}
+_MCP_LINE = re.compile(r"^(Title|ID|URL|Content|Raw Content|Favicon): ?(.*)$")
+
+
+def mcp_body(texts: Sequence[str]) -> dict[str, Any]:
+    """tavily-mcp's `tavily_search` text (`Answer:`, then `Detailed Results:` with `Title:`, `ID:`, `URL:`, `Content:`,
+    `Raw Content:`, `Favicon:` lines per result) as the Search API's body: results in order, contents kept whole."""
+    text = "\n".join(texts)
+    head, marker, rest = text.partition("Detailed Results:")
+    if not marker:
+        raise ValueError(f"no `Detailed Results:` section in {_MCP_TOOL}'s reply")
+    results: list[dict[str, str]] = []
+    field: str | None = None
+    for line in rest.split("\n"):
+        if line.strip() == "Images:" and field is not None:
+            break
+        m = _MCP_LINE.match(line)
+        key = _MCP_KEYS[m.group(1)] if m else None
+        if key is not None and m is not None:
+            if not results or key in results[-1] or (key == "title" and "url" in results[-1]):
+                results.append({})
+            results[-1][key] = m.group(2)
+            field = key
+        elif field is not None and results:  # a content that spans lines
+            results[-1][field] += "\n" + line
+    body = []
+    for r in results:
+        if "url" not in r:
+            raise ValueError(f"a {_MCP_TOOL} result without a URL line")
+        body.append({k: v.strip() for k, v in r.items()})
+    answer = head.partition("Answer:")[2].strip()
+    return {"results": body, **({"answer": answer} if answer else {})}
+
+
 PROVIDER = ProviderSpec(
     adapter=TavilySearch, order=2, paper=True,
     key_env="TAVILY_API_KEY", base_url_env="SEARCHTRACE_TAVILY_BASE_URL", default_base_url=DEFAULT_BASE_URL,
@@ -226,4 +264,5 @@ PROVIDER = ProviderSpec(
         'params = { search_depth = "basic", max_results = 10 }\n'
     ),
     example='TavilyClient(api_key="tvly-sandbox", api_base_url="{url}").search("Elmwyn Athletic", include_answer=True)',
+    mcp_tool=_MCP_TOOL, mcp_body=mcp_body,
 )
