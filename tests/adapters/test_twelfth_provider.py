@@ -14,7 +14,7 @@ import pytest
 import searchtrace.adapters._registry as registry
 from searchtrace import pipeline
 from searchtrace.adapters import providers
-from searchtrace.adapters.sandbox import ROOT, create_app, in_process
+from searchtrace.adapters.sandbox import EXAMPLES, ROOT, create_app, in_process  # EXAMPLES: read before acme exists
 from searchtrace.engine import parse_config
 
 # The whole of the new provider: its wire format, normalisation, sandbox persona and route, and its spec.
@@ -105,7 +105,7 @@ def test_acme_is_small() -> None:
 
 def test_the_registry_finds_it_and_everything_asks_the_registry(acme: str) -> None:
     from searchtrace.adapters import default_key_env
-    from searchtrace.adapters.sandbox import EXAMPLES, base_urls, env_exports, routes
+    from searchtrace.adapters.sandbox import base_urls, env_exports, routes
     from searchtrace.engine.proxy._routes import auth_header, classify
 
     assert registry.search_provider_names()[-1] == acme and acme not in registry.paper_providers()
