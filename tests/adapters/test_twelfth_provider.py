@@ -14,7 +14,12 @@ import pytest
 import searchtrace.adapters._registry as registry
 from searchtrace import pipeline
 from searchtrace.adapters import providers
-from searchtrace.adapters.sandbox import EXAMPLES, ROOT, create_app, in_process  # EXAMPLES: read before acme exists
+from searchtrace.adapters.sandbox import (  # EXAMPLES: read before acme exists
+    EXAMPLES,
+    ROOT,
+    create_app,
+    in_process,
+)
 from searchtrace.engine import parse_config
 
 # The whole of the new provider: its wire format, normalisation, sandbox persona and route, and its spec.
