@@ -317,6 +317,7 @@ class JudgeRun:
     valid_verdicts: int
     latest_us: int = 0  # recorded_at (µs) of its last judge.started, else of its last verdict (docs/how-to/scale.md)
     first_valid_position: int | None = None  # its first valid verdict: the order in which judge runs became usable
+    first_valid_us: int | None = None  # recorded_at (µs) of that verdict: the order across merged segments
 
     @property
     def latest(self) -> tuple[int, int]:
@@ -329,7 +330,8 @@ SELECT judge_run_id, min(position) AS first_position,
        coalesce(max(position) FILTER (WHERE started), max(position)) AS latest_position,
        count(*) FILTER (WHERE valid) AS valid_verdicts,
        coalesce(max(recorded_us) FILTER (WHERE started), max(recorded_us)) AS latest_us,
-       min(position) FILTER (WHERE valid) AS first_valid_position
+       min(position) FILTER (WHERE valid) AS first_valid_position,
+       min(recorded_us) FILTER (WHERE valid) AS first_valid_us
 FROM (SELECT judge_run_id, position, recorded_us, true AS started, NULL::BOOLEAN AS valid FROM judge_runs
       UNION ALL SELECT judge_run_id, position, recorded_us, false, valid FROM verdicts)
 WHERE judge_run_id IS NOT NULL
@@ -349,7 +351,7 @@ HOW_TO_CHOOSE = ("choose another with --judge-run-id ID, or make one the default
 def judge_runs(con: Cursor) -> list[JudgeRun]:
     """Every judge run, oldest first (run inside analytics._sources.reading)."""
     return [JudgeRun(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4] or 0),
-                     None if r[5] is None else int(r[5]))
+                     None if r[5] is None else int(r[5]), None if r[6] is None else int(r[6]))
             for r in con.execute(JUDGE_RUNS_SQL).fetchall()]
 
 
@@ -369,7 +371,8 @@ def default_judge_run(runs: list[JudgeRun], marked: str | None = None) -> tuple[
     useful = [r for r in runs if r.first_valid_position is not None]
     if not useful:
         return None, None
-    return min(useful, key=lambda r: r.first_valid_position or 0), FIRST
+    # first by the recorded time of its first valid verdict (a merge may append an older segment later), then position
+    return min(useful, key=lambda r: (r.first_valid_us or 0, r.first_valid_position or 0)), FIRST
 
 
 @dataclass(frozen=True)

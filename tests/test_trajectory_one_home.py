@@ -23,6 +23,8 @@ ALLOWED = {
     # types as a trajectory's; they belong to no trajectory, so no trajectory Builder could hold them.
     ("replay/_judge.py", "CallRetried"),
     ("replay/_judge.py", "CallFailed"),
+    # the same for a batch judge run: a failed batch endpoint is a failure of the judge run's stream
+    ("replay/_batch_judge.py", "CallFailed"),
 }
 
 

@@ -162,18 +162,23 @@ def _later_facts(db: Path, judge_run_id: str, trajectory_id: str, match: bool) -
         ])
 
 
-def test_latest_is_by_recorded_time_not_by_merge_order(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_order_is_by_recorded_time_not_by_merge_order(stores: dict[str, Path], tmp_path: Path) -> None:
     with EventLog(stores["shard0"], read_only=True) as log:
         [(tid,)] = log.cursor().execute(
             "SELECT json_extract_string(payload, '$.trajectory_id') FROM events "
             "WHERE type = 'trajectory.started' ORDER BY position LIMIT 1").fetchall()
     _later_facts(tmp_path / "early.duckdb", "j-early", tid, False)
     _later_facts(tmp_path / "late.duckdb", "j-late", tid, True)
-    into = tmp_path / "into.duckdb"  # the later segment first: by position the earlier one would be the latest
-    ran = run_cli("merge", str(stores["shard0"]), str(tmp_path / "late.duckdb"), str(tmp_path / "early.duckdb"),
+    into = tmp_path / "into.duckdb"  # the later segment first: by position it would come before the earlier one
+    ran = run_cli("merge", str(tmp_path / "late.duckdb"), str(tmp_path / "early.duckdb"), str(stores["shard0"]),
                   "--into", str(into))
     assert ran.code == 0, ran.err
-    assert pipeline.report(into, bootstrap=0).data.judge_run_id == "j-late"
+    # the default judge run is the first to give a valid verdict by recorded time (docs/how-to/judge-runs.md): the
+    # shard's own judge run, recorded before both segments though merged after them (by position: j-late)
+    with EventLog(stores["shard0"], read_only=True) as log:
+        [(first,)] = log.cursor().execute("SELECT json_extract_string(payload, '$.judge_run_id') FROM events "
+                                          "WHERE type = 'judge.started' ORDER BY position LIMIT 1").fetchall()
+    assert pipeline.report(into, bootstrap=0).data.judge_run_id == first != "j-late"
     code, out, err = run_cli("sql", f"SELECT semantic_match FROM v_trajectories WHERE trajectory_id = '{tid}'",
                              "--db", str(into), "--json")
     assert code == 0, err
