@@ -157,6 +157,7 @@ class _Run:
             snippet=item.snippet,
             metadata=item.metadata,
             page=page if item.page_visible else None,
+            surface=item.surface,
         )
         return self.prompt.messages(
             question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block,
@@ -222,7 +223,8 @@ class _Run:
         queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
         valid = labels is not None
-        if labels is not None and not item.snippet_shown:  # docs/concepts/shown.md: no snippet verdict for a URL never shown
+        # docs/concepts/shown.md: no snippet verdict for a URL never shown; docs/how-to/hosted.md: nor where no snippet reached the caller
+        if labels is not None and not (item.snippet_shown and item.snippet_observed):
             labels = msgspec.structs.replace(labels, snippet=None)
         verdict = JudgeVerdict(
             judge_run_id=self.jrid,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     )
     from searchtrace.store._events import (
         FINAL_PREFIX,
+        SURFACE_FIELDS,
         AnswerFinal,
         AuditAnswer,
         AuditCase,
@@ -148,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "RunStarted": "searchtrace.store._events",
     "SearchCalled": "searchtrace.store._events",
     "SearchCompleted": "searchtrace.store._events",
+    "SURFACE_FIELDS": "searchtrace.store._events",
     "SearchResult": "searchtrace.store._events",
     "SearchStatus": "searchtrace.store._events",
     "SegmentShipped": "searchtrace.store._events",
@@ -264,6 +266,7 @@ __all__ = [
     "RunStarted",
     "SearchCalled",
     "SearchCompleted",
+    "SURFACE_FIELDS",
     "SearchResult",
     "SHIP_BATCH",
     "SearchStatus",

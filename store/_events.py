@@ -217,6 +217,15 @@ class SearchResult(_Body, tag="search.result"):
     # docs/how-to/providers.md: characters of the surface text (`surface_chars(snippet)`); left out (UNSET) on events recorded
     # before it and on imported traces, so their bytes stay as they were; readers use length(snippet) then
     surface_chars: int | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/hosted.md: which of SURFACE_FIELDS the caller received for this result (a hosted search layer gives
+    # less than a search API) and whether the model read text the caller cannot (encrypted content, hidden page
+    # reads). UNSET (never encoded) on search-API results, which give url, title and snippet, so their bytes stay.
+    surface: list[str] | msgspec.UnsetType = msgspec.UNSET
+    model_saw_more: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+SURFACE_FIELDS = ("url", "title", "snippet", "cited_text", "page")
+"""What a caller can receive per search result (docs/how-to/hosted.md); a result without `surface` received url, title, snippet."""
 
 
 def surface_chars(snippet: str) -> int:
