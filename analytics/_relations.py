@@ -197,6 +197,7 @@ RELATIONS: tuple[Relation, ...] = (
         (
             ("iteration", "INTEGER", "$.iteration"),
             ("text", "VARCHAR", "$.text"),
+            ("citations", "VARCHAR", "$.citations"),  # docs/how-to/hosted.md: JSON list of cited sources; NULL when none
         ),
     ),
     Relation(

@@ -234,7 +234,8 @@ def surface_chars(snippet: str) -> int:
 
 
 SearchStatus = Literal["ok", "http_error", "timeout", "bad_response"]
-FetchStatus = Literal["ok", "timeout", "http_error", "too_large", "bad_response"]
+# `hidden` (docs/how-to/hosted.md): a hosted page open whose text the model read and the caller never received
+FetchStatus = Literal["ok", "timeout", "http_error", "too_large", "bad_response", "hidden"]
 
 
 class SearchCompleted(_Body, tag="search.completed"):
@@ -317,9 +318,23 @@ class CallFailed(_Body, tag="call.failed"):
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
+class Citation(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """docs/how-to/hosted.md: one source an answer cites (a hosted layer's url_citation, web_search_result_location or
+    grounding support); `item` is the normalised URL of the judge item it links to (None: no such item)."""
+
+    url: str
+    title: str = ""
+    cited_text: str = ""
+    start: int | None = None
+    end: int | None = None
+    item: str | None = None
+
+
 class AnswerFinal(_Body, tag="answer.final"):
     iteration: int
     text: str
+    # docs/how-to/hosted.md: the sources the answer cites, in the order given; UNSET (never encoded) when the reply cited none
+    citations: list[Citation] | msgspec.UnsetType = msgspec.UNSET
 
 
 # `abandoned`: a proxied trajectory (docs/how-to/own-agent.md) still open when the proxy stopped; `limit`: stopped by a limit (a
