@@ -56,7 +56,8 @@ def _grounded_reply(request: Request, key: str, model: str, chat: list[dict[str,
     out = wire.reply(response_id=digest(key, "resp", n=22), model=model, text=said.text, calls=[],
                      usage={"promptTokenCount": u["prompt_tokens"], "candidatesTokenCount": u["completion_tokens"],
                             "totalTokenCount": u["prompt_tokens"] + u["completion_tokens"]})
-    grounding = hosted.gemini_grounding(question, hits, said, str(request.base_url).rstrip("/"))
+    base = str(request.url).split("/v1beta/", 1)[0]  # where this route was reached: the redirect route is beside it
+    grounding = hosted.gemini_grounding(question, hits, said, base)
     out["candidates"][0]["groundingMetadata"] = grounding
     if stream:  # the metadata rides on the last chunk, as Google streams it
         chunks = list(wire.stream_chunks(out))

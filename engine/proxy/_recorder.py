@@ -147,7 +147,7 @@ class ProxyRecorder:
         for t in self.open_trajectories():
             if self.final_mode == "last-reply" and t.b.last_reply is not None:
                 iteration, text = t.b.last_reply
-                t.b.final(text, iteration=iteration)
+                t.b.final(text, iteration=iteration, citations=t.citations)
                 t.b.finish("answered")
             else:
                 t.b.finish("abandoned")
