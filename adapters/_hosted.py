@@ -16,14 +16,54 @@ from typing import Any
 import httpx
 import msgspec
 
+from searchtrace.adapters._openai_chat import parse_reply
 from searchtrace.adapters._types import SearchHit
 from searchtrace.adapters._urls import domain_of
-from searchtrace.store import Citation
+from searchtrace.store import Citation, Usage
 
 LAYERS = ("openai_web_search", "anthropic_web_search", "anthropic_web_fetch", "gemini_grounding", "perplexity_agent")
 """The hosted search layers a run config or a demo may name like a search provider."""
 OPAQUE = "encrypted_content"  # a hit's metadata key for an opaque field, until recorded as a blob
 REDIRECT = "redirect"  # a hit's metadata key for the redirect URI it was resolved from
+
+
+API = {"openai_web_search": "responses", "anthropic_web_search": "anthropic", "anthropic_web_fetch": "anthropic",
+       "gemini_grounding": "gemini", "perplexity_agent": "perplexity"}
+"""The model API each layer is asked over (its endpoint is the sandbox's route of the same name, `responses` OpenAI's)."""
+ENDPOINT = {"responses": "openai", "anthropic": "anthropic", "gemini": "gemini", "perplexity": "perplexity"}
+SOURCES = "web_search_call.action.sources"  # always included: without it a Responses web_search names no source
+
+
+def hosted_request(layer: str, model: str, question: str) -> tuple[str, dict[str, Any]]:
+    """(path below the API's base URL, JSON body) of one question asked with the layer's hosted tool."""
+    user = [{"role": "user", "content": question}]
+    if layer == "openai_web_search":
+        return "/responses", {"model": model, "input": question, "tools": [{"type": "web_search"}], "include": [SOURCES]}
+    if layer in ("anthropic_web_search", "anthropic_web_fetch"):
+        tools: list[dict[str, Any]] = [{"type": "web_search_20250305", "name": "web_search"}]
+        if layer == "anthropic_web_fetch":
+            tools.append({"type": "web_fetch_20250910", "name": "web_fetch"})
+        return "/v1/messages", {"model": model, "max_tokens": 1024, "messages": user, "tools": tools}
+    if layer == "gemini_grounding":
+        return (f"/v1beta/models/{model}:generateContent",
+                {"contents": [{"role": "user", "parts": [{"text": question}]}], "tools": [{"google_search": {}}]})
+    if layer == "perplexity_agent":
+        return "/v1/responses", {"model": model, "input": question,
+                                 "tools": [{"type": "web_search"}, {"type": "fetch_url"}]}
+    raise ValueError(f"unknown hosted layer {layer!r} (known: {', '.join(LAYERS)})")
+
+
+def agent_reply(api: str, body: bytes) -> tuple[str | None, Usage, str | None]:
+    """(text, usage, finish reason) of a hosted layer's reply: the API's own reader, Perplexity's Agent API here."""
+    if api != "perplexity":
+        text, _, usage, finish = parse_reply(api, body)
+        return text, usage, finish
+    doc = _obj(msgspec.json.decode(body))
+    text = "".join(str(p.get("text", "")) for item in _dicts(doc.get("output")) if item.get("type") == "message"
+                   for p in _dicts(item.get("content")))
+    u = _obj(doc.get("usage"))
+    return text or None, Usage(input_tokens=int(u.get("input_tokens") or 0),
+                               output_tokens=int(u.get("output_tokens") or 0)), str(doc.get("status") or "") or None
 
 
 class HostedSearch(msgspec.Struct, kw_only=True):
@@ -65,14 +105,19 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def url_citations(doc: dict[str, Any]) -> list[Citation]:
+    """The `url_citation` annotations of a Responses-format reply's messages (OpenAI's and Perplexity's Agent API)."""
+    return [Citation(url=str(a.get("url", "")), title=str(a.get("title") or ""), start=a.get("start_index"),
+                     end=a.get("end_index"))
+            for item in _dicts(doc.get("output")) if item.get("type") == "message"
+            for part in _dicts(item.get("content")) for a in _dicts(part.get("annotations"))
+            if a.get("type") == "url_citation"]
+
+
 def read_openai(doc: dict[str, Any]) -> HostedTurn:
     """Responses `web_search_call` items (sources when included) and `url_citation` annotations: the caller gets the
     URLs, a title only where cited, never the text the model read."""
-    citations = [Citation(url=str(a.get("url", "")), title=str(a.get("title") or ""), start=a.get("start_index"),
-                          end=a.get("end_index"))
-                 for item in _dicts(doc.get("output")) if item.get("type") == "message"
-                 for part in _dicts(item.get("content")) for a in _dicts(part.get("annotations"))
-                 if a.get("type") == "url_citation"]
+    citations = url_citations(doc)
     titles = {c.url: c.title for c in citations if c.title}
     turn = HostedTurn(layer="openai_web_search", citations=citations)
     for item in _dicts(doc.get("output")):
@@ -154,7 +199,7 @@ def read_gemini(doc: dict[str, Any]) -> HostedTurn:
 
 def read_perplexity(doc: dict[str, Any]) -> HostedTurn:
     """Agent API `search_results` (id, title, url, snippet, date) and `fetch_url_results` items."""
-    turn = HostedTurn(layer="perplexity_agent")
+    turn = HostedTurn(layer="perplexity_agent", citations=url_citations(doc))
     for item in _dicts(doc.get("output")):
         if item.get("type") == "search_results":
             queries = [str(q) for q in item.get("queries") or []]

@@ -12,7 +12,8 @@ else whose page, states the answer to the question's subject), then per layer wh
   text of the top result;
 - `gemini_grounding`: `groundingMetadata` with the query, chunks whose URIs go through the sandbox's redirect route
   (the domain as title) and a support over the answer sentence;
-- `perplexity_agent`: `search_results` (id, title, url, snippet, date) and `fetch_url_results` of the top result.
+- `perplexity_agent`: `search_results` (id, title, url, snippet, date), `fetch_url_results` of the top result and a
+  message whose `url_citation` annotation spans the cited sentence (the shape chosen where Perplexity's docs are thin).
 """
 
 from __future__ import annotations
@@ -199,6 +200,11 @@ def perplexity_output(key: str, query: str, hits: list[Hit], said: Answer, *, fe
     if fetch and hits:
         out.append({"type": "fetch_url_results",
                     "contents": [{"url": hits[0].url, "title": hits[0].title, "snippet": hits[0].page}]})
+    annotations = []
+    if said.cited is not None and hits:
+        h = hits[said.cited]
+        annotations.append({"type": "url_citation", "url": h.url, "title": h.title, "start_index": said.start,
+                            "end_index": said.end})
     out.append({"id": f"msg_{_short(key, 'msg')}", "type": "message", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": said.text, "annotations": []}]})
+                "content": [{"type": "output_text", "text": said.text, "annotations": annotations}]})
     return out

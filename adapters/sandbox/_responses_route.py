@@ -17,6 +17,7 @@ from starlette.responses import Response
 import searchtrace.adapters.sandbox._hosted as hosted
 import searchtrace.adapters.sandbox._model as model_
 import searchtrace.adapters.sandbox._wire as wire
+from searchtrace.adapters._hosted import SOURCES
 from searchtrace.adapters._persona import request_key
 from searchtrace.adapters._responses_api import chat_messages, tools_to_chat
 from searchtrace.adapters.sandbox._faults import JUDGE_KINDS
@@ -26,7 +27,6 @@ from searchtrace.adapters.sandbox._state import Sandbox, sandbox_of
 from searchtrace.adapters.sandbox._streaming import typed_sse_response
 
 HOSTED_TOOLS = ("web_search", "web_search_2025_08_26", "web_search_preview")
-SOURCES = "web_search_call.action.sources"
 
 
 def _hosted_reply(sb: Sandbox, key: str, model: str, body: dict[str, Any], messages: list[dict[str, Any]]) -> Response:
