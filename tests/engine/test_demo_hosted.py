@@ -28,3 +28,13 @@ def test_eight_arms_one_report_unobserved_apart_and_citations_counted(tmp_path: 
         assert arms[name]["citations"] > 0 and arms[name]["citations_per_answer"] > 0
     for name in ("brave", "tavily", "firecrawl"):
         assert arms[name]["citations"] == 0 and arms[name]["partition"]["UNOBSERVED"] == 0
+    # hosted fees per search call from the example prices file: 4 questions, one search each
+    example = Path(__file__).resolve().parents[2] / "docs" / "prices-example.toml"
+    code, out, err = run_cli("report", "--db", str(tmp_path / "demo.duckdb"), "--prices", str(example), "--json")
+    assert code == 0, err
+    priced = json.loads(out)["providers"]
+    fees = {"openai_web_search": 10.0, "anthropic_web_search": 10.0, "anthropic_web_fetch": 10.0,
+            "gemini_grounding": 14.0, "perplexity_agent": 5.0}
+    for name, per_1000 in fees.items():
+        assert priced[name]["search_usd"] == 4 * per_1000 / 1000
+        assert priced[name]["fetch_usd"] == 0.0  # a hosted page read is the model API's tokens, not a fetch backend's
