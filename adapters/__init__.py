@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         model_of,
         parse_completion,
         parse_reply,
+        request_body,
         request_evidence,
     )
     from searchtrace.adapters._openai_chat import APIS as CHAT_APIS
@@ -126,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "assemble_events": "searchtrace.adapters._responses_api",
     "parse_reply": "searchtrace.adapters._openai_chat",
     "request_evidence": "searchtrace.adapters._openai_chat",
+    "request_body": "searchtrace.adapters._openai_chat",
     "api_headers": "searchtrace.adapters._openai_chat",
     "call_path": "searchtrace.adapters._openai_chat",
     "model_of": "searchtrace.adapters._openai_chat",
@@ -190,6 +192,7 @@ __all__ = [
     "assemble_events",
     "parse_reply",
     "request_evidence",
+    "request_body",
     "api_headers",
     "call_path",
     "model_of",

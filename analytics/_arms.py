@@ -35,7 +35,7 @@ HAVING arm IS NULL OR contains(arm, '|') OR count(DISTINCT run_id) > 1
 ORDER BY arm NULLS FIRST, provider, qid, epoch"""
 """The (arm, provider, qid, epoch) cells no arm may hold: without an arm value, with `|` in it, or of several runs."""
 
-_NAMED = {"model": "agent model (agent.model)", "prompt": "prompt (prompt.sha256)"}
+_NAMED = {"model": "agent model (agent.model, nor a model on their turns)", "prompt": "prompt (prompt.sha256)"}
 
 
 def _runs(names: Sequence[str]) -> str:

@@ -25,8 +25,7 @@ import click
 import httpx
 import msgspec
 
-import searchtrace.adapters._anthropic_messages as am
-import searchtrace.adapters._gemini as gm
+from searchtrace.adapters import Secret, api_headers, call_path, request_body
 from searchtrace.benchmarks._http import sandbox_server
 
 TARGET_P50_MS = 2.0
@@ -49,17 +48,17 @@ def _conversation() -> dict[str, Any]:
     return {"model": "sandbox-agent", "messages": messages, "tools": tools}
 
 
-def _as(api: str, stream: bool = False) -> dict[str, Any]:
-    """The same conversation as an Anthropic Messages or a Gemini request body (each API's own wire module)."""
+def _as(api: str, stream: bool = False) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The same conversation over another model API: its path below the sandbox root, headers and body (each made
+    by the API's own wire module)."""
     chat = _conversation()
-    if api == "anthropic":
-        body = am.request_body(chat["model"], chat["messages"], chat["tools"], None, {})
-        return {**body, "stream": True} if stream else body
-    return gm.request_body(chat["model"], chat["messages"], chat["tools"], None, {})
+    body = request_body(api, chat["model"], chat["messages"], chat["tools"], None, {})  # type: ignore[arg-type]
+    if stream and api == "anthropic":
+        body["stream"] = True
+    headers = api_headers(api, Secret("client-key"))
+    return f"{api}/{call_path(api, chat['model'], stream=stream)}", headers, body
 
 
-_CLAUDE = {"x-api-key": "client-key", "anthropic-version": am.VERSION}
-_GEMINI = {"x-goog-api-key": "client-key"}
 # route -> (path below the sandbox root, headers, JSON body or None for a GET)
 ROUTES: dict[str, tuple[str, dict[str, str], dict[str, Any] | None]] = {
     "brave": ("brave/res/v1/web/search?q=founding+year+athletic&count=10", {"X-Subscription-Token": "client-key"}, None),
@@ -67,10 +66,10 @@ ROUTES: dict[str, tuple[str, dict[str, str], dict[str, Any] | None]] = {
     "chat": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"}, _conversation()),
     "chat-stream": ("openai/v1/chat/completions", {"Authorization": "Bearer client-key"},
                     {**_conversation(), "stream": True}),
-    "anthropic": (f"anthropic/{am.PATH}", _CLAUDE, _as("anthropic")),
-    "anthropic-stream": (f"anthropic/{am.PATH}", _CLAUDE, _as("anthropic", stream=True)),
-    "gemini": (f"gemini/{gm.path('sandbox-agent')}", _GEMINI, _as("gemini")),
-    "gemini-stream": (f"gemini/{gm.path('sandbox-agent', stream=True)}", _GEMINI, _as("gemini")),
+    "anthropic": _as("anthropic"),
+    "anthropic-stream": _as("anthropic", stream=True),
+    "gemini": _as("gemini"),
+    "gemini-stream": _as("gemini", stream=True),
 }
 
 

@@ -112,11 +112,11 @@ def test_by_provider_never_merges_the_two_runs(proxied: Path) -> None:
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("searchtrace: error: runs full, top2 hold trajectories of the same provider, question and "
                           "epoch (3 (provider, qid, epoch) cells, e.g. brave/"), err
-    # a proxied run names no agent model: refused, never an arm of its own
+    # a proxied run's model is the one its turns name: both runs' turns are sandbox-agent's, so --by model would
+    # merge the two runs into one arm: refused
     code, _, err = run_cli("report", "--db", str(proxied), "--by", "model")
-    assert code == 2 and err == ("searchtrace: error: --by model: runs full, top2 record no agent model (agent.model) "
-                                 "in the run config (run.started); choose runs with --run-id or another --by "
-                                 "(e.g. --by run)\n")
+    assert code == 2 and err.startswith("searchtrace: error: --by model: runs full, top2 hold trajectories of the same "
+                                        "arm 'sandbox-agent', provider, question and epoch"), err
     code, _, err = run_cli("report", "--db", str(proxied), "--by", "agent")
     assert code == 2 and err.startswith("searchtrace: error: --by agent: choose provider, run, model, prompt or config:")
     # one run alone is reported per provider as always
@@ -133,7 +133,7 @@ def test_views_carry_the_run(proxied: Path) -> None:
     assert code == 0, err
     rows = json.loads(out)
     assert [(x["run_id"], x["model"], x["prompt_sha256"], x["epoch"], x["verdict_runs"]) for x in rows] == [
-        ("full", None, None, 1, 1), ("top2", None, None, 1, 1)]
+        ("full", "sandbox-agent", None, 1, 1), ("top2", "sandbox-agent", None, 1, 1)]  # the model its turns name
 
 
 # -- two imported runs whose configs differ in model, prompt and max_iterations ---------------------------------

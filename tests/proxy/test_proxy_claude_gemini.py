@@ -149,9 +149,14 @@ def test_claude_and_gemini_beside_openai_recorded_judged_and_reported_by_model(
 
     judged = cli("judge", "--db", str(db), "--sandbox", "--no-progress")
     assert judged.returncode == 0, judged.stderr
-    report = cli("report", "--db", str(db), "--by", "model", "--json")
+    prices = tmp_path / "prices.toml"  # the agent's cost, priced by the model its turns name
+    prices.write_text('as_of = "2026-12-01"\n[search]\ntavily = 8.0\n' + "".join(
+        f'[models."sandbox-agent-{m}"]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n' for m in ("gpt", "claude", "gemini")))
+    report = cli("report", "--db", str(db), "--by", "model", "--json", "--prices", str(prices))
     assert report.returncode == 0, report.stderr
     data = json.loads(report.stdout)
+    assert data["by"] == "model"
+    assert sorted(data["arms"]) == ["sandbox-agent-claude", "sandbox-agent-gemini", "sandbox-agent-gpt"]
+    assert all(a["trajectories"] == 2 for a in data["arms"].values())
     text = json.dumps(data)
-    for model in ("sandbox-agent-gpt", "sandbox-agent-claude", "sandbox-agent-gemini"):
-        assert model in text
+    assert "agent_model_usd" in text and '"agent_model_usd": null' not in text

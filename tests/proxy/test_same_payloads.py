@@ -143,7 +143,8 @@ def _trace_line(f: Folded, rec: Recorder) -> dict[str, Any]:
             u = step.usage
             steps.append({"kind": "model", "iteration": step.iteration, "latency_ms": step.latency_ms,
                           "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-                                    "reasoning_tokens": u.reasoning_tokens}})
+                                    "reasoning_tokens": u.reasoning_tokens},
+                          "model": step.model, "api": step.api})  # the model that answered, over which API
         elif isinstance(step, Search):
             assert step.completed is not None
             steps.append({"kind": "search", "iteration": step.called.iteration, "call_id": step.called.call_id,
