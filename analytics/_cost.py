@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters._hosted import LAYERS as HOSTED_LAYERS
+from searchtrace.adapters import HOSTED_LAYERS
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor

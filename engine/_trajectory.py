@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters import RetryInfo, SearchHit, norm_url, url_domain
-from searchtrace.adapters._hosted import OPAQUE, HostedTurn
+from searchtrace.adapters import HOSTED_OPAQUE as OPAQUE
+from searchtrace.adapters import HostedTurn, RetryInfo, SearchHit, norm_url, url_domain
 from searchtrace.engine._documents import OPAQUE_KEY
 from searchtrace.store import (
     AnswerFinal,

@@ -22,6 +22,7 @@ import searchtrace.engine.proxy._routes as routes
 from searchtrace.adapters import (
     SEARCH_PROVIDERS,
     Endpoint,
+    HostedTurn,
     LocalGuard,
     MiB,
     SearchAdapter,
@@ -33,12 +34,13 @@ from searchtrace.adapters import (
     model_of,
     page_markdown,
     parse_reply,
+    read_hosted,
     request_evidence,
+    resolved,
     scrub_bytes,
     scrub_text,
     shorten,
 )
-from searchtrace.adapters._hosted import HostedTurn, read_hosted, resolved
 from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy._limits import Limits, Unpriced, chat_usd, exceeded, fetch_usd, search_usd
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj

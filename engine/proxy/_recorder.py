@@ -20,13 +20,13 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from searchtrace.adapters import (
+    HostedTurn,
     SearchHit,
     Secret,
     configured_secrets,
     scrub_parsed,
     scrub_text,
 )
-from searchtrace.adapters._hosted import HostedTurn
 from searchtrace.engine._record import Question, open_run
 from searchtrace.engine._trajectory import Builder, Message, trajectory_id
 from searchtrace.engine._transcript import assistant_message

@@ -12,8 +12,7 @@ from typing import Any, NamedTuple
 import anyio
 import httpx
 
-from searchtrace.adapters import SEARCH_PROVIDERS, bind_local, serve_local
-from searchtrace.adapters._hosted import LAYERS as HOSTED_LAYERS
+from searchtrace.adapters import HOSTED_LAYERS, SEARCH_PROVIDERS, bind_local, serve_local
 from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
 from searchtrace.engine.proxy._limits import Limits, recorded_usd

@@ -12,13 +12,24 @@ import anyio
 import httpx
 import msgspec
 
-import searchtrace.adapters._hosted as hosted
-from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
+from searchtrace.adapters import (
+    HOSTED_API,
+    HOSTED_ENDPOINT,
+    HOSTED_LAYERS,
+    SANDBOX_KEY,
+    agent_reply,
+    build_chat,
+    hosted_request,
+    read_hosted,
+    resolved,
+    sandbox_endpoint,
+)
 from searchtrace.adapters.sandbox import InProcess, in_process
 from searchtrace.analytics import Report
 from searchtrace.engine import (
     PAPER_KINDS,
     PROVIDER_KINDS,
+    SANDBOX_AGENT,
     Builder,
     RunSummary,
     final_answer,
@@ -26,7 +37,6 @@ from searchtrace.engine import (
     sandbox_config,
     trajectory_id,
 )
-from searchtrace.engine._config import SANDBOX_AGENT
 from searchtrace.pipeline._judging import SANDBOX_JUDGE
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import record_into
@@ -64,11 +74,11 @@ async def record_hosted(log: EventLog, box: InProcess, run_id: str, layers: Sequ
     n = 0
     async with httpx.AsyncClient(transport=box.transport, timeout=30.0) as client:
         for layer in layers:
-            api = hosted.API[layer]
-            base = sandbox_endpoint(hosted.ENDPOINT[api], box.root).base_url
+            api = HOSTED_API[layer]
+            base = sandbox_endpoint(HOSTED_ENDPOINT[api], box.root).base_url
             for q in questions:
                 assert isinstance(q, DatasetQuestion)
-                path, body = hosted.hosted_request(layer, SANDBOX_AGENT, q.question)
+                path, body = hosted_request(layer, SANDBOX_AGENT, q.question)
                 t0 = time.perf_counter()
                 resp = await client.post(base + path, json=body, headers={"Authorization": f"Bearer {SANDBOX_KEY}",
                                                                           "x-api-key": SANDBOX_KEY})
@@ -80,13 +90,13 @@ async def record_hosted(log: EventLog, box: InProcess, run_id: str, layers: Sequ
                              error=resp.text[:200])
                     b.finish("error", error=f"HTTP {resp.status_code}")
                 else:
-                    text, usage, finish = hosted.agent_reply(api, resp.content)
+                    text, usage, finish = agent_reply(api, resp.content)
                     b.model(text=text, usage=usage, latency_ms=latency, finish_reason=finish, raw=resp.content,
                             messages=[{"role": "user", "content": q.question}], tools=body.get("tools"),
                             model=SANDBOX_AGENT, api=api)
-                    turn = hosted.read_hosted(api, resp.content)
+                    turn = read_hosted(api, resp.content)
                     if turn is not None:
-                        turn = await hosted.resolved(turn, client)
+                        turn = await resolved(turn, client)
                         b.hosted(turn)
                     b.final(final_answer(text) or text or "", citations=turn.citations if turn else ())
                     b.finish("answered")
@@ -104,14 +114,14 @@ def demo_providers(spec: str) -> tuple[str, ...]:
     if spec == "paper":
         return PAPER_KINDS
     if spec == "hosted":
-        return (*PAPER_KINDS, *hosted.LAYERS)
+        return (*PAPER_KINDS, *HOSTED_LAYERS)
     if spec == "all":
-        return (*PROVIDER_KINDS, *hosted.LAYERS)
+        return (*PROVIDER_KINDS, *HOSTED_LAYERS)
     names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
-    unknown = [n for n in names if n not in PROVIDER_KINDS and n not in hosted.LAYERS]
+    unknown = [n for n in names if n not in PROVIDER_KINDS and n not in HOSTED_LAYERS]
     if unknown or not names:
         raise BadInput(f"--providers: unknown provider {', '.join(unknown) or '(none given)'} "
-                       f"(known: paper, hosted, all, {', '.join((*PROVIDER_KINDS, *hosted.LAYERS))})")
+                       f"(known: paper, hosted, all, {', '.join((*PROVIDER_KINDS, *HOSTED_LAYERS))})")
     return names
 
 
@@ -125,8 +135,8 @@ async def demo(
     out.mkdir(parents=True, exist_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     box = in_process()
-    layers = [p for p in providers if p in hosted.LAYERS]  # asked by record_hosted, after the search APIs' run
-    apis = tuple(p for p in providers if p not in hosted.LAYERS) or PAPER_KINDS[:1]
+    layers = [p for p in providers if p in HOSTED_LAYERS]  # asked by record_hosted, after the search APIs' run
+    apis = tuple(p for p in providers if p not in HOSTED_LAYERS) or PAPER_KINDS[:1]
     cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=apis, api=agent_api)
     point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
