@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import msgspec
 
 from searchtrace.adapters import (
-    HOSTED_API,
-    HOSTED_ENDPOINT,
     HOSTED_LAYERS,
     SANDBOX_KEY,
-    agent_reply,
     build_chat,
-    hosted_request,
-    read_hosted,
-    resolved,
     sandbox_endpoint,
 )
 from searchtrace.adapters.sandbox import InProcess, in_process
@@ -29,20 +20,16 @@ from searchtrace.analytics import Report
 from searchtrace.engine import (
     PAPER_KINDS,
     PROVIDER_KINDS,
-    SANDBOX_AGENT,
-    Builder,
     RunSummary,
-    final_answer,
     point_at_sandbox,
     sandbox_config,
-    trajectory_id,
 )
 from searchtrace.pipeline._judging import SANDBOX_JUDGE
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import record_into
 from searchtrace.pipeline._reporting import grade_and_report
 from searchtrace.replay import run_judge
-from searchtrace.store import BadInput, DatasetQuestion, EventLog, NewEvent, trajectory_stream
+from searchtrace.store import BadInput, EventLog
 
 
 class DemoResult(msgspec.Struct, kw_only=True):
@@ -64,48 +51,6 @@ async def _judge(log: EventLog, box: InProcess) -> dict[str, Any]:
         await chat.aclose()
     out: dict[str, Any] = msgspec.to_builtins(stats)
     return out
-
-
-async def record_hosted(log: EventLog, box: InProcess, run_id: str, layers: Sequence[str]) -> int:
-    """Each question of run `run_id` asked once of each hosted layer (docs/how-to/hosted.md) by the sandbox model over
-    its API: the reply's searches, page reads and citations recorded as the layer's trajectory in the same run.
-    Returns how many trajectories it recorded."""
-    questions = [e.payload for e in log.read(types=["dataset.question"]) if e.run_id == run_id]
-    n = 0
-    async with httpx.AsyncClient(transport=box.transport, timeout=30.0) as client:
-        for layer in layers:
-            api = HOSTED_API[layer]
-            base = sandbox_endpoint(HOSTED_ENDPOINT[api], box.root).base_url
-            for q in questions:
-                assert isinstance(q, DatasetQuestion)
-                path, body = hosted_request(layer, SANDBOX_AGENT, q.question)
-                t0 = time.perf_counter()
-                resp = await client.post(base + path, json=body, headers={"Authorization": f"Bearer {SANDBOX_KEY}",
-                                                                          "x-api-key": SANDBOX_KEY})
-                latency = (time.perf_counter() - t0) * 1000
-                b = Builder(trajectory_id(run_id, layer, q.qid))
-                b.start(qid=q.qid, provider=layer, question=q.question, gold_answer=q.gold_answer)
-                if resp.status_code != 200:
-                    b.failed(what=f"chat:{SANDBOX_AGENT}", status="http_error", http_status=resp.status_code,
-                             error=resp.text[:200])
-                    b.finish("error", error=f"HTTP {resp.status_code}")
-                else:
-                    text, usage, finish = agent_reply(api, resp.content)
-                    b.model(text=text, usage=usage, latency_ms=latency, finish_reason=finish, raw=resp.content,
-                            messages=[{"role": "user", "content": q.question}], tools=body.get("tools"),
-                            model=SANDBOX_AGENT, api=api)
-                    turn = read_hosted(api, resp.content)
-                    if turn is not None:
-                        turn = await resolved(turn, client)
-                        b.hosted(turn)
-                    b.final(final_answer(text) or text or "", citations=turn.citations if turn else ())
-                    b.finish("answered")
-                payloads, blobs = b.take()
-                stream = trajectory_stream(b.trajectory_id)
-                events = [NewEvent(stream_id=stream, run_id=run_id, payload=p) for p in payloads]
-                await anyio.to_thread.run_sync(partial(log.append, events, blobs=blobs))
-                n += 1
-    return n
 
 
 def demo_providers(spec: str) -> tuple[str, ...]:
@@ -135,16 +80,12 @@ async def demo(
     out.mkdir(parents=True, exist_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     box = in_process()
-    layers = [p for p in providers if p in HOSTED_LAYERS]  # asked by record_hosted, after the search APIs' run
-    apis = tuple(p for p in providers if p not in HOSTED_LAYERS) or PAPER_KINDS[:1]
-    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=apis, api=agent_api)
+    cfg = sandbox_config(n=n, cache_dir=str(out / "fetch-cache"), epochs=epochs, providers=providers, api=agent_api)
     point_at_sandbox(cfg, box.root)
     log = await anyio.to_thread.run_sync(lambda: EventLog(db))
     try:
         with serving_reads(log):
             summary = await record_into(log, cfg, box.transport, progress=progress, label="demo")
-            if layers:
-                await record_hosted(log, box, summary.run_id, layers)
             judged = await _judge(log, box)
             rep = await anyio.to_thread.run_sync(grade_and_report, log, db.parent / "report.html",
                                                  judged.get("judge_run_id"))
