@@ -90,6 +90,8 @@ def _hosted_reply(request: Request, key: str, model: str, body: dict[str, Any], 
     reply = wire.message(id_=f"msg_{digest(key, 'msg', n=24)}", model=model, text=None, calls=[],
                          stop_reason="end_turn", usage=usage)
     reply["content"] = hosted.anthropic_content(key, question, hits, said, fetch="web_fetch" in servers)
+    if body.get("stream") is True:
+        return event_stream(wire.sse_bytes(e, d) for e, d in wire.stream_events(reply))
     return json_response(reply)
 
 

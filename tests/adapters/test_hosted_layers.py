@@ -81,6 +81,15 @@ def test_claude_web_search_and_fetch_give_titles_opaque_content_and_the_page(env
     assert len(fetched) == 1 and fetched[0].status == "ok" and fetched[0].doc_id == got[0].doc_id
     assert ANSWER in blobs[fetched[0].content_digest].decode() or fetched[0].n_bytes > 0  # type: ignore[index]
     assert seal("x") != "x" and unseal(seal("abc")) == "abc"
+    with client.messages.stream(  # streamed: the results arrive whole, the citations as deltas; the same message
+            model="sandbox-agent", max_tokens=1024, messages=[{"role": "user", "content": QUESTION}],
+            tools=[{"type": "web_search_20250305", "name": "web_search"},
+                   {"type": "web_fetch_20250910", "name": "web_fetch"}]) as s:  # type: ignore[list-item]
+        streamed = s.get_final_message()
+    assert [b.type for b in streamed.content] == kinds
+    again, _, turn_again = recorded("anthropic", streamed.model_dump_json().encode())
+    assert [(r.url, r.surface) for r in results(again)] == [(r.url, r.surface) for r in got]
+    assert turn_again.citations == turn.citations
 
 
 def test_gemini_grounding_redirects_resolve_to_the_page(env: dict[str, str]) -> None:  # noqa: F811
