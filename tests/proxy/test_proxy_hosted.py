@@ -36,6 +36,14 @@ def ask_gemini(base: str, question: str) -> None:
                                    config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())]))
 
 
+def ask_gemini_streamed(base: str, question: str) -> None:
+    client = genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini"))
+    chunks = list(client.models.generate_content_stream(
+        model="sandbox-agent", contents=question,
+        config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())])))
+    assert chunks[-1].candidates[0].grounding_metadata is not None  # type: ignore[index]
+
+
 LAYERS = {"openai_web_search": (ask_openai, [["url"], ["url", "title"]]),
           "anthropic_web_fetch": (ask_claude, [["url", "title"], ["url", "title", "cited_text"]]),
           "gemini_grounding": (ask_gemini, [["url", "title"]])}
@@ -43,13 +51,18 @@ LAYERS = {"openai_web_search": (ask_openai, [["url"], ["url", "title"]]),
 
 def test_each_clients_hosted_sources_become_ranked_results_with_their_surface(tmp_path: Path) -> None:
     qfile = tmp_path / "q.jsonl"
-    row = write_questions(qfile, 1)[0]
+    row, second = write_questions(qfile, 2)
     db = tmp_path / "hosted.duckdb"
     with proxy(db, qfile, "hosted", extra=("--final", "last-reply")) as p:
         for layer, (ask, _) in LAYERS.items():
             ask(f"{p.url}/t/{layer}/{row['qid']}", row["question"])
+        ask_gemini_streamed(f"{p.url}/t/gemini_grounding/{second['qid']}", second["question"])
         assert p.stop() == 0, p.log.read_text()
     recorded = streams(db)
+    streamed = [e for _, _, e in recorded[f"traj:hosted:gemini_grounding:{second['qid']}"]]
+    got = [e for e in streamed if isinstance(e, SearchResult)]  # the metadata of the last chunk, kept whole
+    assert got and [r.rank for r in got] == list(range(1, len(got) + 1))
+    assert all(r.surface == ["url", "title"] for r in got)
     for layer, (_, surfaces) in LAYERS.items():
         events = [e for _, _, e in recorded[f"traj:hosted:{layer}:{row['qid']}"]]
         assert sum(isinstance(e, ModelResponded) for e in events) == 1  # one ordinary model call
