@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters._persona import digest
 from searchtrace.adapters._urls import domain_of
 from searchtrace.adapters.sandbox._reading import message_text, stated_answers, subject_of
 from searchtrace.adapters.sandbox._world import World, plain_text
@@ -128,10 +129,6 @@ def redirect_target(token: str) -> str | None:
         return None
 
 
-def _short(key: str, *parts: str, n: int = 24) -> str:
-    return hashlib.sha256("\x1f".join((key, *parts)).encode()).hexdigest()[:n]
-
-
 # -- each layer's wire ------------------------------------------------------------------------------------------
 def openai_output(key: str, query: str, hits: list[Hit], said: Answer, *, sources: bool) -> list[dict[str, Any]]:
     """Responses output items: the web_search_call, then the message with its url_citation."""
@@ -143,14 +140,14 @@ def openai_output(key: str, query: str, hits: list[Hit], said: Answer, *, source
         h = hits[said.cited]
         annotations.append({"type": "url_citation", "url": h.url, "title": h.title, "start_index": said.start,
                             "end_index": said.end})
-    return [{"id": f"ws_{_short(key, 'ws', n=48)}", "type": "web_search_call", "status": "completed", "action": action},
-            {"id": f"msg_{_short(key, 'msg', n=48)}", "type": "message", "status": "completed", "role": "assistant",
+    return [{"id": f"ws_{digest(key, 'ws', n=48)}", "type": "web_search_call", "status": "completed", "action": action},
+            {"id": f"msg_{digest(key, 'msg', n=48)}", "type": "message", "status": "completed", "role": "assistant",
              "content": [{"type": "output_text", "text": said.text, "annotations": annotations, "logprobs": []}]}]
 
 
 def anthropic_content(key: str, query: str, hits: list[Hit], said: Answer, *, fetch: bool) -> list[dict[str, Any]]:
     """Messages content blocks: server_tool_use web_search, its result, (web_fetch of the top hit), cited text."""
-    search_id = f"srvtoolu_{_short(key, 'search')}"
+    search_id = f"srvtoolu_{digest(key, 'search')}"
     blocks: list[dict[str, Any]] = [
         {"type": "server_tool_use", "id": search_id, "name": "web_search", "input": {"query": query}},
         {"type": "web_search_tool_result", "tool_use_id": search_id,
@@ -158,7 +155,7 @@ def anthropic_content(key: str, query: str, hits: list[Hit], said: Answer, *, fe
                       "encrypted_content": seal(h.snippet + "\n" + h.page)} for h in hits]},
     ]
     if fetch and hits:
-        fetch_id = f"srvtoolu_{_short(key, 'fetch')}"
+        fetch_id = f"srvtoolu_{digest(key, 'fetch')}"
         top = hits[0]
         blocks += [
             {"type": "server_tool_use", "id": fetch_id, "name": "web_fetch", "input": {"url": top.url}},
@@ -205,6 +202,6 @@ def perplexity_output(key: str, query: str, hits: list[Hit], said: Answer, *, fe
         h = hits[said.cited]
         annotations.append({"type": "url_citation", "url": h.url, "title": h.title, "start_index": said.start,
                             "end_index": said.end})
-    out.append({"id": f"msg_{_short(key, 'msg')}", "type": "message", "role": "assistant", "status": "completed",
+    out.append({"id": f"msg_{digest(key, 'msg')}", "type": "message", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": said.text, "annotations": annotations}]})
     return out

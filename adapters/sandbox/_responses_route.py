@@ -124,7 +124,7 @@ async def perplexity_agent(request: Request) -> Response:
     u = model_.turn_usage(key, messages, said.text)
     searches = int("web_search" in names)
     fetches = int("fetch_url" in names and bool(hits))
-    reply = {"id": f"resp_{hosted.redirect_token(key)[:24]}", "object": "response", "created_at": wire.EPOCH,
+    reply = {"id": f"resp_{wire.digest(key, 'resp', n=48)}", "object": "response", "created_at": wire.EPOCH,
              "model": model, "status": "completed",
              "output": hosted.perplexity_output(key, question, hits if searches else [], said, fetch=bool(fetches)),
              "usage": {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"],
