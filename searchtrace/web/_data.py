@@ -345,6 +345,10 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     aliases = decode_aliases(ans.get("gold_aliases")) or [gold]
     em, f1 = alias_scores(final, aliases)  # docs/how-to/compare.md: the best of the accepted answers, as the report scores
     messages, tools = _requests(cur, f.turns)
+    answers = [s["payload"] for s in steps if s["type"] == "answer.final"]
+    cited = {c.get("item") for c in (answers[-1].get("citations") or [] if answers else [])}
+    for i in items if cited else ():  # docs/how-to/hosted.md: the items the final answer cites
+        i["cited"] = i["url_normalized"] in cited
     parts = Counter(i["part"] for i in items if i["part"])
     return {
         "trajectory_id": trajectory_id,

@@ -193,6 +193,7 @@ function resultRow(r, item, firstSeen) {
       h("span", { class: "title" }, r.title || r.url),
       h("span", { class: "domain" }, r.domain),
       chip(fetched ? "fetched" : "not fetched", fetched ? "fetched" : "muted"),
+      item && item.cited ? chip("cited", "good", "the final answer cites this item (docs/how-to/hosted.md)") : null,
       firstSeen ? null : chip("seen before", "muted", "its judge item is its first appearance")),
     h("div", { class: "url" }, r.url),
     h("div", { class: "snippet" }, r.snippet),
