@@ -14,6 +14,19 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
     from searchtrace.adapters._gemini import ENDPOINT as GEMINI_ENDPOINT
+    from searchtrace.adapters._hosted import API as HOSTED_API
+    from searchtrace.adapters._hosted import ENDPOINT as HOSTED_ENDPOINT
+    from searchtrace.adapters._hosted import LAYERS as HOSTED_LAYERS
+    from searchtrace.adapters._hosted import OPAQUE as HOSTED_OPAQUE
+    from searchtrace.adapters._hosted import (
+        HostedFetch,
+        HostedSearch,
+        HostedTurn,
+        agent_reply,
+        hosted_request,
+        read_hosted,
+        resolved,
+    )
     from searchtrace.adapters._http import EndpointClient, default_transport, quota_limiter
     from searchtrace.adapters._jina import JinaFetcher, estimate_tokens, page_markdown
     from searchtrace.adapters._keys import (
@@ -113,6 +126,17 @@ _EXPORTS: dict[str, str] = {
     "MissingKey": "searchtrace.adapters._errors",
     "FetchCache": "searchtrace.adapters._fetch_cache",
     "default_cache_dir": "searchtrace.adapters._fetch_cache",
+    "HOSTED_LAYERS": "searchtrace.adapters._hosted:LAYERS",
+    "HOSTED_API": "searchtrace.adapters._hosted:API",
+    "HOSTED_ENDPOINT": "searchtrace.adapters._hosted:ENDPOINT",
+    "HOSTED_OPAQUE": "searchtrace.adapters._hosted:OPAQUE",
+    "HostedTurn": "searchtrace.adapters._hosted",
+    "HostedSearch": "searchtrace.adapters._hosted",
+    "HostedFetch": "searchtrace.adapters._hosted",
+    "read_hosted": "searchtrace.adapters._hosted",
+    "resolved": "searchtrace.adapters._hosted",
+    "hosted_request": "searchtrace.adapters._hosted",
+    "agent_reply": "searchtrace.adapters._hosted",
     "EndpointClient": "searchtrace.adapters._http",
     "quota_limiter": "searchtrace.adapters._http",
     "RateLimiter": "searchtrace.adapters._limiter",
@@ -201,6 +225,17 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "HOSTED_LAYERS",
+    "HOSTED_API",
+    "HOSTED_ENDPOINT",
+    "HOSTED_OPAQUE",
+    "HostedTurn",
+    "HostedSearch",
+    "HostedFetch",
+    "read_hosted",
+    "resolved",
+    "hosted_request",
+    "agent_reply",
     "ANTHROPIC_ENDPOINT",
     "ANTHROPIC_PATH",
     "API_ENDPOINTS",

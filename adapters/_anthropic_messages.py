@@ -289,9 +289,14 @@ def stream_events(reply: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
         if block["type"] == "text":
             yield "content_block_start", {"type": "content_block_start", "index": index,
                                           "content_block": {"type": "text", "text": ""}}
+            for citation in block.get("citations") or []:  # docs/how-to/hosted.md: a cited passage's source
+                yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "citations_delta", "citation": citation}}
             for piece in _pieces(block["text"]):
                 yield "content_block_delta", {"type": "content_block_delta", "index": index,
                                               "delta": {"type": "text_delta", "text": piece}}
+        elif "input" not in block:  # a server tool's result arrives whole in its content_block_start
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
         else:
             yield "content_block_start", {"type": "content_block_start", "index": index,
                                           "content_block": {**block, "input": {}}}

@@ -346,6 +346,7 @@ def assemble(stream: bytes) -> bytes:
     model: Any = None
     response_id: Any = None
     seen = False
+    grounding: Any = None  # docs/how-to/hosted.md: the last candidate's groundingMetadata (it rides on the last chunk)
     for line in stream.decode("utf-8", "replace").splitlines():
         if not line.startswith("data:") or not (data := line[5:].strip()):
             continue
@@ -362,6 +363,7 @@ def assemble(stream: bytes) -> bytes:
             if cand.get("index", 0) != 0:
                 continue
             finish = cand.get("finishReason") or finish
+            grounding = cand.get("groundingMetadata") or grounding
             for p in (cand.get("content") or {}).get("parts") or []:
                 if isinstance(p.get("functionCall"), dict):
                     calls.append(p)
@@ -370,6 +372,8 @@ def assemble(stream: bytes) -> bytes:
     if not seen:
         raise ValueError("no data chunks in the event stream")
     parts: list[dict[str, Any]] = ([{"text": "".join(texts)}] if texts else []) + calls
-    body = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
-            "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+    cand0: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+    if grounding is not None:
+        cand0["groundingMetadata"] = grounding
+    body = {"candidates": [cand0], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
     return msgspec.json.encode(body)

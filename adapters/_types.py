@@ -56,6 +56,8 @@ class SearchHit(msgspec.Struct, kw_only=True):
     domain: str
     snippet: str
     metadata: dict[str, Any] = {}
+    surface: list[str] | None = None  # docs/how-to/hosted.md: a hosted layer's received fields (None: a search API's)
+    model_saw_more: bool | None = None
 
 
 # docs/reference/prices.md clean latency, beside latency_ms (the whole call): provider_ms is the final attempt from request sent to

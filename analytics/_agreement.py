@@ -13,10 +13,10 @@ from typing import Any
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import HasCursor, known_judge_runs, providers, verdicts
-from searchtrace.analytics._rules import first_verdicts, partition_cell, surface_support
+from searchtrace.analytics._rules import PARTITION_CELLS, first_verdicts, partition_cell, surface_support
 from searchtrace.store import BadInput, Labels, Verdict
 
-CELLS = ("SMART", "MISSED", "BLIND", "NO-OP")  # the order of the report's partition
+CELLS = PARTITION_CELLS  # the order of the report's partition
 Table2 = tuple[int, int, int, int]  # (tt, tf, ft, ff): A's value first
 Weighted2 = tuple[Fraction, Fraction, Fraction, Fraction]  # the same table of weighted counts (a design's N_h/n_h)
 COMPARED: tuple[tuple[str, str], ...] = (
@@ -68,8 +68,8 @@ def _as_dict(v: Verdict) -> dict[str, Any]:
 COMMON_ITEMS_SQL = f"""
 WITH it AS ({ITEMS_SQL}), va AS ({first_verdicts("$a")}), vb AS ({first_verdicts("$b")})
 SELECT it.provider,
-       {partition_cell(surface_support("va", "it"), "it.fetched")} AS cell_a,
-       {partition_cell(surface_support("vb", "it"), "it.fetched")} AS cell_b,
+       {partition_cell(surface_support("va", "it"), "it.fetched", "it.snippet_observed")} AS cell_a,
+       {partition_cell(surface_support("vb", "it"), "it.fetched", "it.snippet_observed")} AS cell_b,
        {surface_support("va", "it")} AS s_a, {surface_support("vb", "it")} AS s_b
 FROM it
 JOIN va ON va.trajectory_id = it.trajectory_id AND va.url_normalized = it.url_normalized

@@ -3,7 +3,8 @@ prices the user gives (`report --prices FILE` or `[prices]`).
 
 What is billed, per question (every epoch of it, current trajectories only), then summed per arm:
 - search: `search.completed` calls with status `ok` (providers bill successful requests) x USD per 1,000 requests,
-  priced by the provider's name in the run, else by its kind (whatever the arm);
+  priced by the provider's name in the run, else by its kind (whatever the arm); a hosted search layer's searches
+  (docs/how-to/hosted.md) are its per-call fee, and its page reads are not billed as fetches (they are its tokens);
 - fetch: tokens of fetched content (`fetch.completed` n_tokens, status `ok`) x USD per 1M tokens of the run's fetch
   backend (`jina` when the store does not say). Cache hits are billed too (docs/concepts/statistics.md: the cost a user without our
   fetch cache pays); analytics._latency counts them (`fetch_cache_hits`);
@@ -31,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters import HOSTED_LAYERS
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
@@ -61,6 +63,7 @@ FROM events WHERE type = 'run.started' ORDER BY position
 # One row per (kind, arm, provider, qid, run): what that question's trajectories of that run used. `question` rows
 # name every question of an arm, so one with nothing to bill is there at 0. The arm (analytics._rules.ARM_SQL) is
 # the provider unless the report names another axis; pricing always uses the provider's own name.
+_HOSTED = ", ".join(f"'{name}'" for name in HOSTED_LAYERS)  # their page reads are the model API's, billed as its tokens
 _USAGE_SQL = f"""
 WITH {TRAJECTORIES_CTE},
 t AS (SELECT tr.stream_id, tr.trajectory_id, tr.arm, tr.provider, tr.qid, tr.run_id, tr.model FROM tr)
@@ -71,7 +74,8 @@ SELECT 'search', t.arm, t.provider, t.qid, t.run_id, count(*), 0, 0, NULL
 FROM search_completions s JOIN t USING (stream_id) WHERE s.status = 'ok' GROUP BY 2, 3, 4, 5
 UNION ALL
 SELECT 'fetch', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(f.n_tokens), 0), 0, 0, NULL
-FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' GROUP BY 2, 3, 4, 5
+FROM fetch_completions f JOIN t USING (stream_id) WHERE f.status = 'ok' AND t.provider NOT IN ({_HOSTED})
+GROUP BY 2, 3, 4, 5
 UNION ALL
 SELECT 'agent', t.arm, t.provider, t.qid, t.run_id, coalesce(sum(m.input_tokens), 0), coalesce(sum(m.cached_tokens), 0),
        coalesce(sum(m.output_tokens), 0), t.model

@@ -39,7 +39,7 @@ SELECT it.stream_id, it.trajectory_id, it.url_normalized, it.first_position, it.
        v.snippet_supports_gold, v.snippet_contradicts_gold, v.snippet_relevant, v.has_page,
        v.page_supports_gold, v.page_contradicts_gold, v.page_relevant, v.supports_final_answer,
        v.position AS verdict_position,
-       CASE WHEN v.valid THEN {partition_cell(surface_support("v", "it"), "it.fetched")} END AS part,
+       CASE WHEN v.valid THEN {partition_cell(surface_support("v", "it"), "it.fetched", "it.snippet_observed")} END AS part,
        coalesce(v.valid AND it.fetched AND NOT {surface_support("v", "it")} AND v.page_supports_gold, false) AS discovered
 FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ORDER BY it.first_position

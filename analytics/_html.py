@@ -35,12 +35,13 @@ from searchtrace.analytics._table import ARM_ROWS, CORRECTED_ROWS, ROWS, fmt_nam
 from searchtrace.store import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
-PART_COLOURS = {"SMART": "#2e7d32", "MISSED": "#f9a825", "BLIND": "#c62828", "NO-OP": "#9e9e9e"}
+PART_COLOURS = {"SMART": "#2e7d32", "MISSED": "#f9a825", "BLIND": "#c62828", "NO-OP": "#9e9e9e", "UNOBSERVED": "#5c6bc0"}
 PART_MEANING = {
     "SMART": "surface supports gold, fetched",
     "MISSED": "surface supports gold, not fetched",
     "BLIND": "no surface support, fetched",
     "NO-OP": "no surface support, not fetched",
+    "UNOBSERVED": "no snippet reached the caller: snippet support unobservable",
 }
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;color:#212121;padding:0 1rem}
@@ -60,17 +61,19 @@ th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}
 def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     """Stacked share of SMART / MISSED / BLIND / NO-OP per provider, with the counts under each bar."""
     names = sorted(providers)
+    # docs/how-to/hosted.md: the fifth cell is drawn when some arm has one, so a store without hosted layers draws as before
+    parts = (*PARTS, "UNOBSERVED") if any((providers[n].get("partition") or {}).get("UNOBSERVED") for n in names) else PARTS
     row, top, bar = 50, 10, 26
     height = top + row * len(names) + 30
     x0, x1 = LEFT, W - 20
     body = axis(x0, x1, top + row * len(names) + 4, top, 1.0, pct=True)
     for i, name in enumerate(names):
         part = providers[name].get("partition") or {}
-        total = sum(int(part.get(p, 0)) for p in PARTS)
+        total = sum(int(part.get(p, 0)) for p in parts)
         y = top + i * row
         body.append(text(LEFT - 8, y + bar / 2 + 6, name, anchor="end"))
         x = float(x0)
-        for p in PARTS:
+        for p in parts:
             n = int(part.get(p, 0))
             w = (x1 - x0) * n / total if total else 0.0
             body.append(rect(x, y + 2, w, bar, PART_COLOURS[p], f"{name} {p}: {n} of {total} items"))
@@ -80,14 +83,14 @@ def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
                     text(x + w / 2, y + bar / 2 + 6, share, anchor="middle", extra=' style="fill:#fff"')
                 )
             x += w
-        counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in PARTS)
+        counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in parts)
         body.append(
             text(
                 x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555"'
             )
         )
     return svg(height, body, "support partition per provider") + legend(
-        [(f"{p} ({PART_MEANING[p]})", PART_COLOURS[p]) for p in PARTS]
+        [(f"{p} ({PART_MEANING[p]})", PART_COLOURS[p]) for p in parts]
     )
 
 

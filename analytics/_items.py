@@ -24,6 +24,10 @@ from searchtrace.analytics._rules import ANSWERS_CTE, TRAJECTORIES_CTE, decode_a
 from searchtrace.analytics._shown import SHOWN_CTE
 from searchtrace.store import Cursor
 
+SNIPPET_OBSERVED_SQL = "(r.surface IS NULL OR json_contains(r.surface, '\"snippet\"'))"
+"""docs/how-to/hosted.md: the caller received the item's snippet (a result without `surface` came from a search API with one); an
+item without is UNOBSERVED: it has no snippet verdict, which is unobservable, not false."""
+
 ITEMS_SQL = f"""
 WITH {TRAJECTORIES_CTE}, {SHOWN_CTE},
 firsts AS (
@@ -52,7 +56,8 @@ fi AS (
 )
 SELECT tr.trajectory_id, tr.provider, tr.qid, tr.epoch, s.stream_id, s.url_normalized, s.first_position,
        r.call_id, r.doc_id, r.rank, r.title, r.url, r.domain, r.snippet, r.metadata,
-       s.n_appearances, s.n_rank1, s.snippet_shown,
+       s.n_appearances, s.n_rank1, s.snippet_shown, r.surface, r.model_saw_more,
+       {SNIPPET_OBSERVED_SQL} AS snippet_observed,
        coalesce(fi.n_fetches, 0) AS n_fetches,
        coalesce(fi.n_fetches, 0) > 0 AS fetched,
        coalesce(fi.n_fetches_ok, 0) > 0 AS page_visible,
@@ -91,6 +96,8 @@ class JudgeItem(msgspec.Struct, kw_only=True, frozen=True):
     epoch: int = 1  # docs/concepts/statistics.md: the epoch of the item's trajectory
     snippet_shown: bool = True  # docs/concepts/shown.md: a model request showed it (False: fetched only; no snippet verdict)
     gold_aliases: list[str] = []  # docs/how-to/compare.md: every accepted answer when the dataset gave several (else empty)
+    surface: list[str] | None = None  # docs/how-to/hosted.md: the fields the caller received (None: url, title, snippet)
+    snippet_observed: bool = True  # docs/how-to/hosted.md: False: no snippet reached the caller, so no snippet verdict
 
 
 def judge_items(
@@ -122,7 +129,7 @@ WITH {TRAJECTORIES_CTE}, {ANSWERS_CTE}, i AS ({ITEMS_SQL})
 SELECT i.trajectory_id, i.provider, i.qid, tr.question, tr.gold_answer, fa.final_answer,
        i.url_normalized, i.doc_id, i.rank, i.title, i.url, i.domain, i.snippet,
        i.metadata, i.call_id, i.n_appearances, i.fetched, i.page_visible, i.page_digest, i.epoch, i.snippet_shown,
-       tr.gold_aliases
+       tr.gold_aliases, i.surface, i.snippet_observed
 FROM i JOIN tr ON tr.stream_id = i.stream_id
 LEFT JOIN fa ON fa.stream_id = i.stream_id
 {"WHERE " + " AND ".join(where) if where else ""}
@@ -137,5 +144,6 @@ ORDER BY i.first_position
         rec = dict(zip(names, row, strict=True))
         rec["metadata"] = msgspec.json.decode(rec["metadata"]) if rec["metadata"] else {}
         rec["gold_aliases"] = decode_aliases(rec["gold_aliases"])
+        rec["surface"] = msgspec.json.decode(rec["surface"]) if rec["surface"] else None
         out.append(JudgeItem(**rec))
     return out

@@ -58,6 +58,7 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
     missed: int
     blind: int
     noop: int
+    unobserved: int = 0  # docs/how-to/hosted.md: valid items whose caller received no snippet (the fifth cell)
     discovered: int
     supported: int  # valid items with S
     contradicted: int  # valid items with snippet.contradicts_gold
@@ -91,13 +92,13 @@ dm AS (SELECT stream_id, count(DISTINCT domain) AS n FROM search_results GROUP B
 it AS ({ITEMS_SQL}),
 v AS ({first_verdicts("$run")}),
 iv AS (
-  SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid,
+  SELECT it.stream_id, it.fetched, it.n_appearances, it.n_rank1, v.valid, it.snippet_observed,
          coalesce(v.valid, false) AS ok,
          {surface_support("v", "it")} AS s,
          (coalesce(v.snippet_contradicts_gold, false) AND it.snippet_shown) AS c,
          coalesce(v.has_page, false) AS pg,
          coalesce(v.page_supports_gold, false) AS ps,
-         {partition_cell(surface_support("v", "it"), "it.fetched")} AS cell
+         {partition_cell(surface_support("v", "it"), "it.fetched", "it.snippet_observed")} AS cell
   FROM it LEFT JOIN v ON v.trajectory_id = it.trajectory_id AND v.url_normalized = it.url_normalized
 ),
 ist AS (
@@ -110,6 +111,7 @@ ist AS (
     count(*) FILTER (WHERE ok AND cell = 'MISSED') AS missed,
     count(*) FILTER (WHERE ok AND cell = 'BLIND') AS blind,
     count(*) FILTER (WHERE ok AND cell = 'NO-OP') AS noop,
+    count(*) FILTER (WHERE ok AND cell = 'UNOBSERVED') AS unobserved,
     count(*) FILTER (WHERE ok AND fetched AND NOT s AND ps) AS discovered,
     count(*) FILTER (WHERE ok AND s) AS supported,
     count(*) FILTER (WHERE ok AND c) AS contradicted,
@@ -126,7 +128,7 @@ SELECT tr.stream_id, tr.trajectory_id, tr.provider, tr.qid, tr.epoch, tr.gold_an
   coalesce(ist.items, 0) AS items, coalesce(ist.valid, 0) AS valid, coalesce(ist.invalid, 0) AS invalid,
   coalesce(ist.snippet_only, 0) AS snippet_only, coalesce(ist.page_visible, 0) AS page_visible,
   coalesce(ist.smart, 0) AS smart, coalesce(ist.missed, 0) AS missed, coalesce(ist.blind, 0) AS blind,
-  coalesce(ist.noop, 0) AS noop, coalesce(ist.discovered, 0) AS discovered,
+  coalesce(ist.noop, 0) AS noop, coalesce(ist.unobserved, 0) AS unobserved, coalesce(ist.discovered, 0) AS discovered,
   coalesce(ist.supported, 0) AS supported, coalesce(ist.contradicted, 0) AS contradicted,
   coalesce(ist.supported_appearances, 0) AS supported_appearances,
   coalesce(ist.supported_rank1, 0) AS supported_rank1, tr.gold_aliases, tr.run_id, tr.arm
@@ -181,6 +183,18 @@ def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
     return [alias_scores(r.final_answer, r.answers) for r in rows]
 
 
+RATE_DENOMINATORS = {
+    "accuracy": "audited",
+    "exact_match": "trajectories",
+    "token_f1": "trajectories",
+    "partition": "valid_items",
+    "surface_support_rate": "snippet_observed_items",
+    "gold_rank1_share": "appearances of surface-supported items",
+    "contradiction_gold_ratio": "surface_supported_items",
+}
+"""docs/how-to/hosted.md: what each rate of the provider block divides by (a hosted arm's items may have no snippet verdict)."""
+
+
 def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> dict[str, Any]:
     """The §8 provider block (plus a few extra keys) from one provider's trajectories (`scores`: their
     answer_scores, when the caller already has them)."""
@@ -195,6 +209,7 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
     em = sum(s[0] for s in scores)
     f1 = sum((s[1] for s in scores), Fraction(0))
     valid, supported = total("valid"), total("supported")
+    observed = valid - total("unobserved")  # docs/how-to/hosted.md: valid items whose snippet reached the caller
     outcome: dict[str, dict[str, int]] = {
         k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")
     }
@@ -228,11 +243,15 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
             "MISSED": total("missed"),
             "BLIND": total("blind"),
             "NO-OP": total("noop"),
+            "UNOBSERVED": total("unobserved"),
         },
+        "snippet_observed_items": observed,
+        "unobserved_items": total("unobserved"),
+        "denominators": RATE_DENOMINATORS,
         "discovered_support": total("discovered"),
         "surface_supported_items": supported,
         "surface_contradicted_items": total("contradicted"),
-        "surface_support_rate": _ratio(supported, valid),
+        "surface_support_rate": _ratio(supported, observed),
         "surface_answerable_queries": sum(1 for r in rows if surface_answerable(r)),
         "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
         "contradiction_gold_ratio": _ratio(total("contradicted"), supported),

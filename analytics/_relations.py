@@ -151,6 +151,8 @@ RELATIONS: tuple[Relation, ...] = (
             ("snippet", "VARCHAR", "$.snippet"),
             ("metadata", "VARCHAR", "$.metadata"),
             ("surface_chars", "INTEGER", "$.surface_chars"),  # null before docs/how-to/providers.md and on imports: length(snippet)
+            ("surface", "VARCHAR", "$.surface"),  # docs/how-to/hosted.md: JSON list of the fields received; NULL: url, title, snippet
+            ("model_saw_more", "BOOLEAN", "$.model_saw_more"),  # docs/how-to/hosted.md: NULL on search-API results
         ),
     ),
     Relation(
@@ -195,6 +197,7 @@ RELATIONS: tuple[Relation, ...] = (
         (
             ("iteration", "INTEGER", "$.iteration"),
             ("text", "VARCHAR", "$.text"),
+            ("citations", "VARCHAR", "$.citations"),  # docs/how-to/hosted.md: JSON list of cited sources; NULL when none
         ),
     ),
     Relation(

@@ -37,6 +37,7 @@ import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
+from searchtrace.analytics._citations import SHARES, citation_metrics
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
 from searchtrace.analytics._correction import TEST as CORRECTION_TEST
 from searchtrace.analytics._correction import JudgedCase, correction, labelled_cases, report_cases
@@ -161,6 +162,7 @@ def build_report(
         sizes = surface_sizes(con)
         latency = provider_latency(con)
         shown, assumed = provider_shown(con)
+        cites = citation_metrics(con, run)  # docs/how-to/hosted.md: empty unless some answer cites
         unapplied = unapplied_audits_note(con)
         labelled = None if run is None else report_cases(con, run, rows)
         prices = prices or recorded_prices(con)
@@ -180,6 +182,10 @@ def build_report(
     blocks = {name: {**provider_metrics(by_arm[name], scores[name]), **sizes.get(name, NO_SIZES),
                      **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
               for name in sorted(by_arm)}
+    if cites:
+        for name, block in blocks.items():
+            block.update(cites.get(name, {}))
+            block["denominators"] = {**block["denominators"], "citations_per_answer": "final_answers", **SHARES}
     report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how)
     if by == "provider":
         report.providers = blocks

@@ -421,16 +421,23 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
 
 
 # -- the item's cell of the support partition (docs/concepts/metrics.md) --------------------------------------------------------
-def partition_cell(s: str, f: str) -> str:
-    """SQL of an item's cell from pre-fetch surface support `s` and the fetch decision `f` (SQL booleans):
-    SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F, NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
-    return f"(CASE WHEN {s} AND {f} THEN 'SMART' WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)"
+PARTITION_CELLS = ("SMART", "MISSED", "BLIND", "NO-OP", "UNOBSERVED")
+"""The cells of the support partition in the report's order; UNOBSERVED (docs/how-to/hosted.md) is never merged into NO-OP."""
+
+
+def partition_cell(s: str, f: str, observed: str = "true") -> str:
+    """SQL of an item's cell from pre-fetch surface support `s`, the fetch decision `f` and whether its snippet reached
+    the caller `observed` (SQL booleans): UNOBSERVED = ¬observed, else SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F,
+    NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
+    return (f"(CASE WHEN NOT coalesce({observed}, true) THEN 'UNOBSERVED' WHEN {s} AND {f} THEN 'SMART' "
+            f"WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)")
 
 
 def surface_support(verdict: str, item: str) -> str:
     """SQL of an item's pre-fetch surface support S from its verdict row `verdict` and item row `item`: the snippet
-    supports the gold answer and the model was shown it (docs/concepts/shown.md: a URL fetched but never shown has no snippet)."""
-    return f"(coalesce({verdict}.snippet_supports_gold, false) AND {item}.snippet_shown)"
+    supports the gold answer and the model was shown it (docs/concepts/shown.md: a URL fetched but never shown has no snippet;
+    docs/how-to/hosted.md: nor has a hosted result whose caller received none)."""
+    return f"(coalesce({verdict}.snippet_supports_gold, false) AND {item}.snippet_shown AND {item}.snippet_observed)"
 
 
 def first_verdicts(run: str) -> str:

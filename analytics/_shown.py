@@ -70,7 +70,7 @@ class Shown(msgspec.Struct, frozen=True):
     """Why one search result counts as shown: the first request that showed it (None: assumed), and by what."""
 
     position: int | None
-    by: str  # "url" | "doc_id" | "title" | "assumed"
+    by: str  # "url" | "doc_id" | "title" | "assumed" | "hosted" (docs/how-to/hosted.md: the model API read it itself)
 
 
 def _strings(value: Any, out: list[str]) -> None:
@@ -116,20 +116,27 @@ def shows(r: SearchResult, ev: Evidence) -> str | None:
     return None
 
 
+def is_hosted(r: SearchResult) -> bool:
+    """A result of a hosted search layer (docs/how-to/hosted.md): it records which fields the caller received."""
+    return not isinstance(r.surface, msgspec.UnsetType)
+
+
 def replay(events: Iterable[tuple[int, Payload]], messages: Mapping[str, Any]) -> dict[int, Shown]:
     """{position of a search.result: why it is shown} for one trajectory's events (position, payload) in stream
     order; `messages` maps a request message digest to the decoded message (a digest not there is unknown).
     Results not in the answer are not shown."""
     steps = list(events)
-    results = [(p, e) for p, e in steps if isinstance(e, SearchResult)]
+    # docs/how-to/hosted.md: a hosted search's result was read by the model API itself, inside the call that ran it
+    hosted = {p: Shown(None, "hosted") for p, e in steps if isinstance(e, SearchResult) and is_hosted(e)}
+    results = [(p, e) for p, e in steps if isinstance(e, SearchResult) and p not in hosted]
     if not any(isinstance(e, ModelResponded) and not isinstance(e.request_messages, msgspec.UnsetType)
                for _, e in steps):
-        return {p: Shown(None, "assumed") for p, _ in results}
+        return {**hosted, **{p: Shown(None, "assumed") for p, _ in results}}
     by_call: dict[str, list[tuple[int, SearchResult]]] = {}
     for p, r in results:
         by_call.setdefault(r.call_id, []).append((p, r))
     read: dict[str, Evidence | None] = {}
-    out: dict[int, Shown] = {}
+    out: dict[int, Shown] = dict(hosted)
     open_: list[tuple[int, SearchResult]] = []  # results of completed searches not shown yet
     for p, e in steps:
         if isinstance(e, SearchCompleted):

@@ -139,7 +139,7 @@ class QuestionTable:
         at = np.array([where[r.qid] for r in rows], dtype=np.int64)
         per_row = np.array(
             [
-                (1, r.semantic_match is not None, bool(r.semantic_match), s[0], r.valid, r.supported, r.contradicted,
+                (1, r.semantic_match is not None, bool(r.semantic_match), s[0], r.valid - r.unobserved, r.supported, r.contradicted,
                  r.supported_appearances, r.supported_rank1, r.searches, r.fetches, r.input_tokens, r.output_tokens,
                  r.reasoning_tokens, r.page_tokens)
                 for r, s in zip(rows, scores, strict=True)

@@ -52,6 +52,9 @@ import msgspec
 from searchtrace.adapters import (
     API_ENDPOINTS,
     CHAT_APIS,
+    HOSTED_API,
+    HOSTED_ENDPOINT,
+    HOSTED_LAYERS,
     SEARCH_PROVIDERS,
     base_url_problem,
     default_endpoint,
@@ -119,6 +122,8 @@ class AgentCfg(EndpointCfg):
 class ProviderCfg(EndpointCfg):
     kind: str = ""  # defaults to the table name
     params: dict[str, Any] = {}
+    # docs/how-to/hosted.md: a hosted search layer's model (default: the agent's); UNSET (never encoded) otherwise
+    model: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class FetchCfg(EndpointCfg):
@@ -275,8 +280,11 @@ def _check(cfg: RunConfig, src: str) -> None:
     for name, p in cfg.providers.items():
         if not _ID_RE.fullmatch(name):
             raise bad(f"providers.{name}", "provider names may only hold letters, digits, '.', '_' and '-'")
-        if p.kind not in SEARCH_PROVIDERS:
-            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} (known: {', '.join(SEARCH_PROVIDERS)})")
+        if p.kind not in SEARCH_PROVIDERS and p.kind not in HOSTED_LAYERS:
+            raise bad(f"providers.{name}.kind", f"unknown provider {p.kind!r} "
+                                                f"(known: {', '.join((*SEARCH_PROVIDERS, *HOSTED_LAYERS))})")
+        if not isinstance(p.model, msgspec.UnsetType) and p.kind not in HOSTED_LAYERS:
+            raise bad(f"providers.{name}.model", "only a hosted search layer has a model (docs/how-to/hosted.md)")
     if cfg.fetch.backend != "jina":
         raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
     endpoints: list[tuple[str, EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
@@ -325,6 +333,11 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("dataset.columns", problem)
 
 
+def hosted_endpoint(kind: str) -> str | None:
+    """The model API endpoint a hosted search layer is asked at (docs/how-to/hosted.md), None for a search provider."""
+    return HOSTED_ENDPOINT[HOSTED_API[kind]] if kind in HOSTED_LAYERS else None
+
+
 def _fill_endpoint(e: EndpointCfg, kind: str) -> None:
     known = endpoints()
     if kind not in known:
@@ -340,7 +353,7 @@ def _fill_endpoint(e: EndpointCfg, kind: str) -> None:
 def _fill_defaults(cfg: RunConfig, base_dir: Path | None) -> None:
     for name, p in cfg.providers.items():
         p.kind = p.kind or name
-        _fill_endpoint(p, p.kind)
+        _fill_endpoint(p, hosted_endpoint(p.kind) or p.kind)
         if p.kind in SEARCH_PROVIDERS:  # the effective params, so run.started and the run id say what was sent
             p.params = {**SEARCH_PROVIDERS[p.kind].default_params(), **p.params}
     _fill_endpoint(cfg.agent, API_ENDPOINTS.get(cfg.agent.api, "openai"))
@@ -384,7 +397,7 @@ def point_at_sandbox(cfg: RunConfig, root: str) -> None:
         cfg.agent.model = SANDBOX_AGENT
     cfg.fetch.base_url = sandbox_endpoint("jina", root).base_url
     for p in cfg.providers.values():
-        p.base_url = sandbox_endpoint(p.kind, root).base_url
+        p.base_url = sandbox_endpoint(hosted_endpoint(p.kind) or p.kind, root).base_url
 
 
 def _convert(data: Any, typ: type[Any], src: str, prefix: str) -> Any:

@@ -14,17 +14,25 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import structlog
 
-from searchtrace.engine._agent import Agent, Recorder, Trajectory, error_kind
-from searchtrace.store import BadInput, ConcurrencyError, Writer
+from searchtrace.engine._agent import Recorder, Stats, Trajectory, error_kind
+from searchtrace.store import BadInput, ConcurrencyError, TrajectoryFinished, Writer
 
 log = structlog.get_logger("searchtrace.fanout")
 
 T = TypeVar("T")
+
+
+class Runner(Protocol):
+    """What records one trajectory: the agent loop (engine.Agent) or a hosted search layer (docs/how-to/hosted.md)."""
+
+    stats: Stats
+
+    async def run(self, traj: Trajectory, rec: Recorder) -> TrajectoryFinished: ...
 
 
 def _bad_input_in(exc: BaseException) -> BadInput | None:
@@ -64,7 +72,7 @@ async def worker_pool(items: Iterable[T], work: Callable[[T], Awaitable[object]]
             tg.start_soon(worker)
 
 
-async def run_one(agent: Agent, traj: Trajectory, writer: Writer) -> str:
+async def run_one(agent: Runner, traj: Trajectory, writer: Writer) -> str:
     """One trajectory, start to end, then its single atomic append; returns the finish reason (or `skipped`)."""
     stats = agent.stats
     rec = Recorder(traj)
@@ -102,7 +110,7 @@ async def run_one(agent: Agent, traj: Trajectory, writer: Writer) -> str:
 
 async def fan_out(
     jobs: Iterable[Trajectory],
-    agents: Mapping[str, Agent],
+    agents: Mapping[str, Runner],
     writer: Writer,
     *,
     max_concurrent: int,

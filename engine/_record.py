@@ -26,6 +26,7 @@ import msgspec
 import structlog
 
 from searchtrace.adapters import (
+    HOSTED_LAYERS,
     SANDBOX_KEY,
     ChatModel,
     Endpoint,
@@ -39,7 +40,8 @@ from searchtrace.adapters import (
 )
 from searchtrace.engine._agent import Agent, Stats, Trajectory
 from searchtrace.engine._config import SANDBOX_DATASET, EndpointCfg, RunConfig
-from searchtrace.engine._fanout import bad_input_alone, fan_out
+from searchtrace.engine._fanout import Runner, bad_input_alone, fan_out
+from searchtrace.engine._hosted_agent import HostedAgent
 from searchtrace.engine._prompts import Prompt, get_prompt
 from searchtrace.engine._sample import (
     STRATA,
@@ -85,6 +87,7 @@ class Endpoints(msgspec.Struct, kw_only=True):
     chat: ChatModel
     fetch: Fetcher
     search: dict[str, SearchProvider]
+    hosted: dict[str, HostedAgent] = {}  # docs/how-to/hosted.md: the run's hosted search layers, by provider name
 
 
 class RunSummary(msgspec.Struct, kw_only=True):
@@ -429,13 +432,19 @@ async def record_run(
 
 def make_agents(
     cfg: RunConfig, eps: Endpoints, prompt: Prompt, *, chat: ChatModel | None = None, stats: Stats | None = None
-) -> dict[str, Agent]:
-    """One Agent per provider name, sharing the chat model (`chat`, else the endpoints'), fetch backend and stats."""
-    return {
+) -> dict[str, Runner]:
+    """One Agent per provider name, sharing the chat model (`chat`, else the endpoints'), fetch backend and stats;
+    each hosted search layer its HostedAgent, sharing the stats."""
+    agents: dict[str, Runner] = {
         name: Agent(chat=chat or eps.chat, search=search, fetch=eps.fetch, prompt=prompt,
                     max_iterations=cfg.limits.max_iterations, stats=stats)
         for name, search in eps.search.items()
     }
+    for name, h in eps.hosted.items():
+        if stats is not None:
+            h.stats = stats
+        agents[name] = h
+    return agents
 
 
 def _run_head(cfg: RunConfig, run_id: str, questions: list[Question]) -> list[NewEvent]:
@@ -478,11 +487,19 @@ def endpoint_factory(transport: httpx.AsyncBaseTransport | None = None) -> Adapt
                               key_fallback=fallback)
         stack.push_async_callback(fetch.aclose)
         search: dict[str, SearchProvider] = {}
+        hosted: dict[str, HostedAgent] = {}
         for name, p in cfg.providers.items():
+            if p.kind in HOSTED_LAYERS:  # asked over its model API (docs/how-to/hosted.md)
+                client = httpx.AsyncClient(transport=transport, timeout=p.timeout_s)
+                stack.push_async_callback(client.aclose)
+                model = cfg.agent.model if isinstance(p.model, msgspec.UnsetType) else p.model
+                hosted[name] = HostedAgent(layer=p.kind, model=model, base_url=p.base_url, client=client,
+                                           key=read_key(f"provider {name}", p.key_env or None, fallback=fallback))
+                continue
             adapter = build_search(p.kind, _endpoint(p), params=dict(p.params), transport=transport, key_fallback=fallback)
             adapter.name = name  # the provider name of this run (a kind may appear under several names)
             stack.push_async_callback(adapter.aclose)
             search[name] = adapter
-        return Endpoints(chat=chat, fetch=fetch, search=search)
+        return Endpoints(chat=chat, fetch=fetch, search=search, hosted=hosted)
 
     return make

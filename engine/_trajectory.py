@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
+from searchtrace.adapters import HOSTED_OPAQUE as OPAQUE
 from searchtrace.adapters import (
+    HostedTurn,
     RetryInfo,
     SearchHit,
     norm_url,
@@ -25,10 +27,12 @@ from searchtrace.adapters import (
     scrub_named_text,
     url_domain,
 )
+from searchtrace.engine._documents import OPAQUE_KEY
 from searchtrace.store import (
     AnswerFinal,
     CallFailed,
     CallRetried,
+    Citation,
     FetchCalled,
     FetchCompleted,
     FetchStatus,
@@ -256,6 +260,24 @@ class Builder:
                                   queue_ms=queue_ms, client_disconnected=_flag(client_disconnected)))
         return found
 
+    def hosted(self, turn: HostedTurn, *, iteration: int | None = None) -> None:
+        """A hosted layer's searches and page reads (docs/how-to/hosted.md): per search, search.called, one
+        search.result per source in the order received, search.completed; per page, fetch.called and fetch.completed
+        (the page a blob when the caller received its text, else status hidden). Opaque fields become blobs."""
+        for s in turn.searches:
+            hits = []
+            for h in s.hits:
+                if OPAQUE in h.metadata:  # kept verbatim, read by replay, never shown to the judge
+                    meta = {k: v for k, v in h.metadata.items() if k != OPAQUE}
+                    meta[OPAQUE_KEY] = self.blob(str(h.metadata[OPAQUE]).encode())
+                    h = msgspec.structs.replace(h, metadata=meta)
+                hits.append(h)
+            self.search(query=s.query, provider=turn.layer, status="ok", hits=hits, latency_ms=0.0,
+                        iteration=iteration, params=s.params or None)
+        for f in turn.fetches:
+            self.fetch(url=f.url, status="hidden" if f.text is None else "ok", content=f.text,
+                       n_tokens=0 if f.text is None else (len(f.text) + 3) // 4, latency_ms=0.0, iteration=iteration)
+
     def doc_of(self, url: str) -> str | None:
         """The doc_id of the first result with this URL (keys scrubbed, then normalised), if any."""
         return self.by_url.get(norm_url(scrub_named_text(url)))
@@ -308,8 +330,12 @@ class Builder:
         self._add(p)
         return p
 
-    def final(self, text: str, iteration: int | None = None) -> AnswerFinal:
-        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=final_text(text))
+    def final(self, text: str, iteration: int | None = None, citations: Sequence[Citation] = ()) -> AnswerFinal:
+        """answer.final; each citation linked to the item of its normalised URL (docs/how-to/hosted.md), if any."""
+        linked = [msgspec.structs.replace(c, item=norm_url(c.url) if norm_url(c.url) in self.by_url else None)
+                  for c in citations]
+        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=final_text(text),
+                        citations=linked or _UNSET)
         self._add(p)
         return p
 
@@ -362,6 +388,8 @@ def search_result(call_id: str, doc_id: str, hit: SearchHit) -> SearchResult:
         snippet=hit.snippet,
         metadata=dict(hit.metadata),
         surface_chars=surface_chars(hit.snippet),
+        surface=_UNSET if hit.surface is None else list(hit.surface),
+        model_saw_more=_UNSET if hit.model_saw_more is None else hit.model_saw_more,
     )
 
 

@@ -244,6 +244,7 @@ async def item_messages(log: EventLog, prompt: JudgePrompt, item: JudgeItem) -> 
         snippet=item.snippet,
         metadata=item.metadata,
         page=page if item.page_visible else None,
+        surface=item.surface,
     )
     return prompt.messages(
         question=item.question, gold_answer=item.gold_answer, final_answer=item.final_answer, document=block,
@@ -265,7 +266,9 @@ def verdict_event(
 ) -> NewEvent:
     """One item's `judge.verdict` (content-derived id: a second one for the item is a no-op append)."""
     valid = labels is not None
-    if labels is not None and not item.snippet_shown:  # docs/concepts/shown.md: no snippet verdict for a URL never shown
+    # docs/concepts/shown.md: no snippet verdict for a URL never shown; docs/how-to/hosted.md: nor where no snippet
+    # reached the caller
+    if labels is not None and not (item.snippet_shown and item.snippet_observed):
         labels = msgspec.structs.replace(labels, snippet=None)
     verdict = JudgeVerdict(
         judge_run_id=jrid,

@@ -218,6 +218,15 @@ class SearchResult(_Body, tag="search.result"):
     # docs/how-to/providers.md: characters of the surface text (`surface_chars(snippet)`); left out (UNSET) on events recorded
     # before it and on imported traces, so their bytes stay as they were; readers use length(snippet) then
     surface_chars: int | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/hosted.md: which of SURFACE_FIELDS the caller received for this result (a hosted search layer gives
+    # less than a search API) and whether the model read text the caller cannot (encrypted content, hidden page
+    # reads). UNSET (never encoded) on search-API results, which give url, title and snippet, so their bytes stay.
+    surface: list[str] | msgspec.UnsetType = msgspec.UNSET
+    model_saw_more: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+SURFACE_FIELDS = ("url", "title", "snippet", "cited_text", "page")
+"""What a caller can receive per search result (docs/how-to/hosted.md); a result without `surface` received url, title, snippet."""
 
 
 def surface_chars(snippet: str) -> int:
@@ -226,7 +235,8 @@ def surface_chars(snippet: str) -> int:
 
 
 SearchStatus = Literal["ok", "http_error", "timeout", "bad_response"]
-FetchStatus = Literal["ok", "timeout", "http_error", "too_large", "bad_response"]
+# `hidden` (docs/how-to/hosted.md): a hosted page open whose text the model read and the caller never received
+FetchStatus = Literal["ok", "timeout", "http_error", "too_large", "bad_response", "hidden"]
 
 
 class SearchCompleted(_Body, tag="search.completed"):
@@ -323,9 +333,23 @@ class CallFailed(_Body, tag="call.failed"):
     client_disconnected: bool | msgspec.UnsetType = msgspec.UNSET
 
 
+class Citation(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """docs/how-to/hosted.md: one source an answer cites (a hosted layer's url_citation, web_search_result_location or
+    grounding support); `item` is the normalised URL of the judge item it links to (None: no such item)."""
+
+    url: str
+    title: str = ""
+    cited_text: str = ""
+    start: int | None = None
+    end: int | None = None
+    item: str | None = None
+
+
 class AnswerFinal(_Body, tag="answer.final"):
     iteration: int
     text: str
+    # docs/how-to/hosted.md: the sources the answer cites, in the order given; UNSET (never encoded) when the reply cited none
+    citations: list[Citation] | msgspec.UnsetType = msgspec.UNSET
 
 
 # `abandoned`: a proxied trajectory (docs/how-to/own-agent.md) still open when the proxy stopped; `limit`: stopped by a limit (a

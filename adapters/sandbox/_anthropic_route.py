@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import searchtrace.adapters._anthropic_messages as wire
+import searchtrace.adapters.sandbox._hosted as hosted
 import searchtrace.adapters.sandbox._model as model_
 from searchtrace.adapters._persona import request_key, retry_headers
 from searchtrace.adapters.sandbox._reading import message_text
@@ -54,7 +55,8 @@ async def _opening(request: Request) -> tuple[dict[str, Any], str, list[dict[str
         return error(400, "model: Field required")
     try:
         messages = wire.chat_messages(body.get("system"), body.get("messages"))
-        tools = wire.tools_to_chat(body["tools"]) if isinstance(body.get("tools"), list) and body["tools"] else None
+        raw = body["tools"] if isinstance(body.get("tools"), list) else []
+        tools = wire.tools_to_chat([t for t in raw if not _server_tool(t)]) or None
     except ValueError as exc:
         return error(400, str(exc))
     if not any(m["role"] != "system" for m in messages):
@@ -65,6 +67,32 @@ async def _opening(request: Request) -> tuple[dict[str, Any], str, list[dict[str
     if not model_.serves(model):
         return error(404, f"model: {model}")
     return body, model, messages, tools
+
+
+def _server_tool(tool: Any) -> str | None:
+    """`web_search` or `web_fetch` for a server tool (`web_search_20250305`, `web_fetch_20250910`, later versions)."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    if isinstance(kind, str) and kind.startswith(("web_search_", "web_fetch_")):
+        return kind.rsplit("_", 1)[0]
+    return None
+
+
+def _hosted_reply(request: Request, key: str, model: str, body: dict[str, Any], chat: list[dict[str, Any]]) -> Response:
+    """A Messages reply grounded by the server tools: search (and fetch) blocks, then the cited text."""
+    servers = {_server_tool(t) for t in body["tools"]}
+    question = hosted.question_of(chat)
+    hits = hosted.search(sandbox_of(request).world, question)
+    said = hosted.answer(question, hits)
+    u = model_.turn_usage(key, chat, said.text)
+    usage = {"input_tokens": u["prompt_tokens"], "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+             "output_tokens": u["completion_tokens"],
+             "server_tool_use": {"web_search_requests": 1, "web_fetch_requests": int("web_fetch" in servers)}}
+    reply = wire.message(id_=f"msg_{digest(key, 'msg', n=24)}", model=model, text=None, calls=[],
+                         stop_reason="end_turn", usage=usage)
+    reply["content"] = hosted.anthropic_content(key, question, hits, said, fetch="web_fetch" in servers)
+    if body.get("stream") is True:
+        return event_stream(wire.sse_bytes(e, d) for e, d in wire.stream_events(reply))
+    return json_response(reply)
 
 
 async def count_tokens(request: Request) -> Response:
@@ -89,6 +117,8 @@ async def messages(request: Request) -> Response:
     choice_ = "none" if isinstance(choice, dict) and choice.get("type") == "none" else "auto"
 
     async def produce() -> Response:
+        if any(_server_tool(t) for t in body.get("tools") or []):  # docs/how-to/hosted.md
+            return _hosted_reply(request, key, model, body, chat)
         said = model_.answer(key=key, model=model, messages=chat, tools=tools, choice=choice_, json_mode=False,
                              kind=kind)
         calls = [ToolCall(call_id=f"toolu_{digest(key, str(i), n=24)}", name=c["function"]["name"],

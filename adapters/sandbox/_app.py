@@ -26,9 +26,10 @@ from searchtrace.adapters.sandbox._anthropic_route import count_tokens, messages
 from searchtrace.adapters.sandbox._chat_route import chat_completions
 from searchtrace.adapters.sandbox._faults import FaultPlan
 from searchtrace.adapters.sandbox._fetch_route import jina_read, jina_read_post
-from searchtrace.adapters.sandbox._gemini_route import generate
+from searchtrace.adapters.sandbox._gemini_route import generate, grounding_redirect
+from searchtrace.adapters.sandbox._hosted import REDIRECT_PATH
 from searchtrace.adapters.sandbox._responses import json_response
-from searchtrace.adapters.sandbox._responses_route import responses
+from searchtrace.adapters.sandbox._responses_route import perplexity_agent, responses
 from searchtrace.adapters.sandbox._state import Sandbox, json_body, sandbox_of
 from searchtrace.adapters.sandbox._world import World, default_world
 
@@ -90,7 +91,9 @@ def route_groups() -> dict[str, list[Route]]:
                            Route("/v1/messages/batches/{batch_id}/results", batch.anthropic_results, methods=["GET"]),
                            Route("/v1/messages/batches/{batch_id}/cancel", batch.cancel_anthropic_batch,
                                  methods=["POST"])]
-    groups["gemini"] = [Route("/v1beta/models/{target}", generate, methods=["POST"])]
+    groups["gemini"] = [Route("/v1beta/models/{target}", generate, methods=["POST"]),
+                        Route(f"/{REDIRECT_PATH}/{{token}}", grounding_redirect, methods=["GET"])]
+    groups["perplexity"].append(Route("/v1/responses", perplexity_agent, methods=["POST"]))  # docs/how-to/hosted.md
     return groups
 
 

@@ -10,10 +10,13 @@ route's (route `chat`) and answered in Google's error shape.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 import searchtrace.adapters._gemini as wire
+import searchtrace.adapters.sandbox._hosted as hosted
 import searchtrace.adapters.sandbox._model as model_
 from searchtrace.adapters._persona import request_key, retry_headers
 from searchtrace.adapters.sandbox._reading import message_text
@@ -40,6 +43,29 @@ def _fault(kind: str) -> Response:
     return error(status, message)
 
 
+def _grounding(tool: object) -> bool:
+    return isinstance(tool, dict) and ("google_search" in tool or "googleSearch" in tool)
+
+
+def _grounded_reply(request: Request, key: str, model: str, chat: list[dict[str, Any]], stream: bool) -> Response:
+    """A reply grounded with the sandbox model's own search: the answer and its groundingMetadata."""
+    question = hosted.question_of(chat)
+    hits = hosted.search(sandbox_of(request).world, question)
+    said = hosted.answer(question, hits)
+    u = model_.turn_usage(key, chat, said.text)
+    out = wire.reply(response_id=digest(key, "resp", n=22), model=model, text=said.text, calls=[],
+                     usage={"promptTokenCount": u["prompt_tokens"], "candidatesTokenCount": u["completion_tokens"],
+                            "totalTokenCount": u["prompt_tokens"] + u["completion_tokens"]})
+    base = str(request.url).split("/v1beta/", 1)[0]  # where this route was reached: the redirect route is beside it
+    grounding = hosted.gemini_grounding(question, hits, said, base)
+    out["candidates"][0]["groundingMetadata"] = grounding
+    if stream:  # the metadata rides on the last chunk, as Google streams it
+        chunks = list(wire.stream_chunks(out))
+        chunks[-1]["candidates"][0]["groundingMetadata"] = grounding
+        return event_stream(wire.sse_bytes(c) for c in chunks)
+    return json_response(out)
+
+
 async def generate(request: Request) -> Response:
     """`{model}:generateContent`, or `{model}:streamGenerateContent` (server-sent events with `alt=sse`)."""
     sb = sandbox_of(request)
@@ -55,7 +81,9 @@ async def generate(request: Request) -> Response:
         return error(400, "Invalid JSON payload received.")
     try:
         chat = wire.chat_messages(body.get("systemInstruction", body.get("system_instruction")), body.get("contents"))
-        tools = wire.tools_to_chat(body["tools"]) or None if isinstance(body.get("tools"), list) else None
+        raw = body["tools"] if isinstance(body.get("tools"), list) else []
+        grounded = any(_grounding(t) for t in raw)
+        tools = wire.tools_to_chat([t for t in raw if not _grounding(t)]) or None
     except ValueError as exc:
         return error(400, str(exc))
     if not any(m["role"] != "system" for m in chat):
@@ -72,6 +100,8 @@ async def generate(request: Request) -> Response:
     stream = method == "streamGenerateContent"
 
     async def produce() -> Response:
+        if grounded:  # docs/how-to/hosted.md: grounding with the sandbox model's own search
+            return _grounded_reply(request, key, model, chat, stream)
         said = model_.answer(key=key, model=model, messages=chat, tools=tools, choice="auto", json_mode=json_mode,
                              kind=kind)
         calls = [ToolCall(call_id=f"call_{digest(key, str(i), n=24)}", name=c["function"]["name"],
@@ -90,3 +120,11 @@ async def generate(request: Request) -> Response:
 
     return await model_.run_turn(request, kind, key, produce, _fault)
 
+
+
+async def grounding_redirect(request: Request) -> Response:
+    """GET grounding-api-redirect/<token>: a 302 to the page a grounding chunk stands for (docs/how-to/hosted.md)."""
+    target = hosted.redirect_target(request.path_params["token"])
+    if target is None or sandbox_of(request).world.page(target) is None:
+        return error(404, "Not Found")
+    return RedirectResponse(target, status_code=302)

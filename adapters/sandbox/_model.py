@@ -70,6 +70,11 @@ def _usage(key: str, messages: list[dict[str, Any]], tools: Any, output: str, re
             "reasoning_tokens": think, "cached_tokens": min(cached, prompt)}
 
 
+def turn_usage(key: str, messages: list[dict[str, Any]], output: str) -> dict[str, int]:
+    """The usage of a turn without tools or reasoning (a hosted search layer's grounded answer, docs/how-to/hosted.md)."""
+    return _usage(key, messages, None, output, reasoning=False)
+
+
 def message_order_error(messages: list[dict[str, Any]]) -> str | None:
     """OpenAI's own 400s for a broken tool-call transcript (so a harness bug fails here as it would live)."""
     pending: list[str] = []

@@ -22,6 +22,7 @@ import searchtrace.engine.proxy._routes as routes
 from searchtrace.adapters import (
     SEARCH_PROVIDERS,
     Endpoint,
+    HostedTurn,
     LocalGuard,
     MiB,
     SearchAdapter,
@@ -34,7 +35,9 @@ from searchtrace.adapters import (
     model_of,
     page_markdown,
     parse_reply,
+    read_hosted,
     request_evidence,
+    resolved,
     scrub_bytes,
     scrub_text,
     shorten,
@@ -319,7 +322,8 @@ class Proxy:
             elif target.kind == "fetch":
                 done = self._record_fetch(t, target, request, up, secret)
             elif chat:
-                done = self._record_chat(t, target, body, up, up.body, secret)
+                hosted = await self._hosted(target.api, up)
+                done = self._record_chat(t, target, body, up, up.body, secret, hosted=hosted)
             if done is not None and self.durable:
                 await done.wait()
             return self._reply(up)
@@ -561,8 +565,16 @@ class Proxy:
                             n_tokens=n_tokens, latency_ms=up.latency_ms,
                             http_status=up.status, error=err, secrets=secret)
 
+    async def _hosted(self, api: str, up: Upstream) -> HostedTurn | None:
+        """The hosted search a successful plain reply carries (docs/how-to/hosted.md), Gemini's redirects resolved."""
+        if up.status is None or not 200 <= up.status < 300:
+            return None
+        turn = read_hosted(api, up.body)
+        return None if turn is None or turn.empty else await resolved(turn, self.client)
+
     def _record_chat(self, t: Traj, target: routes.Target, body: bytes, up: Upstream, completion: bytes,
-                     secret: list[Secret], raw: bytes | None = None, client_disconnected: bool = False) -> anyio.Event:
+                     secret: list[Secret], raw: bytes | None = None, client_disconnected: bool = False,
+                     hosted: HostedTurn | None = None) -> anyio.Event:
         request = _model_request(target, body)
         model = str(request.get("model", "chat"))
         if up.status is None or not 200 <= up.status < 300:
@@ -589,7 +601,13 @@ class Proxy:
                            messages=messages, head=head, tools=tools, secrets=secret,
                            client_disconnected=client_disconnected,
                            reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None,
-                           model=answered, api=target.api)
+                           model=answered, api=target.api, hosted=hosted or _streamed_hosted(target.api, completion))
+
+
+def _streamed_hosted(api: str, completion: bytes) -> HostedTurn | None:
+    """The hosted search of an assembled streamed reply (its redirects, if any, kept as received)."""
+    turn = read_hosted(api, completion)
+    return None if turn is None or turn.empty else turn
 
 
 def _content_text(content: Any) -> str:

@@ -20,6 +20,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from searchtrace.adapters import (
+    HostedTurn,
     SearchHit,
     Secret,
     configured_secrets,
@@ -30,6 +31,7 @@ from searchtrace.engine._record import Question, open_run
 from searchtrace.engine._trajectory import Builder, Message, trajectory_id
 from searchtrace.engine._transcript import assistant_message
 from searchtrace.store import (
+    Citation,
     EventLog,
     FetchStatus,
     NewEvent,
@@ -69,6 +71,8 @@ class Traj:
     # the string arguments of its last turn's tool calls: a search or fetch naming no trajectory is this one's when
     # its query or URL is among them (routing by question text, docs/how-to/claude-gemini.md)
     asked: frozenset[str] = frozenset()
+    # docs/how-to/hosted.md: the citations of its latest reply that cited (a hosted layer's), given to its answer.final
+    citations: list[Citation] = field(default_factory=list)
 
     @property
     def trajectory_id(self) -> str:
@@ -145,7 +149,7 @@ class ProxyRecorder:
         for t in self.open_trajectories():
             if self.final_mode == "last-reply" and t.b.last_reply is not None:
                 iteration, text = t.b.last_reply
-                t.b.final(text, iteration=iteration)
+                t.b.final(text, iteration=iteration, citations=t.citations)
                 t.b.finish("answered")
             else:
                 t.b.finish("abandoned")
@@ -270,7 +274,7 @@ class ProxyRecorder:
         finish_reason: str | None, raw: bytes | None, messages: list[Message] | None,
         tools: list[dict[str, Any]] | None, secrets: Sequence[Secret] = (), client_disconnected: bool = False,
         reply_id: str | None = None, previous_id: str | None = None, head: Sequence[Message] = (),
-        model: str | None = None, api: str | None = None,
+        model: str | None = None, api: str | None = None, hosted: HostedTurn | None = None,
     ) -> anyio.Event:
         """model.responded with the request as the proxy forwarded it (keys dropped, scrubbed before its digests);
         a Responses request continuing `previous_id` is recorded with that reply's conversation before it (after its
@@ -292,6 +296,9 @@ class ProxyRecorder:
         t.b.model(text=text, tool_calls=tool_calls, usage=usage, latency_ms=latency_ms, provider_ms=latency_ms,
                   queue_ms=0.0, finish_reason=finish_reason, raw=raw or None, messages=messages, tools=tools,
                   client_disconnected=client_disconnected, model=model, api=api)
+        if hosted is not None:  # docs/how-to/hosted.md: the hosted tool's items become search and fetch events
+            t.b.hosted(hosted)
+            t.citations = list(hosted.citations) or t.citations
         return self._emit(t, secrets)
 
     def chat_failed(self, t: Traj, *, model: str, status: str, http_status: int | None, error: str,
@@ -306,7 +313,7 @@ class ProxyRecorder:
         """answer.final and trajectory.finished (answered); the returned event is set once both are committed."""
         if t.finished:  # the proxy's stop finished it while this `final` waited for its calls
             return _after_finish()
-        t.b.final(answer, iteration=iteration)
+        t.b.final(answer, iteration=iteration, citations=t.citations)
         t.b.finish("answered")
         return self._emit(t, secrets)
 

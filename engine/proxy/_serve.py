@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import anyio
 import httpx
 
-from searchtrace.adapters import SEARCH_PROVIDERS, bind_local, serve_local
+from searchtrace.adapters import HOSTED_LAYERS, SEARCH_PROVIDERS, bind_local, serve_local
 from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
 from searchtrace.engine.proxy._limits import Limits, recorded_usd
@@ -41,7 +41,7 @@ async def serve(db: Path, questions_path: str, run_id: str, *, port: int, upstre
         raise ValueError("upstream 'sandbox' goes with the sandbox's Upstream, and only it")
     listener = bind_local(port)  # before the store is opened: a busy port is one line and leaves the store untouched
     questions = await anyio.to_thread.run_sync(lambda: question_file(questions_path, rows=rows))
-    providers = sorted(SEARCH_PROVIDERS)
+    providers = sorted({*SEARCH_PROVIDERS, *HOSTED_LAYERS})  # docs/how-to/hosted.md: a hosted layer is an arm too
     recorder = ProxyRecorder(run_id, questions, providers,
                              config_of(upstream=upstream, questions=questions_path, dataset_id=dataset_id(questions_path),
                                        providers=providers, limits=limits.config() if limits else None, final=final),

@@ -30,8 +30,9 @@ from searchtrace.engine import MAX_EPOCHS
 @click.option("--epochs", type=click.IntRange(1, MAX_EPOCHS), default=1, show_default=True,
               help="Record every (provider, question) cell this many times (docs/concepts/statistics.md).")
 @click.option("--providers", "providers_spec", default="paper", show_default=True,
-              help="Sandbox personas: paper (the paper's three), all (every search provider), or names separated by "
-                   "commas.")
+              help="Sandbox personas: paper (the paper's three), hosted (the paper's three and the five hosted search "
+                   "layers, docs/how-to/hosted.md), all (every search provider and hosted layer), or names separated "
+                   "by commas.")
 @click.option("--agent-api", type=click.Choice(CHAT_APIS), default="chat", show_default=True,
               help="The model API the scripted agent is asked over (docs/how-to/claude-gemini.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the record / judge summary and report as JSON.")

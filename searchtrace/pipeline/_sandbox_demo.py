@@ -9,10 +9,21 @@ from typing import Any
 import anyio
 import msgspec
 
-from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
+from searchtrace.adapters import (
+    HOSTED_LAYERS,
+    SANDBOX_KEY,
+    build_chat,
+    sandbox_endpoint,
+)
 from searchtrace.adapters.sandbox import InProcess, in_process
 from searchtrace.analytics import Report
-from searchtrace.engine import PAPER_KINDS, PROVIDER_KINDS, RunSummary, point_at_sandbox, sandbox_config
+from searchtrace.engine import (
+    PAPER_KINDS,
+    PROVIDER_KINDS,
+    RunSummary,
+    point_at_sandbox,
+    sandbox_config,
+)
 from searchtrace.pipeline._judging import SANDBOX_JUDGE
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import record_into
@@ -43,16 +54,19 @@ async def _judge(log: EventLog, box: InProcess) -> dict[str, Any]:
 
 
 def demo_providers(spec: str) -> tuple[str, ...]:
-    """`--providers`: "paper" (the paper's three, as the registry marks them), "all" (every persona), or names separated by commas."""
+    """`--providers`: "paper" (the paper's three, as the registry marks them), "all" (every persona), "hosted" (the
+    paper's three and the five hosted search layers, docs/how-to/hosted.md), or names separated by commas."""
     if spec == "paper":
         return PAPER_KINDS
+    if spec == "hosted":
+        return (*PAPER_KINDS, *HOSTED_LAYERS)
     if spec == "all":
-        return PROVIDER_KINDS
+        return (*PROVIDER_KINDS, *HOSTED_LAYERS)
     names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
-    unknown = [n for n in names if n not in PROVIDER_KINDS]
+    unknown = [n for n in names if n not in PROVIDER_KINDS and n not in HOSTED_LAYERS]
     if unknown or not names:
         raise BadInput(f"--providers: unknown provider {', '.join(unknown) or '(none given)'} "
-                       f"(known: paper, all, {', '.join(PROVIDER_KINDS)})")
+                       f"(known: paper, hosted, all, {', '.join((*PROVIDER_KINDS, *HOSTED_LAYERS))})")
     return names
 
 

@@ -24,6 +24,7 @@ from searchtrace.analytics import (
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
     LABEL_COUNTS,
+    PARTITION_CELLS,
     REPORT_ROWS,
     RUNS_SQL,
     TESTS,
@@ -186,7 +187,8 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
                 "output_tokens": s.output_tokens, "items": s.items, "valid_items": s.valid,
                 "supported": s.supported, "answerable": surface_answerable(s),
                 "exact_match": alias_scores(s.final_answer, s.answers)[0],
-                "partition": {"SMART": s.smart, "MISSED": s.missed, "BLIND": s.blind, "NO-OP": s.noop},
+                "partition": {"SMART": s.smart, "MISSED": s.missed, "BLIND": s.blind, "NO-OP": s.noop,
+                              "UNOBSERVED": s.unobserved},
             })
         out.sort(key=lambda r: r["position"], reverse=True)
         return out
@@ -254,7 +256,7 @@ def list_trajectories(rows: list[Row], f: Filters, choices: Row) -> Row:
 
 
 _CORRECT = ("true", "false", "unaudited")
-_PARTITIONS = ("SMART", "MISSED", "BLIND", "NO-OP")
+_PARTITIONS = PARTITION_CELLS
 
 
 def _check_filters(f: Filters, choices: Row) -> None:
@@ -347,6 +349,10 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
     aliases = decode_aliases(ans.get("gold_aliases")) or [gold]
     em, f1 = alias_scores(final, aliases)  # docs/how-to/compare.md: the best of the accepted answers, as the report scores
     messages, tools = _requests(cur, f.turns)
+    answers = [s["payload"] for s in steps if s["type"] == "answer.final"]
+    cited = {c.get("item") for c in (answers[-1].get("citations") or [] if answers else [])}
+    for i in items if cited else ():  # docs/how-to/hosted.md: the items the final answer cites
+        i["cited"] = i["url_normalized"] in cited
     parts = Counter(i["part"] for i in items if i["part"])
     return {
         "trajectory_id": trajectory_id,
@@ -358,7 +364,7 @@ def trajectory(cur: Cursor, trajectory_id: str, run: str | None) -> Row:
         "current": bool(ans),
         "steps": steps,
         "items": items,
-        "partition": {k: parts.get(k, 0) for k in ("SMART", "MISSED", "BLIND", "NO-OP")},
+        "partition": {k: parts.get(k, 0) for k in PARTITION_CELLS},
         "pages": pages,
         "messages": messages,
         "tools": tools,
@@ -502,11 +508,11 @@ _BITS = {  # the verdict's labels and the item's states, by the item_evidence_sq
     "page_supports_gold": _PAGE_SUPPORTS, "page_contradicts_gold": _PAGE_CONTRA, "supports_final_answer": _FINAL,
     "page_visible": _PAGE_VISIBLE,
 }
-_PART_CODE = {p: i for i, p in enumerate(("SMART", "MISSED", "BLIND", "NO-OP"))}
+_PART_CODE = {p: i for i, p in enumerate(PARTITION_CELLS)}
 
 # report key -> which of a trajectory's items it counts (TrajectoryStats' definitions, over the item rows of
 # ALL_ITEM_EVIDENCE_SQL: `ok` is a valid verdict; S, the surface support, is the SMART or MISSED cell)
-ALL_CELLS = frozenset(range(4))
+ALL_CELLS = frozenset(range(len(PARTITION_CELLS)))
 ItemTest = tuple[int, int, frozenset[int]]  # flags it needs, flags it must not have, the cells it may be in
 ITEM_LABELS: dict[str, ItemTest] = {
     "items": (0, 0, frozenset({-1, *ALL_CELLS})),

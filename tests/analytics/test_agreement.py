@@ -63,14 +63,14 @@ def test_judge_compare(tmp_path: Path) -> None:
     beta = res["providers"]["beta"]
     # over the items valid in both runs only: beta's example.com/a (beta-only.com/z has no verdict in j3)
     assert beta["items_valid_in_both"] == 1
-    assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 0}, "surface_support_rate": 1.0}
-    assert beta["b"] == {"partition": {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.0}
+    assert beta["a"] == {"partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 0, "UNOBSERVED": 0}, "surface_support_rate": 1.0}
+    assert beta["b"] == {"partition": {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 1, "UNOBSERVED": 0}, "surface_support_rate": 0.0}
     # alpha: example.com/a MISSED, other.org/b (fetched) BLIND -> SMART (j3's snippet supports), fourth.io/d SMART,
     # x.org NO-OP
     alpha = res["providers"]["alpha"]
     assert alpha["items_valid_in_both"] == 4
-    assert alpha["a"] == {"partition": {"SMART": 1, "MISSED": 1, "BLIND": 1, "NO-OP": 1}, "surface_support_rate": 0.5}
-    assert alpha["b"] == {"partition": {"SMART": 2, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "surface_support_rate": 0.75}
+    assert alpha["a"] == {"partition": {"SMART": 1, "MISSED": 1, "BLIND": 1, "NO-OP": 1, "UNOBSERVED": 0}, "surface_support_rate": 0.5}
+    assert alpha["b"] == {"partition": {"SMART": 2, "MISSED": 1, "BLIND": 0, "NO-OP": 1, "UNOBSERVED": 0}, "surface_support_rate": 0.75}
     code, out, _ = run_cli("judge", "compare", "--db", str(db), "j1", "j3", "--tsv")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("trajectory_id\turl\tprovider") and len(lines) == 4

@@ -29,7 +29,7 @@ def test_alpha_j1_every_metric(db: Path) -> None:
         "input_tokens_per_trajectory": 175.0, "output_tokens_per_trajectory": 17.5,
         "items": 6,  # the utm/case variants of example.com/a count once; the unjudged y.org counts
         "valid_items": 4, "invalid_items": 1, "snippet_only_items": 3, "page_visible_items": 1,
-        "partition": {"SMART": 1, "MISSED": 1, "BLIND": 1, "NO-OP": 1},
+        "partition": {"SMART": 1, "MISSED": 1, "BLIND": 1, "NO-OP": 1, "UNOBSERVED": 0},
         "discovered_support": 1,
         "surface_support_rate": 0.5, "surface_answerable_queries": 1,
         "gold_rank1_share": 2 / 3,  # example.com/a twice at rank 1, fourth.io/d once at rank 2
@@ -47,7 +47,7 @@ def test_beta_unaudited_and_f1(db: Path) -> None:
     b = rep["providers"]["beta"]
     assert (b["trajectories"], b["audited"], b["correct"], b["accuracy"]) == (1, 0, 0, None)
     assert b["exact_match"] == 0.0 and b["token_f1"] == 0.5  # [city, is, paris] vs [paris]
-    assert b["partition"] == {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1}
+    assert b["partition"] == {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1, "UNOBSERVED": 0}
     assert (b["gold_rank1_share"], b["contradiction_gold_ratio"], b["surface_support_rate"]) == (1.0, 0.0, 0.5)
 
 
@@ -139,7 +139,7 @@ def test_no_judge_run_yet(tmp_path: Path) -> None:
     _, rep = report_json(db)
     a = rep["providers"]["alpha"]
     assert rep["judge_run_id"] is None and a["items"] == 6 and a["valid_items"] == 0 and a["invalid_items"] == 0
-    assert a["surface_support_rate"] is None and a["partition"] == {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 0}
+    assert a["surface_support_rate"] is None and a["partition"] == {"SMART": 0, "MISSED": 0, "BLIND": 0, "NO-OP": 0, "UNOBSERVED": 0}
     assert a["exact_match"] == 0.5 and a["audited"] == 0
 
 

@@ -30,7 +30,7 @@ def test_report_counts_only_the_latest_attempt(db: Path) -> None:
         "searches_per_trajectory": 1.0, "fetches_per_trajectory": 0.0,
         "input_tokens_per_trajectory": 150.0, "output_tokens_per_trajectory": 15.0, "page_tokens_per_trajectory": 0.0,
         "items": 2, "valid_items": 2, "invalid_items": 0,
-        "partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1}, "discovered_support": 0,
+        "partition": {"SMART": 0, "MISSED": 1, "BLIND": 0, "NO-OP": 1, "UNOBSERVED": 0}, "discovered_support": 0,
         "surface_support_rate": 0.5, "surface_answerable_queries": 1, "gold_rank1_share": 1.0,
     }
     for key, value in expected.items():

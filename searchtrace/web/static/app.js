@@ -2,13 +2,16 @@
 // (textContent / attribute values), never parsed as HTML, so nothing a fetched page contains can run.
 "use strict";
 
-const PARTS = ["SMART", "MISSED", "BLIND", "NO-OP"];
+const PARTS = ["SMART", "MISSED", "BLIND", "NO-OP", "UNOBSERVED"];
 const PART_MEANING = {
   "SMART": "surface supports gold, fetched",
   "MISSED": "surface supports gold, not fetched",
   "BLIND": "no surface support, fetched",
   "NO-OP": "no surface support, not fetched",
+  "UNOBSERVED": "no snippet reached the caller: snippet support unobservable",
 };
+// the fifth cell (docs/how-to/hosted.md) only where some item has it, so a store without hosted search shows four
+const partsOf = (part) => PARTS.filter((p) => p !== "UNOBSERVED" || (part && part[p]));
 const BYS = ["provider", "run", "model", "prompt"];
 const SCOPE = ["run", "by", "judge_run_id"]; // kept across navigation: every link carries them
 const PAGE = 50;
@@ -149,7 +152,7 @@ async function viewTrajectories(params) {
     h("strong", { "data-testid": "total" }, `${fmt(data.total)} trajectories`),
     Object.entries(arms).map(([p, n]) => chip(`${p} ${fmt(n)}`)),
     Object.entries(c.correct).map(([k, n]) => chip(`${k === "true" ? "correct" : k === "false" ? "incorrect" : k} ${fmt(n)}`, `c-${k}`)),
-    PARTS.map((p) => h("span", { class: "pcount" }, badge(p), ` ${fmt(c.partition[p])}`)));
+    partsOf(c.partition).map((p) => h("span", { class: "pcount" }, badge(p), ` ${fmt(c.partition[p])}`)));
   const offset = Number(own.offset || 0);
   main().replaceChildren(h("h1", {}, "Trajectories"), await scopeBar(), bar, counts,
     trajectoryTable(data.trajectories), pager(offset, PAGE, data.total, (o) => go("/", { ...own, offset: o })));
@@ -197,6 +200,7 @@ function resultRow(r, item, firstSeen) {
       h("span", { class: "title" }, r.title || r.url),
       h("span", { class: "domain" }, r.domain),
       chip(fetched ? "fetched" : "not fetched", fetched ? "fetched" : "muted"),
+      item && item.cited ? chip("cited", "good", "the final answer cites this item (docs/how-to/hosted.md)") : null,
       firstSeen ? null : chip("seen before", "muted", "its judge item is its first appearance")),
     h("div", { class: "url" }, r.url),
     h("div", { class: "snippet" }, r.snippet),
@@ -360,7 +364,7 @@ async function viewTrajectory(id, params) {
       qlink(t.qid, "this question across providers"),
       t.current ? null : chip("superseded attempt", "bad")),
     answer,
-    h("div", { class: "counts" }, PARTS.map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`)),
+    h("div", { class: "counts" }, partsOf(t.partition).map((p) => h("span", { class: "pcount" }, badge(p), ` ${t.partition[p]}`)),
       chip(`${t.items.length} items`)),
     ...[prompt, turnPager, timeline, turnPager ? turnPager.cloneNode(true) : null].filter(Boolean));
   if (turnPager) { // the copy at the bottom needs its own handlers

@@ -28,7 +28,7 @@ async def _post(client: httpx.AsyncClient, body: dict[str, Any], headers: dict[s
     ({"model": "sandbox-agent"}, 400, "Missing required parameter: 'input'."),
     ({"input": Q}, 400, "you must provide a model parameter"),
     ({"model": "gpt-nowhere", "input": Q}, 404, "The model `gpt-nowhere` does not exist"),
-    ({"model": "sandbox-agent", "input": Q, "tools": [{"type": "web_search"}]}, 400, "Unsupported tool type 'web_search'"),
+    ({"model": "sandbox-agent", "input": Q, "tools": [{"type": "code_interpreter"}]}, 400, "Unsupported tool type 'code_interpreter'"),
     ({"model": "sandbox-agent", "input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]}, 400,
      "function_call_output items must be a response to a preceeding message"),
     ({"model": "sandbox-agent", "input": [{"type": "image_generation_call"}]}, 400, "Invalid value: 'image_generation_call'"),
