@@ -184,9 +184,11 @@ def leased(base: AdapterFactory, worker: str) -> AdapterFactory:
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
         eps = await base(cfg, stack)
         adapters: list[tuple[str, object]] = [("agent", eps.chat), ("fetch", eps.fetch), *eps.search.items()]
+        held_here: set[int] = set()  # the endpoints naming one domain share its limiter: granted once
         for name, adapter in adapters:
-            if (held := quota_limiter(adapter)) is not None:
+            if (held := quota_limiter(adapter)) is not None and id(held[1]) not in held_here:
                 domain, limiter = held
+                held_here.add(id(limiter))
                 await stack.enter_async_context(hold_share(quota_actor(domain), f"{worker}:{name}", limiter))
         return eps
 
