@@ -404,6 +404,11 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
         "audit.tsv": len(audits),
         "events.parquet": int(row[0]) if row else 0,
     }
+    cur = log.cursor()
+    try:  # the typed views' sorts cannot spill yet: they get DuckDB's default share (docs/concepts/performance-memory.md)
+        cur.execute("RESET memory_limit")
+    finally:
+        cur.close()
     written.update(export_views(log, out))
     if blobs_dir is not None:
         written[str(blobs_dir)] = len(written_blobs)
