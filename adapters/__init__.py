@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         scrub_parsed,
         scrub_text,
     )
-    from searchtrace.adapters._limiter import RateLimiter
+    from searchtrace.adapters._limiter import RateLimiter, Slots, domain_interval, domain_limiter
     from searchtrace.adapters._local_server import (
         MAX_DEPTH,
         LocalGuard,
@@ -140,6 +140,9 @@ _EXPORTS: dict[str, str] = {
     "EndpointClient": "searchtrace.adapters._http",
     "quota_limiter": "searchtrace.adapters._http",
     "RateLimiter": "searchtrace.adapters._limiter",
+    "Slots": "searchtrace.adapters._limiter",
+    "domain_interval": "searchtrace.adapters._limiter",
+    "domain_limiter": "searchtrace.adapters._limiter",
     "default_transport": "searchtrace.adapters._http",
     "JinaFetcher": "searchtrace.adapters._jina",
     "estimate_tokens": "searchtrace.adapters._jina",
@@ -269,6 +272,9 @@ __all__ = [
     "OpenAIChat",
     "READERS",
     "RateLimiter",
+    "Slots",
+    "domain_interval",
+    "domain_limiter",
     "RetryInfo",
     "SANDBOX_KEY",
     "SEARCH_PROVIDERS",

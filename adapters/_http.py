@@ -13,7 +13,7 @@ import msgspec
 import structlog
 
 from searchtrace.adapters._keys import Secret, configured_secrets, read_key
-from searchtrace.adapters._limiter import RateLimiter
+from searchtrace.adapters._limiter import RateLimiter, domain_limiter
 from searchtrace.adapters._retry import backoff, retry_reason, stated_wait
 from searchtrace.adapters._types import TRACE_HEADER, Endpoint, RetryInfo
 
@@ -52,9 +52,12 @@ class Reply:
 
 
 def make_limiter(endpoint: Endpoint) -> RateLimiter | None:
-    """A leaky bucket of rps/10 per 0.1 s (no first-second burst; perf.md §4), or `burst` when set."""
+    """A leaky bucket of rps/10 per 0.1 s (no first-second burst; perf.md §4), or `burst` when set; an endpoint
+    naming a quota domain paces through the domain's one limiter (rps is the domain's rate R)."""
     if endpoint.rps <= 0:
         return None
+    if endpoint.quota:
+        return domain_limiter(endpoint.quota, endpoint.rps)
     return RateLimiter(endpoint.rps, float(endpoint.burst) if endpoint.burst > 0 else None)
 
 

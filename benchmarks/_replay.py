@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -162,6 +164,56 @@ class Timing:
     report_intervals_s: float = 0.0  # warm report with docs/concepts/statistics.md intervals (B = 2,000), best of two
     interval_ratio: float = 0.0  # report_intervals_s / report_warm_s (target: at most 2)
     intervals_identical: bool = True  # the two interval reports byte-identical
+    memory: dict[str, dict[str, float]] | None = None  # with --memory: command -> {"s", "peak_rss_mb"} of a child
+
+
+_LAUNCHER = r"""
+import json, os, subprocess, sys, tempfile, time
+for line in sys.stdin:
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(json.loads(line), stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        err.seek(0)
+        print(json.dumps([os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss, err.read()[-500:].decode(errors="replace")]), flush=True)
+"""
+
+
+class Launcher:
+    """Runs commands as children of a small process started before the benchmark grows: Linux carries a process's
+    peak RSS over fork and exec, so a child of the benchmark itself would report at least the benchmark's own size."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+
+    def run(self, args: list[str]) -> dict[str, float]:
+        """Seconds and peak resident memory (MB) of one `searchtrace` command in a child process of its own (the
+        child's resource usage as the kernel reports it at its exit)."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        cmd = [sys.executable, "-c", "from searchtrace.cli import main; main()", *args]
+        self._proc.stdin.write(json.dumps(cmd) + "\n")
+        self._proc.stdin.flush()
+        code, seconds, maxrss_kib, err = json.loads(self._proc.stdout.readline())
+        if code != 0:
+            raise click.ClickException(f"{' '.join(args)} failed: {err}")
+        return {"s": round(seconds, 2), "peak_rss_mb": round(maxrss_kib / 1024, 1)}
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.close()
+        self._proc.wait()
+        self._proc.stdout.close()
+
+
+def memory_of(launcher: Launcher, db: Path, folder: Path) -> dict[str, dict[str, float]]:
+    """`export`, `verify` and `report --json` of the store, each in its own child: time and peak RSS."""
+    return {
+        "export": launcher.run(["export", "--db", str(db), "--out", str(folder / "export")]),
+        "verify": launcher.run(["verify", "--db", str(db)]),
+        "report": launcher.run(["report", "--db", str(db), "--json"]),
+    }
 
 
 def _report_json(db: Path, bootstrap: int = 0) -> tuple[str, float]:
@@ -180,7 +232,7 @@ def _report_json(db: Path, bootstrap: int = 0) -> tuple[str, float]:
     return text, time.perf_counter() - t0
 
 
-def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
+def run_scale(scale: int, folder: Path, *, html: bool, seed: int, memory: Launcher | None = None) -> Timing:
     from searchtrace.replay.interchange import import_files
     from searchtrace.store import EventLog, bulk_appends
 
@@ -222,6 +274,7 @@ def run_scale(scale: int, folder: Path, *, html: bool, seed: int) -> Timing:
         report_intervals_s=round(ci_s, 3),
         interval_ratio=round(ci_s / warm, 2) if warm else 0.0,
         intervals_identical=ci_text == ci_again,
+        memory=memory_of(memory, db, folder) if memory is not None else None,
     )
 
 
@@ -253,6 +306,8 @@ def _table(rows: list[Timing]) -> str:
             f"{r.scale:>4}x {r.trajectories:>7,} {r.judge_items:>9,} {r.events:>10,} {r.db_mb:>7.1f} {r.generate_s:>7.2f} "
             f"{r.import_s:>9.2f} {r.report_cold_s:>14.3f} {r.report_warm_s:>14.3f} {html:>7} {'yes' if r.identical else 'NO':>4} "
             f"{r.report_intervals_s:>7.3f} {r.interval_ratio:>6.2f} {'yes' if r.intervals_identical else 'NO'}"
+            + ("" if r.memory is None else "".join(f"  {k} {v['s']:.1f} s {v['peak_rss_mb']:.0f} MB"
+                                                    for k, v in r.memory.items()))
         )
     return "\n".join(lines)
 
@@ -267,13 +322,15 @@ def _table(rows: list[Timing]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.option("--html", is_flag=True, help="Also time the HTML page (extras from events + render).")
 @click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--memory", is_flag=True, help="Also run export, verify and report --json each in a child process: "
+              "time and peak resident memory (docs/concepts/performance-memory.md).")
 @click.option(
     "--workdir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
     help="Keep files here (default: a temporary folder).",
 )
-def command(scales: str, as_json: bool, html: bool, seed: int, workdir: Path | None) -> None:
+def command(scales: str, as_json: bool, html: bool, seed: int, memory: bool, workdir: Path | None) -> None:
     """Import synthetic traces at N× the paper's volume and time report --json (target: 1× < 1 s, 100× < 30 s)."""
     try:
         wanted = sorted({int(s) for s in scales.split(",") if s.strip()})
@@ -282,18 +339,21 @@ def command(scales: str, as_json: bool, html: bool, seed: int, workdir: Path | N
     if not wanted or wanted[0] < 1:
         raise click.UsageError("--scales: give positive integers")
     rows: list[Timing] = []
+    launcher = Launcher() if memory else None  # started while this process is small
     for scale in wanted:
         if workdir is not None:
             folder = workdir / f"{scale}x"
             folder.mkdir(parents=True, exist_ok=True)
             for old in folder.glob("bench.duckdb*"):
                 old.unlink()
-            rows.append(run_scale(scale, folder, html=html, seed=seed))
+            rows.append(run_scale(scale, folder, html=html, seed=seed, memory=launcher))
         else:
             with tempfile.TemporaryDirectory(prefix=f"searchtrace-bench-{scale}x-") as tmp:
-                rows.append(run_scale(scale, Path(tmp), html=html, seed=seed))
+                rows.append(run_scale(scale, Path(tmp), html=html, seed=seed, memory=launcher))
         if not as_json:
             click.echo(_table(rows).splitlines()[-1] if len(rows) > 1 else _table(rows), err=False)
+    if launcher is not None:
+        launcher.close()
     if as_json:
         click.echo(json.dumps(summarise(rows), indent=2))
         return

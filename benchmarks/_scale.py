@@ -3,9 +3,9 @@
 - Throughput: the same sandbox run recorded by one process and by N shards (`record --ray --shards N`), every
   endpoint bound to a key's rate (`--rps`, per key: each shard holds keys of its own); goal ≥ 0.9·N× the one
   process's trajectories/s (the shards' engine time; the wall time with actor start-up and merge is given too).
-- Rate held: W workers (Ray actors) share one quota domain of R/s through its ledger's leases and call a trivial
-  async function as fast as their limiter lets them; every call's wall-clock time is kept: achieved rate over the
-  run and the busiest 1-s window (goal ≤ 1.1 R).
+- Rate held: W workers (Ray actors) share one quota domain of R/s through its ledger's slots and send an HTTP GET
+  to a loopback server here as fast as their limiter lets them; the server keeps each request's arrival time:
+  achieved rate and the busiest 1-s window, counted where the requests arrive (goals ≥ 0.9 R and ≤ 1.1 R).
 - Memory: each shard actor's peak resident memory.
 Merge, ship and replica rates are `bench merge` and `bench ship`.
 """
@@ -15,7 +15,11 @@ from __future__ import annotations
 import bisect
 import json
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,28 +30,63 @@ from searchtrace.adapters import RateLimiter, paper_providers
 from searchtrace.pipeline import connect_ray, hold_share, quota_actor
 
 
+class _Counted(BaseHTTPRequestHandler):
+    """Answers every request with an empty 200, noting its arrival time first (keep-alive: no connect per call)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.server.arrivals.append(time.monotonic())  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def arrival_server() -> Iterator[tuple[str, list[float]]]:
+    """A loopback HTTP server in a thread of this process: its URL and the arrival time of every request it got."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Counted)
+    server.daemon_threads = True
+    arrivals: list[float] = []
+    server.arrivals = arrivals  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", arrivals
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class PacedWorker:
     """A worker of the rate-held measurement (the body of a Ray async actor)."""
 
-    async def run(self, domain: str, name: str, until: float, concurrency: int) -> list[float]:
-        """Calls a trivial async function at its lease's pace until `until` (wall clock); each call's time."""
-        limiter = RateLimiter(1.0)  # paced at the lease's share from the first call on
-        stamps: list[float] = []
+    async def run(self, domain: str, name: str, until: float, concurrency: int, url: str) -> int:
+        """Sends GET `url` at the pace of the domain's slots granted to it until `until` (wall clock); how many."""
+        import httpx
 
-        async def caller() -> None:
+        limiter = RateLimiter(1.0)  # paced by the ledger's slots from the first call on
+        sent = 0
+
+        async def caller(client: httpx.AsyncClient) -> None:
+            nonlocal sent
             while True:
                 await limiter.acquire()
-                now = time.time()
-                if now >= until:
+                if time.time() >= until:
                     return
-                stamps.append(now)
-                await anyio.sleep(0)  # the call: nothing but a scheduling point
+                sent += 1
+                await client.get(url)
 
-        async with hold_share(quota_actor(domain), name, limiter):
+        async with httpx.AsyncClient(timeout=30.0) as client, hold_share(quota_actor(domain), name, limiter):
             async with anyio.create_task_group() as tg:
                 for _ in range(concurrency):
-                    tg.start_soon(caller)
-        return stamps
+                    tg.start_soon(caller, client)
+        return sent
 
 
 def busiest_window(stamps: list[float], width: float = 1.0) -> int:
@@ -56,28 +95,34 @@ def busiest_window(stamps: list[float], width: float = 1.0) -> int:
     return max((bisect.bisect_left(s, t + width) - i for i, t in enumerate(s)), default=0)
 
 
+def held(arrivals: list[float], rate: float) -> dict[str, Any]:
+    """Achieved rate and busiest 1-s window of requests counted where they arrived."""
+    if len(arrivals) < 2:
+        raise click.ClickException(f"{len(arrivals)} request(s) arrived: no worker was granted the quota's slots")
+    span = max(arrivals) - min(arrivals)
+    achieved = (len(arrivals) - 1) / span  # calls per second between the first arrival and the last
+    busiest = busiest_window(arrivals)
+    return {"rate": rate, "calls": len(arrivals), "span_s": round(span, 3),
+            "achieved_per_s": round(achieved, 2), "achieved_vs_rate": round(achieved / rate, 4),
+            "busiest_1s_window": busiest, "busiest_vs_rate": round(busiest / rate, 3)}
+
+
 def rate_held(workers: int = 4, rate: float = 200.0, seconds: float = 5.0, concurrency: int = 4,
               domain: str = "bench:scale") -> dict[str, Any]:
-    """W workers sharing one quota domain of `rate`/s for `seconds` from the first call; achieved and busiest 1 s."""
+    """W workers sharing one quota domain of `rate`/s for `seconds`, counted at a loopback server."""
     import ray
 
     quota_actor(domain, rate)
     actor: Any = ray.remote(PacedWorker)  # Ray's handle types do not carry remote methods
     handles = [actor.options(num_cpus=0, scheduling_strategy="SPREAD").remote() for _ in range(workers)]
     ray.get([h.__ray_ready__.remote() for h in handles])  # started: the clock below is the pacing alone
-    until = time.time() + seconds + 0.5
-    stamps = [t for part in ray.get([h.run.remote(domain, f"w{k}", until, concurrency) for k, h in enumerate(handles)])
-              for t in part]
+    with arrival_server() as (url, arrivals):
+        until = time.time() + seconds
+        ray.get([h.run.remote(domain, f"w{k}", until, concurrency, url) for k, h in enumerate(handles)])
+        counted = list(arrivals)
     for h in handles:
         ray.kill(h)
-    if not stamps:
-        raise click.ClickException("no worker was granted a share of the quota")
-    span = until - min(stamps)
-    achieved = len(stamps) / span
-    busiest = busiest_window(stamps)
-    return {"workers": workers, "rate": rate, "calls": len(stamps), "span_s": round(span, 3),
-            "achieved_per_s": round(achieved, 1), "achieved_vs_rate": round(achieved / rate, 4),
-            "busiest_1s_window": busiest, "busiest_vs_rate": round(busiest / rate, 3)}
+    return {"workers": workers, **held(counted, rate)}
 
 
 def _config(qfile: Path, rps: float, run_id: str) -> Any:
@@ -152,4 +197,4 @@ def command(address: str, shards: int, questions: int, rps: float, quota_rate: f
                f"peak memory per worker {t['max_rss_mb_per_worker']} MB")
     click.echo(f"quota of {quota_rate}/s across {workers} workers: achieved {q['achieved_per_s']}/s "
                f"({q['achieved_vs_rate']:.2%} of R), busiest 1-s window {q['busiest_1s_window']} "
-               f"({q['busiest_vs_rate']:.2f} R)")
+               f"({q['busiest_vs_rate']:.2f} R), counted where the requests arrived")

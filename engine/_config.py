@@ -289,6 +289,7 @@ def _check(cfg: RunConfig, src: str) -> None:
         raise bad("fetch.backend", f"unknown fetch backend {cfg.fetch.backend!r} (known: jina)")
     endpoints: list[tuple[str, EndpointCfg]] = [("agent", cfg.agent), ("fetch", cfg.fetch)]
     endpoints += [(f"providers.{n}", p) for n, p in cfg.providers.items()]
+    domains: dict[str, tuple[float, str]] = {}  # quota domain -> (its rate, the first endpoint naming it)
     for where, e in endpoints:
         for name, v in (("rps", e.rps), ("timeout_s", e.timeout_s), ("max_wait_s", e.max_wait_s)):
             if not v > 0:
@@ -298,6 +299,10 @@ def _check(cfg: RunConfig, src: str) -> None:
                 raise bad(f"{where}.{name}", problem.removeprefix(f"{name} "))
         if e.quota and not _QUOTA_RE.fullmatch(e.quota):
             raise bad(f"{where}.quota", f"{e.quota[:80]!r} may only hold letters, digits and '.', '_', '-', ':', '/'")
+        if e.quota and domains.setdefault(e.quota, (e.rps, where))[0] != e.rps:
+            first = domains[e.quota]
+            raise bad(f"{where}.rps", f"{e.rps} but {first[1]}.rps = {first[0]}: the endpoints naming quota "
+                      f"{e.quota!r} share its one rate, set the same rps on each (docs/how-to/quotas.md)")
         for name, n in (("concurrency", e.concurrency - 1), ("burst", e.burst), ("max_retries", e.max_retries)):
             if n < 0:
                 raise bad(f"{where}.{name}", f"must be >= {1 if name == 'concurrency' else 0}, got {getattr(e, name)}")

@@ -324,9 +324,11 @@ class EventLog:
         *,
         types: Sequence[str] | None = None,
         stream_id: str | None = None,
+        stream_ids: Sequence[str] | None = None,
         batch_size: int = 5_000,
     ) -> Iterator[StoredEvent]:
-        """Events in position order, streamed in batches (never the whole log in memory)."""
+        """Events in position order, streamed in batches (never the whole log in memory); `stream_ids`: only those
+        streams' events."""
         where = ["position >= ?"]
         params: list[object] = [start]
         if stop is not None:
@@ -338,6 +340,9 @@ class EventLog:
         if stream_id is not None:
             where.append("stream_id = ?")
             params.append(stream_id)
+        if stream_ids is not None:
+            where.append("stream_id IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(list(stream_ids))
         cur = self.cursor()
         try:
             cur.execute(

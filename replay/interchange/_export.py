@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import AUDIT_CTE, TRAJECTORIES_CTE, Cells, ensure_views, sources
+from searchtrace.analytics import AUDIT_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells, ensure_views, sources
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -51,7 +51,6 @@ from searchtrace.store import (
     CallRetried,
     DatasetQuestion,
     EventLog,
-    JudgeStarted,
     JudgeVerdict,
     ModelResponded,
     RunFinished,
@@ -60,6 +59,7 @@ from searchtrace.store import (
     ToolRefused,
     TrajectoryStarted,
     blobs,
+    decode_payload,
     epoch_of,
 )
 
@@ -213,48 +213,48 @@ def _steps(f: Folded, provider: str, got: Blobs) -> list[Step]:
     return out
 
 
-def trajectory_streams(log: EventLog) -> tuple[Cells, dict[str, list[StoredEvent]]]:
-    """Every trajectory stream's events from its trajectory.started on, in position order, and the rule of which
-    are current over them (`Cells`: the latest attempt of each cell, its question, gold and final answer)."""
-    streams: dict[str, list[StoredEvent]] = {}
+def trajectory_cells(log: EventLog) -> Cells:
+    """Which trajectories are current (`Cells`: the latest attempt of each cell, its question, gold and final answer),
+    from the few events that decide it (the trajectories' own events are read later, a chunk at a time)."""
     cells = Cells()
-    for ev in log.read(types=_TRACE_TYPES):
-        p = ev.payload
-        cells.add(ev.stream_id, p)
-        if isinstance(p, TrajectoryStarted):
-            streams.setdefault(ev.stream_id, [])
-        got = streams.get(ev.stream_id)
-        if got is not None:
-            got.append(ev)
-    return cells, streams
+    for ev in log.read(types=CELL_EVENT_TYPES):
+        cells.add(ev.stream_id, ev.payload)
+    return cells
 
 
-def current_folds(cells: Cells, streams: dict[str, list[StoredEvent]],
+def current_folds(log: EventLog, cells: Cells,
                   loaded: Blobs) -> Iterator[tuple[str, TrajectoryStarted, list[StoredEvent], Folded]]:
-    """(stream, first trajectory.started, events, fold) of each current trajectory in order of first appearance,
-    the blobs it names in `loaded` (read a chunk of trajectories at a time)."""
+    """(stream, first trajectory.started, its events from that start on, fold) of each current trajectory in order
+    of first appearance, the blobs it names in `loaded`: _CHUNK trajectories' events and blobs at a time, so memory
+    does not grow with the store."""
     current = list(cells.current())
-    folds: list[Folded] = []
-    for i, (stream, s) in enumerate(current):
-        if i % _CHUNK == 0:
-            folds = [fold([e.payload for e in streams[k]]) for k, _ in current[i:i + _CHUNK]]
-            loaded.load(folds)
-        yield stream, s, streams[stream], folds[i % _CHUNK]
+    for i in range(0, len(current), _CHUNK):
+        chunk = current[i:i + _CHUNK]
+        streams: dict[str, list[StoredEvent]] = {k: [] for k, _ in chunk}
+        for ev in log.read(types=_TRACE_TYPES, stream_ids=list(streams)):
+            got = streams[ev.stream_id]
+            if got or isinstance(ev.payload, TrajectoryStarted):
+                got.append(ev)
+        folds = [fold([e.payload for e in streams[k]]) for k, _ in chunk]
+        loaded.load(folds)
+        for (stream, s), f in zip(chunk, folds, strict=True):
+            yield stream, s, streams[stream], f
 
 
-def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[TraceLine], set[str]]:
-    """(the latest attempt of every cell as a trace line, the trajectory ids of the superseded attempts); each
-    trajectory read through `fold`. With `raw`, the raw bodies and pages the lines name are put in it by digest."""
-    cells, streams = trajectory_streams(log)
-    out: list[TraceLine] = []
+def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[Iterator[TraceLine], set[str]]:
+    """(the latest attempt of every cell as trace lines, streamed; the trajectory ids of the superseded attempts);
+    each trajectory read through `fold`. With `raw`, the raw bodies and pages the lines name are put in it by
+    digest (the caller empties it as it goes)."""
+    cells = trajectory_cells(log)
     loaded = Blobs(log, raw)
-    for stream, s, events, f in current_folds(cells, streams, loaded):
-        steps = _steps(f, s.provider, loaded)
-        last = max((x.iteration for x in steps if not isinstance(x, FailedStep | RetryStep)), default=0)
-        done = f.finished
-        run = events[0].run_id  # the run that recorded it
-        out.append(
-            TraceLine(
+
+    def lines() -> Iterator[TraceLine]:
+        for stream, s, events, f in current_folds(log, cells, loaded):
+            steps = _steps(f, s.provider, loaded)
+            last = max((x.iteration for x in steps if not isinstance(x, FailedStep | RetryStep)), default=0)
+            done = f.finished
+            run = events[0].run_id  # the run that recorded it
+            yield TraceLine(
                 trajectory_id=s.trajectory_id,
                 provider=s.provider,
                 qid=s.qid,
@@ -272,40 +272,51 @@ def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[list[
                 iterations=None if done is None or done.iterations == last else done.iterations,
                 final_iteration=None if f.final is None or f.final.iteration == last else f.final.iteration,
             )
-        )
-    return out, cells.superseded
+
+    return lines(), cells.superseded
 
 
-def judgments_of(log: EventLog, skip: set[str]) -> list[JudgmentLine]:
-    seen: set[tuple[str, str, str]] = set()
-    runs: list[str] = []
-    by_run: dict[str, list[JudgmentLine]] = {}
-    for ev in log.read(types=["judge.started", "judge.verdict"]):
-        p = ev.payload
-        if isinstance(p, JudgeStarted):
-            if p.judge_run_id not in by_run:
-                runs.append(p.judge_run_id)
-                by_run[p.judge_run_id] = []
-            continue
-        assert isinstance(p, JudgeVerdict)
-        key = (p.judge_run_id, p.item.trajectory_id, p.item.url_normalized)
-        if key in seen or p.item.trajectory_id in skip:
-            continue
-        seen.add(key)
-        if p.judge_run_id not in by_run:
-            runs.append(p.judge_run_id)
-            by_run[p.judge_run_id] = []
-        by_run[p.judge_run_id].append(
-            JudgmentLine(
-                judge_run_id=p.judge_run_id,
-                trajectory_id=p.item.trajectory_id,
-                url=p.item.url_normalized,
-                valid=p.valid,
-                labels=msgspec.to_builtins(p.labels) if p.labels is not None else None,
-                invalid_reason=p.invalid_reason,
-            )
-        )
-    return [line for run in runs for line in by_run[run]]
+# Each judge run's first verdict per (trajectory, url), the runs in order of first appearance (a judge.started or a
+# verdict): DuckDB picks and orders their positions (no payload goes through the sort), Python then reads the chosen
+# payloads a batch of positions at a time.
+_JUDGMENTS_SQL = """
+WITH j AS (
+  SELECT position, type, json_extract_string(payload, '$.judge_run_id') AS run,
+         json_extract_string(payload, '$.item.trajectory_id') AS tid,
+         json_extract_string(payload, '$.item.url_normalized') AS url
+  FROM events WHERE type IN ('judge.started', 'judge.verdict')),
+first AS (SELECT run, min(position) AS first_position FROM j GROUP BY run),
+chosen AS (
+  SELECT position, run, tid FROM j WHERE type = 'judge.verdict'
+  QUALIFY row_number() OVER (PARTITION BY run, tid, url ORDER BY position) = 1)
+SELECT c.position, c.tid FROM chosen c JOIN first f USING (run) ORDER BY f.first_position, c.position
+"""
+_PAYLOADS_SQL = "SELECT position, payload FROM events WHERE position IN (SELECT unnest(?::BIGINT[]))"
+
+
+def judgments_of(log: EventLog, skip: set[str]) -> Iterator[JudgmentLine]:
+    """Each judge run's first verdict per (trajectory, url), runs in order of first appearance, none of a
+    trajectory in `skip`; streamed (memory does not grow with the store)."""
+    cur, payloads = log.cursor(), log.cursor()
+    try:
+        cur.execute(_JUDGMENTS_SQL)
+        while rows := cur.fetchmany(2_000):
+            wanted = [int(pos) for pos, tid in rows if tid not in skip]
+            got = dict(payloads.execute(_PAYLOADS_SQL, [wanted]).fetchall()) if wanted else {}
+            for pos in wanted:
+                p = decode_payload(got[pos])
+                assert isinstance(p, JudgeVerdict)
+                yield JudgmentLine(
+                    judge_run_id=p.judge_run_id,
+                    trajectory_id=p.item.trajectory_id,
+                    url=p.item.url_normalized,
+                    valid=p.valid,
+                    labels=msgspec.to_builtins(p.labels) if p.labels is not None else None,
+                    invalid_reason=p.invalid_reason,
+                )
+    finally:
+        payloads.close()
+        cur.close()
 
 
 _AUDITS_SQL = f"""WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}
@@ -355,25 +366,31 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
         raise BadInput(f"{exc.filename}: cannot create the folder ({exc.strerror})") from None
     raw: dict[str, bytes] | None = {} if blobs_dir is not None else None
     traces, superseded = traces_of(log, raw)
+    n_traces, written_blobs = 0, set[str]()
     with (out / "traces.jsonl").open("wb") as fh:
         for t in traces:
             fh.write(encoder.encode(t) + b"\n")
+            n_traces += 1
+            if blobs_dir is not None and raw:  # written as they come: the bodies never pile up in memory
+                for d, data in raw.items():
+                    if d not in written_blobs:
+                        (blobs_dir / d).write_bytes(data)
+                        written_blobs.add(d)
+                raw.clear()
     runs = runs_of(log)
     with (out / "run.jsonl").open("wb") as fh:
         for r in runs:
             fh.write(encoder.encode(r) + b"\n")
-    judgments = judgments_of(log, superseded)
+    n_judgments = 0
     with (out / "judgments.jsonl").open("wb") as fh:
-        for j in judgments:
+        for j in judgments_of(log, superseded):
             fh.write(encoder.encode(j) + b"\n")
+            n_judgments += 1
     audits = _audits(log)
     with (out / "audit.tsv").open("w", encoding="utf-8", newline="\n") as fh:
         fh.write("\t".join(AUDIT_EXPORT_HEADER) + "\n")
         for provider, qid, epoch, value in audits:
             fh.write(f"{provider}\t{qid}\t{epoch}\t{'true' if value else 'false'}\n")
-    if blobs_dir is not None and raw is not None:
-        for d, data in raw.items():
-            (blobs_dir / d).write_bytes(data)
     parquet = out / "events.parquet"
     cur = log.cursor()
     try:
@@ -382,15 +399,20 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
     finally:
         cur.close()
     written = {
-        "traces.jsonl": len(traces),
+        "traces.jsonl": n_traces,
         "run.jsonl": len(runs),
-        "judgments.jsonl": len(judgments),
+        "judgments.jsonl": n_judgments,
         "audit.tsv": len(audits),
         "events.parquet": int(row[0]) if row else 0,
     }
+    cur = log.cursor()
+    try:  # the typed views' sorts cannot spill yet: they get DuckDB's default share (docs/concepts/performance-memory.md)
+        cur.execute("RESET memory_limit")
+    finally:
+        cur.close()
     written.update(export_views(log, out))
-    if blobs_dir is not None and raw is not None:
-        written[str(blobs_dir)] = len(raw)
+    if blobs_dir is not None:
+        written[str(blobs_dir)] = len(written_blobs)
     return written
 
 

@@ -22,7 +22,7 @@ import msgspec
 
 from searchtrace.analytics import partition_cell, resolve_judge_run, sources, surface_support
 from searchtrace.engine import Fetch, Folded, Search
-from searchtrace.replay.interchange._export import Blobs, current_folds, trajectory_streams
+from searchtrace.replay.interchange._export import Blobs, current_folds, trajectory_cells
 from searchtrace.replay.interchange._otlp import Span, SpanEvent
 from searchtrace.store import Cursor, EventLog, ModelResponded, epoch_of, epoch_us
 
@@ -96,9 +96,9 @@ def export_traces(log: EventLog, cur: Cursor, judge_run_id: str | None = None, *
         run, _notes = resolve_judge_run(cur, judge_run_id)
         items = _items(cur, run)
         answers = _answers(cur)
-    cells, streams = trajectory_streams(log)
+    cells = trajectory_cells(log)
     loaded = Blobs(log, None, replies=True)
-    for _stream, _started, events, f in current_folds(cells, streams, loaded):
+    for _stream, _started, events, f in current_folds(log, cells, loaded):
         yield _trace(loaded, [(str(e.event_id), epoch_us(e.recorded_at), e.run_id, e.payload) for e in events],
                      f, items, answers, run, project)
 

@@ -52,11 +52,22 @@ def _importing(db: Path) -> Iterator[EventLog]:
         raise
 
 
+EXPORT_MEMORY_LIMIT = "512MB"  # what DuckDB may hold while an export reads the store
+
+
 def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
     """Writes traces.jsonl, run.jsonl, judgments.jsonl, audit.tsv, events.parquet and the notebook files
     trajectories.parquet, judge_items.parquet, verdicts.parquet (the typed v_* views) into `out`, and with `blobs`
     the raw bodies and pages the traces name; file name -> rows written."""
-    with EventLog(db, read_only=True) as log:
+    import tempfile
+
+    with EventLog(db, read_only=True) as log, tempfile.TemporaryDirectory(prefix="searchtrace-export-") as spill:
+        cur = log.cursor()
+        try:  # DuckDB's share: past it the sorts of the Parquet copies spill (docs/concepts/performance-memory.md)
+            cur.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+            cur.execute("SET temp_directory = ?", [spill])
+        finally:
+            cur.close()
         return export_all(log, out, blobs)
 
 

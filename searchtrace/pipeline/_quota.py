@@ -1,13 +1,11 @@
-"""docs/how-to/scale.md, one rate limit across machines: one named Ray actor per quota domain leases each worker a share of the
-domain's rate R, and each worker's own limiter (adapters.RateLimiter) paces at its share.
+"""docs/how-to/quotas.md, one rate limit across machines: one named Ray actor per quota domain hands out the domain's
+send times (adapters.Slots: whole tokens about 1/R apart) to every worker that asks, in the order asked; each
+worker's limiter sends only in slots granted to it (adapters.RateLimiter.granted_by).
 
-The ledger never hands out more than R in all: a worker's share is R / (live holders), cut to what the other
-holders' unexpired leases leave, so a newcomer starts at what is free and the others shrink to make room at their
-next renewal (one second). A lease lasts `LEASE_TTL_S` from the time it was asked for: a dead worker's share lapses
-then, and a worker that could not renew in time pauses its limiter (the worker measures from its own send time,
-which is never later than the ledger's receipt, so it stops before the ledger gives its share away). Each worker's
-bucket admits at most its share per second plus its burst (share/10 by default), so in any 1-s window the domain
-sees at most 1.1 R; the 429/Retry-After handling of every call stays the backstop. Ray is imported here only.
+No worker holds a share of the rate: a worker asks for as many slots as it has calls waiting (at most 50 ms of the
+domain's time at once), so N workers far above R still see at most R in any 1-s window where the calls arrive, and a
+dead worker's unused slots simply pass. The 429/Retry-After handling of every call stays the backstop. Ray is
+imported here only.
 """
 
 from __future__ import annotations
@@ -17,15 +15,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
-
-from searchtrace.adapters import RateLimiter
+from searchtrace.adapters import RateLimiter, Slots
 from searchtrace.store import BadInput
 
 NAMESPACE = "searchtrace"  # the Ray namespace of every named actor of a fan-out
-RENEW_S = 1.0  # a worker renews its lease every second
-LEASE_TTL_S = 3.0  # a lease not renewed for this long lapses (the worker pauses, the ledger frees its share)
-PAUSED_RATE = 1e-6  # a worker without a share: one call per ~11 days, i.e. none (a RateLimiter's rate must be > 0)
+PAUSED_RATE = 1e-6  # a limiter no longer granted slots: one call per ~11 days, i.e. none (a rate must be > 0)
 
 
 def resource_of(domain: str) -> str:
@@ -38,33 +32,25 @@ def actor_name(domain: str) -> str:
 
 
 class QuotaLedger:
-    """The shares of one quota domain (the body of its Ray actor; plain Python, calls are serial)."""
+    """The send times of one quota domain (the body of its Ray actor; plain Python, calls are serial)."""
 
     def __init__(self, domain: str, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.domain, self.rate, self._clock = domain, float(rate), clock
-        self._held: dict[str, tuple[float, float]] = {}  # worker -> (share, expires at, monotonic)
+        self.domain, self._slots = domain, Slots(rate, clock)
+        self.granted: dict[str, int] = {}  # worker -> slots handed out (what each one was given)
+
+    @property
+    def rate(self) -> float:
+        return self._slots.rate
 
     def configure(self, rate: float) -> float:
         """The domain's rate R from now on (the coordinator that plans a run sets it); returns it."""
-        self.rate = float(rate)
-        return self.rate
+        return self._slots.configure(rate)
 
-    def lease(self, worker: str, ttl_s: float = LEASE_TTL_S) -> float:
-        """Grants `worker` its share for `ttl_s` seconds: the fair share, cut to what the others' leases leave."""
-        now = self._clock()
-        self._held = {w: h for w, h in self._held.items() if h[1] > now and w != worker}
-        others = sum(share for share, _ in self._held.values())
-        share = max(0.0, min(self.rate / (len(self._held) + 1), self.rate - others))
-        self._held[worker] = (share, now + ttl_s)
-        return share
-
-    def release(self, worker: str) -> None:
-        """A worker done with the domain gives its share back at once (else it lapses)."""
-        self._held.pop(worker, None)
-
-    def holders(self) -> dict[str, float]:
-        now = self._clock()
-        return {w: share for w, (share, expires) in self._held.items() if expires > now}
+    def take(self, worker: str, n: int) -> list[float]:
+        """Up to `n` of the domain's next free slots for `worker`, as delays from now (adapters.Slots.take)."""
+        got = self._slots.take(n)
+        self.granted[worker] = self.granted.get(worker, 0) + len(got)
+        return got
 
 
 def quota_actor(domain: str, rate: float | None = None) -> Any:
@@ -99,40 +85,15 @@ def domain_rates(endpoints: Sequence[tuple[str, str | None, float]]) -> dict[str
 
 @asynccontextmanager
 async def hold_share(ledger: Any, worker: str, limiter: RateLimiter) -> AsyncIterator[None]:
-    """Paces `limiter` at `worker`'s lease of the domain while the block runs: waits for a first share > 0 before
-    entering (so no call goes at the limiter's configured rate), renews every second, pauses on a lapse, releases
-    at the end."""
-    valid_until, share = 0.0, 0.0
+    """Paces `limiter` by the slots the domain's ledger grants `worker` while the block runs; after it, the limiter
+    sends nothing more (it never falls back to its own rate)."""
 
-    async def renew() -> float:
-        nonlocal valid_until, share
-        sent = time.monotonic()
-        with anyio.move_on_after(RENEW_S):  # a slow ledger: the lease held stays valid until valid_until
-            share = float(await ledger.lease.remote(worker, LEASE_TTL_S))
-            valid_until = sent + LEASE_TTL_S
-        rate = share if share > 0 and time.monotonic() < valid_until else PAUSED_RATE
-        if rate != limiter.per_second:
-            limiter.set_rate(rate)
-        return rate if rate != PAUSED_RATE else 0.0
+    async def take(n: int) -> list[float]:
+        return list(await ledger.take.remote(worker, n))
 
-    while await renew() <= 0:  # a newcomer waits until the others made room (their next renewal), asking often
-        await anyio.sleep(RENEW_S / 50)
-
-    async def keep() -> None:
-        while True:
-            await anyio.sleep(max(RENEW_S / 10, min(RENEW_S, valid_until - time.monotonic())))
-            try:
-                await renew()
-            except Exception:  # the ledger unreachable: the lease lapses at valid_until, then the worker pauses
-                if time.monotonic() >= valid_until and limiter.per_second != PAUSED_RATE:
-                    limiter.set_rate(PAUSED_RATE)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(keep)
-        try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
-            limiter.set_rate(PAUSED_RATE)
-            with anyio.move_on_after(RENEW_S, shield=True):
-                await ledger.release.remote(worker)
+    limiter.granted_by(take)
+    try:
+        yield
+    finally:
+        limiter.granted_by(None)
+        limiter.set_rate(PAUSED_RATE)

@@ -25,6 +25,7 @@ bytes moves nothing; a fetch that does not reproduce them leaves the copy as it 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 import resource
@@ -127,10 +128,11 @@ def absolute(segment_dir: str | None) -> None:
         raise BadInput(f"--segment-dir {segment_dir}: give an absolute path (each node writes its segments there)")
 
 
-def begin(segment_dir: str | None, shards: int, what: str) -> Any:
+def begin(segment_dir: str | None, shards: int, what: str, address: str = "auto") -> Any:
     """What a fan-out checks before it joins a cluster; the ray module."""
     absolute(segment_dir)
-    ray = ray_module()
+    reach(address)  # an unreachable cluster is one line before the target store is touched
+    ray = ray_module(address)
     if shards < 1:
         raise BadInput(f"--shards {shards}: {what} needs at least one shard")
     return ray
@@ -184,9 +186,11 @@ def leased(base: AdapterFactory, worker: str) -> AdapterFactory:
     async def make(cfg: RunConfig, stack: AsyncExitStack) -> Endpoints:
         eps = await base(cfg, stack)
         adapters: list[tuple[str, object]] = [("agent", eps.chat), ("fetch", eps.fetch), *eps.search.items()]
+        held_here: set[int] = set()  # the endpoints naming one domain share its limiter: granted once
         for name, adapter in adapters:
-            if (held := quota_limiter(adapter)) is not None:
+            if (held := quota_limiter(adapter)) is not None and id(held[1]) not in held_here:
                 domain, limiter = held
+                held_here.add(id(limiter))
                 await stack.enter_async_context(hold_share(quota_actor(domain), f"{worker}:{name}", limiter))
         return eps
 
@@ -304,8 +308,47 @@ def take_input(given: bytes, sha256: str, segment: Path) -> None:
         inbox.unlink(missing_ok=True)
 
 
-def ray_module() -> Any:
-    """The ray package, imported only here and only for --ray; its absence is one line naming the extra."""
+REACH_TIMEOUT_S = 10.0  # how long `--ray HOST:PORT` waits for the head to accept a connection
+
+
+def head_of(address: str) -> tuple[str, int] | None:
+    """(host, port) of `--ray HOST:PORT`; None for `auto` and a `ray://` client address."""
+    if address == "auto" or "://" in address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"--ray {address}: give HOST:PORT (the head's port, 6379 unless `ray start --port` said "
+                       "otherwise) or auto")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+def reach(address: str) -> str | None:
+    """The address this machine reaches the head from (the node address Ray must use, not the outward interface it
+    would pick), once the head accepts a connection within REACH_TIMEOUT_S; None for `auto`."""
+    head = head_of(address)
+    if head is None:
+        return None
+    try:
+        with socket.create_connection(head, timeout=REACH_TIMEOUT_S) as conn:
+            return str(conn.getsockname()[0])
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise BadInput(f"--ray {address}: no Ray cluster answers there ({why})") from None
+
+
+def ray_module(address: str = "auto") -> Any:
+    """The ray package, imported only here and only for --ray; its absence is one line naming the extra. A cluster
+    on loopback keeps every Ray process of this machine on loopback (read when ray is first imported)."""
+    head = head_of(address)
+    if head is not None and is_loopback(head[0]):
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
     except ModuleNotFoundError:
@@ -315,11 +358,15 @@ def ray_module() -> Any:
 
 def connect(address: str) -> None:
     """Joins the Ray cluster at `address`; `auto`: the one this machine runs (RAY_ADDRESS, `ray start`), else a
-    local one started here."""
-    ray = ray_module()
+    local one started here. HOST:PORT is checked first (one line within REACH_TIMEOUT_S when nothing answers) and
+    this machine joins it from the address it reaches the head from."""
+    ray = ray_module(address)
     if ray.is_initialized():
         return
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": "WARNING"}
+    node_ip = reach(address)
+    if node_ip is not None:
+        kwargs["_node_ip_address"] = node_ip
     try:
         if address == "auto":
             ray.init(**kwargs)
@@ -411,7 +458,7 @@ def record_on_ray(
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
     t0 = time.perf_counter()
-    ray = begin(segment_dir, shards, "a run")
+    ray = begin(segment_dir, shards, "a run", address)
     aim(cfg, sandbox=sandbox, sandbox_url=sandbox_url)  # the run's identity as the shards (which aim it too) record it
     rates = domain_rates(quota_endpoints(cfg))
     questions = questions_of(cfg)
@@ -518,7 +565,7 @@ def judge_on_ray(
     `segment_dir`: a directory on each node the actors write their segments in (no shared filesystem; fetched
     through Ray). `on_started` is told each started shard's actor (tests kill one)."""
     t0 = time.perf_counter()
-    ray = begin(segment_dir, shards, "a judge run")
+    ray = begin(segment_dir, shards, "a judge run", address)
     dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
     inputs: dict[int, Path] = {}  # each shard's input store, put in Ray's object store one at a time
     with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target

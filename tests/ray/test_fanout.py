@@ -1,7 +1,6 @@
 """docs/how-to/scale.md fan-out on Ray, on a local cluster of two raylets: a sharded sandbox record merged into the target
 reports what one process reports (every value but latencies), its segments fetched from node-local directories
-through Ray; a shard actor killed mid-run is resumed by the rerun, which records only the cells its segment misses;
-four workers sharing one quota domain hold its rate."""
+through Ray; a shard actor killed mid-run is resumed by the rerun, which records only the cells its segment misses."""
 
 from __future__ import annotations
 
@@ -82,11 +81,3 @@ def test_a_shard_killed_mid_run_is_resumed_with_only_its_missing_cells(ray_clust
     assert _count(target, "SELECT count(DISTINCT stream_id) FROM events WHERE type = 'trajectory.finished'") \
         == first.trajectories
 
-
-def test_four_workers_share_one_quota_at_its_rate(ray_cluster: str) -> None:
-    from searchtrace.benchmarks import scale
-
-    held = scale.rate_held(workers=4, rate=200.0, seconds=5.0, domain="test:rate")
-    print(held)
-    assert held["achieved_vs_rate"] >= 0.99, held
-    assert held["busiest_1s_window"] <= 220, held

@@ -1,5 +1,6 @@
-"""The quota ledger's rule on a clock the test moves (no cluster): the shares held never add up to more than R, a
-newcomer gets what is free and the others make room at their renewal, a dead worker's share lapses."""
+"""The quota ledger hands out a domain's slots, whole tokens over time, in the order asked (docs/how-to/quotas.md):
+on a clock the test moves, no cluster; then on the session's two-raylet cluster, many more workers than the rate
+allows per second, counted where their requests arrive."""
 
 from __future__ import annotations
 
@@ -8,22 +9,23 @@ import pytest
 from searchtrace.pipeline import QuotaLedger
 
 
-def test_shares_never_exceed_the_rate_and_a_dead_workers_lapses() -> None:
+def test_slots_never_exceed_the_rate_whoever_asks_and_a_dead_workers_pass() -> None:
     now = [0.0]
-    ledger = QuotaLedger("d", 200.0, clock=lambda: now[0])
-    assert ledger.lease("a", 3.0) == 200.0  # alone: the whole rate
-    assert ledger.lease("b", 3.0) == 0.0  # a newcomer waits: a's lease still holds all of it
-    now[0] = 1.0
-    assert ledger.lease("a", 3.0) == 100.0  # a's renewal makes room
-    assert ledger.lease("b", 3.0) == 100.0
-    assert ledger.lease("c", 3.0) == 0.0
-    now[0] = 2.0
-    shares = [ledger.lease(w, 3.0) for w in ("a", "b", "c")]
-    assert shares == pytest.approx([200 / 3] * 3) and sum(ledger.holders().values()) <= 200.0 + 1e-9
-    now[0] = 3.0  # c stops renewing (dead); a and b keep going
-    assert [ledger.lease("a", 3.0), ledger.lease("b", 3.0)] == pytest.approx([200 / 3] * 2)  # c's lease holds until it lapses
-    now[0] = 5.5
-    assert ledger.holders().keys() == {"a", "b"}  # c's share lapsed at 2.0 + 3.0
-    assert ledger.lease("a", 3.0) == 100.0 and ledger.lease("b", 3.0) == 100.0
-    ledger.release("b")
-    assert ledger.lease("a", 3.0) == 200.0
+    ledger = QuotaLedger("d", 1.0, clock=lambda: now[0])
+    step = 1.08  # at 1/s a slot every 1.08 s: an arrival 80 ms late still has a window to itself
+    times = [now[0] + d for w in ("a", "b", "c", "d") for d in ledger.take(w, 3)]
+    assert times == pytest.approx([0.0, step, 2 * step, 3 * step])  # one whole slot each, queued in order
+    assert ledger.granted == {"a": 1, "b": 1, "c": 1, "d": 1}
+    now[0] = 10.0  # d died with its slot; nothing of it is held now
+    assert ledger.take("a", 1) == [0.0]
+    assert ledger.configure(8.0) == 8.0  # a new rate spaces the slots after the ones already handed out
+    assert ledger.take("b", 1) == pytest.approx([step]) and ledger.take("c", 1) == pytest.approx([step + 0.135])
+
+
+@pytest.mark.parametrize(("workers", "rate"), [(12, 8.0), (4, 1.0), (4, 200.0)])
+def test_many_workers_hold_the_rate_where_requests_arrive(ray_cluster: str, workers: int, rate: float) -> None:
+    from searchtrace.benchmarks._scale import rate_held
+
+    got = rate_held(workers=workers, rate=rate, seconds=6.0, concurrency=4, domain=f"test:held-{workers}")
+    assert got["busiest_1s_window"] <= 1.1 * rate
+    assert got["achieved_per_s"] >= 0.9 * rate
