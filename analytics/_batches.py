@@ -38,8 +38,8 @@ def judge_batches(con: Cursor, judge_run_id: str | None) -> dict[str, int] | Non
                 sent[k] = sent.get(k, 0) + 1
         elif isinstance(p, JudgeBatchFinished):
             ended.add(p.batch_id)
-            for k in OUTCOMES:
-                out[k] += getattr(p, k)
+            for outcome in OUTCOMES:
+                out[outcome] += getattr(p, outcome)
     if not holding:
         return None
     by_batch: set[tuple[str, str]] = set()  # items a batch answered

@@ -31,7 +31,16 @@ from searchtrace.analytics._drawing import (
 from searchtrace.analytics._interval_plots import interval_chart, interval_section, paired_chart
 from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.analytics._report import Report
-from searchtrace.analytics._table import ARM_ROWS, CORRECTED_ROWS, ROWS, batch_line, fmt_names, interval, is_cost, lookup
+from searchtrace.analytics._table import (
+    ARM_ROWS,
+    CORRECTED_ROWS,
+    ROWS,
+    batch_line,
+    fmt_names,
+    interval,
+    is_cost,
+    lookup,
+)
 from searchtrace.store import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
