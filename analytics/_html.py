@@ -31,7 +31,16 @@ from searchtrace.analytics._drawing import (
 from searchtrace.analytics._interval_plots import interval_chart, interval_section, paired_chart
 from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
 from searchtrace.analytics._report import Report
-from searchtrace.analytics._table import ARM_ROWS, CORRECTED_ROWS, ROWS, fmt_names, interval, is_cost, lookup
+from searchtrace.analytics._table import (
+    ARM_ROWS,
+    CORRECTED_ROWS,
+    ROWS,
+    batch_line,
+    fmt_names,
+    interval,
+    is_cost,
+    lookup,
+)
 from searchtrace.store import BadInput
 
 PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
@@ -389,6 +398,8 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         f"<h2>Per {escape(report.axis)}</h2>",
         provider_table(providers, priced=report.prices_as_of is not msgspec.UNSET, arms=report.axis != "provider"),
     ]
+    if line := batch_line(report):
+        parts.append(f'<p class="note">{escape(line)}</p>')
     if report.complementarity:
         parts += ["<h2>Complementarity</h2>", complementarity_table(report.complementarity)]
     if report.custom:

@@ -17,7 +17,8 @@ human labels it rests on), `judge_tpr` / `judge_tnr` (and `_contradicts`), `corr
 `corrected_unaudited_strata`, with `_ci` / `_ci_undefined` under a bootstrap; per pair in `paired`:
 `surface_support_rate_corrected_diff` (with `_labels`, `_questions`: every question both arms ran, and `_ci`,
 `_ci_undefined`, `_p` under a bootstrap). At the
-top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given.
+top: `custom` ({metric file stem: {provider: value}}) when `--metric` is given, and `judge_batches`
+(analytics._batches: the judge run's model batches, null when it submitted none).
 
 docs/how-to/compare.md, `by` other than provider (analytics._arms): the same blocks per arm under `arms` (keyed by arm value; each
 also names its `runs` and `search_providers`), `by` at the top, `providers` empty; `complementarity` and `paired`
@@ -37,6 +38,7 @@ import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
+from searchtrace.analytics._batches import judge_batches
 from searchtrace.analytics._citations import SHARES, citation_metrics
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
 from searchtrace.analytics._correction import TEST as CORRECTION_TEST
@@ -93,6 +95,9 @@ class Report(msgspec.Struct, kw_only=True):
     # docs/how-to/judge-runs.md: how judge_run_id was chosen — "given" (--judge-run-id), "judge --default", "first"
     # (the store's first judge run with a valid verdict) or null (no judge run)
     judge_run_chosen_by: str | None | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/batch.md: the judge run's model batches (analytics._batches: items sent, outcomes, resubmitted,
+    # judged online by fallback, left); null when it submitted none
+    judge_batches: dict[str, int] | None | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def axis(self) -> str:
@@ -165,6 +170,7 @@ def build_report(
         cites = citation_metrics(con, run)  # docs/how-to/hosted.md: empty unless some answer cites
         unapplied = unapplied_audits_note(con)
         labelled = None if run is None else report_cases(con, run, rows)
+        batches = judge_batches(con, run)
         prices = prices or recorded_prices(con)
         usd: dict[str, dict[str, Fraction]] | None = None
         if prices is not None:
@@ -186,7 +192,7 @@ def build_report(
         for name, block in blocks.items():
             block.update(cites.get(name, {}))
             block["denominators"] = {**block["denominators"], "citations_per_answer": "final_answers", **SHARES}
-    report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how)
+    report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how, judge_batches=batches)
     if by == "provider":
         report.providers = blocks
     else:  # docs/how-to/compare.md: the arms, each naming the runs and search providers it holds

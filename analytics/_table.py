@@ -136,6 +136,18 @@ def lookup(block: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def batch_line(report: Report) -> str | None:
+    """The judge run's model batches in one line (docs/how-to/batch.md), or None when it submitted none."""
+    b = report.judge_batches
+    if not isinstance(b, dict):
+        return None
+    line = (f"judge batches: {b['batches']:,} ({b['live']:,} live), {b['items']:,} items sent "
+            f"({b['submitted']:,} sends, {b['resubmitted']:,} resubmitted); results: {b['succeeded']:,} succeeded, "
+            f"{b['errored']:,} errored, {b['expired']:,} expired, {b['canceled']:,} canceled; "
+            f"{b['online']:,} judged online by fallback, {b['left']:,} left unjudged")
+    return line + (f", {b['pending']:,} pending" if b["pending"] else "")
+
+
 def render_table(report: Report, console: Console) -> None:
     """Print the report as tables (numbers only; `--json` is the contract)."""
     providers = report.blocks
@@ -172,6 +184,8 @@ def render_table(report: Report, console: Console) -> None:
         for metric, values in sorted((report.custom or {}).items()):
             table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
         console.print(table)
+    if line := batch_line(report):
+        console.print(line, highlight=False)
     comp = report.complementarity
     if comp:
         both = "providers" if report.axis == "provider" else "arms"

@@ -126,7 +126,7 @@ def test_report_on_an_empty_store(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     EventLog(db).close()
     _, rep = report_json(db)
-    assert rep == {"complementarity": {}, "judge_run_chosen_by": None, "judge_run_id": None, "providers": {},
+    assert rep == {"complementarity": {}, "judge_batches": None, "judge_run_chosen_by": None, "judge_run_id": None, "providers": {},
                    "schema": "searchtrace.report/1"}
     code, out, _ = run_cli("report", "--db", str(db))
     assert code == 0 and "no trajectories" in out

@@ -174,6 +174,20 @@ def test_errored_and_expired_items_resubmitted_once_then_left_or_judged_online(s
     sent = Counter(item_id(r.trajectory_id, r.url_normalized) for e in batch_events(store, "f")
                    if isinstance(e, JudgeBatchSubmitted) for r in e.items)
     assert max(sent.values()) == 2 and len(sent) == n_items
+    # the report counts the same from the recorded events, over both invocations
+    res = CliRunner().invoke(cli, ["report", "--db", str(store), "--judge-run-id", "f", "--json"])
+    assert res.exit_code == 0, res.output
+    jb = msgspec.json.decode(res.stdout)["judge_batches"]
+    assert jb == {"batches": jb["batches"], "live": 0, "items": n_items, "submitted": b["submitted"],
+                  "resubmitted": b["resubmitted"], "succeeded": b["succeeded"], "errored": b["errored"],
+                  "expired": b["expired"], "canceled": 0, "online": b["left"], "left": 0, "pending": 0}
+    assert jb["batches"] > 2 and jb["succeeded"] + jb["online"] == n_items
+    text = CliRunner().invoke(cli, ["report", "--db", str(store), "--judge-run-id", "f"]).output
+    assert (f"{b['errored']:,} errored, {b['expired']:,} expired, 0 canceled; {b['left']:,} judged online by "
+            "fallback, 0 left unjudged") in " ".join(text.split())
+    online_report = CliRunner().invoke(cli, ["report", "--db", str(store), "--judge-run-id", ONLINE, "--json"])
+    assert msgspec.json.decode(online_report.stdout)["judge_batches"] is None
+    assert "judge batches" not in CliRunner().invoke(cli, ["report", "--db", str(store), "--judge-run-id", ONLINE]).output
 
 
 def report_json(db: Path, jrid: str, prices: Path) -> dict[str, Any]:
@@ -198,6 +212,12 @@ def test_batch_judge_usd_is_the_batch_discount_of_the_online_runs(store: Path, t
         assert got["judge_model_batch_usd"] == got["judge_model_usd"]  # all of it batched
         # the batched part is within the judge's cost, not beside it: the totals differ by the judge's saving
         assert got["usd_total"] == pytest.approx(block["usd_total"] - 0.5 * block["judge_model_usd"], rel=1e-12)
+    # the text report shows the batched part under the judge's USD: here all of it
+    text = CliRunner().invoke(cli, ["report", "--db", str(store), "--judge-run-id", "b", "--prices", str(prices)])
+    rows = [line for line in text.output.splitlines() if "of which batched" in line]
+    judge_rows = [line for line in text.output.splitlines() if "USD judge model" in line]
+    assert len(rows) == len(judge_rows) >= 1  # one row per table, below the judge's USD with the same figures
+    assert rows[0].split("│")[2:] == judge_rows[0].split("│")[2:] and "$" in rows[0]
     prices.write_text(prices.read_text().replace("as_of", "batch_discount = 0.25\nas_of"))
     quarter = report_json(store, "b", prices)
     assert all(quarter["providers"][n]["judge_model_usd"] == 0.25 * b["judge_model_usd"]
