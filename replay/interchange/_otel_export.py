@@ -38,17 +38,21 @@ def _hex(text: str, size: int) -> str:
     return hashlib.sha256(f"searchtrace-otel:{text}".encode()).hexdigest()[: 2 * size]
 
 
-def _parts(m: dict[str, Any]) -> dict[str, Any]:
-    """One chat message in the GenAI message-parts shape."""
+def _parts(m: Any) -> dict[str, Any]:
+    """One chat message in the GenAI message-parts shape (any recorded shape: imported logs carry their own)."""
+    if not isinstance(m, dict):
+        return {"role": None, "parts": [{"type": "text", "content": str(m)}]}
     parts: list[dict[str, Any]] = []
     content = m.get("content")
     if isinstance(content, str) and content:
         parts.append({"type": "text", "content": content})
     elif isinstance(content, list):
-        parts += [{"type": "text", "content": str(p.get("text", ""))} for p in content if isinstance(p, dict)]
+        parts += [{"type": "text", "content": str(p.get("text", "")) if isinstance(p, dict) else str(p)}
+                  for p in content]
     for c in m.get("tool_calls") or []:
         if isinstance(c, dict):
-            f = c.get("function") or {}
+            f = c.get("function")
+            f = f if isinstance(f, dict) else {"name": c.get("name"), "arguments": c.get("arguments")}
             parts.append({"type": "tool_call", "id": c.get("id"), "name": f.get("name"), "arguments": f.get("arguments")})
     if m.get("role") == "tool":
         return {"role": "tool", "parts": [{"type": "tool_call_response", "id": m.get("tool_call_id"),

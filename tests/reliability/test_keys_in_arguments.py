@@ -226,6 +226,5 @@ def test_import_of_an_inspect_log_stores_no_key(tmp_path: Path) -> None:
     with EventLog(db, read_only=True) as elog:
         events = [e.payload for e in elog.read() if e.stream_id.startswith("traj:")]
     assert any(isinstance(e, FetchCalled) and "token=***" in e.url and e.doc_id for e in events)
-    # (export --otlp-file of an Inspect-imported store fails on Inspect's tool-call shape today: not scanned here)
-    found = leaks(*everywhere(db, tmp_path, otlp_file=False), ("import output", (r.out + r.err).encode()))
+    found = leaks(*everywhere(db, tmp_path), ("import output", (r.out + r.err).encode()))
     assert not found, found
