@@ -18,14 +18,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.adapters._chat_shapes import (
-    arguments_object,
-    chat_tool,
-    content_text,
-    declaration,
-    merge_turn,
-    named_field,
-)
+import searchtrace.adapters._chat_shapes as shapes
 from searchtrace.adapters._keys import Secret
 from searchtrace.adapters._types import EndpointSpec, Limits, Tokens
 from searchtrace.store import ToolCall, Usage, usage_rule
@@ -60,7 +53,7 @@ def tools_to_anthropic(tools: list[dict[str, Any]] | None) -> list[dict[str, Any
     for t in tools or []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict):
-            out.append(declaration(fn, "input_schema"))
+            out.append(shapes.declaration(fn, "input_schema"))
         else:
             out.append(t)
     return out
@@ -72,26 +65,26 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     turns: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        merge_turn(turns, role, "content", blocks)
+        shapes.merge_turn(turns, role, "content", blocks)
 
     for m in messages:
         role = m.get("role")
         if role in ("system", "developer"):
-            system.append(content_text(m.get("content")))
+            system.append(shapes.content_text(m.get("content")))
         elif role == "tool":
             add("user", [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id", "")),
-                          "content": content_text(m.get("content"))}])
+                          "content": shapes.content_text(m.get("content"))}])
         elif role == "assistant":
             blocks: list[dict[str, Any]] = []
-            if text := content_text(m.get("content")):
+            if text := shapes.content_text(m.get("content")):
                 blocks.append({"type": "text", "text": text})
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
                 blocks.append({"type": "tool_use", "id": str(tc.get("id", "")), "name": str(fn.get("name", "")),
-                               "input": arguments_object(fn.get("arguments", ""))})
+                               "input": shapes.arguments_object(fn.get("arguments", ""))})
             add("assistant", blocks or [{"type": "text", "text": ""}])
         else:
-            add("user", [{"type": "text", "text": content_text(m.get("content"))}])
+            add("user", [{"type": "text", "text": shapes.content_text(m.get("content"))}])
     return "\n\n".join(s for s in system if s), turns
 
 
@@ -117,7 +110,7 @@ def tools_to_chat(tools: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(t, dict) or t.get("type") not in (None, "custom") or not isinstance(t.get("name"), str):
             kind = t.get("type") if isinstance(t, dict) else type(t).__name__
             raise ValueError(f"tools: tool type {kind!r} is not served here: only client tools (name, input_schema)")
-        out.append(chat_tool(t["name"], t.get("input_schema"), t.get("description")))
+        out.append(shapes.chat_tool(t["name"], t.get("input_schema"), t.get("description")))
     return out
 
 
@@ -125,7 +118,7 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
     """A request's `system` and `messages` as chat messages (tool results first in a user turn, as chat needs them
     right after the calls); ValueError in Anthropic's words for a malformed request. Thinking blocks are skipped."""
     out: list[dict[str, Any]] = []
-    if isinstance(system, str | list) and (text := content_text(system)):
+    if isinstance(system, str | list) and (text := shapes.content_text(system)):
         out.append({"role": "system", "content": text})
     if not isinstance(messages, list):
         raise ValueError("messages: Field required")
@@ -151,7 +144,7 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
         for b in blocks:
             if b.get("type") == "tool_result":
                 out.append({"role": "tool", "tool_call_id": str(b.get("tool_use_id", "")),
-                            "content": content_text(b.get("content"))})
+                            "content": shapes.content_text(b.get("content"))})
             elif b.get("type") == "text":
                 texts.append(str(b.get("text", "")))
         if texts:
@@ -212,7 +205,7 @@ def parse_message(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str |
 
 def model_of(body: bytes) -> str | None:
     """The model a reply names."""
-    return named_field(body, "model")
+    return shapes.named_field(body, "model")
 
 
 def message(*, id_: str, model: str, text: str | None, calls: list[ToolCall], stop_reason: str,
@@ -222,7 +215,7 @@ def message(*, id_: str, model: str, text: str | None, calls: list[ToolCall], st
     if text:
         content.append({"type": "text", "text": text, "citations": None})
     for c in calls:
-        content.append({"type": "tool_use", "id": c.call_id, "name": c.name, "input": arguments_object(c.arguments)})
+        content.append({"type": "tool_use", "id": c.call_id, "name": c.name, "input": shapes.arguments_object(c.arguments)})
     return {"id": id_, "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
 
