@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.adapters._anthropic_messages import ENDPOINT as ANTHROPIC_ENDPOINT
     from searchtrace.adapters._anthropic_messages import PATH as ANTHROPIC_PATH
     from searchtrace.adapters._batches import BATCH_APIS, ItemResult, ModelBatches, Polled, Submitted
+    from searchtrace.adapters._chat_shapes import content_text
     from searchtrace.adapters._errors import AdapterError, ChatError, MissingKey
     from searchtrace.adapters._fetch_cache import FetchCache, default_cache_dir
     from searchtrace.adapters._gemini import ENDPOINT as GEMINI_ENDPOINT
@@ -169,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     "refusal": "searchtrace.adapters._local_server",
     "MAX_DEPTH": "searchtrace.adapters._local_server",
     "CHAT_APIS": "searchtrace.adapters._openai_chat:APIS",
+    "content_text": "searchtrace.adapters._chat_shapes",
     "API_ENDPOINTS": "searchtrace.adapters._openai_chat",
     "assemble": "searchtrace.adapters._openai_chat",
     "assemble_chunks": "searchtrace.adapters._openai_chat",
@@ -228,6 +230,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "content_text",
     "HOSTED_LAYERS",
     "HOSTED_API",
     "HOSTED_ENDPOINT",

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+import searchtrace.adapters._chat_shapes as shapes
 from searchtrace.adapters._keys import Secret
 from searchtrace.adapters._types import EndpointSpec, Limits, Tokens
 from searchtrace.store import ToolCall, Usage, usage_rule
@@ -46,36 +47,13 @@ def headers(key: Secret | None) -> dict[str, str]:
 
 # ---------------------------------------------------------------- requests: chat -> Messages
 
-def _text(content: Any) -> str:
-    """A chat content or a block list's text (text parts joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def _input(arguments: Any) -> dict[str, Any]:
-    """A tool call's JSON arguments as the `input` object (an unparsable string is kept under `_raw`)."""
-    if isinstance(arguments, dict):
-        return arguments
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
-        return {"_raw": arguments}
-    return value if isinstance(value, dict) else {"_raw": arguments}
-
-
 def tools_to_anthropic(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Chat function tools as Messages tools (`name`, `description`, `input_schema`)."""
     out = []
     for t in tools or []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict):
-            tool = {"name": fn.get("name", ""), "input_schema": fn.get("parameters") or {"type": "object"}}
-            if fn.get("description"):
-                tool["description"] = fn["description"]
-            out.append(tool)
+            out.append(shapes.declaration(fn, "input_schema"))
         else:
             out.append(t)
     return out
@@ -87,29 +65,26 @@ def to_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     turns: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+        shapes.merge_turn(turns, role, "content", blocks)
 
     for m in messages:
         role = m.get("role")
         if role in ("system", "developer"):
-            system.append(_text(m.get("content")))
+            system.append(shapes.content_text(m.get("content")))
         elif role == "tool":
             add("user", [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id", "")),
-                          "content": _text(m.get("content"))}])
+                          "content": shapes.content_text(m.get("content"))}])
         elif role == "assistant":
             blocks: list[dict[str, Any]] = []
-            if text := _text(m.get("content")):
+            if text := shapes.content_text(m.get("content")):
                 blocks.append({"type": "text", "text": text})
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
                 blocks.append({"type": "tool_use", "id": str(tc.get("id", "")), "name": str(fn.get("name", "")),
-                               "input": _input(fn.get("arguments", ""))})
+                               "input": shapes.arguments_object(fn.get("arguments", ""))})
             add("assistant", blocks or [{"type": "text", "text": ""}])
         else:
-            add("user", [{"type": "text", "text": _text(m.get("content"))}])
+            add("user", [{"type": "text", "text": shapes.content_text(m.get("content"))}])
     return "\n\n".join(s for s in system if s), turns
 
 
@@ -135,10 +110,7 @@ def tools_to_chat(tools: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(t, dict) or t.get("type") not in (None, "custom") or not isinstance(t.get("name"), str):
             kind = t.get("type") if isinstance(t, dict) else type(t).__name__
             raise ValueError(f"tools: tool type {kind!r} is not served here: only client tools (name, input_schema)")
-        fn: dict[str, Any] = {"name": t["name"], "parameters": t.get("input_schema") or {"type": "object"}}
-        if t.get("description"):
-            fn["description"] = t["description"]
-        out.append({"type": "function", "function": fn})
+        out.append(shapes.chat_tool(t["name"], t.get("input_schema"), t.get("description")))
     return out
 
 
@@ -146,7 +118,7 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
     """A request's `system` and `messages` as chat messages (tool results first in a user turn, as chat needs them
     right after the calls); ValueError in Anthropic's words for a malformed request. Thinking blocks are skipped."""
     out: list[dict[str, Any]] = []
-    if isinstance(system, str | list) and (text := _text(system)):
+    if isinstance(system, str | list) and (text := shapes.content_text(system)):
         out.append({"role": "system", "content": text})
     if not isinstance(messages, list):
         raise ValueError("messages: Field required")
@@ -172,7 +144,7 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
         for b in blocks:
             if b.get("type") == "tool_result":
                 out.append({"role": "tool", "tool_call_id": str(b.get("tool_use_id", "")),
-                            "content": _text(b.get("content"))})
+                            "content": shapes.content_text(b.get("content"))})
             elif b.get("type") == "text":
                 texts.append(str(b.get("text", "")))
         if texts:
@@ -233,11 +205,7 @@ def parse_message(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str |
 
 def model_of(body: bytes) -> str | None:
     """The model a reply names."""
-    try:
-        doc = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return doc.get("model") if isinstance(doc, dict) and isinstance(doc.get("model"), str) else None
+    return shapes.named_field(body, "model")
 
 
 def message(*, id_: str, model: str, text: str | None, calls: list[ToolCall], stop_reason: str,
@@ -247,7 +215,7 @@ def message(*, id_: str, model: str, text: str | None, calls: list[ToolCall], st
     if text:
         content.append({"type": "text", "text": text, "citations": None})
     for c in calls:
-        content.append({"type": "tool_use", "id": c.call_id, "name": c.name, "input": _input(c.arguments)})
+        content.append({"type": "tool_use", "id": c.call_id, "name": c.name, "input": shapes.arguments_object(c.arguments)})
     return {"id": id_, "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+import searchtrace.adapters._chat_shapes as shapes
 from searchtrace.adapters._keys import Secret
 from searchtrace.adapters._types import EndpointSpec, Limits, Tokens
 from searchtrace.store import ToolCall, Usage, usage_rule
@@ -48,24 +49,6 @@ def headers(key: Secret | None) -> dict[str, str]:
     return out
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def _args(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
-        return {"_raw": arguments}
-    return value if isinstance(value, dict) else {"_raw": arguments}
-
-
 # ---------------------------------------------------------------- requests: chat -> Gemini
 
 def tools_to_gemini(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -74,10 +57,7 @@ def tools_to_gemini(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     for t in tools or []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict):
-            decl = {"name": fn.get("name", ""), "parameters": fn.get("parameters") or {"type": "object"}}
-            if fn.get("description"):
-                decl["description"] = fn["description"]
-            decls.append(decl)
+            decls.append(shapes.declaration(fn, "parameters"))
     return [{"functionDeclarations": decls}] if decls else []
 
 
@@ -88,31 +68,28 @@ def to_contents(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
     names: dict[str, str] = {}  # call id -> function name, for the functionResponse that answers it
 
     def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+        shapes.merge_turn(contents, role, "parts", parts)
 
     for m in messages:
         role = m.get("role")
         if role in ("system", "developer"):
-            system.append(_text(m.get("content")))
+            system.append(shapes.content_text(m.get("content")))
         elif role == "tool":
             call_id = str(m.get("tool_call_id", ""))
             add("user", [{"functionResponse": {"id": call_id, "name": names.get(call_id, ""),
-                                               "response": {"result": _text(m.get("content"))}}}])
+                                               "response": {"result": shapes.content_text(m.get("content"))}}}])
         elif role == "assistant":
             parts: list[dict[str, Any]] = []
-            if text := _text(m.get("content")):
+            if text := shapes.content_text(m.get("content")):
                 parts.append({"text": text})
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
                 call_id, name = str(tc.get("id", "")), str(fn.get("name", ""))
                 names[call_id] = name
-                parts.append({"functionCall": {"id": call_id, "name": name, "args": _args(fn.get("arguments", ""))}})
+                parts.append({"functionCall": {"id": call_id, "name": name, "args": shapes.arguments_object(fn.get("arguments", ""))}})
             add("model", parts or [{"text": ""}])
         else:
-            add("user", [{"text": _text(m.get("content"))}])
+            add("user", [{"text": shapes.content_text(m.get("content"))}])
     return "\n\n".join(s for s in system if s), contents
 
 
@@ -149,10 +126,7 @@ def tools_to_chat(tools: list[Any]) -> list[dict[str, Any]]:
         for d in decls:
             if isinstance(d, dict):
                 schema = d.get("parameters") or d.get("parametersJsonSchema") or d.get("parameters_json_schema")
-                fn = {"name": str(d.get("name", "")), "parameters": schema or {"type": "object"}}
-                if d.get("description"):
-                    fn["description"] = d["description"]
-                out.append({"type": "function", "function": fn})
+                out.append(shapes.chat_tool(str(d.get("name", "")), schema, d.get("description")))
     return out
 
 
@@ -270,11 +244,7 @@ def parse_reply(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str | N
 
 def model_of(body: bytes) -> str | None:
     """The model version a reply names."""
-    try:
-        doc = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return doc.get("modelVersion") if isinstance(doc, dict) and isinstance(doc.get("modelVersion"), str) else None
+    return shapes.named_field(body, "modelVersion")
 
 
 def reply(*, response_id: str, model: str, text: str | None, calls: list[ToolCall], usage: dict[str, int],
@@ -284,7 +254,7 @@ def reply(*, response_id: str, model: str, text: str | None, calls: list[ToolCal
     if text:
         parts.append({"text": text})
     for c in calls:
-        parts.append({"functionCall": {"id": c.call_id, "name": c.name, "args": _args(c.arguments)}})
+        parts.append({"functionCall": {"id": c.call_id, "name": c.name, "args": shapes.arguments_object(c.arguments)}})
     return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish_reason, "index": 0}],
             "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
 

@@ -26,6 +26,7 @@ from searchtrace.replay._judge import (
     JudgeStats,
     _judge_pending,
     _judged,
+    _line,
     _load_items,
     _opening,
     _started_event,
@@ -178,10 +179,6 @@ async def _drive(run: _BatchRun, book: _Book, all_items: Sequence[JudgeItem],
             await run.poll(batch_id, book, by_key, judged)
         if book.live():
             await anyio.sleep(poll_s)
-
-
-def _line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
 
 
 async def run_batch_judge(

@@ -12,8 +12,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import signal
+import subprocess
+import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,6 +25,7 @@ import duckdb
 import msgspec
 
 from searchtrace.adapters import TRACE_HEADER_RAW
+from searchtrace.adapters.sandbox import wait_listening
 from searchtrace.cli import main
 from searchtrace.engine import RunConfig, parse_config
 from searchtrace.store import EventLog, Payload, verify
@@ -49,6 +54,40 @@ def run_cli(*argv: str) -> Ran:
     out.flush()
     assert isinstance(out.buffer, io.BytesIO)
     return Ran(code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue())
+
+
+# --- a command-line server in a child process ---------------------------------------------------------------------
+
+CLI = "from searchtrace.cli import main; main()"
+
+
+class Served:
+    """A running server child: its root URL, its process and the file its stderr goes to."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+@contextlib.contextmanager
+def served(argv: list[str], port: int, log: Path, what: str, *, env: dict[str, str],
+           wait_s: float) -> Iterator[Served]:
+    """`searchtrace ARGV` listening on `port` (output to `log`); on exit stopped with SIGTERM if still running."""
+    with log.open("ab") as err:
+        proc = subprocess.Popen([sys.executable, "-c", CLI, *argv], stdout=err, stderr=err, env=env)
+    s = Served(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        try:
+            wait_listening(port, proc, wait_s, what)
+        except RuntimeError:
+            raise RuntimeError(f"{what} did not start: {log.read_text()}") from None
+        yield s
+    finally:
+        if proc.poll() is None:
+            s.stop()
 
 
 # --- a fast run config for the sandbox personas ------------------------------------------------------------------

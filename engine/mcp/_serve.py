@@ -23,8 +23,8 @@ from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.mcp._select import selection
 from searchtrace.engine.mcp._server import McpTools
 from searchtrace.engine.mcp._wrap import MAX_FRAME, Outcome, WrapSession, relay
-from searchtrace.engine.proxy import MAX_BODY, ProxyRecorder
-from searchtrace.store import BadInput, EventLog, open_writer
+from searchtrace.engine.proxy import MAX_BODY, ProxyRecorder, record_while
+from searchtrace.store import BadInput, EventLog
 
 T = TypeVar("T")
 GRACE_S = 5.0  # on a stop, how long the calls in flight get to be recorded
@@ -105,18 +105,7 @@ async def recording(db: Path, questions_path: str, run_id: str, *, provider: str
         with bad_input_alone(), reads(log):
             head = await anyio.to_thread.run_sync(recorder.head, log)
             await anyio.to_thread.run_sync(recorder.restore, log)
-            async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
-                if head:
-                    await writer.append(head)
-                async with anyio.create_task_group() as recording:
-                    recording.start_soon(recorder.run, writer)
-                    try:
-                        value = await body(recorder)
-                    finally:
-                        with anyio.move_on_after(GRACE_S, shield=True):
-                            await recorder.settle_all()
-                        abandoned = recorder.abandon_open()
-                        recorder.close()  # the recorder drains what is queued, then its task ends
+            value, abandoned = await record_while(recorder, log, head, lambda: body(recorder), settle_s=GRACE_S)
             return value, abandoned, recorder.appended
     finally:
         await anyio.to_thread.run_sync(log.close)

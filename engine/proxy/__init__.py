@@ -9,7 +9,7 @@ from searchtrace._lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine.proxy._app import MAX_BODY
     from searchtrace.engine.proxy._limits import Limits
-    from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
+    from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj, record_while
     from searchtrace.engine.proxy._routes import (
         TRAJECTORY_HEADER,
         epoch_of,
@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "ProxyRecorder": "searchtrace.engine.proxy._recorder",
     "TRAJECTORY_HEADER": "searchtrace.engine.proxy._routes",
     "Traj": "searchtrace.engine.proxy._recorder",
+    "record_while": "searchtrace.engine.proxy._recorder",
     "epoch_of": "searchtrace.engine.proxy._routes",
     "request_secrets": "searchtrace.engine.proxy._routes",
     "select": "searchtrace.engine.proxy._routes",
@@ -44,6 +45,7 @@ __all__ = [
     "Traj",
     "Upstream",
     "epoch_of",
+    "record_while",
     "request_secrets",
     "select",
     "serve",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import msgspec
@@ -43,6 +43,7 @@ from searchtrace.store import (
     Usage,
     Writer,
     decode_payload,
+    open_writer,
     stable_event_id,
     trajectory_stream,
 )
@@ -394,3 +395,26 @@ def _strings(arguments: str) -> list[str]:
         elif isinstance(v, list):
             stack.extend(v)
     return out
+
+
+_T = TypeVar("_T")
+
+
+async def record_while(recorder: ProxyRecorder, log: EventLog, head: list[NewEvent], work: Callable[[], Awaitable[_T]],
+                       *, settle_s: float | None = None) -> tuple[_T, int]:
+    """Run `work` while the recorder writes to the store (its `head` first); then every trajectory still open is
+    finished `abandoned` (after up to `settle_s` seconds for open calls to settle): work's value and how many."""
+    async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
+        if head:
+            await writer.append(head)
+        async with anyio.create_task_group() as recording:
+            recording.start_soon(recorder.run, writer)
+            try:
+                value = await work()
+            finally:
+                if settle_s is not None:
+                    with anyio.move_on_after(settle_s, shield=True):
+                        await recorder.settle_all()
+                abandoned = recorder.abandon_open()
+                recorder.close()  # the recorder drains what is queued, then its task ends
+    return value, abandoned

@@ -16,8 +16,8 @@ from searchtrace.adapters import HOSTED_LAYERS, SEARCH_PROVIDERS, bind_local, se
 from searchtrace.engine._record import dataset_id, question_file
 from searchtrace.engine.proxy._app import MAX_BODY, Proxy
 from searchtrace.engine.proxy._limits import Limits, recorded_usd
-from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of
-from searchtrace.store import EventLog, Payload, open_writer
+from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of, record_while
+from searchtrace.store import EventLog, Payload
 
 
 class Upstream(NamedTuple):
@@ -70,18 +70,12 @@ async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.so
     await anyio.to_thread.run_sync(recorder.restore, log, spent if usd is not None else None)
     proxy = Proxy(recorder, live=sandbox is None, transport=sandbox.transport if sandbox else None,
                   root=sandbox.root if sandbox else None, durable=durable, max_body=max_body, limits=limits)
-    abandoned = 0
-    async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
-        if head:
-            await writer.append(head)
-        async with anyio.create_task_group() as recording:
-            recording.start_soon(recorder.run, writer)
-            try:
-                # the readers of streamed replies outlive the server's requests: their calls are recorded first
-                async with proxy.serving():
-                    await serve_local(proxy.app(), listener, ready=ready)
-            finally:
-                abandoned = recorder.abandon_open()
-                recorder.close()  # the recorder drains what is queued, then its task ends
+
+    async def work() -> None:
+        # the readers of streamed replies outlive the server's requests: their calls are recorded first
+        async with proxy.serving():
+            await serve_local(proxy.app(), listener, ready=ready)
+
+    _, abandoned = await record_while(recorder, log, head, work)
     await proxy.aclose()
     return abandoned, recorder.appended

@@ -21,6 +21,7 @@ import msgspec
 
 from searchtrace.adapters import (
     Tools,
+    content_text,
     domain_of,
     estimate_tokens,
     normalize_url,
@@ -113,15 +114,6 @@ def _line(text: str, limit: int = 160) -> str:
     return " ".join(text.split())[:limit]
 
 
-def _text(content: Any) -> str:
-    """A message content: a string, or the text of its content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 class _Sample:
     """One sample being mapped; `where(event)` names it in an error."""
 
@@ -141,7 +133,7 @@ class _Sample:
 def _question(s: _Sample) -> str:
     value = s.sample.get("input")
     if isinstance(value, list):
-        value = "\n".join(_text(m.get("content")) for m in value if isinstance(m, dict) and m.get("role") == "user")
+        value = "\n".join(content_text(m.get("content")) for m in value if isinstance(m, dict) and m.get("role") == "user")
     if not isinstance(value, str) or not value.strip():
         raise s.fail("input: no question text")
     return value
@@ -194,7 +186,7 @@ def _turn(e: dict[str, Any], iteration: int, before: list[Any]) -> Turn:
             kept += 1
     took = output.get("time")
     model, api = _model_api(e, output)
-    return Turn(iteration=iteration, text=_text(message.get("content")) or None, tool_calls=calls,
+    return Turn(iteration=iteration, text=content_text(message.get("content")) or None, tool_calls=calls,
                 usage=_usage(output), finish_reason=choice.get("stop_reason"), latency_ms=_ms(e),
                 provider_ms=float(took) * 1000 if isinstance(took, int | float) and took >= 0 else msgspec.UNSET,
                 kept=kept, messages=sent[kept:] if sent is not None else msgspec.UNSET,
@@ -284,7 +276,7 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
             continue
         args: dict[str, Any] = e["arguments"] if isinstance(e.get("arguments"), dict) else {}
         call_id = str(e.get("id") or f"tool-{i}")
-        result = _text(e.get("result"))
+        result = content_text(e.get("result"))
         if e.get("function") == tools.search:
             query = args.get(tools.search_arg)
             if not isinstance(query, str):
@@ -315,7 +307,7 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
             steps.append(FetchStep(iteration=max(iteration, 1), call_id=call_id, doc_id=doc_id_or_none,
                                    url=urls[doc_id_or_none], status="ok" if page is not None else "http_error",
                                    content=page, n_tokens=estimate_tokens(page) if page else 0, latency_ms=_ms(e)))
-    completion = _text((sample.get("output") or {}).get("completion"))
+    completion = content_text((sample.get("output") or {}).get("completion"))
     final = final_answer(completion) if completion else None
     if final is None and completion.strip():
         final = completion.strip()

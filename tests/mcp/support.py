@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,11 +15,10 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from searchtrace.adapters.sandbox import free_port, wait_listening
+from searchtrace.adapters.sandbox import free_port
 from searchtrace.adapters.sandbox._agent import decide
 from searchtrace.store import EventLog
-
-CLI = "from searchtrace.cli import main; main()"
+from tests.builders import CLI, Served, served
 
 
 def _env(db: Path) -> dict[str, str]:
@@ -36,35 +34,16 @@ def stdio_server(db: Path, questions: Path, run_id: str, *extra: str, provider: 
                                  env=_env(db))
 
 
-class Server:
-    """A running `searchtrace mcp --http`: its root URL, its process and the file its stderr goes to."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-        self.proc, self.url, self.log = proc, url, log
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(30)
+Server = Served  # a running `searchtrace mcp --http`
 
 
 @contextlib.contextmanager
 def http_server(db: Path, questions: Path, run_id: str, *extra: str, provider: str = "brave") -> Iterator[Server]:
     port = free_port()
-    log = db.with_suffix(f".{port}.log")
-    with log.open("ab") as err:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, "mcp", "--db", str(db), "--questions", str(questions),
-                                 "--run-id", run_id, "--provider", provider, "--sandbox", "--http", "--port",
-                                 str(port), *extra], stdout=err, stderr=err, env=_env(db))
-    s = Server(proc, f"http://127.0.0.1:{port}", log)
-    try:
-        try:
-            wait_listening(port, proc, 60, "mcp")
-        except RuntimeError:
-            raise RuntimeError(f"mcp did not start: {log.read_text()}") from None
+    with served(["mcp", "--db", str(db), "--questions", str(questions), "--run-id", run_id, "--provider", provider,
+                 "--sandbox", "--http", "--port", str(port), *extra], port, db.with_suffix(f".{port}.log"), "mcp",
+                env=_env(db), wait_s=60) as s:
         yield s
-    finally:
-        if proc.poll() is None:
-            s.stop()
 
 
 @contextlib.contextmanager

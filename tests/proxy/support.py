@@ -5,21 +5,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchtrace.adapters.sandbox import free_port, wait_listening
+from searchtrace.adapters.sandbox import free_port
 from searchtrace.engine import question_file
 from searchtrace.pipeline import sandbox_rows
 from searchtrace.store import EventLog, Payload, decode_payload
+from tests.builders import CLI, Served, served
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-CLI = "from searchtrace.cli import main; main()"
 
 
 def write_questions(path: Path, n: int) -> list[dict[str, str]]:
@@ -29,15 +28,7 @@ def write_questions(path: Path, n: int) -> list[dict[str, str]]:
     return rows
 
 
-class Proxy:
-    """A running proxy: its root URL, its process and the file its stderr goes to."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-        self.proc, self.url, self.log = proc, url, log
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(30)
+Proxy = Served  # a running `searchtrace proxy`
 
 
 @contextlib.contextmanager
@@ -45,21 +36,10 @@ def proxy(db: Path, questions: Path, run_id: str, *, upstream: str = "sandbox", 
           log: Path | None = None, extra: tuple[str, ...] = ()) -> Iterator[Proxy]:
     """Start `searchtrace proxy` on a free port; on exit stop it with SIGTERM (if still running)."""
     port = free_port()
-    log = log or db.with_suffix(f".{port}.log")
-    with log.open("ab") as err:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, "proxy", "--db", str(db), "--questions", str(questions),
-                                 "--run-id", run_id, "--port", str(port), "--upstream", upstream, *extra],
-                                env={**os.environ, **(env or {})}, stdout=err, stderr=err)
-    p = Proxy(proc, f"http://127.0.0.1:{port}", log)
-    try:
-        try:
-            wait_listening(port, proc, 30, "proxy")
-        except RuntimeError:
-            raise RuntimeError(f"proxy did not start: {log.read_text()}") from None
+    with served(["proxy", "--db", str(db), "--questions", str(questions), "--run-id", run_id, "--port", str(port),
+                 "--upstream", upstream, *extra], port, log or db.with_suffix(f".{port}.log"), "proxy",
+                env={**os.environ, **(env or {})}, wait_s=30) as p:
         yield p
-    finally:
-        if proc.poll() is None:
-            p.stop()
 
 
 def run_example(name: str, proxy_url: str, questions: Path, seen: Path, *extra: str) -> str:
