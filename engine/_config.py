@@ -22,7 +22,7 @@ max_bytes = 2_097_152
 concurrency = 4
 cache_dir = ".searchtrace-cache/fetch"
 # one [providers.<name>] table per provider compared; `kind` defaults to the table name, any search provider
-# (docs/how-to/providers.md; the list: `searchtrace probe --help`); `params` are merged over the adapter's defaults
+# (docs/how-to/providers.md; the list: `searchtrace search --help`); `params` are merged over the adapter's defaults
 {providers}
 [dataset]
 path = "questions.jsonl"          # JSONL / CSV / Parquet with qid, question, answer (+ strata); or "sandbox"

@@ -45,13 +45,13 @@ def test_endpoints_naming_one_domain_must_agree_on_its_rate() -> None:
 
 @pytest.mark.anyio
 async def test_three_endpoints_in_one_domain_share_its_rate_at_the_server() -> None:
-    rate = 8.0
+    rate = 20.0  # 10 % of it is two calls: one late arrival on a loaded machine does not tip a window over
     with arrival_server() as (url, arrivals):
         clients = [EndpointClient(Endpoint(base_url=url, rps=rate, quota="team:one", concurrency=4)) for _ in range(3)]
         assert clients[0].limiter is clients[1].limiter is clients[2].limiter
 
         async def hammer(client: EndpointClient) -> None:
-            while len(arrivals) < 30:
+            while len(arrivals) < 60:
                 await client.call("GET", "x", what="probe")
 
         async with anyio.create_task_group() as tg:
@@ -62,5 +62,5 @@ async def test_three_endpoints_in_one_domain_share_its_rate_at_the_server() -> N
             await client.aclose()
         counted = list(arrivals)
     got = held(counted, rate)
-    assert got["busiest_1s_window"] <= 1.1 * rate  # alone each would send 8/s: 24/s in all
+    assert got["busiest_1s_window"] <= 1.1 * rate  # alone each would send 20/s: 60/s in all
     assert got["achieved_per_s"] >= 0.9 * rate
