@@ -20,10 +20,10 @@ $(DEMO_STAMP): pyproject.toml
 # The postgres and ray extras are part of the development install (mypy checks store/_postgres.py against psycopg's
 # types and pipeline/_ray*.py against ray's; the Ray tests start a local two-raylet cluster); the default install
 # (`pip install searchtrace`) and `make demo` import neither (tests/test_startup.py).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,postgres,ray]'
+	$(PY) -m pip install -q -e '.[dev,postgres,ray]' -c constraints-dev.txt
 	touch $(STAMP) $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
