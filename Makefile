@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml constraints-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,postgres,ray]' -c constraints-dev.txt
+	$(PY) -m pip install -q 'arize-phoenix==20.26.1'  # the phoenix extra, on its own (pyproject.toml)
 	touch $(STAMP) $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
