@@ -28,6 +28,7 @@ from searchtrace.store import (
     NotAStore,
     ReadsEnded,
     RemoteStore,
+    StoreLocked,
     read_connection,
     require_database,
     while_held,
@@ -35,7 +36,7 @@ from searchtrace.store import (
 
 
 class Report(msgspec.Struct, kw_only=True):
-    """The §8 report of one judge run, and the HTML page written for it (None: none asked for)."""
+    """The report of one judge run, and the HTML page written for it (None: none asked for)."""
 
     data: ReportData
     html: Path | None = None
@@ -49,12 +50,16 @@ def grade(db: Path) -> list[Grade]:
 
 
 def open_for_report(db: Path) -> tuple[EventLog | RemoteStore, bool]:
-    """Read-write when possible (to catch the projections up), else read-only (raw views), else a read session on
-    the process that holds the file (a run recording); never creates a file."""
+    """Read-write when possible (to catch the projections up), else read-only (raw views: a read-only file, or
+    other readers hold it), else a read session on the process that holds the file (a run recording); never creates
+    a file."""
     require_database(db)
 
     def the_file() -> tuple[EventLog | RemoteStore, bool]:
-        return EventLog(db), True
+        try:
+            return EventLog(db), True
+        except StoreLocked:  # only readers hold it (an explorer on a finished run): they leave reading to us
+            return EventLog(db, read_only=True), False
 
     def a_session() -> tuple[EventLog | RemoteStore, bool]:
         return RemoteStore(db), False

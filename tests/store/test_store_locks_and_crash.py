@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -90,6 +91,10 @@ def test_a_held_database_gives_one_line_and_exit_2(
             con = open_read_only(path)
             assert verify(con).ok
             con.close()
+            # `report` beside an explorer on a finished run: it reads the raw views instead of waiting for a writer's lock
+            code, out, err = run_cli("report", "--db", str(path), "--json")
+            assert code == 0, err
+            assert json.loads(out)["schema"] == "searchtrace.report/1"
         assert time.monotonic() - started < 30
         holder.communicate(timeout=30)
     with EventLog(path) as log:  # released with its holder, nothing damaged
