@@ -8,6 +8,7 @@ Every relation row depends on its own event only, so appending the rows of new e
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -51,10 +52,15 @@ _HOLDS: dict[str, tuple[type[msgspec.inspect.Type], ...]] = {  # what a column o
 _FREE = (msgspec.inspect.DictType, msgspec.inspect.AnyType)  # JSON objects of any shape: the path beyond is not checked
 
 
+@functools.cache
+def _info(payload: type[msgspec.Struct]) -> msgspec.inspect.Type:
+    return msgspec.inspect.type_info(payload)
+
+
 def path_error(payload: type[msgspec.Struct], path: str, typ: str) -> str | None:
     """Why the JSON `path` does not name a field of `payload` (each step a field of the Struct, Struct field or
     optional Struct it reaches) whose type a `typ` column can hold; None when it does."""
-    t: msgspec.inspect.Type = msgspec.inspect.type_info(payload)
+    t: msgspec.inspect.Type = _info(payload)
     steps = path.split(".")[1:]
     for i, step in enumerate(steps):
         if isinstance(t, _FREE):
