@@ -121,10 +121,6 @@ class Relation:
             f"FROM events WHERE type = '{self.event_type}'{extra})"
         )
 
-    @property
-    def column_names(self) -> list[str]:
-        return ["position", "stream_id", *(c[0] for c in self.columns)]
-
 
 RELATIONS: tuple[Relation, ...] = (
     Relation(
