@@ -106,6 +106,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         ReadServer,
         RemoteStore,
         open_remote,
+        read_again,
         read_connection,
         while_held,
     )
@@ -226,6 +227,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteStore": "searchtrace.store._readserver",
     "TIMEOUT_S": "searchtrace.store._readserver",
     "open_remote": "searchtrace.store._readserver",
+    "read_again": "searchtrace.store._readserver",
     "read_connection": "searchtrace.store._readserver",
     "while_held": "searchtrace.store._readserver",
     "DDL": "searchtrace.store._schema",
@@ -351,6 +353,7 @@ __all__ = [
     "open_remote",
     "open_writer",
     "pull",
+    "read_again",
     "read_bounded",
     "read_connection",
     "read_statements",
