@@ -74,7 +74,7 @@ def _tables(con: Cursor, schema: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def state_table(schema: str) -> str:
+def _state_table(schema: str) -> str:
     """The state table of the projections in `schema`: the database's `main.projection_state` for `proj`, else a
     table beside them (the in-memory catalog's)."""
     return f"main.{STATE}" if schema == PROJ else f"{schema}.{STATE}"
@@ -82,7 +82,7 @@ def state_table(schema: str) -> str:
 
 def _state(con: Cursor, schema: str) -> tuple[dict[str, tuple[str, int]], int]:
     """Latest (version, last_position) per projection of `schema`, and the highest state row number."""
-    table = state_table(schema)
+    table = _state_table(schema)
     if STATE not in _tables(con, table.rpartition(".")[0]):
         return {}, 0
     rows = con.execute(
@@ -139,7 +139,7 @@ def _catch_up(con: Cursor, schema: str, projections: Iterable[Projection], rebui
     """Bring `projections` in `schema` up to the last event in one transaction; returns the head position."""
     con.execute("BEGIN")
     try:
-        con.execute(f"CREATE TABLE IF NOT EXISTS {state_table(schema)}({STATE_COLUMNS})")
+        con.execute(f"CREATE TABLE IF NOT EXISTS {_state_table(schema)}({STATE_COLUMNS})")
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         head = _head(con)
         state, n = _state(con, schema)
@@ -155,7 +155,7 @@ def _catch_up(con: Cursor, schema: str, projections: Iterable[Projection], rebui
             else:
                 continue
             n += 1
-            con.execute(f"INSERT INTO {state_table(schema)} VALUES (?, ?, ?, ?)", [p.name, ver, head, n])
+            con.execute(f"INSERT INTO {_state_table(schema)} VALUES (?, ?, ?, ?)", [p.name, ver, head, n])
         if schema == PROJ:
             for old in _LEFTOVERS:
                 con.execute(f"DROP TABLE IF EXISTS {PROJ}.{old}")
