@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import searchtrace.web._data as data
 from searchtrace.adapters import LocalGuard, MiB
 from searchtrace.analytics import DEFAULT_BOOTSTRAP, extras_from_db, render
-from searchtrace.store import BadInput, Cursor, ReadsBusy, ReadsEnded, StoreError
+from searchtrace.store import BadInput, Cursor, ReadsBusy, StoreError, read_again
 from searchtrace.web._source import Source
 
 CSP = (
@@ -97,15 +97,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
                 finally:
                     box.pop("cur", None)
 
-        def work() -> Response:
-            try:
-                return once()
-            except ReadsEnded:  # the run that served the read ended: the file is (about to be) free, read again
-                if gone.is_set():
-                    raise
-                return once()
-
-        task = asyncio.ensure_future(run_in_threadpool(work))
+        task = asyncio.ensure_future(run_in_threadpool(read_again, once, unless=gone.is_set))
         try:
             while not (await asyncio.wait({task}, timeout=0.25))[0]:
                 if await request.is_disconnected():
