@@ -3,6 +3,8 @@ explorer's rows and pages) as msgspec Structs, and the support partition's vocab
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 import msgspec
 
 # -- the support partition's vocabulary (docs/concepts/metrics.md) ----------------------------------------------------
@@ -753,11 +755,16 @@ class QuestionRow(msgspec.Struct, kw_only=True):
     """Arm B."""
 
 
-ItemsRows = list[TrajectoryRow] | list[ItemRow] | list[FetchRow] | list[ResultRow]
+ItemsRow = TypeVar("ItemsRow", bound=msgspec.Struct)
+"""What a row of GET /api/items is, by its `kind`: TrajectoryRow (trajectories); ItemRow (items, appearances,
+labels); FetchRow (fetches); ResultRow (results)."""
+PairRow = TypeVar("PairRow", bound=msgspec.Struct)
+"""What a row of GET /api/items with `pair=` is, by its `kind`: cells or questions."""
 
 
-class ItemsPage(msgspec.Struct, kw_only=True):
-    """GET /api/items: the rows one count of the report counts, `total` equal to that count, one page of them."""
+class ItemsPage(msgspec.Struct, Generic[ItemsRow], kw_only=True):
+    """GET /api/items: the rows one count of the report counts, `total` equal to that count, one page of them
+    (`ItemsPage[ItemRow]`, ... by kind)."""
 
     label: str
     """The count asked for (a key of the report)."""
@@ -781,12 +788,13 @@ class ItemsPage(msgspec.Struct, kw_only=True):
     """What a row is: trajectories, items, appearances, labels, results or fetches."""
     total: int
     """The count."""
-    rows: ItemsRows
+    rows: list[ItemsRow]
     """This page's rows."""
 
 
-class PairItemsPage(msgspec.Struct, kw_only=True):
-    """GET /api/items with `pair=`: the cells or questions one count of an arm pair counts."""
+class PairItemsPage(msgspec.Struct, Generic[PairRow], kw_only=True):
+    """GET /api/items with `pair=`: the cells or questions one count of an arm pair counts (`PairItemsPage[CellRow]`
+    or `PairItemsPage[QuestionRow]`)."""
 
     label: str
     """cells, paired_questions or common_questions."""
@@ -810,7 +818,7 @@ class PairItemsPage(msgspec.Struct, kw_only=True):
     """cells or questions."""
     total: int
     """The count."""
-    rows: list[CellRow] | list[QuestionRow]
+    rows: list[PairRow]
     """This page's rows."""
 
 

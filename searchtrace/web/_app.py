@@ -35,8 +35,6 @@ from searchtrace.analytics import (
     ApiError,
     ChooseRun,
     ComparePage,
-    ItemsPage,
-    PairItemsPage,
     QuestionPage,
     Report,
     ReportNotes,
@@ -231,7 +229,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         """The lines `report` prints to stderr for the same report (audits not applied, judge coverage, ...)."""
         return ReportNotes(notes=built(cur, request)[1])
 
-    def items(cur: Cursor, request: Request) -> ItemsPage | PairItemsPage:
+    def items(cur: Cursor, request: Request) -> data.ItemsAnswer:
         run = index.resolve(cur, q(request, "judge_run_id"))
         label = q(request, "label")
         if not label:

@@ -45,7 +45,6 @@ from searchtrace.analytics import (
     ItemEvidence,
     ItemRow,
     ItemsPage,
-    ItemsRows,
     JudgeRunRow,
     Link,
     ListCounts,
@@ -713,6 +712,10 @@ def arm_names(cur: Cursor, by: str, runs: list[str]) -> Callable[[TrajectoryRow]
     return lambda t: arms.get(t.trajectory_id, "")
 
 
+ItemsAnswer = (ItemsPage[TrajectoryRow] | ItemsPage[ItemRow] | ItemsPage[FetchRow] | ItemsPage[ResultRow]
+               | PairItemsPage[CellRow] | PairItemsPage[QuestionRow])  # GET /api/items, by kind
+
+
 class _Who(TypedDict):
     """The keys of its trajectory an items row carries."""
 
@@ -729,7 +732,7 @@ def _who(t: TrajectoryRow) -> _Who:
 
 
 def items(cur: Cursor, trajectories: list[TrajectoryRow], index: ItemIndex, judge_run_id: str | None,
-          q: ItemQuery) -> ItemsPage | PairItemsPage:
+          q: ItemQuery) -> ItemsAnswer:
     """The trajectories, judge items or search results one count of the report counts, `total` equal to that count
     (every epoch, the chosen runs, the arm), one page of them in order."""
     if q.limit < 1 or q.limit > LIST_MAX or q.offset < 0:
@@ -754,7 +757,7 @@ def items(cur: Cursor, trajectories: list[TrajectoryRow], index: ItemIndex, judg
         raise BadInput(f"arm={q.arm[:80]!r}: no trajectory of the chosen runs is in it (by {q.by})")
     trs.sort(key=lambda t: t.position)
 
-    def page(kind: str, found: tuple[int, ItemsRows]) -> ItemsPage:
+    def page(kind: str, found: tuple[int, list[S]]) -> ItemsPage[S]:
         return ItemsPage(label=q.label, arm=q.arm, by=q.by, judge_run_id=judge_run_id, offset=q.offset,
                          limit=q.limit, partition=q.partition, rank=q.rank, shown=q.shown, kind=kind,
                          total=found[0], rows=found[1])
@@ -831,7 +834,7 @@ ArmsFound = tuple[dict[str, dict[Any, list[TrajectoryRow]]], dict[str, Any]]
 
 
 def _pair_rows(trajectories: list[TrajectoryRow], arm_of: Callable[[TrajectoryRow], str], index: ItemIndex,
-               judge_run_id: str | None, q: ItemQuery) -> PairItemsPage:
+               judge_run_id: str | None, q: ItemQuery) -> PairItemsPage[CellRow] | PairItemsPage[QuestionRow]:
     """What a count of an arm pair counts: the (qid, epoch) cells both arms ran (`cells`, of one complementarity
     class with `cell=`), the questions the paired accuracy test rests on (`paired_questions`) or every question both
     ran (`common_questions`, the corrected difference's), each row with both sides' trajectories; by the analytics'
@@ -872,7 +875,7 @@ def _pair_rows(trajectories: list[TrajectoryRow], arm_of: Callable[[TrajectoryRo
                                correct=t.correct, supported=t.supported, answerable=t.answerable)
                 for t in sorted(ts, key=lambda t: t.position)]
 
-    def page(kind: str, total: int, rows: list[CellRow] | list[QuestionRow]) -> PairItemsPage:
+    def page(kind: str, total: int, rows: list[S]) -> PairItemsPage[S]:
         return PairItemsPage(label=q.label, pair=pair, a=a, b=b, by=q.by, judge_run_id=judge_run_id, cell=q.cell,
                              offset=q.offset, limit=q.limit, kind=kind, total=total, rows=rows)
 
