@@ -3,7 +3,7 @@ explorer's rows and pages) as msgspec Structs, and the support partition's vocab
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -55,7 +55,7 @@ class ApiError(msgspec.Struct, kw_only=True):
     """The first line of the reason, bounded."""
     columns: list[str] | msgspec.UnsetType = msgspec.UNSET
     """POST /api/sql only: no columns (the statement was refused or failed)."""
-    rows: list[list[object]] | msgspec.UnsetType = msgspec.UNSET
+    rows: list[list[Any]] | msgspec.UnsetType = msgspec.UNSET
     """POST /api/sql only: no rows."""
 
 
@@ -207,7 +207,7 @@ class Step(msgspec.Struct, kw_only=True):
     """The run that wrote it."""
     recorded_at: str
     """When it was recorded."""
-    payload: object
+    payload: Any
     """The payload as recorded (its JSON; docs/reference/events.md)."""
 
 
@@ -334,9 +334,9 @@ class TrajectoryPage(msgspec.Struct, kw_only=True):
     """Items per partition cell, every cell of PARTITION."""
     pages: dict[str, FetchedPage]
     """Fetched pages by content digest."""
-    messages: dict[str, object]
+    messages: dict[str, Any]
     """Request messages by blob digest, decoded (provider JSON, open by nature; None when not stored)."""
-    tools: dict[str, object]
+    tools: dict[str, Any]
     """Tool lists by blob digest, decoded likewise."""
     answer: AnswerBlock
     """Its answer and audit."""
@@ -868,7 +868,7 @@ class ComparePage(msgspec.Struct, kw_only=True):
     """Rows per page."""
     rows: list[CompareRow]
     """This page's rows."""
-    comparison: dict[str, object]
+    comparison: dict[str, Any]
     """`judge compare`'s agreement, kappa and partitions, without its item list."""
 
 
@@ -877,7 +877,7 @@ class SqlResult(msgspec.Struct, kw_only=True):
 
     columns: list[str]
     """The query's column names."""
-    rows: list[list[object]]
+    rows: list[list[Any]]
     """Its rows (values as the query returns them: open by nature)."""
     truncated: bool
     """More rows exist than were returned."""

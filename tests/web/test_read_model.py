@@ -78,3 +78,13 @@ def test_a_fetch_cache_hit_answers_exactly_its_struct(db: Path) -> None:  # noqa
     page = msgspec.json.decode(r.content, type=ItemsPage[FetchRow], strict=True)
     assert msgspec.json.encode(page) == r.content
     assert page.kind == "fetches" and page.total == len(page.rows) == 1 and page.rows[0].cache_hit is True
+
+
+def test_every_answer_has_a_json_schema() -> None:
+    """The records generate a JSON Schema (a field typed `object` or a bare union of lists would not)."""
+    answers = [RunRow, JudgeRunRow, TrajectoryListPage, TrajectoryPage, QuestionPage, ReportLinks, ReportNotes,
+               ItemsPage[TrajectoryRow], ItemsPage[ItemRow], ItemsPage[FetchRow], ItemsPage[ResultRow],
+               PairItemsPage[CellRow], PairItemsPage[QuestionRow], ComparePage, SqlResult, Vocabulary, ApiError]
+    _, components = msgspec.json.schema_components(answers)
+    assert {"TrajectoryRow", "ItemEvidence", "AlignedCell", "Cell", "Link", "Appearance"} <= set(components)
+    assert components["CellRow"]["required"][3] == "class"  # the JSON key, not the attribute's name
