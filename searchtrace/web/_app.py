@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import secrets
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -65,7 +65,7 @@ _encoder = msgspec.json.Encoder(enc_hook=_bytes)
 VOCABULARY = _encoder.encode(Vocabulary())  # the partition's names, meanings and colours: the page's one copy
 
 
-def json_response(body: msgspec.Struct | list[Any], status: int = 200) -> Response:
+def json_response(body: msgspec.Struct | Sequence[msgspec.Struct], status: int = 200) -> Response:
     """A Struct of analytics' read model (or a list of them) as the JSON the page reads."""
     return Response(_encoder.encode(body), status_code=status, media_type="application/json")
 
@@ -141,7 +141,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
             task.result()
         return Response(status_code=499)  # nobody reads it
 
-    def api(fn: Callable[[Cursor, Request], msgspec.Struct | list[Any]]) -> Callable[[Request], Awaitable[Response]]:
+    def api(fn: Callable[[Cursor, Request], msgspec.Struct | Sequence[msgspec.Struct]]) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint with one cursor (web._source), its work in a worker thread, errors as JSON."""
 
         def answer(cur: Cursor, request: Request) -> Response:
