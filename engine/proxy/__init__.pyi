@@ -1,0 +1,12 @@
+from searchtrace.engine.proxy._app import MAX_BODY as MAX_BODY
+from searchtrace.engine.proxy._limits import Limits as Limits
+from searchtrace.engine.proxy._recorder import ProxyRecorder as ProxyRecorder
+from searchtrace.engine.proxy._recorder import Traj as Traj
+from searchtrace.engine.proxy._recorder import record_while as record_while
+from searchtrace.engine.proxy._routes import TRAJECTORY_HEADER as TRAJECTORY_HEADER
+from searchtrace.engine.proxy._routes import epoch_of as epoch_of
+from searchtrace.engine.proxy._routes import request_secrets as request_secrets
+from searchtrace.engine.proxy._routes import select as select
+from searchtrace.engine.proxy._routes import without_keys as without_keys
+from searchtrace.engine.proxy._serve import Upstream as Upstream
+from searchtrace.engine.proxy._serve import serve as serve
