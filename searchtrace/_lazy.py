@@ -53,7 +53,7 @@ def _resolve(module: str, attr: str) -> Any:
     try:
         return getattr(imported, attr)
     except AttributeError:
-        if importlib.util.find_spec(f"{module}.{attr}") is None:
+        if not hasattr(imported, "__path__") or importlib.util.find_spec(f"{module}.{attr}") is None:
             raise
         return importlib.import_module(f"{module}.{attr}")
 
