@@ -2,7 +2,7 @@
 `from searchtrace.pkg._mod import Name as Name`, or `Name = _mod.attr` (a name exported under another name) and
 `Name = _mod` (a module exported whole) after `from searchtrace.pkg import _mod`. mypy reads that file as the
 package; at run time `face` reads it too and imports each name on its first use (PEP 562), so importing a package
-costs nothing until a name is used (command-line start-up)."""
+costs nothing until a name is used (command-line start-up). docs/concepts/architecture.md, "Surfaces"."""
 
 from __future__ import annotations
 
