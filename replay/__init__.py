@@ -7,14 +7,17 @@ from typing import TYPE_CHECKING
 from searchtrace._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy exports below, typed for mypy
+    from searchtrace.replay._backfill import run_backfill
     from searchtrace.replay._batch_judge import DEFAULT_BATCH_SIZE, DEFAULT_POLL_S, run_batch_judge
     from searchtrace.replay._diff import Divergence, first_divergence
     from searchtrace.replay._grade import SOURCE, Grade, grade_answers
     from searchtrace.replay._judge import (
+        BackfillCounts,
         BatchCounts,
         JudgeStats,
         default_judge_run_id,
         open_judge_run,
+        resolve_prompt,
         run_judge,
         trace_id_of,
     )
@@ -41,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "grade_answers": "searchtrace.replay._grade",
     "JudgeStats": "searchtrace.replay._judge",
     "BatchCounts": "searchtrace.replay._judge",
+    "BackfillCounts": "searchtrace.replay._judge",
+    "resolve_prompt": "searchtrace.replay._judge",
+    "run_backfill": "searchtrace.replay._backfill",
     "DEFAULT_BATCH_SIZE": "searchtrace.replay._batch_judge",
     "DEFAULT_POLL_S": "searchtrace.replay._batch_judge",
     "run_batch_judge": "searchtrace.replay._batch_judge",
@@ -70,6 +76,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BackfillCounts",
+    "resolve_prompt",
+    "run_backfill",
     "DEFAULT_VERSION",
     "Divergence",
     "Grade",

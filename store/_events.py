@@ -400,6 +400,27 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     batch_id: str | msgspec.UnsetType = msgspec.UNSET
 
 
+class JudgeBackfill(_Body, tag="judge.backfill"):
+    """docs/how-to/hosted.md: `judge --backfill-pages`: the page of an item whose text the caller never received,
+    fetched through the fetch backend and judged as surface `backfill` (the evidence behind the URL, which the model
+    may not have read); its own event, so no figure of what the caller saw ever counts it."""
+
+    judge_run_id: str
+    item: JudgeItemRef
+    url: str  # the URL fetched
+    fetch_status: FetchStatus
+    valid: bool
+    labels: Verdict | None  # page labels (no snippet labels: none reached the caller)
+    invalid_reason: str | None = None
+    http_status: int | None = None
+    page_digest: str | None = None  # the fetched page, a blob
+    n_tokens: int = 0
+    fetch_ms: float = 0.0
+    raw_digest: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: float = 0.0
+
+
 class JudgeBatchSubmitted(_Body, tag="judge.batch.submitted"):
     """docs/how-to/batch.md: one model batch of a judge run created; each item's custom_id is its `item_id`."""
 
@@ -522,6 +543,7 @@ Payload = (
     | TrajectoryFinished
     | JudgeStarted
     | JudgeVerdict
+    | JudgeBackfill
     | JudgeDefault
     | JudgeBatchSubmitted
     | JudgeBatchPolled

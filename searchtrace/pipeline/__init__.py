@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         SANDBOX_JUDGE,
         BatchPlan,
         JudgePlan,
+        backfill_fetcher,
         judge,
         judge_chat,
         make_default,
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "BatchPlan": "searchtrace.pipeline._judging",
     "SANDBOX_JUDGE": "searchtrace.pipeline._judging",
     "judge": "searchtrace.pipeline._judging",
+    "backfill_fetcher": "searchtrace.pipeline._judging",
     "judge_chat": "searchtrace.pipeline._judging",
     "make_default": "searchtrace.pipeline._judging",
     "plan_judge": "searchtrace.pipeline._judging",
@@ -143,6 +145,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "backfill_fetcher",
     "AuditImport",
     "AuditSample",
     "Check",
