@@ -49,6 +49,7 @@ from searchtrace.store import (
     TrajectoryReason,
     TrajectoryStarted,
     Usage,
+    cited_doc_ids,
     digest,
     final_text,
     surface_chars,
@@ -333,10 +334,16 @@ class Builder:
         return p
 
     def final(self, text: str, iteration: int | None = None, citations: Sequence[Citation] = ()) -> AnswerFinal:
-        """answer.final; each citation linked to the item of its normalised URL (docs/how-to/hosted.md), if any."""
+        """answer.final; each citation linked to the item of its normalised URL (docs/how-to/hosted.md), if any.
+        Without citations given, the doc_ids the answer cites in brackets (`[d3]`) are its citations, taken out of
+        its text."""
+        answer = final_text(text)
+        if not citations:
+            answer, ids = cited_doc_ids(answer, self.docs)
+            citations = [Citation(url=self.docs[d].url, title=self.docs[d].title) for d in ids]
         linked = [msgspec.structs.replace(c, item=norm_url(c.url) if norm_url(c.url) in self.by_url else None)
                   for c in citations]
-        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=final_text(text),
+        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=answer,
                         citations=linked or _UNSET)
         self._add(p)
         return p

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import typing
 import uuid
+from collections.abc import Container
 from datetime import datetime
 from typing import Any, Literal
 
@@ -76,6 +78,26 @@ def final_text(answer: str) -> str:
     if text[: len(FINAL_PREFIX)].upper() == FINAL_PREFIX:
         return text[len(FINAL_PREFIX):].strip()
     return answer
+
+
+# docs/how-to/hosted.md: an answer cites results by their doc_ids in square brackets, `[d3]` or `[d3, d5]`
+_CITES = re.compile(r"\s*\[([^\[\]\n]{1,200})\]")
+
+
+def cited_doc_ids(answer: str, known: Container[str]) -> tuple[str, list[str]]:
+    """(the answer without its doc_id citations, the doc_ids cited in order): a bracket counts only when every name in
+    it is one of `known` (the trajectory's doc_ids), so any other bracketed text stays part of the answer."""
+    cited: list[str] = []
+
+    def take(m: re.Match[str]) -> str:
+        names = [n.strip() for n in m.group(1).split(",")]
+        if not all(n and n in known for n in names):
+            return m.group(0)
+        cited.extend(names)
+        return ""
+
+    text = _CITES.sub(take, answer)
+    return (text.strip() if cited else answer), cited
 
 
 class ToolCall(msgspec.Struct, kw_only=True):
