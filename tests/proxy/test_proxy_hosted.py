@@ -63,6 +63,9 @@ def test_each_clients_hosted_sources_become_ranked_results_with_their_surface(tm
     got = [e for e in streamed if isinstance(e, SearchResult)]  # the metadata of the last chunk, kept whole
     assert got and [r.rank for r in got] == list(range(1, len(got) + 1))
     assert all(r.surface == ["url", "title"] for r in got)
+    # resolved while recording, as a plain reply's are: the page is the item, the redirect kept beside it
+    assert not any("grounding-api-redirect" in r.url for r in got)
+    assert all("grounding-api-redirect" in r.metadata["redirect"] for r in got)
     for layer, (_, surfaces) in LAYERS.items():
         events = [e for _, _, e in recorded[f"traj:hosted:{layer}:{row['qid']}"]]
         assert sum(isinstance(e, ModelResponded) for e in events) == 1  # one ordinary model call
