@@ -20,7 +20,15 @@ import msgspec
 from searchtrace.adapters import ChatError, ChatModel, Fetcher, FetchResponse
 from searchtrace.analytics import JudgeItem, judge_items
 from searchtrace.engine import worker_pool
-from searchtrace.replay._judge import JSON_MODE, BackfillCounts, JudgeStats, messages_with_page, stream_of
+from searchtrace.replay._judge import (
+    _FATAL,
+    JSON_MODE,
+    BackfillCounts,
+    JudgeStats,
+    _line,
+    messages_with_page,
+    stream_of,
+)
 from searchtrace.replay._judge_prompt import JudgePrompt
 from searchtrace.replay._verdicts import parse_verdict
 from searchtrace.store import (
@@ -37,8 +45,6 @@ from searchtrace.store import (
     stable_event_id,
 )
 
-_FATAL = frozenset({401, 403})
-
 
 def needs_backfill(item: JudgeItem) -> bool:
     """An item whose text the caller never received: no snippet reached it and no page it read."""
@@ -47,10 +53,6 @@ def needs_backfill(item: JudgeItem) -> bool:
 
 def _transient(r: FetchResponse) -> bool:
     return r.status == "timeout" or (r.http_status is not None and (r.http_status >= 500 or r.http_status == 429))
-
-
-def _line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
 
 
 async def run_backfill(log: EventLog, *, judge_run_id: str, prompt: JudgePrompt, chat: ChatModel, fetcher: Fetcher,
