@@ -201,7 +201,7 @@ class ModelResponded(_Body, tag="model.responded"):
     request_sha256: str | None = None
     # docs/concepts/shown.md, what the model was sent: the sha256 of each request message's canonical JSON (sorted keys), each
     # message stored once as a blob under that digest, and the digest of the tool list's canonical JSON (a blob
-    # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a §9 import).
+    # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a trace-file import).
     request_messages: list[str] | msgspec.UnsetType = msgspec.UNSET
     tools_digest: str | msgspec.UnsetType = msgspec.UNSET
     # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final

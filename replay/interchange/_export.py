@@ -1,4 +1,4 @@
-"""`export`: the stored events back into the docs/reference/interchange.md files (lossless per §17), plus the events table as Parquet.
+"""`export`: the stored events back into the docs/reference/interchange.md files (lossless), plus the events table as Parquet.
 
 Each trajectory is read through `fold` and written with every field import needs to rebuild its payloads byte for
 byte through the same Builder: model turns in full with their request messages, tool refusals, failed calls,

@@ -244,7 +244,7 @@ class JudgmentLine(msgspec.Struct, kw_only=True):
 
 
 class TypedJudgmentLine(msgspec.Struct, kw_only=True):
-    """JudgmentLine with labels of the §4 schema (or null): one decode for the usual line; any other falls back."""
+    """JudgmentLine with labels of the judge's schema (docs/concepts/judge.md) (or null): one decode for the usual line; any other falls back."""
 
     judge_run_id: Id
     trajectory_id: Id

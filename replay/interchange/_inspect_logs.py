@@ -258,7 +258,7 @@ def sample_hosted(sample: dict[str, Any]) -> list[HostedTurn | None]:
 
 
 def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: str) -> TraceLine | None:
-    """One sample as a §9 trace line; None when it never calls a searching tool nor searches inside the model API."""
+    """One sample as a trace line; None when it never calls a searching tool nor searches inside the model API."""
     s = _Sample(path, sample)
     events = [e for e in sample.get("events") or [] if isinstance(e, dict)]
     tools = _tools(events)

@@ -125,7 +125,7 @@ def test_every_count_of_the_report_opens_exactly_what_it_counts(page: tuple[Any,
     run = recorded_run(store)
     p.locator(f'[data-testid="report-run"]:text-is("{run}")').click()
     p.get_by_test_id("report-table").wait_for()
-    assert "95% interval" in p.get_by_test_id("report-table").inner_text()  # the §18 intervals
+    assert "95% interval" in p.get_by_test_id("report-table").inner_text()  # the intervals
     assert p.get_by_test_id("paired").locator("tbody tr").count() == 3  # three provider pairs, with p and Holm
     assert "p Holm" in p.get_by_test_id("paired").inner_text()
     links = p.get_by_test_id("count-link")
