@@ -43,12 +43,16 @@ from searchtrace.analytics._model import AlignedRow as AlignedRow
 from searchtrace.analytics._model import AnswerBlock as AnswerBlock
 from searchtrace.analytics._model import ApiError as ApiError
 from searchtrace.analytics._model import Appearance as Appearance
+from searchtrace.analytics._model import AuditLabelTexts as AuditLabelTexts
 from searchtrace.analytics._model import Cell as Cell
 from searchtrace.analytics._model import CellRow as CellRow
 from searchtrace.analytics._model import CellSide as CellSide
 from searchtrace.analytics._model import ChooseRun as ChooseRun
+from searchtrace.analytics._model import ClassTexts as ClassTexts
 from searchtrace.analytics._model import ComparePage as ComparePage
 from searchtrace.analytics._model import CompareRow as CompareRow
+from searchtrace.analytics._model import CountTexts as CountTexts
+from searchtrace.analytics._model import ExtraRowTexts as ExtraRowTexts
 from searchtrace.analytics._model import Facets as Facets
 from searchtrace.analytics._model import FetchedPage as FetchedPage
 from searchtrace.analytics._model import FetchRow as FetchRow
@@ -75,6 +79,7 @@ from searchtrace.analytics._model import Step as Step
 from searchtrace.analytics._model import TrajectoryListPage as TrajectoryListPage
 from searchtrace.analytics._model import TrajectoryPage as TrajectoryPage
 from searchtrace.analytics._model import TrajectoryRow as TrajectoryRow
+from searchtrace.analytics._model import VerdictTexts as VerdictTexts
 from searchtrace.analytics._model import Vocabulary as Vocabulary
 from searchtrace.analytics._projections import catch_up as catch_up
 from searchtrace.analytics._projections import mismatched as mismatched

@@ -38,6 +38,8 @@ import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
+from searchtrace.analytics._backfill import DENOMINATORS as BACKFILL_DENOMINATORS
+from searchtrace.analytics._backfill import NO_BACKFILL, backfill_metrics
 from searchtrace.analytics._batches import judge_batches
 from searchtrace.analytics._citations import SHARES, citation_metrics
 from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
@@ -167,6 +169,7 @@ def build_report(
         latency = provider_latency(con)
         shown, assumed = provider_shown(con)
         cites = citation_metrics(con, run)  # docs/how-to/hosted.md: empty unless some answer cites
+        backfilled = backfill_metrics(con, run)  # docs/how-to/hosted.md: empty unless the judge run backfilled
         unapplied = unapplied_audits_note(con)
         labelled = None if run is None else report_cases(con, run, rows)
         batches = judge_batches(con, run)
@@ -191,6 +194,10 @@ def build_report(
         for name, block in blocks.items():
             block.update(cites.get(name, {}))
             block["denominators"] = {**block["denominators"], "citations_per_answer": "final_answers", **SHARES}
+    if backfilled:
+        for name, block in blocks.items():
+            block.update(backfilled.get(name, NO_BACKFILL))
+            block["denominators"] = {**block["denominators"], **BACKFILL_DENOMINATORS}
     report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how, judge_batches=batches)
     if by == "provider":
         report.providers = blocks
