@@ -1,4 +1,4 @@
-"""A `searchtrace record` against a slowed real sandbox server is read by other processes while it runs."""
+"""A `searchtrace record` against a real sandbox server, held at a gate, is read by other processes while it runs."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 import httpx
 
-from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.adapters.sandbox import create_app, running
 from searchtrace.store import EventLog
 from searchtrace.store._readserver import socket_path
 from searchtrace.web import create_app as create_view
-from tests.builders import run_cli
+from tests.builders import Gate, run_cli
 from tests.engine.test_resume_kill import CONFIG
 
 SEARCHTRACE = str(Path(sys.executable).parent / "searchtrace")
@@ -49,15 +49,17 @@ def listed(app: Any) -> int:
     return anyio.run(get)
 
 
-def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int, list[int]]:
+def read_while_running(proc: subprocess.Popen[str], db: Path, gate: Gate) -> tuple[list[int], int, list[int]]:
     """`sql` and `report --json` (run here, in another process than the recording one: a `searchtrace` process per
-    read left too few reads on a loaded machine) and the explorer's list, while the run records; every one must
-    succeed."""
+    read costs a start-up each) and the explorer's list, while the run records; every one must succeed. The run
+    waits at the sandbox's gate between reads: one more trajectory is let in each time the last one's events show,
+    until the reads have seen the run grow, and then all are."""
     counts: list[int] = []
     totals: list[int] = []
     view = create_view(db)
     reports = 0
-    deadline = time.monotonic() + 120
+    admitted_at = -1
+    deadline = time.monotonic() + 120  # a guard against a hang: the loop ends when the reads have seen the run grow
     while proc.poll() is None and time.monotonic() < deadline:
         if not socket_path(db).exists():
             time.sleep(0.05)
@@ -65,42 +67,47 @@ def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int]
         code, out, err = run_cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
         assert code == 0, err
         counts.append(json.loads(out)[0]["n"])
-        if reports < 2 and len(counts) % 2 == 0:
+        if reports == 0 and len(counts) >= 2:  # every read takes its turn at the run's share of the clock: few of them
             code, out, err = run_cli("report", "--db", str(db), "--json")
             assert code == 0, err
             data = json.loads(out)
             assert data["schema"] == "searchtrace.report/1" and data["providers"]
             reports += 1
-        # the explorer last: when the run has just let go, it keeps the file open in this process, and the
-        # socket's absence then ends the loop before another read here would meet it in the other mode
-        if proc.poll() is None:
-            totals.append(listed(view))
+        totals.append(listed(view))
+        if reports and counts[-1] > counts[0] and totals[-1] > totals[0]:
+            break
+        if counts[-1] > admitted_at:  # the run moved since the last admission: one more trajectory in
+            gate.admit()
+            admitted_at = counts[-1]
+        time.sleep(0.05)
     view.state.source.close()
     return counts, reports, totals
 
 
 def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_alone(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
-    # 10 questions x 3 providers, two at a time, 250 ms a chat turn: a run of ~14 s, long enough for several reads
-    # (reads share at most 15% of the run's wall clock, one statement at a time)
-    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("n = 12", "n = 10"))
+    # 4 questions x 3 providers, two at a time, held at the sandbox's gate while the reads run (a model call may wait
+    # that long)
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("n = 12", "n = 4")
+                   .replace("timeout_s = 10", "timeout_s = 600"))
     db, alone = tmp_path / "live.duckdb", tmp_path / "alone.duckdb"
-    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))  # 250 ms a turn
-    with running(app=app) as root:
+    gate = Gate(create_app(), traces=1)
+    with running(app=gate) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress"]
         with subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             try:
-                counts, reports, totals = read_while_running(proc, db)
+                counts, reports, totals = read_while_running(proc, db, gate)
+                assert proc.poll() is None  # every read met the run under way
+                gate.open()
             finally:
-                if proc.poll() is None:
+                if proc.poll() is None and gate.traces is not None:
                     proc.kill()
                 out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        assert len(counts) >= 2 and reports >= 1, (counts, reports)
+        assert len(counts) >= 2 and reports == 1, (counts, reports)
         assert counts == sorted(counts) and counts[-1] > counts[0]  # every read saw more committed events
         assert totals == sorted(totals) and totals[-1] > totals[0], totals  # the explorer lists new trajectories
         assert not socket_path(db).exists()
-        app.state.sandbox.faults = None
         ref = subprocess.run([*cmd, "--db", str(alone)], capture_output=True, text=True, timeout=120)
         assert ref.returncode == 0, ref.stderr
     assert st("verify", "--db", str(db)).returncode == 0
