@@ -101,6 +101,15 @@ def _sandbox_creates(app: Any) -> int:
     return 0 if sb.batches is None else int(sb.batches.creates)
 
 
+def end_batches(app: Any) -> None:
+    """The sandbox's live batches end now, and later ones at once: the tests create them with an hour's delay, so
+    none ends before the test has done what it does to a batch in progress (an event, not a race with a clock)."""
+    sb = app.state.sandbox
+    sb.batch_delay_s = 0.0
+    for batch in sb.batches.batches.values():
+        batch.ready_at = 0.0
+
+
 def wait_submitted(store: Path, proc: subprocess.Popen[bytes], n: int, log: Path) -> None:
     """Until the running judge has recorded `n` judge.batch.submitted events (read through its read server)."""
     deadline = time.monotonic() + 60
@@ -123,7 +132,7 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
     n_items = len(verdicts(store, ONLINE))
     size = 30
     n_batches = -(-n_items // size)
-    app = create_app(batch_delay_s=6.0)
+    app = create_app(batch_delay_s=3600.0)
     env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
     with running(app) as root:
         cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "k", "--batch",
@@ -136,6 +145,7 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
         assert proc.returncode == -signal.SIGKILL
         created = _sandbox_creates(app)
         assert created == n_batches and verdicts(store, "k") == {}
+        end_batches(app)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         stats = msgspec.json.decode(done.stdout)
@@ -257,7 +267,7 @@ def test_a_batch_cancelled_while_polling_is_resubmitted_once(store: Path, tmp_pa
     from openai import OpenAI
 
     n_items = len(verdicts(store, ONLINE))
-    app = create_app(batch_delay_s=3.0)
+    app = create_app(batch_delay_s=3600.0)
     env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
     with running(app) as root:
         cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "c", "--batch",
@@ -266,6 +276,7 @@ def test_a_batch_cancelled_while_polling_is_resubmitted_once(store: Path, tmp_pa
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log)
         wait_submitted(store, proc, 1, tmp_path / "run.log")
         first = next(iter(app.state.sandbox.batches.batches))
+        app.state.sandbox.batch_delay_s = 0.0  # the resubmission ends at once; the first is in progress until cancelled
         assert OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox").batches.cancel(first).status == "cancelled"
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, (tmp_path / "run.log").read_text()
