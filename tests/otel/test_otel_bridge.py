@@ -23,16 +23,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from searchtrace.adapters.sandbox import free_port, running, wait_listening
 from searchtrace.store import DatasetQuestion, EventLog, ModelResponded, RunStarted
-from tests.builders import run_cli
-from tests.proxy.support import CLI, EXAMPLES, proxy, streams, write_questions
+from tests.proxy.support import CLI, EXAMPLES, cli, proxy, streams, write_questions
 
 LATENCY = ("latency", "_ms")
-
-
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    """A store command in this process (the agents, `collect`, `proxy` and `export --otlp` run as their own processes)."""
-    ran = run_cli(*argv)
-    return subprocess.CompletedProcess(list(argv), ran.code, ran.out, ran.err)
 
 
 def figures(db: Path) -> dict[str, Any]:
