@@ -45,6 +45,7 @@ from searchtrace.analytics._correction import TEST as CORRECTION_TEST
 from searchtrace.analytics._correction import JudgedCase, correction, labelled_cases, report_cases
 from searchtrace.analytics._cost import recorded_prices, report_costs, warning_line
 from searchtrace.analytics._custom import Number
+from searchtrace.analytics._defaults import DEFAULT_SEED
 from searchtrace.analytics._latency import NO_LATENCY, provider_latency
 from searchtrace.analytics._metrics import (
     TrajectoryStats,
@@ -61,8 +62,6 @@ from searchtrace.engine import Prices
 from searchtrace.store import Cursor
 
 SCHEMA = "searchtrace.report/1"
-DEFAULT_BOOTSTRAP = 2000
-DEFAULT_SEED = "searchtrace"
 
 
 class Uncertainty(msgspec.Struct, kw_only=True):

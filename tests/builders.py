@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import anyio
 import duckdb
 import msgspec
 
@@ -152,33 +151,6 @@ class Capture:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
-
-
-class Gate:
-    """Wraps the sandbox app; the chat requests of the first `traces` trajectories (by trace id, in arrival order)
-    pass, every other one waits until `admit` lets its trajectory in or `open` lets all in: a run recording against
-    it lasts exactly as long as a test reads it, with no slowed turns racing the reads on a loaded machine."""
-
-    def __init__(self, app: Any, traces: int | None = 1) -> None:
-        self.app, self.state = app, app.state
-        self.traces = traces  # None: every trajectory passes
-        self.order: list[str] = []  # trace ids in the order their first chat request came
-
-    def admit(self, more: int = 1) -> None:
-        if self.traces is not None:
-            self.traces += more
-
-    def open(self) -> None:
-        self.traces = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") == "http" and scope["path"].endswith("/chat/completions"):
-            trace = dict(scope["headers"]).get(TRACE_HEADER_RAW, b"").decode()
-            if trace and trace not in self.order:
-                self.order.append(trace)  # one event loop serves every request: no lock needed
-            while trace and self.traces is not None and self.order.index(trace) >= self.traces:
-                await anyio.sleep(0.01)
-        await self.app(scope, receive, send)
 
 
 # --- a recorded store, read back ---------------------------------------------------------------------------------
