@@ -341,6 +341,22 @@ def test_projections_edited_by_hand_are_rebuilt(store: Path) -> None:
     assert run_cli("report", "--db", str(store), "--json")[1] == before
 
 
+@pytest.mark.parametrize("edit", [
+    "UPDATE proj.search_results SET rank = 99 WHERE position = (SELECT max(position) FROM proj.search_results)",
+    "UPDATE proj.search_results SET position = position + 1000000 "
+    "WHERE position = (SELECT min(position) FROM proj.search_results)",
+])
+def test_verify_compares_projections_span_by_span(store: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    import searchtrace.analytics._projections as projections
+
+    monkeypatch.setattr(projections, "SPAN", 3)  # the store's events compared a few positions at a time
+    assert "did not match" not in _verify(store)[1]
+    _tamper(store, edit)
+    code, out, err = _verify(store)
+    assert code == 0 and "proj.search_results did not match the log and were rebuilt" in out, err
+    assert "did not match" not in _verify(store)[1]
+
+
 def test_projections_ahead_of_the_log_or_short_of_rows_are_rebuilt(store: Path) -> None:
     before = run_cli("report", "--db", str(store), "--json")[1]
     _tamper(store, "DELETE FROM proj.search_results", "INSERT INTO projection_state SELECT name, version, "
