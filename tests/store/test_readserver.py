@@ -138,12 +138,14 @@ def test_closing_interrupts_a_query_in_flight_so_the_store_closes_cleanly(tmp_pa
 
     reader = threading.Thread(target=long_read)
     reader.start()
-    time.sleep(0.5)  # the query is running on a session cursor of the writer's database
+    hung = time.monotonic() + 60  # a hang guard: the loop ends when the query runs on a session cursor of the writer's
+    while not server._running and time.monotonic() < hung:
+        time.sleep(0.01)
     t0 = time.monotonic()
     server.close()
     log.close()  # raised "connection is busy" (and aborted the process at exit) before sessions were joined
-    reader.join(timeout=10)
-    assert time.monotonic() - t0 < 10 and outcome and outcome[0] != "finished"
+    reader.join(timeout=60)  # a hang guard: the query alone would run for hours
+    assert time.monotonic() - t0 < 60 and outcome and outcome[0] != "finished"
 
 
 def test_a_read_whose_server_ended_is_read_again_once(tmp_path: Path) -> None:
