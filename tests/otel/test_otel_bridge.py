@@ -25,6 +25,8 @@ from searchtrace.adapters.sandbox import free_port, running, wait_listening
 from searchtrace.store import DatasetQuestion, EventLog, ModelResponded, RunStarted
 from tests.proxy.support import CLI, EXAMPLES, cli, proxy, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 LATENCY = ("latency", "_ms")
 
 
@@ -105,18 +107,18 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         # docs/concepts/security.md: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are refused
         # in one JSON line and record nothing
         assert httpx.post(url, content=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json"}
-                          ).status_code == 421
+                          , timeout=HANG_S).status_code == 421
         assert httpx.post(url, content=b"{}", headers={"Origin": "http://evil.example",
-                                                       "Content-Type": "application/json"}).status_code == 403
-        assert httpx.post(url, content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 415
-        big = httpx.post(url, content=b"x" * (17 << 20), headers={"Content-Type": "application/x-protobuf"})
+                                                       "Content-Type": "application/json"}, timeout=HANG_S).status_code == 403
+        assert httpx.post(url, content=b"{}", headers={"Content-Type": "text/plain"}, timeout=HANG_S).status_code == 415
+        big = httpx.post(url, content=b"x" * (17 << 20), headers={"Content-Type": "application/x-protobuf"}, timeout=HANG_S)
         assert big.status_code == 413 and "error" in big.json()
-        deep = httpx.post(url, content=b"[" * 100 + b"]" * 100, headers={"Content-Type": "application/json"})
+        deep = httpx.post(url, content=b"[" * 100 + b"]" * 100, headers={"Content-Type": "application/json"}, timeout=HANG_S)
         assert deep.status_code == 400 and "nested" in deep.json()["error"]
         bomb = httpx.post(url, content=gzip.compress(b"\0" * (17 << 20)),
-                          headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+                          headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, timeout=HANG_S)
         assert bomb.status_code == 413 and "inflates" in bomb.json()["error"]
-        junk = httpx.post(url, content=b"\xff\xfe not protobuf", headers={"Content-Type": "application/x-protobuf"})
+        junk = httpx.post(url, content=b"\xff\xfe not protobuf", headers={"Content-Type": "application/x-protobuf"}, timeout=HANG_S)
         assert junk.status_code == 400 and len(junk.text.strip().splitlines()) == 1
         # a trace naming an unknown qid is rejected as OTLP partial success, and nothing is recorded for it
         stray = {"resourceSpans": [{"scopeSpans": [{"spans": [{
@@ -124,7 +126,7 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
             "attributes": [{"key": "searchtrace.qid", "value": {"stringValue": "no-such-qid"}},
                            {"key": "searchtrace.provider", "value": {"stringValue": "tavily"}},
                            {"key": "openinference.span.kind", "value": {"stringValue": "AGENT"}}]}]}]}]}
-        r = httpx.post(url, json=stray)
+        r = httpx.post(url, json=stray, timeout=HANG_S)
         assert r.status_code == 200 and r.json()["partialSuccess"]["rejectedSpans"] == "1"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
