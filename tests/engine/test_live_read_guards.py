@@ -7,25 +7,21 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
-import searchtrace.adapters.sandbox._state as sandbox_state
-from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.adapters.sandbox import create_app, running
 from searchtrace.store._readserver import socket_path
 from tests.builders import run_cli
-from tests.engine.test_live_reads import SEARCHTRACE, st
+from tests.engine.test_live_reads import SEARCHTRACE, Gate, st
 from tests.engine.test_resume_kill import CONFIG
 
 
-def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
     cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("concurrency = 16", "concurrency = 1", 1))
-    # one trajectory at a time and every model turn 1.5 s in the sandbox (in this process): the second trajectory
-    # outlasts the reads below, which start once the first is finished, even on a loaded machine; once they are done
-    # the rest of the run goes at the usual pace
-    monkeypatch.setattr(sandbox_state, "SLOW_S", 1.5)
+    # one trajectory at a time, every model turn let through a gate (in this process) one by one until the first is
+    # finished: the second waits at the gate while the reads below run, however long a loaded machine takes for them;
+    # once they are done the gate opens and the run goes on at the usual pace
     db = tmp_path / "live.duckdb"
-    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))
+    app = gate = Gate(create_app())
     with running(app=app) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress", "--db", str(db)]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
@@ -33,6 +29,8 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                 deadline = time.monotonic() + 60
                 run_id = None
                 while proc.poll() is None and time.monotonic() < deadline and run_id is None:
+                    if gate.stalled():
+                        gate.let(1)
                     if socket_path(db).exists():  # polled from this process (a `searchtrace` each 0.2 s costs CPU)
                         code, out, err = run_cli("sql", "--db", str(db), "--json",
                                                  "SELECT DISTINCT run_id FROM events WHERE type = 'trajectory.finished'")
@@ -50,12 +48,13 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                     done = st("sql", "--db", str(db), bad)
                     assert done.returncode == 2 and done.stderr.count("\n") == 1, (bad, done.stderr)
                     assert proc.poll() is None
-                monkeypatch.setattr(sandbox_state, "SLOW_S", 0.05)
+                gate.open()
                 rep2 = st("report", "--db", str(db), "--json")
                 assert rep2.returncode == 0 and json.loads(rep2.stdout)["providers"], rep2.stderr
                 _, err = proc.communicate(timeout=120)
             except BaseException:
                 proc.kill()
+                gate.open()  # the turns still held at the gate end with the server
                 raise
         assert proc.returncode == 0, err
 
