@@ -23,7 +23,7 @@ from tests.store.test_segments_merge import _record_judge_grade, _values
 
 def _judge_and_grade(db: Path) -> None:
     chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=10_000.0, concurrency=16,
-                               timeout_s=5.0, max_retries=2)
+                               timeout_s=120.0, max_retries=2)  # 120 s: a hang guard
     anyio.run(lambda: pipeline.judge(db, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=16)))
     pipeline.grade(db)
 
