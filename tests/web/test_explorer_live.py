@@ -61,8 +61,8 @@ def _busy(pid: int) -> None:
 
 
 def _quiet(pid: int) -> bool:
-    """True once the process stops burning CPU (its query ended), waiting at most 20 s."""
-    deadline = time.monotonic() + 20
+    """True once the process stops burning CPU (its query ended), waiting at most 60 s (a hang guard)."""
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         before = _cpu_s(pid)
         time.sleep(0.5)
