@@ -69,7 +69,7 @@ class Served:
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.proc.send_signal(sig)
-        return self.proc.wait(30)
+        return self.proc.wait(60)  # a hang guard: a loaded machine may take seconds to stop a server
 
 
 @contextlib.contextmanager

@@ -29,7 +29,9 @@ import ipaddress
 import os
 import re
 import resource
+import select
 import socket
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -405,9 +407,45 @@ def fetch_segment(ray: Any, handle: Any, dest: Path) -> int:
     return n
 
 
+EXIT_WAIT_S = 60.0  # how long the driver waits for a dead shard actor's process to exit (a hang guard)
+
+
+def dead_pid(error: str, here: set[str]) -> int | None:
+    """The PID Ray names in a dead actor's error when the actor ran on a node at one of the addresses `here` (this
+    machine); None when Ray names none or another machine."""
+    pid = re.search(r"^\s*pid: (\d+)$", error, re.MULTILINE)
+    ip = re.search(r"^\s*ip: (\S+)$", error, re.MULTILINE)
+    return int(pid[1]) if pid is not None and (ip is None or ip[1] in here) else None
+
+
+def wait_exited(pid: int, timeout_s: float) -> bool:
+    """Whether process `pid` has exited (and so released its file locks) within `timeout_s`: Ray reports an actor dead
+    before its process has gone, which until then still holds its segment's lock."""
+    if sys.platform != "linux":  # no pidfd: asked again until it has gone
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                pass
+            time.sleep(0.05)
+        return False
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout_s)[0])  # a pidfd turns readable when its process exits
+    finally:
+        os.close(fd)
+
+
 def gather(ray: Any, started: dict[int, Any], refs: dict[int, Any], dests: dict[int, Path]) -> list[ShardDone]:
     """Each shard's outcome, its segment fetched to its path at the driver when its actor is alive (also after its
-    work failed: what it committed is merged), then its actor ended; BadInput of a shard is raised."""
+    work failed: what it committed is merged), then its actor ended; BadInput of a shard is raised. A dead actor's
+    process on this machine is waited for (up to EXIT_WAIT_S), so the merge does not find its segment still locked."""
     done: list[ShardDone] = []
     for i, ref in refs.items():
         where = str(dests[i])
@@ -416,6 +454,9 @@ def gather(ray: Any, started: dict[int, Any], refs: dict[int, Any], dests: dict[
             d: ShardDone = ray.get(ref)
         except ray.exceptions.RayActorError as exc:
             d, alive = ShardDone(shard=i, segment=where, error=f"its actor died ({type(exc).__name__})"), False
+            here = ray.get_runtime_context().get_node_id()
+            if (pid := dead_pid(str(exc), {n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == here})):
+                wait_exited(pid, EXIT_WAIT_S)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if isinstance(exc.cause, BaseException) else exc
             if isinstance(cause, BadInput):

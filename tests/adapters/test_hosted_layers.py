@@ -20,6 +20,8 @@ from searchtrace.engine import Builder
 from searchtrace.store import FetchCompleted, SearchCalled, SearchCompleted, SearchResult, digest
 from tests.adapters.test_official_clients import ANSWER, QUESTION, env  # noqa: F401  (the `sandbox serve` fixture)
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 
 def recorded(api: str, body: bytes, resolve: Any = None) -> tuple[list[Any], dict[str, bytes], Any]:
     """The events (and blobs) a hosted reply records through the trajectory builder, and the turn read."""
@@ -101,7 +103,7 @@ def test_gemini_grounding_redirects_resolve_to_the_page(env: dict[str, str]) -> 
     body = msgspec.json.encode(resp.model_dump(mode="json", by_alias=True, exclude_none=True))
 
     def follow(uri: str) -> str | None:
-        r = httpx.get(uri, follow_redirects=False)
+        r = httpx.get(uri, follow_redirects=False, timeout=HANG_S)
         return r.headers.get("location") if r.is_redirect else None
 
     payloads, _, turn = recorded("gemini", body, follow)
@@ -118,7 +120,7 @@ def test_perplexity_agent_gives_snippets_and_a_fetched_page(env: dict[str, str])
     r = httpx.post(env["SEARCHTRACE_PERPLEXITY_BASE_URL"].rstrip("/") + "/v1/responses",
                    headers={"Authorization": "Bearer sandbox"},
                    json={"model": "sandbox-agent", "input": QUESTION,
-                         "tools": [{"type": "web_search"}, {"type": "fetch_url"}]})
+                         "tools": [{"type": "web_search"}, {"type": "fetch_url"}]}, timeout=HANG_S)
     assert r.status_code == 200, r.text
     payloads, _, _ = recorded("perplexity", r.content)
     got = results(payloads)

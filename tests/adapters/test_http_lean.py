@@ -89,7 +89,7 @@ async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keep
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
-        ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=5.0, concurrency=2))
+        ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=120.0, concurrency=2))
         assert isinstance(ec.transport, AiohttpTransport)
         first = await ec.call("GET", "p", what="t")
         second = await ec.call("GET", "p", what="t", read_cap=1000)
@@ -104,7 +104,7 @@ async def test_aiohttp_transport_over_loopback_leaves_decoding_to_httpx_and_keep
 @pytest.mark.anyio
 async def test_a_refused_connection_is_a_retried_connect_error_not_a_timeout() -> None:
     port = free_port()  # nothing listens: refused
-    ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=2.0, max_retries=1, max_wait_s=0.01))
+    ec = EndpointClient(Endpoint(base_url=f"http://127.0.0.1:{port}", timeout_s=60.0, max_retries=1, max_wait_s=0.01))
     reply = await ec.call("GET", "x", what="t")
     await ec.aclose()
     assert (reply.outcome, reply.http_status, [r.reason for r in reply.retries]) == ("http_error", None, ["transport"])

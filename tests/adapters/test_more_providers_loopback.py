@@ -32,7 +32,7 @@ def served() -> Iterator[Served]:
 async def _search(served: Served, name: str, query: str = QUESTION, *, key: str = "sandbox-key",
                   params: dict[str, Any] | None = None, monkeypatch: pytest.MonkeyPatch) -> SearchResponse:
     monkeypatch.setenv(DEFAULT_KEY_ENV[name], key)
-    ep = Endpoint(base_url=served.urls[name], key_env=DEFAULT_KEY_ENV[name], rps=0.0, timeout_s=5.0, max_retries=2,
+    ep = Endpoint(base_url=served.urls[name], key_env=DEFAULT_KEY_ENV[name], rps=0.0, timeout_s=120.0, max_retries=2,
                   max_wait_s=0.02)
     async with build_search(name, ep, params=params) as adapter:
         return await adapter.search(query, trace_id=f"t-{name}")

@@ -29,6 +29,8 @@ from tavily import TavilyClient
 from searchtrace.adapters.sandbox import default_world
 from searchtrace.engine import TOOL_SCHEMAS
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 GOLD = "https://almanac-central.example/entries/elmwyn-athletic"
 ANSWER = next(q.answer for q in default_world().questions if q.question == QUESTION)
@@ -56,7 +58,7 @@ def env() -> Iterator[dict[str, str]]:
             yield exports
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)  # a hang guard: a loaded server may take seconds to stop
 
 
 def test_serve_prints_every_base_url_and_an_example(env: dict[str, str]) -> None:
@@ -134,7 +136,7 @@ def test_exa_default_and_highlights(env: dict[str, str]) -> None:
 
 
 def test_reader_post_form_and_jina_search(env: dict[str, str]) -> None:
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=HANG_S) as c:
         page = c.post(env["SEARCHTRACE_JINA_BASE_URL"] + "/", json={"url": GOLD}, headers={"Accept": "application/json"})
         assert page.status_code == 200 and page.json()["data"]["url"] == GOLD and ANSWER in page.json()["data"]["content"]
         form = c.post(env["SEARCHTRACE_JINA_BASE_URL"] + "/", data={"url": GOLD})
@@ -154,7 +156,7 @@ def _tool_result(env: dict[str, str], name: str, arguments: str) -> str:
     if name == "search_web":
         tavily = TavilyClient(api_key="tvly-sandbox", api_base_url=env["SEARCHTRACE_TAVILY_BASE_URL"])
         return json.dumps(tavily.search(args["query"], max_results=5))
-    page = httpx.get(f"{env['SEARCHTRACE_JINA_BASE_URL']}/{args['doc_id']}", headers={"Authorization": "Bearer jina"})
+    page = httpx.get(f"{env['SEARCHTRACE_JINA_BASE_URL']}/{args['doc_id']}", headers={"Authorization": "Bearer jina"}, timeout=HANG_S)
     return page.text
 
 

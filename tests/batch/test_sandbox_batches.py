@@ -39,7 +39,7 @@ def _serve(*args: str) -> Iterator[dict[str, str]]:
             yield exports
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)  # a hang guard: a loaded server may take seconds to stop
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,8 @@ def _chat_body(i: int, marker: str = "") -> dict[str, object]:
 def _wait(poll: object, ended: object) -> list[str]:
     """Every status seen while polling until `ended(status)`."""
     seen: list[str] = []
-    for _ in range(400):
+    hung = time.monotonic() + 120  # a hang guard: the loop ends when the batch has ended
+    while time.monotonic() < hung:
         status = poll()  # type: ignore[operator]
         if not seen or seen[-1] != status:
             seen.append(status)

@@ -57,8 +57,8 @@ def test_reads_during_a_run_are_store_only_and_report_by_run_works(tmp_path: Pat
                 gate.open()
                 _, err = proc.communicate(timeout=120)
             except BaseException:
-                gate.open()
                 proc.kill()
+                gate.open()  # the turns still held at the gate end with the server
                 raise
         assert proc.returncode == 0, err
 

@@ -64,7 +64,7 @@ def sandbox_served() -> Iterator[dict[str, str]]:
             yield exports
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)  # a hang guard: a loaded server may take seconds to stop
 
 
 async def scripted_agent(client: Client, question: str, extra: dict[str, Any] | None = None,

@@ -19,6 +19,8 @@ from tests.builders import run_cli
 from tests.mcp.support import http_server, rows, scripted_agent, stdio_server, tool_steps
 from tests.proxy.support import write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 pytestmark = pytest.mark.slow
 N = 3
 
@@ -74,10 +76,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str
         # refusals before the SDK sees the request: one JSON line, nothing recorded
         seen["refused"] = [
             (r.status_code, r.json()["error"]) for r in (
-                httpx.post(f"{server.url}/mcp", json={}),
-                httpx.post(f"{server.url}/t/tavily/{qs[0]['qid']}/mcp", json={}),
-                httpx.post(f"{server.url}/t/brave/no-such-qid/mcp", json={}),
-                httpx.post(f"{server.url}/t/brave/{qs[0]['qid']}/mcp", json={}, headers={"Host": "evil.example"}),
+                httpx.post(f"{server.url}/mcp", json={}, timeout=HANG_S),
+                httpx.post(f"{server.url}/t/tavily/{qs[0]['qid']}/mcp", json={}, timeout=HANG_S),
+                httpx.post(f"{server.url}/t/brave/no-such-qid/mcp", json={}, timeout=HANG_S),
+                httpx.post(f"{server.url}/t/brave/{qs[0]['qid']}/mcp", json={}, headers={"Host": "evil.example"}, timeout=HANG_S),
             )]
         assert server.stop() == 0
         seen["stderr"] = server.log.read_text()

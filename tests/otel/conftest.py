@@ -59,4 +59,4 @@ def phoenix() -> Iterator[str]:
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-                    proc.wait(10)
+                    proc.wait(60)

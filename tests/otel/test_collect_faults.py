@@ -25,6 +25,8 @@ from tests.builders import trajectories
 from tests.otel.test_otel_hostile import T1, T2, good_trace, request, span, tool
 from tests.proxy.support import CLI
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 QUESTIONS = [Question(qid="q1", question="Who?", answer="Alpha"), Question(qid="q2", question="Where?", answer="B")]
 
 
@@ -48,7 +50,7 @@ def collecting(db: Path, questions: Path, *extra: str) -> Iterator[tuple[str, su
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(30) == 0
+            assert proc.wait(60) == 0  # a hang guard: a loaded machine may take seconds to stop a server
 
 
 def _spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,16 +71,16 @@ def test_a_retry_after_a_sigkill_restart_adds_nothing_and_the_trace_completes_as
     first = request(*rest[:3])  # a model turn and two searches, no root: the trajectory stays open
     db, qfile = tmp_path / "c.duckdb", _questions(tmp_path / "q.jsonl")
     with collecting(db, qfile) as (url, proc):
-        assert httpx.post(url, json=first).status_code == 200  # committed before the reply
+        assert httpx.post(url, json=first, timeout=HANG_S).status_code == 200  # committed before the reply
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     events, turns = _counts(db)
     assert turns == 1
     with collecting(db, qfile) as (url, _):
-        retry = httpx.post(url, json=first)  # the exporter never saw the reply: it sends the batch again
+        retry = httpx.post(url, json=first, timeout=HANG_S)  # the exporter never saw the reply: it sends the batch again
         assert retry.status_code == 200 and retry.json() == {}, retry.text
         assert _counts_live(db) == (events, 1)
-        done = httpx.post(url, json=request(*rest[3:], root))  # the later spans carry no qid: found by trace id
+        done = httpx.post(url, json=request(*rest[3:], root), timeout=HANG_S)  # the later spans carry no qid: found by trace id
         assert done.status_code == 200 and done.json() == {}, done.text
     with EventLog(db, read_only=True) as log:
         collected = trajectories(log)
@@ -102,25 +104,25 @@ def _counts_live(db: Path) -> tuple[int, int]:
 def test_late_spans_and_cut_or_oversized_gzip_bodies_are_refused_with_a_status(tmp_path: Path) -> None:
     db, qfile = tmp_path / "c.duckdb", _questions(tmp_path / "q.jsonl")
     with collecting(db, qfile, "--max-body", "64KiB") as (url, _):
-        assert httpx.post(url, json=good_trace()).status_code == 200  # the whole trace, root included
+        assert httpx.post(url, json=good_trace(), timeout=HANG_S).status_code == 200  # the whole trace, root included
         before = _counts_live(db)
-        again = httpx.post(url, json=good_trace())  # an exporter's retry of a finished trace: a repeat, no refusal
+        again = httpx.post(url, json=good_trace(), timeout=HANG_S)  # an exporter's retry of a finished trace: a repeat, no refusal
         assert again.status_code == 200 and again.json() == {}, again.text
-        late = httpx.post(url, json=request(tool(T1, 40, 40, "fetch_page", {"url": "https://b.example/y"}, "# B")))
+        late = httpx.post(url, json=request(tool(T1, 40, 40, "fetch_page", {"url": "https://b.example/y"}, "# B")), timeout=HANG_S)
         assert late.status_code == 200, late.text
         said = late.json()["partialSuccess"]
         assert said["rejectedSpans"] == "1" and "has ended" in said["errorMessage"], said
         whole = json.dumps(good_trace(T2, "q2")).encode() + b" " * 4096
         packed = gzip.compress(whole)
         for cut in (packed[:-8], packed[:-4], packed[: len(packed) // 2]):  # the trailer or the stream cut short
-            r = httpx.post(url, content=cut, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+            r = httpx.post(url, content=cut, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"}, timeout=HANG_S)
             assert r.status_code == 400 and "cut short" in r.json()["error"], r.text
         bomb = httpx.post(url, content=gzip.compress(b" " * (65 << 10)),
-                          headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+                          headers={"Content-Type": "application/json", "Content-Encoding": "gzip"}, timeout=HANG_S)
         assert bomb.status_code == 413 and "--max-body" in bomb.json()["error"], bomb.text
         assert _counts_live(db) == before  # none of them recorded anything
         two = gzip.compress(whole[:100]) + gzip.compress(whole[100:])  # gzip members in a row: one body
-        ok = httpx.post(url, content=two, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        ok = httpx.post(url, content=two, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"}, timeout=HANG_S)
         assert ok.status_code == 200 and ok.json() == {}, ok.text
         assert _counts_live(db)[0] > before[0]
 

@@ -17,6 +17,8 @@ import pytest
 from searchtrace.store import AnswerFinal, FetchCalled, ModelResponded, SearchCalled, TrajectoryFinished
 from tests.proxy.support import proxy, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 TASK = '''
 import json, os
 import httpx
@@ -75,7 +77,7 @@ def test_an_inspect_eval_of_many_samples_records_each_to_its_own_trajectory(tmp_
     db = tmp_path / "t.duckdb"
     with proxy(db, qfile, "bytext", extra=("--final", "last-reply")) as p:
         unnamed = httpx.post(f"{p.url}/openai/v1/chat/completions",
-                             json={"model": "sandbox-agent", "messages": [{"role": "user", "content": "Hello?"}]})
+                             json={"model": "sandbox-agent", "messages": [{"role": "user", "content": "Hello?"}]}, timeout=HANG_S)
         assert unnamed.status_code == 404 and "word for word" in unnamed.json()["error"]["message"]
         env = {**os.environ, "PROXY_ROOT": p.url, "ROWS": json.dumps(rows), "OPENAI_API_KEY": "not-a-key",
                "OPENAI_BASE_URL": f"{p.url}/openai/v1", "OPENAI_CUSTOM_HEADERS": "X-Searchtrace-Trajectory: tavily"}

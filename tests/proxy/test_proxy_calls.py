@@ -29,6 +29,8 @@ from searchtrace.store import (
 from tests.proxy.support import proxy, streams
 from tests.proxy.world import World, questions_with, streamed_text, wait_until
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 WEIRD = ["a/b", "what?x=1", "n#1", "two words", "ünï/cödé ✓", "50%", "a/../b"]
 
 
@@ -79,7 +81,7 @@ def test_encoded_upstream_bodies_reach_the_agent_decoded(tmp_path: Path, world: 
     qfile = tmp_path / "q.jsonl"
     qid = questions_with(qfile, [])[0]
     db = tmp_path / "gz.duckdb"
-    direct = httpx.post(f"{root}/tavily/search", json={"query": "x"}, headers={"Accept-Encoding": "identity"})
+    direct = httpx.post(f"{root}/tavily/search", json={"query": "x"}, headers={"Accept-Encoding": "identity"}, timeout=HANG_S)
     assert direct.headers["content-encoding"] == "gzip"  # the world encodes whatever it is asked
     w.accept.clear()
     with proxy(db, qfile, "gz", upstream="live", env=w.env(root)) as p, \

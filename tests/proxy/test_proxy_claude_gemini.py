@@ -22,6 +22,8 @@ from google.genai import types as gt
 from searchtrace.store import AnswerFinal, FetchCalled, ModelResponded, SearchCalled, TrajectoryFinished
 from tests.proxy.support import cli, proxy, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 SEARCH = {"name": "search", "description": "Web search.",
           "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
 READ = {"name": "read_page", "description": "Read a page.",
@@ -33,8 +35,8 @@ def tool(base: str, name: str, args: dict[str, Any], headers: dict[str, str] | N
     """One tool call through the proxy's tavily and jina routes below `base` (a trajectory's prefix, or the root
     with the trajectory header)."""
     if name == "search":
-        return httpx.post(f"{base}/tavily/search", json={"query": args["query"]}, headers=headers).text
-    return httpx.get(f"{base}/jina/{args['url']}", headers={**(headers or {}), "Accept": "text/plain"}).text
+        return httpx.post(f"{base}/tavily/search", json={"query": args["query"]}, headers=headers, timeout=HANG_S).text
+    return httpx.get(f"{base}/jina/{args['url']}", headers={**(headers or {}), "Accept": "text/plain"}, timeout=HANG_S).text
 
 
 def openai_arm(root: str, qid: str, question: str) -> int:

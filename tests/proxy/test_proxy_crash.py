@@ -23,6 +23,8 @@ from searchtrace.store import (
 )
 from tests.proxy.support import cli, proxy, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 PROVIDERS = ("tavily", "brave", "firecrawl")
 
 
@@ -94,7 +96,7 @@ def test_sigkill_mid_traffic_then_restart(tmp_path: Path, durable: bool) -> None
     extra = ("--durable",) if durable else ()
     with proxy(db, qfile, "crash", extra=extra) as px:
         def worker(mine: list[tuple[str, str, str]]) -> None:
-            with httpx.Client(timeout=10) as client:
+            with httpx.Client(timeout=HANG_S) as client:
                 for provider, qid, question in mine:
                     try:
                         answer = one_trajectory(client, px.url, provider, qid, question, mid)
@@ -123,14 +125,14 @@ def test_sigkill_mid_traffic_then_restart(tmp_path: Path, durable: bool) -> None
     if durable:  # a reply came for a call of each of these: it was committed before the reply
         assert open_ and all(f"traj:crash:{b.split('/t/')[1].replace('/', ':')}" in before for b in mid)
     # restart: the open trajectories continue (call and doc ids after the recorded ones), finished ones refuse
-    with proxy(db, qfile, "crash", extra=extra) as px, httpx.Client(timeout=10) as client:
+    with proxy(db, qfile, "crash", extra=extra) as px, httpx.Client(timeout=HANG_S) as client:
         done = next(iter(acked)).split(":")
-        r = httpx.post(f"{px.url}/t/{done[2]}/{done[3]}/final", json={"answer": "x"})
+        r = httpx.post(f"{px.url}/t/{done[2]}/{done[3]}/final", json={"answer": "x"}, timeout=HANG_S)
         assert r.status_code == 409
         for stream in open_[:1]:
             _, _, provider, qid = stream.split(":")
             search(client, f"{px.url}/t/{provider}/{qid}", provider, next(j[2] for j in jobs if j[1] == qid))
-            httpx.post(f"{px.url}/t/{provider}/{qid}/final", json={"answer": "late"}).raise_for_status()
+            httpx.post(f"{px.url}/t/{provider}/{qid}/final", json={"answer": "late"}, timeout=HANG_S).raise_for_status()
         fresh = next(j for j in jobs if f"traj:crash:{j[0]}:{j[1]}" not in before)
         search(client, f"{px.url}/t/{fresh[0]}/{fresh[1]}", fresh[0], fresh[2])
         assert px.stop() == 0  # SIGTERM: what is still open ends `abandoned`

@@ -17,6 +17,8 @@ from searchtrace.store import (
 )
 from tests.proxy.support import cli, proxy, read_jsonl, run_example, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 
 def searches(events: list[tuple[int, str, object]]) -> list[list[SearchResult]]:
     """The results of each search call of one trajectory, in call order."""
@@ -37,13 +39,13 @@ def test_examples_record_through_the_proxy_and_report(tmp_path: Path) -> None:
         out1 = run_example("openai_tavily_agent.py", p.url, qfile, tmp_path / "seen_tavily.jsonl")
         out2 = run_example("plain_agent.py", p.url, qfile, tmp_path / "seen_brave.jsonl")
         # refusals of the proxy itself: one JSON line, nothing recorded
-        r = httpx.post(f"{p.url}/t/tavily/no-such-qid/tavily/search", json={"query": "x"})
+        r = httpx.post(f"{p.url}/t/tavily/no-such-qid/tavily/search", json={"query": "x"}, timeout=HANG_S)
         assert r.status_code == 404 and "no-such-qid" in r.json()["error"]["message"]
-        r = httpx.post(f"{p.url}/t/bing/{rows[0]['qid']}/tavily/search", json={"query": "x"})
+        r = httpx.post(f"{p.url}/t/bing/{rows[0]['qid']}/tavily/search", json={"query": "x"}, timeout=HANG_S)
         assert r.status_code == 404 and "bing" in r.json()["error"]["message"]
-        r = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}/final", json={"answer": "again"})
+        r = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}/final", json={"answer": "again"}, timeout=HANG_S)
         assert r.status_code == 409  # finished by the script
-        r = httpx.get(f"{p.url}/t/tavily/{rows[0]['qid']}/nowhere/x")
+        r = httpx.get(f"{p.url}/t/tavily/{rows[0]['qid']}/nowhere/x", timeout=HANG_S)
         assert r.status_code == 404
         # reads while the proxy holds the file (docs/how-to/explorer.md): every committed trajectory is seen
         live = cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")

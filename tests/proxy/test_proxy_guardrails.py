@@ -19,6 +19,8 @@ from tests.proxy.support import cli, proxy, streams
 from tests.proxy.world import World, questions_with
 from tests.replay.test_prompt_file import run
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 PRICES = """as_of = "2026-01-01"
 [search]
 tavily = 100.0
@@ -59,7 +61,7 @@ def test_max_turns_with_the_openai_client(tmp_path: Path, world: tuple[World, st
     with proxy(db, qfile, "turns", upstream="live", env=w.env(root), extra=("--max-turns", "2")) as p:
         chats_before = w.chats
         hooks = {"request": [lambda req: sent.append(str(req.url))]}
-        with httpx.Client(event_hooks=hooks) as http:
+        with httpx.Client(event_hooks=hooks, timeout=HANG_S) as http:
             client = openai.OpenAI(base_url=f"{p.url}/t/tavily/{qid}/openai/v1", api_key="sk-client-000000",
                                    max_retries=2, http_client=http)
             for i in range(2):

@@ -12,6 +12,8 @@ from searchtrace.adapters.sandbox import create_app, running
 from searchtrace.store import EventLog, SearchCompleted
 from tests.proxy.support import proxy, run_example, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 KEYS = {"TAVILY_API_KEY": "tvly-FAKE-upstream-1111", "BRAVE_API_KEY": "BRAVE-FAKE-upstream-2222",
         "OPENAI_API_KEY": "sk-FAKE-upstream-3333", "JINA_API_KEY": "jina-FAKE-upstream-4444"}
 CLIENT_KEYS = ("not-a-key", "tvly-not-a-key")
@@ -66,11 +68,11 @@ def test_live_upstream_gets_the_proxy_keys_and_nothing_stores_them(tmp_path: Pat
         with proxy(db, qfile, "live", upstream="live", env=env) as p:
             run_example("openai_tavily_agent.py", p.url, qfile, tmp_path / "seen_t.jsonl")
             run_example("plain_agent.py", p.url, qfile, tmp_path / "seen_b.jsonl")
-            r = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}~x/tavily/search", json={"query": "x"})
+            r = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}~x/tavily/search", json={"query": "x"}, timeout=HANG_S)
             assert r.status_code == 404
             echo = httpx.post(f"{p.url}/t/tavily/{rows[0]['qid']}/tavily/search",
                               json={"query": "ECHO-THE-KEY", "api_key": "tvly-not-a-key"},
-                              headers={"Authorization": "Bearer not-a-key", "X-Searchtrace-Epoch": "2"})
+                              headers={"Authorization": "Bearer not-a-key", "X-Searchtrace-Epoch": "2"}, timeout=HANG_S)
             assert echo.status_code == 401
             assert p.stop() == 0
             log_text = p.log.read_bytes()

@@ -19,6 +19,8 @@ import pytest
 from searchtrace.store import FetchCalled, ModelResponded, SearchCalled, TrajectoryFinished
 from tests.proxy.support import cli, proxy, run_example, streams, write_questions
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 TASK = Path(__file__).resolve().parents[1] / "data" / "inspect" / "search_task.py"
 TOOLS = [{"type": "function", "name": "search", "description": "Web search.",
           "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
@@ -31,8 +33,8 @@ def tool(root: str, qid: str, name: str, arguments: str) -> str:
     args = json.loads(arguments)
     base, epoch = f"{root}/t/tavily/{qid}", {"X-Searchtrace-Epoch": "2"}
     if name == "search":
-        return httpx.post(f"{base}/tavily/search", json={"query": args["query"]}, headers=epoch).text
-    return httpx.get(f"{base}/jina/{args['url']}", headers={**epoch, "Accept": "text/plain"}).text
+        return httpx.post(f"{base}/tavily/search", json={"query": args["query"]}, headers=epoch, timeout=HANG_S).text
+    return httpx.get(f"{base}/jina/{args['url']}", headers={**epoch, "Accept": "text/plain"}, timeout=HANG_S).text
 
 
 def blob(db: Path, digest: str) -> Any:

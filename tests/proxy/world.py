@@ -97,7 +97,7 @@ class World:
         self.streams_done += 1
 
 
-def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
+def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
     """Poll until `done()` (a loaded machine delays the other side; a fixed sleep would race it)."""
     deadline = time.monotonic() + timeout_s
     while not done():

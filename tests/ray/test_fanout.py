@@ -4,14 +4,18 @@ through Ray; a shard actor killed mid-run is resumed by the rerun, which records
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from searchtrace import pipeline
+from searchtrace.pipeline._ray import dead_pid, wait_exited
 from searchtrace.replay import JudgeOptions
-from searchtrace.store import EventLog
+from searchtrace.store import EventLog, StoreLocked
 from tests.builders import sandbox_config
 from tests.ray.conftest import QUOTA, kill_when_under_way
 from tests.store.test_segments_merge import _record_judge_grade, _values
@@ -19,7 +23,7 @@ from tests.store.test_segments_merge import _record_judge_grade, _values
 
 def _judge_and_grade(db: Path) -> None:
     chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=10_000.0, concurrency=16,
-                               timeout_s=5.0, max_retries=2)
+                               timeout_s=120.0, max_retries=2)  # 120 s: a hang guard
     anyio.run(lambda: pipeline.judge(db, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=16)))
     pipeline.grade(db)
 
@@ -82,3 +86,27 @@ def test_a_shard_killed_mid_run_is_resumed_with_only_its_missing_cells(ray_clust
     assert _count(target, "SELECT count(DISTINCT stream_id) FROM events WHERE type = 'trajectory.finished'") \
         == first.trajectories
 
+
+
+def test_a_killed_writer_s_segment_is_opened_once_its_process_has_exited(tmp_path: Path) -> None:
+    # Ray reports an actor dead while its process may still hold its segment: the driver waits for that PID to exit
+    error = ("The actor died unexpectedly before finishing this task.\n\tclass_name: ShardRecorder\n\tpid: 4242\n"
+             "\tip: 10.0.0.7\nThe actor is dead because it was killed by `ray.kill`.")
+    assert dead_pid(error, {"10.0.0.7"}) == 4242 and dead_pid(error, {"10.0.0.8"}) is None
+    segment = tmp_path / "s.duckdb"
+    with subprocess.Popen(
+        [sys.executable, "-c", "import sys; from searchtrace.store import EventLog; log = EventLog(sys.argv[1]); "
+         "print('held', flush=True); sys.stdin.read()", str(segment)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            with pytest.raises(StoreLocked):
+                EventLog(segment, read_only=True)
+            assert not wait_exited(holder.pid, 0.1)  # alive: the wait ends at its bound
+            holder.kill()
+            assert wait_exited(holder.pid, 60.0)  # exited, not yet reaped by its parent: its lock is released
+            with EventLog(segment, read_only=True) as log:
+                assert log.cursor().execute("SELECT count(*) FROM events").fetchone() == (0,)
+        finally:
+            holder.kill()  # Popen's exit reaps it

@@ -45,7 +45,7 @@ def test_judge_shards_on_two_raylets_give_one_process_verdicts_fetched_from_node
     single, target = tmp_path / "single.duckdb", tmp_path / "target.duckdb"
     shutil.copy(source, single)
     shutil.copy(source, target)
-    chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=0.0, concurrency=8, timeout_s=5.0,
+    chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=0.0, concurrency=8, timeout_s=120.0,
                                max_retries=2)
     alone = anyio.run(lambda: pipeline.judge(single, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=8)))
     plan = pipeline.plan_judge(target, sandbox=True, concurrency=8)

@@ -26,6 +26,8 @@ from tests.otel.test_otel_hostile import T1, chat, request, span, tool
 from tests.proxy.support import proxy, write_questions
 from tests.reliability.test_security import store_texts
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 KEYS = {"apikey": "plantedApikey0a1b2c", "api_key": "plantedApiKey3d4e5f", "token": "plantedToken6a7b8c",
         "access_token": "plantedAccess9d0e1f", "key": "plantedKey2a3b4c5d", "nested": "plantedNested6e7f8a",
         "password": "plantedPassword9b0c", "userinfo": "plantedUserinfo1d2e"}
@@ -93,7 +95,7 @@ def test_collect_and_import_from_otel_store_no_key(tmp_path: Path) -> None:
     doc = planted_trace()
     cdb, qfile = tmp_path / "collected.duckdb", _questions(tmp_path / "q.jsonl")
     with collecting(cdb, qfile) as (url, _):
-        r = httpx.post(url, json=doc)
+        r = httpx.post(url, json=doc, timeout=HANG_S)
         assert r.status_code == 200 and r.json() == {}, r.text
     check_items(cdb)
     found = leaks(*everywhere(cdb, tmp_path, cdb.with_suffix(".log")))

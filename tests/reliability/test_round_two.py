@@ -393,15 +393,15 @@ def test_sql_stops_promptly_on_ctrl_c(store: Path) -> None:
             time.sleep(0.2)
         state = signal_state(proc.pid)
         proc.send_signal(signal.SIGINT)
-        try:  # the query has years of rows left: ending at all is stopping on the signal (30 s: a hang guard)
-            _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=60)  # a hang guard: the query alone never ends
         except subprocess.TimeoutExpired:
             raise AssertionError(f"sql did not stop on SIGINT ({state})") from None
         assert proc.returncode == 130 and len(err.splitlines()) == 1, err
     finally:  # a query that did not stop would spin on a core for the rest of the suite
         if proc.poll() is None:
             proc.kill()
-            proc.wait(10)
+            proc.wait(60)
 
 
 @pytest.mark.parametrize("query", [

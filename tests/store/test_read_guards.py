@@ -142,7 +142,9 @@ def test_the_ninth_session_is_refused_in_one_line_and_idle_ones_are_closed(tmp_p
         with RemoteCursor(path) as ninth, pytest.raises(ReadsBusy, match="8 sessions") as exc:
             ninth.execute("SELECT 1")
         assert "\n" not in str(exc.value)
-        time.sleep(2.0)  # every held session is idle past 1 s: closed, the slots are free again
+        for c in held:  # every held session is idle past 1 s: the server closes it (60 s: a hang guard), its slot is free
+            c._sock.settimeout(60)
+            assert c._sock.recv(1) == b""
         with RemoteCursor(path) as later:
             assert later.execute("SELECT 2").fetchone() == (2,)
         for c in held:
@@ -172,10 +174,12 @@ def test_a_client_killed_mid_query_frees_its_core(tmp_path: Path) -> None:
     with EventLog(path) as log, ReadServer(path, log.cursor) as server:
         cur = RemoteCursor(path)
         threading.Thread(target=lambda: _swallow(cur), daemon=True).start()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when the query runs
+        while not server._running and time.monotonic() < deadline:
+            time.sleep(0.01)
         cpu0 = time.process_time()
         cur._sock.shutdown(socket.SHUT_RDWR)  # the client dies: its end closes
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # a hang guard: the loop ends when the query is stopped
         while server._running and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not server._running

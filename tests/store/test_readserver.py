@@ -138,10 +138,12 @@ def test_closing_interrupts_a_query_in_flight_so_the_store_closes_cleanly(tmp_pa
 
     reader = threading.Thread(target=long_read)
     reader.start()
-    time.sleep(0.5)  # the query is running on a session cursor of the writer's database
+    hung = time.monotonic() + 60  # a hang guard: the loop ends when the query runs on a session cursor of the writer's
+    while not server._running and time.monotonic() < hung:
+        time.sleep(0.01)
     server.close()
     log.close()  # raised "connection is busy" (and aborted the process at exit) before sessions were joined
-    reader.join(timeout=60)  # a guard against a hang: the read has hours of rows left, so ending is being stopped
+    reader.join(timeout=60)  # a hang guard: the query alone would run for hours
     assert outcome and outcome[0] != "finished"
 
 

@@ -39,7 +39,7 @@ def _record_judge_grade(cfg: RunConfig, db: Path, shard: tuple[int, int] | None)
     async def go() -> Any:
         summary = await pipeline.record(cfg, db, pipeline.aim(cfg, sandbox=True), progress=False, shard=shard)
         chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=10_000.0, concurrency=16,
-                                   timeout_s=5.0, max_retries=2)
+                                   timeout_s=120.0, max_retries=2)  # 120 s: a hang guard
         await pipeline.judge(db, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=16))
         return summary
 

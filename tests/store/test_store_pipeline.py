@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 
 import anyio
@@ -74,12 +74,13 @@ def test_a_sync_append_in_between_makes_a_prepared_transaction_stale(tmp_path: P
 async def test_writer_prepares_again_after_a_failed_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = append_mod.insert
     calls = 0
+    second = threading.Event()  # the next flush has been prepared on top of the one committing
 
     def fails_first(con: duckdb.DuckDBPyConnection, table: object, *statement: str) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
-            time.sleep(0.3)  # long enough for the next flush to be prepared on top of this one
+            assert second.wait(60)  # fails only once the next flush is prepared on top of it (60 s: a hang guard)
             raise duckdb.IOException("disk went away")
         real(con, table, *statement)  # type: ignore[arg-type]
 
@@ -91,7 +92,11 @@ async def test_writer_prepares_again_after_a_failed_flush(tmp_path: Path, monkey
         def counted(*args: object, **kwargs: object) -> object:
             nonlocal prepares
             prepares += 1
-            return prepare(*args, **kwargs)  # type: ignore[arg-type]
+            try:
+                return prepare(*args, **kwargs)  # type: ignore[arg-type]
+            finally:
+                if prepares == 2:
+                    second.set()
 
         log.prepare_groups = counted  # type: ignore[method-assign,assignment]
         outcomes: dict[str, object] = {}

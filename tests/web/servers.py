@@ -34,7 +34,7 @@ def start_view(db: Path) -> View:
     printed = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", line)
     assert printed and int(printed[1]) == port, (line, proc.poll() is not None and proc.communicate()[1])
     root, token = f"http://127.0.0.1:{port}", printed[2]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a hang guard: a loaded machine may take long to start the explorer
     while True:
         try:
             if httpx.get(f"{root}/api/runs", params={"token": token}, timeout=2).status_code == 200:

@@ -27,6 +27,8 @@ if os.environ.get("CI") != "true":  # CI installs both (Makefile): there a missi
         pytest.skip("no chromium here: `apt-get install chromium` (the Makefile does it as root)", allow_module_level=True)
 from playwright import sync_api as playwright_sync  # noqa: E402
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 
 @pytest.fixture(scope="module")
 def server(view: View) -> str:
@@ -64,7 +66,7 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: Vie
     assert rows.count() == 6
     assert {rows.nth(i).locator("td").first.inner_text() for i in range(6)} == {"brave"}
 
-    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50&token={view.token}").json()["trajectories"]
+    fetched = httpx.get(f"{server}/api/trajectories?provider=brave&limit=50&token={view.token}", timeout=HANG_S).json()["trajectories"]
     target = next(t for t in fetched if t["partition"]["SMART"] + t["partition"]["BLIND"] > 0)
     page.locator(f'a[href="#/t/{quote(target["trajectory_id"], safe="")}"]').click()
     page.get_by_test_id("timeline").wait_for()

@@ -30,6 +30,8 @@ if not Path(CHROMIUM).exists():
     pytest.skip("no chromium here: `apt-get install chromium` (the Makefile does it as root)", allow_module_level=True)
 from playwright import sync_api as playwright_sync  # noqa: E402
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 # What the page tries: read the API (cors and no-cors, with the user's cookie), POST SQL as text/plain and as a
 # form, preflighted JSON; make the proxy search (text/plain POST, no-cors GET, an <img>, a form).
 ATTACK = """<!doctype html><meta charset="utf-8"><title>hostile</title><body><script>
@@ -135,7 +137,7 @@ def test_a_page_of_another_origin_reads_nothing_and_spends_nothing(
         assert len(answers) >= 4, answers  # the requests did arrive (and were refused), not only blocked by the browser
     assert totals == before  # the proxy forwarded nothing upstream (the module's sandbox starts at zero)
     # the same search sent the proxy's way by a client (not a page) does reach upstream: the count can move
-    assert httpx.post(f"{proxy_url}/t/tavily/{qid}/tavily/search", json={"query": "Elmwyn Athletic"}).status_code == 200
+    assert httpx.post(f"{proxy_url}/t/tavily/{qid}/tavily/search", json={"query": "Elmwyn Athletic"}, timeout=HANG_S).status_code == 200
     assert totals["tavily"] == before["tavily"] + 1
 
 

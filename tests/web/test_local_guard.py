@@ -22,6 +22,8 @@ from searchtrace.web._app import MAX_BODY as VIEW_MAX
 from tests.proxy.support import write_questions
 from tests.web.servers import View
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 PROXY_MAX = 256 * 1024  # the proxy runs with --max-body 256KiB (the option parsed and applied)
 
 
@@ -234,18 +236,18 @@ def test_refused_requests_never_reach_upstream(proxy_url: str, upstream: tuple[s
 def test_view_needs_its_token_and_sets_it_as_a_strict_cookie(view: View) -> None:
     port = int(view.root.rsplit(":", 1)[1])
     for path in ("/", "/static/app.js", "/report.html", "/api/runs", "/api/trajectories", "/api/report", "/api/vocabulary"):
-        refused(httpx.get(f"{view.root}{path}"), 403, "token")
-        refused(httpx.get(f"{view.root}{path}", params={"token": view.token[:-1]}), 403)
-        refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port}=x{view.token}"}), 403)
-        refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port + 1}={view.token}"}), 403)
-    refused(httpx.post(f"{view.root}/api/sql", json={"sql": "SELECT 1"}), 403, "token")
-    first = httpx.get(f"{view.root}/", params={"token": view.token})
+        refused(httpx.get(f"{view.root}{path}", timeout=HANG_S), 403, "token")
+        refused(httpx.get(f"{view.root}{path}", params={"token": view.token[:-1]}, timeout=HANG_S), 403)
+        refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port}=x{view.token}"}, timeout=HANG_S), 403)
+        refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port + 1}={view.token}"}, timeout=HANG_S), 403)
+    refused(httpx.post(f"{view.root}/api/sql", json={"sql": "SELECT 1"}, timeout=HANG_S), 403, "token")
+    first = httpx.get(f"{view.root}/", params={"token": view.token}, timeout=HANG_S)
     assert first.status_code == 303 and first.headers["location"] == "/"  # the token leaves the address bar
     cookie = first.headers["set-cookie"]
     assert cookie.startswith(f"searchtrace-view-{port}={view.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
     by_cookie = httpx.post(f"{view.root}/api/sql", json={"sql": "SELECT 42 AS n"},
-                           headers={"Cookie": f"other=1; searchtrace-view-{port}={view.token}"})
+                           headers={"Cookie": f"other=1; searchtrace-view-{port}={view.token}"}, timeout=HANG_S)
     assert by_cookie.status_code == 200 and by_cookie.json()["rows"] == [[42]], by_cookie.text
     assert "set-cookie" not in by_cookie.headers
 
@@ -269,10 +271,10 @@ def test_sandbox_serve_and_the_view_cli_mount_the_guard(tmp_path: Path) -> None:
                          body=b"url=https%3A%2F%2Falmanac-central.example%2Fentries%2Felmwyn-athletic")
         assert reader.status == 200 and reader.body.startswith(b"Title: ")  # the Reader's form, as the real one takes
         refused(request(srv, "POST", "/jina/", headers={"Content-Type": "text/plain"}, body=b"url=x"), 415)
-        own = httpx.post(f"{own_url}/search", json={"query": "x", "api_key": "sandbox"})  # a provider on its own port
+        own = httpx.post(f"{own_url}/search", json={"query": "x", "api_key": "sandbox"}, timeout=HANG_S)  # a provider on its own port
         assert own.status_code == 200
-        refused(httpx.post(f"{own_url}/search", json={"query": "x"}, headers={"Host": "evil.example"}), 421)
-        refused(httpx.post(f"{own_url}/search", content=b'{"query": "x"}', headers={"Content-Type": "text/plain"}), 415)
+        refused(httpx.post(f"{own_url}/search", json={"query": "x"}, headers={"Host": "evil.example"}, timeout=HANG_S), 421)
+        refused(httpx.post(f"{own_url}/search", content=b'{"query": "x"}', headers={"Content-Type": "text/plain"}, timeout=HANG_S), 415)
     finally:
         proc.terminate()
         proc.communicate(timeout=30)

@@ -16,6 +16,8 @@ from inspect_ai.scorer import includes
 from inspect_ai.solver import generate, system_message, use_tools
 from inspect_ai.tool import tool
 
+HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
+
 SANDBOX = os.environ.get("SEARCHTRACE_SANDBOX_URL", "http://127.0.0.1:8765")
 QUESTIONS = [
     ("sbx-9ab3167de8", "What is the founding year of Elmwyn Athletic?", "1937"),
@@ -31,7 +33,7 @@ def web_search(provider: str = "tavily"):
         Args:
             query: What to search for.
         """
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(timeout=HANG_S) as client:
             if provider == "brave":
                 r = await client.get(f"{SANDBOX}/brave/res/v1/web/search", params={"q": query, "count": 5},
                                      headers={"X-Subscription-Token": "sandbox"})
@@ -51,7 +53,7 @@ def read_page():
         Args:
             url: The page's URL.
         """
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(timeout=HANG_S) as client:
             r = await client.get(f"{SANDBOX}/jina/{url}", headers={"Accept": "text/plain"})
         return r.text
 
