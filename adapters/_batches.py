@@ -22,6 +22,7 @@ from searchtrace.adapters._http import Reply
 from searchtrace.adapters._keys import json_headers
 from searchtrace.adapters._openai_chat import OpenAIChat, api_headers
 from searchtrace.adapters._types import ChatResponse
+from searchtrace.store import one_line
 
 Outcome = Literal["succeeded", "errored", "expired", "canceled"]
 BATCH_APIS = ("chat", "responses", "anthropic")
@@ -51,10 +52,6 @@ class ItemResult(msgspec.Struct, kw_only=True):
     outcome: Outcome
     response: ChatResponse | None = None
     error: str | None = None
-
-
-def _line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
 
 
 class ModelBatches:
@@ -150,7 +147,7 @@ class ModelBatches:
             return ItemResult(custom_id=custom_id, outcome="succeeded",
                               response=self.chat.response(msgspec.json.encode(body)))
         except ChatError as exc:
-            return ItemResult(custom_id=custom_id, outcome="errored", error=_line(exc.message))
+            return ItemResult(custom_id=custom_id, outcome="errored", error=one_line(exc.message))
 
     def _openai(self, row: Any) -> ItemResult | None:
         if not isinstance(row, dict) or not isinstance(row.get("custom_id"), str):
@@ -162,12 +159,12 @@ class ModelBatches:
             code = str(error.get("code") or "")
             outcome: Outcome = ("expired" if code == "batch_expired" else "canceled" if code == "batch_cancelled"
                                 else "errored")
-            return ItemResult(custom_id=cid, outcome=outcome, error=_line(f"{code}: {error.get('message', '')}"))
+            return ItemResult(custom_id=cid, outcome=outcome, error=one_line(f"{code}: {error.get('message', '')}"))
         status = response.get("status_code") if isinstance(response, dict) else None
         body = response.get("body") if isinstance(response, dict) else None
         message = body.get("error", {}).get("message", "") if isinstance(body, dict) and isinstance(
             body.get("error"), dict) else ""
-        return ItemResult(custom_id=cid, outcome="errored", error=_line(f"HTTP {status}: {message}"))
+        return ItemResult(custom_id=cid, outcome="errored", error=one_line(f"HTTP {status}: {message}"))
 
     def _anthropic(self, row: Any) -> ItemResult | None:
         if not isinstance(row, dict) or not isinstance(row.get("custom_id"), str) or not isinstance(
@@ -182,7 +179,7 @@ class ModelBatches:
         err = result.get("error")
         inner = err.get("error") if isinstance(err, dict) else None
         message = inner.get("message", "") if isinstance(inner, dict) else ""
-        return ItemResult(custom_id=cid, outcome="errored", error=_line(f"errored: {message}"))
+        return ItemResult(custom_id=cid, outcome="errored", error=one_line(f"errored: {message}"))
 
 
 def _jsonl(data: bytes) -> list[Any]:

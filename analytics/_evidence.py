@@ -7,9 +7,8 @@ so one trajectory of millions of events reads only its own rows.
 
 from __future__ import annotations
 
-from typing import Any
-
 from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._model import ItemEvidence
 from searchtrace.analytics._rules import first_verdicts, partition_cell, surface_support
 from searchtrace.store import Cursor, trajectory_stream
 
@@ -71,14 +70,14 @@ def rationales(con: Cursor, positions: list[int]) -> dict[int, str | None]:
 
 def item_evidence(
     con: Cursor, schema: str, trajectory_ids: list[str], judge_run_id: str | None
-) -> list[dict[str, Any]]:
+) -> list[ItemEvidence]:
     """Rows of `item_evidence_sql` for some trajectories (in `analytics._sources.reading`, which names `schema`),
     each with its verdict's rationale."""
     streams = [trajectory_stream(t) for t in trajectory_ids]
     cur = con.execute(item_evidence_sql(schema), {"streams": streams, "tids": trajectory_ids, "run": judge_run_id})
     names = [d[0] for d in cur.description or []]
-    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    why = rationales(con, [r["verdict_position"] for r in rows if r["verdict_position"] is not None])
+    rows = [ItemEvidence(**dict(zip(names, r, strict=True))) for r in cur.fetchall()]
+    why = rationales(con, [r.verdict_position for r in rows if r.verdict_position is not None])
     for r in rows:
-        r["rationale"] = why.get(r["verdict_position"]) if r["verdict_position"] is not None else None
+        r.rationale = why.get(r.verdict_position) if r.verdict_position is not None else None
     return rows

@@ -8,8 +8,31 @@ Every relation row depends on its own event only, so appending the rows of new e
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 from dataclasses import dataclass
+
+import msgspec
+
+from searchtrace.store import (
+    AnswerFinal,
+    AuditAnswer,
+    DatasetQuestion,
+    FetchCalled,
+    FetchCompleted,
+    JudgeDefault,
+    JudgeStarted,
+    JudgeVerdict,
+    ModelResponded,
+    RunStarted,
+    SearchCalled,
+    SearchCompleted,
+    SearchResult,
+    ToolRefused,
+    TrajectoryFinished,
+    TrajectoryStarted,
+)
 
 
 def _typed(expr: str, typ: str) -> str:
@@ -19,14 +42,62 @@ def _typed(expr: str, typ: str) -> str:
     return f"TRY_CAST({expr} AS {typ})"
 
 
+_PATH = re.compile(r"\$(?:\.\w+)+")  # a JSON path into the payload, in a column's path or inside its SQL expression
+_HOLDS: dict[str, tuple[type[msgspec.inspect.Type], ...]] = {  # what a column of each SQL type may read
+    "INTEGER": (msgspec.inspect.IntType,),
+    "BIGINT": (msgspec.inspect.IntType,),
+    "DOUBLE": (msgspec.inspect.FloatType, msgspec.inspect.IntType),
+    "BOOLEAN": (msgspec.inspect.BoolType,),
+}
+_FREE = (msgspec.inspect.DictType, msgspec.inspect.AnyType)  # JSON objects of any shape: the path beyond is not checked
+
+
+@functools.cache
+def _info(payload: type[msgspec.Struct]) -> msgspec.inspect.Type:
+    return msgspec.inspect.type_info(payload)
+
+
+def path_error(payload: type[msgspec.Struct], path: str, typ: str) -> str | None:
+    """Why the JSON `path` does not name a field of `payload` (each step a field of the Struct, Struct field or
+    optional Struct it reaches) whose type a `typ` column can hold; None when it does."""
+    t: msgspec.inspect.Type = _info(payload)
+    steps = path.split(".")[1:]
+    for i, step in enumerate(steps):
+        if isinstance(t, _FREE):
+            return None
+        structs = [u for u in (t.types if isinstance(t, msgspec.inspect.UnionType) else (t,))
+                   if isinstance(u, msgspec.inspect.StructType)]
+        field = next((f for s in structs for f in s.fields if f.encode_name == step), None)
+        if field is None:
+            return f"{payload.__name__} has no field {'.'.join(steps[:i + 1])!r} (path {path})"
+        t = field.type
+    leaves = [u for u in (t.types if isinstance(t, msgspec.inspect.UnionType) else (t,))
+              if not isinstance(u, msgspec.inspect.NoneType)]
+    want = _HOLDS.get(typ)
+    if want and not all(isinstance(u, (*want, *_FREE)) for u in leaves):
+        return f"{payload.__name__} field {path} is {t}, which a {typ} column cannot hold"
+    return None
+
+
 @dataclass(frozen=True)
 class Relation:
     """One event type's typed columns: (name, SQL type or PRESENT, JSON path or SQL expression over `payload` /
     `run_id` / `recorded_at`)."""
 
     name: str
-    event_type: str
+    payload: type[msgspec.Struct]  # the event's payload Struct: its tag is the event type, its fields the paths
     columns: tuple[tuple[str, str, str], ...]
+
+    def __post_init__(self) -> None:
+        """Every JSON path names a field of the payload Struct (checked at import: a misspelled path reads NULL)."""
+        for _, typ, expr in self.columns:
+            for path in _PATH.findall(expr):
+                if err := path_error(self.payload, path, typ if expr == path else "VARCHAR"):
+                    raise TypeError(f"relation {self.name}: {err}")
+
+    @property
+    def event_type(self) -> str:
+        return str(self.payload.__struct_config__.tag)
 
     def select_sql(self, where: str = "") -> str:
         """SELECT position, stream_id, typed columns FROM events of this type (plus an optional extra filter)."""
@@ -50,15 +121,11 @@ class Relation:
             f"FROM events WHERE type = '{self.event_type}'{extra})"
         )
 
-    @property
-    def column_names(self) -> list[str]:
-        return ["position", "stream_id", *(c[0] for c in self.columns)]
-
 
 RELATIONS: tuple[Relation, ...] = (
     Relation(
         "trajectories",
-        "trajectory.started",
+        TrajectoryStarted,
         (
             ("trajectory_id", "VARCHAR", "$.trajectory_id"),
             ("qid", "VARCHAR", "$.qid"),
@@ -76,7 +143,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "run_configs",
-        "run.started",
+        RunStarted,
         (
             # docs/how-to/compare.md: what a run compares by, from its recorded config (NULL where the run does not name it:
             # a proxied or imported run has no agent model or prompt of ours)
@@ -88,7 +155,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "questions",
-        "dataset.question",
+        DatasetQuestion,
         (
             ("qid", "VARCHAR", "$.qid"),
             ("question", "VARCHAR", "$.question"),
@@ -99,7 +166,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "model_responses",
-        "model.responded",
+        ModelResponded,
         (
             ("iteration", "INTEGER", "$.iteration"),
             ("input_tokens", "BIGINT", "$.usage.input_tokens"),
@@ -117,7 +184,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "search_calls",
-        "search.called",
+        SearchCalled,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("iteration", "INTEGER", "$.iteration"),
@@ -127,7 +194,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "search_completions",
-        "search.completed",
+        SearchCompleted,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("status", "VARCHAR", "$.status"),
@@ -139,7 +206,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "search_results",
-        "search.result",
+        SearchResult,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("doc_id", "VARCHAR", "$.doc_id"),
@@ -157,7 +224,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "fetch_calls",
-        "fetch.called",
+        FetchCalled,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("iteration", "INTEGER", "$.iteration"),
@@ -167,7 +234,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "fetch_completions",
-        "fetch.completed",
+        FetchCompleted,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("doc_id", "VARCHAR", "$.doc_id"),
@@ -183,7 +250,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "tool_refusals",
-        "tool.refused",
+        ToolRefused,
         (
             ("call_id", "VARCHAR", "$.call_id"),
             ("iteration", "INTEGER", "$.iteration"),
@@ -193,7 +260,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "answers",
-        "answer.final",
+        AnswerFinal,
         (
             ("iteration", "INTEGER", "$.iteration"),
             ("text", "VARCHAR", "$.text"),
@@ -202,7 +269,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "finishes",
-        "trajectory.finished",
+        TrajectoryFinished,
         (
             ("reason", "VARCHAR", "$.reason"),
             ("iterations", "INTEGER", "$.iterations"),
@@ -210,7 +277,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "judge_runs",
-        "judge.started",
+        JudgeStarted,
         (
             ("judge_run_id", "VARCHAR", "$.judge_run_id"),
             ("model", "VARCHAR", "$.model"),
@@ -222,7 +289,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "judge_defaults",
-        "judge.default",
+        JudgeDefault,
         (
             ("judge_run_id", "VARCHAR", "$.judge_run_id"),
             ("recorded_us", "BIGINT", "epoch_us(recorded_at)"),  # docs/how-to/scale.md: the order of facts from several writers
@@ -230,7 +297,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "verdicts",
-        "judge.verdict",
+        JudgeVerdict,
         (
             ("judge_run_id", "VARCHAR", "$.judge_run_id"),
             ("trajectory_id", "VARCHAR", "$.item.trajectory_id"),
@@ -258,7 +325,7 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation(
         "audits",
-        "audit.answer",
+        AuditAnswer,
         (
             ("trajectory_id", "VARCHAR", "$.trajectory_id"),
             ("provider", "VARCHAR", "$.provider"),

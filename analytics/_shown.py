@@ -10,20 +10,19 @@ A request whose messages are unknown (a `model.responded` without `request_messa
 shows every result completed before it; a trajectory none of whose model turns carry `request_messages` (recorded
 before docs/concepts/shown.md, or imported) shows every result. Both are marked `assumed`.
 
-The rule is this Python replay only: request messages live in zlib-compressed blobs SQL cannot read. `catch_up`
-materialises it as the table `shown` (one row per search.result) in `proj` for the database and in the in-memory
-catalog for read-only reads; `v_shown`, the judge items and the report read that table. Streams with events after
-the table's last position are replayed again, the others kept.
+The rule is this Python replay only: request messages live in zlib-compressed blobs SQL cannot read. `advance`
+materialises it as the table `shown` (one row per search.result), a projection of analytics._projections like the
+relations' tables, in `proj` for the database and in the in-memory catalog for read-only reads; `v_shown`, the judge
+items and the report read that table. Streams with events after the table's last position are replayed again, the
+others kept.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import duckdb
 import msgspec
 
 from searchtrace.adapters import norm_url
@@ -42,7 +41,6 @@ from searchtrace.store import (
 TITLE_MIN = 16  # shorter titles ("Home", "Wikipedia") are too common to say the result itself was shown
 VERSION = "shown/1"  # the rule's version: a table built by another one is built again from position 0
 TABLE = "shown"
-STATE = "shown_state"
 COLUMNS = "position BIGINT, stream_id VARCHAR, shown BOOLEAN, shown_position BIGINT, shown_by VARCHAR"
 _TYPES = ("search.result", "search.completed", "model.responded")
 
@@ -50,7 +48,6 @@ _URL = re.compile(r"https?://[^\s\"'<>\\]+", re.IGNORECASE)
 _TRAIL = ".,;:!?)]}'\"*>"  # punctuation a URL written in prose or Markdown is often followed by
 _WORD = re.compile(r"\w+")
 _json = msgspec.json.Decoder()
-_lock = threading.Lock()  # one catch-up per process at a time (two would both replay and insert the same streams)
 
 
 class Evidence(msgspec.Struct):
@@ -167,78 +164,33 @@ def replay(events: Iterable[tuple[int, Payload]], messages: Mapping[str, Any]) -
 # -- the materialised table ------------------------------------------------------------------------------------
 
 
-def _one(con: Cursor, sql: str, params: object = None) -> Any:
-    row = con.execute(sql, params).fetchone()
-    return row[0] if row else None
+def due(to: int) -> str:
+    """The SELECT of the rows the table holds when built to position `to`: one per search.result."""
+    return f"SELECT position FROM main.events WHERE type = 'search.result' AND position <= {to}"
 
 
-def _state(con: Cursor, schema: str) -> int | None:
-    """The last position the table of `schema` is built to, None when it must be built from position 0."""
-    have = _one(con, "SELECT count(*) FROM duckdb_tables() WHERE database_name || '.' || schema_name = ? "
-                     "AND table_name IN (?, ?)", [_qualified(con, schema), TABLE, STATE])
-    if have != 2:
-        return None
-    row = con.execute(f"SELECT version, last_position FROM {schema}.{STATE}").fetchone()
-    return int(row[1]) if row and row[0] == VERSION else None
-
-
-def _qualified(con: Cursor, schema: str) -> str:
-    return schema if "." in schema else f"{_one(con, 'SELECT current_database()')}.{schema}"
-
-
-def head(con: Cursor) -> int:
-    return int(_one(con, "SELECT coalesce(max(position), 0) FROM main.events") or 0)
-
-
-def is_current(con: Cursor, schema: str) -> bool:
-    """The table of `schema` exists, is of this rule's version and has seen the last event."""
-    return _state(con, schema) == head(con)
-
-
-def catch_up(con: Cursor, schema: str) -> None:
-    """Bring `schema.shown` up to the last event: replay the streams with newer events (docs/concepts/shown.md rule above).
-
-    `schema` is `proj` (the database, writable) or the in-memory catalog's schema; one transaction. A read session
-    on another process (not a DuckDB connection) cannot write: it reads the table as that process left it."""
-    if not isinstance(con, duckdb.DuckDBPyConnection):
-        return
-    with _lock:
-        con.execute("BEGIN")
-        try:
-            _catch_up(con, schema)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-
-
-def _catch_up(con: Cursor, schema: str) -> None:
-    last, top = _state(con, schema), head(con)
-    if last == top:
-        return
-    con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    if last is None or last > top:  # absent, another version, or events gone: from position 0
-        con.execute(f"CREATE OR REPLACE TABLE {schema}.{TABLE} ({COLUMNS})")
-        con.execute(f"CREATE OR REPLACE TABLE {schema}.{STATE} (version VARCHAR, last_position BIGINT)")
+def advance(con: Cursor, table: str, last: int | None, top: int) -> None:
+    """Bring `table` from position `last` (None: build it anew) to `top`: replay the streams with newer events (the
+    rule above). Its state and transaction are analytics._projections'."""
+    if last is None:
+        con.execute(f"CREATE OR REPLACE TABLE {table} ({COLUMNS})")
         last = 0
     types = ", ".join(f"'{t}'" for t in _TYPES)
     touched = [str(r[0]) for r in con.execute(
         f"SELECT DISTINCT stream_id FROM main.events WHERE position > ? AND position <= ? AND type IN ({types})",
         [last, top]).fetchall()]
     if touched:
-        con.execute(f"DELETE FROM {schema}.{TABLE} WHERE stream_id IN (SELECT unnest(?::VARCHAR[]))", [touched])
+        con.execute(f"DELETE FROM {table} WHERE stream_id IN (SELECT unnest(?::VARCHAR[]))", [touched])
         asked = [str(r[0]) for r in con.execute(
             "SELECT DISTINCT stream_id FROM main.events WHERE type = 'model.responded' AND position <= ? "
             "AND stream_id IN (SELECT unnest(?::VARCHAR[])) AND json_exists(payload, '$.request_messages')",
             [top, touched]).fetchall()]
         con.execute(
-            f"INSERT INTO {schema}.{TABLE} SELECT position, stream_id, true, NULL, 'assumed' FROM main.events "
+            f"INSERT INTO {table} SELECT position, stream_id, true, NULL, 'assumed' FROM main.events "
             "WHERE type = 'search.result' AND position <= ? AND stream_id IN (SELECT unnest(?::VARCHAR[])) "
             "AND stream_id NOT IN (SELECT unnest(?::VARCHAR[]))", [top, touched, asked])
         if asked:
-            _insert(con, schema, _replayed(con, asked, top))
-    con.execute(f"DELETE FROM {schema}.{STATE}")
-    con.execute(f"INSERT INTO {schema}.{STATE} VALUES (?, ?)", [VERSION, top])
+            _insert(con, table, _replayed(con, asked, top))
 
 
 def _replayed(con: Cursor, streams: Sequence[str], top: int) -> list[tuple[int, str, bool, int | None, str | None]]:
@@ -270,12 +222,12 @@ def _replayed(con: Cursor, streams: Sequence[str], top: int) -> list[tuple[int, 
     return out
 
 
-def _insert(con: Cursor, schema: str, rows: list[tuple[int, str, bool, int | None, str | None]]) -> None:
+def _insert(con: Cursor, table: str, rows: list[tuple[int, str, bool, int | None, str | None]]) -> None:
     if not rows:
         return
     cols = list(zip(*rows, strict=True))
     con.execute(
-        f"INSERT INTO {schema}.{TABLE} SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BOOLEAN[]), "
+        f"INSERT INTO {table} SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BOOLEAN[]), "
         "unnest(?::BIGINT[]), unnest(?::VARCHAR[])", [list(c) for c in cols])
 
 

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 import duckdb
 
 import searchtrace.analytics._projections as projections
-import searchtrace.analytics._shown as shown
 from searchtrace.analytics._relations import RELATIONS
 from searchtrace.store import Cursor
 
@@ -45,12 +44,12 @@ def _memory_ready(con: Cursor) -> bool:
 
 def memory_catalog(con: Cursor) -> str:
     """The in-memory catalog with the raw relation views (attached and filled once per database instance) and the
-    `shown` table (analytics._shown), caught up to the last event on each call."""
+    `shown` table (analytics._shown, a projection), caught up to the last event on each call."""
     with LOCK:
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {MEMORY} (READ_ONLY false)")
         if not _memory_ready(con):
             relation_views(con, RAW, replace=False)
-        shown.catch_up(con, RAW)
+        projections.catch_up_shown(con, RAW)
     return MEMORY
 
 
@@ -62,7 +61,7 @@ def refresh(con: Cursor) -> None:
         return
     try:
         if _memory_ready(con):
-            shown.catch_up(con, RAW)
+            projections.catch_up_shown(con, RAW)
     finally:
         LOCK.release()
 

@@ -13,7 +13,7 @@ import hashlib
 
 import searchtrace.analytics._shown as shown
 from searchtrace.analytics._items import ITEMS_SQL
-from searchtrace.analytics._projections import PROJ, STATE_DDL
+from searchtrace.analytics._projections import PROJ, STATE_DDL, catch_up_shown
 from searchtrace.analytics._relations import RELATIONS
 from searchtrace.analytics._rules import (
     ANSWERS_CTE,
@@ -155,7 +155,7 @@ def ensure_views(con: Cursor, *, temp: bool = False) -> None:
                 _install(con, catalog)
         con.execute(f"SET search_path = '{catalog}.main,main'")
         return
-    shown.catch_up(con, PROJ)  # what `ev.shown` reads
+    catch_up_shown(con, PROJ)  # what `ev.shown` reads
     if _current(con):
         return
     con.execute("BEGIN")

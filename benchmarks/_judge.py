@@ -82,7 +82,7 @@ async def judge_bench(db: Path, *, rps: float, concurrency: int) -> dict[str, An
     from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
     from searchtrace.adapters.sandbox import create_app, in_process
     from searchtrace.benchmarks._fanout import TimedASGI, max_in_window
-    from searchtrace.replay import run_judge
+    from searchtrace.replay import JudgeOptions, run_judge
     from searchtrace.store import EventLog
 
     app = TimedASGI(create_app())
@@ -92,7 +92,7 @@ async def judge_bench(db: Path, *, rps: float, concurrency: int) -> dict[str, An
     log = EventLog(db)
     try:
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id=JUDGE_RUN, concurrency=concurrency)
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id=JUDGE_RUN, concurrency=concurrency), chat=chat)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     finally:
         await chat.aclose()
@@ -134,7 +134,7 @@ async def batch_bench(db: Path, *, rps: float, concurrency: int, batch_size: int
     """The store's items judged online and then through model batches, over one in-process sandbox."""
     from searchtrace.adapters import SANDBOX_KEY, build_chat, sandbox_endpoint
     from searchtrace.adapters.sandbox import create_app, in_process
-    from searchtrace.replay import run_batch_judge, run_judge
+    from searchtrace.replay import JudgeOptions, run_batch_judge, run_judge
     from searchtrace.store import EventLog
 
     box = in_process(create_app(batch_delay_s=batch_delay_s))
@@ -143,10 +143,9 @@ async def batch_bench(db: Path, *, rps: float, concurrency: int, batch_size: int
     log = EventLog(db)
     try:
         wall0 = time.perf_counter()
-        online = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id=JUDGE_RUN, concurrency=concurrency)
+        online = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id=JUDGE_RUN, concurrency=concurrency), chat=chat)
         wall1 = time.perf_counter()
-        batched = await run_batch_judge(log, model="sandbox-judge", chat=chat, judge_run_id=BATCH_RUN,
-                                        concurrency=concurrency, batch_size=batch_size, poll_s=0.05)
+        batched = await run_batch_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id=BATCH_RUN, concurrency=concurrency), chat=chat, batch_size=batch_size, poll_s=0.05)
         wall2 = time.perf_counter()
         cur = log.cursor()
         differ = cur.execute(

@@ -290,19 +290,16 @@ def next_attempt(latest: Attempt | None, max_attempts: int) -> tuple[int, str | 
     return None
 
 
-def _plan(
-    run_id: str, questions: list[Question], names: list[str], state: RunState, max_attempts: int, epochs: int = 1,
-    shard: Shard | None = None,
-) -> list[Trajectory]:
+def _plan(cfg: RunConfig, questions: list[Question], state: RunState, shard: Shard | None = None) -> list[Trajectory]:
     """The trajectories to record now: every cell (of `shard`, when given) that is not final, in
     epoch-then-question-then-provider order."""
-    jobs = []
-    for e in range(1, epochs + 1):
+    run_id, jobs = cfg.effective_run_id(), []
+    for e in range(1, cfg.run.epochs + 1):
         for q in questions:
-            for p in names:
+            for p in sorted(cfg.providers):
                 if shard is not None and shard_of(p, q.qid, e, shard[1]) != shard[0]:
                     continue
-                nxt = next_attempt(state.latest.get((p, q.qid, e)), max_attempts)
+                nxt = next_attempt(state.latest.get((p, q.qid, e)), cfg.limits.max_attempts)
                 if nxt is not None:
                     jobs.append(Trajectory(run_id=run_id, provider=p, qid=q.qid, question=q.question,
                                            gold_answer=q.answer, attempt=nxt[0], supersedes=nxt[1], epoch=e))
@@ -327,19 +324,30 @@ class ShardPlan(msgspec.Struct, frozen=True, kw_only=True):
     to_record: int  # of them not final in this store
 
 
-def plan_cells(cfg: RunConfig, log_: EventLog, questions: list[Question], shard: Shard | None = None) -> ShardPlan:
-    """The plan `record_run` would make on this store, without recording (a coordinator plans its shards with it);
-    BadInput when the store holds the run under another protocol."""
+class _Planned(msgspec.Struct, frozen=True, kw_only=True):
+    state: RunState  # the run as the store holds it now
+    jobs: list[Trajectory]
+    cells: int  # of the shard (of the run without one)
+
+
+def _planned(cfg: RunConfig, log_: EventLog, questions: list[Question], shard: Shard | None) -> _Planned:
+    """The one plan of `record_run` and `plan_cells`; BadInput when the store holds the run under another protocol."""
     run_id = cfg.effective_run_id()
     state = _run_state(log_, run_id)
     if state.started is not None and state.started.config.get("identity_sha256") != cfg.identity_sha256():
         raise BadInput(f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, "
                        "params, dataset or sample); set another run_id to record a new run")
     names, epochs = sorted(cfg.providers), cfg.run.epochs
-    jobs = _plan(run_id, questions, names, state, cfg.limits.max_attempts, epochs, shard)
     cells = len(questions) * len(names) * epochs if shard is None else sum(
         shard_of(p, q.qid, e, shard[1]) == shard[0] for e in range(1, epochs + 1) for q in questions for p in names)
-    return ShardPlan(cells=cells, to_record=len(jobs))
+    return _Planned(state=state, jobs=_plan(cfg, questions, state, shard), cells=cells)
+
+
+def plan_cells(cfg: RunConfig, log_: EventLog, questions: list[Question], shard: Shard | None = None) -> ShardPlan:
+    """The plan `record_run` would make on this store, without recording (a coordinator plans its shards with it);
+    BadInput when the store holds the run under another protocol."""
+    planned = _planned(cfg, log_, questions, shard)
+    return ShardPlan(cells=planned.cells, to_record=len(planned.jobs))
 
 
 AdapterFactory = Callable[[RunConfig, AsyncExitStack], Awaitable[Endpoints]]
@@ -365,21 +373,11 @@ async def record_run(
     prompt = get_prompt(cfg.agent.prompt_version)
     if questions is None:
         questions = await anyio.to_thread.run_sync(load_questions, cfg)
-    state = await anyio.to_thread.run_sync(_run_state, log_, run_id)
+    planned = await anyio.to_thread.run_sync(_planned, cfg, log_, questions, shard)
+    state, jobs, cells, max_attempts = planned.state, planned.jobs, planned.cells, cfg.limits.max_attempts
     prev = state.started
-    if prev is not None and prev.config.get("identity_sha256") != cfg.identity_sha256():
-        raise BadInput(
-            f"run {shown(run_id)} is already in {log_.path} with a different protocol (model, prompt, providers, params, "
-            "dataset or sample); set another run_id to record a new run"
-        )
-    names = sorted(cfg.providers)
-    max_attempts = cfg.limits.max_attempts
-    epochs = cfg.run.epochs
-    jobs = _plan(run_id, questions, names, state, max_attempts, epochs, shard)
     retried = sum((a := state.latest.get((j.provider, j.qid, j.epoch))) is not None and a.reason == "error" for j in jobs)
     stats = stats or Stats()
-    cells = len(questions) * len(names) * epochs if shard is None else sum(
-        shard_of(p, q.qid, e, shard[1]) == shard[0] for e in range(1, epochs + 1) for q in questions for p in names)
     already = cells - len(jobs)
     stats.total = len(jobs)
     log.info("run planned", run_id=run_id, trajectories=cells, already=already, to_record=len(jobs),
@@ -397,7 +395,7 @@ async def record_run(
                 await fan_out(jobs, make_agents(cfg, eps, prompt, stats=stats), writer,
                               max_concurrent=min(cfg.limits.max_trajectories, len(jobs)), on_progress=on_progress)
             after = await anyio.to_thread.run_sync(_run_state, log_, run_id)
-            complete = not _plan(run_id, questions, names, after, max_attempts, epochs, shard)
+            complete = not _plan(cfg, questions, after, shard)
             if complete and not after.has_finished and shard is None:
                 ev = NewEvent(
                     stream_id=run_stream(run_id),

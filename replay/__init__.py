@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.replay._grade import SOURCE, Grade, grade_answers
     from searchtrace.replay._judge import (
         BatchCounts,
+        JudgeOptions,
         JudgeStats,
         default_judge_run_id,
         open_judge_run,
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "Grade": "searchtrace.replay._grade",
     "SOURCE": "searchtrace.replay._grade",
     "grade_answers": "searchtrace.replay._grade",
+    "JudgeOptions": "searchtrace.replay._judge",
     "JudgeStats": "searchtrace.replay._judge",
     "BatchCounts": "searchtrace.replay._judge",
     "DEFAULT_BATCH_SIZE": "searchtrace.replay._batch_judge",
@@ -75,6 +77,7 @@ __all__ = [
     "Grade",
     "ImportResult",
     "JudgePrompt",
+    "JudgeOptions",
     "JudgeStats",
     "BatchCounts",
     "DEFAULT_BATCH_SIZE",

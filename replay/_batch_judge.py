@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import anyio
+import msgspec
 
 from searchtrace.adapters import ChatError, ModelBatches, OpenAIChat
 from searchtrace.analytics import JudgeItem
@@ -23,19 +24,19 @@ from searchtrace.engine import bad_input_alone
 from searchtrace.replay._judge import (
     JSON_MODE,
     BatchCounts,
+    JudgeOptions,
     JudgeStats,
-    _judge_pending,
-    _judged,
-    _line,
-    _load_items,
-    _opening,
-    _started_event,
     commit_delay,
     count_verdict,
     item_messages,
+    judge_pending,
+    load_items,
+    opening,
     read_reply,
+    started_event,
     stream_of,
     verdict_event,
+    verdict_keys,
 )
 from searchtrace.replay._judge_prompt import JudgePrompt
 from searchtrace.store import (
@@ -48,6 +49,7 @@ from searchtrace.store import (
     JudgeItemRef,
     NewEvent,
     item_id,
+    one_line,
 )
 
 Fallback = Literal["online"] | None
@@ -183,14 +185,9 @@ async def _drive(run: _BatchRun, book: _Book, all_items: Sequence[JudgeItem],
 
 async def run_batch_judge(
     log: EventLog,
+    options: JudgeOptions,
     *,
-    model: str,
     chat: OpenAIChat,
-    judge_run_id: str | None = None,
-    prompt_version: str | None = None,
-    prompt: JudgePrompt | None = None,
-    concurrency: int = 8,
-    params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     poll_s: float = DEFAULT_POLL_S,
@@ -206,15 +203,16 @@ async def run_batch_judge(
         raise BadInput(f"--batch: {exc}") from None
 
     def load() -> tuple[str, JudgePrompt, Any, set[tuple[str, str]], Sequence[JudgeItem]]:
-        jrid, chosen, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
-        return jrid, chosen, prev, _judged(log, jrid), _load_items(log)
+        jrid, chosen, prev = opening(log, options)
+        return jrid, chosen, prev, verdict_keys(log, jrid), load_items(log)
 
     jrid, chosen, prev, judged, all_items = await anyio.to_thread.run_sync(load)
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(judged),
                        pending=sum(_key(it) not in judged for it in all_items))
     counts = stats.batch = BatchCounts()
     if prev is None:
-        started = _started_event(jrid, model, chosen, concurrency, {**(params or {}), "batch": True})
+        batched = msgspec.structs.replace(options, params={**(options.params or {}), "batch": True})
+        started = started_event(jrid, batched, chosen)
         log.append([started], blobs=[chosen.blob] if chosen.blob is not None else [])
     run = _BatchRun(log, chat, chosen, stats, counts, progress, batch_size)
     by_key = {_key(it): it for it in all_items}
@@ -225,22 +223,22 @@ async def run_batch_judge(
             await _drive(run, book, all_items, by_key, judged, poll_s)
         except ChatError as exc:  # the batch endpoint failed after its retries: recorded, the same command resumes
             if exc.auth:
-                raise BadInput(f"judge endpoint refused the batch request: {_line(exc.message)}") from None
+                raise BadInput(f"judge endpoint refused the batch request: {one_line(exc.message)}") from None
             failed = CallFailed(what=f"batch:{chat.model}", call_id=None, status=exc.status,
-                                http_status=exc.http_status, error=_line(exc.message), attempts=len(exc.retries) + 1)
+                                http_status=exc.http_status, error=one_line(exc.message), attempts=len(exc.retries) + 1)
             await run._append([_event(jrid, failed)])
             stats.failed += 1
-            stats.errors.append(f"batch: {exc.status}: {_line(exc.message)}")
-            stats.stopped = f"stopped: the batch endpoint failed ({exc.status}: {_line(exc.message, 120)})"
+            stats.errors.append(f"batch: {exc.status}: {one_line(exc.message)}")
+            stats.stopped = f"stopped: the batch endpoint failed ({exc.status}: {one_line(exc.message, 120)})"
             stats.elapsed_s = time.perf_counter() - t0
             counts.left = sum(_key(it) not in judged for it in all_items)
             return stats
         rest = [it for it in all_items if _key(it) not in judged]
         if rest and fallback == "online":
             counts.online = len(rest)
-            delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
-            await _judge_pending(log, chat, chosen, stats, progress, rest, concurrency, delay, None)
-            rest = [it for it in rest if _key(it) not in _judged(log, jrid)]
+            delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), options.concurrency)
+            await judge_pending(log, chat, chosen, stats, progress, rest, options.concurrency, delay, None)
+            rest = [it for it in rest if _key(it) not in verdict_keys(log, jrid)]
             counts.online -= len(rest)
         counts.left = len(rest)
     stats.elapsed_s = time.perf_counter() - t0

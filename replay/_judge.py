@@ -35,6 +35,7 @@ from searchtrace.store import (
     Writer,
     digest,
     judge_stream,
+    one_line,
     open_writer,
     stable_event_id,
 )
@@ -87,6 +88,19 @@ class JudgeStats(msgspec.Struct, kw_only=True):
     batch: BatchCounts | msgspec.UnsetType = msgspec.UNSET  # `judge --batch` only (never encoded otherwise)
 
 
+class JudgeOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What opens a judge run, online or in model batches: the judge model, the run's id (None: model@prompt
+    version), its prompt (a prompt file's; None: by version, or a resumed run's own), the workers, and what its
+    judge.started records beside them."""
+
+    model: str
+    judge_run_id: str | None = None
+    prompt_version: str | None = None
+    prompt: JudgePrompt | None = None
+    concurrency: int = 8
+    params: dict[str, Any] | None = None
+
+
 def stream_of(judge_run_id: str) -> str:
     return judge_stream(judge_run_id)
 
@@ -113,7 +127,8 @@ def _started(log: EventLog, judge_run_id: str) -> JudgeStarted | None:
     return None
 
 
-def _judged(log: EventLog, judge_run_id: str) -> set[tuple[str, str]]:
+def verdict_keys(log: EventLog, judge_run_id: str) -> set[tuple[str, str]]:
+    """(trajectory_id, url_normalized) of every item the judge run has a verdict for."""
     cur = log.cursor()
     try:
         rows = cur.execute(
@@ -126,7 +141,8 @@ def _judged(log: EventLog, judge_run_id: str) -> set[tuple[str, str]]:
     return {(str(t), str(u)) for t, u in rows}
 
 
-def _load_items(log: EventLog) -> list[JudgeItem]:
+def load_items(log: EventLog) -> list[JudgeItem]:
+    """Every judge item of the store (analytics.judge_items on a cursor of its own)."""
     cur = log.cursor()
     try:
         return judge_items(cur)
@@ -170,25 +186,25 @@ class _Run:
         except ChatError as exc:
             http_status = exc.http_status
             if exc.auth or http_status in _FATAL:
-                raise BadInput(f"judge endpoint refused the request: {_line(exc.message)}") from None
+                raise BadInput(f"judge endpoint refused the request: {one_line(exc.message)}") from None
             if http_status in _REFUSED:
                 latency = (time.perf_counter() - started) * 1000
-                reason = f"judge call refused: HTTP {http_status}: {_line(exc.message)}"
+                reason = f"judge call refused: HTTP {http_status}: {one_line(exc.message)}"
                 await self._record(item, trace, None, reason, None, Usage(), latency, exc.retries,
                                    provider_ms=exc.provider_ms, queue_ms=exc.queue_ms)
                 return
             self.stats.failed += 1
             self.stats.retried += len(exc.retries)
             failed = CallFailed(what=f"chat:{getattr(self.chat, 'model', 'judge')}", call_id=trace, status=exc.status, http_status=http_status,
-                                error=_line(exc.message), attempts=len(exc.retries) + 1)
+                                error=one_line(exc.message), attempts=len(exc.retries) + 1)
             await self.writer.append([*(self._retry_event(trace, r) for r in exc.retries),
                                       NewEvent(stream_id=stream_of(self.jrid), run_id=self.jrid, payload=failed)])
             if len(self.stats.errors) < 5:
-                self.stats.errors.append(f"{trace}: {exc.status}: {_line(exc.message)}")
+                self.stats.errors.append(f"{trace}: {exc.status}: {one_line(exc.message)}")
             self.in_a_row += 1
             if self.in_a_row >= self.max_in_a_row and self.stats.stopped is None:
                 self.stats.stopped = (f"stopped after {self.in_a_row} judge calls in a row failed "
-                                      f"(last: {exc.status}: {_line(exc.message, 120)})")
+                                      f"(last: {exc.status}: {one_line(exc.message, 120)})")
                 self.scope.cancel()
             self._tick()
             return
@@ -298,20 +314,11 @@ def count_verdict(stats: JudgeStats, event: NewEvent) -> None:
     stats.usage = stats.usage + v.usage
 
 
-def _line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
 async def run_judge(
     log: EventLog,
+    options: JudgeOptions,
     *,
-    model: str,
     chat: ChatModel,
-    judge_run_id: str | None = None,
-    prompt_version: str | None = None,
-    prompt: JudgePrompt | None = None,
-    concurrency: int = 8,
-    params: dict[str, Any] | None = None,
     progress: Callable[[JudgeStats], None] | None = None,
     inputs: Sequence[JudgeItem] | None = None,
 ) -> JudgeStats:
@@ -322,44 +329,40 @@ async def run_judge(
     t0 = time.perf_counter()
 
     def load() -> tuple[str, JudgePrompt, JudgeStarted | None, set[tuple[str, str]], Sequence[JudgeItem]]:
-        jrid, chosen, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
-        return jrid, chosen, prev, _judged(log, jrid), inputs if inputs is not None else _load_items(log)
+        jrid, chosen, prev = opening(log, options)
+        return jrid, chosen, prev, verdict_keys(log, jrid), inputs if inputs is not None else load_items(log)
 
     jrid, chosen, prev, done, all_items = await anyio.to_thread.run_sync(load)
     pending = [it for it in all_items if (it.trajectory_id, it.url_normalized) not in done]
     stats = JudgeStats(judge_run_id=jrid, items=len(all_items), already=len(done), pending=len(pending))
-    delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), concurrency)
+    delay = commit_delay(getattr(getattr(chat, "endpoint", None), "rps", 0.0), options.concurrency)
     with bad_input_alone():
-        await _judge_pending(log, chat, chosen, stats, progress, pending, concurrency, delay,
-                             None if prev is not None else _started_event(jrid, model, chosen, concurrency, params))
+        await judge_pending(log, chat, chosen, stats, progress, pending, options.concurrency, delay,
+                            None if prev is not None else started_event(jrid, options, chosen))
     stats.elapsed_s = time.perf_counter() - t0
     return stats
 
 
-def open_judge_run(
-    log: EventLog, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
-    prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
-) -> tuple[str, JudgePrompt]:
+def open_judge_run(log: EventLog, options: JudgeOptions) -> tuple[str, JudgePrompt]:
     """A judge run started where it is not judged (docs/how-to/scale.md `judge --ray`): its `judge.started` appended once, as
     `run_judge` would append it, and a resumed run checked; its id and prompt, for the shards that judge it."""
-    jrid, prompt, prev = _opening(log, model, judge_run_id, prompt_version, prompt, concurrency)
+    jrid, prompt, prev = opening(log, options)
     if prev is None:
-        log.append([_started_event(jrid, model, prompt, concurrency, params)],
-                   blobs=[prompt.blob] if prompt.blob is not None else [])
+        log.append([started_event(jrid, options, prompt)], blobs=[prompt.blob] if prompt.blob is not None else [])
     return jrid, prompt
 
 
-def _opening(log: EventLog, model: str, judge_run_id: str | None, prompt_version: str | None,
-             prompt: JudgePrompt | None, concurrency: int) -> tuple[str, JudgePrompt, JudgeStarted | None]:
+def opening(log: EventLog, options: JudgeOptions) -> tuple[str, JudgePrompt, JudgeStarted | None]:
     """How a judge run opens, wherever it is judged: its concurrency checked, its prompt and id chosen, and, when it
     was started before, that start (checked against this model and prompt)."""
-    if concurrency < 1:
-        raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
+    if options.concurrency < 1:
+        raise BadInput(f"--concurrency must be at least 1, got {options.concurrency}")
+    prompt = options.prompt
     if prompt is None:
-        prompt = resolve_prompt(log, prompt_version, judge_run_id)
-    jrid = judge_run_id or default_judge_run_id(model, prompt.version)
+        prompt = resolve_prompt(log, options.prompt_version, options.judge_run_id)
+    jrid = options.judge_run_id or default_judge_run_id(options.model, prompt.version)
     if (prev := _started(log, jrid)) is not None:
-        _check_same_run(prev, model, prompt)
+        _check_same_run(prev, options.model, prompt)
     return jrid, prompt, prev
 
 
@@ -397,20 +400,21 @@ def commit_delay(pace_rps: float, concurrency: int) -> float:
     return min(COMMIT_DELAY_S, 0.5 * concurrency / pace_rps)
 
 
-def _started_event(jrid: str, model: str, prompt: JudgePrompt, concurrency: int, params: dict[str, Any] | None) -> NewEvent:
+def started_event(jrid: str, options: JudgeOptions, prompt: JudgePrompt) -> NewEvent:
+    """The judge run's `judge.started` (one per run: a content-derived id)."""
     started = JudgeStarted(
         judge_run_id=jrid,
-        model=model,
+        model=options.model,
         prompt_version=prompt.version,
         prompt_sha256=prompt.sha256,
         schema_version=SCHEMA_VERSION,
         # "rps": None as before the in-process limiter went (the adapter paces); the CLI's `params` give its rate
-        params={"rps": None, "concurrency": concurrency, "response_format": JSON_MODE, **(params or {})},
+        params={"rps": None, "concurrency": options.concurrency, "response_format": JSON_MODE, **(options.params or {})},
     )
     return NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=started, event_id=stable_event_id("judge.started", jrid))
 
 
-async def _judge_pending(
+async def judge_pending(
     log: EventLog,
     chat: ChatModel,
     prompt: JudgePrompt,
@@ -431,4 +435,4 @@ async def _judge_pending(
             await worker_pool(pending, run.judge_one, min(concurrency, max(len(pending), 1)))
 
 
-__all__ = ["JSON_MODE", "BatchCounts", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]
+__all__ = ["JSON_MODE", "BatchCounts", "MAX_CONSECUTIVE_FAILURES", "ChatModel", "JudgeOptions", "JudgeStats", "default_judge_run_id", "open_judge_run", "run_judge", "stream_of", "trace_id_of"]

@@ -2,7 +2,7 @@
 
 Public surface (imported lazily, so reaching `store._errors` from the command line loads neither DuckDB nor Arrow):
 - `BadInput`, `ConcurrencyError`, `EventConflict`, `NotAStore`, `ReadOnlyViolation`, `StoreError`, `StoreLocked`;
-  `shown`, `bounded_line` (a user value and a whole error line as an error may show them) (store._errors)
+  `shown`, `bounded_line`, `one_line` (a user value, a whole error line and a remote message as an error may show them) (store._errors)
 - `read_bounded`, `copy_bounded`, `check_input`, `INPUT_LIMITS`: file inputs read with a byte bound (store._inputs)
 - `NewEvent`, `Payload`, `StoredEvent`, `decode_payload`, `encode_payload`, `stable_event_id`, `type_of`
   (store._events)
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         StoreError,
         StoreLocked,
         bounded_line,
+        one_line,
         shown,
     )
     from searchtrace.store._events import (
@@ -106,6 +107,7 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
         ReadServer,
         RemoteStore,
         open_remote,
+        read_again,
         read_connection,
         while_held,
     )
@@ -141,6 +143,7 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "searchtrace.store._errors",
     "StoreLocked": "searchtrace.store._errors",
     "shown": "searchtrace.store._errors",
+    "one_line": "searchtrace.store._errors",
     "INPUT_LIMITS": "searchtrace.store._inputs:LIMITS",
     "check_input": "searchtrace.store._inputs",
     "copy_bounded": "searchtrace.store._inputs",
@@ -226,6 +229,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteStore": "searchtrace.store._readserver",
     "TIMEOUT_S": "searchtrace.store._readserver",
     "open_remote": "searchtrace.store._readserver",
+    "read_again": "searchtrace.store._readserver",
     "read_connection": "searchtrace.store._readserver",
     "while_held": "searchtrace.store._readserver",
     "DDL": "searchtrace.store._schema",
@@ -349,8 +353,10 @@ __all__ = [
     "merged_segments",
     "open_read_only",
     "open_remote",
+    "one_line",
     "open_writer",
     "pull",
+    "read_again",
     "read_bounded",
     "read_connection",
     "read_statements",

@@ -43,6 +43,11 @@ def shown(value: object, limit: int = SHOWN_CHARS, *, quoted: bool = True) -> st
     return f"{text[:limit]}… ({size})"
 
 
+def one_line(text: object, limit: int = 200) -> str:
+    """A remote or library message as one line of an error or event: whitespace runs as one space, cut to `limit`."""
+    return " ".join(str(text).split())[:limit]
+
+
 def bounded_line(message: str, limit: int = LINE_CHARS) -> str:
     """An error line cut to `limit` characters (the net under `shown`, for a value quoted whole somewhere)."""
     if len(message) <= limit:

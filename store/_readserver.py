@@ -55,6 +55,17 @@ class ReadsEnded(StoreError):
     """The run serving reads ended during a session (read the file again: it is free, or about to be)."""
 
 
+def read_again(read: Callable[[], T], *, unless: Callable[[], bool] = lambda: False) -> T:
+    """`read()`, and once more when the run that served it ended mid-read (the file is then free, or about to be),
+    unless `unless()` says the reader itself has gone."""
+    try:
+        return read()
+    except ReadsEnded:
+        if unless():
+            raise
+        return read()
+
+
 class ReadsBusy(StoreError):
     """The run serving reads has every session slot taken."""
 

@@ -31,6 +31,8 @@ from tests.builders import model, run_cli, search, traj, trajectories, write_jso
 from tests.engine.fakes import FakeFetch, FakeSearch
 from tests.otel.test_otel_hostile import request, span
 
+SLOW = 120.0  # seconds a proxied call may take on a loaded machine (a hang guard, not a tolerance)
+
 TEXT = "FINAL ANSWER: 1937"
 WANT = (1418, 832, 120, 64, "1937")  # input (all prompt tokens), cached, output (reasoning included), reasoning, answer
 
@@ -122,15 +124,15 @@ def proxied(api: str, tmp: Path) -> list[Payload]:
             base = f"http://127.0.0.1:{port}/t/tavily/q1/{BASES[api]}"
             user = [{"role": "user", "content": TRAJ.question}]
             if api == "chat":
-                r = httpx.post(f"{base}/chat/completions", json={"model": "gpt-x", "messages": user})
+                r = httpx.post(f"{base}/chat/completions", json={"model": "gpt-x", "messages": user}, timeout=SLOW)
             elif api == "responses":
-                r = httpx.post(f"{base}/responses", json={"model": "gpt-x", "input": TRAJ.question})
+                r = httpx.post(f"{base}/responses", json={"model": "gpt-x", "input": TRAJ.question}, timeout=SLOW)
             elif api == "anthropic":  # streamed: recorded whole
                 r = httpx.post(f"{base}/v1/messages", json={"model": "claude-x", "max_tokens": 64, "messages": user,
-                                                            "stream": True})
+                                                            "stream": True}, timeout=SLOW)
             else:
                 r = httpx.post(f"{base}/v1beta/models/gemini-x:streamGenerateContent", params={"alt": "sse"},
-                               json={"contents": [{"role": "user", "parts": [{"text": TRAJ.question}]}]})
+                               json={"contents": [{"role": "user", "parts": [{"text": TRAJ.question}]}]}, timeout=SLOW)
             assert r.status_code == 200, r.text
             proc.terminate()
             assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""

@@ -134,7 +134,7 @@ def running(app: Any = None, port: int | None = None) -> Iterator[str]:
     server = uvicorn.Server(_config(app or create_app(), int(listener.getsockname()[1])))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name="sandbox-server", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: a loaded machine may take seconds to start a thread's loop
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError(f"sandbox server did not start on port {server.config.port}")

@@ -10,7 +10,6 @@ import msgspec
 from starlette.requests import Request
 
 import searchtrace.engine.proxy as routes
-from searchtrace.engine._config import MAX_EPOCHS
 from searchtrace.engine.proxy import ProxyRecorder, Traj
 
 QUESTION_ARG = "question"
@@ -46,14 +45,10 @@ def selection(request: Request | Mapping[str, Any]) -> Selection | tuple[int, st
     scope = request.scope if isinstance(request, Request) else request
     raw = scope.get("raw_path") or scope.get("path", "").encode()
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    try:
-        sel = routes.select(raw.decode("latin-1"), headers.get(routes.TRAJECTORY_HEADER))
-    except ValueError as exc:
-        return 400, str(exc)
-    if sel is None or sel.rest != "mcp":
+    chosen = routes.choose_trajectory(raw.decode("latin-1"), headers)
+    if isinstance(chosen, str):
+        return 400, chosen
+    if chosen is None or chosen.rest != "mcp":
         return 404, ("no trajectory named: use http://127.0.0.1:PORT/t/<provider>/<qid>/mcp, or /mcp with header "
                 "X-Searchtrace-Trajectory: <provider>/<qid>")
-    epoch = routes.epoch_of(headers.get("x-searchtrace-epoch", "1"), MAX_EPOCHS)
-    if isinstance(epoch, str):
-        return 400, epoch
-    return Selection(sel.provider, sel.qid, epoch)
+    return Selection(chosen.provider, chosen.qid, chosen.epoch)

@@ -147,8 +147,7 @@ class McpTools:
             return _result(f"Error: trajectory {t.trajectory_id!r} is finished (its final answer was given); "
                            "nothing more is recorded", error=True)
         arguments.pop(QUESTION_ARG, None)
-        secrets = routes.request_secrets({}, (), arguments, own=None)  # a key sent as an argument is never stored
-        arguments = routes.without_keys(arguments)
+        arguments, secrets = routes.tool_arguments(arguments)  # a key sent as an argument is never stored
         if name == FINAL_ANSWER:
             return await self._final(t, arguments)
         iteration = t.b.iteration

@@ -148,9 +148,8 @@ class WrapSession:
             return
         # every configured key, and any the client sent in a key-named argument: scrubbed from the raw reply, and
         # key-named arguments left out of what is stored (the recorder scrubs every stored string too)
-        secrets = routes.request_secrets({}, (), call.arguments, own=None)
+        arguments, secrets = routes.tool_arguments(call.arguments)
         raw = scrub_bytes(raw, *secrets) if raw is not None else None
-        arguments: dict[str, Any] = routes.without_keys(call.arguments)
         latency_ms = (time.monotonic() - call.started) * 1000.0
         reader = READERS.get(call.name)
         if reader is None:

@@ -12,10 +12,8 @@ if TYPE_CHECKING:  # the lazy exports below, typed for mypy
     from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj, record_while
     from searchtrace.engine.proxy._routes import (
         TRAJECTORY_HEADER,
-        epoch_of,
-        request_secrets,
-        select,
-        without_keys,
+        choose_trajectory,
+        tool_arguments,
     )
     from searchtrace.engine.proxy._serve import Upstream, serve
 
@@ -27,12 +25,10 @@ _EXPORTS: dict[str, str] = {
     "MAX_BODY": "searchtrace.engine.proxy._app",
     "ProxyRecorder": "searchtrace.engine.proxy._recorder",
     "TRAJECTORY_HEADER": "searchtrace.engine.proxy._routes",
+    "choose_trajectory": "searchtrace.engine.proxy._routes",
+    "tool_arguments": "searchtrace.engine.proxy._routes",
     "Traj": "searchtrace.engine.proxy._recorder",
     "record_while": "searchtrace.engine.proxy._recorder",
-    "epoch_of": "searchtrace.engine.proxy._routes",
-    "request_secrets": "searchtrace.engine.proxy._routes",
-    "select": "searchtrace.engine.proxy._routes",
-    "without_keys": "searchtrace.engine.proxy._routes",
     "Upstream": "searchtrace.engine.proxy._serve",
     "serve": "searchtrace.engine.proxy._serve",
 }
@@ -44,12 +40,10 @@ __all__ = [
     "TRAJECTORY_HEADER",
     "Traj",
     "Upstream",
-    "epoch_of",
+    "choose_trajectory",
     "record_while",
-    "request_secrets",
-    "select",
     "serve",
-    "without_keys",
+    "tool_arguments",
 ]
 
 

@@ -47,7 +47,6 @@ from searchtrace.engine.proxy._limits import Limits, Unpriced, chat_usd, exceede
 from searchtrace.engine.proxy._recorder import ProxyRecorder, Traj
 from searchtrace.store import FetchStatus, SearchStatus
 
-EPOCH_HEADER = "x-searchtrace-epoch"
 _QUERY_FIELDS = ("query", "q")
 MAX_BODY = 16 * MiB  # default of `--max-body`: the largest request an agent may send
 # The part of an upstream reply the proxy holds to parse and record it. A longer reply is relayed to the agent as
@@ -235,7 +234,7 @@ class Proxy:
         return routes.Selected(found[0].provider, found[0].qid, rest)
 
     def _trajectory(self, request: Request, sel: routes.Selected) -> tuple[Traj | None, Response | None]:
-        epoch = routes.epoch_of(request.headers.get(EPOCH_HEADER, "1"), MAX_EPOCHS)
+        epoch = routes.epoch_of(request.headers.get(routes.EPOCH_HEADER, "1"), MAX_EPOCHS)
         if isinstance(epoch, str):
             return None, error(400, epoch)
         t, why = self.recorder.lookup(sel.provider, sel.qid, epoch)

@@ -28,6 +28,7 @@ from searchtrace.adapters import (
 )
 from searchtrace.adapters import ENDPOINT as CHAT
 from searchtrace.adapters import GEMINI_ENDPOINT as GEMINI
+from searchtrace.engine._config import MAX_EPOCHS
 
 Kind = Literal["search", "fetch", "chat", "other"]
 
@@ -40,6 +41,7 @@ DROP_REQUEST = CREDENTIAL_HEADERS | frozenset({
     "x-searchtrace-epoch", "x-searchtrace-trajectory",
 })
 TRAJECTORY_HEADER = "x-searchtrace-trajectory"  # `<provider>/<qid>`, the qid percent-encoded: one base URL for all
+EPOCH_HEADER = "x-searchtrace-epoch"  # the epoch of the trajectory a request names (1 when absent)
 DROP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
                            "set-cookie", "date", "server"})
 # A parameter or JSON field whose name (lower case, without '-' and '_') is one of these, or ends with one of the
@@ -108,6 +110,34 @@ def select(raw_path: str, header: str | None) -> Selected | None:
     if named is None:
         return None
     return Selected(named[0], named[1], _decoded(raw_path.lstrip("/"), "the route"))
+
+
+class Chosen(NamedTuple):
+    """The trajectory a request names, the route below it and the epoch it names."""
+
+    provider: str
+    qid: str
+    rest: str
+    epoch: int
+
+
+def choose_trajectory(raw_path: str, headers: Mapping[str, str]) -> Chosen | str | None:
+    """The trajectory a request names by its path or trajectory header (`select`) and its epoch header (`headers`
+    keyed in lower case); None when it names none; the one line that refuses an undecodable part or epoch."""
+    try:
+        sel = select(raw_path, headers.get(TRAJECTORY_HEADER))
+    except ValueError as exc:
+        return str(exc)
+    if sel is None:
+        return None
+    epoch = epoch_of(headers.get(EPOCH_HEADER, "1"), MAX_EPOCHS)
+    return epoch if isinstance(epoch, str) else Chosen(sel.provider, sel.qid, sel.rest, epoch)
+
+
+def tool_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[Secret]]:
+    """A tool call's arguments as stored (key-named fields left out, at any depth) and every key to scrub from what
+    the call returns (the configured ones and any the arguments carry)."""
+    return without_keys(dict(arguments)), request_secrets({}, (), arguments, own=None)
 
 
 def route_of(raw_path: str) -> str:

@@ -43,7 +43,7 @@ from searchtrace.replay.interchange._formats import (
     TurnCall,
     TurnUsage,
 )
-from searchtrace.store import BadInput, TrajectoryReason, shown, usage_rule
+from searchtrace.store import BadInput, TrajectoryReason, one_line, shown, usage_rule
 
 LOG_SUFFIXES = (".eval", ".json")
 # docs/concepts/security.md: what one member of a zipped log, and all of them, may inflate to (a sample's JSON; the whole log)
@@ -77,7 +77,7 @@ def read_log(path: Path) -> dict[str, Any]:
     try:
         log = read_eval_log(str(path))
     except Exception as exc:  # inspect raises many kinds for a file that is not one of its logs
-        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {_line(str(exc))})") from None
+        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {one_line(str(exc), 160)})") from None
     data: dict[str, Any] = log.model_dump(mode="json")
     return data
 
@@ -107,11 +107,7 @@ def check_zip_members(path: Path, *, member_cap: int = MAX_MEMBER_BYTES, total_c
                             raise BadInput(f"{path}: the members inflate beyond {total_cap >> 20} MiB in all; "
                                            "not an Inspect log this reader takes")
     except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError) as exc:
-        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {_line(str(exc))})") from None
-
-
-def _line(text: str, limit: int = 160) -> str:
-    return " ".join(text.split())[:limit]
+        raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {one_line(str(exc), 160)})") from None
 
 
 class _Sample:
@@ -236,10 +232,10 @@ def _stop(sample: dict[str, Any], final: str | None) -> tuple[TrajectoryReason, 
     if isinstance(limit, dict) and limit.get("type"):
         value = limit.get("limit")
         shown = int(value) if isinstance(value, float) and value.is_integer() else value
-        return "limit", _line(f"{limit.get('type')} limit {shown}")
+        return "limit", one_line(f"{limit.get('type')} limit {shown}", 160)
     error = sample.get("error")
     if error:
-        return "error", _line(str(error.get("message") if isinstance(error, dict) else error), 500)
+        return "error", one_line(str(error.get("message") if isinstance(error, dict) else error), 500)
     return ("answered" if final is not None else "max_iterations"), None
 
 

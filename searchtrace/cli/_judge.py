@@ -161,10 +161,7 @@ def judge(
     shipped: list[str] = []
     with judge_progress(False if no_progress or as_json else None) as tick:
         # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
-        stats = anyio.run(lambda: pipeline.judge(db, chat, model=plan.model, judge_run_id=plan.judge_run_id,
-                                                 prompt_version=plan.prompt_version, prompt=plan.prompt,
-                                                 concurrency=plan.concurrency, params=plan.params, progress=tick,
-                                                 ship_to=ship_to, batch=plan.batch,
+        stats = anyio.run(lambda: pipeline.judge(db, chat, plan.options(), progress=tick, ship_to=ship_to, batch=plan.batch,
                                                  on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
                           backend="asyncio")
     if as_json:

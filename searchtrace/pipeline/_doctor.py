@@ -13,7 +13,7 @@ import msgspec
 from searchtrace.adapters import AdapterError, FetchResponse, SearchProvider
 from searchtrace.engine import RunConfig, endpoint_factory, preflight
 from searchtrace.pipeline._recording import questions_of
-from searchtrace.store import BadInput
+from searchtrace.store import BadInput, one_line
 
 PING_QUERY = "searchtrace doctor"
 PING_URL = "https://example.com/"
@@ -28,10 +28,6 @@ class Check(msgspec.Struct, kw_only=True):
     detail: str
 
 
-def _line(text: str, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
 async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = None, *,
                  budget_s: float = BUDGET_S) -> list[Check]:
     """Dataset readable, keys present, each endpoint reachable and accepting its key; nothing is recorded; the
@@ -41,12 +37,12 @@ async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = No
         questions = await anyio.to_thread.run_sync(questions_of, cfg)
         checks.append(Check(what="dataset", ok=True, detail=f"{len(questions)} questions"))
     except BadInput as exc:
-        checks.append(Check(what="dataset", ok=False, detail=_line(str(exc))))
+        checks.append(Check(what="dataset", ok=False, detail=one_line(str(exc))))
     try:
         preflight(cfg)
         checks.append(Check(what="keys", ok=True, detail="every key variable is set"))
     except BadInput as exc:
-        checks.append(Check(what="keys", ok=False, detail=_line(str(exc))))
+        checks.append(Check(what="keys", ok=False, detail=one_line(str(exc))))
         return checks  # without keys every call below would only repeat this
     deadline = anyio.current_time() + budget_s
     # the fetch backend itself is asked, never the fetch cache (a page cached earlier says nothing of it now)
@@ -59,7 +55,7 @@ async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = No
         async def search_check(name: str, search: SearchProvider) -> Check:
             resp = await search.search(PING_QUERY, trace_id="doctor")
             ok = resp.status == "ok"
-            detail = f"{len(resp.hits)} results" if ok else f"{resp.status}: {_line(resp.error or '')}"
+            detail = f"{len(resp.hits)} results" if ok else f"{resp.status}: {one_line(resp.error or '')}"
             return Check(what=f"search {name}", ok=ok, detail=detail)
 
         async def fetch_check() -> Check:
@@ -71,7 +67,7 @@ async def doctor(cfg: RunConfig, transport: httpx.AsyncBaseTransport | None = No
             try:
                 reply = await ends.chat.complete([{"role": "user", "content": "Reply with OK."}], trace_id="doctor")
             except AdapterError as exc:
-                return Check(what=what, ok=False, detail=_line(str(exc)))
+                return Check(what=what, ok=False, detail=one_line(str(exc)))
             return Check(what=what, ok=True, detail=f"answered ({reply.usage.input_tokens} input tokens)")
 
         async def bounded(what: str, check: Callable[[], Awaitable[Check]]) -> None:
@@ -110,4 +106,4 @@ def _fetch_detail(page: FetchResponse) -> str:
         return "reachable"
     if page.status == "ok":
         return "answered with an HTML page, not a Reader's text: check fetch.base_url"
-    return f"{page.status}{f' (HTTP {page.http_status})' if page.http_status else ''}: {_line(page.error or '')}"
+    return f"{page.status}{f' (HTTP {page.http_status})' if page.http_status else ''}: {one_line(page.error or '')}"

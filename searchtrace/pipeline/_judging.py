@@ -27,6 +27,7 @@ from searchtrace.replay import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_POLL_S,
     DEFAULT_VERSION,
+    JudgeOptions,
     JudgePrompt,
     JudgeStats,
     default_judge_run_id,
@@ -77,6 +78,11 @@ class JudgePlan(msgspec.Struct, frozen=True, kw_only=True):
     params: dict[str, Any] = {}  # recorded in judge.started: rate, retries, timeout, which endpoint
     api: str = "chat"  # the model API the judge is asked over (docs/how-to/claude-gemini.md)
     batch: BatchPlan | None = None  # judge through the model API's batch endpoint (docs/how-to/batch.md)
+
+    def options(self) -> JudgeOptions:
+        """What `judge` opens the run with."""
+        return JudgeOptions(model=self.model, judge_run_id=self.judge_run_id, prompt_version=self.prompt_version,
+                            prompt=self.prompt, concurrency=self.concurrency, params=self.params)
 
 
 
@@ -146,10 +152,8 @@ def judge_chat(
 
 
 async def judge(
-    db: Path, chat: ClosableChat, *, model: str, judge_run_id: str | None = None, prompt_version: str | None = None,
-    prompt: JudgePrompt | None = None, concurrency: int = 8, params: dict[str, Any] | None = None,
-    progress: Callable[[JudgeStats], None] | None = None, ship_to: str | None = None,
-    on_shipped: Callable[[Shipped], None] | None = None, batch: BatchPlan | None = None,
+    db: Path, chat: ClosableChat, options: JudgeOptions, *, progress: Callable[[JudgeStats], None] | None = None,
+    ship_to: str | None = None, on_shipped: Callable[[Shipped], None] | None = None, batch: BatchPlan | None = None,
 ) -> JudgeStats:
     """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store.
 
@@ -161,13 +165,9 @@ async def judge(
         with live(log, ship_to, on_shipped):
             if batch is not None:
                 assert isinstance(chat, OpenAIChat)  # every judge_chat is
-                return await run_batch_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
-                                             prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
-                                             params=params, progress=progress, batch_size=batch.size,
+                return await run_batch_judge(log, options, chat=chat, progress=progress, batch_size=batch.size,
                                              poll_s=batch.poll_s, fallback=batch.fallback)
-            return await run_judge(log, model=model, chat=chat, judge_run_id=judge_run_id,
-                                   prompt_version=prompt_version, prompt=prompt, concurrency=concurrency,
-                                   params=params, progress=progress)
+            return await run_judge(log, options, chat=chat, progress=progress)
     finally:
         await chat.aclose()
         await anyio.to_thread.run_sync(log.close)

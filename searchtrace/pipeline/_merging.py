@@ -29,12 +29,6 @@ class MergeResult(msgspec.Struct, kw_only=True):
     head: int  # the target's last position after the merge
     elapsed_s: float
 
-    @property
-    def events_per_s(self) -> float:
-        """Events read from the segments per second of the whole merge (checks included)."""
-        n = sum(s.events for s in self.segments)
-        return n / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
 
 def merge(segments: Sequence[Path], into: Path) -> MergeResult:
     """Append every segment's events not in `into` (created when missing); EventConflict appends nothing."""

@@ -14,10 +14,10 @@ from searchtrace.analytics import ensure_views
 from searchtrace.store import (
     BadInput,
     Cursor,
-    ReadsEnded,
     close_when_free,
     first_line,
     interruptible,
+    read_again,
     read_connection,
     read_statements,
     time_limit,
@@ -64,10 +64,7 @@ def run_sql(db: Path, sql: str, *, limit: int | None = None) -> SqlResult:
     """`query` on `db`: statements checked before the file is even opened; the file itself, or a read session on the
     run that holds it; Ctrl-C interrupts the running query (KeyboardInterrupt)."""
     read_statements(sql)
-    try:
-        return _run_once(db, sql, limit)
-    except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
-        return _run_once(db, sql, limit)
+    return read_again(lambda: _run_once(db, sql, limit))
 
 
 def _run_once(db: Path, sql: str, limit: int | None) -> SqlResult:

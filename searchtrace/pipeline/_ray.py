@@ -282,8 +282,7 @@ class ShardJudge(ShardActor):
         def tick(s: JudgeStats) -> None:
             self._done = s.done
 
-        stats = await judge(path, chat, model=plan.model, judge_run_id=plan.judge_run_id, prompt=plan.prompt,
-                            concurrency=plan.concurrency, params=plan.params, progress=tick)
+        stats = await judge(path, chat, plan.options(), progress=tick)
         done = self._ran(shard, dest)
         done.judged = stats
         return done
@@ -569,9 +568,7 @@ def judge_on_ray(
     dests = {i: judge_segment_path(db, plan.judge_run_id, i, shards) for i in range(shards)}
     inputs: dict[int, Path] = {}  # each shard's input store, put in Ray's object store one at a time
     with EventLog(db) as log:  # the coordinator's start of the run, and the shards' work planned against the target
-        jrid, prompt = open_judge_run(log, model=plan.model, judge_run_id=plan.judge_run_id,
-                                      prompt_version=plan.prompt_version, prompt=plan.prompt,
-                                      concurrency=plan.concurrency, params=plan.params)
+        jrid, prompt = open_judge_run(log, plan.options())
         cur = log.cursor()
         try:
             every = judge_items(cur)

@@ -26,9 +26,9 @@ from searchtrace.store import (
     BadInput,
     EventLog,
     NotAStore,
-    ReadsEnded,
     RemoteStore,
     StoreLocked,
+    read_again,
     read_connection,
     require_database,
     while_held,
@@ -114,10 +114,7 @@ def report(
             finally:
                 con.close()
 
-    try:
-        built, extra = read()
-    except ReadsEnded:  # the run that served us ended mid-read: the file is (about to be) free
-        built, extra = read()
+    built, extra = read_again(read)
     data = built.report
     if metrics:  # user code: on a read-only, offline connection of its own, once the report's own is closed
         data.custom = run_metrics(db, list(metrics), data.judge_run_id, list(run_ids) or None)

@@ -28,7 +28,7 @@ from searchtrace.pipeline._judging import SANDBOX_JUDGE
 from searchtrace.pipeline._live import serving_reads
 from searchtrace.pipeline._recording import record_into
 from searchtrace.pipeline._reporting import grade_and_report
-from searchtrace.replay import run_judge
+from searchtrace.replay import JudgeOptions, run_judge
 from searchtrace.store import BadInput, EventLog
 
 
@@ -46,7 +46,7 @@ async def _judge(log: EventLog, box: InProcess) -> dict[str, Any]:
     chat = build_chat(SANDBOX_JUDGE, sandbox_endpoint("openai", box.root, concurrency=32), transport=box.transport,
                       key_fallback=SANDBOX_KEY)
     try:
-        stats = await run_judge(log, model=SANDBOX_JUDGE, chat=chat, concurrency=32)
+        stats = await run_judge(log, JudgeOptions(model=SANDBOX_JUDGE, concurrency=32), chat=chat)
     finally:
         await chat.aclose()
     out: dict[str, Any] = msgspec.to_builtins(stats)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import secrets
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -30,8 +30,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import searchtrace.web._data as data
 from searchtrace.adapters import LocalGuard, MiB
-from searchtrace.analytics import DEFAULT_BOOTSTRAP, extras_from_db, render
-from searchtrace.store import BadInput, Cursor, ReadsBusy, ReadsEnded, StoreError
+from searchtrace.analytics import (
+    DEFAULT_BOOTSTRAP,
+    ApiError,
+    ChooseRun,
+    ComparePage,
+    QuestionPage,
+    Report,
+    ReportNotes,
+    TrajectoryListPage,
+    TrajectoryPage,
+    Vocabulary,
+    extras_from_db,
+    render,
+)
+from searchtrace.store import BadInput, Cursor, ReadsBusy, StoreError, read_again
 from searchtrace.web._source import Source
 
 CSP = (
@@ -49,9 +62,11 @@ def _bytes(value: Any) -> Any:
 
 
 _encoder = msgspec.json.Encoder(enc_hook=_bytes)
+VOCABULARY = _encoder.encode(Vocabulary())  # the partition's names, meanings and colours: the page's one copy
 
 
-def json_response(body: Any, status: int = 200) -> Response:
+def json_response(body: msgspec.Struct | Sequence[msgspec.Struct], status: int = 200) -> Response:
+    """A Struct of analytics' read model (or a list of them) as the JSON the page reads."""
     return Response(_encoder.encode(body), status_code=status, media_type="application/json")
 
 
@@ -97,15 +112,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
                 finally:
                     box.pop("cur", None)
 
-        def work() -> Response:
-            try:
-                return once()
-            except ReadsEnded:  # the run that served the read ended: the file is (about to be) free, read again
-                if gone.is_set():
-                    raise
-                return once()
-
-        task = asyncio.ensure_future(run_in_threadpool(work))
+        task = asyncio.ensure_future(run_in_threadpool(read_again, once, unless=gone.is_set))
         try:
             while not (await asyncio.wait({task}, timeout=0.25))[0]:
                 if await request.is_disconnected():
@@ -126,7 +133,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
             task.result()
         return Response(status_code=499)  # nobody reads it
 
-    def api(fn: Callable[[Cursor, Request], Any]) -> Callable[[Request], Awaitable[Response]]:
+    def api(fn: Callable[[Cursor, Request], msgspec.Struct | Sequence[msgspec.Struct]]) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint with one cursor (web._source), its work in a worker thread, errors as JSON."""
 
         def answer(cur: Cursor, request: Request) -> Response:
@@ -159,7 +166,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     def error(exc: BaseException, status: int, prefix: str = "") -> Response:
         """The one-line JSON error of docs/how-to/compare.md (the first line of the message, bounded)."""
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return json_response({"error": (prefix + line)[:500]}, status)
+        return json_response(ApiError(error=(prefix + line)[:500]), status)
 
     def integer(request: Request, name: str, default: int) -> int:
         raw = request.query_params.get(name)
@@ -187,34 +194,34 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
     def q(request: Request, name: str) -> str | None:
         return request.query_params.get(name) or None
 
-    def trajectories(cur: Cursor, request: Request) -> Any:
+    def trajectories(cur: Cursor, request: Request) -> TrajectoryListPage:
         f = data.Filters(runs=runs_of(request), provider=q(request, "provider"), epoch=optional(request, "epoch"),
                          correct=q(request, "correct"), partition=q(request, "partition"), q=q(request, "q"),
                          limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
         run = index.resolve(cur, q(request, "judge_run_id"))
         rows = index.rows(cur, run)
-        return {**data.list_trajectories(rows, f, index.facets), "judge_run_id": run}
+        return data.list_trajectories(rows, f, index.facets, run)
 
-    def trajectory_page(cur: Cursor, request: Request) -> Any:
+    def trajectory_page(cur: Cursor, request: Request) -> TrajectoryPage:
         return data.trajectory(cur, request.path_params["tid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def question_page(cur: Cursor, request: Request) -> Any:
+    def question_page(cur: Cursor, request: Request) -> QuestionPage:
         return data.question(cur, request.path_params["qid"], index.resolve(cur, q(request, "judge_run_id")))
 
-    def built(cur: Cursor, request: Request) -> tuple[Any, list[str]]:
+    def built(cur: Cursor, request: Request) -> tuple[Report | ChooseRun, list[str]]:
         bootstrap = integer(request, "bootstrap", DEFAULT_BOOTSTRAP)
         if not 0 <= bootstrap <= 100_000:
             raise BadInput("bootstrap must be 0..100000")
         return reports.built(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider", bootstrap)
 
-    def report_of(cur: Cursor, request: Request) -> Any:
+    def report_of(cur: Cursor, request: Request) -> Report | ChooseRun:
         return built(cur, request)[0]  # byte for byte `report --json`: its notes go to /api/report-notes
 
-    def report_notes(cur: Cursor, request: Request) -> Any:
+    def report_notes(cur: Cursor, request: Request) -> ReportNotes:
         """The lines `report` prints to stderr for the same report (audits not applied, judge coverage, ...)."""
-        return {"notes": built(cur, request)[1]}
+        return ReportNotes(notes=built(cur, request)[1])
 
-    def items(cur: Cursor, request: Request) -> Any:
+    def items(cur: Cursor, request: Request) -> data.ItemsAnswer:
         run = index.resolve(cur, q(request, "judge_run_id"))
         label = q(request, "label")
         if not label:
@@ -226,7 +233,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
                                limit=integer(request, "limit", 50), offset=integer(request, "offset", 0))
         return data.items(cur, index.rows(cur, run), item_index, run, query)
 
-    def compare(cur: Cursor, request: Request) -> Any:
+    def compare(cur: Cursor, request: Request) -> ComparePage:
         a, b = q(request, "a"), q(request, "b")
         if not a or not b:
             raise BadInput("judge-compare needs two judge runs: ?a=…&b=…")
@@ -234,15 +241,15 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
 
     def not_found(request: Request) -> Response:
         if request.url.path == "/api/sql":
-            return json_response({"error": 'POST /api/sql with a JSON object {"sql": "SELECT …"}'}, 405)
-        return json_response({"error": f"no such API route: {request.url.path[:200]}"}, 404)
+            return json_response(ApiError(error='POST /api/sql with a JSON object {"sql": "SELECT …"}'), 405)
+        return json_response(ApiError(error=f"no such API route: {request.url.path[:200]}"), 404)
 
     def report_page(cur: Cursor, request: Request) -> Response:
         body = reports.get(cur, q(request, "judge_run_id"), runs_of(request), q(request, "by") or "provider",
                            DEFAULT_BOOTSTRAP)
-        if isinstance(body, dict):  # several runs, none chosen: the page says so (the view offers the runs)
+        if isinstance(body, ChooseRun):  # several runs, none chosen: the page says so (the view offers the runs)
             return HTMLResponse("<!doctype html><meta charset=utf-8><p>This store holds "
-                                f"{len(body['runs'])} runs: choose one (or several) above.</p>")
+                                f"{len(body.runs)} runs: choose one (or several) above.</p>")
         return HTMLResponse(render(body, extra=extras_from_db(cur, body.judge_run_id, runs_of(request) or None, body.axis)))
 
     async def report_html(request: Request) -> Response:
@@ -260,14 +267,14 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         except (msgspec.DecodeError, KeyError):
             text = None
         if not isinstance(text, str):
-            return json_response({"error": 'POST a JSON object {"sql": "SELECT …"}'}, 400)
+            return json_response(ApiError(error='POST a JSON object {"sql": "SELECT …"}'), 400)
 
         try:
             return await reading(request, lambda cur: json_response(data.run_sql(cur, text)))
         except ReadsBusy as exc:
             return failed(exc)
         except (BadInput, StoreError) as exc:  # refused or failing: a 400 with the reason, never a 200
-            return json_response({"error": str(exc), "columns": [], "rows": []}, 400)
+            return json_response(ApiError(error=str(exc), columns=[], rows=[]), 400)
 
     def page(request: Request) -> Response:
         """The app's one page; the printed URL's token goes out of the address bar: its cookie is set (the guard
@@ -277,6 +284,10 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
             return RedirectResponse("/" + (f"?{urlencode(rest)}" if rest else ""), status_code=303,
                                     headers={"Cache-Control": "no-store"})
         return Response(assets["index.html"], media_type="text/html; charset=utf-8")
+
+    def vocabulary(request: Request) -> Response:
+        """The partition's names, meanings and colours (the page loads them once; it keeps no copy)."""
+        return Response(VOCABULARY, media_type="application/json")
 
     def asset(request: Request) -> Response:
         name = request.path_params["name"]
@@ -299,6 +310,7 @@ def create_app(db: Path, *, warm: bool = False, token: str | None = None) -> Sta
         Route("/api/items", api(items)),
         Route("/api/judge-compare", api(compare)),
         Route("/api/sql", sql, methods=["POST"]),
+        Route("/api/vocabulary", vocabulary),
         Route("/api/{rest:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     @asynccontextmanager

@@ -11,7 +11,7 @@ import pytest
 from searchtrace.adapters import normalize_url
 from searchtrace.analytics import judge_items
 from searchtrace.engine import document_block
-from searchtrace.replay import run_judge
+from searchtrace.replay import JudgeOptions, run_judge
 from searchtrace.store import (
     AnswerFinal,
     EventLog,
@@ -79,7 +79,7 @@ async def test_unobserved_items_have_no_snippet_verdict_and_their_own_cell(store
         assert not items[("anthropic_web_search", 1)].snippet_observed
         assert items[("perplexity_agent", 1)].snippet_observed and items[("perplexity_agent", 1)].snippet_shown
         chat = sandbox_chat(app)
-        await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=2)
+        await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1", concurrency=2), chat=chat)
         await chat.aclose()
         got = verdicts(log, "j1")
     first = normalize_url(DOCS[0][0])

@@ -33,10 +33,7 @@ from tests.shared_data import shared_path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ("adapters", "analytics", "benchmarks", "engine", "replay", "store", "searchtrace")
-MODEL = "analytics/_model.py"
-# The explorer's rows still spell the cells (searchtrace/web, typed in its own change); drop it from here once it
-# reads them from the model. The JavaScript is not scanned: it reads the vocabulary from the explorer's API.
-PENDING = {"searchtrace/web/_data.py"}
+MODEL = "analytics/_model.py"  # the JavaScript is not scanned: it reads the vocabulary from GET /api/vocabulary
 
 
 def _sources() -> list[Path]:
@@ -50,8 +47,7 @@ def test_partition_labels_are_defined_once() -> None:
     literal = re.compile("|".join(rf"[\"']{re.escape(n)}[\"']" for n in names))
     found = {str(p.relative_to(ROOT)) for p in _sources() if literal.search(p.read_text(encoding="utf-8"))}
     assert MODEL in found  # the test can see a literal where there is one
-    assert found - {MODEL} - PENDING == set()
-    assert PENDING <= found, f"{PENDING - found} no longer spells a cell: remove it from PENDING"
+    assert found == {MODEL}
 
 
 def test_partition_struct_follows_the_vocabulary() -> None:

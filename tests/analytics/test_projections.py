@@ -48,6 +48,12 @@ def test_incremental_equals_rebuild(tmp_path: Path) -> None:
         projections.catch_up(con, rebuild=True)
         same_as_raw(con)
         assert to_json(build_report(con, judge_run_id="j1").report) == incremental == text_stale_readonly
+        results = con.execute("SELECT count(*) FROM proj.shown").fetchone()
+        assert results == con.execute("SELECT count(*) FROM proj.search_results").fetchone() and results != (0,)
+        con.execute("DELETE FROM proj.shown WHERE position = (SELECT min(position) FROM proj.shown)")
+        assert projections.is_current(con)  # the state says so: only a catch-up counts the rows
+        projections.catch_up(con)  # `shown` is a projection like the others: a row missing, built again
+        assert con.execute("SELECT count(*) FROM proj.shown").fetchone() == results
         con.close()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from searchtrace import pipeline
 from searchtrace.adapters import SearchHit, norm_url
-from searchtrace.analytics import build_report, judge_items, shown
+from searchtrace.analytics import build_report, judge_items, projections, shown
 from searchtrace.engine import Builder, canonical
 from searchtrace.store import (
     EventLog,
@@ -154,3 +154,37 @@ def test_our_agent_shows_every_result(demo_db: Path) -> None:
     for name, p in built.report.providers.items():
         assert p.results_returned > 0 and p.results_shown == p.results_returned, name
         assert p.shown_share == 1.0
+
+
+def _shown_of(db: Path, *, read_only: bool) -> tuple[int, int]:
+    with EventLog(db, read_only=read_only) as log:
+        cur = log.cursor()
+        p = build_report(cur, writable=not read_only).report.providers["tavily"]
+        cur.close()
+    return p.results_returned, p.results_shown
+
+
+def test_a_store_with_the_old_shown_state_reads_the_same(tmp_path: Path) -> None:
+    """Stores written before `shown` was a projection keep its state in `proj.shown_state`, not `projection_state`:
+    readers ignore that table (read-only: the in-memory one; writable: `proj.shown` built again, the old table gone)."""
+    db = tmp_path / "old.duckdb"
+    _store(db)
+    assert _shown_of(db, read_only=False) == (3, 1)
+    con = duckdb.connect(str(db))
+    con.execute("DELETE FROM projection_state WHERE name = 'shown'")  # the layout the earlier code left
+    con.execute("CREATE TABLE proj.shown_state (version VARCHAR, last_position BIGINT)")
+    con.execute("INSERT INTO proj.shown_state SELECT 'shown/1', max(position) FROM events")
+    con.execute("UPDATE proj.shown SET shown = true, shown_by = 'url'")  # not trusted without a state row of its own
+    con.close()
+    assert _shown_of(db, read_only=True) == (3, 1)
+    with EventLog(db, read_only=True) as log:
+        assert not projections.is_current(log.cursor())
+    assert _shown_of(db, read_only=False) == (3, 1)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert projections.is_current(con)
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'shown_state'").fetchone() == (0,)
+        assert con.execute("SELECT last_position FROM projection_state WHERE name = 'shown' ORDER BY n DESC LIMIT 1"
+                           ).fetchone() == con.execute("SELECT max(position) FROM events").fetchone()
+    finally:
+        con.close()

@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,20 @@ def _sandbox_creates(app: Any) -> int:
     return 0 if sb.batches is None else int(sb.batches.creates)
 
 
+@contextmanager
+def reaped(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """A judge started in the background never outlives its test (a failed assertion kills and waits for it)."""
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=60)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def wait_submitted(store: Path, proc: subprocess.Popen[bytes], n: int, log: Path) -> None:
     """Until the running judge has recorded `n` judge.batch.submitted events (read through its read server)."""
     deadline = time.monotonic() + 60
@@ -130,9 +145,10 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
                "--batch-size", str(size), "--poll-s", "0.1", "--no-progress", "--json"]
         with open(tmp_path / "first.log", "wb") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        wait_submitted(store, proc, n_batches, tmp_path / "first.log")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        with reaped(proc):
+            wait_submitted(store, proc, n_batches, tmp_path / "first.log")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
         assert proc.returncode == -signal.SIGKILL
         created = _sandbox_creates(app)
         assert created == n_batches and verdicts(store, "k") == {}
@@ -257,17 +273,20 @@ def test_a_batch_cancelled_while_polling_is_resubmitted_once(store: Path, tmp_pa
     from openai import OpenAI
 
     n_items = len(verdicts(store, ONLINE))
-    app = create_app(batch_delay_s=3.0)
+    app = create_app(batch_delay_s=3600.0)  # the first batch ends only by the cancel below, however slow this machine
     env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
     with running(app) as root:
         cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "c", "--batch",
                "--poll-s", "0.1", "--no-progress", "--json"]
         with open(tmp_path / "run.log", "wb") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log)
-        wait_submitted(store, proc, 1, tmp_path / "run.log")
-        first = next(iter(app.state.sandbox.batches.batches))
-        assert OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox").batches.cancel(first).status == "cancelled"
-        out, _ = proc.communicate(timeout=120)
+        with reaped(proc):
+            wait_submitted(store, proc, 1, tmp_path / "run.log")
+            first = next(iter(app.state.sandbox.batches.batches))
+            app.state.sandbox.batch_delay_s = 0.0  # the resubmitted batch is ready at once
+            client = OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox", timeout=120)
+            assert client.batches.cancel(first).status == "cancelled"
+            out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, (tmp_path / "run.log").read_text()
     b = msgspec.json.decode(out)["batch"]
     assert b["canceled"] == n_items and b["resubmitted"] == n_items and b["batches"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import anyio
 import httpx
 
-from searchtrace.adapters.sandbox import FaultPlan, create_app, running
+from searchtrace.adapters.sandbox import create_app, running
 from searchtrace.store import EventLog
 from searchtrace.store._readserver import socket_path
 from searchtrace.web import create_app as create_view
@@ -49,59 +50,104 @@ def listed(app: Any) -> int:
     return anyio.run(get)
 
 
-def read_while_running(proc: subprocess.Popen[str], db: Path) -> tuple[list[int], int, list[int]]:
-    """`sql` and `report --json` (run here, in another process than the recording one: a `searchtrace` process per
-    read left too few reads on a loaded machine) and the explorer's list, while the run records; every one must
-    succeed."""
+class Gate:
+    """Chat turns pass only as the test lets them: the run advances between reads by turns, not by seconds, so a
+    loaded machine changes how long the test takes, never what it sees."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.permits = threading.Semaphore(0)
+        self.opened = threading.Event()
+        self.lock = threading.Lock()
+        self.let_through = 0  # permits given
+        self.arrived = 0  # chat requests that reached the gate
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/chat/completions") and not self.opened.is_set():
+            with self.lock:
+                self.arrived += 1
+            await anyio.to_thread.run_sync(self.permits.acquire)
+        await self.app(scope, receive, send)
+
+    def let(self, turns: int) -> None:
+        with self.lock:
+            self.let_through += turns
+        self.permits.release(turns)
+
+    def stalled(self) -> bool:
+        """Every permit given has been used and a turn waits at the gate: the run cannot go on by itself."""
+        with self.lock:
+            return self.arrived > self.let_through
+
+    def open(self) -> None:
+        self.opened.set()
+        self.permits.release(10_000)  # every turn still waiting
+
+
+def count(db: Path) -> int:
+    """`sql` (in this process: a `searchtrace` process per read left too few reads on a loaded machine) through
+    the run's socket; every read must succeed."""
+    code, out, err = run_cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
+    assert code == 0, err
+    return int(json.loads(out)[0]["n"])
+
+
+def read_while_running(proc: subprocess.Popen[str], db: Path, gate: Gate) -> tuple[list[int], int, list[int]]:
+    """Three rounds of `sql`, `report --json` and the explorer's list while the run records, the run let on by one
+    chat turn at a time between rounds until the explorer lists a new trajectory."""
     counts: list[int] = []
     totals: list[int] = []
-    view = create_view(db)
     reports = 0
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
-        if not socket_path(db).exists():
-            time.sleep(0.05)
-            continue
-        code, out, err = run_cli("sql", "--db", str(db), "--json", "SELECT count(*) AS n FROM events")
+    view = create_view(db)
+    gate.let(2)
+    while not socket_path(db).exists():
+        assert proc.poll() is None, "the run ended before it served reads"
+        time.sleep(0.05)
+    for round_ in range(3):
+        counts.append(count(db))
+        code, out, err = run_cli("report", "--db", str(db), "--json")
         assert code == 0, err
-        counts.append(json.loads(out)[0]["n"])
-        if reports < 2 and len(counts) % 2 == 0:
-            code, out, err = run_cli("report", "--db", str(db), "--json")
-            assert code == 0, err
-            data = json.loads(out)
-            assert data["schema"] == "searchtrace.report/1" and data["providers"]
-            reports += 1
-        # the explorer last: when the run has just let go, it keeps the file open in this process, and the
-        # socket's absence then ends the loop before another read here would meet it in the other mode
-        if proc.poll() is None:
-            totals.append(listed(view))
+        data = json.loads(out)
+        # from the second round on, a trajectory has ended (two run at a time, and a third was listed)
+        assert data["schema"] == "searchtrace.report/1" and (round_ == 0 or data["providers"]), data
+        reports += 1
+        totals.append(listed(view))
+        before = counts[-1]
+        # a turn at a time, each once the run waits at the gate, until more events are committed and the
+        # explorer lists a new trajectory
+        while count(db) == before or listed(view) <= totals[-1]:
+            assert proc.poll() is None, "the run ended while reads were due"
+            if gate.stalled():
+                gate.let(1)
+            time.sleep(0.05)
+    counts.append(count(db))
+    totals.append(listed(view))
     view.state.source.close()
     return counts, reports, totals
 
 
 def test_sql_and_report_read_a_recording_store_and_the_run_writes_what_it_would_alone(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
-    # 10 questions x 3 providers, two at a time, 250 ms a chat turn: a run of ~14 s, long enough for several reads
-    # (reads share at most 15% of the run's wall clock, one statement at a time)
-    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("n = 12", "n = 10"))
+    # 10 questions x 3 providers, two at a time; the agent's timeout is long, for a turn waits at the gate
+    cfg.write_text(CONFIG.replace("max_trajectories = 6", "max_trajectories = 2").replace("n = 12", "n = 10")
+                   .replace("timeout_s = 10", "timeout_s = 600"))
     db, alone = tmp_path / "live.duckdb", tmp_path / "alone.duckdb"
-    app = create_app(faults=FaultPlan(seed=0, rates={"slow": 1.0}, routes=frozenset({"chat"})))  # 250 ms a turn
-    with running(app=app) as root:
+    app = create_app()
+    gate = Gate(app)
+    with running(app=gate) as root:
         cmd = [SEARCHTRACE, "record", "--config", str(cfg), "--sandbox-url", root, "--no-progress"]
         with subprocess.Popen([*cmd, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             try:
-                counts, reports, totals = read_while_running(proc, db)
+                counts, reports, totals = read_while_running(proc, db, gate)
             finally:
-                if proc.poll() is None:
-                    proc.kill()
-                out, err = proc.communicate(timeout=120)
+                gate.open()
+                out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
-        assert len(counts) >= 2 and reports >= 1, (counts, reports)
-        assert counts == sorted(counts) and counts[-1] > counts[0]  # every read saw more committed events
-        assert totals == sorted(totals) and totals[-1] > totals[0], totals  # the explorer lists new trajectories
+        assert reports == 3
+        assert counts == sorted(counts) and len(set(counts)) == len(counts), counts  # every read saw more events
+        assert totals == sorted(totals) and len(set(totals)) == len(totals), totals  # the explorer lists new ones
         assert not socket_path(db).exists()
-        app.state.sandbox.faults = None
-        ref = subprocess.run([*cmd, "--db", str(alone)], capture_output=True, text=True, timeout=120)
+        ref = subprocess.run([*cmd, "--db", str(alone)], capture_output=True, text=True, timeout=600)
         assert ref.returncode == 0, ref.stderr
     assert st("verify", "--db", str(db)).returncode == 0
     assert shape(db) == shape(alone)  # the readers changed nothing the run wrote

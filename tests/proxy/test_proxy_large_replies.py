@@ -59,7 +59,7 @@ def test_a_reply_over_the_record_cap_is_streamed_and_recorded_by_size(tmp_path: 
                "OPENAI_BASE_URL": f"{root}/openai/v1"}
         with proxy(db, qfile, "big", upstream="live", env=env) as p:
             base = f"{p.url}/t/tavily/{qid}"
-            assert httpx.get(f"{p.url}/").status_code == 200
+            assert httpx.get(f"{p.url}/", timeout=120).status_code == 200
             start = peak_rss_kib(p.proc.pid)
             assert pull(f"{base}/jina/https://example.org/huge") == BIG
             assert pull(f"{base}/tavily/search", "POST", json={"query": "huge"}) == BIG

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from searchtrace import pipeline
+from searchtrace.replay import JudgeOptions
 from searchtrace.store import EventLog
 from tests.builders import sandbox_config
 from tests.ray.conftest import QUOTA, kill_when_under_way
@@ -19,7 +20,7 @@ from tests.store.test_segments_merge import _record_judge_grade, _values
 def _judge_and_grade(db: Path) -> None:
     chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=10_000.0, concurrency=16,
                                timeout_s=5.0, max_retries=2)
-    anyio.run(lambda: pipeline.judge(db, chat, model=pipeline.SANDBOX_JUDGE, concurrency=16))
+    anyio.run(lambda: pipeline.judge(db, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=16)))
     pipeline.grade(db)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from searchtrace import pipeline
+from searchtrace.replay import JudgeOptions
 from searchtrace.store import EventLog
 from tests.builders import sandbox_config
 from tests.ray.conftest import kill_when_under_way
@@ -46,7 +47,7 @@ def test_judge_shards_on_two_raylets_give_one_process_verdicts_fetched_from_node
     shutil.copy(source, target)
     chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=0.0, concurrency=8, timeout_s=5.0,
                                max_retries=2)
-    alone = anyio.run(lambda: pipeline.judge(single, chat, model=pipeline.SANDBOX_JUDGE, concurrency=8))
+    alone = anyio.run(lambda: pipeline.judge(single, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=8)))
     plan = pipeline.plan_judge(target, sandbox=True, concurrency=8)
     node_local = tmp_path / "node-local"  # the actors' directory: the driver only ever reads its own copies
     done = pipeline.judge_on_ray(plan, target, shards=2, address=ray_cluster, segment_dir=str(node_local))

@@ -119,7 +119,7 @@ def test_an_older_stores_cell_rows_are_not_applied_and_counted(store: Path) -> N
             (("p", "q1"), ("p", "q2"))])
         built = build_report(log.cursor(), judge_run_id=None)
         # the explorer's trajectory page decides as the report does (its narrowed relations keep the cell's epochs)
-        shown = {tid: web_trajectory(log.cursor(), tid, None)["answer"]["semantic_match"] for tid in ("t1", "u1")}
+        shown = {tid: web_trajectory(log.cursor(), tid, None).answer.semantic_match for tid in ("t1", "u1")}
     assert shown == {"t1": None, "u1": True}
     p = built.report.providers["p"]
     assert (p.audited, p.correct) == (1, 1)  # u1 only: q1's row does not say which epoch it judged

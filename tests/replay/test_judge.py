@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from searchtrace.adapters import normalize_url
-from searchtrace.replay import run_judge
+from searchtrace.replay import JudgeOptions, run_judge
 from searchtrace.replay._judge import stream_of
 from searchtrace.store import (
     AnswerFinal,
@@ -134,7 +134,7 @@ def app() -> Any:
 async def test_full_judge_run(store: Path, app: Any) -> None:
     chat = sandbox_chat(app)
     with EventLog(store) as log:
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=4)
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1", concurrency=4), chat=chat)
         await chat.aclose()
         got = verdicts(log, "j1")
         n_items = len(DOCS) + 4  # the repeated URL is the same item as its first appearance
@@ -176,7 +176,7 @@ async def test_full_judge_run(store: Path, app: Any) -> None:
 async def test_resume_calls_only_missing_items_and_second_run_is_separate(store: Path, app: Any) -> None:
     chat = sandbox_chat(app)
     with EventLog(store) as log:
-        all_items = (await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")).items
+        all_items = (await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1"), chat=chat)).items
         # a judge run that stopped half-way: its first verdicts only (same stream, same event ids)
         first = list(log.read(types=["judge.verdict"], stream_id=stream_of("j1")))
     half = store.parent / "half.duckdb"
@@ -185,21 +185,21 @@ async def test_resume_calls_only_missing_items_and_second_run_is_separate(store:
         kept = first[: len(first) // 2]
         log.append([NewEvent(stream_id=e.stream_id, run_id=e.run_id, payload=e.payload, event_id=e.event_id) for e in kept])
         before = sum(app.state.totals.values())
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1"), chat=chat)
         assert stats.already == len(kept) and stats.done == all_items - len(kept)
         assert sum(app.state.totals.values()) - before == all_items - len(kept)
         assert n_verdicts(log, "j1") == all_items
         # again: nothing left to call
         before = sum(app.state.totals.values())
-        again = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")
+        again = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1"), chat=chat)
         assert again.done == 0 and again.already == all_items and sum(app.state.totals.values()) == before
         # a second judge run leaves the first untouched
         snapshot = [(e.position, e.hash) for e in log.read(stream_id=stream_of("j1"))]
-        other = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j2")
+        other = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j2"), chat=chat)
         assert other.done == all_items and n_verdicts(log, "j2") == all_items
         assert [(e.position, e.hash) for e in log.read(stream_id=stream_of("j1"))] == snapshot
         with pytest.raises(BadInput, match="was started with model"):
-            await run_judge(log, model="another-model", chat=chat, judge_run_id="j1")
+            await run_judge(log, JudgeOptions(model="another-model", judge_run_id="j1"), chat=chat)
     await chat.aclose()
 
 
@@ -213,7 +213,7 @@ async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, ap
     build_store(path, {"t1": docs})
     chat = sandbox_chat(app, max_retries=1)
     with EventLog(path) as log:
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1"), chat=chat)
         assert stats.items == 2 and stats.done == 1 and stats.failed == 1 and stats.retried == 2
         got = verdicts(log, "j1")
         assert list(got) == [f"t1|{normalize_url(docs[0][0])}"] and next(iter(got.values())).valid
@@ -225,7 +225,7 @@ async def test_retries_are_recorded_and_failures_stay_pending(tmp_path: Path, ap
         assert (failed[0].what, failed[0].call_id, failed[0].http_status, failed[0].attempts) == (
             "chat:sandbox-judge", f"j1|t1|{normalize_url(docs[1][0])}", 500, 2)
         # the failed item is retried by the next invocation of the same judge run (and fails again here)
-        again = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1")
+        again = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1"), chat=chat)
         assert again.already == 1 and again.pending == 1 and again.failed == 1
     await chat.aclose()
 
@@ -239,7 +239,7 @@ async def test_rejected_key_stops_the_run(store: Path, app: Any) -> None:
     chat = OpenAIChat(sandbox_endpoint("openai", box.root, max_retries=0), "sandbox-judge",
                       transport=box.transport, key=Secret("bad-key-123456"))
     with EventLog(store) as log, pytest.raises(BadInput) as info:
-        await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=2)
+        await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1", concurrency=2), chat=chat)
     await chat.aclose()
     assert "HTTP 401" in str(info.value) and "bad-key" not in str(info.value)
     with EventLog(store) as log:
@@ -275,7 +275,7 @@ async def test_a_run_of_failures_stops_the_judge_run_with_the_reason(tmp_path: P
     build_store(path, {"t1": docs})
     chat = sandbox_chat(app, max_retries=0)
     with EventLog(path) as log:
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=1)
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1", concurrency=1), chat=chat)
         assert stats.items == 12 and stats.failed == 5 and stats.done == 0
         assert stats.stopped is not None and "5 judge calls in a row failed" in stats.stopped and "500" in stats.stopped
         assert app.state.totals["chat"] == 5  # the other 7 items were never called
@@ -296,6 +296,6 @@ async def test_fewer_failures_than_the_limit_do_not_stop_the_run(tmp_path: Path,
     build_store(path, {"t1": docs})
     chat = sandbox_chat(app, max_retries=0)
     with EventLog(path) as log:
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j1", concurrency=1)
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j1", concurrency=1), chat=chat)
         assert stats.stopped is None and stats.failed == 4 and stats.done == 1
     await chat.aclose()

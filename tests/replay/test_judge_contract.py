@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from searchtrace.adapters import ChatResponse
-from searchtrace.replay import run_judge
+from searchtrace.replay import JudgeOptions, run_judge
 from searchtrace.store import EventLog, JudgeVerdict, RunStarted, TrajectoryStarted
 
 CONFIG = """
@@ -56,7 +56,7 @@ async def test_judge_document_is_what_the_agent_saw(tmp_path: Path) -> None:
     chat = Capturing(build_chat("sandbox-judge", sandbox_endpoint("openai", box.root),
                                 transport=box.transport, key_fallback=SANDBOX_KEY))
     with EventLog(db) as log:
-        stats = await run_judge(log, model="sandbox-judge", chat=chat, judge_run_id="j")
+        stats = await run_judge(log, JudgeOptions(model="sandbox-judge", judge_run_id="j"), chat=chat)
         await chat.inner.aclose()
         started = next(iter(log.read(types=["run.started"]))).payload
         assert isinstance(started, RunStarted)

@@ -229,10 +229,10 @@ def test_view_sql_is_capped_and_store_only_through_the_socket(served) -> None:  
     path, _ = served
     with RemoteCursor(path) as cur:  # one session a request, as the explorer's source hands them out
         got = data.run_sql(cur, "SELECT i FROM range(3000000) t(i)")
-        assert len(got["rows"]) == data.SQL_ROWS and got["truncated"] is True
+        assert len(got.rows) == data.SQL_ROWS and got.truncated is True
     with RemoteCursor(path) as cur:
         got = data.run_sql(cur, "SELECT count(*) AS n FROM events")
-        assert got["rows"] == [[3]] and got["truncated"] is False
+        assert got.rows == [[3]] and got.truncated is False
     with RemoteCursor(path) as cur:
         with pytest.raises((BadInput, ReadOnlyViolation)):
             data.run_sql(cur, "SELECT content FROM read_text('/proc/self/environ')")

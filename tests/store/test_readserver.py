@@ -14,7 +14,15 @@ import duckdb
 import pytest
 
 from searchtrace.pipeline import serving_reads
-from searchtrace.store import EventLog, ReadOnlyViolation, ReadServer, StoreLocked, open_remote
+from searchtrace.store import (
+    EventLog,
+    ReadOnlyViolation,
+    ReadsEnded,
+    ReadServer,
+    StoreLocked,
+    open_remote,
+    read_again,
+)
 from searchtrace.store._readserver import RemoteCursor, socket_path
 from tests.store.store_support import ev
 
@@ -136,3 +144,33 @@ def test_closing_interrupts_a_query_in_flight_so_the_store_closes_cleanly(tmp_pa
     log.close()  # raised "connection is busy" (and aborted the process at exit) before sessions were joined
     reader.join(timeout=10)
     assert time.monotonic() - t0 < 10 and outcome and outcome[0] != "finished"
+
+
+def test_a_read_whose_server_ended_is_read_again_once(tmp_path: Path) -> None:
+    """read_again: the one retry of every reader (sql, report, the explorer) after its serving run ended mid-read."""
+    path = tmp_path / "again.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("s0", 0)])
+    served: list[str] = []
+
+    def read() -> int:  # the first read through a server that ends mid-read, then the file, free again
+        if not served:
+            served.append("session")
+            raise ReadsEnded(f"{path}: the run holding it ended during the read; run the command again")
+        served.append("file")
+        with EventLog(path, read_only=True) as again:
+            return again.head
+
+    assert read_again(read) == 1 and served == ["session", "file"]
+    served.clear()
+    with pytest.raises(ReadsEnded):  # the reader itself has gone (the explorer's client left): no second read
+        read_again(read, unless=lambda: True)
+    assert served == ["session"]
+
+    def held() -> int:
+        served.append("held")
+        raise StoreLocked(f"{path}: held")
+
+    with pytest.raises(StoreLocked):  # any other error is the caller's, at once
+        read_again(held)
+    assert served == ["session", "held"]

@@ -14,6 +14,7 @@ import pytest
 from searchtrace import pipeline
 from searchtrace.analytics import to_json
 from searchtrace.engine import RunConfig
+from searchtrace.replay import JudgeOptions
 from searchtrace.store import (
     AuditAnswer,
     EventConflict,
@@ -39,7 +40,7 @@ def _record_judge_grade(cfg: RunConfig, db: Path, shard: tuple[int, int] | None)
         summary = await pipeline.record(cfg, db, pipeline.aim(cfg, sandbox=True), progress=False, shard=shard)
         chat = pipeline.judge_chat(model=pipeline.SANDBOX_JUDGE, sandbox=True, rps=10_000.0, concurrency=16,
                                    timeout_s=5.0, max_retries=2)
-        await pipeline.judge(db, chat, model=pipeline.SANDBOX_JUDGE, concurrency=16)
+        await pipeline.judge(db, chat, JudgeOptions(model=pipeline.SANDBOX_JUDGE, concurrency=16))
         return summary
 
     summary = anyio.run(go)

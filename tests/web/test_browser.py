@@ -13,6 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from searchtrace.analytics import PARTITION
 from tests.web.servers import SEARCHTRACE, View, start_view
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -71,6 +72,12 @@ def test_a_researcher_walks_from_the_list_to_the_evidence(server: str, view: Vie
     assert results.count() > 0
     badges = set(page.get_by_test_id("badge").all_text_contents())  # those of folded results too
     assert badges and badges <= {"SMART", "MISSED", "BLIND", "NO-OP"}
+    # each badge says and shows what the read model's vocabulary says (the page loaded it; it keeps no copy)
+    drawn = page.get_by_test_id("badge").evaluate_all(
+        "els => els.map((e) => [e.textContent, e.title, getComputedStyle(e).backgroundColor])")
+    cell = {c.name: c for c in PARTITION}
+    rgb = {c.name: "rgb({}, {}, {})".format(*(int(c.colour[i:i + 2], 16) for i in (1, 3, 5))) for c in PARTITION}
+    assert drawn and all(title == cell[name].meaning and bg == rgb[name] for name, title, bg in drawn), drawn
     assert results.first.get_by_test_id("labels").inner_text().strip() != ""
     assert "fetched" in page.get_by_test_id("timeline").inner_text()
     page.screenshot(path=SHOT or str(tmp_path / "trajectory.png"))  # the top of the timeline (README's picture)

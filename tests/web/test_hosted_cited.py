@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from searchtrace.store import EventLog
 from searchtrace.web._data import trajectory
 from tests.builders import run_cli
@@ -18,6 +20,7 @@ def test_cited_items_are_marked(tmp_path: Path) -> None:
                                           "WHERE type = 'trajectory.started'").fetchall()]
         views = {t: trajectory(cur, t, None) for t in tids}
     hosted = [v for t, v in views.items() if ":anthropic_web_search:" in t]
-    assert hosted and all(any(i.get("cited") for i in v["items"]) for v in hosted)
-    assert all(sum(bool(i.get("cited")) for i in v["items"]) == 1 for v in hosted)  # the one cited source
-    assert all("cited" not in i for t, v in views.items() if ":brave:" in t for i in v["items"])
+    assert hosted and all(any(i.cited is True for i in v.items) for v in hosted)
+    assert all(sum(i.cited is True for i in v.items) == 1 for v in hosted)  # the one cited source
+    assert all(i.cited is msgspec.UNSET for t, v in views.items() if ":brave:" in t for i in v.items)
+    assert all(b'"cited"' not in msgspec.json.encode(v) for t, v in views.items() if ":brave:" in t)

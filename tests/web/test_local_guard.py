@@ -233,7 +233,7 @@ def test_refused_requests_never_reach_upstream(proxy_url: str, upstream: tuple[s
 
 def test_view_needs_its_token_and_sets_it_as_a_strict_cookie(view: View) -> None:
     port = int(view.root.rsplit(":", 1)[1])
-    for path in ("/", "/static/app.js", "/report.html", "/api/runs", "/api/trajectories", "/api/report"):
+    for path in ("/", "/static/app.js", "/report.html", "/api/runs", "/api/trajectories", "/api/report", "/api/vocabulary"):
         refused(httpx.get(f"{view.root}{path}"), 403, "token")
         refused(httpx.get(f"{view.root}{path}", params={"token": view.token[:-1]}), 403)
         refused(httpx.get(f"{view.root}{path}", headers={"Cookie": f"searchtrace-view-{port}=x{view.token}"}), 403)

@@ -2,14 +2,14 @@
 // (textContent / attribute values), never parsed as HTML, so nothing a fetched page contains can run.
 "use strict";
 
-const PARTS = ["SMART", "MISSED", "BLIND", "NO-OP", "UNOBSERVED"];
-const PART_MEANING = {
-  "SMART": "surface supports gold, fetched",
-  "MISSED": "surface supports gold, not fetched",
-  "BLIND": "no surface support, fetched",
-  "NO-OP": "no surface support, not fetched",
-  "UNOBSERVED": "no snippet reached the caller: snippet support unobservable",
-};
+// the support partition's cells in order, each {name, meaning, colour}: read once from /api/vocabulary (the one
+// definition, analytics' read model), never copied here
+let CELLS = [], PARTS = [];
+async function loadVocabulary() {
+  if (CELLS.length) return;
+  CELLS = (await api("/api/vocabulary")).partition;
+  PARTS = CELLS.map((c) => c.name);
+}
 // the fifth cell (docs/how-to/hosted.md) only where some item has it, so a store without hosted search shows four
 const partsOf = (part) => PARTS.filter((p) => p !== "UNOBSERVED" || (part && part[p]));
 const BYS = ["provider", "run", "model", "prompt"];
@@ -37,7 +37,17 @@ function h(tag, attrs, ...children) {
 const rate = (v) => v === null || v === undefined ? "–" : Math.abs(v) >= 100 ? v.toLocaleString("en", { maximumFractionDigits: 1 }) : v.toFixed(3);
 const fmt = (v) => v === null || v === undefined ? "–" : typeof v === "boolean" ? String(v) : typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en") : Math.abs(v) >= 100 ? v.toLocaleString("en", { maximumFractionDigits: 1 }) : v.toFixed(3)) : String(v);
 const usd = (v) => v === null || v === undefined ? "–" : `$${Number(v).toPrecision(4)}`;
-const badge = (part) => h("span", { class: `badge part-${part === "NO-OP" ? "noop" : part.toLowerCase()}`, title: PART_MEANING[part], "data-testid": "badge" }, part);
+// text on a cell's colour: dark on a light colour, white on a dark one (relative luminance, WCAG)
+function ink(hex) {
+  const lin = (i) => { const c = parseInt(hex.slice(i, i + 2), 16) / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * lin(1) + 0.7152 * lin(3) + 0.0722 * lin(5) > 0.179 ? "#1f2328" : "#fff";
+}
+function badge(part) {
+  const cell = CELLS.find((c) => c.name === part);
+  const el = h("span", { class: "badge", "data-part": part, title: cell ? cell.meaning : null, "data-testid": "badge" }, part);
+  if (cell) { el.style.background = cell.colour; el.style.color = ink(cell.colour); }
+  return el;
+}
 const chip = (text, cls, title) => h("span", { class: `chip ${cls || ""}`, title: title || null }, text);
 const short = (v) => Math.abs(v) >= 10000 ? `${(v / 1000).toFixed(0)}k` : Math.abs(v) >= 1000 ? `${(v / 1000).toFixed(1)}k` : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(3);
 const interval = (ci) => !Array.isArray(ci) || ci.length !== 2 ? null : `${ci[0] < 0 ? "[" : ""}${short(ci[0])}${ci[0] < 0 ? ", " : "–"}${ci[1] === null ? "∞" : short(ci[1])}${ci[0] < 0 ? "]" : ""}`;
@@ -667,6 +677,7 @@ async function route() {
     a.setAttribute("href", href(a.dataset.path)); // the scope travels with the navigation
   }
   try {
+    await loadVocabulary();
     if (page === "t") await viewTrajectory(parts.slice(1).join("/"), params);
     else if (page === "q") await viewQuestion(parts.slice(1).join("/"));
     else if (page === "report") await viewReport();
