@@ -42,6 +42,7 @@ from searchtrace.analytics._citations import citation_metrics
 from searchtrace.analytics._correction import METHODS as CORRECTION_METHODS
 from searchtrace.analytics._correction import JudgedCase, correction, labelled_cases, report_cases
 from searchtrace.analytics._cost import recorded_prices, report_costs, warning_line
+from searchtrace.analytics._defaults import DEFAULT_SEED
 from searchtrace.analytics._latency import provider_latency
 from searchtrace.analytics._metrics import (
     TrajectoryStats,
@@ -58,12 +59,9 @@ from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
 from searchtrace.store import Cursor
 
-__all__ = ["DEFAULT_BOOTSTRAP", "DEFAULT_SEED", "SCHEMA", "Built", "Report", "Uncertainty", "build_report",
-           "correction_labels", "to_json"]
+__all__ = ["SCHEMA", "Built", "Report", "Uncertainty", "build_report", "correction_labels", "to_json"]
 
 SCHEMA = Report().schema
-DEFAULT_BOOTSTRAP = 2000
-DEFAULT_SEED = "searchtrace"
 
 
 class Built(msgspec.Struct, kw_only=True):

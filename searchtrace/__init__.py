@@ -3,8 +3,6 @@
 The layers and their order: docs/concepts/architecture.md, and `RANK` in tests/test_layers.py (the one place it is written).
 """
 
-from __future__ import annotations
-
 __all__ = ["__version__"]
 
 

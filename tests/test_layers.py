@@ -64,13 +64,22 @@ def _target_layer(module: str) -> str | None:
     return parts[1] if parts[1] in RANK else None
 
 
+SOURCES = ("*.py", "*.pyi")  # a package's face imports what its `__init__.pyi` lists (searchtrace/_lazy.py)
+
+
 def _source_files() -> list[Path]:
-    files = [p for folder in LAYER_FOLDERS for p in (ROOT / folder).rglob("*.py")]
-    files += [p for p in PACKAGE.glob("*.py")]
+    files = [p for folder in LAYER_FOLDERS for glob in SOURCES for p in (ROOT / folder).rglob(glob)]
+    files += [p for glob in SOURCES for p in PACKAGE.glob(glob)]
     for sub in ("cli", "pipeline", "web"):
         if (PACKAGE / sub).is_dir():
-            files += [p for p in (PACKAGE / sub).rglob("*.py")]
+            files += [p for glob in SOURCES for p in (PACKAGE / sub).rglob(glob)]
     return sorted(files)
+
+
+def test_the_faces_stubs_are_read() -> None:
+    """The import checks read each face's stub, whose names its `__init__.py` imports on first use."""
+    stubs = {_module_of(p) for p in _source_files() if p.suffix == ".pyi"}
+    assert {"searchtrace.store", "searchtrace.analytics", "searchtrace.cli", "searchtrace.engine.proxy"} <= stubs
 
 
 def test_the_layer_table_covers_every_module() -> None:
@@ -161,14 +170,13 @@ def _edges(path: Path, modules: set[str]) -> list[tuple[int, str]]:
 
 def _graph(files: list[Path]) -> dict[str, dict[str, int]]:
     """module -> {imported module: line of the first such import}."""
-    by_module = {_module_of(p): p for p in files}
-    graph: dict[str, dict[str, int]] = {}
-    for module, path in by_module.items():
-        targets: dict[str, int] = {}
-        for line, target in _edges(path, set(by_module)):
+    modules = {_module_of(p) for p in files}
+    graph: dict[str, dict[str, int]] = {m: {} for m in modules}
+    for path in files:  # a face's `__init__.py` and its `__init__.pyi` are one module
+        module = _module_of(path)
+        for line, target in _edges(path, modules):
             if target != module:
-                targets.setdefault(target, line)
-        graph[module] = targets
+                graph[module].setdefault(target, line)
     return graph
 
 

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# `report` reads its bootstrap defaults from the report module when it declares its options
-LOADS_DUCKDB = {"report"}
+HEAVY = ("duckdb", "pyarrow", "numpy")
 
 
 def loaded(module: str) -> set[str]:
-    code = f"import sys, {module}; print(' '.join(m for m in ('duckdb', 'pyarrow') if m in sys.modules))"
+    code = f"import sys, {module}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     return set(out.stdout.split())
 
@@ -22,7 +21,30 @@ def test_command_modules_load_no_duckdb_or_arrow() -> None:
     commands = sorted(p.stem[1:] for p in (ROOT / "searchtrace" / "cli").glob("_*.py") if not p.stem.startswith("__"))
     assert len(commands) >= 15
     heavy = {name for name in commands if loaded(f"searchtrace.cli._{name}")}
-    assert heavy == LOADS_DUCKDB
+    assert heavy == set()
+
+
+_HELP = """
+import sys
+from searchtrace.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("loaded:", *(m for m in {heavy!r} if m in sys.modules))
+"""
+
+
+def test_help_loads_neither_duckdb_nor_numpy() -> None:
+    """`searchtrace --help` imports every command's module (click asks each for its one-line help), and `report
+    --help` shows the bootstrap defaults: neither loads DuckDB, numpy or Arrow."""
+    for argv in (["--help"], ["report", "--help"]):
+        done = subprocess.run([sys.executable, "-c", _HELP.format(heavy=HEAVY), *argv], capture_output=True,
+                              text=True, check=True, cwd="/", timeout=120)
+        assert done.stdout.rstrip().endswith("loaded:"), done.stdout[-300:]
+    from searchtrace.analytics import DEFAULT_BOOTSTRAP
+
+    assert f"[default: {DEFAULT_BOOTSTRAP}; x>=0]" in " ".join(done.stdout.split())
 
 
 def test_the_package_surfaces_load_nothing_heavy() -> None:

@@ -1,4 +1,4 @@
-"""Private is private: a package's `__init__` is its surface, and shipped code never reaches into another
+"""Private is private: a package's `__init__` is its surface (its names listed once, in `__init__.pyi`), and shipped code never reaches into another
 package's `_private` modules (its own privates, its parents' and its subpackages' facades are fine)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,21 +17,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "searchtrace"
 
 
-def _shipped() -> dict[str, Path]:
-    """Every shipped module by its import name; the layer folders are reached through searchtrace/."""
-    found: dict[str, Path] = {}
+def _shipped() -> list[tuple[str, Path]]:
+    """Every shipped source file with the module it is imported as, a face's `__init__.pyi` (the names its
+    `__init__.py` imports on first use) beside its `__init__.py`; the layer folders are reached through searchtrace/."""
+    found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(PACKAGE, followlinks=True):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if (here / d / "__init__.py").exists())
         package = ".".join(("searchtrace", *here.relative_to(PACKAGE).parts))
         for name in sorted(filenames):
-            if name.endswith(".py"):
-                found[package if name == "__init__.py" else f"{package}.{name[:-3]}"] = here / name
+            stem, _, suffix = name.partition(".")
+            if suffix in ("py", "pyi"):
+                found.append((package if stem == "__init__" else f"{package}.{stem}", here / name))
     return found
 
 
 def _importer_package(module: str, path: Path) -> str:
-    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return module if path.stem == "__init__" else module.rpartition(".")[0]
 
 
 def _imported(tree: ast.Module) -> list[tuple[int, str]]:
@@ -67,7 +70,7 @@ def violations(path: Path, module: str) -> list[str]:
 
 
 def test_shipped_code_imports_other_packages_through_their_facades() -> None:
-    assert [v for module, path in _shipped().items() for v in violations(path, module)] == []
+    assert [v for module, path in _shipped() for v in violations(path, module)] == []
 
 
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
@@ -91,15 +94,88 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
 
 
 def _packages() -> list[str]:
-    return sorted(m for m, p in _shipped().items() if p.name == "__init__.py")
+    return sorted(m for m, p in _shipped() if p.name == "__init__.py")
 
 
-@pytest.mark.parametrize("package", _packages())
-def test_every_exported_name_resolves(package: str) -> None:
+def _faces() -> list[str]:
+    return sorted(m for m, p in _shipped() if p.name == "__init__.pyi")
+
+
+def _listed(stub: Path) -> dict[str, ast.stmt]:
+    """The public names a face's stub lists (read here on its own, not by the code under test): `from m import
+    Name as Name`, and `Name = _m.attr` / `Name = _m` after a private `from package import _m`."""
+    listed: dict[str, ast.stmt] = {}
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and all(a.asname in (None, a.name) for a in node.names), ast.unparse(node)
+            assert all(a.asname or a.name.startswith("_") for a in node.names), ast.unparse(node)
+            listed |= {a.name: node for a in node.names if a.asname == a.name}
+        elif isinstance(node, ast.Assign):
+            assert isinstance(node.value, ast.Attribute | ast.Name), ast.unparse(node)
+            listed |= {t.id: node for t in node.targets if isinstance(t, ast.Name)}
+    return listed
+
+
+def test_the_packages_are_faces() -> None:
+    """Every package but the plugin folders has a face, and `searchtrace` itself only `__version__`."""
+    plain = sorted(set(_packages()) - set(_faces()))
+    assert plain == ["searchtrace", "searchtrace.adapters.providers", "searchtrace.analytics.examples"]
+    assert len(_faces()) >= 13
+    root = importlib.import_module("searchtrace")
+    assert isinstance(root.__version__, str) and "__version__" in dir(root)
+    assert [n for n in dir(root) if not n.startswith("_") and not _subpackage(root, n)] == []
+
+
+def _subpackage(package: ModuleType, name: str) -> bool:
+    """`name` on `package` is its subpackage (an attribute Python sets once the subpackage is imported)."""
+    return getattr(vars(package).get(name), "__name__", "") == f"{package.__name__}.{name}"
+
+
+@pytest.mark.parametrize("package", _faces())
+def test_a_face_is_exactly_its_list(package: str) -> None:
+    """The stub is the one list: `__all__` and `dir()` are its names, each resolves to what the stub imports, and
+    nothing else public is reachable on the face but its subpackages; the `__init__.py` defines nothing itself."""
     module = importlib.import_module(package)
-    missing = [name for name in getattr(module, "__all__", []) if not hasattr(module, name)]
-    assert missing == []
-    assert set(getattr(module, "__all__", [])) <= set(dir(module))
+    init = Path(str(module.__file__))
+    listed = _listed(init.with_suffix(".pyi"))
+    code = ast.parse(init.read_text(encoding="utf-8")).body
+    assert [ast.unparse(n) for n in code[1:]] == ["from searchtrace._lazy import face as _face",
+                                                  "__getattr__, __dir__, __all__ = _face(__name__)"]
+    assert module.__all__ == sorted(listed)
+    assert [n for n in dir(module) if not n.startswith("_")] == sorted(listed)
+    for name, node in listed.items():
+        value = getattr(module, name)
+        if isinstance(node, ast.ImportFrom):
+            assert node.module and value is getattr(importlib.import_module(node.module), name)
+    public = {n for n in vars(module) if not n.startswith("_") and not _subpackage(module, n)}
+    assert public == set(listed)
+    with pytest.raises(AttributeError, match="has no attribute 'not_listed'"):
+        module.not_listed  # noqa: B018
+
+
+def test_a_name_listed_under_another_name_resolves() -> None:
+    """`Name = _m.attr` and `Name = _m` lines: the attribute, and the module exported whole."""
+    from searchtrace import analytics, store
+    from searchtrace.analytics import _html, _table
+    from searchtrace.store import _blobs, _inputs
+
+    assert store.INPUT_LIMITS is _inputs.LIMITS and analytics.REPORT_ROWS is _table.ROWS
+    assert store.blobs is _blobs and analytics.html is _html
+
+
+def test_a_stub_that_is_not_a_list_is_refused(tmp_path: Path) -> None:
+    """A face's stub holds imports and aliases only: a definition in it would be a second home, read by mypy alone."""
+    from searchtrace._lazy import declared
+
+    stub = tmp_path / "__init__.pyi"
+    stub.write_text('"""doc"""\nfrom searchtrace.store._errors import BadInput as BadInput\n'
+                    "from searchtrace.store import _inputs\nLIMITS = _inputs.LIMITS\n", encoding="utf-8")
+    assert declared(stub) == {"BadInput": ("searchtrace.store._errors", "BadInput"),
+                              "LIMITS": ("searchtrace.store._inputs", "LIMITS")}
+    stub.write_text("from searchtrace.store._errors import BadInput as BadInput\ndef extra() -> int: ...\n",
+                    encoding="utf-8")
+    with pytest.raises(ImportError, match=r"__init__.pyi:2: a face holds only"):
+        declared(stub)
 
 
 def test_a_facade_imports_nothing_until_used() -> None:

@@ -36,3 +36,9 @@ def test_the_wheel_installs_only_the_searchtrace_package(tmp_path: Path) -> None
         assert f"searchtrace/{layer}/__init__.py" in names, layer
     assert {"searchtrace/store/_schema.py", "searchtrace/py.typed", "searchtrace/adapters/sandbox/_app.py",
             "searchtrace/analytics/examples/discovered_share.py"} <= set(names)
+    # each face's list of names (searchtrace/_lazy.py): without it the installed package cannot import
+    stubs = {p.relative_to(ROOT).as_posix() for folder in ("searchtrace", *LAYERS)
+             for p in (ROOT / folder).rglob("__init__.pyi")}  # rglob does not follow the searchtrace/<layer> links
+    stubs = {s if s.startswith("searchtrace/") else f"searchtrace/{s}" for s in stubs}
+    assert len(stubs) >= 13 and {"searchtrace/store/__init__.pyi", "searchtrace/cli/__init__.pyi"} <= stubs
+    assert stubs <= set(names)

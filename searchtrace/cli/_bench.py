@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from searchtrace.benchmarks import COMMANDS
-from searchtrace.cli import LazyGroup
-
-if TYPE_CHECKING:  # the table's modules named for mypy, which else would pass over a benchmarks/ it cannot find
-    from searchtrace.benchmarks import (  # noqa: F401
-        chaos,
-        coverage,
-        fanout,
-        http,
-        ingest,
-        judge,
-        live,
-        proxy,
-        replay,
-        ship,
-        view,
-    )
+from searchtrace.cli._main import LazyGroup
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS)

@@ -1,0 +1,1 @@
+from searchtrace.benchmarks._commands import COMMANDS as COMMANDS

@@ -1,0 +1,10 @@
+from searchtrace.engine.proxy._app import MAX_BODY as MAX_BODY
+from searchtrace.engine.proxy._limits import Limits as Limits
+from searchtrace.engine.proxy._recorder import ProxyRecorder as ProxyRecorder
+from searchtrace.engine.proxy._recorder import Traj as Traj
+from searchtrace.engine.proxy._recorder import record_while as record_while
+from searchtrace.engine.proxy._routes import TRAJECTORY_HEADER as TRAJECTORY_HEADER
+from searchtrace.engine.proxy._routes import choose_trajectory as choose_trajectory
+from searchtrace.engine.proxy._routes import tool_arguments as tool_arguments
+from searchtrace.engine.proxy._serve import Upstream as Upstream
+from searchtrace.engine.proxy._serve import serve as serve
