@@ -52,7 +52,7 @@ class Reply:
 
 
 def make_limiter(endpoint: Endpoint) -> RateLimiter | None:
-    """A leaky bucket of rps/10 per 0.1 s (no first-second burst; perf.md §4), or `burst` when set; an endpoint
+    """A leaky bucket of rps/10 per 0.1 s (no first-second burst; docs/concepts/performance.md), or `burst` when set; an endpoint
     naming a quota domain paces through the domain's one limiter (rps is the domain's rate R)."""
     if endpoint.rps <= 0:
         return None

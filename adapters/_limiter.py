@@ -68,7 +68,7 @@ class Slots:
 
 
 def default_burst(per_second: float) -> float:
-    """rps/10 per 0.1 s: no first-second burst (perf.md §4)."""
+    """rps/10 per 0.1 s: no first-second burst (docs/concepts/performance.md)."""
     return max(1.0, per_second / 10.0)
 
 

@@ -125,6 +125,8 @@ class Denominators(msgspec.Struct, kw_only=True):
     """With citations: cited items with a valid verdict."""
     uncited_support: str | msgspec.UnsetType = _UNSET
     """With citations: final answers."""
+    backfill_supports_gold: str | msgspec.UnsetType = _UNSET
+    """With backfilled pages: backfilled items with a valid verdict."""
 
 
 class ArmMetrics(msgspec.Struct, kw_only=True):
@@ -261,6 +263,19 @@ class ArmMetrics(msgspec.Struct, kw_only=True):
     """Its numerator."""
     uncited_support_ci: Interval | None | msgspec.UnsetType = _UNSET
     """Its interval."""
+
+    # -- backfill (docs/how-to/hosted.md): when the judge run backfilled some item's page (`judge --backfill-pages`);
+    # never part of the partition or of any rate of what the caller saw
+    backfill_items: int | msgspec.UnsetType = _UNSET
+    """Items whose page was fetched and judged because the caller received no text of them."""
+    backfill_judged: int | msgspec.UnsetType = _UNSET
+    """Of those, with a valid verdict on the fetched page."""
+    backfill_supports_gold: float | None | msgspec.UnsetType = _UNSET
+    """Judged backfilled items whose fetched page supports gold / backfill_judged."""
+    backfill_supports_gold_count: int | msgspec.UnsetType = _UNSET
+    """Its numerator."""
+    backfill_supports_gold_ci: Interval | None | msgspec.UnsetType = _UNSET
+    """Its interval (proportion, clustered by question)."""
 
     # -- costs (docs/reference/prices.md): with prices; a component without a price is null, never zero
     search_usd: float | None | msgspec.UnsetType = _UNSET
@@ -761,11 +776,135 @@ class AuditAgreement(msgspec.Struct, kw_only=True):
 # Every shape `searchtrace view`'s JSON API answers (docs/how-to/explorer.md), in the order of its JSON keys: the
 # explorer's page reads these keys. A field that is UNSET is not in the JSON at all (a row that lacks it).
 
+class CountTexts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the rows behind each count of the report are called: one field per `label=` of GET /api/items (but
+    `partition`, named by its cell), its text the items page's title."""
+
+    trajectories: str = "trajectories"
+    """Every trajectory of the arm."""
+    audited: str = "audited trajectories"
+    """Trajectories whose final answer has an audit."""
+    correct: str = "correct trajectories"
+    """Audited trajectories whose answer matches gold."""
+    incorrect: str = "incorrect trajectories"
+    """Audited trajectories whose answer does not."""
+    exact_matches: str = "trajectories with an exact match"
+    """Trajectories whose final answer matches an accepted answer exactly."""
+    surface_answerable_queries: str = "surface-answerable trajectories"
+    """Trajectories with an item whose surface supports gold."""
+    items: str = "judge items"
+    """Every judge item, with a verdict or not."""
+    valid_items: str = "items with a valid verdict"
+    """Items the partition counts."""
+    invalid_items: str = "items with an invalid verdict"
+    """Items left out of every rate."""
+    snippet_only_items: str = "snippet-only items"
+    """Valid items judged on the snippet alone."""
+    page_visible_items: str = "page-visible items"
+    """Valid items judged with their fetched page."""
+    discovered_support: str = "items with discovered support"
+    """Items whose page supports gold where the snippet did not."""
+    surface_supported_items: str = "items whose surface supports gold"
+    """S: the SMART and MISSED items (the support rate's numerator)."""
+    surface_contradicted_items: str = "items whose surface contradicts gold"
+    """Shown items whose snippet contradicts gold."""
+    fetched_items: str = "fetched items"
+    """Items the agent fetched."""
+    results_returned: str = "search results returned"
+    """Every search result appearance."""
+    results_shown: str = "search results shown to the model"
+    """The appearances the model saw."""
+    fetch_cache_hits: str = "fetches answered from the cache"
+    """Fetch calls the cache answered."""
+    cells: str = "(qid, epoch) cells both arms ran"
+    """An arm pair's cells (complementarity)."""
+    paired_questions: str = "questions of the paired tests (audited on both sides)"
+    """What an arm pair's paired accuracy test rests on."""
+    common_questions: str = "questions both arms ran"
+    """What the corrected support-rate difference rests on."""
+    surface_support_rate_corrected_labels: str = "human labels of snippet support (clear)"
+    """The human labels the corrected support rate rests on."""
+    surface_contradiction_rate_corrected_labels: str = "human labels of snippet contradiction (clear)"
+    """The human labels the corrected contradiction rate rests on."""
+    corrected_labels: str = "human snippet labels (clear)"
+    """Every clear human snippet label."""
+    corrected_unclear: str = "human snippet labels marked unclear"
+    """The human labels left out as unclear."""
+
+
+class ClassTexts(msgspec.Struct, frozen=True, kw_only=True):
+    """What each complementarity class of a (qid, epoch) cell both arms ran is called."""
+
+    a_only: str = "answerable by A only"
+    """Surface-answerable in arm A, not in B."""
+    b_only: str = "answerable by B only"
+    """Surface-answerable in arm B, not in A."""
+    both: str = "answerable by both"
+    """Surface-answerable in both arms."""
+    neither: str = "answerable by neither"
+    """Surface-answerable in neither arm."""
+
+
+class AuditLabelTexts(msgspec.Struct, frozen=True, kw_only=True):
+    """What each human audit label of a snippet (the judge-error correction's) is called."""
+
+    supports_gold: str = "supports gold"
+    """The snippet supports the gold answer."""
+    contradicts_gold: str = "contradicts gold"
+    """The snippet contradicts the gold answer."""
+
+
+class VerdictTexts(msgspec.Struct, frozen=True, kw_only=True):
+    """The chip an item's verdict shows for each of its labels that holds (the keys of VERDICT_KEYS)."""
+
+    snippet_supports_gold: str = "snippet supports gold"
+    """The snippet supports the gold answer."""
+    snippet_contradicts_gold: str = "snippet contradicts gold"
+    """The snippet contradicts it."""
+    snippet_relevant: str = "relevant"
+    """The snippet is relevant to the question."""
+    page_supports_gold: str = "page supports gold"
+    """The fetched page supports the gold answer."""
+    page_contradicts_gold: str = "page contradicts gold"
+    """The fetched page contradicts it."""
+    supports_final_answer: str = "supports final answer"
+    """The item supports the agent's final answer."""
+    discovered: str = "discovered support"
+    """Support found only after fetching (the page supports gold, the snippet did not)."""
+
+
+class ExtraRowTexts(msgspec.Struct, frozen=True, kw_only=True):
+    """The explorer's report rows after the table's own, in order: report keys the terminal table leaves out."""
+
+    surface_supported_items: str = "items whose surface supports gold (S)"
+    """The support rate's numerator."""
+    surface_contradicted_items: str = "items whose surface contradicts gold"
+    """The contradiction ratio's numerator."""
+    results_returned: str = "search results returned"
+    """Search result appearances."""
+    results_shown: str = "search results shown to the model"
+    """The appearances the model saw."""
+    shown_share: str = "shown share"
+    """Shown over returned."""
+    fetch_cache_hits: str = "fetch cache hits"
+    """Fetch calls the cache answered."""
+
+
 class Vocabulary(msgspec.Struct, frozen=True, kw_only=True):
     """GET /api/vocabulary: the words and colours the explorer's page draws with, defined here once."""
 
     partition: tuple[Cell, ...] = PARTITION
     """The support partition's cells in the report's order (names, meanings, colours)."""
+    counts: CountTexts = msgspec.field(default_factory=CountTexts)
+    """The title of the rows behind each count (the items page)."""
+    classes: ClassTexts = msgspec.field(default_factory=ClassTexts)
+    """The complementarity classes' names."""
+    audit_labels: AuditLabelTexts = msgspec.field(default_factory=AuditLabelTexts)
+    """The human audit labels' names."""
+    verdict: VerdictTexts = msgspec.field(default_factory=VerdictTexts)
+    """An item verdict's label chips."""
+    extra_rows: ExtraRowTexts = msgspec.field(default_factory=ExtraRowTexts)
+    """The report view's rows after the table's."""
 
 
 class ApiError(msgspec.Struct, kw_only=True):

@@ -37,6 +37,7 @@ import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
+from searchtrace.analytics._backfill import backfill_metrics
 from searchtrace.analytics._batches import judge_batches
 from searchtrace.analytics._citations import citation_metrics
 from searchtrace.analytics._correction import METHODS as CORRECTION_METHODS
@@ -122,6 +123,7 @@ def build_report(
         provider_latency(con, blocks)
         assumed = provider_shown(con, blocks)
         citation_metrics(con, run, blocks)  # docs/how-to/hosted.md: nothing unless some answer cites
+        backfill_metrics(con, run, blocks)  # docs/how-to/hosted.md: nothing unless the judge run backfilled
         unapplied = unapplied_audits_note(con)
         labelled = None if run is None else report_cases(con, run, rows)
         batches = judge_batches(con, run)

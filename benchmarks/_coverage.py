@@ -566,7 +566,7 @@ def merge(into: dict[str, dict[str, float]], add: Mapping[str, Mapping[str, floa
 
 
 def summary(s: Scenario, tally: Mapping[str, Mapping[str, float]], cpu: float, stores: int) -> dict[str, Any]:
-    """Per figure: coverage (or rejection rate, or mean), mean width, zero-width share, and whether it meets §18."""
+    """Per figure: coverage (or rejection rate, or mean), mean width, zero-width share, and whether it meets its goal (docs/concepts/statistics.md)."""
     out: dict[str, Any] = {"scenario": s.name, **msgspec.to_builtins(s), "stores": stores, "cpu_s": round(cpu, 2),
                            "figures": {}}
     for f in figures(s):
@@ -698,7 +698,7 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
 
 
 def verdict(results: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(misses of the §18 targets, figures this build does not compute). A miss is `clear` when it lies more than
+    """(misses of the targets of docs/concepts/statistics.md, figures this build does not compute). A miss is `clear` when it lies more than
     two Monte Carlo standard errors beyond the goal, or is a zero-width proportion interval (never noise)."""
     misses: list[dict[str, Any]] = []
     absent: list[str] = []

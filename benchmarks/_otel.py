@@ -4,7 +4,7 @@ Synthetic traces shaped like an instrumented agent's (a root span; per turn an O
 request grows with the conversation, a search tool span with ten results, every other turn a fetch) are sent as
 protobuf `ExportTraceServiceRequest`s of 512 spans, as the SDK's batching exporter sends them, to `searchtrace
 collect` in a child process; its CPU time is read from /proc around the sending. The same spans are then imported from a file
-in this process, once through `import --from otel`'s pipeline (which also catches the projections up: the §17
+in this process, once through `import --from otel`'s pipeline (which also catches the projections up: the
 `shown` replay) and once through the mapping and append alone, the receiver's own work. Reported: spans/s and CPU µs
 per span each way, and their ratios (receiver / import); both stores must hold the same number of trajectory events.
 """
@@ -143,7 +143,7 @@ def run(n: int = 200, turns: int = 5) -> dict[str, Any]:
         wall_i, cpu_i = time.perf_counter() - t0, time.process_time() - cpu0
         same = _events(cdb) == _events(idb)
         # the same work as the receiver's (decode, map, append), without the import's projection catch-up (the
-        # §17 `shown` replay the receiver leaves to the first report)
+        # `shown` replay the receiver leaves to the first report)
         cpu0 = time.process_time()
         with EventLog(Path(tmp) / "core.duckdb") as log:
             import_spans(log, requests_in(f.read_bytes(), str(f)), run_id="bench",

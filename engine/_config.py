@@ -69,7 +69,7 @@ from searchtrace.engine._sample import columns_problem
 from searchtrace.store import BadInput, read_bounded, shown
 
 # docs/concepts/security.md: at most this many epochs of a cell, wherever an epoch enters (--epochs, [run] epochs, the proxy's
-# X-Searchtrace-Epoch header, §9 and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
+# X-Searchtrace-Epoch header, trace-file and Inspect imports); a plan of that many is small, and every epoch fits 64 bits
 MAX_EPOCHS = 1000
 
 

@@ -26,6 +26,10 @@ _PROMPTS: dict[str, str] = {
         f"starts with the exact prefix `{FINAL_PREFIX}` followed by the short answer and nothing else.\n"
     ),
 }
+# docs/how-to/hosted.md: the same instructions, asking the answer to cite the doc_ids of its evidence
+CITE_INSTRUCTION = ("After the answer, cite the doc_ids of the results that support it in square brackets, e.g. "
+                    f"`{FINAL_PREFIX} 1937 [d3]`.\n")
+_PROMPTS["agent/1-cite"] = _PROMPTS["agent/1"] + CITE_INSTRUCTION
 
 DEFAULT_VERSION = "agent/1"
 

@@ -49,6 +49,7 @@ from searchtrace.store import (
     TrajectoryReason,
     TrajectoryStarted,
     Usage,
+    cited_doc_ids,
     digest,
     final_text,
     surface_chars,
@@ -246,7 +247,7 @@ class Builder:
         found: list[SearchResult] = []
         for i, hit in enumerate(scrub_named(list(hits))):  # keys scrubbed before URLs are normalised (one scan)
             doc_id = doc_ids[i] if doc_ids is not None else f"d{len(self.docs) + 1}"
-            r = search_result(call_id, doc_id, hit)
+            r = search_result(call_id, doc_id, self._sealed(hit))
             known = self.docs.get(doc_id)
             if known is not None and known.url_normalized != r.url_normalized:
                 raise DocConflict(f"doc_id {doc_id!r} names {known.url!r} and {r.url!r}")
@@ -265,18 +266,20 @@ class Builder:
         search.result per source in the order received, search.completed; per page, fetch.called and fetch.completed
         (the page a blob when the caller received its text, else status hidden). Opaque fields become blobs."""
         for s in turn.searches:
-            hits = []
-            for h in s.hits:
-                if OPAQUE in h.metadata:  # kept verbatim, read by replay, never shown to the judge
-                    meta = {k: v for k, v in h.metadata.items() if k != OPAQUE}
-                    meta[OPAQUE_KEY] = self.blob(str(h.metadata[OPAQUE]).encode())
-                    h = msgspec.structs.replace(h, metadata=meta)
-                hits.append(h)
-            self.search(query=s.query, provider=turn.layer, status="ok", hits=hits, latency_ms=0.0,
+            self.search(query=s.query, provider=turn.layer, status="ok", hits=s.hits, latency_ms=0.0,
                         iteration=iteration, params=s.params or None)
         for f in turn.fetches:
             self.fetch(url=f.url, status="hidden" if f.text is None else "ok", content=f.text,
                        n_tokens=0 if f.text is None else (len(f.text) + 3) // 4, latency_ms=0.0, iteration=iteration)
+
+    def _sealed(self, hit: SearchHit) -> SearchHit:
+        """A hosted hit's opaque field (docs/how-to/hosted.md) kept verbatim as a blob, read by replay, never shown
+        to the judge: its metadata names the blob instead."""
+        if OPAQUE not in hit.metadata:
+            return hit
+        meta = {k: v for k, v in hit.metadata.items() if k != OPAQUE}
+        meta[OPAQUE_KEY] = self.blob(str(hit.metadata[OPAQUE]).encode())
+        return msgspec.structs.replace(hit, metadata=meta)
 
     def doc_of(self, url: str) -> str | None:
         """The doc_id of the first result with this URL (keys scrubbed, then normalised), if any."""
@@ -331,10 +334,16 @@ class Builder:
         return p
 
     def final(self, text: str, iteration: int | None = None, citations: Sequence[Citation] = ()) -> AnswerFinal:
-        """answer.final; each citation linked to the item of its normalised URL (docs/how-to/hosted.md), if any."""
+        """answer.final; each citation linked to the item of its normalised URL (docs/how-to/hosted.md), if any.
+        Without citations given, the doc_ids the answer cites in brackets (`[d3]`) are its citations, taken out of
+        its text."""
+        answer = final_text(text)
+        if not citations:
+            answer, ids = cited_doc_ids(answer, self.docs)
+            citations = [Citation(url=self.docs[d].url, title=self.docs[d].title) for d in ids]
         linked = [msgspec.structs.replace(c, item=norm_url(c.url) if norm_url(c.url) in self.by_url else None)
                   for c in citations]
-        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=final_text(text),
+        p = AnswerFinal(iteration=self.turns if iteration is None else iteration, text=answer,
                         citations=linked or _UNSET)
         self._add(p)
         return p

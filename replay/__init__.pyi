@@ -1,3 +1,4 @@
+from searchtrace.replay._backfill import run_backfill as run_backfill
 from searchtrace.replay._batch_judge import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE
 from searchtrace.replay._batch_judge import DEFAULT_POLL_S as DEFAULT_POLL_S
 from searchtrace.replay._batch_judge import run_batch_judge as run_batch_judge
@@ -6,11 +7,13 @@ from searchtrace.replay._diff import first_divergence as first_divergence
 from searchtrace.replay._grade import SOURCE as SOURCE
 from searchtrace.replay._grade import Grade as Grade
 from searchtrace.replay._grade import grade_answers as grade_answers
+from searchtrace.replay._judge import BackfillCounts as BackfillCounts
 from searchtrace.replay._judge import BatchCounts as BatchCounts
 from searchtrace.replay._judge import JudgeOptions as JudgeOptions
 from searchtrace.replay._judge import JudgeStats as JudgeStats
 from searchtrace.replay._judge import default_judge_run_id as default_judge_run_id
 from searchtrace.replay._judge import open_judge_run as open_judge_run
+from searchtrace.replay._judge import resolve_prompt as resolve_prompt
 from searchtrace.replay._judge import run_judge as run_judge
 from searchtrace.replay._judge import trace_id_of as trace_id_of
 from searchtrace.replay._judge_prompt import DEFAULT_VERSION as DEFAULT_VERSION

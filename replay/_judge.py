@@ -86,6 +86,19 @@ class JudgeStats(msgspec.Struct, kw_only=True):
     errors: list[str] = []
     stopped: str | None = None  # why the run stopped early (a run of consecutive failures), else None
     batch: BatchCounts | msgspec.UnsetType = msgspec.UNSET  # `judge --batch` only (never encoded otherwise)
+    backfill: BackfillCounts | msgspec.UnsetType = msgspec.UNSET  # `judge --backfill-pages` only
+
+
+class BackfillCounts(msgspec.Struct, kw_only=True):
+    """What `judge --backfill-pages` did (docs/how-to/hosted.md): items whose text the caller never received."""
+
+    items: int = 0  # such items in the store
+    already: int = 0  # of them, backfilled by this judge run before
+    fetched: int = 0  # pages fetched now
+    valid: int = 0  # valid backfill verdicts now
+    invalid: int = 0  # invalid verdicts, and pages that cannot be fetched (a 4xx, too large, unusable), recorded
+    failed: int = 0  # fetches or judge calls that failed on a transient error: not recorded, the next run retries
+    errors: list[str] = []
 
 
 class JudgeOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -251,6 +264,11 @@ async def item_messages(log: EventLog, prompt: JudgePrompt, item: JudgeItem) -> 
     page = None
     if item.page_visible and item.page_digest:  # DuckDB reads go through a worker thread
         page = await anyio.to_thread.run_sync(lambda: log.get_blob(item.page_digest or "").decode("utf-8", "replace"))
+    return messages_with_page(prompt, item, page if item.page_visible else None)
+
+
+def messages_with_page(prompt: JudgePrompt, item: JudgeItem, page: str | None) -> list[dict[str, str]]:
+    """The judge's messages for one item shown with `page` (None: no page): its own, or a backfilled one."""
     block = document_block(
         doc_id=item.doc_id,
         rank=item.rank,
@@ -259,7 +277,7 @@ async def item_messages(log: EventLog, prompt: JudgePrompt, item: JudgeItem) -> 
         url=item.url,
         snippet=item.snippet,
         metadata=item.metadata,
-        page=page if item.page_visible else None,
+        page=page,
         surface=item.surface,
     )
     return prompt.messages(

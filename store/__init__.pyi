@@ -28,6 +28,7 @@ from searchtrace.store._events import DatasetQuestion as DatasetQuestion
 from searchtrace.store._events import FetchCalled as FetchCalled
 from searchtrace.store._events import FetchCompleted as FetchCompleted
 from searchtrace.store._events import FetchStatus as FetchStatus
+from searchtrace.store._events import JudgeBackfill as JudgeBackfill
 from searchtrace.store._events import JudgeBatchFinished as JudgeBatchFinished
 from searchtrace.store._events import JudgeBatchPolled as JudgeBatchPolled
 from searchtrace.store._events import JudgeBatchSubmitted as JudgeBatchSubmitted
@@ -56,6 +57,7 @@ from searchtrace.store._events import TrajectoryStarted as TrajectoryStarted
 from searchtrace.store._events import Usage as Usage
 from searchtrace.store._events import Verdict as Verdict
 from searchtrace.store._events import cache_writes as cache_writes
+from searchtrace.store._events import cited_doc_ids as cited_doc_ids
 from searchtrace.store._events import decode_payload as decode_payload
 from searchtrace.store._events import encode_payload as encode_payload
 from searchtrace.store._events import epoch_of as epoch_of

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import typing
 import uuid
+from collections.abc import Container
 from datetime import datetime
 from typing import Any, Literal
 
@@ -76,6 +78,26 @@ def final_text(answer: str) -> str:
     if text[: len(FINAL_PREFIX)].upper() == FINAL_PREFIX:
         return text[len(FINAL_PREFIX):].strip()
     return answer
+
+
+# docs/how-to/hosted.md: an answer cites results by their doc_ids in square brackets, `[d3]` or `[d3, d5]`
+_CITES = re.compile(r"\s*\[([^\[\]\n]{1,200})\]")
+
+
+def cited_doc_ids(answer: str, known: Container[str]) -> tuple[str, list[str]]:
+    """(the answer without its doc_id citations, the doc_ids cited in order): a bracket counts only when every name in
+    it is one of `known` (the trajectory's doc_ids), so any other bracketed text stays part of the answer."""
+    cited: list[str] = []
+
+    def take(m: re.Match[str]) -> str:
+        names = [n.strip() for n in m.group(1).split(",")]
+        if not all(n and n in known for n in names):
+            return m.group(0)
+        cited.extend(names)
+        return ""
+
+    text = _CITES.sub(take, answer)
+    return (text.strip() if cited else answer), cited
 
 
 class ToolCall(msgspec.Struct, kw_only=True):
@@ -179,7 +201,7 @@ class ModelResponded(_Body, tag="model.responded"):
     request_sha256: str | None = None
     # docs/concepts/shown.md, what the model was sent: the sha256 of each request message's canonical JSON (sorted keys), each
     # message stored once as a blob under that digest, and the digest of the tool list's canonical JSON (a blob
-    # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a §9 import).
+    # too). UNSET (never encoded) on events recorded before, and where the request is unknown (a trace-file import).
     request_messages: list[str] | msgspec.UnsetType = msgspec.UNSET
     tools_digest: str | msgspec.UnsetType = msgspec.UNSET
     # docs/reference/prices.md: latency_ms is the whole call (our own queueing, retries and backoff included); provider_ms the final
@@ -400,6 +422,27 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     batch_id: str | msgspec.UnsetType = msgspec.UNSET
 
 
+class JudgeBackfill(_Body, tag="judge.backfill"):
+    """docs/how-to/hosted.md: `judge --backfill-pages`: the page of an item whose text the caller never received,
+    fetched through the fetch backend and judged as surface `backfill` (the evidence behind the URL, which the model
+    may not have read); its own event, so no figure of what the caller saw ever counts it."""
+
+    judge_run_id: str
+    item: JudgeItemRef
+    url: str  # the URL fetched
+    fetch_status: FetchStatus
+    valid: bool
+    labels: Verdict | None  # page labels (no snippet labels: none reached the caller)
+    invalid_reason: str | None = None
+    http_status: int | None = None
+    page_digest: str | None = None  # the fetched page, a blob
+    n_tokens: int = 0
+    fetch_ms: float = 0.0
+    raw_digest: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: float = 0.0
+
+
 class JudgeBatchSubmitted(_Body, tag="judge.batch.submitted"):
     """docs/how-to/batch.md: one model batch of a judge run created; each item's custom_id is its `item_id`."""
 
@@ -522,6 +565,7 @@ Payload = (
     | TrajectoryFinished
     | JudgeStarted
     | JudgeVerdict
+    | JudgeBackfill
     | JudgeDefault
     | JudgeBatchSubmitted
     | JudgeBatchPolled

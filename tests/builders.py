@@ -1,7 +1,7 @@
 """Test builders shared across the suite: the in-process CLI runner, the fast sandbox run config, docs/reference/interchange.md trace
 lines (a trajectory builder), and reading a recorded store back (trajectories, a verified chain).
 
-Domain fixtures stay beside their tests: the hand-computed §9 dataset (tests/analytics/analytics_fixture.py), the
+Domain fixtures stay beside their tests: the hand-computed trace dataset (tests/analytics/analytics_fixture.py), the
 superseded-attempts store (tests/analytics/attempts_fixture.py), one example of every event
 (tests/store/store_support.py), the agent-loop fakes (tests/engine/fakes.py), the adapter wire helpers
 (tests/adapters/support.py, sandbox_support.py) and the sandbox wire harness (tests/adapters/sandbox/harness.py).

@@ -1,6 +1,6 @@
 """docs/concepts/shown.md "one writer": engine/_trajectory.py is the only shipped module that builds a trajectory's payloads.
 
-Every other module records through its `Builder` (the agent loop, the proxy, §9 and Inspect import, the benchmarks'
+Every other module records through its `Builder` (the agent loop, the proxy, trace-file and Inspect import, the benchmarks'
 synthetic stores), so ids, doc_id numbering, `surface_chars` and the request evidence cannot drift between paths.
 The store defines the structs (and decodes them); tests build hand-made stores and are not shipped.
 """

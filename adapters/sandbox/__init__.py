@@ -1,4 +1,4 @@
-"""The sandbox world of docs/concepts/sandbox.md and §14: an offline internet speaking the real providers' wire formats.
+"""The sandbox world of docs/concepts/sandbox.md: an offline internet speaking the real providers' wire formats.
 
 Routes under one root R (`http://sandbox` in-process, `http://127.0.0.1:PORT` served; `base_urls(R)`), each
 endpoint under R/<its sandbox path> with its own paths (app.route_groups); `sandbox serve` also serves each at the

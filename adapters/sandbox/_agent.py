@@ -26,8 +26,10 @@ from searchtrace.adapters.sandbox._reading import (
     subject_of,
 )
 
-__all__ = ["FETCH", "SEARCH", "Turn", "decide"]
+__all__ = ["CITE_PHRASE", "FETCH", "SEARCH", "Turn", "decide"]
 FETCHES_PER_SEARCH = 2
+# docs/how-to/hosted.md: a system prompt with this phrase asks for the answer's evidence by doc_id: `... 1937 [d3]`
+CITE_PHRASE = "cite the doc_ids"
 
 
 class Turn(msgspec.Struct, kw_only=True):
@@ -46,6 +48,8 @@ class _State:
 
     def __init__(self, messages: list[dict[str, Any]], tools: Tools = DEFAULT) -> None:
         self.tools = tools
+        self.cites = any(CITE_PHRASE in message_text(m.get("content")).lower() for m in messages
+                         if m.get("role") == "system")
         users = [message_text(m.get("content")) for m in messages if m.get("role") == "user"]
         self.question = users[0].strip() if users else ""
         self.subject: Subject | None = subject_of(self.question)
@@ -93,6 +97,15 @@ class _State:
     def search_call(self, query: str) -> tuple[str, dict[str, Any]]:
         return self.tools.search, {self.tools.search_arg: query}
 
+    def answer(self, answer: str, evidence: list[str]) -> Turn:
+        """The final turn; when the system prompt asks for it, citing the doc_ids of `evidence` (doc_ids, or the URLs
+        pages were fetched by)."""
+        if not self.cites:
+            return Turn(text=f"FINAL ANSWER: {answer}")
+        by_url = {d.url: d.doc_id for d in self.docs.values() if d.url}
+        ids = list(dict.fromkeys(by_url.get(e, e) for e in evidence if by_url.get(e, e) in self.docs))
+        return Turn(text=f"FINAL ANSWER: {answer}" + "".join(f" [{i}]" for i in ids))
+
 
 def _queries(s: _State) -> list[str]:
     if s.subject is None:
@@ -125,10 +138,10 @@ def _promising(s: _State) -> list[Doc]:
 def _best_effort(s: _State) -> Turn:
     """Without tools: the answer the evidence so far states, or an honest admission."""
     if s.subject is not None:
-        for text in [p for _, p in s.pages] + [d.title + "\n" + d.snippet for d in s.docs.values()]:
+        for key, text in [*s.pages, *((d.doc_id, d.title + "\n" + d.snippet) for d in s.docs.values())]:
             answers = stated_answers(text, s.subject)
             if answers:
-                return Turn(text=f"FINAL ANSWER: {answers[0]}")
+                return s.answer(answers[0], [key])
     return Turn(text="I cannot answer this without searching, and no tool is available.")
 
 
@@ -143,20 +156,20 @@ def decide(messages: list[dict[str, Any]], can_call_tools: bool = True, tools: T
             calls.append(s.search_call(f"{s.subject.entity} {s.subject.attribute}"))
         return Turn(calls=calls)
     if s.subject is not None:
-        for _, page in s.pages:  # a page that states the answer settles it
+        for key, page in s.pages:  # a page that states the answer settles it
             answers = stated_answers(page, s.subject)
             if answers:
-                return Turn(text=f"FINAL ANSWER: {answers[0]}")
+                return s.answer(answers[0], [key])
         stated = [(d, a) for d in sorted(s.docs.values(), key=lambda d: (d.rank, d.doc_id))
                   for a in stated_answers(d.title + "\n" + d.snippet, s.subject)[:1]]
         if stated:
             first = stated[0][1]
             if all(same_answer(a, first) for _, a in stated):
-                return Turn(text=f"FINAL ANSWER: {first}")
+                return s.answer(first, [d.doc_id for d, _ in stated])
             to_check = [d for d, _ in stated if not s.is_fetched(d)][:1]  # verify the top claim
             if to_check and tools.fetch is not None:
                 return Turn(calls=[s.fetch_call(d) for d in to_check])
-            return Turn(text=f"FINAL ANSWER: {first}")
+            return s.answer(first, [stated[0][0].doc_id])
     promising = _promising(s)
     budget = FETCHES_PER_SEARCH - s.fetched_since_search  # then a new query beats reading further down the list
     if promising and budget > 0 and tools.fetch is not None:

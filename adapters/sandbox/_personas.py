@@ -1,5 +1,4 @@
-"""The sandbox world as each search persona sees it: the `Shelf` a provider module's persona ranks with (docs/concepts/sandbox.md,
-§14). Same pages for every persona, a different (deterministic) part of the web indexed by each; each provider's
+"""The sandbox world as each search persona sees it: the `Shelf` a provider module's persona ranks with (docs/concepts/sandbox.md). Same pages for every persona, a different (deterministic) part of the web indexed by each; each provider's
 own ranking and surface live in its module (adapters/providers/<name>.py)."""
 
 from __future__ import annotations

@@ -62,8 +62,9 @@ def sse_response(reply: dict[str, Any], *, include_usage: bool) -> StreamingResp
 
 
 def response_events(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The typed events of one Responses reply: created, in_progress, each output item added / its deltas / done,
-    completed (carrying the whole response), numbered by `sequence_number`."""
+    """The typed events of one Responses reply: created, in_progress, each output item added / its deltas (a
+    message's text and citations, a function call's arguments, a web search's progress) / done, completed (carrying
+    the whole response), numbered by `sequence_number`."""
     seq = iter(range(1 << 62))
     pending = {**response, "status": "in_progress", "output": [], "usage": None, "completed_at": None}
 
@@ -79,9 +80,12 @@ def response_events(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
                         item={**item, "status": "in_progress", "content": []})
             for c, part in enumerate(item["content"]):
                 yield event("response.content_part.added", **where, content_index=c,
-                            part={**part, "text": ""})
+                            part={**part, "text": "", **({"annotations": []} if "annotations" in part else {})})
                 for piece in _pieces(part["text"]):
                     yield event("response.output_text.delta", **where, content_index=c, delta=piece, logprobs=[])
+                for a, annotation in enumerate(part.get("annotations") or []):  # docs/how-to/hosted.md citations
+                    yield event("response.output_text.annotation.added", **where, content_index=c,
+                                annotation_index=a, annotation=annotation)
                 yield event("response.output_text.done", **where, content_index=c, text=part["text"], logprobs=[])
                 yield event("response.content_part.done", **where, content_index=c, part=part)
         elif item["type"] == "function_call":
@@ -90,6 +94,10 @@ def response_events(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
             for piece in _pieces(item["arguments"]):
                 yield event("response.function_call_arguments.delta", **where, delta=piece)
             yield event("response.function_call_arguments.done", **where, arguments=item["arguments"])
+        elif item["type"] == "web_search_call":  # docs/how-to/hosted.md: the hosted search's progress
+            yield event("response.output_item.added", output_index=index, item={**item, "status": "in_progress"})
+            for phase in ("in_progress", "searching", "completed"):
+                yield event(f"response.web_search_call.{phase}", **where)
         else:
             yield event("response.output_item.added", output_index=index, item=item)
         yield event("response.output_item.done", output_index=index, item=item)

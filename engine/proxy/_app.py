@@ -321,7 +321,7 @@ class Proxy:
             elif target.kind == "fetch":
                 done = self._record_fetch(t, target, request, up, secret)
             elif chat:
-                hosted = await self._hosted(target.api, up)
+                hosted = await self._hosted(target.api, up.status, up.body)
                 done = self._record_chat(t, target, body, up, up.body, secret, hosted=hosted)
             if done is not None and self.durable:
                 await done.wait()
@@ -463,8 +463,8 @@ class Proxy:
                     with anyio.CancelScope(shield=True):
                         await rest.response.aclose()
                 recorded = True
-                done = self._record_read(t, target, request, body, rest.response, b"".join(parts), size, broke,
-                                         out.left, secret, t0, chat)
+                done = await self._record_read(t, target, request, body, rest.response, b"".join(parts), size, broke,
+                                               out.left, secret, t0, chat)
                 if done is not None and self.durable:
                     await done.wait()
                 if held is not None:
@@ -476,11 +476,11 @@ class Proxy:
                                    cut="the proxy stopped before the reply ended")
             self.recorder.end(t, chat=chat)
 
-    def _record_read(self, t: Traj, target: routes.Target, request: Request, body: bytes, resp: httpx.Response,
-                     whole: bytes, size: int, broke: str | None, left: bool, secret: list[Secret], t0: float,
-                     chat: bool) -> anyio.Event | None:
+    async def _record_read(self, t: Traj, target: routes.Target, request: Request, body: bytes, resp: httpx.Response,
+                           whole: bytes, size: int, broke: str | None, left: bool, secret: list[Secret], t0: float,
+                           chat: bool) -> anyio.Event | None:
         """Record a piped reply once read: by its size when longer than recorded (or broken off), else as a chat
-        turn (only a streamed chat reply fits)."""
+        turn (only a streamed chat reply fits), its hosted search's redirects resolved as a plain reply's are."""
         up = Upstream(status=resp.status_code, body=whole, latency_ms=(time.perf_counter() - t0) * 1000)
         if size > self.max_record or broke is not None or not chat:
             return self._record_large(t, target, request, body, up, size, broke is None, left, cut=broke)
@@ -490,7 +490,9 @@ class Proxy:
                 completion = assemble(target.api, whole)
             except _BAD_BODY:
                 completion = b""
-        return self._record_chat(t, target, body, up, completion, secret, raw=whole, client_disconnected=left)
+        hosted = await self._hosted(target.api, up.status, completion)
+        return self._record_chat(t, target, body, up, completion, secret, raw=whole, client_disconnected=left,
+                                 hosted=hosted)
 
     # -- recording ---------------------------------------------------------------------------------------------------
 
@@ -564,11 +566,12 @@ class Proxy:
                             n_tokens=n_tokens, latency_ms=up.latency_ms,
                             http_status=up.status, error=err, secrets=secret)
 
-    async def _hosted(self, api: str, up: Upstream) -> HostedTurn | None:
-        """The hosted search a successful plain reply carries (docs/how-to/hosted.md), Gemini's redirects resolved."""
-        if up.status is None or not 200 <= up.status < 300:
+    async def _hosted(self, api: str, status: int | None, reply: bytes) -> HostedTurn | None:
+        """The hosted search a successful reply carries (docs/how-to/hosted.md; a streamed one assembled), Gemini's
+        redirects resolved."""
+        if status is None or not 200 <= status < 300:
             return None
-        turn = read_hosted(api, up.body)
+        turn = read_hosted(api, reply)
         return None if turn is None or turn.empty else await resolved(turn, self.client)
 
     def _record_chat(self, t: Traj, target: routes.Target, body: bytes, up: Upstream, completion: bytes,
@@ -600,13 +603,7 @@ class Proxy:
                            messages=messages, head=head, tools=tools, secrets=secret,
                            client_disconnected=client_disconnected,
                            reply_id=reply_id, previous_id=previous if isinstance(previous, str) else None,
-                           model=answered, api=target.api, hosted=hosted or _streamed_hosted(target.api, completion))
-
-
-def _streamed_hosted(api: str, completion: bytes) -> HostedTurn | None:
-    """The hosted search of an assembled streamed reply (its redirects, if any, kept as received)."""
-    turn = read_hosted(api, completion)
-    return None if turn is None or turn.empty else turn
+                           model=answered, api=target.api, hosted=hosted)
 
 
 def _content_text(content: Any) -> str:

@@ -1,4 +1,4 @@
-"""The proxy's recording core: per-trajectory state, §3 events for each proxied call, one ordered append queue.
+"""The proxy's recording core: per-trajectory state, events (docs/reference/events.md) for each proxied call, one ordered append queue.
 
 A call's events are built synchronously as soon as its reply is whole (so doc_ids and call ids follow the order in
 which replies arrive) and queued; one task drains the queue into the store's group-commit writer. The client gets

@@ -1,4 +1,4 @@
-"""`export`: the stored events back into the docs/reference/interchange.md files (lossless per §17), plus the events table as Parquet.
+"""`export`: the stored events back into the docs/reference/interchange.md files (lossless), plus the events table as Parquet.
 
 Each trajectory is read through `fold` and written with every field import needs to rebuild its payloads byte for
 byte through the same Builder: model turns in full with their request messages, tool refusals, failed calls,
@@ -27,6 +27,7 @@ from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
     AUDIT_EXPORT_HEADER,
+    Cited,
     FailedStep,
     FetchStep,
     JudgmentLine,
@@ -178,7 +179,8 @@ def _steps(f: Folded, provider: str, got: Blobs) -> list[Step]:
             out.append(SearchStep(
                 iteration=c.iteration, call_id=c.call_id, query=c.query,
                 results=[Result(doc_id=r.doc_id, rank=r.rank, url=r.url, title=r.title, domain=r.domain,
-                                snippet=r.snippet, metadata=r.metadata) for r in step.results],
+                                snippet=r.snippet, metadata=r.metadata, surface=r.surface,  # type: ignore[arg-type]
+                                model_saw_more=r.model_saw_more) for r in step.results],
                 latency_ms=done.latency_ms if done else 0.0,
                 provider_ms=done.provider_ms if done else msgspec.UNSET,
                 queue_ms=done.queue_ms if done else msgspec.UNSET,
@@ -211,6 +213,13 @@ def _steps(f: Folded, provider: str, got: Blobs) -> list[Step]:
             out.append(FailedStep(what=step.what, status=step.status, call_id=step.call_id,
                                   http_status=step.http_status, error=step.error, attempts=step.attempts))
     return out
+
+
+def _cited(f: Folded) -> list[Cited]:
+    """The final answer's citations as the line gives them (their items are linked again on import)."""
+    given = f.final.citations if f.final is not None else msgspec.UNSET
+    return [Cited(url=c.url, title=c.title, cited_text=c.cited_text, start=c.start, end=c.end)
+            for c in ([] if isinstance(given, msgspec.UnsetType) else given) if c.url]
 
 
 def trajectory_cells(log: EventLog) -> Cells:
@@ -271,6 +280,7 @@ def traces_of(log: EventLog, raw: dict[str, bytes] | None = None) -> tuple[Itera
                 error=done.error if done is not None else None,
                 iterations=None if done is None or done.iterations == last else done.iterations,
                 final_iteration=None if f.final is None or f.final.iteration == last else f.final.iteration,
+                citations=_cited(f),
             )
 
     return lines(), cells.superseded

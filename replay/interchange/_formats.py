@@ -55,6 +55,10 @@ class Result(msgspec.Struct, kw_only=True):
     domain: str | None = ""  # empty: derived from the URL
     snippet: str | None = ""
     metadata: dict[str, Any] | None = {}
+    # docs/how-to/hosted.md: which of url, title, snippet, cited_text, page the caller received, and whether the model
+    # read more (a hosted search layer's result); absent: a search API's result (url, title and snippet)
+    surface: list[Literal["url", "title", "snippet", "cited_text", "page"]] | msgspec.UnsetType = msgspec.UNSET
+    model_saw_more: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchStep(msgspec.Struct, kw_only=True, tag_field="kind", tag="search", omit_defaults=True):
@@ -170,6 +174,16 @@ class Answer(msgspec.Struct, kw_only=True):
     semantic_match: bool
 
 
+class Cited(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One source the final answer cites: its URL, title, the cited passage and its span in the answer."""
+
+    url: Id
+    title: str = ""
+    cited_text: str = ""
+    start: Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)] | None = None
+    end: Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)] | None = None
+
+
 class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One trajectory per line of traces.jsonl (`epoch` and `run_id` are written only when not their defaults)."""
 
@@ -194,6 +208,9 @@ class TraceLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     final_iteration: Iteration | None = None  # answer.final's iteration (default: likewise)
     # audit.answer rows of this trajectory (Inspect scorers: source `inspect:<scorer>`)
     answers: list[Answer] = []
+    # docs/how-to/hosted.md: the sources the final answer cites, in the order given (each linked on import to the
+    # item of its normalised URL, if any)
+    citations: list[Cited] = []
 
 
 class RunQuestion(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -227,7 +244,7 @@ class JudgmentLine(msgspec.Struct, kw_only=True):
 
 
 class TypedJudgmentLine(msgspec.Struct, kw_only=True):
-    """JudgmentLine with labels of the §4 schema (or null): one decode for the usual line; any other falls back."""
+    """JudgmentLine with labels of the judge's schema (docs/concepts/judge.md) (or null): one decode for the usual line; any other falls back."""
 
     judge_run_id: Id
     trajectory_id: Id

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import (
+    HostedTurn,
     Tools,
     content_text,
     domain_of,
@@ -32,6 +33,7 @@ from searchtrace.adapters import (
 from searchtrace.engine import epochs_problem, final_answer, trajectory_id
 from searchtrace.replay.interchange._formats import (
     Answer,
+    Cited,
     FetchStep,
     ModelStep,
     Result,
@@ -43,6 +45,7 @@ from searchtrace.replay.interchange._formats import (
     TurnCall,
     TurnUsage,
 )
+from searchtrace.replay.interchange._inspect_hosted import hosted_turn
 from searchtrace.store import BadInput, TrajectoryReason, one_line, shown, usage_rule
 
 LOG_SUFFIXES = (".eval", ".json")
@@ -75,7 +78,7 @@ def read_log(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: reading Inspect logs needs the inspect-ai package (pip install inspect-ai)") from None
     check_zip_members(path)
     try:
-        log = read_eval_log(str(path))
+        log = read_eval_log(str(path), resolve_attachments=True)  # the texts Inspect stored once, in place
     except Exception as exc:  # inspect raises many kinds for a file that is not one of its logs
         raise BadInput(f"{path}: not an Inspect AI log ({type(exc).__name__}: {one_line(str(exc), 160)})") from None
     data: dict[str, Any] = log.model_dump(mode="json")
@@ -243,14 +246,30 @@ def _ms(event: dict[str, Any]) -> float:
     return float(event.get("working_time") or 0.0) * 1000
 
 
+def hosted_layer(turns: Sequence[HostedTurn | None]) -> str | None:
+    """The hosted layer a sample's model searched with (Claude's is `anthropic_web_fetch` once any turn fetched)."""
+    layers = [t.layer for t in turns if t is not None and not t.empty]
+    return "anthropic_web_fetch" if "anthropic_web_fetch" in layers else next(iter(layers), None)
+
+
+def sample_hosted(sample: dict[str, Any]) -> list[HostedTurn | None]:
+    """The hosted search of each model event of the sample, in order (None: none)."""
+    return [hosted_turn(e) for e in sample.get("events") or [] if isinstance(e, dict) and e.get("event") == "model"]
+
+
 def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: str) -> TraceLine | None:
-    """One sample as a §9 trace line; None when it never calls a searching tool."""
+    """One sample as a trace line; None when it never calls a searching tool nor searches inside the model API."""
     s = _Sample(path, sample)
     events = [e for e in sample.get("events") or [] if isinstance(e, dict)]
     tools = _tools(events)
-    if tools is None or not any(e.get("event") == "tool" and e.get("function") == tools.search for e in events):
+    per_call = sample_hosted(sample)
+    hosted = iter(per_call)
+    searched = tools is not None and any(e.get("event") == "tool" and e.get("function") == tools.search
+                                         for e in events)
+    if not searched and hosted_layer(per_call) is None:
         return None
     steps: list[Step] = []
+    citations: list[Cited] = []
     turns: list[Turn] = []
     sent: list[Any] = []  # the previous model event's input messages
     docs: dict[str, str] = {}  # url_normalized and doc_id -> doc_id of the first appearance
@@ -267,8 +286,13 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
             u = turn.usage
             steps.append(ModelStep(iteration=iteration, latency_ms=turn.latency_ms, usage=StepUsage(
                 input_tokens=u.input_tokens, output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens)))
+            got = next(hosted, None)
+            if got is not None:  # docs/how-to/hosted.md: the search the model API ran inside this call
+                n_docs = _hosted_steps(got, iteration, f"{e.get('uuid') or i}", steps, docs, urls, n_docs)
+                citations = [Cited(url=c.url, title=c.title, cited_text=c.cited_text, start=c.start, end=c.end)
+                             for c in got.citations if c.url]
             continue
-        if kind != "tool" or e.get("function") not in (tools.search, tools.fetch):
+        if tools is None or kind != "tool" or e.get("function") not in (tools.search, tools.fetch):
             continue
         args: dict[str, Any] = e["arguments"] if isinstance(e.get("arguments"), dict) else {}
         call_id = str(e.get("id") or f"tool-{i}")
@@ -311,8 +335,34 @@ def sample_trace(path: Path, sample: dict[str, Any], *, provider: str, run_id: s
     return TraceLine(
         trajectory_id=trajectory_id(run_id, provider, s.id, epoch=s.epoch), provider=provider, qid=s.id,
         question=_question(s), gold_answer=_gold(s), final_answer=final, stop_reason=reason, steps=steps, epoch=s.epoch,
-        run_id=run_id, turns=turns, error=error, answers=_answers(sample),
+        run_id=run_id, turns=turns, error=error, answers=_answers(sample), citations=citations,
     )
+
+
+def _hosted_steps(turn: HostedTurn, iteration: int, at: str, steps: list[Step], docs: dict[str, str],
+                  urls: dict[str, str], n_docs: int) -> int:
+    """A hosted turn's searches (each source a result with its surface) and page reads as steps, doc_ids going on
+    from `n_docs`; returns the last doc number given. A page read of a URL no result showed has no judge item."""
+    for k, search in enumerate(turn.searches, start=1):
+        results: list[Result] = []
+        for h in search.hits:
+            if not h.url:
+                continue
+            n_docs += 1
+            doc_id = f"d{n_docs}"
+            docs.setdefault(normalize_url(h.url), doc_id)
+            urls[doc_id] = h.url
+            results.append(Result(doc_id=doc_id, rank=len(results) + 1, url=h.url, title=h.title, domain=h.domain,
+                                  snippet=h.snippet, metadata=dict(h.metadata),
+                                  surface=h.surface if h.surface is not None else msgspec.UNSET,  # type: ignore[arg-type]
+                                  model_saw_more=msgspec.UNSET if h.model_saw_more is None else h.model_saw_more))
+        steps.append(SearchStep(iteration=iteration, call_id=f"{at}-s{k}", query=search.query, results=results,
+                                provider=turn.layer, params=search.params))
+    for k, f in enumerate(turn.fetches, start=1):
+        steps.append(FetchStep(iteration=iteration, call_id=f"{at}-f{k}", doc_id=docs.get(normalize_url(f.url)),
+                               url=f.url, status="hidden" if f.text is None else "ok", content=f.text,
+                               n_tokens=estimate_tokens(f.text) if f.text else 0))
+    return n_docs
 
 
 def _empty_results(text: str) -> bool:
@@ -325,12 +375,13 @@ def _empty_results(text: str) -> bool:
 
 
 def _provider_of(log: dict[str, Any], sample: dict[str, Any], given: str | None) -> str | None:
+    """`--provider`, else the task's or sample's `provider`, else the hosted layer the sample searched with."""
     if given:
         return given
     for source in ((log.get("eval") or {}).get("task_args") or {}, sample.get("metadata") or {}):
         if isinstance(source.get("provider"), str) and source["provider"]:
             return str(source["provider"])
-    return None
+    return hosted_layer(sample_hosted(sample))
 
 
 def log_traces(path: Path, *, provider: str | None, run_id: str | None) -> Iterator[tuple[str, TraceLine]]:
@@ -342,6 +393,8 @@ def log_traces(path: Path, *, provider: str | None, run_id: str | None) -> Itera
     for sample in log.get("samples") or []:
         name = _provider_of(log, sample, provider)
         if name is None:
+            if sample_trace(path, sample, provider="?", run_id=run) is None:
+                continue  # it searched nothing that can be read: no trajectory, whatever its provider
             raise BadInput(f"{path}: sample {sample.get('id')}: no provider: pass --provider (the search API used)")
         line = sample_trace(path, sample, provider=name, run_id=run)
         if line is not None:

@@ -80,7 +80,7 @@ Line = JudgmentLine | TypedJudgmentLine
 
 
 def read_line(path: Path, n: int, raw: bytes) -> Line:
-    """The typed decode when the line has §4 labels (or null), else the generic one that reports what is wrong."""
+    """The typed decode when the line has judge labels (docs/concepts/judge.md) (or null), else the generic one that reports what is wrong."""
     try:
         return typed_judgment_decoder.decode(raw)
     except (msgspec.MsgspecError, RecursionError):
@@ -89,7 +89,7 @@ def read_line(path: Path, n: int, raw: bytes) -> Line:
 
 
 def _labels(j: Line) -> tuple[Verdict | None, str, str]:
-    """(labels, '', '') when they are of the §4 schema, else (None, field, message)."""
+    """(labels, '', '') when they are of the judge's schema, else (None, field, message)."""
     if j.labels is None:
         return None, "labels", "missing (null) on a valid verdict"
     if isinstance(j.labels, Verdict):

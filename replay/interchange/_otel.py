@@ -528,7 +528,7 @@ def stored_starts(log: Any) -> dict[str, str]:
 
 
 def question_event(ident: Identity) -> Any:
-    """The dataset.question of an imported trajectory (the §9 importer's stream and id, so both agree)."""
+    """The dataset.question of an imported trajectory (the trace importer's stream and id, so both agree)."""
     from searchtrace.replay.interchange._common import DATASET_STREAM, RUN_ID
     from searchtrace.store import DatasetQuestion, NewEvent
 

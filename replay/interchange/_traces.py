@@ -42,6 +42,7 @@ from searchtrace.replay.interchange._formats import (
 from searchtrace.store import (
     AuditAnswer,
     BadInput,
+    Citation,
     DatasetQuestion,
     EventLog,
     ModelResponded,
@@ -245,7 +246,9 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) ->
                     request_digest=None if isinstance(turn.request_sha256, msgspec.UnsetType) else turn.request_sha256)
         elif isinstance(step, SearchStep):
             hits = [SearchHit(rank=r.rank, title=r.title or "", url=r.url, domain=r.domain or "", snippet=r.snippet or "",
-                              metadata=r.metadata or {}) for r in step.results]
+                              metadata=r.metadata or {}, surface=_given_list(r.surface),
+                              model_saw_more=None if isinstance(r.model_saw_more, msgspec.UnsetType)
+                              else r.model_saw_more) for r in step.results]
             b.search(call_id=step.call_id, iteration=step.iteration, query=step.query,
                      provider=step.provider or t.provider, status=step.status, hits=hits,
                      doc_ids=[r.doc_id for r in step.results], latency_ms=step.latency_ms,
@@ -270,7 +273,9 @@ def trace_payloads(t: TraceLine, *, with_blobs: bool = True, raw: Raw = None) ->
         else:
             b.retried([_retry(step)], step.call_id)
     if t.final_answer is not None:
-        b.final(t.final_answer, last_iter if t.final_iteration is None else t.final_iteration)
+        b.final(t.final_answer, last_iter if t.final_iteration is None else t.final_iteration,
+                citations=[Citation(url=c.url, title=c.title, cited_text=c.cited_text, start=c.start, end=c.end)
+                           for c in t.citations])
     b.finish(t.stop_reason, error=t.error, iterations=last_iter if t.iterations is None else t.iterations)
     payloads, blobs = b.take()
     return payloads, blobs if with_blobs else []
@@ -327,6 +332,10 @@ def append_traces(log: EventLog, path: Path, skip: frozenset[str] | set[str] = f
     if batch or blobs:
         written += sum(1 for p in log.append(batch, blobs=blobs) if p)
     return written
+
+
+def _given_list(value: list[Any] | msgspec.UnsetType) -> list[str] | None:
+    return None if isinstance(value, msgspec.UnsetType) else [str(v) for v in value]
 
 
 def _given(value: str | msgspec.UnsetType) -> str | None:

@@ -36,6 +36,11 @@ def summary_text(s: JudgeStats) -> str:
     )
     if s.failed:
         text += f"; {s.failed} calls failed: run the same command again to judge them"
+    if not isinstance(s.backfill, msgspec.UnsetType):
+        f = s.backfill
+        text += (f"\nbackfill: {f.items} items whose text the caller never received ({f.already} already "
+                 f"backfilled); {f.fetched} pages fetched now, {f.valid} valid, {f.invalid} invalid or unfetchable, "
+                 f"{f.failed} failed")
     if not isinstance(s.batch, msgspec.UnsetType):
         b = s.batch
         text += (f"\nbatches: {b.batches} submitted now ({b.submitted} items, {b.resubmitted} of them resubmitted), "
@@ -108,6 +113,10 @@ def judge_progress(enabled: bool | None) -> Iterator[Callable[[JudgeStats], None
 @click.option("--batch-fallback", type=click.Choice(["online"]), default=None,
               help="Judge online the items two batches did not answer (errored, expired, cancelled); "
                    "without it they are left, counted, for the next run.")
+@click.option("--backfill-pages", "backfill_pages", is_flag=True,
+              help="Then fetch, through the fetch backend, the page of every item whose text the caller never "
+                   "received (a hosted layer's bare URLs) and judge it as surface `backfill`, reported apart "
+                   "(docs/how-to/hosted.md).")
 @ship_to_option
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
               help="Fan the judge calls out on a Ray cluster (`auto`: the one this machine runs, else a local one): "
@@ -124,7 +133,7 @@ def judge(
     concurrency: int, timeout_s: float, max_retries: int,
     sandbox: bool, sandbox_url: str | None, as_json: bool, no_progress: bool, make_default: bool, ship_to: str | None,
     ray_address: str | None, shards: int | None, segment_dir: str | None, batch: bool, batch_size: int | None,
-    poll_s: float | None, batch_fallback: str | None,
+    poll_s: float | None, batch_fallback: str | None, backfill_pages: bool,
 ) -> None:
     """Judge every URL the agent saw (one call per item); re-running the same judge run resumes it.
 
@@ -137,6 +146,9 @@ def judge(
         return
     if not batch and (batch_size is not None or poll_s is not None or batch_fallback is not None):
         raise click.UsageError("--batch-size, --poll-s and --batch-fallback go with --batch")
+    if backfill_pages and (batch or ray_address is not None or shards is not None):
+        raise click.UsageError("--backfill-pages judges online in this process: drop --batch and --ray (judge the "
+                               "run with them first, then run the same judge run with --backfill-pages)")
     batched = None
     if batch:
         from searchtrace.replay import DEFAULT_BATCH_SIZE, DEFAULT_POLL_S
@@ -162,6 +174,9 @@ def judge(
     with judge_progress(False if no_progress or as_json else None) as tick:
         # calls are paced by the adapter's endpoint limiter (rps/10 per 0.1 s)
         stats = anyio.run(lambda: pipeline.judge(db, chat, plan.options(), progress=tick, ship_to=ship_to, batch=plan.batch,
+                                                 backfill=pipeline.backfill_fetcher(sandbox=plan.sandbox,
+                                                                                    sandbox_url=plan.sandbox_url)
+                                                 if backfill_pages else None,
                                                  on_shipped=lambda s: shipped.append(shipped_line(s, ship_to or ""))),
                           backend="asyncio")
     if as_json:
@@ -172,6 +187,12 @@ def judge(
         click.echo(f"shipped: {line}", err=as_json)
     if make_default:
         _mark_default(db, stats.judge_run_id, err=as_json)
+    if not isinstance(stats.backfill, msgspec.UnsetType) and stats.backfill.failed:
+        for err in stats.backfill.errors:
+            click.echo(f"searchtrace: backfill failed: {err}", err=True)
+        click.echo(f"searchtrace: judge: {stats.backfill.failed} backfill pages failed on a transient error; run the "
+                   "same command again to backfill them", err=True)
+        raise SystemExit(1)
     if stats.failed:
         for err in stats.errors:
             click.echo(f"searchtrace: judge call failed: {err}", err=True)

@@ -18,6 +18,7 @@ from searchtrace.pipeline._judging import DEFAULT_RPS as DEFAULT_RPS
 from searchtrace.pipeline._judging import SANDBOX_JUDGE as SANDBOX_JUDGE
 from searchtrace.pipeline._judging import BatchPlan as BatchPlan
 from searchtrace.pipeline._judging import JudgePlan as JudgePlan
+from searchtrace.pipeline._judging import backfill_fetcher as backfill_fetcher
 from searchtrace.pipeline._judging import judge as judge
 from searchtrace.pipeline._judging import judge_chat as judge_chat
 from searchtrace.pipeline._judging import make_default as make_default

@@ -75,7 +75,7 @@ def import_inspect(
     db: Path, logs: Sequence[Path], *, provider: str | None = None, run_id: str | None = None,
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> ImportResult:
-    """Inspect AI logs (files or folders) as trajectories: each log becomes §9 trace lines, imported as strictly
+    """Inspect AI logs (files or folders) as trajectories: each log becomes trace lines (docs/reference/interchange.md), imported as strictly
     as traces.jsonl; an error names the log, the sample and the event, and nothing of that log is written."""
     import re
     import tempfile

@@ -14,8 +14,11 @@ from searchtrace.adapters import (
     BATCH_APIS,
     SANDBOX_KEY,
     ClosableChat,
+    JinaFetcher,
     OpenAIChat,
     build_chat,
+    build_fetcher,
+    default_cache_dir,
     default_endpoint,
     sandbox_endpoint,
 )
@@ -32,6 +35,8 @@ from searchtrace.replay import (
     JudgeStats,
     default_judge_run_id,
     load_judge_prompt_file,
+    resolve_prompt,
+    run_backfill,
     run_batch_judge,
     run_judge,
 )
@@ -151,11 +156,25 @@ def judge_chat(
     return build_chat(model, default_endpoint(endpoint, base_url=base_url, key_env=key_env, **limits), api=api)
 
 
+def backfill_fetcher(*, sandbox: bool, sandbox_url: str | None) -> JinaFetcher:
+    """The fetch backend `judge --backfill-pages` reads pages through (docs/how-to/hosted.md): the sandbox's (in
+    process, or at `sandbox_url`) or the configured one, with the shared page cache."""
+    cache = default_cache_dir()
+    if sandbox or sandbox_url:
+        box = in_process() if sandbox else None
+        endpoint = sandbox_endpoint("jina", box.root if box is not None else str(sandbox_url))
+        return build_fetcher("jina", endpoint, cache_dir=cache / "sandbox", key_fallback=SANDBOX_KEY,
+                             transport=box.transport if box is not None else None)
+    return build_fetcher("jina", default_endpoint("jina"), cache_dir=cache)
+
+
 async def judge(
     db: Path, chat: ClosableChat, options: JudgeOptions, *, progress: Callable[[JudgeStats], None] | None = None,
     ship_to: str | None = None, on_shipped: Callable[[Shipped], None] | None = None, batch: BatchPlan | None = None,
+    backfill: JinaFetcher | None = None,
 ) -> JudgeStats:
-    """Opens the store, judges what this judge run has no verdict for yet, then closes the chat and the store.
+    """Opens the store, judges what this judge run has no verdict for yet (then, with a `backfill` fetcher, the pages
+    of the items whose text the caller never received), then closes the chat, the fetcher and the store.
 
     `ship_to`: a PostgreSQL log the store's committed events are shipped to every second and at the end (docs/how-to/scale.md)."""
     if ship_to is not None:
@@ -167,9 +186,16 @@ async def judge(
                 assert isinstance(chat, OpenAIChat)  # every judge_chat is
                 return await run_batch_judge(log, options, chat=chat, progress=progress, batch_size=batch.size,
                                              poll_s=batch.poll_s, fallback=batch.fallback)
-            return await run_judge(log, options, chat=chat, progress=progress)
+            stats = await run_judge(log, options, chat=chat, progress=progress)
+            if backfill is not None and stats.stopped is None:
+                used = options.prompt or resolve_prompt(log, options.prompt_version, stats.judge_run_id)
+                await run_backfill(log, judge_run_id=stats.judge_run_id, prompt=used, chat=chat, fetcher=backfill,
+                                   concurrency=options.concurrency, progress=progress, stats=stats)
+            return stats
     finally:
         await chat.aclose()
+        if backfill is not None:
+            await backfill.aclose()
         await anyio.to_thread.run_sync(log.close)
 
 

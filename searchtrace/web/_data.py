@@ -495,7 +495,7 @@ def _aligned(trs: list[QuestionTrajectory], results: list[SearchResultRow],
 
 def report(cur: Cursor, judge_run_id: str | None, runs: list[str] | None = None, by: str = "provider",
            bootstrap: int = DEFAULT_BOOTSTRAP) -> tuple[Report | ChooseRun, list[str]]:
-    """The §8 report (and every extra key the report carries: §18 intervals and paired tests from `bootstrap`
+    """The report (and every extra key the report carries: the intervals and paired tests from `bootstrap`
     replicates, as `report` prints them) for the judge run, the chosen runs and the arms `by`. A store of several
     runs with none chosen, by provider, answers the runs to choose from (`choose_run`), as `report` would ask for
     `--run-id`: runs are never merged silently, and the explorer shows the choice instead of failing. With another

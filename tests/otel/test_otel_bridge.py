@@ -1,6 +1,6 @@
 """docs/how-to/otel.md end to end: an agent on the official `openai` client, instrumented by OpenInference and exported by the
 official OTLP/HTTP exporter to `searchtrace collect`, against the sandbox, gives the report the same agent gives
-through `searchtrace proxy`; `collect` is a §20 local server; `export --otlp` reaches a real OTLP receiver and
+through `searchtrace proxy`; `collect` is a local OTLP server; `export --otlp` reaches a real OTLP receiver and
 `export --otlp-file` → `import --from otel` reproduces the report."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""docs/concepts/shown.md: the same interaction recorded through our agent loop, through `searchtrace proxy` and by §9 import gives
+"""docs/concepts/shown.md: the same interaction recorded through our agent loop, through `searchtrace proxy` and by trace-file import gives
 the same payload bytes, in the fields each path can know.
 
 The interaction: the sandbox's scripted chat model (`sandbox-agent`, deterministic: the same request gets the same
@@ -6,7 +6,7 @@ reply bytes) answering two sandbox questions with Tavily and Jina Reader — one
 one with two searches in one turn. Our `Agent` records it first (production adapters over the in-process sandbox);
 an official-openai-client agent then replays the same turns through a real `searchtrace proxy --upstream sandbox`
 (the same messages and tools, the same search bodies and page URLs, in the recorded order); the same trajectory is
-then written as a §9 trace line and imported into a third store.
+then written as a trace line and imported into a third store.
 
 Agent and proxy differ in call ids alone (besides latencies): see `_call_ids_as_the_proxy_numbers_them`. They agree
 here because of how this interaction is made, and would differ by nature otherwise: no fetch cache (a cache hit
@@ -54,10 +54,10 @@ QIDS = ("sbx-a808a0ab03", "sbx-9b53a86f31")  # search, fetch, answer; two search
 # fields. The proxy also records provider_ms = latency_ms and queue_ms = 0 (one attempt, no limits of its own).
 LATENCY = frozenset({"latency_ms", "provider_ms", "queue_ms"})
 
-# What §9 import cannot know, by field (it is not in a trace line), so it is left out of the agent-vs-import
+# What a trace-file import cannot know, by field (it is not in a trace line), so it is left out of the agent-vs-import
 # comparison only:
 # - model.responded: the reply (text, tool_calls, finish_reason), its raw body (raw_digest) and the request
-#   (request_sha256, request_messages, tools_digest): a §9 model step carries its iteration and usage alone, and
+#   (request_sha256, request_messages, tools_digest): a trace-file model step carries its iteration and usage alone, and
 #   its usage has no cached_tokens (so neither has the usage summed in trajectory.finished);
 # - search.called params, search.completed raw_digest / http_status: a search step is its query and results;
 # - fetch.completed n_bytes / http_status: a fetch step has the page text (import counts its UTF-8 bytes), not

@@ -184,7 +184,7 @@ def write_files(env: Env) -> None:
     w("q_noanswer.jsonl").write_text(_jsonl(_without(rows, "answer")))
     w("q_nostrata.jsonl").write_text(_jsonl(_without(rows, "topic")))
     w("q_intquestion.jsonl").write_text(_jsonl(_with(rows, "question", 42)))
-    w("q_nestedanswer.jsonl").write_text(_jsonl(_with(rows, "answer", [["a"], "b"])))  # a flat list is aliases (§19)
+    w("q_nestedanswer.jsonl").write_text(_jsonl(_with(rows, "answer", [["a"], "b"])))  # a flat list is aliases (docs/how-to/datasets.md)
     w("q_intstratum.jsonl").write_text(_jsonl(_with(rows, "topic", 3)))
     text = _csv(rows)
     w("q_truncated.csv").write_text(text[: len(text) - 25].rsplit(",", 1)[0] + ',"cut in the mid')

@@ -1,4 +1,4 @@
-"""`searchtrace export`: the §9 files and Parquet; import -> export -> import into a fresh DB gives the same report."""
+"""`searchtrace export`: the trace files and Parquet; import -> export -> import into a fresh DB gives the same report."""
 
 from __future__ import annotations
 

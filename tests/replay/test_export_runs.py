@@ -1,4 +1,4 @@
-"""docs/reference/interchange.md + §20: a store of several runs that recorded the same cells exports into files that import back."""
+"""docs/reference/interchange.md and docs/how-to/compare.md: a store of several runs that recorded the same cells exports into files that import back."""
 
 from __future__ import annotations
 

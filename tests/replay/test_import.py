@@ -1,4 +1,4 @@
-"""`searchtrace import`: events of docs/reference/events.md from the §9 files, idempotent, and strict per §9 (exit 2, nothing written)."""
+"""`searchtrace import`: events of docs/reference/events.md from the trace files, idempotent, and strict (exit 2, nothing written)."""
 
 from __future__ import annotations
 

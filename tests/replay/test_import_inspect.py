@@ -204,7 +204,8 @@ def test_every_model_turn_each_score_and_the_epochs_are_kept(tmp_path: Path, cap
     seen_turns = 0
     with EventLog(db, read_only=True) as store:
         for path in sorted(LOGS.glob("*.eval")):
-            log = inspect_log.read_eval_log(str(path))
+            # the texts Inspect stored once as attachments are read in place: the model was sent the text itself
+            log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
             provider = log.eval.task_args["provider"]
             for sample in log.samples or []:
                 suffix = f":{provider}:{sample.id}" + ("" if sample.epoch == 1 else f"~{sample.epoch}")

@@ -49,7 +49,7 @@ def _record_judge_grade(cfg: RunConfig, db: Path, shard: tuple[int, int] | None)
 
 
 def _values(db: Path) -> Any:
-    """The §8 report without what a clock measured (latencies, and the intervals and tests over them)."""
+    """The report without what a clock measured (latencies, and the intervals and tests over them)."""
     data = json.loads(to_json(pipeline.report(db, bootstrap=200).data))
 
     def strip(x: Any) -> Any:

@@ -48,7 +48,7 @@ def test_lists_filters_and_counts_agree_with_the_report(demo_db: Path) -> None:
     rep = report.json()
     with EventLog(demo_db, read_only=True) as log:
         cur = log.cursor()
-        # byte for byte the report `report` prints, its §18 intervals and paired tests included
+        # byte for byte the report `report` prints, its intervals and paired tests included
         want = build_report(cur, writable=False, bootstrap=DEFAULT_BOOTSTRAP).report
         assert to_json(msgspec.convert(rep, Report)) == to_json(want) and rep["paired"] and "accuracy_ci" in rep["providers"]["brave"]
         cur.close()

@@ -9,11 +9,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import duckdb
 import pytest
 
-from searchtrace.analytics import build_report
+from searchtrace.analytics import Vocabulary, build_report
 from searchtrace.store import EventLog
 from tests.analytics.test_audit import read_tsv, write_tsv
 from tests.builders import result, run_cli, search, traj, write_jsonl
@@ -22,6 +23,7 @@ from tests.web.test_browser import ARGS, CHROMIUM, playwright_sync
 
 FLIPPED = 5  # items whose snippet.supports_gold the second judge run reverses
 TURNS = 400  # model turns of the runaway trajectory
+WORDS = Vocabulary()
 ROWS = {"trajectories": "trajectory-row", "cells": "cell-row", "questions": "question-row"}  # else item-row
 # every numeric cell of the report page: a link to what it counts, or marked as no count (a rate, interval, p, ...)
 BARE = ("() => [...document.querySelectorAll('#main table td.num')].filter((td) => !td.querySelector("
@@ -123,7 +125,7 @@ def test_every_count_of_the_report_opens_exactly_what_it_counts(page: tuple[Any,
     run = recorded_run(store)
     p.locator(f'[data-testid="report-run"]:text-is("{run}")').click()
     p.get_by_test_id("report-table").wait_for()
-    assert "95% interval" in p.get_by_test_id("report-table").inner_text()  # the §18 intervals
+    assert "95% interval" in p.get_by_test_id("report-table").inner_text()  # the intervals
     assert p.get_by_test_id("paired").locator("tbody tr").count() == 3  # three provider pairs, with p and Holm
     assert "p Holm" in p.get_by_test_id("paired").inner_text()
     links = p.get_by_test_id("count-link")
@@ -152,6 +154,12 @@ def test_every_count_of_the_report_opens_exactly_what_it_counts(page: tuple[Any,
         show(p, href)
         total = p.get_by_test_id("items-total")
         assert int(total.get_attribute("data-total") or -1) == n, (key, href)
+        # the page names what it lists in the read model's words (GET /api/vocabulary), not in a copy of its own
+        query = parse_qs(href.split("?", 1)[1])
+        label = query["label"][0]
+        named = query["partition"][0] if label == "partition" else \
+            getattr(WORDS.classes, query["cell"][0]) if "cell" in query else getattr(WORDS.counts, label)
+        assert named in p.get_by_test_id("items-title").inner_text(), (key, href)
         rows = p.get_by_test_id(ROWS.get(total.get_attribute("data-kind") or "", "item-row"))
         listed = rows.count()
         if n > 50 and not paged:  # one long list walked to its end: every page together lists n

@@ -2,12 +2,15 @@
 // (textContent / attribute values), never parsed as HTML, so nothing a fetched page contains can run.
 "use strict";
 
-// the support partition's cells in order, each {name, meaning, colour}: read once from /api/vocabulary (the one
-// definition, analytics' read model), never copied here
-let CELLS = [], PARTS = [];
+// the words and colours the page draws with, read once from /api/vocabulary (the one definition, analytics' read
+// model), never copied here: the partition's cells in order, each {name, meaning, colour}; what the rows behind each
+// count are called (counts), the complementarity classes (classes), the human audit labels (audit_labels), a
+// verdict's label chips (verdict) and the report view's rows after the table's (extra_rows)
+let V = null, CELLS = [], PARTS = [];
 async function loadVocabulary() {
-  if (CELLS.length) return;
-  CELLS = (await api("/api/vocabulary")).partition;
+  if (V) return;
+  V = await api("/api/vocabulary");
+  CELLS = V.partition;
   PARTS = CELLS.map((c) => c.name);
 }
 // the fifth cell (docs/how-to/hosted.md) only where some item has it, so a store without hosted search shows four
@@ -186,17 +189,17 @@ function labelChips(item) {
   if (!item || item.valid === null || item.valid === undefined) return [chip("no verdict", "muted")];
   if (!item.valid) return [chip("invalid verdict", "bad", item.invalid_reason)];
   const out = [];
-  const yes = (v, text, cls) => { if (v) out.push(chip(text, cls)); };
-  yes(item.snippet_supports_gold, "snippet supports gold", "good");
-  yes(item.snippet_contradicts_gold, "snippet contradicts gold", "bad");
-  yes(item.snippet_relevant, "relevant");
+  const yes = (key, cls, title) => { if (item[key]) out.push(chip(V.verdict[key], cls, title)); };
+  yes("snippet_supports_gold", "good");
+  yes("snippet_contradicts_gold", "bad");
+  yes("snippet_relevant");
   if (item.has_page) {
-    yes(item.page_supports_gold, "page supports gold", "good");
-    yes(item.page_contradicts_gold, "page contradicts gold", "bad");
+    yes("page_supports_gold", "good");
+    yes("page_contradicts_gold", "bad");
     if (!item.page_supports_gold && !item.page_contradicts_gold) out.push(chip("page: no support", "muted"));
   }
-  yes(item.supports_final_answer, "supports final answer");
-  if (item.discovered) out.push(chip("discovered support", "good", "support found only after fetching"));
+  yes("supports_final_answer");
+  yes("discovered", "good", "support found only after fetching");
   if (!out.length) out.push(chip("no support", "muted"));
   return out;
 }
@@ -476,7 +479,7 @@ async function viewReport() {
       body.push(h("tr", { class: "ci" }, h("td", {}, "  95% interval"), names.map((n) => h("td", { class: "num" }, nc(interval(arms[n][`${key}_ci`]) || "–", "interval")))));
     }
   }
-  for (const [key, label] of [["surface_supported_items", "items whose surface supports gold (S)"], ["surface_contradicted_items", "items whose surface contradicts gold"], ["results_returned", "search results returned"], ["results_shown", "search results shown to the model"], ["shown_share", "shown share"], ["fetch_cache_hits", "fetch cache hits"]]) {
+  for (const [key, label] of Object.entries(V.extra_rows)) {
     if (names.some((n) => arms[n][key] !== undefined)) body.push(h("tr", {}, h("td", {}, label), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key)))));
   }
   const sections = [h("h2", {}, `Per ${rep.by || "provider"}`), h("div", { class: "wide" }, h("table", { class: "list report", "data-testid": "report-table" }, h("thead", {}, head), h("tbody", {}, body)))];
@@ -515,7 +518,7 @@ async function viewReport() {
   }
   const compl = rep.complementarity || {};
   if (Object.keys(compl).length) {
-    const cols = ["a_only", "b_only", "both", "neither", "url_jaccard"];
+    const cols = [...Object.keys(V.classes), "url_jaccard"];
     sections.push(h("h2", {}, "Complementarity"), h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "pair A|B"), cols.map((c) => h("th", {}, c)))),
       h("tbody", {}, Object.keys(compl).sort().map((k) => h("tr", {}, h("td", {}, k), cols.map((c) => h("td", { class: "num" }, c === "url_jaccard" ? nc(fmt(compl[k][c]), "rate") : pairCell(k, c, compl[k][c], "complementarity")))))))));
   }
@@ -529,22 +532,9 @@ async function viewReport() {
 }
 
 // -- the items behind one count -----------------------------------------------------------------------
-const LABEL_TEXT = {
-  trajectories: "trajectories", audited: "audited trajectories", correct: "correct trajectories", exact_matches: "trajectories with an exact match",
-  surface_answerable_queries: "surface-answerable trajectories", items: "judge items", valid_items: "items with a valid verdict",
-  invalid_items: "items with an invalid verdict", snippet_only_items: "snippet-only items", page_visible_items: "page-visible items",
-  discovered_support: "items with discovered support", surface_supported_items: "items whose surface supports gold",
-  surface_contradicted_items: "items whose surface contradicts gold", results_returned: "search results returned", results_shown: "search results shown to the model",
-  cells: "(qid, epoch) cells both arms ran", paired_questions: "questions of the paired tests (audited on both sides)", common_questions: "questions both arms ran",
-  fetch_cache_hits: "fetches answered from the cache",
-  surface_support_rate_corrected_labels: "human labels of snippet support (clear)", surface_contradiction_rate_corrected_labels: "human labels of snippet contradiction (clear)",
-  corrected_labels: "human snippet labels (clear)", corrected_unclear: "human snippet labels marked unclear",
-};
-const HUMAN_TEXT = { supports_gold: "supports gold", contradicts_gold: "contradicts gold" };
 // a human audit label beside the judge's value of the same label (the correction's counts)
-const humanChips = (r) => [chip(`human: ${HUMAN_TEXT[r.audit_label] || r.audit_label} ${r.human_value === "unclear" ? "unclear" : r.human_value ? "yes" : "no"}`, r.human_value === "unclear" ? "muted" : r.human_value === r.judge_value ? "good" : "bad"),
+const humanChips = (r) => [chip(`human: ${V.audit_labels[r.audit_label] || r.audit_label} ${r.human_value === "unclear" ? "unclear" : r.human_value ? "yes" : "no"}`, r.human_value === "unclear" ? "muted" : r.human_value === r.judge_value ? "good" : "bad"),
   chip(`judge: ${r.judge_value ? "yes" : "no"}`, "muted")];
-const CELL_TEXT = { a_only: "answerable by A only", b_only: "answerable by B only", both: "answerable by both", neither: "answerable by neither" };
 // one side (arm) of a cell or a paired question: its trajectories there, with what the count asks of them
 function pairSide(s, cells) {
   return h("div", { class: "side" }, h("b", {}, `${s.arm}: `),
@@ -555,12 +545,12 @@ function pairSide(s, cells) {
 async function viewItems(params) {
   const own = Object.fromEntries([...params.keys()].filter((k) => !SCOPE.includes(k)).map((k) => [k, params.get(k)]));
   const d = await api(`/api/items?${apiQuery({ ...own, limit: PAGE })}`);
-  const what = d.label === "partition" ? `${d.partition} items` : d.cell ? `cells ${CELL_TEXT[d.cell] || d.cell}` : (LABEL_TEXT[d.label] || d.label);
+  const what = d.label === "partition" ? `${d.partition} items` : d.cell ? `cells ${V.classes[d.cell] || d.cell}` : (V.counts[d.label] || d.label);
   const title = `${fmt(d.total)} ${d.rank ? `rank-${d.rank} appearances of ` : ""}${what}${d.arm ? ` · ${d.by} ${d.arm}` : ""}${d.pair ? ` · ${d.by} ${d.a} (A) and ${d.b} (B)` : ""}`;
   let list;
   if (d.kind === "trajectories") list = trajectoryTable(d.rows);
   else if (d.kind === "cells" || d.kind === "questions") list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": d.kind === "cells" ? "cell-row" : "question-row" },
-    h("div", { class: "rhead" }, qlink(r.qid, r.qid), r.epoch > 1 ? chip(`epoch ${r.epoch}`) : null, r.class ? chip(CELL_TEXT[r.class] || r.class) : null),
+    h("div", { class: "rhead" }, qlink(r.qid, r.qid), r.epoch > 1 ? chip(`epoch ${r.epoch}`) : null, r.class ? chip(V.classes[r.class] || r.class) : null),
     h("div", { class: "muted" }, r.question || ""),
     pairSide(r.a, d.kind === "cells"), pairSide(r.b, d.kind === "cells"))));
   else if (d.kind === "fetches") list = h("ol", { class: "itemlist", start: d.offset + 1 }, d.rows.map((r) => h("li", { class: "item", "data-testid": "item-row" },
