@@ -80,11 +80,24 @@ $(NODE):
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
 # and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
+# The pytest step runs under a few lines of Python that print its wall time and the CPU time (user + system) of it and
+# every process it waited for (workers, CLI runs, servers): /usr/bin/time is not on a slim Debian image.
+export TIMED
+define TIMED
+import resource, subprocess, sys, time
+start = time.monotonic()
+code = subprocess.call(sys.argv[1:])
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"pytest: {time.monotonic() - start:.0f} s wall, {used.ru_utime + used.ru_stime:.0f} s CPU "
+      f"(user {used.ru_utime:.0f} s, system {used.ru_stime:.0f} s)")
+sys.exit(code if code >= 0 else 128 - code)
+endef
+
 test: $(STAMP) $(BROWSER) $(POSTGRES) $(NODE) lint typecheck docs-build
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
 		{ tail -40 $(VENV)/collect.log; exit 1; }
-	$(VENV)/bin/pytest -q -n 4 --dist worksteal
+	$(PY) -c "$$TIMED" $(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench ingest --events 500000

@@ -14,6 +14,7 @@ from searchtrace.adapters._hosted import HostedFetch as HostedFetch
 from searchtrace.adapters._hosted import HostedSearch as HostedSearch
 from searchtrace.adapters._hosted import HostedTurn as HostedTurn
 from searchtrace.adapters._hosted import agent_reply as agent_reply
+from searchtrace.adapters._hosted import continued as continued
 from searchtrace.adapters._hosted import hosted_request as hosted_request
 from searchtrace.adapters._hosted import read_hosted as read_hosted
 from searchtrace.adapters._hosted import resolved as resolved
@@ -113,3 +114,4 @@ HOSTED_API = _hosted.API
 HOSTED_ENDPOINT = _hosted.ENDPOINT
 HOSTED_LAYERS = _hosted.LAYERS
 HOSTED_OPAQUE = _hosted.OPAQUE
+PAUSE_TURN = _anthropic_messages.PAUSE_TURN

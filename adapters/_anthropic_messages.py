@@ -203,6 +203,13 @@ def parse_message(body: bytes) -> tuple[str | None, list[ToolCall], Usage, str |
     return ("".join(texts) if texts else None), calls, usage_of(parsed.usage), parsed.stop_reason
 
 
+def continuation(request: dict[str, Any], reply: bytes) -> dict[str, Any]:
+    """The request that continues a paused turn (`pause_turn`): the same request with the reply's content sent back,
+    as received, as the last (assistant) message."""
+    content = msgspec.json.decode(reply).get("content")
+    return {**request, "messages": [*request.get("messages", []), {"role": "assistant", "content": content}]}
+
+
 def model_of(body: bytes) -> str | None:
     """The model a reply names."""
     return shapes.named_field(body, "model")

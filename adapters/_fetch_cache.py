@@ -1,4 +1,10 @@
-"""The fetch cache on disk: one gzip file per normalised URL, written atomically, so it survives runs."""
+"""The fetch cache on disk: one gzip file per normalised URL, written atomically, so it survives runs.
+
+No key reaches the disk (docs/reliability.md, "Keys in tool arguments and URLs"): a URL's key-named parameters and
+password are scrubbed before it names or enters a file, as the recorder scrubs them, so a page fetched with
+`?api_key=…` is cached (and found again) under the same URL with the key as `***`; the page text is scrubbed the
+same way, as its recorded blob is.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ from pathlib import Path
 
 import anyio
 import msgspec
+
+from searchtrace.adapters._keys import scrub_named_text
 
 CACHE_DIR_ENV = "SEARCHTRACE_CACHE_DIR"
 
@@ -38,7 +46,7 @@ class FetchCache:
         self.root = Path(root)
 
     def path_for(self, url_normalized: str) -> Path:
-        digest = hashlib.sha256(url_normalized.encode()).hexdigest()
+        digest = hashlib.sha256(scrub_named_text(url_normalized).encode()).hexdigest()
         return self.root / digest[:2] / f"{digest}.json.gz"
 
     async def get(self, url_normalized: str) -> CachedPage | None:
@@ -53,10 +61,12 @@ class FetchCache:
             page = msgspec.json.decode(gzip.decompress(path.read_bytes()), type=CachedPage)
         except (OSError, EOFError, msgspec.DecodeError, msgspec.ValidationError):
             return None  # absent or damaged: fetch again
-        return page if page.url_normalized == url_normalized else None
+        return page if page.url_normalized == scrub_named_text(url_normalized) else None
 
     def _put(self, page: CachedPage) -> None:
         path = self.path_for(page.url_normalized)
+        page = msgspec.structs.replace(page, url_normalized=scrub_named_text(page.url_normalized),
+                                       content=scrub_named_text(page.content))
         path.parent.mkdir(parents=True, exist_ok=True)
         data = gzip.compress(msgspec.json.encode(page), compresslevel=6, mtime=0)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

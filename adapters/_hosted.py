@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import msgspec
 
+import searchtrace.adapters._anthropic_messages as anthropic
 from searchtrace.adapters._openai_chat import parse_reply
 from searchtrace.adapters._types import SearchHit
 from searchtrace.adapters._urls import domain_of
@@ -64,6 +65,12 @@ def agent_reply(api: str, body: bytes) -> tuple[str | None, Usage, str | None]:
     u = _obj(doc.get("usage"))
     return text or None, Usage(input_tokens=int(u.get("input_tokens") or 0),
                                output_tokens=int(u.get("output_tokens") or 0)), str(doc.get("status") or "") or None
+
+
+def continued(api: str, request: dict[str, Any], reply: bytes, finish: str | None) -> dict[str, Any] | None:
+    """The request that continues a paused hosted turn (Claude's `pause_turn`: the reply's content sent back as it
+    came), None when the turn is done."""
+    return anthropic.continuation(request, reply) if api == "anthropic" and finish == anthropic.PAUSE_TURN else None
 
 
 class HostedSearch(msgspec.Struct, kw_only=True):

@@ -90,6 +90,12 @@ FROM tr LEFT JOIN fa USING (stream_id) LEFT JOIN aud USING (stream_id)""",
 USER_VIEWS: tuple[str, ...] = tuple(_user_views())
 
 
+def view_sql(name: str) -> str:
+    """The SELECT of view `name` over bare relation names: a reader that chose the relations' schema
+    (analytics._sources) runs it over the projections when they are current."""
+    return _user_views()[name]
+
+
 def _exists(con: Cursor, catalog: str, name: str) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND view_name = ?",

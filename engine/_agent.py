@@ -20,6 +20,7 @@ import anyio
 import msgspec
 
 from searchtrace.adapters import (
+    PAUSE_TURN,
     ChatError,
     ChatModel,
     ChatResponse,
@@ -192,7 +193,7 @@ class Agent:
                       latency_ms=reply.latency_ms, provider_ms=reply.provider_ms, queue_ms=reply.queue_ms,
                       finish_reason=reply.finish_reason, raw=reply.raw, messages=messages, tools=TOOL_SCHEMAS,
                       model=reply.model, api=reply.api)
-            answer = final_answer(reply.text)
+            answer = final_answer(reply.text) if reply.finish_reason != PAUSE_TURN else None  # paused: not done
             if answer is not None:
                 rec.final(answer, iteration)
                 return rec.finish("answered")

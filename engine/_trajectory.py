@@ -18,6 +18,7 @@ import msgspec
 
 from searchtrace.adapters import HOSTED_OPAQUE as OPAQUE
 from searchtrace.adapters import (
+    PAUSE_TURN,
     HostedTurn,
     RetryInfo,
     SearchHit,
@@ -135,6 +136,7 @@ class Builder:
         self.fetches = 0
         self.finished = False
         # the latest model reply without tool calls, as (iteration, text): the answer `proxy --final last-reply` takes
+        # (a paused reply, Claude's `pause_turn`, is not one: its turn goes on)
         self.last_reply: tuple[int, str] | None = None
         self._seen: list[Message] = []  # the last request's messages, with their digests ...
         self._seen_digests: list[str] = []  # ... so a growing conversation hashes (and hands over) each message once
@@ -226,7 +228,7 @@ class Builder:
                            provider_ms=provider_ms,
                            queue_ms=queue_ms, client_disconnected=_flag(client_disconnected),
                            model=model or _UNSET, api=api or _UNSET)
-        if not tool_calls and text and text.strip():
+        if not tool_calls and text and text.strip() and finish_reason != PAUSE_TURN:
             self.last_reply = (self.turns, text)
         self._add(p)
         return p
@@ -373,7 +375,7 @@ class Builder:
         b.fetches = len(f.fetches)
         b.finished = f.finished is not None
         b.last_reply = next(((m.iteration, m.text) for m in reversed(f.turns)
-                             if not m.tool_calls and m.text and m.text.strip()),
+                             if not m.tool_calls and m.text and m.text.strip() and m.finish_reason != PAUSE_TURN),
                             None)
         return b
 

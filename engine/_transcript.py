@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from searchtrace.adapters import PAUSE_TURN
 from searchtrace.engine._prompts import user_message
 from searchtrace.engine._tools import fetch_content, refusal_content, search_content
 from searchtrace.engine._trajectory import Fetch, Search, fold
@@ -33,7 +34,6 @@ def opening_messages(prompt_text: str, question: str, user_template: str = "{que
     return [{"role": "system", "content": prompt_text}, {"role": "user", "content": user}]
 
 
-PAUSE_TURN = "pause_turn"  # a stop reason that asks the caller to send the conversation again, as it is
 
 
 def turn_messages(text: str | None, calls: list[ToolCall], results: list[tuple[str, str]],

@@ -145,7 +145,8 @@ class _BatchRun:
             if r.response is None or item is None or _key(item) in judged:
                 continue
             labels, why, raw = read_reply(item, r.response)
-            events.append(verdict_event(self.jrid, item, labels, why, raw, r.response.usage, 0.0, batch_id=batch_id))
+            events.append(verdict_event(self.jrid, item, labels, why, raw, r.response.usage, 0.0, batch_id=batch_id,
+                                        answered=r.response))
             blobs.append(raw)
         events.append(_event(self.jrid, JudgeBatchFinished(judge_run_id=self.jrid, batch_id=batch_id,
                                                            status=polled.status, **tally)))

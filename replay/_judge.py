@@ -224,7 +224,7 @@ class _Run:
         self.in_a_row = 0
         labels, why, raw = read_reply(item, reply)
         await self._record(item, trace, labels, why, raw, reply.usage, reply.latency_ms, reply.retries,
-                           provider_ms=reply.provider_ms, queue_ms=reply.queue_ms)
+                           provider_ms=reply.provider_ms, queue_ms=reply.queue_ms, answered=reply)
 
     def _retry_event(self, trace: str, r: Any) -> NewEvent:
         body = CallRetried(what=r.what, call_id=trace, attempt=r.attempt, reason=r.reason, wait_s=r.wait_s)
@@ -243,9 +243,10 @@ class _Run:
         *,
         provider_ms: float | msgspec.UnsetType = msgspec.UNSET,
         queue_ms: float | msgspec.UnsetType = msgspec.UNSET,
+        answered: ChatResponse | None = None,
     ) -> None:
         event = verdict_event(self.jrid, item, labels, reason, raw, usage, latency_ms, provider_ms=provider_ms,
-                              queue_ms=queue_ms)
+                              queue_ms=queue_ms, answered=answered)
         events = [self._retry_event(trace, r) for r in retries]
         events.append(event)
         await self.writer.append(events, blobs=[raw] if raw is not None else [])
@@ -297,8 +298,10 @@ def verdict_event(
     jrid: str, item: JudgeItem, labels: Verdict | None, reason: str | None, raw: bytes | None, usage: Usage,
     latency_ms: float, *, provider_ms: float | msgspec.UnsetType = msgspec.UNSET,
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET, batch_id: str | msgspec.UnsetType = msgspec.UNSET,
+    answered: ChatResponse | None = None,
 ) -> NewEvent:
-    """One item's `judge.verdict` (content-derived id: a second one for the item is a no-op append)."""
+    """One item's `judge.verdict` (content-derived id: a second one for the item is a no-op append); `answered`, the
+    reply, names the model that answered and its API."""
     valid = labels is not None
     # docs/concepts/shown.md: no snippet verdict for a URL never shown; docs/how-to/hosted.md: nor where no snippet
     # reached the caller
@@ -317,6 +320,8 @@ def verdict_event(
         provider_ms=provider_ms,
         queue_ms=queue_ms,
         batch_id=batch_id,
+        model=answered.model if answered is not None and answered.model else msgspec.UNSET,
+        api=answered.api if answered is not None and answered.api else msgspec.UNSET,
     )
     return NewEvent(stream_id=stream_of(jrid), run_id=jrid, payload=verdict,
                     event_id=verdict_event_id(jrid, item.trajectory_id, item.url_normalized))

@@ -420,6 +420,11 @@ class JudgeVerdict(_Body, tag="judge.verdict"):
     queue_ms: float | msgspec.UnsetType = msgspec.UNSET
     # docs/how-to/batch.md: the model batch whose result this verdict is; absent (UNSET, never encoded) for an online call
     batch_id: str | msgspec.UnsetType = msgspec.UNSET
+    # docs/how-to/claude-gemini.md: the judge model that answered (the reply's name, else the request's) and the model
+    # API it was asked over (chat, responses, anthropic, gemini), as on model.responded; absent (UNSET, never encoded)
+    # when no model answered (a refused call), in imported judgments and in stores recorded before
+    model: str | msgspec.UnsetType = msgspec.UNSET
+    api: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class JudgeBackfill(_Body, tag="judge.backfill"):

@@ -45,10 +45,13 @@ PURE_TABLE_FUNCTIONS = frozenset({
 WRITING_SCALARS = frozenset({"nextval", "setval", "write_log"})  # scalar functions that change state
 
 
-def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to a searchtrace store that cannot reach any other file (no ATTACH, COPY, read_csv)."""
+def open_read_only(path: str | Path, *, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to a searchtrace store that cannot reach any other file (no ATTACH, COPY, read_csv);
+    with `memory_limit`, DuckDB's buffer pool (the blocks it keeps after reading them) held to that."""
     con = open_store(Path(path), read_only=True, config={"enable_external_access": False})
     try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute("SET lock_configuration = true")  # the statements that follow cannot re-enable file access
     except BaseException:
         con.close()

@@ -1,8 +1,9 @@
 """Walk the whole log inside DuckDB: positions gap-free from 1, stream_seq consecutive, every hash recomputed,
 the recorded head (last position and hash) reached, and every blob's bytes against its digest.
 
-Each check is one streaming query that carries no payload through a sort (the chain check joins every row to
-its predecessor's stored hash), so a log of millions of events verifies without loading it into memory.
+Each check is a query over one span of SPAN positions at a time that carries no payload through a sort (the chain
+check joins every row to its predecessor's stored hash), so a log of millions of events verifies in memory bounded
+by the span, not by the log.
 What it cannot see: a rewrite that recomputes every later hash and the head row too (there is no secret in the
 chain); compare the head hash it prints with one kept elsewhere to catch that.
 """
@@ -19,16 +20,35 @@ from searchtrace.store._cursor import Cursor
 from searchtrace.store._errors import BadInput
 from searchtrace.store._schema import GENESIS, HEAD_KEY, sql_hash_input
 
-_DUPLICATE = "SELECT position, count(*) FROM events GROUP BY position HAVING count(*) > 1 ORDER BY position LIMIT 1"
+SPAN = 100_000  # positions one check reads at a time: memory bounded whatever the log's size
+
+# The checks of one span (after, upto] of positions. Spans are checked in order and the first that breaks is
+# reported, so each check may assume every position up to `after` is present once and every stream's events before
+# it numbered consecutively (counted in the temporary table SEQ_STATE): what the span's own rows then show is
+# exactly what one query over the whole log would show first.
+_DUPLICATE = """
+SELECT position, count(*) FROM events WHERE position > $after AND position <= $upto
+GROUP BY position HAVING count(*) > 1 ORDER BY position LIMIT 1
+"""
 _GAP = """
-SELECT rn, position FROM (SELECT position, row_number() OVER (ORDER BY position) AS rn FROM events)
+SELECT rn, position FROM (
+  SELECT position, $after + row_number() OVER (ORDER BY position) AS rn FROM events
+  WHERE position > $after AND position <= $upto)
 WHERE position <> rn ORDER BY rn LIMIT 1
 """
-_SEQ = """
-SELECT position, stream_id, stream_seq, rn - 1 FROM (
+SEQ_STATE = "searchtrace_verify_seq"  # stream_id -> its events before the span
+_SEQ = f"""
+SELECT e.position, e.stream_id, e.stream_seq, coalesce(s.n, 0) + e.rn - 1 FROM (
   SELECT position, stream_id, stream_seq, row_number() OVER (PARTITION BY stream_id ORDER BY position) AS rn
-  FROM events)
-WHERE stream_seq <> rn - 1 ORDER BY position LIMIT 1
+  FROM events WHERE position > $after AND position <= $upto) AS e
+LEFT JOIN {SEQ_STATE} AS s USING (stream_id)
+WHERE e.stream_seq <> coalesce(s.n, 0) + e.rn - 1 ORDER BY e.position LIMIT 1
+"""
+_SEQ_COUNT = f"""
+INSERT OR REPLACE INTO {SEQ_STATE}
+SELECT c.stream_id, coalesce(s.n, 0) + c.k FROM (
+  SELECT stream_id, count(*) AS k FROM events WHERE position > $after AND position <= $upto GROUP BY stream_id) AS c
+LEFT JOIN {SEQ_STATE} AS s USING (stream_id)
 """
 # Each row of the span (after, upto] against its predecessor's stored hash: the first row that fails is where the
 # chain breaks.
@@ -132,27 +152,26 @@ class Report:
 
 
 def verify(con: Cursor) -> Report:
-    """Check the events table through an open connection; the first (lowest) broken position wins."""
-    n, streams, head = con.execute(
-        "SELECT count(*), count(DISTINCT stream_id), arg_max(hash, position) FROM events"
-    ).fetchone() or (0, 0, None)
+    """Check the events table through an open connection, SPAN positions at a time (memory bounded whatever the
+    log's size); the first (lowest) broken position wins."""
+    n, streams, head, low, high = con.execute(
+        "SELECT count(*), count(DISTINCT stream_id), arg_max(hash, position), min(position), max(position) FROM events"
+    ).fetchone() or (0, 0, None, None, None)
     found: list[tuple[int, int, str]] = []  # (position, priority, problem)
-    dup = con.execute(_DUPLICATE).fetchone()
-    if dup:
-        found.append((dup[0], 0, f"position {dup[0]} appears {dup[1]} times"))
-    gap = con.execute(_GAP).fetchone()
-    if gap:
-        rn, position = gap
-        if position > rn:
-            found.append((rn, 1, f"position {rn} is missing (the row after position {rn - 1} has position {position})"))
-        else:
-            found.append((position, 1, f"position {position} is out of order"))
-    seq = con.execute(_SEQ).fetchone()
-    if seq:
-        found.append((seq[0], 2, f"stream {seq[1]!r} has stream_seq {seq[2]} where {seq[3]} was due"))
-    chain = con.execute(_CHAIN, {"after": 0, "upto": _MAX}).fetchone()
-    if chain:
-        found.append((chain[0], 3, "hash mismatch: the row or the one before it was changed after it was written"))
+    if low is not None and low < 1:  # rows before the first span: the lowest of them is the first out of order
+        dup = con.execute(_DUPLICATE, {"after": -_MAX, "upto": 0}).fetchone()
+        if dup:
+            found.append((dup[0], 0, f"position {dup[0]} appears {dup[1]} times"))
+        found.append((low, 1, f"position {low} is out of order"))
+    elif high is not None:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {SEQ_STATE}(stream_id VARCHAR PRIMARY KEY, n BIGINT NOT NULL)")
+        try:
+            for after in range(0, high, SPAN):
+                found = _span_problems(con, after, min(after + SPAN, high))
+                if found:
+                    break
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {SEQ_STATE}")
     if not found:
         head_problem = _head_problem(con, int(n), head)
         if head_problem:
@@ -167,6 +186,37 @@ def verify(con: Cursor) -> Report:
     return Report(base.events, base.streams, base.head_hash, broken_at=int(at), problem=problem)
 
 
+def _span_problems(con: Cursor, after: int, upto: int) -> list[tuple[int, int, str]]:
+    """What breaks in positions (after, upto], every position before being intact: (position, priority, problem)."""
+    span = {"after": after, "upto": upto}
+    found: list[tuple[int, int, str]] = []
+    dup = con.execute(_DUPLICATE, span).fetchone()
+    if dup:
+        found.append((dup[0], 0, f"position {dup[0]} appears {dup[1]} times"))
+    gap = con.execute(_GAP, span).fetchone()
+    if gap is None:  # every row in place: the span may still end short (positions missing up to `upto`)
+        row = con.execute(_SPAN_GAP, span).fetchone()
+        count = int(row[0]) if row else 0
+        if count < upto - after:
+            following = con.execute("SELECT min(position) FROM events WHERE position > ?", [upto]).fetchone()
+            gap = (after + count + 1, following[0]) if following and following[0] is not None else None
+    if gap:
+        rn, position = gap
+        if position > rn:
+            found.append((rn, 1, f"position {rn} is missing (the row after position {rn - 1} has position {position})"))
+        else:
+            found.append((position, 1, f"position {position} is out of order"))
+    seq = con.execute(_SEQ, span).fetchone()
+    if seq:
+        found.append((seq[0], 2, f"stream {seq[1]!r} has stream_seq {seq[2]} where {seq[3]} was due"))
+    chain = con.execute(_CHAIN, span).fetchone()
+    if chain:
+        found.append((chain[0], 3, "hash mismatch: the row or the one before it was changed after it was written"))
+    if not found:
+        con.execute(_SEQ_COUNT, span)
+    return found
+
+
 def verify_span(con: Cursor, after: int, upto: int) -> Report:
     """Check the events (after, upto] a segment is about to send, while its writer may append: positions gap-free,
     each hash following the stored one before it (from the event at `after`), the recorded head when they reach
@@ -179,7 +229,9 @@ def verify_span(con: Cursor, after: int, upto: int) -> Report:
     problem: tuple[int, str] | None = None
     if n != upto - after:
         problem = (after + 1, f"positions {after + 1}..{upto} hold {n} events where {upto - after} were due")
-    chain = None if problem else con.execute(_CHAIN, span).fetchone()
+    chain = None if problem else next(
+        (row for a in range(after, upto, SPAN)
+         if (row := con.execute(_CHAIN, {"after": a, "upto": min(a + SPAN, upto)}).fetchone())), None)
     if chain:
         problem = (int(chain[0]), "hash mismatch: the row or the one before it was changed after it was written")
     problem = problem or _head_problem(con, upto, last, growing=True) or _blob_problem(con, span)

@@ -8,7 +8,9 @@ hash, so a chaos run is reproducible and a retry (next attempt) gets a fresh, eq
 `quota` answers with the provider's own out-of-credit reply (its status differs: 402, 429, 401, 400, 432).
 Judge-reply kinds (`prose`, `badjson`, `wrongshape`, `pagemismatch`) are 200 replies with a bad body, and
 apply to the chat route only. Batch-item kinds (`errored`, `expired`) apply to the items of a model batch only
-(route `batch`, drawn per custom_id and per submission of it), and only they do.
+(route `batch`, drawn per custom_id and per submission of it), and only they do. `pause` is no fault but a turn
+the Anthropic route answers in two parts (`stop_reason: "pause_turn"`, then the rest when the caller sends the
+conversation back); it applies to the chat route only, where the other APIs answer it as usual.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from searchtrace.adapters._registry import search_provider_names
 HTTP_KINDS = ("429", "500", "503", "timeout", "malformed", "truncated", "slow", "oversized", "401", "quota")
 JUDGE_KINDS = ("prose", "badjson", "wrongshape", "pagemismatch")
 BATCH_KINDS = ("errored", "expired")  # one item of a model batch (route `batch`, key: its custom_id)
-KINDS = HTTP_KINDS + JUDGE_KINDS + BATCH_KINDS
+PAUSE = "pause"  # an Anthropic turn paused (`pause_turn`) and continued when the caller sends it back
+KINDS = HTTP_KINDS + JUDGE_KINDS + BATCH_KINDS + (PAUSE,)
 OTHER_ROUTES = ("jina", "chat", "batch")  # beside one route per search provider (named after it)
 
 _MARKER = re.compile(r"!fault:(" + "|".join(sorted(KINDS, key=len, reverse=True)) + r")(?:x(\d+))?")
@@ -43,11 +46,11 @@ class Marker(msgspec.Struct, frozen=True):
 
 
 def _applies(kind: str, route: str) -> bool:
-    """Whether a fault kind can happen on a route: oversized on Jina only, judge replies on chat only, batch-item
+    """Whether a fault kind can happen on a route: oversized on Jina only, judge replies and pauses on chat only, batch-item
     kinds on batch items only (and nothing else there)."""
     if kind == "oversized":
         return route == "jina"
-    if kind in JUDGE_KINDS:
+    if kind in JUDGE_KINDS or kind == PAUSE:
         return route == "chat"
     return (kind in BATCH_KINDS) == (route == "batch")
 

@@ -30,6 +30,7 @@ from searchtrace.adapters import (
     Secret,
     assemble,
     build_search,
+    default_transport,
     estimate_tokens,
     is_key_name,
     model_of,
@@ -53,6 +54,7 @@ MAX_BODY = 16 * MiB  # default of `--max-body`: the largest request an agent may
 # it arrives (never held whole, keys scrubbed as it goes) and recorded without its body: a fetch as `too_large`,
 # a search or chat turn as `bad_response`, with its size.
 MAX_RECORD = 16 * MiB
+UPSTREAM_CONNECTIONS = 64  # keep-alive connections the proxy holds to its upstreams
 _PIPE_CHUNKS = 8  # chunks a piped reply holds between its reader and a slow agent (backpressure beyond)
 _BAD_BODY = (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, msgspec.DecodeError,
              msgspec.ValidationError)
@@ -139,7 +141,14 @@ class Proxy:
         self.max_body = max_body
         self.max_record = max_record
         self.limits = limits or Limits()
+        if transport is None:  # live: aiohttp underneath, as the adapters use for real hosts (its parser is C)
+            transport = default_transport(Endpoint(base_url="http://unused.invalid", concurrency=UPSTREAM_CONNECTIONS))
+        # requests go to the transport itself (no client's auth flow, redirect loop or cookie jar per call, as
+        # adapters.EndpointClient does); the client builds them and resolves Gemini's redirects (`_hosted`)
+        self.transport = transport
         self.client = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=False)
+        self._default_headers = dict(self.client.headers.items())  # lower-case names, as the agent's arrive
+        self._timeout = self.client.timeout.as_dict()
         # the adapters' own parsers normalise what the client received (docs/concepts/protocol.md); they never send anything
         self.parsers: dict[str, SearchAdapter] = {
             name: build_search(name, Endpoint(base_url="http://unused.invalid"), key_fallback="unused")
@@ -352,8 +361,9 @@ class Proxy:
         params: list[tuple[str, str | int | float | bool | None]] = [
                   (k, v) for k, v in request.query_params.multi_items()
                   if target.kind == "fetch" or not is_key_name(k)]
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}
-        headers["Accept-Encoding"] = "identity"
+        headers = {**self._default_headers,
+                   **{k: v for k, v in request.headers.items() if k.lower() not in routes.DROP_REQUEST}}
+        headers["accept-encoding"] = "identity"
         if key is not None:
             auth = routes.auth_header(target.endpoint, key)
             if auth is None:
@@ -362,8 +372,11 @@ class Proxy:
                 headers[auth[0]] = auth[1]
         if body and target.kind != "fetch":
             body = _without_key_fields(body)
-        return self.client.build_request(request.method, url, params=params or None, headers=headers,
-                                         content=body or None)
+        if params:
+            url = f"{url}?{httpx.QueryParams(params)}"  # encoded as the client would merge them
+        # built here rather than by the client: one URL parse, no merge of the client's defaults per call
+        return httpx.Request(request.method, url, headers=headers, content=body or None,
+                             extensions={"timeout": self._timeout})
 
     async def _send(self, req: httpx.Request) -> tuple[Upstream, _Rest | None]:
         """The reply with at most `max_record` bytes of its body read; and what is left to relay when it is longer.
@@ -371,7 +384,7 @@ class Proxy:
         t0 = time.perf_counter()
         resp: httpx.Response | None = None
         try:
-            resp = await self.client.send(req, stream=True)
+            resp = await self.transport.handle_async_request(req)
             if (bad := routes.undecodable(resp.headers.get_list("content-encoding", split_commas=True))) is not None:
                 await resp.aclose()
                 return Upstream(status=None, fault="bad_response", message=bad,
@@ -408,7 +421,7 @@ class Proxy:
         task now owns the call)."""
         t0 = time.perf_counter()
         try:
-            resp = await self.client.send(req, stream=True)
+            resp = await self.transport.handle_async_request(req)
         except httpx.HTTPError as exc:
             up = Upstream(status=None, fault="timeout" if isinstance(exc, httpx.TimeoutException) else "http_error",
                           message=f"upstream failed ({type(exc).__name__})")

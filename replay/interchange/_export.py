@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import AUDIT_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells, ensure_views, sources
+from searchtrace.analytics import AUDIT_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells, projections, sources
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -401,29 +401,49 @@ def export_all(log: EventLog, out: Path, blobs_dir: Path | None = None) -> dict[
         fh.write("\t".join(AUDIT_EXPORT_HEADER) + "\n")
         for provider, qid, epoch, value in audits:
             fh.write(f"{provider}\t{qid}\t{epoch}\t{'true' if value else 'false'}\n")
-    parquet = out / "events.parquet"
-    cur = log.cursor()
-    try:
-        cur.execute(f"COPY (SELECT * FROM events ORDER BY position) TO '{_sql_str(parquet)}' (FORMAT PARQUET)")
-        row = cur.execute("SELECT count(*) FROM events").fetchone()
-    finally:
-        cur.close()
     written = {
         "traces.jsonl": n_traces,
         "run.jsonl": len(runs),
         "judgments.jsonl": n_judgments,
         "audit.tsv": len(audits),
-        "events.parquet": int(row[0]) if row else 0,
+        "events.parquet": _events_parquet(log, out / "events.parquet"),
     }
-    cur = log.cursor()
-    try:  # the typed views' sorts cannot spill yet: they get DuckDB's default share (docs/concepts/performance-memory.md)
-        cur.execute("RESET memory_limit")
-    finally:
-        cur.close()
     written.update(export_views(log, out))
     if blobs_dir is not None:
         written[str(blobs_dir)] = len(written_blobs)
     return written
+
+
+EVENTS_SPAN = 100_000  # positions of events.parquet read and written at a time (one row group each)
+
+
+def _events_parquet(log: EventLog, path: Path) -> int:
+    """Every event in position order into `path`, a span of positions at a time (nothing sorts the whole log, so
+    its memory does not grow with the store); UUID and JSON columns keep their Parquet types. Rows written."""
+    import pyarrow.parquet as pq
+
+    cur = log.cursor()
+    writer: pq.ParquetWriter | None = None
+    n = 0
+    try:
+        cur.execute("SET arrow_lossless_conversion = true")
+        low, high = cur.execute("SELECT coalesce(min(position), 1), coalesce(max(position), 0) FROM events").fetchall()[0]
+        for after in range(low - 1, high, EVENTS_SPAN):
+            reader = cur.sql("SELECT * FROM events WHERE position > $1 AND position <= $2 ORDER BY position",
+                             params=[after, after + EVENTS_SPAN]).to_arrow_reader(EVENTS_SPAN)
+            for batch in reader:
+                if writer is None:
+                    writer = pq.ParquetWriter(path, batch.schema, compression="snappy")
+                writer.write_batch(batch)
+                n += batch.num_rows
+        if writer is None:  # an empty log: the file with the events' columns and no row
+            empty = cur.sql("SELECT * FROM events LIMIT 0").to_arrow_table()
+            writer = pq.ParquetWriter(path, empty.schema, compression="snappy")
+    finally:
+        if writer is not None:
+            writer.close()
+        cur.close()
+    return n
 
 
 VIEW_FILES = {"trajectories.parquet": "v_trajectories", "judge_items.parquet": "v_judge_items",
@@ -448,19 +468,27 @@ def typed_column(name: str, duck_type: str) -> str:
     return col
 
 
+VIEWS_MEMORY = "512MB"  # DuckDB's share while the typed views are written from the projections (it spills past it)
+
+
 def export_views(log: EventLog, out: Path) -> dict[str, int]:
     """Each of VIEW_FILES as typed Parquet, every column the view has, rows in a fixed order (ORDER BY ALL), read on
-    a cursor of its own (it works on a read-only store); rows per file."""
+    a cursor of its own (it works on a read-only store); rows per file. The view's query runs over the projections
+    when they are current (typed columns: bounded memory), else over the raw events (DuckDB's default share)."""
+    from searchtrace.analytics._views import view_sql
+
     written: dict[str, int] = {}
     cur = log.cursor()
     try:
-        ensure_views(cur, temp=True)
-        for file, view in VIEW_FILES.items():
-            cols = cur.execute(f"DESCRIBE SELECT * FROM {view}").fetchall()
-            select = ", ".join(typed_column(str(c[0]), str(c[1])) for c in cols)
-            row = cur.execute(f"COPY (SELECT {select} FROM {view} ORDER BY ALL) TO '{_sql_str(out / file)}' "
-                              "(FORMAT PARQUET)").fetchone()
-            written[file] = int(row[0]) if row else 0
+        with sources.reading(cur, writable=False) as schema:
+            cur.execute(f"SET memory_limit = '{VIEWS_MEMORY}'" if schema == projections.PROJ else "RESET memory_limit")
+            for file, view in VIEW_FILES.items():
+                query = f"({view_sql(view)})"
+                cols = cur.execute(f"DESCRIBE SELECT * FROM {query}").fetchall()
+                select = ", ".join(typed_column(str(c[0]), str(c[1])) for c in cols)
+                row = cur.execute(f"COPY (SELECT {select} FROM {query} ORDER BY ALL) TO '{_sql_str(out / file)}' "
+                                  "(FORMAT PARQUET)").fetchone()
+                written[file] = int(row[0]) if row else 0
     finally:
         cur.close()
     return written

@@ -52,7 +52,9 @@ def _importing(db: Path) -> Iterator[EventLog]:
         raise
 
 
-EXPORT_MEMORY_LIMIT = "512MB"  # what DuckDB may hold while an export reads the store
+# what DuckDB may hold while a command reads a whole store (export, verify): the blocks it keeps after reading them
+# are let go past it, and a sort spills to a temporary folder
+WHOLE_STORE_MEMORY = "256MB"
 
 
 def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
@@ -64,7 +66,7 @@ def export(db: Path, out: Path, blobs: Path | None = None) -> dict[str, int]:
     with EventLog(db, read_only=True) as log, tempfile.TemporaryDirectory(prefix="searchtrace-export-") as spill:
         cur = log.cursor()
         try:  # DuckDB's share: past it the sorts of the Parquet copies spill (docs/concepts/performance-memory.md)
-            cur.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+            cur.execute(f"SET memory_limit = '{WHOLE_STORE_MEMORY}'")
             cur.execute("SET temp_directory = ?", [spill])
         finally:
             cur.close()

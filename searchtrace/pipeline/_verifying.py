@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 
 from searchtrace.analytics import catch_up, mismatched
+from searchtrace.pipeline._interchange import WHOLE_STORE_MEMORY
 from searchtrace.store import (
     EventLog,
     StoreError,
@@ -33,7 +34,7 @@ class Verification(msgspec.Struct, kw_only=True):
 def verify(db: Path) -> Verification:
     """Walk the log read-only (Ctrl-C interrupts the walk); when it is intact, rebuild the projections that do not
     match it, on a writable connection of its own."""
-    con = open_read_only(db)
+    con = open_read_only(db, memory_limit=WHOLE_STORE_MEMORY)  # docs/concepts/performance-memory.md
     try:
         report, stale = interruptible(con, lambda: (verify_log(con), mismatched(con)))
         segment = segment_line(con)

@@ -85,11 +85,10 @@ async def test_timeouts_are_retried_and_reported() -> None:
         return httpx.Response(200, json={"results": []})
 
     ep = fast_endpoint("http://t", None, timeout_s=0.1, max_retries=1)
-    started = time.perf_counter()
     async with TavilySearch(ep, transport=httpx.MockTransport(slow), key_fallback="k") as t:
         resp = await t.search("q")
+    # each 10 s answer was cut at the 0.1 s deadline (an answer waited for would be "ok"): counted, not timed
     assert resp.status == "timeout" and calls == 2 and [r.reason for r in resp.retries] == ["timeout"]
-    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.anyio

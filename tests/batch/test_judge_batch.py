@@ -102,6 +102,15 @@ def _sandbox_creates(app: Any) -> int:
     return 0 if sb.batches is None else int(sb.batches.creates)
 
 
+def end_batches(app: Any) -> None:
+    """The sandbox's live batches end now, and later ones at once: the tests create them with an hour's delay, so
+    none ends before the test has done what it does to a batch in progress (an event, not a race with a clock)."""
+    sb = app.state.sandbox
+    sb.batch_delay_s = 0.0
+    for batch in sb.batches.batches.values():
+        batch.ready_at = 0.0
+
+
 @contextmanager
 def reaped(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     """A judge started in the background never outlives its test (a failed assertion kills and waits for it)."""
@@ -138,7 +147,7 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
     n_items = len(verdicts(store, ONLINE))
     size = 30
     n_batches = -(-n_items // size)
-    app = create_app(batch_delay_s=6.0)
+    app = create_app(batch_delay_s=3600.0)
     env = {**os.environ, "OPENAI_API_KEY": "sandbox"}
     with running(app) as root:
         cmd = [SEARCHTRACE, "judge", "--db", str(store), "--sandbox-url", root, "--judge-run-id", "k", "--batch",
@@ -152,6 +161,7 @@ def test_sigkill_while_polling_then_rerun_resumes_without_submitting(store: Path
         assert proc.returncode == -signal.SIGKILL
         created = _sandbox_creates(app)
         assert created == n_batches and verdicts(store, "k") == {}
+        end_batches(app)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         stats = msgspec.json.decode(done.stdout)

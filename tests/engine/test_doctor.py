@@ -96,22 +96,23 @@ def _hostile(fetch: str) -> Any:
     return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST"])])
 
 
-def test_doctor_ends_within_30_s_against_retry_after_100000(tmp_path: Path) -> None:
-    import time
-
+def test_doctor_gives_up_at_its_budget_against_retry_after_100000(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from searchtrace.adapters.sandbox import running
+    from searchtrace.pipeline import _doctor
 
+    # docs/concepts/security.md's "doctor within 30 s overall" is the endpoint calls' default budget plus start-up ...
+    assert _doctor.doctor.__kwdefaults__ == {"budget_s": _doctor.BUDGET_S} and _doctor.BUDGET_S <= 25.0
+    # ... and the command gives up there, whatever an endpoint asks: each one that asked to retry in 100000 s is
+    # named as unanswered when the budget ends (1 s here: the deadline, not a clock, is what the test waits for)
+    monkeypatch.setitem(_doctor.doctor.__kwdefaults__, "budget_s", 1.0)
     with running(_hostile("500")) as root:
-        t0 = time.monotonic()
         ran = run_cli("doctor", "--config", str(config(tmp_path, retries=5)), "--sandbox-url", root, "--json")
-        took = time.monotonic() - t0
     assert ran.code == 1 and "Traceback" not in ran.err, ran.err
-    assert took < 30, took
     checks = {c["what"]: c for c in msgspec.json.decode(ran.out)}
     assert checks["dataset"]["ok"] and checks["keys"]["ok"]
-    for what in ("search brave", "search tavily", "fetch", "agent model sandbox-agent"):
-        assert not checks[what]["ok"], checks[what]
-    assert "500" in checks["fetch"]["detail"]
+    for what in ("search brave", "search tavily", "agent model sandbox-agent"):
+        assert checks[what] == {"what": what, "ok": False, "detail": "no answer within 1 s (slow, or asks to retry later)"}
+    assert not checks["fetch"]["ok"]  # retrying its 500s (the 500 named with retries=0: the test below)
 
 
 @pytest.mark.parametrize(("fetch", "healthy", "words"), [

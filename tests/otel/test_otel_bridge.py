@@ -102,30 +102,6 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
         # reads while collect holds the file (docs/how-to/explorer.md): every trajectory committed as its root span arrived
         live = cli("sql", "--db", str(cdb), "--json", "SELECT count(*) AS n FROM events WHERE type = 'answer.final'")
         assert live.returncode == 0 and json.loads(live.stdout)[0]["n"] == 3, live.stderr
-        # docs/concepts/security.md: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are refused
-        # in one JSON line and record nothing
-        assert httpx.post(url, content=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json"}
-                          ).status_code == 421
-        assert httpx.post(url, content=b"{}", headers={"Origin": "http://evil.example",
-                                                       "Content-Type": "application/json"}).status_code == 403
-        assert httpx.post(url, content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 415
-        big = httpx.post(url, content=b"x" * (17 << 20), headers={"Content-Type": "application/x-protobuf"})
-        assert big.status_code == 413 and "error" in big.json()
-        deep = httpx.post(url, content=b"[" * 100 + b"]" * 100, headers={"Content-Type": "application/json"})
-        assert deep.status_code == 400 and "nested" in deep.json()["error"]
-        bomb = httpx.post(url, content=gzip.compress(b"\0" * (17 << 20)),
-                          headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
-        assert bomb.status_code == 413 and "inflates" in bomb.json()["error"]
-        junk = httpx.post(url, content=b"\xff\xfe not protobuf", headers={"Content-Type": "application/x-protobuf"})
-        assert junk.status_code == 400 and len(junk.text.strip().splitlines()) == 1
-        # a trace naming an unknown qid is rejected as OTLP partial success, and nothing is recorded for it
-        stray = {"resourceSpans": [{"scopeSpans": [{"spans": [{
-            "traceId": "ab" * 16, "spanId": "cd" * 8, "name": "agent",
-            "attributes": [{"key": "searchtrace.qid", "value": {"stringValue": "no-such-qid"}},
-                           {"key": "searchtrace.provider", "value": {"stringValue": "tavily"}},
-                           {"key": "openinference.span.kind", "value": {"stringValue": "AGENT"}}]}]}]}]}
-        r = httpx.post(url, json=stray)
-        assert r.status_code == 200 and r.json()["partialSuccess"]["rejectedSpans"] == "1"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     with proxy(pdb, qfile, "mine") as p:
@@ -185,3 +161,51 @@ def test_collected_spans_report_as_the_proxy_does_and_round_trip(tmp_path: Path)
     assert figures(rdb) == want  # the verdicts travel as span events, so no judge runs again
     twice = cli("import", "--db", str(rdb), "--from", "otel", str(out_file))
     assert twice.returncode == 0 and twice.stdout.rstrip().endswith(" 0 new events"), twice.stdout
+
+
+def test_collect_refuses_foreign_oversized_and_unknown_requests_in_one_json_line(tmp_path: Path) -> None:
+    """docs/concepts/security.md: a foreign Host, a cross-site page, a form body, an oversized or deeply nested body are
+    refused in one JSON line and record nothing; a trace naming an unknown qid is rejected as OTLP partial success.
+    collect's own app (its local-server guard included) over a real store, in this process."""
+    import anyio
+
+    from searchtrace.engine import Question
+    from searchtrace.pipeline._collecting import MAX_BODY, Receiver
+    from searchtrace.replay.interchange import Collector
+    from searchtrace.store import open_writer
+
+    async def main() -> int:
+        with EventLog(tmp_path / "c.duckdb") as log:
+            collector = Collector("mine", [Question(qid="q1", question="Who?", answer="A")], provider="brave")
+            async with open_writer(log, max_delay=0.0) as writer:
+                app = Receiver(collector, writer, MAX_BODY, log).app()
+                async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                             base_url="http://127.0.0.1:8123") as client:
+                    await refused(client)
+            return log.head
+
+    async def refused(client: httpx.AsyncClient) -> None:
+        url = "/v1/traces"
+        assert (await client.post(url, content=b"{}", headers={"Host": "evil.example",
+                                                                "Content-Type": "application/json"})).status_code == 421
+        assert (await client.post(url, content=b"{}", headers={"Origin": "http://evil.example",
+                                                                "Content-Type": "application/json"})).status_code == 403
+        assert (await client.post(url, content=b"{}", headers={"Content-Type": "text/plain"})).status_code == 415
+        big = await client.post(url, content=b"x" * (17 << 20), headers={"Content-Type": "application/x-protobuf"})
+        assert big.status_code == 413 and "error" in big.json()
+        deep = await client.post(url, content=b"[" * 100 + b"]" * 100, headers={"Content-Type": "application/json"})
+        assert deep.status_code == 400 and "nested" in deep.json()["error"]
+        bomb = await client.post(url, content=gzip.compress(b"\0" * (17 << 20)),
+                                 headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+        assert bomb.status_code == 413 and "inflates" in bomb.json()["error"]
+        junk = await client.post(url, content=b"\xff\xfe not protobuf", headers={"Content-Type": "application/x-protobuf"})
+        assert junk.status_code == 400 and len(junk.text.strip().splitlines()) == 1
+        stray = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+            "traceId": "ab" * 16, "spanId": "cd" * 8, "name": "agent",
+            "attributes": [{"key": "searchtrace.qid", "value": {"stringValue": "no-such-qid"}},
+                           {"key": "searchtrace.provider", "value": {"stringValue": "tavily"}},
+                           {"key": "openinference.span.kind", "value": {"stringValue": "AGENT"}}]}]}]}]}
+        r = await client.post(url, json=stray)
+        assert r.status_code == 200 and r.json()["partialSuccess"]["rejectedSpans"] == "1"
+
+    assert anyio.run(main) == 0  # nothing of any of them was recorded

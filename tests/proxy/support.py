@@ -15,7 +15,8 @@ from searchtrace.adapters.sandbox import free_port
 from searchtrace.engine import question_file
 from searchtrace.pipeline import sandbox_rows
 from searchtrace.store import EventLog, Payload, decode_payload
-from tests.builders import CLI, Served, served
+from tests.builders import CLI as CLI
+from tests.builders import Served, run_cli, served
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -50,7 +51,9 @@ def run_example(name: str, proxy_url: str, questions: Path, seen: Path, *extra: 
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CLI, *argv], capture_output=True, text=True, timeout=180)
+    """A store command (report, judge, export, …) in this process: the servers and agents are the tests' processes."""
+    ran = run_cli(*argv)
+    return subprocess.CompletedProcess(list(argv), ran.code, ran.out, ran.err)
 
 
 def streams(db: Path) -> dict[str, list[tuple[int, str, Payload]]]:

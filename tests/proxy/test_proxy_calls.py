@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from searchtrace.store import (
     TrajectoryStarted,
 )
 from tests.proxy.support import proxy, streams
-from tests.proxy.world import SLOW_S, World, questions_with, streamed_text, wait_until
+from tests.proxy.world import World, questions_with, streamed_text, wait_until
 
 WEIRD = ["a/b", "what?x=1", "n#1", "two words", "ünï/cödé ✓", "50%", "a/../b"]
 
@@ -64,10 +63,8 @@ def test_an_agent_that_leaves_mid_stream_does_not_lose_the_reply(tmp_path: Path,
             first = next(r.iter_raw())
             assert first.startswith(b"data: ")
         # the agent is gone after one chunk; `final` waits for the call in flight: recorded before the answer
-        t0 = time.perf_counter()
         assert httpx.post(f"{base}/final", json={"answer": "a"}, timeout=30).status_code == 200
-        waited = time.perf_counter() - t0
-        assert w.streams_done == done_before + 1  # the upstream reply was read to its end
+        assert w.streams_done == done_before + 1  # the upstream reply was read to its end before `final` answered
         assert p.stop() == 0
         assert "Traceback" not in p.log.read_text()
     (events,) = _payloads(db).values()
@@ -75,7 +72,6 @@ def test_an_agent_that_leaves_mid_stream_does_not_lose_the_reply(tmp_path: Path,
     assert turn.text == streamed_text() and turn.client_disconnected is True
     assert turn.usage.output_tokens == 20 and turn.raw_digest is not None
     assert [type(e).__name__ for e in events[-3:]] == ["ModelResponded", "AnswerFinal", "TrajectoryFinished"]
-    assert waited > 0.1  # it waited for the rest of the stream (20 chunks 30 ms apart)
 
 
 def test_encoded_upstream_bodies_reach_the_agent_decoded(tmp_path: Path, world: tuple[World, str]) -> None:
@@ -182,13 +178,13 @@ def test_final_waits_for_calls_in_flight_and_later_calls_get_409(tmp_path: Path,
         for t in threads:
             t.start()
         wait_until(lambda: w.slow_started >= started + len(threads), "the searches to be upstream")
-        t0 = time.perf_counter()
-        finals = [httpx.post(f"{p.url}/t/tavily/{q}/final", json={"answer": "a"}, timeout=30) for q in racers]
-        waited = time.perf_counter() - t0
+        finals = [httpx.post(f"{p.url}/t/tavily/{racers[0]}/final", json={"answer": "a"}, timeout=30)]
+        answered = w.slow_finished  # the first final waited for its trajectory's two searches to be answered
+        finals += [httpx.post(f"{p.url}/t/tavily/{q}/final", json={"answer": "a"}, timeout=30) for q in racers[1:]]
         for t in threads:
             t.join(30)
         assert [f.status_code for f in finals] == [200] * len(racers) and codes == [200] * len(threads)
-        assert waited > SLOW_S / 3  # the first final waited for its trajectory's searches
+        assert answered >= 2, answered  # event order, not milliseconds
         for q in racers:  # after final: 409, nothing forwarded or recorded
             r = httpx.post(f"{p.url}/t/tavily/{q}/tavily/search", json={"query": "after"}, timeout=30)
             assert r.status_code == 409 and "finished" in _one_line(r)

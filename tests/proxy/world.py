@@ -32,6 +32,7 @@ class World:
         self.chats = 0
         self.streams_done = 0
         self.slow_started = 0  # slow searches that reached the upstream (a test waits for them, never sleeps)
+        self.slow_finished = 0  # ... and that the upstream has answered
         self.app = Starlette(routes=[
             Route("/tavily/search", self.search, methods=["POST"]),
             Route("/jina/{url:path}", self.fetch),
@@ -49,6 +50,7 @@ class World:
         if "SLOW" in query:
             self.slow_started += 1
             await asyncio.sleep(SLOW_S)
+            self.slow_finished += 1
         if "BROTLI" in query:  # an encoding the proxy did not ask for and cannot decode
             return Response(b"\x8b\x00\x80not-really-brotli", headers={"content-encoding": "br",
                                                                         "content-type": "application/json"})

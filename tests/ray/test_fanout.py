@@ -54,8 +54,8 @@ def test_shards_on_two_raylets_merge_into_the_report_of_one_process(ray_cluster:
 
 def test_a_shard_killed_mid_run_is_resumed_with_only_its_missing_cells(ray_cluster: str, tmp_path: Path) -> None:
 
-    # one trajectory at a time at 20 model calls/s: the killed shard has recorded some of its cells, not all
-    cfg = sandbox_config(tmp_path, n=8, run_id="kill", limits={"max_trajectories": 1}, agent={"rps": 20.0})
+    # one trajectory at a time at 20 model calls/s: the killed shard has recorded some of its 9 cells (3), not all
+    cfg = sandbox_config(tmp_path, n=6, run_id="kill", limits={"max_trajectories": 1}, agent={"rps": 20.0})
     target = tmp_path / "target.duckdb"
     killed: dict[str, Any] = {}
 

@@ -30,6 +30,6 @@ def test_many_workers_never_send_more_than_the_domain_grants(ray_cluster: str, w
     machine's load: `bench scale` measures them (docs/how-to/quotas.md), not this test."""
     from searchtrace.benchmarks._scale import rate_held
 
-    seconds = 6.0
+    seconds = 3.0  # the bound holds from the first ask on: workers × R·seconds (12 to 288 here) is far past it
     got = rate_held(workers=workers, rate=rate, seconds=seconds, concurrency=4, domain=f"test:held-{workers}")
     assert 2 <= got["calls"] <= rate * seconds + 1

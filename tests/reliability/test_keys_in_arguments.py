@@ -1,10 +1,12 @@
 """Keys an agent puts in tool arguments or in a fetched URL's query (docs/reliability.md "Keys in tool arguments and
 URLs"): planted on every recording path (the agent loop, the proxy, `collect`, `import --from otel` and
-`import` of traces.jsonl), none reaches an event, a blob, the database file, a log line or an export; each is
+`import` of traces.jsonl), none reaches an event, a blob, the database file, a log line, an export or the fetch
+cache on disk; each is
 replaced by the marker, and a URL is normalised after it is scrubbed (the result and its fetch stay one item)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from searchtrace.adapters import SearchHit, scrub_named_text
+from searchtrace.adapters import SearchHit, build_fetcher, sandbox_endpoint, scrub_named_text
+from searchtrace.adapters.sandbox import running
 from searchtrace.engine import TOOL_SCHEMAS, Builder, Trajectory, get_prompt, request_sha256
 from searchtrace.engine._agent import Agent, Recorder, Stats
 from searchtrace.store import EventLog, FetchCalled, ModelResponded, SearchResult, ToolRefused
@@ -228,3 +231,25 @@ def test_import_of_an_inspect_log_stores_no_key(tmp_path: Path) -> None:
     assert any(isinstance(e, FetchCalled) and "token=***" in e.url and e.doc_id for e in events)
     found = leaks(*everywhere(db, tmp_path), ("import output", (r.out + r.err).encode()))
     assert not found, found
+
+
+@pytest.mark.anyio
+async def test_the_fetch_cache_on_disk_holds_no_key(tmp_path: Path) -> None:
+    """A page fetched through the real sandbox (loopback HTTP) with keys in its URL's query and user information:
+    no cache file holds a key, in its name or its content; the scrubbed URL finds the page again (a hit)."""
+    page = "almanac-central.example/entries/elmwyn-athletic"
+    urls = [f"https://{page}?apikey={KEYS['apikey']}&q=1&api_key={KEYS['api_key']}&token={KEYS['token']}"
+            f"&access_token={KEYS['access_token']}&key={KEYS['key']}",
+            f"https://reader:{KEYS['userinfo']}@{page}?password={KEYS['password']}"]
+    cache = tmp_path / "cache"
+    with running() as root:
+        async with build_fetcher("jina", sandbox_endpoint("jina", root), cache_dir=cache,
+                                 key_fallback="sandbox") as fetcher:
+            first = [await fetcher.fetch(u) for u in urls]
+            again = [await fetcher.fetch(u) for u in urls]
+    assert [(r.status, r.cache_hit) for r in first] == [("ok", False)] * 2
+    assert [(r.status, r.cache_hit) for r in again] == [("ok", True)] * 2
+    stored = [(str(f), f.name.encode() + gzip.decompress(f.read_bytes())) for f in sorted(cache.rglob("*"))
+              if f.is_file()]
+    assert len(stored) == 2 and all(b"***" in data for _, data in stored)
+    assert leaks(*stored) == []

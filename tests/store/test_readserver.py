@@ -139,11 +139,10 @@ def test_closing_interrupts_a_query_in_flight_so_the_store_closes_cleanly(tmp_pa
     reader = threading.Thread(target=long_read)
     reader.start()
     time.sleep(0.5)  # the query is running on a session cursor of the writer's database
-    t0 = time.monotonic()
     server.close()
     log.close()  # raised "connection is busy" (and aborted the process at exit) before sessions were joined
-    reader.join(timeout=10)
-    assert time.monotonic() - t0 < 10 and outcome and outcome[0] != "finished"
+    reader.join(timeout=60)  # a guard against a hang: the read has hours of rows left, so ending is being stopped
+    assert outcome and outcome[0] != "finished"
 
 
 def test_a_read_whose_server_ended_is_read_again_once(tmp_path: Path) -> None:

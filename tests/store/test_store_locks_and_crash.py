@@ -72,7 +72,6 @@ def test_a_held_database_gives_one_line_and_exit_2(
     with spawn(HOLDER, str(path), mode) as holder:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "ready"
-        started = time.monotonic()
         with pytest.raises(StoreLocked, match=f"PID {holder.pid}"):
             EventLog(path)  # one read-only reader locks out a writer too
         if mode == "write":
@@ -95,8 +94,7 @@ def test_a_held_database_gives_one_line_and_exit_2(
             code, out, err = run_cli("report", "--db", str(path), "--json")
             assert code == 0, err
             assert json.loads(out)["schema"] == "searchtrace.report/1"
-        assert time.monotonic() - started < 30
-        holder.communicate(timeout=30)
+        holder.communicate(timeout=30)  # nothing above waits for the holder: none of it retries a lock
     with EventLog(path) as log:  # released with its holder, nothing damaged
         assert log.head == 1
 

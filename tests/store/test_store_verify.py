@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import searchtrace.store._verify as verify_module
 from searchtrace.store import EventLog
 from tests.builders import run_cli
 from tests.store.store_support import ev
@@ -56,11 +57,21 @@ def test_empty_store_is_intact(tmp_path: Path) -> None:
         ("INSERT INTO events SELECT * FROM events WHERE position = 5", "broken at position 5: position 5 appears 2 times"),
         ("UPDATE events SET stream_seq = 3 WHERE position = 8", "broken at position 8: stream 's1' has stream_seq 3"),
         ("UPDATE events SET hash = CASE WHEN hash[1] = 'f' THEN 'e' ELSE 'f' END || hash[2:] WHERE position = 30", "broken at position 30: hash mismatch"),
+        # at the end of a span of 4, and a whole span gone: the row after the span names the gap
+        ("DELETE FROM events WHERE position = 16",
+         "broken at position 16: position 16 is missing (the row after position 15 has position 17)"),
+        ("DELETE FROM events WHERE position BETWEEN 17 AND 24",
+         "broken at position 17: position 17 is missing (the row after position 16 has position 25)"),
+        ("UPDATE events SET position = 0 WHERE position = 1", "broken: position 0 is out of order"),
+        ("UPDATE events SET stream_seq = 8 WHERE position = 29",  # its stream's earlier events are in seven spans
+         "broken at position 29: stream 's1' has stream_seq 8 where 9 was due"),
     ],
 )
+@pytest.mark.parametrize("span", [verify_module.SPAN, 4])
 def test_tampering_exits_1_naming_the_first_broken_position(
-    tmp_path: Path, sql: str, expect: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str, expect: str, span: int
 ) -> None:
+    monkeypatch.setattr(verify_module, "SPAN", span)  # a log of 30 checked in one span, then in spans of 4
     path = tmp_path / "t.duckdb"
     build(path)
     tamper(path, sql)

@@ -89,7 +89,7 @@ async def test_timeout_hangs_until_cancelled(route: str) -> None:
         with pytest.raises(TimeoutError):
             with anyio.fail_after(0.2):
                 await call(c, route, "!fault:timeout")
-        assert time.monotonic() - t0 < 2
+        assert time.monotonic() - t0 < 60  # a hang guard, not a tolerance: uncancelled, the fault hangs for an hour
     async with app_client(hang_s=0.05) as c:  # a short hang ends as a gateway timeout
         assert (await call(c, route, "!fault:timeout")).status_code == 504
 

@@ -41,7 +41,7 @@ def test_real_server_start_request_stop() -> None:
                         break  # a reader with a 2 MB cap stops here and closes the connection
             assert 2 * 1024 * 1024 < read < 3 * 1024 * 1024
         t0 = time.monotonic()
-    assert time.monotonic() - t0 < 5  # stopping does not wait for the hanging request
+    assert time.monotonic() - t0 < 60  # stopping does not wait for the hanging request (an hour): a hang guard
     assert app.state.counters[("brave", "t-real")] == 1
     with pytest.raises(httpx.ConnectError):
         httpx.get(root + "/", timeout=1)
