@@ -1,4 +1,4 @@
-from searchtrace.analytics import _html, _projections, _shown, _sources, _table, _views
+from searchtrace.analytics import _html, _projections, _shown, _sources, _views
 from searchtrace.analytics._agreement import COMPARED as COMPARED
 from searchtrace.analytics._agreement import compare_judge_runs as compare_judge_runs
 from searchtrace.analytics._arms import trajectory_arms as trajectory_arms
@@ -34,15 +34,20 @@ from searchtrace.analytics._metrics import answer_scores as answer_scores
 from searchtrace.analytics._metrics import answerable_cells as answerable_cells
 from searchtrace.analytics._metrics import pair_cells as pair_cells
 from searchtrace.analytics._metrics import paired_qids as paired_qids
+from searchtrace.analytics._metrics import provider_metrics as provider_metrics
 from searchtrace.analytics._metrics import surface_answerable as surface_answerable
 from searchtrace.analytics._metrics import trajectory_stats as trajectory_stats
+from searchtrace.analytics._model import OBSERVED_CELLS as OBSERVED_CELLS
 from searchtrace.analytics._model import PARTITION as PARTITION
+from searchtrace.analytics._model import SUPPORTED_CELLS as SUPPORTED_CELLS
 from searchtrace.analytics._model import VERDICT_KEYS as VERDICT_KEYS
 from searchtrace.analytics._model import AlignedCell as AlignedCell
 from searchtrace.analytics._model import AlignedRow as AlignedRow
 from searchtrace.analytics._model import AnswerBlock as AnswerBlock
 from searchtrace.analytics._model import ApiError as ApiError
 from searchtrace.analytics._model import Appearance as Appearance
+from searchtrace.analytics._model import ArmMetrics as ArmMetrics
+from searchtrace.analytics._model import AuditAgreement as AuditAgreement
 from searchtrace.analytics._model import AuditLabelTexts as AuditLabelTexts
 from searchtrace.analytics._model import Cell as Cell
 from searchtrace.analytics._model import CellRow as CellRow
@@ -51,40 +56,62 @@ from searchtrace.analytics._model import ChooseRun as ChooseRun
 from searchtrace.analytics._model import ClassTexts as ClassTexts
 from searchtrace.analytics._model import ComparePage as ComparePage
 from searchtrace.analytics._model import CompareRow as CompareRow
+from searchtrace.analytics._model import Complementarity as Complementarity
 from searchtrace.analytics._model import CountTexts as CountTexts
+from searchtrace.analytics._model import Denominators as Denominators
+from searchtrace.analytics._model import Disagreement as Disagreement
+from searchtrace.analytics._model import Discordant as Discordant
 from searchtrace.analytics._model import ExtraRowTexts as ExtraRowTexts
 from searchtrace.analytics._model import Facets as Facets
 from searchtrace.analytics._model import FetchedPage as FetchedPage
 from searchtrace.analytics._model import FetchRow as FetchRow
+from searchtrace.analytics._model import Interval as Interval
 from searchtrace.analytics._model import ItemEvidence as ItemEvidence
 from searchtrace.analytics._model import ItemRow as ItemRow
 from searchtrace.analytics._model import ItemsPage as ItemsPage
+from searchtrace.analytics._model import JudgeBatches as JudgeBatches
+from searchtrace.analytics._model import JudgeComparison as JudgeComparison
 from searchtrace.analytics._model import JudgeRunRow as JudgeRunRow
+from searchtrace.analytics._model import LabelAgreement as LabelAgreement
+from searchtrace.analytics._model import LabelTally as LabelTally
+from searchtrace.analytics._model import LabelValues as LabelValues
+from searchtrace.analytics._model import LeafTally as LeafTally
 from searchtrace.analytics._model import Link as Link
 from searchtrace.analytics._model import ListCounts as ListCounts
+from searchtrace.analytics._model import OutcomeCounts as OutcomeCounts
+from searchtrace.analytics._model import Pair as Pair
 from searchtrace.analytics._model import PairItemsPage as PairItemsPage
 from searchtrace.analytics._model import PairTrajectory as PairTrajectory
+from searchtrace.analytics._model import Partition as Partition
+from searchtrace.analytics._model import ProviderComparison as ProviderComparison
+from searchtrace.analytics._model import QueryOutcome as QueryOutcome
 from searchtrace.analytics._model import QuestionPage as QuestionPage
 from searchtrace.analytics._model import QuestionRow as QuestionRow
 from searchtrace.analytics._model import QuestionSide as QuestionSide
 from searchtrace.analytics._model import QuestionTrajectory as QuestionTrajectory
+from searchtrace.analytics._model import Report as Report
 from searchtrace.analytics._model import ReportLinks as ReportLinks
 from searchtrace.analytics._model import ReportNotes as ReportNotes
 from searchtrace.analytics._model import ResultRow as ResultRow
 from searchtrace.analytics._model import RunRow as RunRow
 from searchtrace.analytics._model import SearchResultRow as SearchResultRow
 from searchtrace.analytics._model import SearchRow as SearchRow
+from searchtrace.analytics._model import SideRates as SideRates
 from searchtrace.analytics._model import SqlResult as SqlResult
 from searchtrace.analytics._model import Step as Step
+from searchtrace.analytics._model import Table2x2 as Table2x2
+from searchtrace.analytics._model import Tally as Tally
 from searchtrace.analytics._model import TrajectoryListPage as TrajectoryListPage
 from searchtrace.analytics._model import TrajectoryPage as TrajectoryPage
 from searchtrace.analytics._model import TrajectoryRow as TrajectoryRow
+from searchtrace.analytics._model import Uncertainty as Uncertainty
+from searchtrace.analytics._model import VerdictLabels as VerdictLabels
 from searchtrace.analytics._model import VerdictTexts as VerdictTexts
 from searchtrace.analytics._model import Vocabulary as Vocabulary
+from searchtrace.analytics._model import field_key as field_key
 from searchtrace.analytics._projections import catch_up as catch_up
 from searchtrace.analytics._projections import mismatched as mismatched
 from searchtrace.analytics._report import Built as Built
-from searchtrace.analytics._report import Report as Report
 from searchtrace.analytics._report import build_report as build_report
 from searchtrace.analytics._report import correction_labels as correction_labels
 from searchtrace.analytics._report import to_json as to_json
@@ -106,6 +133,7 @@ from searchtrace.analytics._rules import partition_cell as partition_cell
 from searchtrace.analytics._rules import resolve_judge_run as resolve_judge_run
 from searchtrace.analytics._rules import surface_support as surface_support
 from searchtrace.analytics._table import CORRECTED_ROWS as CORRECTED_ROWS
+from searchtrace.analytics._table import REPORT_ROWS as REPORT_ROWS
 from searchtrace.analytics._table import TESTS as TESTS
 from searchtrace.analytics._table import render_table as render_table
 from searchtrace.analytics._textnorm import alias_scores as alias_scores
@@ -115,7 +143,6 @@ from searchtrace.analytics._textnorm import tokens as tokens
 from searchtrace.analytics._uncertainty import uncertainty as uncertainty
 from searchtrace.analytics._views import ensure_views as ensure_views
 
-REPORT_ROWS = _table.ROWS
 html = _html
 projections = _projections
 shown = _shown

@@ -7,16 +7,26 @@ null when there is no case or when p_e = 1 (both sources constant and equal: agr
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
-from typing import Any
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import HasCursor, known_judge_runs, providers, verdicts
-from searchtrace.analytics._rules import PARTITION_CELLS, first_verdicts, partition_cell, surface_support
+from searchtrace.analytics._model import (
+    Disagreement,
+    JudgeComparison,
+    LabelAgreement,
+    LabelValues,
+    Partition,
+    ProviderComparison,
+    SideRates,
+    Table2x2,
+    VerdictLabels,
+)
+from searchtrace.analytics._rules import first_verdicts, partition_cell, surface_support
 from searchtrace.store import BadInput, Labels, Verdict
 
-CELLS = PARTITION_CELLS  # the order of the report's partition
 Table2 = tuple[int, int, int, int]  # (tt, tf, ft, ff): A's value first
 Weighted2 = tuple[Fraction, Fraction, Fraction, Fraction]  # the same table of weighted counts (a design's N_h/n_h)
 COMPARED: tuple[tuple[str, str], ...] = (
@@ -41,28 +51,24 @@ def cohen_kappa(table: Table2 | Weighted2) -> float | None:
     return float((p_o - p_e) / (1 - p_e))
 
 
-def table_summary(table: Table2) -> dict[str, Any]:
-    """n, agreement, kappa and the table itself, as the JSON of `judge compare` and `audit agreement` show them."""
+def table_summary(table: Table2) -> LabelAgreement:
+    """n, agreement, kappa and the table itself, as the JSON of `judge compare` shows them."""
     tt, tf, ft, ff = table
     n = sum(table)
-    return {
-        "n": n,
-        "agreement": float(Fraction(tt + ff, n)) if n else None,
-        "kappa": cohen_kappa(table),
-        "table": {"a_true_b_true": tt, "a_true_b_false": tf, "a_false_b_true": ft, "a_false_b_false": ff},
-    }
+    return LabelAgreement(n=n, agreement=float(Fraction(tt + ff, n)) if n else None, kappa=cohen_kappa(table),
+                          table=Table2x2(a_true_b_true=tt, a_true_b_false=tf, a_false_b_true=ft, a_false_b_false=ff))
 
 
 def _labels(v: Verdict, surface: str) -> Labels | None:
     return v.snippet if surface == "snippet" else v.page
 
 
-def _as_dict(v: Verdict) -> dict[str, Any]:
-    def one(x: Labels | None) -> dict[str, bool] | None:
-        return None if x is None else {"supports_gold": x.supports_gold, "contradicts_gold": x.contradicts_gold,
-                                       "relevant": x.relevant}
+def _as_labels(v: Verdict) -> VerdictLabels:
+    def one(x: Labels | None) -> LabelValues | None:
+        return None if x is None else LabelValues(supports_gold=x.supports_gold, contradicts_gold=x.contradicts_gold,
+                                                  relevant=x.relevant)
 
-    return {"snippet": one(v.snippet), "page": one(v.page)}
+    return VerdictLabels(snippet=one(v.snippet), page=one(v.page))
 
 
 COMMON_ITEMS_SQL = f"""
@@ -79,7 +85,8 @@ WHERE va.valid AND vb.valid"""
 verdict, as the report counts it): its provider, its partition cell and surface support S under each run."""
 
 
-def _rates_on_common_items(source: HasCursor, run_a: str, run_b: str, names: list[str]) -> dict[str, Any]:
+def _rates_on_common_items(source: HasCursor, run_a: str, run_b: str, names: list[str]
+                           ) -> dict[str, ProviderComparison]:
     """Per provider: the items valid in both runs, and the partition and surface support rate under A and under B
     over exactly those items, with the report's rules (analytics._rules)."""
     cur = source.cursor()
@@ -88,27 +95,25 @@ def _rates_on_common_items(source: HasCursor, run_a: str, run_b: str, names: lis
             rows = cur.execute(COMMON_ITEMS_SQL, {"a": run_a, "b": run_b}).fetchall()
     finally:
         cur.close()
-    parts = {name: {side: dict.fromkeys(CELLS, 0) for side in ("a", "b")} for name in names}
+    parts: dict[str, tuple[Counter[str], Counter[str]]] = {name: (Counter(), Counter()) for name in names}
     supported = {name: [0, 0] for name in names}
     items = dict.fromkeys(names, 0)
     for provider, cell_a, cell_b, s_a, s_b in rows:
-        parts[provider]["a"][cell_a] += 1
-        parts[provider]["b"][cell_b] += 1
+        parts[provider][0][cell_a] += 1
+        parts[provider][1][cell_b] += 1
         supported[provider][0] += bool(s_a)
         supported[provider][1] += bool(s_b)
         items[provider] += 1
-    return {
-        name: {
-            "items_valid_in_both": items[name],
-            **{side: {"partition": parts[name][side],
-                      "surface_support_rate": supported[name][i] / items[name] if items[name] else None}
-               for i, side in enumerate(("a", "b"))},
-        }
-        for name in names
-    }
+
+    def side(name: str, i: int) -> SideRates:
+        return SideRates(partition=Partition.from_counts(parts[name][i]),
+                         surface_support_rate=supported[name][i] / items[name] if items[name] else None)
+
+    return {name: ProviderComparison(items_valid_in_both=items[name], a=side(name, 0), b=side(name, 1))
+            for name in names}
 
 
-def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, Any]:
+def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> JudgeComparison:
     """docs/concepts/statistics.md `judge compare A B`: per label n / agreement / kappa / 2x2 table over the items with a valid verdict
     in both runs; each provider's partition and surface support rate under A and under B over those same items
     (docs/concepts/statistics.md: a rate from each run's own valid items would differ where the runs agree); every disagreeing item."""
@@ -119,7 +124,7 @@ def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, A
     provider_of = providers(source)
     va, vb = verdicts(source, run_a), verdicts(source, run_b)
     tables: dict[str, list[int]] = {f"{s}.{lab}": [0, 0, 0, 0] for s, lab in COMPARED}
-    disagreements: list[dict[str, Any]] = []
+    disagreements: list[Disagreement] = []
     both = 0
     for key in sorted(va.keys() & vb.keys()):
         a, b = va[key], vb[key]
@@ -137,17 +142,12 @@ def compare_judge_runs(source: HasCursor, run_a: str, run_b: str) -> dict[str, A
             if x != y:
                 differs.append(f"{surface}.{label}")
         if differs:
-            disagreements.append({
-                "trajectory_id": tid, "url": url, "provider": provider_of[tid], "differs": differs,
-                "a": _as_dict(a.labels), "b": _as_dict(b.labels),
-                "a_rationale": a.labels.rationale, "b_rationale": b.labels.rationale,
-            })
+            disagreements.append(Disagreement(
+                trajectory_id=tid, url=url, provider=provider_of[tid], differs=differs,
+                a=_as_labels(a.labels), b=_as_labels(b.labels),
+                a_rationale=a.labels.rationale, b_rationale=b.labels.rationale,
+            ))
     per_provider = _rates_on_common_items(source, run_a, run_b, sorted(set(provider_of.values())))
-    return {
-        "a": run_a,
-        "b": run_b,
-        "items_valid_in_both": both,
-        "labels": {name: table_summary((t[0], t[1], t[2], t[3])) for name, t in tables.items()},
-        "providers": per_provider,
-        "disagreements": disagreements,
-    }
+    return JudgeComparison(a=run_a, b=run_b, items_valid_in_both=both,
+                           labels={name: table_summary((t[0], t[1], t[2], t[3])) for name, t in tables.items()},
+                           providers=per_provider, disagreements=disagreements)

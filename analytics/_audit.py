@@ -29,6 +29,7 @@ from searchtrace.analytics._lookups import (
     trajectory_qids,
     verdicts,
 )
+from searchtrace.analytics._model import AuditAgreement, LabelTally, LeafTally, Tally
 from searchtrace.analytics._rules import RECORDED_ORDER
 from searchtrace.store import (
     AuditCase,
@@ -466,24 +467,10 @@ def label_events(
 Leaf = tuple[str, str, str, bool]  # provider, surface, label, judge value: a stratum of the sample
 
 
-@dataclass
-class Tally:
-    labelled: int = 0
-    unclear: int = 0
-    agree: int = 0
-
-    @property
-    def clear(self) -> int:
-        return self.labelled - self.unclear
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "labelled": self.labelled,
-            "unclear": self.unclear,
-            "clear": self.clear,
-            "agree": self.agree,
-            "agreement": self.agree / self.clear if self.clear else None,
-        }
+def _settle(t: Tally) -> None:
+    """A tally's derived figures, once its labels are counted."""
+    t.clear = t.labelled - t.unclear
+    t.agreement = t.agree / t.clear if t.clear else None
 
 
 def audit_designs(source: HasCursor, judge_run_id: str) -> list[AuditDesign]:
@@ -510,7 +497,8 @@ def stratum_sizes(designs: Sequence[AuditDesign]) -> dict[Leaf, int]:
     return out
 
 
-def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int] | None) -> dict[str, Any]:
+def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int] | None
+              ) -> tuple[float | None, float | None, float | None]:
     """Cohen's kappa of (judge, human) over clear cases of one label; with `sizes`, each case of stratum h weighs
     N_h / m_h (m_h: the clear cases of h), so the table is the judge run's population, not the balanced sample."""
     clear = Counter(leaf for leaf, _, _ in cases)
@@ -519,27 +507,25 @@ def _kappa_of(cases: Sequence[tuple[Leaf, bool, bool]], sizes: Mapping[Leaf, int
         w = Fraction(sizes[leaf], clear[leaf]) if sizes is not None else Fraction(1)
         table[(0 if judge else 2) + (0 if human else 1)] += w
     total = sum(table)
-    return {
-        "kappa": cohen_kappa((table[0], table[1], table[2], table[3])),
-        "agreement_weighted": float((table[0] + table[3]) / total) if total and sizes is not None else None,
-        "population": float(total) if sizes is not None else None,
-    }
+    return (cohen_kappa((table[0], table[1], table[2], table[3])),  # kappa, agreement weighted, population
+            float((table[0] + table[3]) / total) if total and sizes is not None else None,
+            float(total) if sizes is not None else None)
 
 
-def _tallies(source: HasCursor, jr: str) -> tuple[Tally, dict[Leaf, Tally], dict[str, Tally],
+def _tallies(source: HasCursor, jr: str) -> tuple[Tally, dict[Leaf, LeafTally], dict[str, LabelTally],
                                                   dict[str, list[tuple[Leaf, bool, bool]]]]:
     """The current human labels of judge run `jr`: tallies overall, per leaf and per surface.label, and the clear
     (leaf, judge, human) cases per surface.label."""
     provider_of = providers(source)
     overall = Tally()
-    leaves: dict[Leaf, Tally] = {}
-    per_label: dict[str, Tally] = {}
+    leaves: dict[Leaf, LeafTally] = {}
+    per_label: dict[str, LabelTally] = {}
     clear_cases: dict[str, list[tuple[Leaf, bool, bool]]] = {}
     for history in current_labels(source, jr).values():
         a = history[-1]
         leaf: Leaf = (provider_of.get(a.item.trajectory_id, "?"), a.surface, a.label, a.judge_value)
         name = f"{a.surface}.{a.label}"
-        for t in (overall, leaves.setdefault(leaf, Tally()), per_label.setdefault(name, Tally())):
+        for t in (overall, leaves.setdefault(leaf, LeafTally()), per_label.setdefault(name, LabelTally())):
             t.labelled += 1
             if a.human_value == "unclear":
                 t.unclear += 1
@@ -547,10 +533,12 @@ def _tallies(source: HasCursor, jr: str) -> tuple[Tally, dict[Leaf, Tally], dict
                 t.agree += 1
         if a.human_value != "unclear":
             clear_cases.setdefault(name, []).append((leaf, a.judge_value, a.human_value))
+    for t in (overall, *leaves.values(), *per_label.values()):
+        _settle(t)
     return overall, leaves, per_label, clear_cases
 
 
-def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
+def agreement(source: HasCursor, judge_run_id: str | None) -> AuditAgreement:
     """Agreeing / clear cases (unclear excluded from the denominator), overall and per leaf; Cohen's kappa per label
     (surface.label) across leaves, weighted to the judge run by the sample's design (docs/concepts/statistics.md). A leaf's judge value
     is constant, so a per-leaf kappa could only be 0 or undefined: there is none."""
@@ -566,27 +554,18 @@ def agreement(source: HasCursor, judge_run_id: str | None) -> dict[str, Any]:
     elif outside:
         notes.append(f"{len(outside)} labelled lea{'ves' if len(outside) != 1 else 'f'} outside every recorded "
                      f"design ({', '.join(leaf_name(x) for x in outside)}): the weighted kappa leaves them out")
-    labels: dict[str, dict[str, Any]] = {}
-    for name in sorted(per_label):
+    for name, t in per_label.items():
         cs = clear_cases.get(name, [])
-        weighted = bool(designs)
-        kept = [c for c in cs if c[0] in sizes] if weighted else cs
-        labels[name] = {**per_label[name].as_dict(), **_kappa_of(kept, sizes if weighted else None),
-                        "weighted": weighted, "kappa_unweighted": _kappa_of(cs, None)["kappa"]}
-    leaf_rows = {}
-    for leaf in sorted(leaves):
-        row = leaves[leaf].as_dict()
+        t.weighted = bool(designs)
+        kept = [c for c in cs if c[0] in sizes] if t.weighted else cs
+        t.kappa, t.agreement_weighted, t.population = _kappa_of(kept, sizes if t.weighted else None)
+        t.kappa_unweighted = _kappa_of(cs, None)[0]
+    for leaf, row in leaves.items():
         if leaf in sizes:
-            row["population"] = sizes[leaf]
-        leaf_rows[leaf_name(leaf)] = row
-    return {
-        "judge_run_id": jr,
-        "designs": len(designs),
-        "overall": overall.as_dict(),
-        "leaves": leaf_rows,
-        "labels": labels,
-        "notes": notes,
-    }
+            row.population = sizes[leaf]
+    return AuditAgreement(judge_run_id=jr, designs=len(designs), overall=overall,
+                          leaves={leaf_name(leaf): leaves[leaf] for leaf in sorted(leaves)},
+                          labels={name: per_label[name] for name in sorted(per_label)}, notes=notes)
 
 
 def prepare_import(source: HasCursor, path: Path) -> tuple[list[NewEvent], dict[str, int]]:

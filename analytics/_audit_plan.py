@@ -28,10 +28,14 @@ from itertools import combinations
 
 import msgspec
 
+from searchtrace.analytics._model import ArmMetrics, Pair, field_key
 from searchtrace.analytics._uncertainty import LEVEL, _erfinv, expanded_level
 
 SNIPPET_LABELS = ("supports_gold", "contradicts_gold")
-RATE = {"supports_gold": "surface_support_rate_corrected", "contradicts_gold": "surface_contradiction_rate_corrected"}
+RATE = {"supports_gold": field_key(ArmMetrics, lambda m: m.surface_support_rate_corrected),
+        "contradicts_gold": field_key(ArmMetrics, lambda m: m.surface_contradiction_rate_corrected)}
+"""Per snippet label, the report field of its corrected rate (what a plan's figure names)."""
+DIFF = field_key(Pair, lambda c: c.surface_support_rate_corrected_diff)  # a pair's corrected difference
 AGREEMENT = 0.9  # planning share of human agreement with the judge where a stratum has no labels yet
 
 
@@ -173,13 +177,13 @@ def plan(groups: Mapping[tuple[str, str], Group], *, target_width: float | None 
         common = sorted(q for q in set(ga.per_q) & set(gb.per_q) if ga.per_q[q][1] and gb.per_q[q][1])
         va, vb = label_var[(a, "supports_gold")], label_var[(b, "supports_gold")]
         if not common or math.isnan(va) or math.isnan(vb):
-            figures.append(FigurePlan(where=f"{a}|{b}", key="surface_support_rate_corrected_diff",
+            figures.append(FigurePlan(where=f"{a}|{b}", key=DIFF,
                                       expected_width=None, labels=0))
             continue
         ra = _residuals(ga, common, lift[(a, "supports_gold")])
         rb = _residuals(gb, common, lift[(b, "supports_gold")])
         q_var = _question_variance([x - y for x, y in zip(ra, rb, strict=True)])
         labels = sum(s.sample for s in strata if s.label == "supports_gold" and s.provider in (a, b))
-        figures.append(FigurePlan(where=f"{a}|{b}", key="surface_support_rate_corrected_diff",
+        figures.append(FigurePlan(where=f"{a}|{b}", key=DIFF,
                                   expected_width=2 * _z(len(common)) * math.sqrt(va + vb + q_var), labels=labels))
     return AuditPlan(strata=strata, figures=figures, notes=notes)

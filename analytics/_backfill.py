@@ -16,17 +16,12 @@ reports as before.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
 
+from searchtrace.analytics._model import ArmMetrics
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.store import Cursor
-
-DENOMINATORS = {"backfill_supports_gold": "backfill_judged"}
-"""The backfill share and the count it divides by (the report names it in `denominators`)."""
-NO_BACKFILL: dict[str, Any] = {"backfill_items": 0, "backfill_judged": 0, "backfill_supports_gold": None,
-                               "backfill_supports_gold_count": 0, "backfill_supports_gold_ci": None}
-"""The keys of an arm the judge run backfilled nothing of (when it backfilled another's)."""
 
 BACKFILL_SQL = f"""
 WITH {TRAJECTORIES_CTE},
@@ -44,13 +39,14 @@ ORDER BY tr.position
 fetched page supports gold."""
 
 
-def backfill_metrics(con: Cursor, judge_run_id: str | None) -> dict[str, dict[str, Any]]:
-    """{arm: backfill keys} (run inside analytics._sources.reading); empty when the judge run backfilled nothing."""
+def backfill_metrics(con: Cursor, judge_run_id: str | None, blocks: Mapping[str, ArmMetrics]) -> None:
+    """Each block's backfill keys, and their denominator in `denominators`, when the judge run backfilled some
+    item (run inside analytics._sources.reading): an arm it backfilled nothing of has 0 items and null shares."""
     if judge_run_id is None:
-        return {}
+        return
     rows = con.execute(BACKFILL_SQL, {"run": judge_run_id}).fetchall()
     if not rows:
-        return {}
+        return
     from searchtrace.analytics._uncertainty import proportion_interval
 
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -64,11 +60,12 @@ def backfill_metrics(con: Cursor, judge_run_id: str | None) -> dict[str, dict[st
             cell = per_q[arm][qid]
             cell[0] += bool(supports)
             cell[1] += 1
-    out: dict[str, dict[str, Any]] = {}
-    for arm, c in counts.items():
-        cells = list(per_q[arm].values())
+    for arm, block in blocks.items():
+        block.denominators.backfill_supports_gold = "backfill_judged"
+        c = counts.get(arm, {})
+        cells = list(per_q[arm].values()) if arm in per_q else []
         interval, _ = proportion_interval([y for y, _ in cells], [m for _, m in cells]) if cells else (None, None)
-        out[arm] = {"backfill_items": c["items"], "backfill_judged": c["judged"],
-                    "backfill_supports_gold": float(Fraction(c["supports"], c["judged"])) if c["judged"] else None,
-                    "backfill_supports_gold_count": c["supports"], "backfill_supports_gold_ci": interval}
-    return out
+        block.backfill_items, block.backfill_judged = c.get("items", 0), c.get("judged", 0)
+        block.backfill_supports_gold = (float(Fraction(c["supports"], c["judged"])) if c.get("judged") else None)
+        block.backfill_supports_gold_count = c.get("supports", 0)
+        block.backfill_supports_gold_ci = None if interval is None else list(interval)

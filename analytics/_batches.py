@@ -10,6 +10,7 @@ and `pending` without a verdict in a batch still live. None when the judge run s
 
 from __future__ import annotations
 
+from searchtrace.analytics._model import JudgeBatches
 from searchtrace.store import Cursor, JudgeBatchFinished, JudgeBatchSubmitted, decode_payload
 
 _SQL = ("SELECT payload FROM events WHERE type IN ('judge.batch.submitted', 'judge.batch.finished') "
@@ -17,17 +18,15 @@ _SQL = ("SELECT payload FROM events WHERE type IN ('judge.batch.submitted', 'jud
 _VERDICTS_SQL = ("SELECT DISTINCT json_extract_string(payload, '$.item.trajectory_id'), "
                  "json_extract_string(payload, '$.item.url_normalized'), json_extract_string(payload, '$.batch_id') "
                  "FROM events WHERE type = 'judge.verdict' AND json_extract_string(payload, '$.judge_run_id') = ?")
-OUTCOMES = ("succeeded", "errored", "expired", "canceled")
 
 
-def judge_batches(con: Cursor, judge_run_id: str | None) -> dict[str, int] | None:
+def judge_batches(con: Cursor, judge_run_id: str | None) -> JudgeBatches | None:
     """The judge run's batch counts (module docstring); None without a judge run or without a batch."""
     if judge_run_id is None:
         return None
     sent: dict[tuple[str, str], int] = {}  # item -> batches it was in
     holding: dict[str, list[tuple[str, str]]] = {}  # batch id -> its items
-    out = dict.fromkeys(("batches", "live", "items", "submitted", "resubmitted", *OUTCOMES, "online", "left",
-                         "pending"), 0)
+    out = JudgeBatches()
     ended: set[str] = set()
     for (payload,) in con.execute(_SQL, [judge_run_id]).fetchall():
         p = decode_payload(payload)
@@ -38,8 +37,10 @@ def judge_batches(con: Cursor, judge_run_id: str | None) -> dict[str, int] | Non
                 sent[k] = sent.get(k, 0) + 1
         elif isinstance(p, JudgeBatchFinished):
             ended.add(p.batch_id)
-            for outcome in OUTCOMES:
-                out[outcome] += getattr(p, outcome)
+            out.succeeded += p.succeeded
+            out.errored += p.errored
+            out.expired += p.expired
+            out.canceled += p.canceled
     if not holding:
         return None
     by_batch: set[tuple[str, str]] = set()  # items a batch answered
@@ -49,10 +50,10 @@ def judge_batches(con: Cursor, judge_run_id: str | None) -> dict[str, int] | Non
         if batch_id is not None:
             by_batch.add((traj, url))
     waiting = {k for b, keys in holding.items() if b not in ended for k in keys}
-    out["batches"], out["live"] = len(holding), len(holding.keys() - ended)
-    out["items"], out["submitted"] = len(sent), sum(sent.values())
-    out["resubmitted"] = out["submitted"] - len(sent)
-    out["online"] = len((judged - by_batch) & sent.keys())
-    out["pending"] = len(waiting - judged)
-    out["left"] = len(sent.keys() - judged - waiting)
+    out.batches, out.live = len(holding), len(holding.keys() - ended)
+    out.items, out.submitted = len(sent), sum(sent.values())
+    out.resubmitted = out.submitted - len(sent)
+    out.online = len((judged - by_batch) & sent.keys())
+    out.pending = len(waiting - judged)
+    out.left = len(sent.keys() - judged - waiting)
     return out

@@ -17,18 +17,15 @@ some answer in the store cites, so a store without citations reports as before.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
 
 import msgspec
 
 from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._model import ArmMetrics, Interval
 from searchtrace.analytics._rules import TRAJECTORIES_CTE, first_verdicts, surface_support
 from searchtrace.store import Citation, Cursor
-
-SHARES = {"citation_supports_answer": "cited_items_judged", "citation_supports_gold": "cited_items_judged",
-          "uncited_support": "final_answers"}
-"""Each citation share and the count it divides by (the report names it in `denominators`)."""
 
 CITED_SQL = f"""
 WITH {TRAJECTORIES_CTE},
@@ -51,11 +48,12 @@ support the answer, support gold, and all valid items (normalised URLs)."""
 _citations = msgspec.json.Decoder(list[Citation])
 
 
-def citation_metrics(con: Cursor, judge_run_id: str | None) -> dict[str, dict[str, Any]]:
-    """{arm: citation keys} (run inside analytics._sources.reading); empty when no answer cites."""
+def citation_metrics(con: Cursor, judge_run_id: str | None, blocks: Mapping[str, ArmMetrics]) -> None:
+    """Each block's citation keys, and their denominators in `denominators`, when some answer in the store cites
+    (run inside analytics._sources.reading); nothing otherwise."""
     rows = con.execute(CITED_SQL, {"run": judge_run_id}).fetchall()
     if not any(r[3] for r in rows):
-        return {}
+        return
     from searchtrace.analytics._uncertainty import proportion_interval
 
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -69,25 +67,35 @@ def citation_metrics(con: Cursor, judge_run_id: str | None) -> dict[str, dict[st
         c["citations"] += len(cites)
         c["cited_items"] += len(cited)
         c["cited_items_judged"] += len(judged_cited)
-        hits = {"citation_supports_answer": len(judged_cited & set(answer or [])),
-                "citation_supports_gold": len(judged_cited & set(gold or [])),
-                "uncited_support": int(bool(set(gold or []) - cited))}
+        hits = {"supports_answer": len(judged_cited & set(answer or [])),
+                "supports_gold": len(judged_cited & set(gold or [])),
+                "uncited": int(bool(set(gold or []) - cited))}
         for key, y in hits.items():
-            c[key + "_count"] += y
+            c[key] += y
             cell = per_q[arm][key][qid]
             cell[0] += y
-            cell[1] += len(judged_cited) if SHARES[key] == "cited_items_judged" else 1
-    out: dict[str, dict[str, Any]] = {}
-    for arm, c in counts.items():
-        block: dict[str, Any] = {"final_answers": c["final_answers"], "citations": c["citations"], "cited_items": c["cited_items"],
-                                 "cited_items_judged": c["cited_items_judged"],
-                                 "citations_per_answer": float(Fraction(c["citations"], c["final_answers"]))}
-        for key, den in SHARES.items():
-            cells = [v for v in per_q[arm][key].values() if v[1]]
-            total = c[den]
-            block[key] = None if total == 0 else float(Fraction(c[key + "_count"], total))
-            block[key + "_count"] = c[key + "_count"]
-            interval, _ = proportion_interval([y for y, _ in cells], [m for _, m in cells]) if cells else (None, None)
-            block[key + "_ci"] = interval
-        out[arm] = block
-    return out
+            cell[1] += len(judged_cited) if key != "uncited" else 1
+
+    def share(arm: str, key: str, den: str) -> tuple[float | None, int, Interval | None]:
+        """(share, its count, its interval clustered by question) of one citation share of `arm`."""
+        cells = [v for v in per_q[arm][key].values() if v[1]]
+        total, hit = counts[arm][den], counts[arm][key]
+        interval, _ = proportion_interval([y for y, _ in cells], [m for _, m in cells]) if cells else (None, None)
+        return None if total == 0 else float(Fraction(hit, total)), hit, None if interval is None else list(interval)
+
+    for arm, block in blocks.items():
+        block.denominators.citations_per_answer = "final_answers"
+        block.denominators.citation_supports_answer = block.denominators.citation_supports_gold = "cited_items_judged"
+        block.denominators.uncited_support = "final_answers"
+        if arm not in counts:
+            continue
+        c = counts[arm]
+        block.final_answers, block.citations = c["final_answers"], c["citations"]
+        block.cited_items, block.cited_items_judged = c["cited_items"], c["cited_items_judged"]
+        block.citations_per_answer = float(Fraction(c["citations"], c["final_answers"]))
+        (block.citation_supports_answer, block.citation_supports_answer_count,
+         block.citation_supports_answer_ci) = share(arm, "supports_answer", "cited_items_judged")
+        (block.citation_supports_gold, block.citation_supports_gold_count,
+         block.citation_supports_gold_ci) = share(arm, "supports_gold", "cited_items_judged")
+        block.uncited_support, block.uncited_support_count, block.uncited_support_ci = share(arm, "uncited",
+                                                                                            "final_answers")

@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -47,6 +47,7 @@ import numpy.typing as npt
 from searchtrace.analytics._items import ITEMS_SQL
 from searchtrace.analytics._lookups import current_labels
 from searchtrace.analytics._metrics import TrajectoryStats
+from searchtrace.analytics._model import ArmMetrics, Interval, Pair, field_key
 from searchtrace.analytics._rules import TRAJECTORIES_CTE, first_verdicts
 from searchtrace.analytics._uncertainty import percentile_interval, seeded_rng, weight_chunks
 from searchtrace.store import AuditDesign, Cursor, decode_payload
@@ -54,8 +55,10 @@ from searchtrace.store import AuditDesign, Cursor, decode_payload
 Floats = npt.NDArray[np.float64]
 SnippetLabel = Literal["supports_gold", "contradicts_gold"]
 LABELS: tuple[SnippetLabel, ...] = ("supports_gold", "contradicts_gold")
-RATE = {"supports_gold": "surface_support_rate", "contradicts_gold": "surface_contradiction_rate"}
-TPR = {"supports_gold": ("judge_tpr", "judge_tnr"), "contradicts_gold": ("judge_tpr_contradicts", "judge_tnr_contradicts")}
+LABELS_OF: dict[SnippetLabel, str] = {
+    "supports_gold": field_key(ArmMetrics, lambda m: m.surface_support_rate_corrected_labels),
+    "contradicts_gold": field_key(ArmMetrics, lambda m: m.surface_contradiction_rate_corrected_labels)}
+"""Per snippet label, the report field counting the clear human labels its corrected rate rests on."""
 METHOD = "stratified_difference_cp_ess"  # the interval method, for the report's `uncertainty.methods`
 MIN_LABELS = 2  # clear labels every stratum with cases needs before a corrected figure is given (audit.design)
 TEST = "bootstrap_two_sided"  # the pair difference's p-value: 2·min(share <= 0, share >= 0) of its replicates
@@ -80,12 +83,13 @@ def counted_in(c: JudgedCase) -> tuple[str, ...]:
     if c.human_value is None:
         return ()
     if c.human_value == "unclear":
-        return ("corrected_unclear",)
-    return (f"{RATE[c.label]}_corrected_labels", "corrected_labels")
+        return (LABEL_COUNTS[-1],)
+    return (LABELS_OF[c.label], _ALL_LABELS)
 
 
-LABEL_COUNTS = ("surface_support_rate_corrected_labels", "surface_contradiction_rate_corrected_labels",
-                "corrected_labels", "corrected_unclear")  # every key `counted_in` names
+_ALL_LABELS = field_key(ArmMetrics, lambda m: m.corrected_labels)
+LABEL_COUNTS = (*LABELS_OF.values(), _ALL_LABELS, field_key(ArmMetrics, lambda m: m.corrected_unclear))
+"""Every report field `counted_in` names."""
 
 
 class _Table:
@@ -146,10 +150,22 @@ def stratum_name(provider: str, label: str, judge_value: int | bool) -> str:
     return f"{provider}|snippet|{label}|{str(bool(judge_value)).lower()}"
 
 
-def _points(t: _Table, provider: str, min_labels: int) -> dict[str, Any]:
-    """Exact point estimates (Fractions) of one table; None where undefined, and None where a stratum with cases
-    has fewer than `min_labels` clear labels (named in `_missing_<label>`: the correction refuses to guess it)."""
-    out: dict[str, Any] = {}
+class _Point(msgspec.Struct, kw_only=True):
+    """One label's exact point estimates over one table (None where undefined or refused)."""
+
+    rate: Fraction | None  # the judge's rate over the valid items
+    corrected: Fraction | None
+    labels: int  # clear human labels
+    tpr: Fraction | None
+    tnr: Fraction | None
+    unaudited: int  # strata with cases and no label
+    missing: list[str]  # strata with cases and fewer than min_labels clear labels
+
+
+def _points(t: _Table, provider: str, min_labels: int) -> tuple[_Point, _Point]:
+    """Exact point estimates per label (LABELS order); None where undefined, and None where a stratum with cases
+    has fewer than `min_labels` clear labels (named in `missing`: the correction refuses to guess it)."""
+    out: list[_Point] = []
     valid = int(t.valid.sum())
     for li, label in enumerate(LABELS):
         big = [int(t.cases[:, li, v].sum()) for v in (0, 1)]
@@ -157,19 +173,16 @@ def _points(t: _Table, provider: str, min_labels: int) -> dict[str, Any]:
         s = [int(t.human[:, li, v].sum()) for v in (0, 1)]
         missing = [stratum_name(provider, label, v) for v in (0, 1) if big[v] and n[v] < min_labels]
         p = [Fraction(s[v], n[v]) if n[v] else Fraction(v) for v in (0, 1)]  # each stratum's human "true" share
-        rate = RATE[label]
-        out[rate] = None if valid == 0 else Fraction(big[1], valid)
-        out[f"{rate}_corrected"] = (
-            None if valid == 0 or missing or not sum(n) else Fraction(big[0] * p[0] + big[1] * p[1]) / valid
-        )
-        out[f"{rate}_corrected_labels"] = sum(n)
-        tpr, tnr = TPR[label]
         pos, neg = big[1] * p[1] + big[0] * p[0], big[0] * (1 - p[0]) + big[1] * (1 - p[1])
-        out[tpr] = None if missing or pos == 0 else big[1] * p[1] / pos
-        out[tnr] = None if missing or neg == 0 else big[0] * (1 - p[0]) / neg
-        out[f"_unaudited_{label}"] = sum(1 for v in (0, 1) if big[v] and not n[v])
-        out[f"_missing_{label}"] = missing
-    return out
+        out.append(_Point(
+            rate=None if valid == 0 else Fraction(big[1], valid),
+            corrected=None if valid == 0 or missing or not sum(n) else Fraction(big[0] * p[0] + big[1] * p[1]) / valid,
+            labels=sum(n),
+            tpr=None if missing or pos == 0 else big[1] * p[1] / pos,
+            tnr=None if missing or neg == 0 else big[0] * (1 - p[0]) / neg,
+            unaudited=sum(1 for v in (0, 1) if big[v] and not n[v]),
+            missing=missing))
+    return out[0], out[1]
 
 
 def _effective(m_q: Floats, s_q: Floats) -> tuple[float, float]:
@@ -196,13 +209,14 @@ def _share_draws(successes: float, trials: float, rng: np.random.Generator, size
     return np.where(a <= 0, 0.0, np.where(b <= 0, 1.0, draws))
 
 
-def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[str, Floats]:
-    """Every replicate's value of each interval key (NaN where its denominator is 0)."""
+def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> list[tuple[Floats, Floats, Floats]]:
+    """Per label (LABELS order), every replicate's corrected rate, judge TPR and TNR (NaN where its denominator
+    is 0)."""
     cols = [t.valid, *(t.cases[:, li, v] for li in range(2) for v in (0, 1))]
     wide = np.stack(cols, axis=1)
     sums = np.concatenate([w @ wide for w in weight_chunks(seed, t.qids, replicates)])  # exact integer sums
     valid = sums[:, 0]
-    out: dict[str, Floats] = {}
+    out: list[tuple[Floats, Floats, Floats]] = []
     for li, label in enumerate(LABELS):
         big = [sums[:, 1 + 2 * li + v] for v in (0, 1)]
         p: list[Floats] = []
@@ -212,12 +226,9 @@ def _replicates(t: _Table, provider: str, seed: str, replicates: int) -> dict[st
                 continue
             s_eff, n_eff = _effective(t.audited[:, li, v], t.human[:, li, v])
             p.append(_share_draws(s_eff, n_eff, seeded_rng(seed, "correction", provider, label, str(v).lower()), replicates))
-        rate = RATE[label]
         num = big[0] * p[0] + big[1] * p[1]
-        out[f"{rate}_corrected"] = _div(num, valid)
-        tpr, tnr = TPR[label]
-        out[tpr] = _div(big[1] * p[1], num)
-        out[tnr] = _div(big[0] * (1 - p[0]), big[0] * (1 - p[0]) + big[1] * (1 - p[1]))
+        out.append((_div(num, valid), _div(big[1] * p[1], num),
+                    _div(big[0] * (1 - p[0]), big[0] * (1 - p[0]) + big[1] * (1 - p[1]))))
     return out
 
 
@@ -231,61 +242,81 @@ def _float(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
-def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int], *, replicates: int, seed: str,
-               min_labels: int = MIN_LABELS) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(per provider keys, per pair "A|B" keys); valid[(provider, qid)] = the rate's denominator per question.
+def correction(cases: Sequence[JudgedCase], valid: Mapping[tuple[str, str], int], blocks: Mapping[str, ArmMetrics],
+               pairs: dict[str, Pair], *, replicates: int, seed: str, min_labels: int = MIN_LABELS) -> None:
+    """Each provider's block (every provider with cases must have one) gets its corrected figures, and each pair
+    "A|B" of `pairs` (added when it is not there) the corrected difference. valid[(provider, qid)] = the rate's
+    denominator per question.
 
     `cases`: every snippet supports_gold / contradicts_gold case of the judge run's valid items, with the human value
-    on the audited ones. The intervals (`_ci`, `_ci_undefined`, the pair's `_ci` and `_p`) only with replicates > 0."""
+    on the audited ones. The intervals (`_ci`, `_ci_undefined`, the pair's `_ci` and `_p`) only with replicates > 0.
+    The block's own `surface_support_rate` (the judge's) is left as it is."""
     tables = _tables(cases, valid)
     names = sorted(tables)
-    providers: dict[str, dict[str, Any]] = {}
-    reps: dict[str, dict[str, Floats]] = {}
+    reps: dict[str, list[tuple[Floats, Floats, Floats]]] = {}
     for name in names:
-        t = tables[name]
-        pts = _points(t, name, min_labels)
-        block: dict[str, Any] = {}
-        for label in LABELS:
-            rate = RATE[label]
-            block[rate] = _float(pts[rate])
-            block[f"{rate}_corrected"] = _float(pts[f"{rate}_corrected"])
-            block[f"{rate}_corrected_labels"] = pts[f"{rate}_corrected_labels"]
-            for key in TPR[label]:
-                block[key] = _float(pts[key])
-        block["corrected_labels"] = sum(block[f"{RATE[label]}_corrected_labels"] for label in LABELS)
-        block["corrected_unclear"] = sum(t.unclear.values())
-        block["corrected_unaudited_strata"] = sum(pts[f"_unaudited_{label}"] for label in LABELS)
-        block["corrected_missing_strata"] = sorted(m for label in LABELS for m in pts[f"_missing_{label}"])
+        t, block = tables[name], blocks[name]
+        sup, con = _points(t, name, min_labels)
+        block.surface_support_rate_corrected = _float(sup.corrected)
+        block.surface_support_rate_corrected_labels = sup.labels
+        block.judge_tpr, block.judge_tnr = _float(sup.tpr), _float(sup.tnr)
+        block.surface_contradiction_rate = _float(con.rate)
+        block.surface_contradiction_rate_corrected = _float(con.corrected)
+        block.surface_contradiction_rate_corrected_labels = con.labels
+        block.judge_tpr_contradicts, block.judge_tnr_contradicts = _float(con.tpr), _float(con.tnr)
+        block.corrected_labels = sup.labels + con.labels
+        block.corrected_unclear = sum(t.unclear.values())
+        block.corrected_unaudited_strata = sup.unaudited + con.unaudited
+        block.corrected_missing_strata = sorted(sup.missing + con.missing)
         if replicates > 0:
             reps[name] = r = _replicates(t, name, seed, replicates)
-            for key, values in r.items():
-                block[f"{key}_ci"] = None if block[key] is None else percentile_interval(values, units=len(t.qids))
-                block[f"{key}_ci_undefined"] = int(np.count_nonzero(np.isnan(values)))
-        providers[name] = block
-    pairs: dict[str, dict[str, Any]] = {}
-    key = "surface_support_rate_corrected"
+
+            def ci(point: float | None, values: Floats, units: int = len(t.qids)) -> tuple[Interval | None, int]:
+                interval = None if point is None else percentile_interval(values, units=units)
+                return None if interval is None else list(interval), int(np.count_nonzero(np.isnan(values)))
+
+            (rate, tpr, tnr), (rate_c, tpr_c, tnr_c) = r
+            block.surface_support_rate_corrected_ci, block.surface_support_rate_corrected_ci_undefined = ci(
+                block.surface_support_rate_corrected, rate)
+            block.judge_tpr_ci, block.judge_tpr_ci_undefined = ci(block.judge_tpr, tpr)
+            block.judge_tnr_ci, block.judge_tnr_ci_undefined = ci(block.judge_tnr, tnr)
+            block.surface_contradiction_rate_corrected_ci, block.surface_contradiction_rate_corrected_ci_undefined = ci(
+                block.surface_contradiction_rate_corrected, rate_c)
+            block.judge_tpr_contradicts_ci, block.judge_tpr_contradicts_ci_undefined = ci(
+                block.judge_tpr_contradicts, tpr_c)
+            block.judge_tnr_contradicts_ci, block.judge_tnr_contradicts_ci_undefined = ci(
+                block.judge_tnr_contradicts, tnr_c)
     for a, b in combinations(names, 2):
         # the questions with valid items on both sides: the uncorrected difference's (analytics.support_difference)
         common = tuple(sorted(q for q in set(tables[a].qids) & set(tables[b].qids)
                               if valid.get((a, q), 0) > 0 and valid.get((b, q), 0) > 0))
         ta = tables[a] if common == tables[a].qids else tables[a].subset(common)
         tb = tables[b] if common == tables[b].qids else tables[b].subset(common)
-        pa, pb = _points(ta, a, min_labels), _points(tb, b, min_labels)
-        xa, xb = pa[key], pb[key]
-        diff = None if xa is None or xb is None else float(xa - xb)
-        out: dict[str, Any] = {f"{key}_diff_questions": len(common), f"{key}_diff": diff,
-                               f"{key}_diff_labels": [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())],
-                               f"{key}_diff_missing_strata": sorted(pa["_missing_supports_gold"]
-                                                                    + pb["_missing_supports_gold"])}
+        (pa, _), (pb, _) = _points(ta, a, min_labels), _points(tb, b, min_labels)
+        diff = None if pa.corrected is None or pb.corrected is None else float(pa.corrected - pb.corrected)
+        out = pairs.setdefault(f"{a}|{b}", Pair())
+        out.surface_support_rate_corrected_diff_questions, out.surface_support_rate_corrected_diff = len(common), diff
+        out.surface_support_rate_corrected_diff_labels = [int(ta.audited[:, 0].sum()), int(tb.audited[:, 0].sum())]
+        out.surface_support_rate_corrected_diff_missing_strata = sorted(pa.missing + pb.missing)
         if replicates > 0:
-            ra = reps[a][key] if ta is tables[a] else _replicates(ta, a, seed, replicates)[key]
-            rb = reps[b][key] if tb is tables[b] else _replicates(tb, b, seed, replicates)[key]
+            ra = reps[a][0][0] if ta is tables[a] else _replicates(ta, a, seed, replicates)[0][0]
+            rb = reps[b][0][0] if tb is tables[b] else _replicates(tb, b, seed, replicates)[0][0]
             d = ra - rb
-            out[f"{key}_diff_ci"] = None if diff is None else percentile_interval(d, units=len(common))
-            out[f"{key}_diff_ci_undefined"] = int(np.count_nonzero(np.isnan(d)))
-            out[f"{key}_diff_p"] = None if diff is None else _two_sided(d)
-        pairs[f"{a}|{b}"] = out
-    return providers, pairs
+            interval = None if diff is None else percentile_interval(d, units=len(common))
+            out.surface_support_rate_corrected_diff_ci = None if interval is None else list(interval)
+            out.surface_support_rate_corrected_diff_ci_undefined = int(np.count_nonzero(np.isnan(d)))
+            out.surface_support_rate_corrected_diff_p = None if diff is None else _two_sided(d)
+
+
+METHODS: dict[str, str] = {
+    **{field_key(ArmMetrics, get): METHOD for get in (
+        lambda m: m.surface_support_rate_corrected_ci, lambda m: m.judge_tpr_ci, lambda m: m.judge_tnr_ci,
+        lambda m: m.surface_contradiction_rate_corrected_ci, lambda m: m.judge_tpr_contradicts_ci,
+        lambda m: m.judge_tnr_contradicts_ci)},
+    field_key(Pair, lambda c: c.surface_support_rate_corrected_diff_ci): METHOD,
+    field_key(Pair, lambda c: c.surface_support_rate_corrected_diff_p): TEST,
+}
+"""The report's `uncertainty.methods` of the corrected intervals and the pair's p-value."""
 
 
 def _two_sided(d: Floats) -> float | None:

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
 
 import msgspec
 
 from searchtrace.adapters import HOSTED_LAYERS
+from searchtrace.analytics._model import ArmMetrics
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.engine import Prices, fetched_usd, load_prices, model_usd, parse_prices, searches_usd
 from searchtrace.store import Cursor
@@ -198,33 +198,31 @@ def _per_question(priced: _Priced) -> dict[str, dict[str, Fraction] | None]:
 
 
 def report_costs(
-    con: Cursor, prices: Prices, judge_run_id: str | None, correct: dict[str, tuple[int, int]], *, per_question: bool
-) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, dict[str, Fraction]] | None]:
-    """({arm: USD components, total, per trajectory, per correct}, sorted names of what had no price) and, with
-    `per_question`, the priced arms' `question_costs`, from one pass over the usage; the arms' sums are over their
-    questions' components (exact, so the totals agree to the last bit).
-
-    `correct`: {arm: (trajectories, correct answers)} from the report. Needs the relations on the search path."""
+    con: Cursor, prices: Prices, judge_run_id: str | None, blocks: Mapping[str, ArmMetrics], *, per_question: bool
+) -> tuple[list[str], dict[str, dict[str, Fraction]] | None]:
+    """Each block's USD components, total, per trajectory and per correct answer (over its `trajectories` and
+    `correct`); returns the sorted names of what had no price and, with `per_question`, the priced arms'
+    `question_costs`, from one pass over the usage; the arms' sums are over their questions' components (exact, so
+    the totals agree to the last bit). Needs the relations on the search path."""
     priced = _priced(con, prices, judge_run_id)
-    cost, unpriced = _per_arm(priced, correct)
+    for arm, block in blocks.items():
+        _price_arm(priced, arm, block)
     usd = {a: q for a, q in _per_question(priced).items() if q is not None} if per_question else None
-    return cost, unpriced, usd
+    return sorted(priced.unpriced), usd
 
 
-def _per_arm(priced: _Priced, correct: dict[str, tuple[int, int]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    out: dict[str, dict[str, Any]] = {}
-    for provider, (n, right) in correct.items():
-        questions = priced.numerators.get(provider, {}).values()
-        comps = {k: _sum(q[k] for q in questions) for k in (*COMPONENTS, BATCHED)}
-        num = _sum(comps[k] for k in COMPONENTS)
-        total = None if num is None else Fraction(num, priced.denominator)
-        out[provider] = {
-            **{k: None if v is None else float(Fraction(v, priced.denominator)) for k, v in comps.items()},
-            "usd_total": None if total is None else float(total),
-            "usd_per_trajectory": None if total is None or n == 0 else float(total / n),
-            "usd_per_correct": None if total is None or right == 0 else float(total / right),
-        }
-    return out, sorted(priced.unpriced)
+def _price_arm(priced: _Priced, arm: str, block: ArmMetrics) -> None:
+    questions = priced.numerators.get(arm, {}).values()
+    comps = {k: _sum(q[k] for q in questions) for k in (*COMPONENTS, BATCHED)}
+    usd = {k: None if v is None else float(Fraction(v, priced.denominator)) for k, v in comps.items()}
+    num = _sum(comps[k] for k in COMPONENTS)
+    total = None if num is None else Fraction(num, priced.denominator)
+    block.search_usd, block.fetch_usd = usd["search_usd"], usd["fetch_usd"]
+    block.agent_model_usd, block.judge_model_usd = usd["agent_model_usd"], usd["judge_model_usd"]
+    block.judge_model_batch_usd = usd[BATCHED]
+    block.usd_total = None if total is None else float(total)
+    block.usd_per_trajectory = None if total is None or block.trajectories == 0 else float(total / block.trajectories)
+    block.usd_per_correct = None if total is None or block.correct == 0 else float(total / block.correct)
 
 
 def warning_line(unpriced: list[str]) -> str | None:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -28,30 +28,38 @@ from searchtrace.analytics._drawing import (
     svg,
     text,
 )
-from searchtrace.analytics._interval_plots import interval_chart, interval_section, paired_chart
+from searchtrace.analytics._interval_plots import PairRow, interval_chart, interval_section, paired_chart
 from searchtrace.analytics._lookups import HasCursor, gold_rank_hist, judge_run, per_trajectory
-from searchtrace.analytics._report import Report
+from searchtrace.analytics._model import (
+    OBSERVED_CELLS,
+    PARTITION,
+    SUPPORTED_CELLS,
+    ArmMetrics,
+    Complementarity,
+    Report,
+)
 from searchtrace.analytics._table import (
     ARM_ROWS,
-    CORRECTED_ROWS,
+    CORRECTED,
     ROWS,
+    Row,
     batch_line,
+    corrected_blocks,
+    corrected_pairs,
     fmt_names,
+    has_ci,
     interval,
-    is_cost,
-    lookup,
+    p_value,
 )
 from searchtrace.store import BadInput
 
-PARTS = ("SMART", "MISSED", "BLIND", "NO-OP")
-PART_COLOURS = {"SMART": "#2e7d32", "MISSED": "#f9a825", "BLIND": "#c62828", "NO-OP": "#9e9e9e", "UNOBSERVED": "#5c6bc0"}
-PART_MEANING = {
-    "SMART": "surface supports gold, fetched",
-    "MISSED": "surface supports gold, not fetched",
-    "BLIND": "no surface support, fetched",
-    "NO-OP": "no surface support, not fetched",
-    "UNOBSERVED": "no snippet reached the caller: snippet support unobservable",
-}
+CORRECTED_SUPPORT = Row("surface support rate, corrected", lambda m: m.surface_support_rate_corrected,
+                        lambda m: m.surface_support_rate_corrected_ci)
+CORRECTED_CONTRADICTION = Row("surface contradiction rate, corrected", lambda m: m.surface_contradiction_rate_corrected,
+                              lambda m: m.surface_contradiction_rate_corrected_ci)
+CORRECTED_DIFF = PairRow("corrected surface support rate difference", lambda c: c.surface_support_rate_corrected_diff,
+                         lambda c: c.surface_support_rate_corrected_diff_ci,
+                         lambda c: c.surface_support_rate_corrected_diff_p)
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;color:#212121;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin:2.2rem 0 .3rem}
@@ -67,39 +75,39 @@ th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}
 
 
 # -- charts ----------------------------------------------------------------------
-def partition_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+def partition_chart(providers: Mapping[str, ArmMetrics]) -> str:
     """Stacked share of SMART / MISSED / BLIND / NO-OP per provider, with the counts under each bar."""
     names = sorted(providers)
     # docs/how-to/hosted.md: the fifth cell is drawn when some arm has one, so a store without hosted layers draws as before
-    parts = (*PARTS, "UNOBSERVED") if any((providers[n].get("partition") or {}).get("UNOBSERVED") for n in names) else PARTS
+    parts = PARTITION if any(providers[n].partition.unobserved for n in names) else OBSERVED_CELLS
     row, top, bar = 50, 10, 26
     height = top + row * len(names) + 30
     x0, x1 = LEFT, W - 20
     body = axis(x0, x1, top + row * len(names) + 4, top, 1.0, pct=True)
     for i, name in enumerate(names):
-        part = providers[name].get("partition") or {}
-        total = sum(int(part.get(p, 0)) for p in parts)
+        part = providers[name].partition
+        total = sum(part.count(p) for p in parts)
         y = top + i * row
         body.append(text(LEFT - 8, y + bar / 2 + 6, name, anchor="end"))
         x = float(x0)
         for p in parts:
-            n = int(part.get(p, 0))
+            n = part.count(p)
             w = (x1 - x0) * n / total if total else 0.0
-            body.append(rect(x, y + 2, w, bar, PART_COLOURS[p], f"{name} {p}: {n} of {total} items"))
+            body.append(rect(x, y + 2, w, bar, p.colour, f"{name} {p.name}: {n} of {total} items"))
             if w > 40:
                 share = f"{n / total:.0%}"
                 body.append(
                     text(x + w / 2, y + bar / 2 + 6, share, anchor="middle", extra=' style="fill:#fff"')
                 )
             x += w
-        counts = " · ".join(f"{p} {int(part.get(p, 0)):,}" for p in parts)
+        counts = " · ".join(f"{p.name} {part.count(p):,}" for p in parts)
         body.append(
             text(
                 x0, y + bar + 15, f"{counts}  (of {total:,} items)", extra=' style="fill:#555"'
             )
         )
     return svg(height, body, "support partition per provider") + legend(
-        [(f"{p} ({PART_MEANING[p]})", PART_COLOURS[p]) for p in parts]
+        [(f"{p.name} ({p.meaning})", p.colour) for p in parts]
     )
 
 
@@ -163,7 +171,7 @@ def count_chart(values: Mapping[str, Sequence[int]], what: str, label: str) -> s
     return panel_bars(hist, sorted(hist), list(range(top + 1)), what, label)
 
 
-def rank1_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+def rank1_chart(providers: Mapping[str, ArmMetrics]) -> str:
     """Fallback without per-rank counts: the report's gold rank-1 share per provider."""
     names = sorted(providers)
     row, top = 30, 10
@@ -171,7 +179,7 @@ def rank1_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     x0, x1 = LEFT, W - 60
     body = axis(x0, x1, top + row * max(len(names), 1) + 4, top, 1.0, pct=True)
     for i, name in enumerate(names):
-        share = providers[name].get("gold_rank1_share")
+        share = providers[name].gold_rank1_share
         y = top + i * row
         body.append(text(LEFT - 8, y + row / 2 + 4, name, anchor="end"))
         w = (x1 - x0) * (share or 0.0)
@@ -180,15 +188,14 @@ def rank1_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
     return svg(height, body, "gold rank-1 share per provider")
 
 
-def contradiction_chart(providers: Mapping[str, Mapping[str, Any]]) -> str:
+def contradiction_chart(providers: Mapping[str, ArmMetrics]) -> str:
     """Items whose snippet supports gold next to items whose snippet contradicts it, per provider."""
     names = sorted(providers)
-    rows: list[tuple[str, int, int, Any]] = []
+    rows: list[tuple[str, int, int, float | None]] = []
     for name in names:
         p = providers[name]
-        part = p.get("partition") or {}
-        support = int(part.get("SMART", 0)) + int(part.get("MISSED", 0))
-        ratio = p.get("contradiction_gold_ratio")
+        support = sum(p.partition.count(c) for c in SUPPORTED_CELLS)
+        ratio = p.contradiction_gold_ratio
         contra = round(ratio * support) if isinstance(ratio, int | float) else 0
         rows.append((name, support, contra, ratio))
     vmax, ticks = count_axis_end(max([1, *(max(s, c) for _, s, c, _ in rows)]))
@@ -255,37 +262,42 @@ def box_chart(values: Mapping[str, Sequence[float]], label: str, *, counts: bool
     return f'<p class="chart-title">{escape(label)}</p>' + svg(height, body, label)
 
 
-def mean_chart(providers: Mapping[str, Mapping[str, Any]], field: str, label: str) -> str:
+def mean_chart(providers: Mapping[str, ArmMetrics], get: Callable[[ArmMetrics], float | None], label: str) -> str:
     """Fallback when no per-trajectory values were given: the report's mean per provider as a bar."""
-    return box_chart({n: [float(p.get(field) or 0.0)] for n, p in providers.items()}, label + " (mean only)",
+    return box_chart({n: [float(get(p) or 0.0)] for n, p in providers.items()}, label + " (mean only)",
                      counts=False)
 
 
 # -- page ------------------------------------------------------------------------
-def provider_table(providers: Mapping[str, Mapping[str, Any]], *, priced: bool = False, arms: bool = False) -> str:
+def provider_table(providers: Mapping[str, ArmMetrics], *, priced: bool = False, arms: bool = False) -> str:
     """The terminal table's rows (analytics._table.ROWS, one definition; USD rows only when priced), one column per
     provider, or per arm (`arms`: ARM_ROWS first, what each arm holds)."""
     names = sorted(providers)
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
     rows = [f"<tr><th>metric</th>{head}</tr>"]
-    for key, label in ARM_ROWS if arms else ():
-        cells = "".join(f"<td>{escape(fmt_names(providers[n].get(key)))}</td>" for n in names)
-        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
-    for key, label in ROWS:
-        if is_cost(key) and not priced:
+    for row in ARM_ROWS if arms else ():
+        cells = "".join(f"<td>{escape(fmt_names(row.get(providers[n])))}</td>" for n in names)
+        rows.append(f"<tr><td>{escape(row.label)}</td>{cells}</tr>")
+    for row in ROWS:
+        if row.usd and not priced:
             continue
-        cells = "".join(f"<td>{fmt(lookup(providers[n], key))}</td>" for n in names)
-        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
+        cells = "".join(f"<td>{fmt(_given(row.get(providers[n])))}</td>" for n in names)
+        rows.append(f"<tr><td>{escape(row.label)}</td>{cells}</tr>")
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
 
-def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
-    cols = ("a_only", "b_only", "both", "neither", "url_jaccard")
+def _given(value: object) -> object:
+    """A report value, None when absent (UNSET)."""
+    return None if isinstance(value, msgspec.UnsetType) else value
+
+
+def complementarity_table(comp: Mapping[str, Complementarity]) -> str:
+    cols = [f.encode_name for f in msgspec.structs.fields(Complementarity)]
     rows = ["<tr><th>pair A|B</th>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"]
     for key in sorted(comp):
         rows.append(
             f"<tr><td>{escape(key)}</td>"
-            + "".join(f"<td>{fmt(comp[key].get(c))}</td>" for c in cols)
+            + "".join(f"<td>{fmt(v)}</td>" for v in msgspec.structs.astuple(comp[key]))
             + "</tr>"
         )
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
@@ -293,18 +305,19 @@ def complementarity_table(comp: Mapping[str, Mapping[str, Any]]) -> str:
 
 def corrected_section(report: Report) -> list[str]:
     """docs/concepts/statistics.md: the judge's snippet rates corrected by the human audit labels (empty without human labels)."""
-    providers = report.blocks
-    names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
-    if not names:
+    fixed = corrected_blocks(report)
+    if not fixed:
         return []
-    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    blocks = list(fixed.values())
+    head = "".join(f"<th>{escape(n)}</th>" for n in fixed)
     rows = [f"<tr><th>metric</th>{head}</tr>"]
-    for key, label in CORRECTED_ROWS:
-        rows.append(f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{fmt(providers[n].get(key))}</td>" for n in names)
+    for row in CORRECTED:
+        rows.append(f"<tr><td>{escape(row.label)}</td>" + "".join(f"<td>{fmt(_given(row.get(b)))}</td>" for b in blocks)
                     + "</tr>")
-        if any(f"{key}_ci" in providers[n] for n in names):
+        if row.ci is not None and has_ci(row, blocks):
+            ci = row.ci
             rows.append("<tr><td>  95% interval</td>" + "".join(
-                f"<td>{escape(interval(providers[n].get(f'{key}_ci')))}</td>" for n in names) + "</tr>")
+                f"<td>{escape(interval(ci(b)))}</td>" for b in blocks) + "</tr>")
     parts = [
         "<h2>Corrected for judge error</h2>",
         '<p class="note">The judge is an LLM: each snippet rate is corrected by the human audit labels, stratum by '
@@ -315,22 +328,19 @@ def corrected_section(report: Report) -> list[str]:
         '<div class="wide"><table>' + "".join(rows) + "</table></div>",
     ]
     if not isinstance(report.uncertainty, msgspec.UnsetType):
-        parts += [interval_chart(providers, "surface_support_rate_corrected", "surface support rate, corrected"),
-                  interval_chart(providers, "surface_contradiction_rate_corrected",
-                                 "surface contradiction rate, corrected")]
-    comp = report.paired or {}
-    keys = [k for k in sorted(comp) if "surface_support_rate_corrected_diff_ci" in comp[k]]
-    if keys:
-        parts.append(paired_chart(comp, "surface_support_rate_corrected", "corrected surface support rate difference"))
+        parts += [interval_chart(fixed, CORRECTED_SUPPORT), interval_chart(fixed, CORRECTED_CONTRADICTION)]
+    pairs = {k: c for k, c in corrected_pairs(report).items()
+             if not isinstance(c.surface_support_rate_corrected_diff_ci, msgspec.UnsetType)}
+    if pairs:
+        parts.append(paired_chart(pairs, CORRECTED_DIFF))
         cells = []
-        for k in keys:
-            c = comp[k]
-            p, labels = c.get("surface_support_rate_corrected_diff_p"), c.get("surface_support_rate_corrected_diff_labels")
-            cells.append(f"<tr><td>{escape(k)}</td><td>{fmt(c.get('surface_support_rate_corrected_diff_questions'))}</td>"
+        for k, c in pairs.items():
+            labels = c.surface_support_rate_corrected_diff_labels
+            cells.append(f"<tr><td>{escape(k)}</td><td>{fmt(_given(c.surface_support_rate_corrected_diff_questions))}</td>"
                          f"<td>{escape(' / '.join(fmt(x) for x in labels or ()))}</td>"
-                         f"<td>{fmt(c.get('surface_support_rate_corrected_diff'))}</td>"
-                         f"<td>{escape(interval(c.get('surface_support_rate_corrected_diff_ci')))}</td>"
-                         f"<td>{'–' if p is None else f'{p:.3g}'}</td></tr>")
+                         f"<td>{fmt(_given(c.surface_support_rate_corrected_diff))}</td>"
+                         f"<td>{escape(interval(c.surface_support_rate_corrected_diff_ci))}</td>"
+                         f"<td>{p_value(c.surface_support_rate_corrected_diff_p)}</td></tr>")
         parts.append('<div class="wide"><table><tr><th>pair A|B</th><th>questions</th><th>human labels A / B</th>'
                      "<th>Δ corrected</th><th>95% interval</th><th>p (bootstrap)</th></tr>" + "".join(cells)
                      + "</table></div>")
@@ -368,7 +378,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         "<h2>How much text each result carries</h2>",
         '<p class="note">Mean characters of pre-fetch surface per search result (docs/how-to/providers.md): a longer surface has '
         "more chances to hold the answer, so read the support rates next to it.</p>",
-        mean_chart(providers, "surface_chars_mean", "surface characters per result"),
+        mean_chart(providers, lambda m: m.surface_chars_mean, "surface characters per result"),
         "<h2>Tokens per trajectory</h2>",
         '<p class="note">Box: middle half of the trajectories; thick line: median; dot: mean; whiskers: min to max.</p>',
         box_chart(
@@ -376,13 +386,13 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
             "input tokens per trajectory",
         )
         if per_traj
-        else mean_chart(providers, "input_tokens_per_trajectory", "input tokens per trajectory"),
+        else mean_chart(providers, lambda m: m.input_tokens_per_trajectory, "input tokens per trajectory"),
         box_chart(
             {n: [float(r.get("output_tokens", 0)) for r in per_traj.get(n, [])] for n in names},
             "output tokens per trajectory",
         )
         if per_traj
-        else mean_chart(providers, "output_tokens_per_trajectory", "output tokens per trajectory"),
+        else mean_chart(providers, lambda m: m.output_tokens_per_trajectory, "output tokens per trajectory"),
         "<h2>Fetches per trajectory</h2>",
         count_chart(
             {n: [int(r.get("fetches", 0)) for r in per_traj.get(n, [])] for n in names},
@@ -390,7 +400,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
             "fetches per trajectory",
         )
         if per_traj
-        else mean_chart(providers, "fetches_per_trajectory", "fetches per trajectory"),
+        else mean_chart(providers, lambda m: m.fetches_per_trajectory, "fetches per trajectory"),
     ]
     parts += interval_section(report)
     parts += corrected_section(report)
@@ -402,7 +412,7 @@ def render(report: Report, *, extra: dict[str, Any] | None = None) -> str:
         parts.append(f'<p class="note">{escape(line)}</p>')
     if report.complementarity:
         parts += ["<h2>Complementarity</h2>", complementarity_table(report.complementarity)]
-    if report.custom:
+    if not isinstance(report.custom, msgspec.UnsetType) and report.custom:
         parts += ["<h2>Custom metrics</h2>", f"<pre>{escape(repr(report.custom))}</pre>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -2,23 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from searchtrace.analytics._drawing import LEFT, W, fmt, num, series_colour, svg, text
-from searchtrace.analytics._report import Report
+from searchtrace.analytics._model import ArmMetrics, Pair, Report
+from searchtrace.analytics._table import Row
 
-INTERVAL_METRICS: tuple[tuple[str, str], ...] = (
-    ("accuracy", "accuracy"),
-    ("surface_support_rate", "surface support rate"),
-    ("gold_rank1_share", "gold rank-1 share"),
-    ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),
-    ("fetches_per_trajectory", "fetches / trajectory"),
-    ("searches_per_trajectory", "searches / trajectory"),
+INTERVAL_METRICS: tuple[Row, ...] = (
+    Row("accuracy", lambda m: m.accuracy, lambda m: m.accuracy_ci),
+    Row("surface support rate", lambda m: m.surface_support_rate, lambda m: m.surface_support_rate_ci),
+    Row("gold rank-1 share", lambda m: m.gold_rank1_share, lambda m: m.gold_rank1_share_ci),
+    Row("contradiction / gold-URL ratio", lambda m: m.contradiction_gold_ratio, lambda m: m.contradiction_gold_ratio_ci),
+    Row("fetches / trajectory", lambda m: m.fetches_per_trajectory, lambda m: m.fetches_per_trajectory_ci),
+    Row("searches / trajectory", lambda m: m.searches_per_trajectory, lambda m: m.searches_per_trajectory_ci),
 )
+"""The estimates drawn with their intervals, one chart each."""
+
+
+class PairRow(NamedTuple):
+    """One paired difference of the pairs: its value, interval, p-value and Holm's adjustment (None: none)."""
+
+    label: str
+    diff: Callable[[Pair], object]
+    ci: Callable[[Pair], object]
+    p: Callable[[Pair], object]
+    holm: Callable[[Pair], object] = lambda c: None
+
+
+ACCURACY_DIFF = PairRow("accuracy difference", lambda c: c.accuracy_diff, lambda c: c.accuracy_diff_ci,
+                        lambda c: c.accuracy_diff_p, lambda c: c.p_holm)
+SUPPORT_DIFF = PairRow("surface support rate difference", lambda c: c.surface_support_rate_diff,
+                       lambda c: c.surface_support_rate_diff_ci, lambda c: c.surface_support_rate_diff_p,
+                       lambda c: c.surface_support_rate_diff_p_holm)
+
+
+def _value(x: object) -> float | None:
+    """A number of the report, None when null or absent."""
+    return float(x) if isinstance(x, int | float) else None
+
+
+def _interval(x: object) -> Sequence[float | None] | None:
+    """An interval of the report, None when null or absent."""
+    return x if isinstance(x, list) else None
 
 
 def _ci_text(ci: Sequence[float | None] | None) -> str:
@@ -48,10 +77,12 @@ def _whisker(sx: Any, y: float, point: float, ci: Sequence[float | None] | None,
     return out
 
 
-def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
+def interval_chart(providers: Mapping[str, ArmMetrics], metric: Row) -> str:
     """One metric: per provider the estimate and its 95% interval."""
     names = sorted(providers)
-    values = [(n, providers[n].get(metric), providers[n].get(f"{metric}_ci")) for n in names]
+    label, ci_of = metric.label, metric.ci
+    values = [(n, _value(metric.get(providers[n])), _interval(None if ci_of is None else ci_of(providers[n])))
+              for n in names]
     ends = [float(v) for _, p, ci in values if p is not None for v in (p, *(ci or ())) if v is not None]
     lo, hi = (min([0.0, *ends]), max([1e-9, *ends])) if ends else (0.0, 1.0)
     row, top = 28, 8
@@ -73,10 +104,11 @@ def interval_chart(providers: Mapping[str, Mapping[str, Any]], metric: str, labe
     return f"<h3>{escape(label)}</h3>" + svg(height, body, f"{label}: estimate and 95% interval per provider")
 
 
-def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str) -> str:
+def paired_chart(comp: Mapping[str, Pair], diff: PairRow) -> str:
     """Per provider pair the difference A − B with its paired interval, a zero line, the p-value and Holm's."""
-    keys = [k for k in sorted(comp) if f"{metric}_diff" in comp[k]]
-    ends = [float(v) for k in keys for v in (comp[k][f"{metric}_diff"], *(comp[k].get(f"{metric}_diff_ci") or ()))
+    label = diff.label
+    keys = [k for k in sorted(comp) if not isinstance(diff.diff(comp[k]), msgspec.UnsetType)]
+    ends = [float(v) for k in keys for v in (_value(diff.diff(comp[k])), *(_interval(diff.ci(comp[k])) or ()))
             if v is not None]
     bound = max([1e-9, *(abs(v) for v in ends)])
     row, top = 28, 8
@@ -91,13 +123,11 @@ def paired_chart(comp: Mapping[str, Mapping[str, Any]], metric: str, label: str)
         c = comp[key]
         y = top + i * row + row / 2
         body.append(text(x0 - 8, y + 4, key.replace("|", " − "), anchor="end"))
-        d = c.get(f"{metric}_diff")
+        d = _value(diff.diff(c))
         if d is None:
             body.append(text(x0, y + 4, "–"))
             continue
-        ci = c.get(f"{metric}_diff_ci")
-        p = c.get(f"{metric}_diff_p")
-        adjusted = c.get("p_holm" if metric == "accuracy" else f"{metric}_diff_p_holm")
+        ci, p, adjusted = _interval(diff.ci(c)), _value(diff.p(c)), _value(diff.holm(c))
         note = (f"{fmt(float(d))} {_ci_text(ci)}" + ("" if p is None else f" p={p:.3g}")
                 + ("" if adjusted is None else f" Holm {adjusted:.3g}"))
         body += _whisker(sx, y, float(d), ci, series_colour(i), f"{key} {label} {note}")
@@ -111,7 +141,7 @@ def interval_section(report: Report) -> list[str]:
     if isinstance(u, msgspec.UnsetType):
         return []
     providers = report.blocks
-    comp = report.paired or {}
+    comp = report.pairs
     parts = [
         "<h2>How sure: 95% intervals</h2>",
         '<p class="note">Dot: the estimate; whisker: its 95% interval. Proportions (accuracy, surface support rate, '
@@ -120,9 +150,10 @@ def interval_section(report: Report) -> list[str]:
         f"profile-likelihood interval where that reaches further; the others: percentile interval from {u.bootstrap:,} bootstrap "
         f"replicates over questions (seed {escape(u.seed)}).</p>",
     ]
-    parts += [interval_chart(providers, m, label) for m, label in INTERVAL_METRICS]
-    if any("accuracy_diff" in c for c in comp.values()):
-        tests = [sum(c.get(k) is not None for c in comp.values()) for k in ("p_holm", "surface_support_rate_diff_p_holm")]
+    parts += [interval_chart(providers, row) for row in INTERVAL_METRICS]
+    if any(not isinstance(c.accuracy_diff, msgspec.UnsetType) for c in comp.values()):
+        tests = [sum(_value(c.p_holm) is not None for c in comp.values()),
+                 sum(_value(c.surface_support_rate_diff_p_holm) is not None for c in comp.values())]
         holm = (f" Holm: p-values adjusted over the {tests[0]} accuracy tests and the {tests[1]} surface-support "
                 "tests shown here." if any(tests) else "")
         parts += [
@@ -132,7 +163,7 @@ def interval_section(report: Report) -> list[str]:
             f"same drawn questions for both {'providers' if report.axis == 'provider' else 'arms'}; p: McNemar exact "
             "(one audited epoch per question on both "
             f"sides) or the exact sign-flip test.{holm}</p>",
-            paired_chart(comp, "accuracy", "accuracy difference"),
-            paired_chart(comp, "surface_support_rate", "surface support rate difference"),
+            paired_chart(comp, ACCURACY_DIFF),
+            paired_chart(comp, SUPPORT_DIFF),
         ]
     return parts

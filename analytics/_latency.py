@@ -12,14 +12,11 @@ statistics), the same on every run.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from searchtrace.analytics._model import ArmMetrics
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.store import Cursor
-
-KEYS = ("search_provider_ms_median", "search_provider_ms_p90", "fetch_provider_ms_median", "fetch_provider_ms_p90")
-COUNTS = ("search_failed_calls", "fetch_failed_calls", "fetch_cache_hits")
-NO_LATENCY: dict[str, Any] = {**dict.fromkeys(KEYS), **dict.fromkeys(COUNTS, 0)}
 
 
 def fetch_cache_hit(c: str) -> str:
@@ -28,9 +25,10 @@ def fetch_cache_hit(c: str) -> str:
     return f"({c}.status = 'ok' AND coalesce({c}.cache_hit, false))"
 
 
-def provider_latency(con: Cursor) -> dict[str, dict[str, Any]]:
-    """{arm: KEYS and COUNTS} over the calls of current trajectories (every epoch); an arm is the provider unless the
-    report names another axis (analytics._rules.ARM_SQL)."""
+def provider_latency(con: Cursor, blocks: Mapping[str, ArmMetrics]) -> None:
+    """Each block's provider latency figures and failed / cached call counts over the calls of current trajectories
+    (every epoch; an arm without calls keeps null and 0); an arm is the provider unless the report names another
+    axis (analytics._rules.ARM_SQL)."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE},
 calls AS (
   SELECT tr.arm, 'search' AS kind, c.status, false AS cache_hit, c.provider_ms
@@ -43,12 +41,13 @@ SELECT arm, kind, quantile_cont(provider_ms, 0.5) FILTER (WHERE status = 'ok'),
        quantile_cont(provider_ms, 0.9) FILTER (WHERE status = 'ok'), count(*) FILTER (WHERE status <> 'ok'),
        count(*) FILTER (WHERE cache_hit)
 FROM calls GROUP BY arm, kind ORDER BY arm, kind""").fetchall()
-    out: dict[str, dict[str, Any]] = {}
-    for provider, kind, median, p90, failed, hits in rows:
-        block = out.setdefault(str(provider), dict(NO_LATENCY))
-        block[f"{kind}_provider_ms_median"] = None if median is None else float(median)
-        block[f"{kind}_provider_ms_p90"] = None if p90 is None else float(p90)
-        block[f"{kind}_failed_calls"] = int(failed)
-        if kind == "fetch":
-            block["fetch_cache_hits"] = int(hits)
-    return out
+    for arm, kind, median, p90, failed, hits in rows:
+        if (block := blocks.get(str(arm))) is None:
+            continue
+        median, p90 = None if median is None else float(median), None if p90 is None else float(p90)
+        if kind == "search":
+            block.search_provider_ms_median, block.search_provider_ms_p90 = median, p90
+            block.search_failed_calls = int(failed)
+        else:
+            block.fetch_provider_ms_median, block.fetch_provider_ms_p90 = median, p90
+            block.fetch_failed_calls, block.fetch_cache_hits = int(failed), int(hits)

@@ -17,6 +17,14 @@ from typing import Any
 import msgspec
 
 from searchtrace.analytics._items import ITEMS_SQL
+from searchtrace.analytics._model import (
+    PARTITION,
+    ArmMetrics,
+    Complementarity,
+    Denominators,
+    Partition,
+    QueryOutcome,
+)
 from searchtrace.analytics._rules import (
     ANSWERS_CTE,
     AUDIT_CTE,
@@ -78,6 +86,10 @@ def _lat(col: str) -> str:
     return f"sum(CAST(round(coalesce({col}, 0) * 1000) AS BIGINT))"
 
 
+_CELL_COUNTS = ",\n    ".join(f"count(*) FILTER (WHERE ok AND cell = '{c.name}') AS {f}"
+                               for f, c in zip(Partition.__struct_fields__, PARTITION, strict=True))
+"""SQL: the valid items per partition cell, each named as its Partition field (and TrajectoryStats')."""
+
 TRAJECTORY_SQL = f"""
 WITH {TRAJECTORIES_CTE}, {AUDIT_CTE}, {ANSWERS_CTE},
 sc AS (SELECT stream_id, count(*) AS n FROM search_calls GROUP BY stream_id),
@@ -107,11 +119,7 @@ ist AS (
     count(*) FILTER (WHERE valid = false) AS invalid,
     count(*) FILTER (WHERE ok AND NOT pg) AS snippet_only,
     count(*) FILTER (WHERE ok AND pg) AS page_visible,
-    count(*) FILTER (WHERE ok AND cell = 'SMART') AS smart,
-    count(*) FILTER (WHERE ok AND cell = 'MISSED') AS missed,
-    count(*) FILTER (WHERE ok AND cell = 'BLIND') AS blind,
-    count(*) FILTER (WHERE ok AND cell = 'NO-OP') AS noop,
-    count(*) FILTER (WHERE ok AND cell = 'UNOBSERVED') AS unobserved,
+    {_CELL_COUNTS},
     count(*) FILTER (WHERE ok AND fetched AND NOT s AND ps) AS discovered,
     count(*) FILTER (WHERE ok AND s) AS supported,
     count(*) FILTER (WHERE ok AND c) AS contradicted,
@@ -183,21 +191,10 @@ def answer_scores(rows: Iterable[TrajectoryStats]) -> Scores:
     return [alias_scores(r.final_answer, r.answers) for r in rows]
 
 
-RATE_DENOMINATORS = {
-    "accuracy": "audited",
-    "exact_match": "trajectories",
-    "token_f1": "trajectories",
-    "partition": "valid_items",
-    "surface_support_rate": "snippet_observed_items",
-    "gold_rank1_share": "appearances of surface-supported items",
-    "contradiction_gold_ratio": "surface_supported_items",
-}
-"""docs/how-to/hosted.md: what each rate of the provider block divides by (a hosted arm's items may have no snippet verdict)."""
-
-
-def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> dict[str, Any]:
+def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) -> ArmMetrics:
     """The §8 provider block (plus a few extra keys) from one provider's trajectories (`scores`: their
-    answer_scores, when the caller already has them)."""
+    answer_scores, when the caller already has them); the surface size, latency and shown figures at their
+    defaults (analytics._report fills them)."""
     n = len(rows)
     scores = answer_scores(rows) if scores is None else scores
 
@@ -210,64 +207,63 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
     f1 = sum((s[1] for s in scores), Fraction(0))
     valid, supported = total("valid"), total("supported")
     observed = valid - total("unobserved")  # docs/how-to/hosted.md: valid items whose snippet reached the caller
-    outcome: dict[str, dict[str, int]] = {
-        k: {"correct": 0, "incorrect": 0, "unaudited": 0} for k in ("answerable", "not_answerable")
-    }
+    outcome = QueryOutcome()
     for r in rows:
-        side = "answerable" if surface_answerable(r) else "not_answerable"
-        verdict = "unaudited" if r.semantic_match is None else ("correct" if r.semantic_match else "incorrect")
-        outcome[side][verdict] += 1
-    return {
-        "trajectories": n,
-        "audited": audited,
-        "correct": correct,
-        "accuracy": _ratio(correct, audited),
-        "exact_match": _ratio(em, n) or 0.0,
-        "token_f1": _ratio(f1, n) or 0.0,
-        "searches_per_trajectory": _ratio(total("searches"), n) or 0.0,
-        "fetches_per_trajectory": _ratio(total("fetches"), n) or 0.0,
-        "input_tokens_per_trajectory": _ratio(total("input_tokens"), n) or 0.0,
-        "output_tokens_per_trajectory": _ratio(total("output_tokens"), n) or 0.0,
-        "reasoning_tokens_per_trajectory": _ratio(total("reasoning_tokens"), n) or 0.0,
-        "page_tokens_per_trajectory": _ratio(total("page_tokens"), n) or 0.0,
-        "latency_ms_per_trajectory": _ratio(Fraction(total("latency_us"), 1000), n) or 0.0,
-        "distinct_domains_per_trajectory": _ratio(total("domains"), n) or 0.0,
-        "tokens_per_correct": _ratio(total("input_tokens") + total("output_tokens"), correct),
-        "items": total("items"),
-        "valid_items": valid,
-        "invalid_items": total("invalid"),
-        "snippet_only_items": total("snippet_only"),
-        "page_visible_items": total("page_visible"),
-        "partition": {
-            "SMART": total("smart"),
-            "MISSED": total("missed"),
-            "BLIND": total("blind"),
-            "NO-OP": total("noop"),
-            "UNOBSERVED": total("unobserved"),
-        },
-        "snippet_observed_items": observed,
-        "unobserved_items": total("unobserved"),
-        "denominators": RATE_DENOMINATORS,
-        "discovered_support": total("discovered"),
-        "surface_supported_items": supported,
-        "surface_contradicted_items": total("contradicted"),
-        "surface_support_rate": _ratio(supported, observed),
-        "surface_answerable_queries": sum(1 for r in rows if surface_answerable(r)),
-        "gold_rank1_share": _ratio(total("supported_rank1"), total("supported_appearances")),
-        "contradiction_gold_ratio": _ratio(total("contradicted"), supported),
-        "query_outcome": outcome,
-        **epoch_spread(rows),
-    }
+        side = outcome.answerable if surface_answerable(r) else outcome.not_answerable
+        if r.semantic_match is None:
+            side.unaudited += 1
+        elif r.semantic_match:
+            side.correct += 1
+        else:
+            side.incorrect += 1
+    block = ArmMetrics(
+        trajectories=n,
+        audited=audited,
+        correct=correct,
+        accuracy=_ratio(correct, audited),
+        exact_match=_ratio(em, n) or 0.0,
+        token_f1=_ratio(f1, n) or 0.0,
+        searches_per_trajectory=_ratio(total("searches"), n) or 0.0,
+        fetches_per_trajectory=_ratio(total("fetches"), n) or 0.0,
+        input_tokens_per_trajectory=_ratio(total("input_tokens"), n) or 0.0,
+        output_tokens_per_trajectory=_ratio(total("output_tokens"), n) or 0.0,
+        reasoning_tokens_per_trajectory=_ratio(total("reasoning_tokens"), n) or 0.0,
+        page_tokens_per_trajectory=_ratio(total("page_tokens"), n) or 0.0,
+        latency_ms_per_trajectory=_ratio(Fraction(total("latency_us"), 1000), n) or 0.0,
+        distinct_domains_per_trajectory=_ratio(total("domains"), n) or 0.0,
+        tokens_per_correct=_ratio(total("input_tokens") + total("output_tokens"), correct),
+        items=total("items"),
+        valid_items=valid,
+        invalid_items=total("invalid"),
+        snippet_only_items=total("snippet_only"),
+        page_visible_items=total("page_visible"),
+        partition=Partition(smart=total("smart"), missed=total("missed"), blind=total("blind"), noop=total("noop"),
+                            unobserved=total("unobserved")),
+        snippet_observed_items=observed,
+        unobserved_items=total("unobserved"),
+        denominators=Denominators(),
+        discovered_support=total("discovered"),
+        surface_supported_items=supported,
+        surface_contradicted_items=total("contradicted"),
+        surface_support_rate=_ratio(supported, observed),
+        surface_answerable_queries=sum(1 for r in rows if surface_answerable(r)),
+        gold_rank1_share=_ratio(total("supported_rank1"), total("supported_appearances")),
+        contradiction_gold_ratio=_ratio(total("contradicted"), supported),
+        query_outcome=outcome,
+    )
+    if (spread := epoch_spread(rows)) is not None:
+        block.accuracy_epoch_sd, block.accuracy_epoch_sd_questions = spread
+    return block
 
 
-def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
-    """`accuracy_epoch_sd` (docs/concepts/statistics.md) when the provider has k >= 2 epochs: the sample standard deviation (n - 1)
-    over epochs of per-epoch accuracy over the questions audited in every epoch (a question missing an epoch would
-    move an epoch's accuracy by which questions it has, not by chance), with `accuracy_epoch_sd_questions` (how many
-    such questions; the sd is null when there are none); nothing for k = 1."""
+def epoch_spread(rows: list[TrajectoryStats]) -> tuple[float | None, int] | None:
+    """(`accuracy_epoch_sd`, `accuracy_epoch_sd_questions`) (docs/concepts/statistics.md) when the provider has k >= 2
+    epochs: the sample standard deviation (n - 1) over epochs of per-epoch accuracy over the questions audited in every
+    epoch (a question missing an epoch would move an epoch's accuracy by which questions it has, not by chance), and
+    how many such questions (the sd is None when there are none); None for k = 1."""
     epochs = {r.epoch for r in rows}
     if len(epochs) < 2:
-        return {}
+        return None
     cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for r in rows:
         if r.semantic_match is not None:
@@ -276,14 +272,14 @@ def epoch_spread(rows: list[TrajectoryStats]) -> dict[str, Any]:
             cell[1] += bool(r.semantic_match)
     complete = [q for q, per in cells.items() if len(per) == len(epochs)]
     if not complete:
-        return {"accuracy_epoch_sd": None, "accuracy_epoch_sd_questions": 0}
+        return None, 0
     accs = []
     for e in sorted(epochs):
         audited = sum(cells[q][e][0] for q in complete)
         accs.append(Fraction(sum(cells[q][e][1] for q in complete), audited))
     mean = sum(accs, Fraction(0)) / len(accs)
     var = sum(((a - mean) ** 2 for a in accs), Fraction(0)) / (len(accs) - 1)
-    return {"accuracy_epoch_sd": math.sqrt(var), "accuracy_epoch_sd_questions": len(complete)}
+    return math.sqrt(var), len(complete)
 
 
 Cell = tuple[str, int]  # (qid, epoch): where two arms are paired (docs/concepts/statistics.md)
@@ -317,9 +313,7 @@ def paired_qids(a: dict[str, int], b: dict[str, int]) -> list[str]:
     return [q for q in sorted(set(a) & set(b)) if a[q] and b[q]]
 
 
-def complementarity(
-    con: Cursor, rows: Iterable[TrajectoryStats]
-) -> dict[str, dict[str, Any]]:
+def complementarity(con: Cursor, rows: Iterable[TrajectoryStats]) -> dict[str, Complementarity]:
     """docs/concepts/metrics.md complementarity for every arm pair (names in code-point order; arms are providers unless the report
     names another axis, §19), over the (qid, epoch) cells both have (§12)."""
     answerable = answerable_cells((r.arm, (r.qid, r.epoch), surface_answerable(r)) for r in rows)
@@ -331,7 +325,7 @@ def complementarity(
         else:
             a, b = sorted((pa, pb))
             shared[(a, b, (qid, int(epoch)))] = int(n)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Complementarity] = {}
     for a, b in combinations(sorted(answerable), 2):
         common = pair_cells(answerable, a, b)
         counts = dict.fromkeys(COMPLEMENTARITY, 0)
@@ -341,5 +335,7 @@ def complementarity(
             inter = shared.get((a, b, cell), 0)
             union = sizes.get((a, cell), 0) + sizes.get((b, cell), 0) - inter
             jac += Fraction(inter, union) if union else 0
-        out[f"{a}|{b}"] = {**counts, "url_jaccard": float(jac / len(common)) if common else None}
+        out[f"{a}|{b}"] = Complementarity(a_only=counts["a_only"], b_only=counts["b_only"], both=counts["both"],
+                                          neither=counts["neither"],
+                                          url_jaccard=float(jac / len(common)) if common else None)
     return out

@@ -32,23 +32,19 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 import msgspec
 
 import searchtrace.analytics._sources as sources
 from searchtrace.analytics._arms import arms
-from searchtrace.analytics._backfill import DENOMINATORS as BACKFILL_DENOMINATORS
-from searchtrace.analytics._backfill import NO_BACKFILL, backfill_metrics
+from searchtrace.analytics._backfill import backfill_metrics
 from searchtrace.analytics._batches import judge_batches
-from searchtrace.analytics._citations import SHARES, citation_metrics
-from searchtrace.analytics._correction import METHOD as CORRECTION_METHOD
-from searchtrace.analytics._correction import TEST as CORRECTION_TEST
+from searchtrace.analytics._citations import citation_metrics
+from searchtrace.analytics._correction import METHODS as CORRECTION_METHODS
 from searchtrace.analytics._correction import JudgedCase, correction, labelled_cases, report_cases
 from searchtrace.analytics._cost import recorded_prices, report_costs, warning_line
-from searchtrace.analytics._custom import Number
 from searchtrace.analytics._defaults import DEFAULT_SEED
-from searchtrace.analytics._latency import NO_LATENCY, provider_latency
+from searchtrace.analytics._latency import provider_latency
 from searchtrace.analytics._metrics import (
     TrajectoryStats,
     answer_scores,
@@ -56,64 +52,17 @@ from searchtrace.analytics._metrics import (
     provider_metrics,
     trajectory_stats,
 )
+from searchtrace.analytics._model import Report, Uncertainty
 from searchtrace.analytics._rules import arm_axis, choose_judge_run, resolve_judge_run, unapplied_audits_note
-from searchtrace.analytics._shown import NO_SHOWN, assumed_note, provider_shown
-from searchtrace.analytics._surface import NO_SIZES, surface_sizes
+from searchtrace.analytics._shown import assumed_note, provider_shown
+from searchtrace.analytics._surface import surface_sizes
 from searchtrace.analytics._views import ensure_views
 from searchtrace.engine import Prices
 from searchtrace.store import Cursor
 
-SCHEMA = "searchtrace.report/1"
+__all__ = ["SCHEMA", "Built", "Report", "Uncertainty", "build_report", "correction_labels", "to_json"]
 
-
-class Uncertainty(msgspec.Struct, kw_only=True):
-    """How the §18 intervals were drawn: B replicates from `seed`, resampling questions; `methods` names the
-    method behind each interval and p-value key."""
-
-    bootstrap: int
-    seed: str
-    level: float
-    unit: str
-    methods: dict[str, str] = {}
-
-
-class Report(msgspec.Struct, kw_only=True):
-    """The §8 report. Per-provider and per-pair blocks stay open mappings: their keys depend on the options (the
-    `_ci` keys with a bootstrap, the cost keys with prices). An UNSET field is not in the JSON at all."""
-
-    schema: str = SCHEMA
-    judge_run_id: str | None = None
-    providers: dict[str, dict[str, Any]] = {}
-    complementarity: dict[str, dict[str, Any]] = {}
-    prices_as_of: str | msgspec.UnsetType = msgspec.UNSET
-    prices_unpriced: list[str] | msgspec.UnsetType = msgspec.UNSET
-    paired: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET  # keyed like complementarity
-    uncertainty: Uncertainty | msgspec.UnsetType = msgspec.UNSET
-    custom: dict[str, dict[str, Number]] | msgspec.UnsetType = msgspec.UNSET  # {metric file stem: {provider: value}}
-    # docs/how-to/compare.md: with `by` other than provider, every arm's block is here (keyed by arm value) and `providers` is empty
-    by: str | msgspec.UnsetType = msgspec.UNSET
-    arms: dict[str, dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
-    # docs/how-to/judge-runs.md: how judge_run_id was chosen — "given" (--judge-run-id), "judge --default", "first"
-    # (the store's first judge run with a valid verdict) or null (no judge run)
-    judge_run_chosen_by: str | None | msgspec.UnsetType = msgspec.UNSET
-    # docs/how-to/batch.md: the judge run's model batches (analytics._batches: items sent, outcomes, resubmitted,
-    # judged online by fallback, left); null when it submitted none
-    judge_batches: dict[str, int] | None | msgspec.UnsetType = msgspec.UNSET
-
-    @property
-    def axis(self) -> str:
-        """What the blocks compare: `provider`, or the `by` of docs/how-to/compare.md."""
-        return "provider" if isinstance(self.by, msgspec.UnsetType) else self.by
-
-    @property
-    def blocks(self) -> dict[str, dict[str, Any]]:
-        """Every compared block by name: `arms` in a report by another axis than providers, else `providers`."""
-        return self.providers if isinstance(self.arms, msgspec.UnsetType) else self.arms
-
-    def to_builtins(self) -> dict[str, Any]:
-        """The report as plain JSON values (what `to_json` writes)."""
-        out: dict[str, Any] = msgspec.to_builtins(self)
-        return out
+SCHEMA = Report().schema
 
 
 class Built(msgspec.Struct, kw_only=True):
@@ -164,52 +113,35 @@ def build_report(
         choice = choose_judge_run(con, judge_run_id)
         run, passed_over = choice.judge_run_id, list(choice.notes)
         rows = trajectory_stats(con, run)
+        by_arm: dict[str, list[TrajectoryStats]] = defaultdict(list)
+        for r in rows:
+            by_arm[r.arm].append(r)
+        scores = {name: answer_scores(r) for name, r in by_arm.items()}
+        blocks = {name: provider_metrics(by_arm[name], scores[name]) for name in sorted(by_arm)}
         pairs = complementarity(con, rows)
-        sizes = surface_sizes(con)
-        latency = provider_latency(con)
-        shown, assumed = provider_shown(con)
-        cites = citation_metrics(con, run)  # docs/how-to/hosted.md: empty unless some answer cites
-        backfilled = backfill_metrics(con, run)  # docs/how-to/hosted.md: empty unless the judge run backfilled
+        surface_sizes(con, blocks)
+        provider_latency(con, blocks)
+        assumed = provider_shown(con, blocks)
+        citation_metrics(con, run, blocks)  # docs/how-to/hosted.md: nothing unless some answer cites
+        backfill_metrics(con, run, blocks)  # docs/how-to/hosted.md: nothing unless the judge run backfilled
         unapplied = unapplied_audits_note(con)
         labelled = None if run is None else report_cases(con, run, rows)
         batches = judge_batches(con, run)
         prices = prices or recorded_prices(con)
         usd: dict[str, dict[str, Fraction]] | None = None
         if prices is not None:
-            counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for r in rows:
-                counts[r.arm][0] += 1
-                counts[r.arm][1] += bool(r.semantic_match)
             # with intervals, usd_per_correct's: each question's USD (an arm with a null cost has none)
-            cost, unpriced, usd = report_costs(con, prices, run, {k: (v[0], v[1]) for k, v in counts.items()},
-                                               per_question=bootstrap > 0)
-    by_arm: dict[str, list[TrajectoryStats]] = defaultdict(list)
-    for r in rows:
-        by_arm[r.arm].append(r)
-    scores = {name: answer_scores(r) for name, r in by_arm.items()}
-    blocks = {name: {**provider_metrics(by_arm[name], scores[name]), **sizes.get(name, NO_SIZES),
-                     **latency.get(name, NO_LATENCY), **shown.get(name, NO_SHOWN)}
-              for name in sorted(by_arm)}
-    if cites:
-        for name, block in blocks.items():
-            block.update(cites.get(name, {}))
-            block["denominators"] = {**block["denominators"], "citations_per_answer": "final_answers", **SHARES}
-    if backfilled:
-        for name, block in blocks.items():
-            block.update(backfilled.get(name, NO_BACKFILL))
-            block["denominators"] = {**block["denominators"], **BACKFILL_DENOMINATORS}
+            unpriced, usd = report_costs(con, prices, run, blocks, per_question=bootstrap > 0)
     report = Report(judge_run_id=run, complementarity=pairs, judge_run_chosen_by=choice.how, judge_batches=batches)
     if by == "provider":
         report.providers = blocks
     else:  # docs/how-to/compare.md: the arms, each naming the runs and search providers it holds
         for name, block in blocks.items():
-            block["runs"] = sorted({r.run_id for r in by_arm[name]})
-            block["search_providers"] = sorted({r.provider for r in by_arm[name]})
+            block.runs = sorted({r.run_id for r in by_arm[name]})
+            block.search_providers = sorted({r.provider for r in by_arm[name]})
         report.by, report.arms = by, blocks
     notes: list[str] = []
     if prices is not None:
-        for name, extra in cost.items():
-            blocks[name].update(extra)
         report.prices_as_of = prices.as_of
         report.prices_unpriced = unpriced
         if line := warning_line(unpriced):
@@ -217,32 +149,18 @@ def build_report(
     if bootstrap > 0 and by_arm:
         from searchtrace.analytics._uncertainty import LEVEL, methods, uncertainty
 
-        per_arm, paired = uncertainty(dict(by_arm), replicates=bootstrap, seed=seed, scores=scores, usd=usd)
-        for name, extra in per_arm.items():
-            blocks[name].update(extra)
-        report.paired = paired  # keyed like complementarity: "<A>|<B>", names in code-point order
+        report.paired = uncertainty(dict(by_arm), blocks, replicates=bootstrap, seed=seed, scores=scores, usd=usd)
         report.uncertainty = Uncertainty(bootstrap=bootstrap, seed=seed, level=LEVEL, unit="question",
-                                         methods=methods(per_arm, paired))
+                                         methods=methods(blocks, report.paired))
     if labelled is not None:  # docs/concepts/statistics.md: the judge's rates corrected by the human audit labels
-        fixed, fixed_pairs = correction(labelled.cases, labelled.valid, replicates=bootstrap, seed=seed,
-                                        min_labels=labelled.min_labels)
-        for name, extra in fixed.items():
-            for k, v in extra.items():  # the judge's `surface_support_rate` is already there, the same value
-                blocks[name].setdefault(k, v)
-        if fixed_pairs:
-            paired_block = {} if isinstance(report.paired, msgspec.UnsetType) else report.paired
-            for key, extra in fixed_pairs.items():
-                block = paired_block.setdefault(key, {})
-                for k, v in extra.items():
-                    block.setdefault(k, v)
-            report.paired = paired_block
-        if not isinstance(report.uncertainty, msgspec.UnsetType):  # name the corrected intervals' method too
-            for block in (*fixed.values(), *fixed_pairs.values()):
-                for k in block:
-                    if k.endswith("_ci"):
-                        report.uncertainty.methods[k] = CORRECTION_METHOD
-                    elif k.endswith("_diff_p"):
-                        report.uncertainty.methods[k] = CORRECTION_TEST
+        paired = report.pairs
+        correction(labelled.cases, labelled.valid, blocks, paired, replicates=bootstrap, seed=seed,
+                   min_labels=labelled.min_labels)
+        if paired:
+            report.paired = paired
+        if not isinstance(report.uncertainty, msgspec.UnsetType) and bootstrap > 0:  # the corrected intervals' method
+            present = {k for b in (*blocks.values(), *report.pairs.values()) for k in msgspec.to_builtins(b)}
+            report.uncertainty.methods.update({k: v for k, v in CORRECTION_METHODS.items() if k in present})
         notes.extend(labelled.notes)
     notes.extend(passed_over)
     if unapplied:

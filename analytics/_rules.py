@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from searchtrace.analytics._model import PARTITION
 from searchtrace.engine import Attempts
 from searchtrace.store import (
     AnswerFinal,
@@ -421,16 +422,18 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
 
 
 # -- the item's cell of the support partition (docs/concepts/metrics.md) --------------------------------------------------------
-PARTITION_CELLS = ("SMART", "MISSED", "BLIND", "NO-OP", "UNOBSERVED")
-"""The cells of the support partition in the report's order; UNOBSERVED (docs/how-to/hosted.md) is never merged into NO-OP."""
+PARTITION_CELLS = tuple(c.name for c in PARTITION)
+"""The names of the support partition's cells in the report's order (analytics._model.PARTITION); UNOBSERVED
+(docs/how-to/hosted.md) is never merged into NO-OP."""
 
 
 def partition_cell(s: str, f: str, observed: str = "true") -> str:
     """SQL of an item's cell from pre-fetch surface support `s`, the fetch decision `f` and whether its snippet reached
     the caller `observed` (SQL booleans): UNOBSERVED = ¬observed, else SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F,
     NO-OP = ¬S∧¬F. The metrics count these cells, the explorer shows them."""
-    return (f"(CASE WHEN NOT coalesce({observed}, true) THEN 'UNOBSERVED' WHEN {s} AND {f} THEN 'SMART' "
-            f"WHEN {s} THEN 'MISSED' WHEN {f} THEN 'BLIND' ELSE 'NO-OP' END)")
+    smart, missed, blind, noop, unobserved = (f"'{c.name}'" for c in PARTITION)
+    return (f"(CASE WHEN NOT coalesce({observed}, true) THEN {unobserved} WHEN {s} AND {f} THEN {smart} "
+            f"WHEN {s} THEN {missed} WHEN {f} THEN {blind} ELSE {noop} END)")
 
 
 def surface_support(verdict: str, item: str) -> str:

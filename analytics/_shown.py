@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from searchtrace.adapters import norm_url
+from searchtrace.analytics._model import ArmMetrics
 from searchtrace.analytics._rules import TRAJECTORIES_CTE
 from searchtrace.store import (
     Cursor,
@@ -242,23 +243,22 @@ sh AS (
 
 # -- per provider, for the report ------------------------------------------------------------------------------
 
-NO_SHOWN: dict[str, Any] = {"results_returned": 0, "results_shown": 0, "shown_share": None}
-
-
 def assumed_note(n: int) -> str:
     """The report's one line for trajectories whose requests are unknown (docs/concepts/shown.md: said once)."""
     return (f"{n} trajectories were recorded without their model requests (before request messages were stored, "
             "or imported): every result they returned counts as shown")
 
 
-def provider_shown(con: Cursor) -> tuple[dict[str, dict[str, Any]], int]:
-    """({arm: {results_returned, results_shown, shown_share}} over the results of current trajectories, the
-    number of those trajectories whose results count as shown because no request of theirs was recorded); an arm is
-    the provider unless the report names another axis. Run inside analytics._sources.reading."""
+def provider_shown(con: Cursor, blocks: Mapping[str, ArmMetrics]) -> int:
+    """Each block's `results_returned`, `results_shown` and `shown_share` over the results of current trajectories;
+    returns the number of those trajectories whose results count as shown because no request of theirs was
+    recorded. An arm is the provider unless the report names another axis. Run inside analytics._sources.reading."""
     rows = con.execute(f"""WITH {TRAJECTORIES_CTE}, {SHOWN_CTE}
 SELECT tr.arm, count(*), count(*) FILTER (WHERE sh.shown),
        count(DISTINCT sh.stream_id) FILTER (WHERE sh.shown_by = 'assumed' AND sh.shown_position IS NULL)
 FROM sh JOIN tr USING (stream_id) GROUP BY tr.arm ORDER BY tr.arm""").fetchall()
-    out = {str(p): {"results_returned": int(n), "results_shown": int(s), "shown_share": None if not n else s / n}
-           for p, n, s, _ in rows}
-    return out, sum(int(r[3]) for r in rows)
+    for arm, n, s, _ in rows:
+        if (block := blocks.get(str(arm))) is not None:
+            block.results_returned, block.results_shown = int(n), int(s)
+            block.shown_share = None if not n else s / n
+    return sum(int(r[3]) for r in rows)

@@ -3,65 +3,91 @@ custom metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import NamedTuple
 
 import msgspec
 from rich.console import Console
 from rich.table import Table
 
-from searchtrace.analytics._report import Report
+from searchtrace.analytics._model import OBSERVED_CELLS, ArmMetrics, Cell, Pair, Report, field_key
 
-ROWS: tuple[tuple[str, str], ...] = (
-    ("trajectories", "trajectories"),
-    ("audited", "audited"),
-    ("correct", "correct"),
-    ("accuracy", "accuracy"),
-    ("exact_match", "exact match"),
-    ("token_f1", "token F1"),
-    ("searches_per_trajectory", "searches / trajectory"),
-    ("fetches_per_trajectory", "fetches / trajectory"),
-    ("distinct_domains_per_trajectory", "distinct domains / trajectory"),
-    ("input_tokens_per_trajectory", "input tokens / trajectory"),
-    ("output_tokens_per_trajectory", "output tokens / trajectory"),
-    ("reasoning_tokens_per_trajectory", "reasoning tokens / trajectory"),
-    ("page_tokens_per_trajectory", "fetched-page tokens / trajectory"),
-    ("search_provider_ms_median", "search ms, median (provider)"),
-    ("search_provider_ms_p90", "search ms, p90 (provider)"),
-    ("fetch_provider_ms_median", "fetch ms, median (provider)"),
-    ("fetch_provider_ms_p90", "fetch ms, p90 (provider)"),
-    ("tokens_per_correct", "tokens / correct answer"),
-    ("items", "judge items"),
-    ("valid_items", "valid verdicts"),
-    ("invalid_items", "invalid verdicts (excluded)"),
-    ("snippet_only_items", "snippet-only rows"),
-    ("page_visible_items", "page-visible rows"),
-    ("partition.SMART", "SMART (S, fetched)"),
-    ("partition.MISSED", "MISSED (S, not fetched)"),
-    ("partition.BLIND", "BLIND (no S, fetched)"),
-    ("partition.NO-OP", "NO-OP (no S, not fetched)"),
-    ("discovered_support", "discovered support"),
-    ("surface_support_rate", "surface support rate"),
-    ("surface_chars_mean", "surface chars / result (mean)"),
-    ("surface_chars_median", "surface chars / result (median)"),
-    ("surface_answerable_queries", "surface-answerable queries"),
-    ("gold_rank1_share", "gold rank-1 share"),
-    ("contradiction_gold_ratio", "contradiction / gold-URL ratio"),
-    ("search_usd", "USD search"),
-    ("fetch_usd", "USD fetch"),
-    ("agent_model_usd", "USD agent model"),
-    ("judge_model_usd", "USD judge model"),
-    ("judge_model_batch_usd", "  of which batched"),
-    ("usd_per_trajectory", "USD / trajectory"),
-    ("usd_per_correct", "USD / correct answer"),
+
+class Row(NamedTuple):
+    """One row of the report's tables: its label, the block's value and (when it has one) its interval."""
+
+    label: str
+    get: Callable[[ArmMetrics], object]
+    ci: Callable[[ArmMetrics], object] | None = None
+    usd: bool = False  # a USD row: shown only when the report was priced (`prices_as_of`)
+
+    @property
+    def key(self) -> str:
+        """The value's key in the report's JSON (`partition.SMART` reaches into the partition)."""
+        return field_key(ArmMetrics, self.get)
+
+
+def _short(cell: Cell) -> str:
+    """A cell's meaning in a table's few words ("S, not fetched")."""
+    return cell.meaning.replace("no surface support", "no S").replace("surface supports gold", "S")
+
+
+ROWS: tuple[Row, ...] = (
+    Row("trajectories", lambda m: m.trajectories),
+    Row("audited", lambda m: m.audited),
+    Row("correct", lambda m: m.correct),
+    Row("accuracy", lambda m: m.accuracy, lambda m: m.accuracy_ci),
+    Row("exact match", lambda m: m.exact_match, lambda m: m.exact_match_ci),
+    Row("token F1", lambda m: m.token_f1, lambda m: m.token_f1_ci),
+    Row("searches / trajectory", lambda m: m.searches_per_trajectory, lambda m: m.searches_per_trajectory_ci),
+    Row("fetches / trajectory", lambda m: m.fetches_per_trajectory, lambda m: m.fetches_per_trajectory_ci),
+    Row("distinct domains / trajectory", lambda m: m.distinct_domains_per_trajectory),
+    Row("input tokens / trajectory", lambda m: m.input_tokens_per_trajectory,
+        lambda m: m.input_tokens_per_trajectory_ci),
+    Row("output tokens / trajectory", lambda m: m.output_tokens_per_trajectory,
+        lambda m: m.output_tokens_per_trajectory_ci),
+    Row("reasoning tokens / trajectory", lambda m: m.reasoning_tokens_per_trajectory,
+        lambda m: m.reasoning_tokens_per_trajectory_ci),
+    Row("fetched-page tokens / trajectory", lambda m: m.page_tokens_per_trajectory,
+        lambda m: m.page_tokens_per_trajectory_ci),
+    Row("search ms, median (provider)", lambda m: m.search_provider_ms_median),
+    Row("search ms, p90 (provider)", lambda m: m.search_provider_ms_p90),
+    Row("fetch ms, median (provider)", lambda m: m.fetch_provider_ms_median),
+    Row("fetch ms, p90 (provider)", lambda m: m.fetch_provider_ms_p90),
+    Row("tokens / correct answer", lambda m: m.tokens_per_correct, lambda m: m.tokens_per_correct_ci),
+    Row("judge items", lambda m: m.items),
+    Row("valid verdicts", lambda m: m.valid_items),
+    Row("invalid verdicts (excluded)", lambda m: m.invalid_items),
+    Row("snippet-only rows", lambda m: m.snippet_only_items),
+    Row("page-visible rows", lambda m: m.page_visible_items),
+    *(Row(f"{cell.name} ({_short(cell)})", get) for cell, get in zip(OBSERVED_CELLS, (
+        lambda m: m.partition.smart, lambda m: m.partition.missed, lambda m: m.partition.blind,
+        lambda m: m.partition.noop), strict=True)),
+    Row("discovered support", lambda m: m.discovered_support),
+    Row("surface support rate", lambda m: m.surface_support_rate, lambda m: m.surface_support_rate_ci),
+    Row("surface chars / result (mean)", lambda m: m.surface_chars_mean),
+    Row("surface chars / result (median)", lambda m: m.surface_chars_median),
+    Row("surface-answerable queries", lambda m: m.surface_answerable_queries),
+    Row("gold rank-1 share", lambda m: m.gold_rank1_share, lambda m: m.gold_rank1_share_ci),
+    Row("contradiction / gold-URL ratio", lambda m: m.contradiction_gold_ratio, lambda m: m.contradiction_gold_ratio_ci),
+    Row("USD search", lambda m: m.search_usd, usd=True),
+    Row("USD fetch", lambda m: m.fetch_usd, usd=True),
+    Row("USD agent model", lambda m: m.agent_model_usd, usd=True),
+    Row("USD judge model", lambda m: m.judge_model_usd, usd=True),
+    Row("  of which batched", lambda m: m.judge_model_batch_usd, usd=True),
+    Row("USD / trajectory", lambda m: m.usd_per_trajectory, usd=True),
+    Row("USD / correct answer", lambda m: m.usd_per_correct, lambda m: m.usd_per_correct_ci, usd=True),
 )
+"""The rows of the terminal table and the HTML page, in order."""
 
+REPORT_ROWS: tuple[tuple[str, str], ...] = tuple((r.key, r.label) for r in ROWS)
+"""(JSON key, label) of each row, for the explorer (its JavaScript reads the report's JSON)."""
 
 # docs/how-to/compare.md: in a report by another axis, what each arm holds (lists of names), above ROWS
-ARM_ROWS: tuple[tuple[str, str], ...] = (("runs", "runs"), ("search_providers", "search providers"))
+ARM_ROWS: tuple[Row, ...] = (Row("runs", lambda m: m.runs), Row("search providers", lambda m: m.search_providers))
 
 
-def fmt_names(value: Any) -> str:
+def fmt_names(value: object) -> str:
     """An arm's list of names in one cell."""
     return ", ".join(str(v) for v in value) if isinstance(value, list) else fmt(value)
 
@@ -75,8 +101,9 @@ _LABEL_WIDTH = 36  # the metric column and the table's borders
 _CELL_WIDTH = 12  # one provider column ("12,345.6" plus padding)
 
 
-def fmt(value: Any) -> str:
-    if value is None:
+def fmt(value: object) -> str:
+    """A value in one cell ("–" for null or absent)."""
+    if value is None or isinstance(value, msgspec.UnsetType):
         return "–"
     if isinstance(value, bool):
         return str(value).lower()
@@ -87,9 +114,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def fmt_usd(value: Any) -> str:
+def fmt_usd(value: object) -> str:
     """Dollars with four significant digits (small per-call costs stay visible)."""
-    return "–" if value is None else f"${value:,.4g}" if abs(value) < 1000 else f"${value:,.0f}"
+    if not isinstance(value, int | float):
+        return "–"
+    return f"${value:,.4g}" if abs(value) < 1000 else f"${value:,.0f}"
 
 
 def short(v: float) -> str:
@@ -105,7 +134,7 @@ def short(v: float) -> str:
     return f"{v:.3f}"
 
 
-def interval(ci: Any) -> str:
+def interval(ci: object) -> str:
     """`0.170–0.340`: a 95% interval in one short cell ("–" when there is none, "∞" for an unbounded end)."""
     if not isinstance(ci, list) or len(ci) != 2:
         return "–"
@@ -113,39 +142,30 @@ def interval(ci: Any) -> str:
     return f"[{short(lo)}, {hi}]" if lo < 0 else f"{short(lo)}–{hi}"
 
 
-def p_value(p: Any) -> str:
-    return "–" if p is None else f"{p:.3g}"
+def p_value(p: object) -> str:
+    """A p-value in one cell."""
+    return f"{p:.3g}" if isinstance(p, int | float) else "–"
 
 
 TESTS = {"mcnemar_exact": "McNemar", "sign_flip_exact_dp": "sign-flip", "sign_flip_dp_grid": "sign-flip (grid)",
          "mover_inverted": "score (inverted)"}
 
 
-def is_cost(key: str) -> bool:
-    """A USD row of ROWS: shown only when the report was priced (`prices_as_of`)."""
-    return key.endswith("_usd") or key.startswith("usd_")
-
-
-def lookup(block: Mapping[str, Any], key: str) -> Any:
-    """A report value by its ROWS key (`partition.SMART` reaches into the partition)."""
-    value: Any = block
-    for part in key.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
+def has_ci(row: Row, blocks: list[ArmMetrics]) -> bool:
+    """The row has an interval in some block (then it is shown on its own row, just below)."""
+    return row.ci is not None and any(not isinstance(row.ci(b), msgspec.UnsetType) for b in blocks)
 
 
 def batch_line(report: Report) -> str | None:
     """The judge run's model batches in one line (docs/how-to/batch.md), or None when it submitted none."""
     b = report.judge_batches
-    if not isinstance(b, dict):
+    if b is None or isinstance(b, msgspec.UnsetType):
         return None
-    line = (f"judge batches: {b['batches']:,} ({b['live']:,} live), {b['items']:,} items sent "
-            f"({b['submitted']:,} sends, {b['resubmitted']:,} resubmitted); results: {b['succeeded']:,} succeeded, "
-            f"{b['errored']:,} errored, {b['expired']:,} expired, {b['canceled']:,} canceled; "
-            f"{b['online']:,} judged online by fallback, {b['left']:,} left unjudged")
-    return line + (f", {b['pending']:,} pending" if b["pending"] else "")
+    line = (f"judge batches: {b.batches:,} ({b.live:,} live), {b.items:,} items sent "
+            f"({b.submitted:,} sends, {b.resubmitted:,} resubmitted); results: {b.succeeded:,} succeeded, "
+            f"{b.errored:,} errored, {b.expired:,} expired, {b.canceled:,} canceled; "
+            f"{b.online:,} judged online by fallback, {b.left:,} left unjudged")
+    return line + (f", {b.pending:,} pending" if b.pending else "")
 
 
 def render_table(report: Report, console: Console) -> None:
@@ -156,7 +176,7 @@ def render_table(report: Report, console: Console) -> None:
         console.print("no trajectories in this database yet (record, demo or import some)")
         return
     title = f"searchtrace report · judge run {report.judge_run_id or '(none)'}{axis_title(report)}"
-    if u := report.uncertainty:
+    if not isinstance(u := report.uncertainty, msgspec.UnsetType):
         title += (f"\n95% intervals: proportions Wilson at the effective sample size (support rate and rank-1 share: "
                   "its hull with a beta-binomial profile interval); means and ratios bootstrap over "
                   f"questions, {u.bootstrap:,} replicates, seed {u.seed}")
@@ -170,18 +190,23 @@ def render_table(report: Report, console: Console) -> None:
         for name in part:
             table.add_column(name, justify="right")
         if report.axis != "provider":
-            for key, label in ARM_ROWS:
-                table.add_row(label, *(fmt_names(providers[n].get(key)) for n in part))
-        for key, label in ROWS:
-            if is_cost(key):
+            for row in ARM_ROWS:
+                table.add_row(row.label, *(fmt_names(row.get(providers[n])) for n in part))
+        blocks = [providers[n] for n in part]
+        first_usd = True
+        for row in ROWS:
+            label = row.label
+            if row.usd:
                 if isinstance(report.prices_as_of, msgspec.UnsetType):
                     continue
-                label += f" (prices {report.prices_as_of})" if key == "search_usd" else ""
-            show = fmt_usd if is_cost(key) else fmt
-            table.add_row(label, *(show(lookup(providers[n], key)) for n in part))
-            if any(f"{key}_ci" in providers[n] for n in part):  # the interval on its own row, just below
-                table.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in part), style="dim")
-        for metric, values in sorted((report.custom or {}).items()):
+                label += f" (prices {report.prices_as_of})" if first_usd else ""
+                first_usd = False
+            show = fmt_usd if row.usd else fmt
+            table.add_row(label, *(show(row.get(b)) for b in blocks))
+            if row.ci is not None and has_ci(row, blocks):  # the interval on its own row, just below
+                table.add_row("  95% interval", *(interval(row.ci(b)) for b in blocks), style="dim")
+        custom = {} if isinstance(report.custom, msgspec.UnsetType) else report.custom
+        for metric, values in sorted(custom.items()):
             table.add_row(f"custom: {metric}", *(fmt(values.get(n)) for n in part))
         console.print(table)
     if line := batch_line(report):
@@ -194,15 +219,14 @@ def render_table(report: Report, console: Console) -> None:
             ct.add_column(col, justify="left" if col == "pair" else "right")
         for pair in sorted(comp):
             c = comp[pair]
-            ct.add_row(
-                pair, *(fmt(c[k]) for k in ("a_only", "b_only", "both", "neither", "url_jaccard"))
-            )
+            ct.add_row(pair, *(fmt(v) for v in (c.a_only, c.b_only, c.both, c.neither, c.url_jaccard)))
         console.print(ct)
-    comp = report.paired or {}
-    paired = [p for p in sorted(comp) if "accuracy_diff" in comp[p]]
+    pairs = report.pairs
+    paired = [p for p in sorted(pairs) if not isinstance(pairs[p].accuracy_diff, msgspec.UnsetType)]
     if paired:
-        holm = any("p_holm" in comp[p] for p in paired)
-        tests = [sum(comp[p].get(k) is not None for p in paired) for k in ("p_holm", "surface_support_rate_diff_p_holm")]
+        holm = any(not isinstance(pairs[p].p_holm, msgspec.UnsetType) for p in paired)
+        tests = [sum(isinstance(pairs[p].p_holm, int | float) for p in paired),
+                 sum(isinstance(pairs[p].surface_support_rate_diff_p_holm, int | float) for p in paired)]
         title = "paired differences A − B, per question (n: questions audited on both sides)"
         if holm:
             title += f"; Holm over the {tests[0]} accuracy and {tests[1]} surface-support tests shown"
@@ -212,69 +236,83 @@ def render_table(report: Report, console: Console) -> None:
         for col in cols:
             pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
         for pair in paired:
-            c = comp[pair]
-            acc = [fmt(c.get("accuracy_diff")), p_value(c.get("accuracy_diff_p")),
-                   *([p_value(c.get("p_holm"))] if holm else [])]
-            ssr = [fmt(c.get("surface_support_rate_diff")), p_value(c.get("surface_support_rate_diff_p")),
-                   *([p_value(c.get("surface_support_rate_diff_p_holm"))] if holm else [])]
-            pt.add_row(pair, fmt(c.get("paired_questions")), *acc, *ssr)
+            d = pairs[pair]
+            acc = [fmt(d.accuracy_diff), p_value(d.accuracy_diff_p), *([p_value(d.p_holm)] if holm else [])]
+            ssr = [fmt(d.surface_support_rate_diff), p_value(d.surface_support_rate_diff_p),
+                   *([p_value(d.surface_support_rate_diff_p_holm)] if holm else [])]
+            pt.add_row(pair, fmt(d.paired_questions), *acc, *ssr)
             pad = [""] if holm else []
-            pt.add_row("  95% interval", "", interval(c.get("accuracy_diff_ci")),
-                       TESTS.get(str(c.get("accuracy_test")), ""), *pad,
-                       interval(c.get("surface_support_rate_diff_ci")),
-                       TESTS.get(str(c.get("surface_support_rate_test")), ""), *pad, style="dim")
+            pt.add_row("  95% interval", "", interval(d.accuracy_diff_ci), TESTS.get(str(d.accuracy_test), ""), *pad,
+                       interval(d.surface_support_rate_diff_ci), TESTS.get(str(d.surface_support_rate_test), ""),
+                       *pad, style="dim")
         console.print(pt)
     corrected_table(report, console)
 
 
-# docs/concepts/statistics.md judge-error correction: (report key, label); each corrected rate is followed by its human-label count
-CORRECTED_ROWS: tuple[tuple[str, str], ...] = (
-    ("surface_support_rate", "surface support rate (judge)"),
-    ("surface_support_rate_corrected", "  corrected for judge error"),
-    ("surface_support_rate_corrected_labels", "  human labels it rests on"),
-    ("judge_tpr", "judge TPR, supports (vs human)"),
-    ("judge_tnr", "judge TNR, supports (vs human)"),
-    ("surface_contradiction_rate", "surface contradiction rate (judge)"),
-    ("surface_contradiction_rate_corrected", "  corrected for judge error"),
-    ("surface_contradiction_rate_corrected_labels", "  human labels it rests on"),
-    ("judge_tpr_contradicts", "judge TPR, contradicts (vs human)"),
-    ("judge_tnr_contradicts", "judge TNR, contradicts (vs human)"),
-    ("corrected_unclear", "unclear labels (excluded)"),
+# docs/concepts/statistics.md judge-error correction; each corrected rate is followed by its human-label count
+CORRECTED: tuple[Row, ...] = (
+    Row("surface support rate (judge)", lambda m: m.surface_support_rate, lambda m: m.surface_support_rate_ci),
+    Row("  corrected for judge error", lambda m: m.surface_support_rate_corrected,
+        lambda m: m.surface_support_rate_corrected_ci),
+    Row("  human labels it rests on", lambda m: m.surface_support_rate_corrected_labels),
+    Row("judge TPR, supports (vs human)", lambda m: m.judge_tpr, lambda m: m.judge_tpr_ci),
+    Row("judge TNR, supports (vs human)", lambda m: m.judge_tnr, lambda m: m.judge_tnr_ci),
+    Row("surface contradiction rate (judge)", lambda m: m.surface_contradiction_rate),
+    Row("  corrected for judge error", lambda m: m.surface_contradiction_rate_corrected,
+        lambda m: m.surface_contradiction_rate_corrected_ci),
+    Row("  human labels it rests on", lambda m: m.surface_contradiction_rate_corrected_labels),
+    Row("judge TPR, contradicts (vs human)", lambda m: m.judge_tpr_contradicts, lambda m: m.judge_tpr_contradicts_ci),
+    Row("judge TNR, contradicts (vs human)", lambda m: m.judge_tnr_contradicts, lambda m: m.judge_tnr_contradicts_ci),
+    Row("unclear labels (excluded)", lambda m: m.corrected_unclear),
 )
+"""The rows of the corrected table (terminal and HTML)."""
+
+CORRECTED_ROWS: tuple[tuple[str, str], ...] = tuple((r.key, r.label) for r in CORRECTED)
+"""(JSON key, label) of each corrected row, for the explorer."""
+
+
+def corrected_blocks(report: Report) -> dict[str, ArmMetrics]:
+    """The blocks with a corrected support rate, by name (none without human labels)."""
+    return {n: b for n, b in sorted(report.blocks.items())
+            if not isinstance(b.surface_support_rate_corrected, msgspec.UnsetType)}
+
+
+def corrected_pairs(report: Report) -> dict[str, Pair]:
+    """The pairs with a corrected difference, by key."""
+    return {k: p for k, p in sorted(report.pairs.items())
+            if not isinstance(p.surface_support_rate_corrected_diff, msgspec.UnsetType)}
 
 
 def corrected_table(report: Report, console: Console) -> None:
     """The judge's snippet rates next to the rates corrected by the human audit labels (only when there are any)."""
-    providers = report.blocks
-    names = [n for n in sorted(providers) if "surface_support_rate_corrected" in providers[n]]
-    if not names:
+    fixed = corrected_blocks(report)
+    if not fixed:
         return
     ct = Table(title="corrected for judge error (docs/concepts/statistics.md: stratified by judge value, weighted by the audit design)",
                title_justify="left")
     ct.add_column("metric")
-    for name in names:
+    for name in fixed:
         ct.add_column(name, justify="right")
-    for key, label in CORRECTED_ROWS:
-        ct.add_row(label, *(fmt(providers[n].get(key)) for n in names))
-        if any(f"{key}_ci" in providers[n] for n in names):
-            ct.add_row("  95% interval", *(interval(providers[n].get(f"{key}_ci")) for n in names), style="dim")
+    blocks = list(fixed.values())
+    for row in CORRECTED:
+        ct.add_row(row.label, *(fmt(row.get(b)) for b in blocks))
+        if row.ci is not None and has_ci(row, blocks):
+            ct.add_row("  95% interval", *(interval(row.ci(b)) for b in blocks), style="dim")
     console.print(ct)
-    for n in names:  # a corrected figure refused: say which strata lack labels (docs/concepts/paired-and-audits.md)
-        if missing := providers[n].get("corrected_missing_strata"):
+    for n, b in fixed.items():  # a corrected figure refused: say which strata lack labels (docs/concepts/paired-and-audits.md)
+        if isinstance(missing := b.corrected_missing_strata, list) and missing:
             console.print(f"{n}: not corrected where a stratum has too few clear labels: {', '.join(missing)}")
-    comp = report.paired or {}
-    pairs = [p for p in sorted(comp) if "surface_support_rate_corrected_diff" in comp[p]]
+    pairs = corrected_pairs(report)
     if not pairs:
         return
     pt = Table(title="corrected surface support, A − B over the n questions with valid items on both sides",
                title_justify="left")
     for col in ("pair", "n", "human labels A / B", "Δ corrected", "95% interval", "p (bootstrap)"):
         pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=col == "pair")
-    for pair in pairs:
-        c = comp[pair]
-        p = c.get("surface_support_rate_corrected_diff_p")
-        labels = c.get("surface_support_rate_corrected_diff_labels") or [None, None]
-        pt.add_row(pair, fmt(c.get("surface_support_rate_corrected_diff_questions")), f"{fmt(labels[0])} / {fmt(labels[1])}",
-                   fmt(c.get("surface_support_rate_corrected_diff")),
-                   interval(c.get("surface_support_rate_corrected_diff_ci")), "–" if p is None else f"{p:.3g}")
+    for pair, c in pairs.items():
+        labels = c.surface_support_rate_corrected_diff_labels
+        side_a, side_b = labels if isinstance(labels, list) else (None, None)
+        pt.add_row(pair, fmt(c.surface_support_rate_corrected_diff_questions), f"{fmt(side_a)} / {fmt(side_b)}",
+                   fmt(c.surface_support_rate_corrected_diff), interval(c.surface_support_rate_corrected_diff_ci),
+                   p_value(c.surface_support_rate_corrected_diff_p))
     console.print(pt)

@@ -52,12 +52,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from searchtrace.analytics._metrics import Scores, TrajectoryStats, answer_scores, epoch_spread, paired_qids
+from searchtrace.analytics._model import ArmMetrics, Discordant, Interval, Pair, field_key
 
 Z95 = 1.959964
 Z975 = 2.241403  # two-sided 97.5 %: each half of a Bonferroni 95 % ratio interval
@@ -77,13 +78,17 @@ COLUMNS = (
 _COL = {c: i for i, c in enumerate(COLUMNS)}
 F1 = "f1"  # the fractional column, kept apart
 
+# The proportions by their report field's name (the interval fields are `<name>_ci`, `<name>_n_eff`).
+ACCURACY, EXACT_MATCH, TOKEN_F1, SUPPORT, RANK1 = (field_key(ArmMetrics, get) for get in (
+    lambda m: m.accuracy, lambda m: m.exact_match, lambda m: m.token_f1, lambda m: m.surface_support_rate,
+    lambda m: m.gold_rank1_share))
 # Report key -> (numerator column, denominator column): each is a ratio of sums over trajectories (docs/concepts/metrics.md).
 RATIOS: dict[str, tuple[str, str]] = {
-    "accuracy": ("correct", "audited"),
-    "exact_match": ("em", "trajectories"),
-    "token_f1": (F1, "trajectories"),
-    "surface_support_rate": ("supported", "valid"),
-    "gold_rank1_share": ("supported_rank1", "supported_appearances"),
+    ACCURACY: ("correct", "audited"),
+    EXACT_MATCH: ("em", "trajectories"),
+    TOKEN_F1: (F1, "trajectories"),
+    SUPPORT: ("supported", "valid"),
+    RANK1: ("supported_rank1", "supported_appearances"),
     "contradiction_gold_ratio": ("contradicted", "supported"),
     "searches_per_trajectory": ("searches", "trajectories"),
     "fetches_per_trajectory": ("fetches", "trajectories"),
@@ -94,11 +99,11 @@ RATIOS: dict[str, tuple[str, str]] = {
 }
 # The ratios whose numerator counts a subset of the denominator's units (token F1: a share in [0, 1] of each
 # trajectory), Wilson at the effective sample size.
-PROPORTIONS = ("accuracy", "exact_match", "token_f1", "surface_support_rate", "gold_rank1_share")
+PROPORTIONS = (ACCURACY, EXACT_MATCH, TOKEN_F1, SUPPORT, RANK1)
 # Proportions of items (snippets, appearances) clustered by question: the hull of the Wilson interval and the
 # beta-binomial profile-likelihood interval (`clustered_interval`); the Wilson one alone covered 87–92 % at n = 30
 # for p <= 0.05 or >= 0.95 (a few questions carry most of the support; a sample without them looks precise).
-CLUSTERED = ("surface_support_rate", "gold_rank1_share")
+CLUSTERED = (SUPPORT, RANK1)
 # contradicted / supported: two proportions of the valid items, one over the other (both may be near 0)
 RATIO_OF_PROPORTIONS = ("contradiction_gold_ratio",)
 BOOTSTRAPPED = tuple(k for k in RATIOS if k not in PROPORTIONS and k not in RATIO_OF_PROPORTIONS)
@@ -114,9 +119,9 @@ METHODS: dict[str, str] = {
     **{f"{k}_ci": "bootstrap_expanded_percentile" for k in BOOTSTRAPPED},
     **{f"{k}_ci": "ratio_bonferroni" for k in (*PER_CORRECT, *RATIO_OF_PROPORTIONS)},
     "accuracy_diff_ci": "tango_score_ess",
-    "surface_support_rate_diff_ci": "mover_clustered",
+    field_key(Pair, lambda c: c.surface_support_rate_diff_ci): "mover_clustered",
     "p_holm": "holm",
-    "surface_support_rate_diff_p_holm": "holm",
+    field_key(Pair, lambda c: c.surface_support_rate_diff_p_holm): "holm",
 }
 """The method behind each interval and adjusted p-value key; the tests' names are per pair (`*_test`)."""
 
@@ -717,20 +722,22 @@ class _Pair:
         return float(Fraction(sum(self.nums), self.scale * self.n)) if self.n else None
 
 
-def _accuracy_test(pair: _Pair) -> dict[str, Any]:
+def _accuracy_test(pair: _Pair, out: Pair) -> None:
+    """The accuracy difference's p-value and test: McNemar with one audited epoch per question on both sides, else
+    the exact sign-flip test."""
     if all(x == 1 and y == 1 for x, y in pair.counts):  # one audited epoch per question on both sides: McNemar
         a_only = sum(1 for d in pair.nums if d > 0)
         b_only = sum(1 for d in pair.nums if d < 0)
-        return {"accuracy_diff_p": mcnemar_exact(a_only, b_only), "accuracy_test": "mcnemar_exact",
-                "discordant": {"a_only_correct": a_only, "b_only_correct": b_only}}
-    p, method = sign_flip_scaled(pair.nums)
-    return {"accuracy_diff_p": p, "accuracy_test": method}
+        out.accuracy_diff_p, out.accuracy_test = mcnemar_exact(a_only, b_only), "mcnemar_exact"
+        out.discordant = Discordant(a_only_correct=a_only, b_only_correct=b_only)
+        return
+    out.accuracy_diff_p, out.accuracy_test = sign_flip_scaled(pair.nums)
 
 
 SUPPORT_DIFF_TEST = "mover_inverted"  # the p-value of the support-rate difference: where its own interval reaches 0
 
 
-def support_difference(ta: QuestionTable, tb: QuestionTable, qids: Sequence[str], z: float = Z95) -> dict[str, Any]:
+def support_difference(ta: QuestionTable, tb: QuestionTable, qids: Sequence[str], out: Pair, z: float = Z95) -> None:
     """`surface_support_rate_diff` and its interval and p-value: over the questions with valid items on both sides
     (`qids`), R_A − R_B with R = Σyᵢ/Σmᵢ, the difference of the two ratio estimates a reader gets by subtracting the
     rates over those questions. Interval: Newcombe's hybrid (`mover_difference`) of each side's own clustered
@@ -738,15 +745,16 @@ def support_difference(ta: QuestionTable, tb: QuestionTable, qids: Sequence[str]
     question totals eᵢ = yᵢ − R·mᵢ (the delta method's), shrunk by (n − 1)/n so that identical sides still
     leave an interval. p-value: the two-sided level at which that interval's end reaches 0 (so p <= 0.05 exactly
     when the 95 % interval excludes 0)."""
+    out.surface_support_rate_diff = out.surface_support_rate_diff_ci = None
+    out.surface_support_rate_diff_p = out.surface_support_rate_test = None
     if not qids:
-        return {"surface_support_rate_diff": None, "surface_support_rate_diff_ci": None,
-                "surface_support_rate_diff_p": None, "surface_support_rate_test": None}
+        return
     sides = []
     for t in (ta, tb):
         where = {q: i for i, q in enumerate(t.qids)}
         idx = [where[q] for q in qids]
         y, m = t.column("supported"), t.column("valid")
-        dy, dm = t.distinct["surface_support_rate"]
+        dy, dm = t.distinct[SUPPORT]
         ys, ms = [y[i] for i in idx], [m[i] for i in idx]
         ratio = Fraction(sum(ys), sum(ms))
         sides.append((ys, ms, ([dy[i] for i in idx], [dm[i] for i in idx]), ratio,
@@ -779,16 +787,17 @@ def support_difference(ta: QuestionTable, tb: QuestionTable, qids: Sequence[str]
             else:
                 hi = mid
         p = _normal_p((lo + hi) / 2)
-    return {"surface_support_rate_diff": diff, "surface_support_rate_diff_ci": ci,
-            "surface_support_rate_diff_p": p, "surface_support_rate_test": SUPPORT_DIFF_TEST}
+    out.surface_support_rate_diff, out.surface_support_rate_diff_ci = diff, list(ci)
+    out.surface_support_rate_diff_p, out.surface_support_rate_test = p, SUPPORT_DIFF_TEST
 
 
 def uncertainty(
-    by_provider: dict[str, list[TrajectoryStats]], *, replicates: int, seed: str,
+    by_provider: dict[str, list[TrajectoryStats]], blocks: Mapping[str, ArmMetrics], *, replicates: int, seed: str,
     scores: dict[str, Scores] | None = None, usd: dict[str, dict[str, Fraction]] | None = None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(per provider: `<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`; per pair "A|B": the
-    paired differences, their intervals and p-values, and Holm's adjustment with more than one pair).
+) -> dict[str, Pair]:
+    """Each provider's block gets its intervals (`<metric>_ci` with `_n_eff` or `_ci_undefined`, `accuracy_wilson`);
+    returns per pair "A|B" the paired differences, their intervals and p-values, and Holm's adjustment with more
+    than one pair.
 
     `scores`: each provider's metrics.answer_scores, when the caller already has them (they are the slow part).
     `usd`: provider -> qid -> that question's USD over its trajectories (adds `usd_per_correct_ci`)."""
@@ -805,58 +814,78 @@ def uncertainty(
         (a, b): (_Pair(tables[a], tables[b], "correct", "audited"), _Pair(tables[a], tables[b], "supported", "valid"))
         for a, b in combinations(names, 2)}
     sums = replicate_sums(seed, replicates, jobs)
-    providers: dict[str, dict[str, Any]] = {}
     for i, n in enumerate(names):
-        t = tables[n]
+        t, block = tables[n], blocks[n]
         ints, floats = sums[i]
-        block: dict[str, Any] = {}
-        for key in PROPORTIONS:
+
+        def share(key: str, t: QuestionTable = t) -> tuple[Interval | None, float | None]:
+            """A proportion's interval and effective sample size."""
             num, den = RATIOS[key]
             if key in CLUSTERED:
                 ci, n_eff = clustered_interval(t.column(num), t.column(den), t.distinct[key])
             else:
                 ci, n_eff = proportion_interval(t.numerator(num), t.column(den))
-            block[f"{key}_ci"] = ci
-            block[f"{key}_n_eff"] = None if n_eff is None else float(n_eff)
-        block["accuracy_wilson"] = block["accuracy_ci"]
-        spread = epoch_spread(by_provider[n])
-        if spread:  # k >= 2 epochs
-            block["accuracy_epoch_sd_ci"], reason = epoch_sd_interval(
-                spread["accuracy_epoch_sd"], len({r.epoch for r in by_provider[n]}),
-                spread["accuracy_epoch_sd_questions"], _split_questions(by_provider[n]))
-            if reason is not None:
-                block["accuracy_epoch_sd_ci_reason"] = reason
-        for key in BOOTSTRAPPED:
+            return None if ci is None else list(ci), None if n_eff is None else float(n_eff)
+
+        def boot(key: str, t: QuestionTable = t, ints: Floats = ints, floats: Floats = floats
+                 ) -> tuple[Interval | None, int]:
+            """A mean's question-bootstrap interval and its replicates with a zero denominator."""
             num, den = RATIOS[key]
             d = ints[:, _COL[den]]
             values = _divide(floats[:, 0] if num == F1 else ints[:, _COL[num]], d)
-            block[f"{key}_ci"] = None if t.point(key) is None else percentile_interval(values, units=len(t.qids))
-            block[f"{key}_ci_undefined"] = int(np.count_nonzero(d == 0))
-        block["contradiction_gold_ratio_ci"] = _ratio_of_shares(t, "contradicted", "supported", "valid")
-        per_correct = [("tokens_per_correct", ints[:, _COL["input_tokens"]] + ints[:, _COL["output_tokens"]])]
+            ci = None if t.point(key) is None else percentile_interval(values, units=len(t.qids))
+            return None if ci is None else list(ci), int(np.count_nonzero(d == 0))
+
+        block.accuracy_ci, block.accuracy_n_eff = share(ACCURACY)
+        block.exact_match_ci, block.exact_match_n_eff = share(EXACT_MATCH)
+        block.token_f1_ci, block.token_f1_n_eff = share(TOKEN_F1)
+        block.surface_support_rate_ci, block.surface_support_rate_n_eff = share(SUPPORT)
+        block.gold_rank1_share_ci, block.gold_rank1_share_n_eff = share(RANK1)
+        block.accuracy_wilson = block.accuracy_ci
+        if (spread := epoch_spread(by_provider[n])) is not None:  # k >= 2 epochs
+            sd_ci, reason = epoch_sd_interval(
+                spread[0], len({r.epoch for r in by_provider[n]}), spread[1], _split_questions(by_provider[n]))
+            block.accuracy_epoch_sd_ci = None if sd_ci is None else list(sd_ci)
+            if reason is not None:
+                block.accuracy_epoch_sd_ci_reason = reason
+        block.searches_per_trajectory_ci, block.searches_per_trajectory_ci_undefined = boot("searches_per_trajectory")
+        block.fetches_per_trajectory_ci, block.fetches_per_trajectory_ci_undefined = boot("fetches_per_trajectory")
+        block.input_tokens_per_trajectory_ci, block.input_tokens_per_trajectory_ci_undefined = boot(
+            "input_tokens_per_trajectory")
+        block.output_tokens_per_trajectory_ci, block.output_tokens_per_trajectory_ci_undefined = boot(
+            "output_tokens_per_trajectory")
+        block.reasoning_tokens_per_trajectory_ci, block.reasoning_tokens_per_trajectory_ci_undefined = boot(
+            "reasoning_tokens_per_trajectory")
+        block.page_tokens_per_trajectory_ci, block.page_tokens_per_trajectory_ci_undefined = boot(
+            "page_tokens_per_trajectory")
+        block.contradiction_gold_ratio_ci = _ratio_of_shares(t, "contradicted", "supported", "valid")
+        block.tokens_per_correct_ci, block.tokens_per_correct_ci_undefined = _per_correct(
+            t, ints[:, _COL["input_tokens"]] + ints[:, _COL["output_tokens"]], ints)
         if floats.shape[1] > 1:  # the provider's USD per question was given
-            per_correct.append(("usd_per_correct", floats[:, 1]))
-        for key, per_replicate in per_correct:
-            block[f"{key}_ci"], block[f"{key}_ci_undefined"] = _per_correct(t, per_replicate, ints)
-        providers[n] = block
-    pairs: dict[str, dict[str, Any]] = {}
+            block.usd_per_correct_ci, block.usd_per_correct_ci_undefined = _per_correct(t, floats[:, 1], ints)
+    pairs: dict[str, Pair] = {}
     for (a, b), (acc, ssr) in pairs_of.items():
-        out: dict[str, Any] = {"paired_questions": acc.n, "surface_support_rate_paired_questions": ssr.n}
-        diffs = acc.differences()
-        out["accuracy_diff"] = acc.mean()
-        out["accuracy_diff_ci"], n_eff = paired_accuracy_interval(diffs, [min(c) for c in acc.counts])
-        out["accuracy_diff_n_eff"] = None if n_eff is None else float(n_eff)
-        out.update({"accuracy_diff_p": None, "accuracy_test": None} if out["accuracy_diff"] is None
-                   else _accuracy_test(acc))
-        out.update(support_difference(tables[a], tables[b], ssr.paired()))
+        out = Pair(paired_questions=acc.n, surface_support_rate_paired_questions=ssr.n)
+        out.accuracy_diff = acc.mean()
+        ci, n_eff = paired_accuracy_interval(acc.differences(), [min(c) for c in acc.counts])
+        out.accuracy_diff_ci, out.accuracy_diff_n_eff = None if ci is None else list(ci), None if n_eff is None else float(n_eff)
+        if out.accuracy_diff is None:
+            out.accuracy_diff_p = out.accuracy_test = None
+        else:
+            _accuracy_test(acc, out)
+        support_difference(tables[a], tables[b], ssr.paired(), out)
         pairs[f"{a}|{b}"] = out
     if len(pairs) > 1:
-        for metric, holm_key in (("accuracy_diff_p", "p_holm"), ("surface_support_rate_diff_p",
-                                                                  "surface_support_rate_diff_p_holm")):
-            adjusted = holm({k: v[metric] for k, v in pairs.items()})
-            for k, v in pairs.items():
-                v[holm_key] = adjusted[k]
-    return providers, pairs
+        adjusted = holm({k: _given(v.accuracy_diff_p) for k, v in pairs.items()})
+        adjusted_support = holm({k: _given(v.surface_support_rate_diff_p) for k, v in pairs.items()})
+        for k, v in pairs.items():
+            v.p_holm, v.surface_support_rate_diff_p_holm = adjusted[k], adjusted_support[k]
+    return pairs
+
+
+def _given(x: float | None | msgspec.UnsetType) -> float | None:
+    """A p-value, None when the pair has none."""
+    return None if isinstance(x, msgspec.UnsetType) else x
 
 
 def _ratio_of_shares(t: QuestionTable, num: str, den: str, unit: str) -> list[float | None] | None:
@@ -888,14 +917,16 @@ def _per_correct(t: QuestionTable, totals: Floats, ints: Floats) -> tuple[list[f
     return _crosswise(mean, share), undefined
 
 
-def methods(providers: Mapping[str, Mapping[str, Any]], pairs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def methods(providers: Mapping[str, ArmMetrics], pairs: Mapping[str, Pair]) -> dict[str, str]:
     """The report's `uncertainty.methods`: {interval or p-value key: method} for the keys it has; a test that
     differs between pairs is named by every name used, joined by "+" (each pair says its own in `*_test`)."""
-    present = {k for block in (*providers.values(), *pairs.values()) for k in block}
+    present = {k for block in (*providers.values(), *pairs.values()) for k in msgspec.to_builtins(block)}
     out = {k: v for k, v in METHODS.items() if k in present}
-    for p_key, test_key in (("accuracy_diff_p", "accuracy_test"),
-                            ("surface_support_rate_diff_p", "surface_support_rate_test")):
-        used = sorted({str(c[test_key]) for c in pairs.values() if c.get(test_key)})
+    for p_key, used in (("accuracy_diff_p", sorted({c.accuracy_test for c in pairs.values()
+                                                    if isinstance(c.accuracy_test, str) and c.accuracy_test})),
+                        (field_key(Pair, lambda c: c.surface_support_rate_diff_p), sorted({c.surface_support_rate_test for c in pairs.values()
+                                                                if isinstance(c.surface_support_rate_test, str)
+                                                                and c.surface_support_rate_test}))):
         if used:
             out[p_key] = "+".join(used)
     return out

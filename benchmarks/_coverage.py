@@ -476,12 +476,14 @@ def correction_api() -> tuple[Any, Any] | None:
 
 
 def report_blocks(by_provider: dict[str, list[Any]], replicates: int, seed: str) -> dict[str, dict[str, Any]]:
-    """What the report adds for these rows: {provider or pair key: its interval keys}, as build_report computes it."""
-    from searchtrace.analytics import answer_scores, uncertainty
+    """What the report says for these rows: {provider or pair key: its JSON keys}, as build_report computes them
+    (the figures are named by their JSON keys, as this benchmark's output names them)."""
+    from searchtrace.analytics import answer_scores, provider_metrics, uncertainty
 
     scores = {name: answer_scores(rows) for name, rows in by_provider.items()}
-    per, pairs = uncertainty(by_provider, replicates=replicates, seed=seed, scores=scores)
-    return {**per, **pairs}
+    blocks = {name: provider_metrics(rows, scores[name]) for name, rows in by_provider.items()}
+    pairs = uncertainty(by_provider, blocks, replicates=replicates, seed=seed, scores=scores)
+    return {k: msgspec.to_builtins(v) for k, v in {**blocks, **pairs}.items()}
 
 
 def run_store(s: Scenario, store: int, seed: int, replicates: int) -> dict[str, dict[str, Any]]:
@@ -500,8 +502,12 @@ def run_store(s: Scenario, store: int, seed: int, replicates: int) -> dict[str, 
         fn, case = api
         cases = [case(provider=prov, qid=q, label=label, judge_value=j, human_value=h if a else None)
                  for prov, q, label, j, h, a in raw]
-        per, pairs = fn(cases, valid, replicates=replicates, seed=boot)
-        blocks.update({f"{k}~c": v for k, v in {**per, **pairs}.items()})
+        from searchtrace.analytics import provider_metrics
+
+        per = {name: provider_metrics([]) for name in sorted({c.provider for c in cases})}
+        pairs: dict[str, Any] = {}
+        fn(cases, valid, per, pairs, replicates=replicates, seed=boot)
+        blocks.update({f"{k}~c": msgspec.to_builtins(v) for k, v in {**per, **pairs}.items()})
     return blocks
 
 

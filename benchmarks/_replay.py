@@ -252,12 +252,13 @@ def run_scale(scale: int, folder: Path, *, html: bool, seed: int, memory: Launch
     ci_s = min(ci_s, ci_s2)
     html_s = None
     if html:
+        from searchtrace.analytics import Report
         from searchtrace.analytics import html as html_mod
 
         t0 = time.perf_counter()
         with EventLog(db, read_only=True) as log:
             extra = html_mod.extras_from_db(log, JUDGE_RUN)
-        html_mod.render(json.loads(cold_text), extra=extra)
+        html_mod.render(msgspec.json.decode(cold_text, type=Report), extra=extra)
         html_s = time.perf_counter() - t0
     return Timing(
         scale=scale,

@@ -16,9 +16,11 @@ What it writes (never edit these by hand; docs/contributing.md says so):
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import sys
+import textwrap
 import typing
 from pathlib import Path
 from typing import Any
@@ -221,10 +223,34 @@ def events_page() -> str:
 
 
 # ------------------------------------------------------------------------------------------- report and judge
-def report_schema() -> str:
-    from searchtrace.analytics._report import Report
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a class (a string right after its annotated line), by field name."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    out: dict[str, str] = {}
+    for field, doc in zip(body, body[1:], strict=False):
+        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(doc, ast.Expr)
+                and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)):
+            out[field.target.id] = " ".join(doc.value.value.split())
+    return out
 
-    schema = msgspec.json.schema(Report)
+
+def report_schema() -> str:
+    """The report's JSON Schema from its model, each property described by its field's docstring."""
+    from searchtrace.analytics import _model
+
+    schema = msgspec.json.schema(_model.Report)
+    for name, definition in schema.get("$defs", {}).items():
+        struct = getattr(_model, name)
+        docs: dict[str, str] = {}
+        for base in reversed(struct.__mro__):
+            docs.update(_field_docs(base))
+        for f in msgspec.structs.fields(struct):
+            if f.name in docs and f.encode_name in definition.get("properties", {}):
+                definition["properties"][f.encode_name]["description"] = docs[f.name]
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 

@@ -156,10 +156,10 @@ def test_a_face_is_exactly_its_list(package: str) -> None:
 def test_a_name_listed_under_another_name_resolves() -> None:
     """`Name = _m.attr` and `Name = _m` lines: the attribute, and the module exported whole."""
     from searchtrace import analytics, store
-    from searchtrace.analytics import _html, _table
-    from searchtrace.store import _blobs, _inputs
+    from searchtrace.analytics import _html
+    from searchtrace.store import _blobs, _inputs, _ship
 
-    assert store.INPUT_LIMITS is _inputs.LIMITS and analytics.REPORT_ROWS is _table.ROWS
+    assert store.INPUT_LIMITS is _inputs.LIMITS and store.SHIP_BATCH is _ship.BATCH
     assert store.blobs is _blobs and analytics.html is _html
 
 

@@ -20,7 +20,14 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import partition_cell, resolve_judge_run, sources, surface_support
+from searchtrace.analytics import (
+    OBSERVED_CELLS,
+    SUPPORTED_CELLS,
+    partition_cell,
+    resolve_judge_run,
+    sources,
+    surface_support,
+)
 from searchtrace.engine import Fetch, Folded, Search
 from searchtrace.replay.interchange._export import Blobs, current_folds, trajectory_cells
 from searchtrace.replay.interchange._otlp import Span, SpanEvent
@@ -30,7 +37,8 @@ SCOPE = "searchtrace"
 PROJECT = "searchtrace"  # the default Phoenix project (resource attribute `openinference.project.name`)
 VERDICT = "searchtrace.verdict"  # the span event, and the Phoenix annotation, of one judged result
 SEARCH_TOOL, FETCH_TOOL = "search_web", "fetch_page"
-CELLS = ("SMART", "MISSED", "BLIND", "NO-OP")
+CELLS = tuple(c.name for c in OBSERVED_CELLS)  # the root span's counts (analytics._model.PARTITION)
+SUPPORTED = frozenset(c.name for c in SUPPORTED_CELLS)  # the cells whose surface supports gold
 _enc = msgspec.json.Encoder()
 
 
@@ -314,5 +322,5 @@ def phoenix_annotations(spans: list[Span]) -> list[dict[str, Any]]:
             out.append({"span_id": s.span_id, "name": VERDICT, "annotator_kind": "LLM",
                         "identifier": f"{a['rank']}:{a['url_normalized']}", "metadata": a,
                         "result": {"label": cell or "invalid", "explanation": why,
-                                   "score": None if cell is None else float(cell in ("SMART", "MISSED"))}})
+                                   "score": None if cell is None else float(cell in SUPPORTED)}})
     return out

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+import msgspec
 
 from searchtrace import pipeline
+
+if TYPE_CHECKING:  # the agreement's types only: the command line loads analytics when a command runs
+    from searchtrace.analytics import AuditAgreement, LabelTally, Tally
 
 _db = click.option(
     "--db",
@@ -117,41 +121,41 @@ def agreement_cmd(db: Path, judge_run_id: str | None, as_json: bool) -> None:
     to the judge run by the sample's recorded design."""
     result = pipeline.audit_agreement(db, judge_run_id)
     if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        click.echo(json.dumps(msgspec.to_builtins(result), indent=2, sort_keys=True))
         return
     click.echo(_table(result))
 
 
-def _fmt(t: dict[str, Any]) -> str:
-    share = "-" if t["agreement"] is None else f"{t['agreement']:.1%}"
-    return f"{t['agree']:>6} {t['clear']:>6} {t['unclear']:>8} {share:>9}"
+def _fmt(t: Tally) -> str:
+    share = "-" if t.agreement is None else f"{t.agreement:.1%}"
+    return f"{t.agree:>6} {t.clear:>6} {t.unclear:>8} {share:>9}"
 
 
-def _kappa(t: dict[str, Any]) -> str:
-    share = "-" if t["agreement_weighted"] is None else f"{t['agreement_weighted']:.1%}"
-    kappa = "-" if t["kappa"] is None else f"{t['kappa']:.3f}"
-    raw = "-" if t["kappa_unweighted"] is None else f"{t['kappa_unweighted']:.3f}"
+def _kappa(t: LabelTally) -> str:
+    share = "-" if t.agreement_weighted is None else f"{t.agreement_weighted:.1%}"
+    kappa = "-" if t.kappa is None else f"{t.kappa:.3f}"
+    raw = "-" if t.kappa_unweighted is None else f"{t.kappa_unweighted:.3f}"
     return f"{share:>8} {kappa:>6} {raw:>10}"
 
 
-def _table(result: dict[str, Any]) -> str:
-    names = list(result["leaves"])
-    labels = list(result["labels"])
+def _table(result: AuditAgreement) -> str:
+    names = list(result.leaves)
+    labels = list(result.labels)
     head = "leaf (provider|surface|label|judge)"
     width = max([len(head), *(len(n) for n in names), *(len(n) for n in labels)])
     lines = [
-        f"judge run {result['judge_run_id']}" + ("" if names else ": no audit labels imported yet"),
+        f"judge run {result.judge_run_id}" + ("" if names else ": no audit labels imported yet"),
         f"{head:<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9}",
     ]
-    lines += [f"{n:<{width}} {_fmt(result['leaves'][n])}" for n in names]
-    lines.append(f"{'overall':<{width}} {_fmt(result['overall'])}")
+    lines += [f"{n:<{width}} {_fmt(result.leaves[n])}" for n in names]
+    lines.append(f"{'overall':<{width}} {_fmt(result.overall)}")
     if labels:
-        weighted = any(result["labels"][n]["weighted"] for n in labels)
+        weighted = any(result.labels[n].weighted for n in labels)
         how = ("weighted by the sample's design (N_h / clear labels of each stratum)" if weighted
                else "unweighted (no design recorded)")
         lines += ["", f"per label across leaves; kappa {how}:",
                   f"{'label':<{width}} {'agree':>6} {'clear':>6} {'unclear':>8} {'agreement':>9} {'weighted':>8} "
                   f"{'kappa':>6} {'unweighted':>10}"]
-        lines += [f"{n:<{width}} {_fmt(result['labels'][n])} {_kappa(result['labels'][n])}" for n in labels]
-    lines += [f"note: {n}" for n in result["notes"]]
+        lines += [f"{n:<{width}} {_fmt(result.labels[n])} {_kappa(result.labels[n])}" for n in labels]
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import click
@@ -24,6 +24,7 @@ from searchtrace.cli._ship import ship_to_option, shipped_line
 from searchtrace.replay import DEFAULT_VERSION, versions
 
 if TYPE_CHECKING:  # the stats' type only: importing the judge would load DuckDB and Arrow for --help
+    from searchtrace.analytics import JudgeComparison, VerdictLabels
     from searchtrace.replay import JudgeStats
 
 
@@ -263,19 +264,19 @@ def compare(db: Path, run_a: str, run_b: str, as_json: bool, as_tsv: bool) -> No
         raise click.UsageError("use either --json or --tsv, not both")
     result = pipeline.judge_compare(db, run_a, run_b)
     if as_json:
-        click.echo(json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False))
+        click.echo(json.dumps(msgspec.to_builtins(result), indent=1, sort_keys=True, ensure_ascii=False))
     elif as_tsv:
         click.echo(compare_tsv(result), nl=False)
     else:
         click.echo(compare_text(result))
 
 
-def _labels_text(labels: dict[str, Any]) -> str:
+def _labels_text(labels: VerdictLabels) -> str:
     parts = []
-    for surface in ("snippet", "page"):
-        got = labels.get(surface)
-        if got:
-            parts.append(surface + ":" + ",".join(f"{k}={'T' if v else 'F'}" for k, v in sorted(got.items())))
+    for surface, got in (("snippet", labels.snippet), ("page", labels.page)):
+        if got is not None:
+            values = sorted(msgspec.structs.asdict(got).items())
+            parts.append(surface + ":" + ",".join(f"{k}={'T' if v else 'F'}" for k, v in values))
     return " ".join(parts)
 
 
@@ -283,37 +284,37 @@ def _cell(text: str | None) -> str:
     return (text or "").replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
-def compare_tsv(result: dict[str, Any]) -> str:
+def compare_tsv(result: JudgeComparison) -> str:
     """One line per disagreeing item: trajectory, url, provider, differing labels, both labels and rationales."""
     head = ("trajectory_id", "url", "provider", "differs", "labels_a", "labels_b", "rationale_a", "rationale_b")
     lines = ["\t".join(head)]
-    for d in result["disagreements"]:
+    for d in result.disagreements:
         lines.append("\t".join(_cell(x) for x in (
-            d["trajectory_id"], d["url"], d["provider"], ",".join(d["differs"]), _labels_text(d["a"]),
-            _labels_text(d["b"]), d["a_rationale"], d["b_rationale"])))
+            d.trajectory_id, d.url, d.provider, ",".join(d.differs), _labels_text(d.a), _labels_text(d.b),
+            d.a_rationale, d.b_rationale)))
     return "\n".join(lines) + "\n"
 
 
-def compare_text(result: dict[str, Any]) -> str:
-    def num(v: Any, spec: str) -> str:
+def compare_text(result: JudgeComparison) -> str:
+    from searchtrace.analytics import OBSERVED_CELLS
+
+    def num(v: float | None, spec: str) -> str:
         return "-" if v is None else format(v, spec)
 
-    lines = [f"judge runs A = {result['a']}, B = {result['b']}: {result['items_valid_in_both']:,} items with a valid "
+    lines = [f"judge runs A = {result.a}, B = {result.b}: {result.items_valid_in_both:,} items with a valid "
              "verdict in both",
              f"{'label':<26} {'n':>7} {'agreement':>9} {'kappa':>6} {'TT':>6} {'TF':>6} {'FT':>6} {'FF':>6}"]
-    for name, s in result["labels"].items():
-        t = s["table"]
-        lines.append(f"{name:<26} {s['n']:>7,} {num(s['agreement'], '.1%'):>9} {num(s['kappa'], '.3f'):>6} "
-                     f"{t['a_true_b_true']:>6,} {t['a_true_b_false']:>6,} {t['a_false_b_true']:>6,} "
-                     f"{t['a_false_b_false']:>6,}")
+    for name, s in result.labels.items():
+        t = s.table
+        lines.append(f"{name:<26} {s.n:>7,} {num(s.agreement, '.1%'):>9} {num(s.kappa, '.3f'):>6} "
+                     f"{t.a_true_b_true:>6,} {t.a_true_b_false:>6,} {t.a_false_b_true:>6,} {t.a_false_b_false:>6,}")
     lines.append("each provider over its items valid in both runs:")
-    lines.append(f"{'provider':<16} {'run':<3} {'items':>7} {'SMART':>6} {'MISSED':>6} {'BLIND':>6} {'NO-OP':>6} "
-                 f"{'S rate':>7}")
-    for name, sides in result["providers"].items():
-        for side in ("a", "b"):
-            part = sides[side]["partition"]
-            lines.append(f"{name:<16} {side.upper():<3} {sides['items_valid_in_both']:>7,} {part['SMART']:>6,} "
-                         f"{part['MISSED']:>6,} {part['BLIND']:>6,} {part['NO-OP']:>6,} "
-                         f"{num(sides[side]['surface_support_rate'], '.3f'):>7}")
-    lines.append(f"{len(result['disagreements']):,} disagreeing items (--tsv lists them with both rationales)")
+    lines.append(f"{'provider':<16} {'run':<3} {'items':>7} " + " ".join(f"{c.name:>6}" for c in OBSERVED_CELLS)
+                 + f" {'S rate':>7}")
+    for name, sides in result.providers.items():
+        for label, side in (("A", sides.a), ("B", sides.b)):
+            counts = " ".join(f"{side.partition.count(c):>6,}" for c in OBSERVED_CELLS)
+            lines.append(f"{name:<16} {label:<3} {sides.items_valid_in_both:>7,} {counts} "
+                         f"{num(side.surface_support_rate, '.3f'):>7}")
+    lines.append(f"{len(result.disagreements):,} disagreeing items (--tsv lists them with both rationales)")
     return "\n".join(lines)

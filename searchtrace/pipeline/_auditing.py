@@ -10,7 +10,9 @@ import msgspec
 from searchtrace.analytics import (
     AGREEMENT,
     MIN_LABELS,
+    AuditAgreement,
     AuditPlan,
+    JudgeComparison,
     agreement,
     design_event,
     prepare_import,
@@ -65,7 +67,7 @@ def audit_import(db: Path, tsv: Path) -> AuditImport:
                        unlabelled=counts["unlabelled"])
 
 
-def judge_compare(db: Path, run_a: str, run_b: str) -> dict[str, Any]:
+def judge_compare(db: Path, run_a: str, run_b: str) -> JudgeComparison:
     """Two judge runs over the same items (docs/concepts/statistics.md): per-label agreement and kappa, partitions, disagreements."""
     from searchtrace.analytics import compare_judge_runs
 
@@ -81,7 +83,7 @@ def audit_status(db: Path, judge_run_id: str | None) -> dict[str, Any]:
         return status_of(log, judge_run_id)
 
 
-def audit_agreement(db: Path, judge_run_id: str | None) -> dict[str, Any]:
+def audit_agreement(db: Path, judge_run_id: str | None) -> AuditAgreement:
     """Agreement = agreeing / clear cases (unclear excluded), overall and per leaf."""
     with EventLog(db, read_only=True) as log:
         return agreement(log, judge_run_id)

@@ -148,4 +148,4 @@ def test_recorded_and_reported(acme: str, tmp_path: Path) -> None:
     assert result.record.trajectories == 3
     assert list(result.report.providers) == [acme]
     row = result.report.providers[acme]
-    assert row["trajectories"] == 3 and row["searches_per_trajectory"] >= 1 and row["valid_items"] > 0
+    assert row.trajectories == 3 and row.searches_per_trajectory >= 1 and row.valid_items > 0

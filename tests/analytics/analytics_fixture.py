@@ -8,8 +8,11 @@ The expected numbers in the tests are worked out by hand from the comments below
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tests.builders import fetch, model, run_cli, search, traj, write_jsonl
 from tests.builders import result as r
@@ -98,3 +101,29 @@ def report_json(db: Path, *extra: str) -> tuple[str, dict[str, Any]]:
     code, out, err = run_cli("report", "--db", str(db), "--json", *extra)
     assert code == 0, err
     return out, json.loads(out)
+
+
+def plain(values: Mapping[str, msgspec.Struct]) -> dict[str, dict[str, Any]]:
+    """Blocks of the report's model as their JSON values."""
+    return {k: msgspec.to_builtins(v) for k, v in values.items()}
+
+
+def intervals(by_provider: dict[str, list[Any]], **kw: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """analytics.uncertainty over each provider's block (analytics.provider_metrics), as JSON values: (per provider,
+    per pair "A|B")."""
+    from searchtrace.analytics import provider_metrics, uncertainty
+
+    blocks = {n: provider_metrics(rows) for n, rows in by_provider.items()}
+    pairs = uncertainty(by_provider, blocks, **kw)
+    return plain(blocks), plain(pairs)
+
+
+def corrected(cases: Sequence[Any], valid: Mapping[tuple[str, str], int],
+              **kw: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """analytics.correction into empty blocks, as JSON values: (per provider, per pair "A|B")."""
+    from searchtrace.analytics import correction, provider_metrics
+
+    blocks = {p: provider_metrics([]) for p in sorted({c.provider for c in cases})}
+    pairs: dict[str, Any] = {}
+    correction(cases, valid, blocks, pairs, **kw)
+    return plain(blocks), plain(pairs)

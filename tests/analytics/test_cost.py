@@ -155,4 +155,4 @@ def test_question_costs_sum_exactly_to_the_provider_totals(demo_db: Path) -> Non
     for name, block in rep.providers.items():
         questions = per_question[name]
         assert questions is not None and all(v > 0 for v in questions.values())
-        assert float(sum(questions.values(), Fraction(0))) == block["usd_total"], name
+        assert float(sum(questions.values(), Fraction(0))) == block.usd_total, name

@@ -112,7 +112,7 @@ def report(db: Path, prices: Prices) -> tuple[dict[str, dict[str, Any]], dict[st
                 per_question = question_costs(cur, prices, "j")
         finally:
             cur.close()
-    return rep.providers, per_question
+    return rep.to_builtins()["providers"], per_question
 
 
 # By hand: brave q1 is epochs 1 and 2 (t1, t2), q2 is t3; tav q1 is t4 (its failed fetch bills nothing).

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from searchtrace.analytics import Report, extras_from_db
+from searchtrace.analytics import Report, extras_from_db, provider_metrics
 from searchtrace.analytics import render as render_page
 from searchtrace.store import (
     EventLog,
@@ -93,9 +93,12 @@ def check(page: str) -> Checker:
     return c
 
 
+EMPTY: dict[str, Any] = msgspec.to_builtins(provider_metrics([]))  # an arm without trajectories: every field
+
+
 def provider(partition: dict[str, int], ratio: float | None, **more: Any) -> dict[str, Any]:
     s = partition["SMART"] + partition["MISSED"]
-    base: dict[str, Any] = {
+    base: dict[str, Any] = {**EMPTY,
         "trajectories": 4, "audited": 4, "correct": 1, "accuracy": 0.25, "exact_match": 0.25, "token_f1": 0.4,
         "searches_per_trajectory": 3.0, "fetches_per_trajectory": 1.5, "input_tokens_per_trajectory": 12000.0,
         "output_tokens_per_trajectory": 800.0, "items": sum(partition.values()) + 1, "valid_items": sum(partition.values()),
@@ -290,6 +293,6 @@ def test_extras_from_db(tmp_path: Path) -> None:
     assert "n=3" in svg_texts(page)[1]
 
 
-@pytest.mark.parametrize("bad", [{"providers": {"p": {}}}, {}])
+@pytest.mark.parametrize("bad", [{"providers": {"p": EMPTY}}, {}])
 def test_render_tolerates_sparse_reports(bad: dict[str, Any]) -> None:
     check(render(bad))

@@ -7,7 +7,7 @@ import re
 from html import escape
 
 from searchtrace.analytics._drawing import count_axis_end
-from searchtrace.analytics._table import ROWS, is_cost
+from searchtrace.analytics._table import ROWS
 from tests.analytics.test_html import EXTRA, REPORT, check, provider, render
 
 
@@ -37,5 +37,5 @@ def test_count_axes_tick_whole_numbers() -> None:
 
 def test_the_html_table_has_every_row_of_the_terminal_table() -> None:
     page = render(REPORT, extra=EXTRA)
-    for key, label in ROWS:
-        assert (f"<td>{escape(label)}</td>" in page) != is_cost(key), label  # USD rows need prices, as in the terminal
+    for row in ROWS:
+        assert (f"<td>{escape(row.label)}</td>" in page) != row.usd, row.label  # USD rows need prices, as in the terminal

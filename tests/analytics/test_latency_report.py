@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchtrace.analytics._latency import KEYS
 from tests.analytics.analytics_fixture import import_fixture, report_json
+
+KEYS = ("search_provider_ms_median", "search_provider_ms_p90", "fetch_provider_ms_median", "fetch_provider_ms_p90")
 
 
 def test_stores_without_provider_time_report_null(tmp_path: Path) -> None:

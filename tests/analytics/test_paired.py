@@ -22,7 +22,7 @@ from searchtrace.analytics._uncertainty import (
     score_interval,
     tango_interval,
 )
-from tests.analytics.analytics_fixture import report_json
+from tests.analytics.analytics_fixture import corrected, intervals, report_json
 from tests.builders import run_cli
 
 Z = 1.959964
@@ -218,7 +218,7 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
     # with the design weights (N_h/n_h per label) and its power-tuned λ gives our point, and its interval equals the
     # classical one of the human labels alone: the judge is constant within a stratum, so λ changes nothing
     ppi_py = pytest.importorskip("ppi_py")
-    from searchtrace.analytics import JudgedCase, correction
+    from searchtrace.analytics import JudgedCase
 
     human = {True: [1, 1, 1, 1, 1, 1, 0, 1], False: [0] * 10 + [1, 0]}
     sizes = {True: 40, False: 160}
@@ -229,7 +229,7 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
             cases.append(JudgedCase(provider="a", qid=f"q{i % 20:02d}", label="supports_gold", judge_value=judge,
                                     human_value=h))
     valid = {("a", f"q{i:02d}"): 10 for i in range(20)}
-    ours = correction(cases, valid, replicates=0, seed="s")[0]["a"]["surface_support_rate_corrected"]
+    ours = corrected(cases, valid, replicates=0, seed="s")[0]["a"]["surface_support_rate_corrected"]
     y = np.array([float(x) for j in (True, False) for x in human[j]])
     yhat = np.array([float(j) for j in (True, False) for _ in human[j]])
     w = np.array([sizes[j] / len(human[j]) for j in (True, False) for _ in human[j]])
@@ -244,7 +244,7 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
 
 
 def test_epoch_sd_interval_against_scipy_and_in_the_report() -> None:
-    from searchtrace.analytics._uncertainty import chi2_quantile, epoch_sd_interval, uncertainty
+    from searchtrace.analytics._uncertainty import chi2_quantile, epoch_sd_interval
     from tests.analytics.test_uncertainty import row
 
     for df in (1, 2, 4, 29):
@@ -255,13 +255,13 @@ def test_epoch_sd_interval_against_scipy_and_in_the_report() -> None:
     assert hi == pytest.approx(0.05 * math.sqrt(2 / stats.chi2.ppf(0.025, 2)))
     # epoch 1: 1 of 2 right, epoch 2: 2 of 2 -> s = √0.125 over 2 epochs (1 degree of freedom)
     rows = {"a": [row("a", "q1", True, 1), row("a", "q2", False, 1), row("a", "q1", True, 2), row("a", "q2", True, 2)]}
-    block = uncertainty(rows, replicates=50, seed="s")[0]["a"]
+    block = intervals(rows, replicates=50, seed="s")[0]["a"]
     assert block["accuracy_epoch_sd_ci"] == epoch_sd_interval(math.sqrt(0.125), 2)[0]
     # a deterministic agent: no question splits its epochs, so σ <= √(π_U/(2n)) with π_U = 1 − 0.05^(1/n)
     same = {"a": [row("a", q, q == "q1", e) for e in (1, 2) for q in ("q1", "q2")]}
-    block = uncertainty(same, replicates=50, seed="s")[0]["a"]
+    block = intervals(same, replicates=50, seed="s")[0]["a"]
     assert block["accuracy_epoch_sd_ci"] == [0.0, math.sqrt((1 - 0.05 ** (1 / 2)) / 4)]
     # equal per-epoch accuracies from questions that split: no interval, and the reason
     swap = {"a": [row("a", "q1", True, 1), row("a", "q2", False, 1), row("a", "q1", False, 2), row("a", "q2", True, 2)]}
-    block = uncertainty(swap, replicates=50, seed="s")[0]["a"]
+    block = intervals(swap, replicates=50, seed="s")[0]["a"]
     assert block["accuracy_epoch_sd_ci"] is None and "split" in block["accuracy_epoch_sd_ci_reason"]

@@ -123,8 +123,8 @@ def test_every_reader_sees_the_same_table(tmp_path: Path) -> None:
         built = build_report(cur)
         cur.close()
     p = built.report.providers["tavily"]
-    assert (p["results_returned"], p["results_shown"], p["shown_share"]) == (3, 1, pytest.approx(1 / 3))
-    assert p["items"] == 2 and p["valid_items"] == 2
+    assert (p.results_returned, p.results_shown, p.shown_share) == (3, 1, pytest.approx(1 / 3))
+    assert p.items == 2 and p.valid_items == 2
     assert not built.notes
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -152,8 +152,8 @@ def test_our_agent_shows_every_result(demo_db: Path) -> None:
     assert by == [("url",)]  # every result by a request that holds it, none assumed
     assert not any("without their model requests" in n for n in built.notes)
     for name, p in built.report.providers.items():
-        assert p["results_returned"] > 0 and p["results_shown"] == p["results_returned"], name
-        assert p["shown_share"] == 1.0
+        assert p.results_returned > 0 and p.results_shown == p.results_returned, name
+        assert p.shown_share == 1.0
 
 
 def _shown_of(db: Path, *, read_only: bool) -> tuple[int, int]:
@@ -161,7 +161,7 @@ def _shown_of(db: Path, *, read_only: bool) -> tuple[int, int]:
         cur = log.cursor()
         p = build_report(cur, writable=not read_only).report.providers["tavily"]
         cur.close()
-    return p["results_returned"], p["results_shown"]
+    return p.results_returned, p.results_shown
 
 
 def test_a_store_with_the_old_shown_state_reads_the_same(tmp_path: Path) -> None:

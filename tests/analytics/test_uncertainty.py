@@ -27,9 +27,8 @@ from searchtrace.analytics._uncertainty import (
     score_interval,
     sign_flip,
     tango_interval,
-    uncertainty,
 )
-from tests.analytics.analytics_fixture import import_fixture, report_json
+from tests.analytics.analytics_fixture import import_fixture, intervals, report_json
 
 Z = 1.959964
 ZERO = ("searches fetches input_tokens output_tokens reasoning_tokens page_tokens latency_us domains items valid invalid "
@@ -99,8 +98,8 @@ def test_identical_epochs_add_no_information() -> None:
     one = {"a": [row("a", f"q{i}", x, valid=3, supported=3 * x) for i, x in enumerate(pattern)]}
     three = {"a": [row("a", f"q{i}", x, e, valid=3, supported=3 * x)
                    for i, x in enumerate(pattern) for e in (1, 2, 3)]}
-    a, _ = uncertainty(one, replicates=50, seed="s")
-    b, _ = uncertainty(three, replicates=50, seed="s")
+    a, _ = intervals(one, replicates=50, seed="s")
+    b, _ = intervals(three, replicates=50, seed="s")
     for key in PROPORTIONS:
         assert a["a"][f"{key}_ci"] == b["a"][f"{key}_ci"], key  # bit for bit: n_eff is an exact Fraction
         assert a["a"][f"{key}_n_eff"] == b["a"][f"{key}_n_eff"], key
@@ -111,7 +110,7 @@ def test_no_zero_width_proportion_interval() -> None:
     for y, m in (([0] * 5, [1] * 5), ([3] * 4, [3] * 4), ([1], [1]), ([0], [4]), ([1, 1], [2, 2])):
         ci, _ = proportion_interval(y, m)
         assert ci is not None and ci[0] < ci[1], (y, m)
-    prov, _ = uncertainty({"a": [row("a", f"q{i}", True) for i in range(15)]}, replicates=50, seed="s")
+    prov, _ = intervals({"a": [row("a", f"q{i}", True) for i in range(15)]}, replicates=50, seed="s")
     lo, hi = prov["a"]["accuracy_ci"]
     assert hi == 1.0 and lo == score_interval(1.0, 15)[0] and lo < 1.0  # 15/15 is not [1, 1]
 
@@ -155,13 +154,13 @@ def test_clustered_proportions_widen_where_few_questions_carry_the_items() -> No
     # 2 of 30 questions carry all the support: Wilson at n_eff sees 6 of 600 items; the beta-binomial fit sees
     # a rate spread over questions, so the interval reaches further up
     rows = [row("a", f"q{i:02d}", True, valid=20, supported=3 * (i < 2)) for i in range(30)]
-    prov, _ = uncertainty({"a": rows}, replicates=50, seed="s")
+    prov, _ = intervals({"a": rows}, replicates=50, seed="s")
     wilson, _ = proportion_interval([3, 3] + [0] * 28, [20] * 30)
     lo, hi = prov["a"]["surface_support_rate_ci"]
     assert wilson is not None and lo <= wilson[0] and hi > wilson[1] and lo < 0.01 < hi
     assert prov["a"]["surface_support_rate_n_eff"] == float(effective_n([3, 3] + [0] * 28, [20] * 30))
     copies = [row("a", r.qid, True, e, valid=20, supported=r.supported) for r in rows for e in (1, 2, 3)]
-    three, _ = uncertainty({"a": copies}, replicates=50, seed="s")
+    three, _ = intervals({"a": copies}, replicates=50, seed="s")
     assert three["a"]["surface_support_rate_ci"] == [lo, hi]  # three identical epochs: the fit sees one
 
 
@@ -178,7 +177,7 @@ def test_paired_tables_by_hand() -> None:
     pattern = [(True, True)] * 4 + [(True, False)] * 3 + [(False, True)] + [(False, False)] * 2
     rows = {"a": [row("a", f"q{i}", x) for i, (x, _) in enumerate(pattern)],
             "b": [row("b", f"q{i}", y) for i, (_, y) in enumerate(pattern)]}
-    _, pairs = uncertainty(rows, replicates=200, seed="s")
+    _, pairs = intervals(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["accuracy_test"] == "mcnemar_exact" and pair["discordant"] == {"a_only_correct": 3, "b_only_correct": 1}
     assert pair["accuracy_diff_p"] == 10 / 16 and pair["accuracy_diff"] == pytest.approx(0.2)
@@ -189,7 +188,7 @@ def test_paired_tables_by_hand() -> None:
     assert pair["accuracy_diff_n_eff"] == 9.0 and pair["accuracy_diff_ci"] == tango_interval(2.7, 0.9, 9.0)
     for both in (True, False):  # all correct / all wrong on both sides: no discordant pair, a zero difference
         same = {p: [row(p, f"q{i}", both) for i in range(8)] for p in ("a", "b")}
-        prov, pairs = uncertainty(same, replicates=200, seed="s")
+        prov, pairs = intervals(same, replicates=200, seed="s")
         assert pairs["a|b"]["accuracy_diff_p"] == 1.0 and pairs["a|b"]["accuracy_diff"] == 0.0
         # no discordant pair: Tango's interval is ±z²/(n + z²), never [0, 0]
         assert pairs["a|b"]["accuracy_diff_ci"] == pytest.approx([-Z * Z / (8 + Z * Z), Z * Z / (8 + Z * Z)])
@@ -203,7 +202,7 @@ def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
     rows = {"a": [row("a", "q0", m, e) for e, m in ((1, True), (2, True), (3, False))]
             + [row("a", "q1", True), row("a", "q2", None), row("a", "q3", False)],
             "b": [row("b", "q0", False), row("b", "q1", None), row("b", "q2", True), row("b", "q3", True)]}
-    _, pairs = uncertainty(rows, replicates=200, seed="s")
+    _, pairs = intervals(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["paired_questions"] == 2 and pair["accuracy_diff"] == float(Fraction(-1, 6))
     # sign flips of (2/3, −1) in thirds (2, −3): |±2 ± 3| ≥ 1 always -> p = 1
@@ -215,7 +214,7 @@ def test_one_estimand_with_partial_audits_and_unequal_epochs() -> None:
                   row("a", "q2", True)],
             "b": [row("b", "q0", True, valid=1, supported=0), row("b", "q1", True, valid=5, supported=5),
                   row("b", "q2", True, valid=2, supported=2)]}
-    _, pairs = uncertainty(rows, replicates=200, seed="s")
+    _, pairs = intervals(rows, replicates=200, seed="s")
     pair = pairs["a|b"]
     assert pair["surface_support_rate_paired_questions"] == 2
     # one estimand: the difference of the two ratio estimates over those questions, (3 + 0)/(4 + 2) − (0 + 5)/(1 + 5)
@@ -276,7 +275,7 @@ def test_holm_by_hand() -> None:
     assert holm({"x": 0.6, "y": 0.7}) == {"x": 1.0, "y": 1.0}
     data = synthetic(12)
     data["s"] = [row("s", r.qid, not r.semantic_match, valid=2, supported=1) for r in data["p"]]
-    _, pairs = uncertainty(data, replicates=100, seed="s")
+    _, pairs = intervals(data, replicates=100, seed="s")
     assert sorted(pairs) == ["p|r", "p|s", "r|s"]
     for metric, key in (("accuracy_diff_p", "p_holm"), ("surface_support_rate_diff_p", "surface_support_rate_diff_p_holm")):
         assert {k: v[key] for k, v in pairs.items()} == holm({k: v[metric] for k, v in pairs.items()})
@@ -306,23 +305,23 @@ def widths(block: dict[str, Any]) -> dict[str, float]:
 
 def test_intervals_contain_points_are_seeded_and_narrow_with_more_questions() -> None:
     data = synthetic(40)
-    prov, pairs = uncertainty(data, replicates=2000, seed="one")
+    prov, pairs = intervals(data, replicates=2000, seed="one")
     for name, block in prov.items():
-        point = provider_metrics(data[name])
+        point = msgspec.to_builtins(provider_metrics(data[name]))
         for key in (*RATIOS, "tokens_per_correct"):
             lo, hi = block[f"{key}_ci"]
             assert lo <= point[key] <= hi, (name, key)
         assert all(block[f"{k}_ci_undefined"] == 0 for k in (*BOOTSTRAPPED, "tokens_per_correct"))
         assert not any(f"{k}_ci_undefined" in block for k in (*PROPORTIONS, *RATIO_OF_PROPORTIONS))
         assert all(block[f"{k}_n_eff"] > 0 for k in PROPORTIONS)
-    assert uncertainty(data, replicates=2000, seed="one") == (prov, pairs)  # same seed: the same numbers
-    other, _ = uncertainty(data, replicates=2000, seed="two")
+    assert intervals(data, replicates=2000, seed="one") == (prov, pairs)  # same seed: the same numbers
+    other, _ = intervals(data, replicates=2000, seed="two")
     for key in ("input_tokens_per_trajectory", "output_tokens_per_trajectory",
                 "tokens_per_correct"):  # the near-continuous bootstrapped ones move with the seed
         assert other["p"][f"{key}_ci"] != prov["p"][f"{key}_ci"], key
     for key in (*PROPORTIONS, *RATIO_OF_PROPORTIONS):  # closed form: no draws
         assert other["p"][f"{key}_ci"] == prov["p"][f"{key}_ci"], key
-    four, _ = uncertainty(synthetic(40, copies=4), replicates=2000, seed="one")
+    four, _ = intervals(synthetic(40, copies=4), replicates=2000, seed="one")
     ratios = [widths(four["p"])[k] / w for k, w in widths(prov["p"]).items() if w > 0]
     assert len(ratios) >= 10
     assert 0.4 < float(np.median(ratios)) < 0.6 and all(0.3 < x < 0.75 for x in ratios), ratios  # 1/sqrt(4) = 0.5
@@ -334,29 +333,29 @@ def test_undefined_replicates_are_counted() -> None:
     rows = {"a": [row("a", f"q{i:03d}", i % 2 == 0, valid=3, supported=2 if i == 0 else 0,
                       contradicted=int(i == 0))
                   for i in range(10)]}
-    prov, _ = uncertainty(rows, replicates=500, seed="u")
+    prov, _ = intervals(rows, replicates=500, seed="u")
     lo, hi = prov["a"]["contradiction_gold_ratio_ci"]
     assert lo < 0.5 and (hi is None or hi > 0.5)
     # a pair whose arms share one audited question: Tango's interval of one discordant pair, not [1, 1]
     pair = {"a": [row("a", f"q{i:03d}", True) for i in range(10)],
             "b": [row("b", "q000", False)] + [row("b", f"q{i:03d}", None) for i in range(1, 10)]}
-    _, pairs = uncertainty(pair, replicates=500, seed="u")
+    _, pairs = intervals(pair, replicates=500, seed="u")
     assert pairs["a|b"]["accuracy_diff_ci"] == tango_interval(1.0, 0.0, 1.0) and pairs["a|b"]["accuracy_diff_ci"][0] < 0
 
 
 def test_per_correct_intervals() -> None:
     data = synthetic(30)
     usd = {name: {r.qid: Fraction(r.input_tokens + r.output_tokens, 1000) for r in rows} for name, rows in data.items()}
-    prov, _ = uncertainty(data, replicates=1000, seed="c", usd=usd)
+    prov, _ = intervals(data, replicates=1000, seed="c", usd=usd)
     for block in prov.values():
         tokens, spent = block["tokens_per_correct_ci"], block["usd_per_correct_ci"]
         assert tokens[0] < tokens[1] and block["usd_per_correct_ci_undefined"] == 0
         # USD proportional to tokens: the same interval, a thousandth
         assert spent == pytest.approx([tokens[0] / 1000, tokens[1] / 1000], rel=1e-12)
-    plain, _ = uncertainty(data, replicates=1000, seed="c")
+    plain, _ = intervals(data, replicates=1000, seed="c")
     assert "usd_per_correct_ci" not in plain["p"] and plain["p"]["tokens_per_correct_ci"] == prov["p"]["tokens_per_correct_ci"]
     none_right = {"a": [row("a", f"q{i}", False, input_tokens=10) for i in range(5)]}
-    block = uncertainty(none_right, replicates=100, seed="c")[0]["a"]
+    block = intervals(none_right, replicates=100, seed="c")[0]["a"]
     assert block["tokens_per_correct_ci"] is None  # no correct answer: no estimate, no interval
 
 

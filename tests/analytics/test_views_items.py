@@ -133,4 +133,4 @@ def test_fetch_on_a_later_appearance_and_refused_calls(tmp_path: Path) -> None:
     assert (x.doc_id, x.n_appearances, x.fetched, x.page_visible, x.page_digest) == ("d1", 2, True, True, "c" * 64)
     assert not items["https://b.org/y"].fetched
     p = rep.providers["p"]
-    assert p["fetches_per_trajectory"] == 2.0 and p["searches_per_trajectory"] == 2.0 and p["items"] == 2
+    assert p.fetches_per_trajectory == 2.0 and p.searches_per_trajectory == 2.0 and p.items == 2

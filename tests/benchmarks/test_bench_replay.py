@@ -46,7 +46,7 @@ def test_bench_replay_cli_counts_round_trip(tmp_path: Path, capsys: pytest.Captu
         con = log.cursor()
         report = build_report(con).report  # writable: installs the views itself
         con.close()
-    providers = report.providers
+    providers = report.to_builtins()["providers"]
     assert sorted(providers) == sorted(PROVIDERS)
     assert all(p["trajectories"] == 100 and p["audited"] == 100 for p in providers.values())
     assert sum(p["items"] for p in providers.values()) == len(judgments) == row["judge_items"]

@@ -20,7 +20,7 @@ async def test_demo_records_judges_reports_and_resumes(tmp_path: Path) -> None:
     assert first.record.trajectories == 18 and first.record.recorded == 18 and first.record.finished
     assert first.judge is not None and first.judge["items"] > 0 and first.judge["valid"] == first.judge["items"]
     assert first.report is not None and sorted(first.report.providers) == ["brave", "firecrawl", "tavily"]
-    assert all(p["trajectories"] == 6 for p in first.report.providers.values())
+    assert all(p.trajectories == 6 for p in first.report.providers.values())
     assert first.html is not None and Path(first.html).read_text().lstrip().lower().startswith("<!doctype html")
     again = await demo(out / "demo.duckdb", out, 6, progress=False)
     assert again.record.already == 18 and again.record.recorded == 0 and again.record.model_calls == 0

@@ -11,7 +11,6 @@ import duckdb
 import pytest
 
 from searchtrace.adapters.sandbox import in_process
-from searchtrace.analytics._latency import KEYS as LATENCY_KEYS
 from searchtrace.analytics._metrics import TrajectoryStats, epoch_spread
 from searchtrace.engine import endpoint_factory, point_at_sandbox, record_run
 from searchtrace.pipeline import demo
@@ -19,6 +18,8 @@ from searchtrace.pipeline._recording import questions_of
 from searchtrace.store import BadInput, EventLog
 from tests.analytics.analytics_fixture import TRACES
 from tests.builders import run_cli, sandbox_config, write_jsonl
+
+LATENCY_KEYS = ("search_provider_ms_median", "search_provider_ms_p90", "fetch_provider_ms_median", "fetch_provider_ms_p90")
 
 
 def started(db: Path) -> list[dict[str, Any]]:
@@ -46,14 +47,14 @@ async def test_demo_with_three_epochs(tmp_path: Path) -> None:
         else:
             assert h["trajectory_id"] == f"{h['trajectory_id'].split('~')[0]}~{e}"
     assert by_epoch == {1: 3 * n, 2: 3 * n, 3: 3 * n}
-    rep = res.report
-    for name, block in rep.providers.items():
+    rep = res.report.to_builtins()
+    for name, block in rep["providers"].items():
         assert block["trajectories"] == 3 * n, name
         assert "accuracy_epoch_sd" in block and block["accuracy_epoch_sd"] is not None
         assert [k for k, v in block.items() if v is None] == [], name  # every figure defined
         assert all(isinstance(block[k], float) for k in LATENCY_KEYS)  # provider time (docs/reference/prices.md) included
         assert block["audited"] == 3 * n
-    for pair, c in rep.complementarity.items():  # pairs are (qid, epoch) cells
+    for pair, c in rep["complementarity"].items():  # pairs are (qid, epoch) cells
         assert c["a_only"] + c["b_only"] + c["both"] + c["neither"] == 3 * n, pair
     # the judge saw every epoch's items
     con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
@@ -103,14 +104,12 @@ def _stats(epoch: int, match: bool | None, qid: str = "q") -> TrajectoryStats:
 def test_accuracy_epoch_sd_by_hand() -> None:
     # epoch 1: 1 of 2 correct (0.5); epoch 2: 2 of 2 (1.0); sample sd = sqrt(((0.25)^2 * 2) / 1) = sqrt(0.125)
     rows = [_stats(1, True), _stats(1, False), _stats(2, True), _stats(2, True), _stats(2, None)]
-    assert epoch_spread(rows) == {"accuracy_epoch_sd": math.sqrt(0.125), "accuracy_epoch_sd_questions": 1}
-    assert epoch_spread(rows[:2]) == {}  # one epoch: no key (the /1 report keeps its keys)
-    assert epoch_spread([_stats(1, True), _stats(2, None)]) == {"accuracy_epoch_sd": None,
-                                                                "accuracy_epoch_sd_questions": 0}
+    assert epoch_spread(rows) == (math.sqrt(0.125), 1)
+    assert epoch_spread(rows[:2]) is None  # one epoch: no key (the /1 report keeps its keys)
+    assert epoch_spread([_stats(1, True), _stats(2, None)]) == (None, 0)
     # docs/concepts/statistics.md: only questions audited in every epoch. r is right in epoch 1 and unaudited in epoch 2: counting it
     # would give 2/3 vs 2/2 (sd 0.236); over q alone it is the sd above
-    assert epoch_spread([*rows, _stats(1, True, "r"), _stats(2, None, "r")]) == {
-        "accuracy_epoch_sd": math.sqrt(0.125), "accuracy_epoch_sd_questions": 1}
+    assert epoch_spread([*rows, _stats(1, True, "r"), _stats(2, None, "r")]) == (math.sqrt(0.125), 1)
 
 
 def test_import_and_export_carry_the_epoch(tmp_path: Path) -> None:

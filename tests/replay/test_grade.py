@@ -46,13 +46,13 @@ def test_grades_then_imported_audit_wins(tmp_path: Path) -> None:
         grade_answers(log)
         assert log.head == head  # idempotent
         report = build_report(log.cursor(), judge_run_id=None).report
-        assert report.providers["p"]["correct"] == 1
-        assert report.providers["p"]["audited"] == 2
+        assert report.providers["p"].correct == 1
+        assert report.providers["p"].audited == 2
         audit = tmp_path / "a.tsv"
         audit.write_text("provider\tqid\tsemantic_match\np\tq2\ttrue\np\tq1\tfalse\n")
         import_files(log, [], [], [audit])
         report = build_report(log.cursor(), judge_run_id=None).report
-        assert report.providers["p"]["correct"] == 1  # q2 now, by the imported audit
+        assert report.providers["p"].correct == 1  # q2 now, by the imported audit
         rows = log.cursor().execute(
             "SELECT count(*) FROM events WHERE type = 'audit.answer' AND payload->>'source' = ?", [SOURCE]
         ).fetchone()
@@ -69,6 +69,6 @@ def test_export_keeps_the_imported_audit_over_a_later_proposal(tmp_path: Path) -
     with EventLog(tmp_path / "g.duckdb") as log:
         import_files(log, [traces], [], [audit])
         assert [g.semantic_match for g in grade_answers(log)] == [True]  # a later proposal that disagrees
-        assert build_report(log.cursor(), judge_run_id=None).report.providers["p"]["correct"] == 0
+        assert build_report(log.cursor(), judge_run_id=None).report.providers["p"].correct == 0
         export_all(log, tmp_path / "out")
     assert (tmp_path / "out" / "audit.tsv").read_text().splitlines()[1:] == ["p\tq1\t1\tfalse"]

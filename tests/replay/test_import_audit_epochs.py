@@ -122,7 +122,7 @@ def test_an_older_stores_cell_rows_are_not_applied_and_counted(store: Path) -> N
         shown = {tid: web_trajectory(log.cursor(), tid, None).answer.semantic_match for tid in ("t1", "u1")}
     assert shown == {"t1": None, "u1": True}
     p = built.report.providers["p"]
-    assert (p["audited"], p["correct"]) == (1, 1)  # u1 only: q1's row does not say which epoch it judged
+    assert (p.audited, p.correct) == (1, 1)  # u1 only: q1's row does not say which epoch it judged
     assert ("1 audit row naming only provider and qid of a cell recorded in several epochs is not applied; "
             "import them again with an epoch or trajectory_id column") in built.notes
 
