@@ -22,7 +22,15 @@ from typing import Any
 
 import msgspec
 
-from searchtrace.analytics import AUDIT_CTE, CELL_EVENT_TYPES, TRAJECTORIES_CTE, Cells, projections, sources
+from searchtrace.analytics import (
+    AUDIT_CTE,
+    CELL_EVENT_TYPES,
+    TRAJECTORIES_CTE,
+    Cells,
+    projections,
+    sources,
+    views,
+)
 from searchtrace.engine import Fetch, Folded, Search, fold, request_sha256, run_stream
 from searchtrace.replay.interchange._common import RUN_ID as IMPORT_RUN
 from searchtrace.replay.interchange._formats import (
@@ -475,15 +483,13 @@ def export_views(log: EventLog, out: Path) -> dict[str, int]:
     """Each of VIEW_FILES as typed Parquet, every column the view has, rows in a fixed order (ORDER BY ALL), read on
     a cursor of its own (it works on a read-only store); rows per file. The view's query runs over the projections
     when they are current (typed columns: bounded memory), else over the raw events (DuckDB's default share)."""
-    from searchtrace.analytics._views import view_sql
-
     written: dict[str, int] = {}
     cur = log.cursor()
     try:
         with sources.reading(cur, writable=False) as schema:
             cur.execute(f"SET memory_limit = '{VIEWS_MEMORY}'" if schema == projections.PROJ else "RESET memory_limit")
             for file, view in VIEW_FILES.items():
-                query = f"({view_sql(view)})"
+                query = f"({views.view_sql(view)})"
                 cols = cur.execute(f"DESCRIBE SELECT * FROM {query}").fetchall()
                 select = ", ".join(typed_column(str(c[0]), str(c[1])) for c in cols)
                 row = cur.execute(f"COPY (SELECT {select} FROM {query} ORDER BY ALL) TO '{_sql_str(out / file)}' "
