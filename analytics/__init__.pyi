@@ -56,6 +56,7 @@ from searchtrace.analytics._model import ChooseRun as ChooseRun
 from searchtrace.analytics._model import ClassTexts as ClassTexts
 from searchtrace.analytics._model import ComparePage as ComparePage
 from searchtrace.analytics._model import CompareRow as CompareRow
+from searchtrace.analytics._model import ComparisonSummary as ComparisonSummary
 from searchtrace.analytics._model import Complementarity as Complementarity
 from searchtrace.analytics._model import CountTexts as CountTexts
 from searchtrace.analytics._model import Denominators as Denominators

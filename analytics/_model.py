@@ -690,8 +690,8 @@ class Disagreement(msgspec.Struct, kw_only=True):
     """Run B's rationale."""
 
 
-class JudgeComparison(msgspec.Struct, kw_only=True):
-    """`judge compare A B` (docs/concepts/statistics.md): two judge runs over the items both judged validly."""
+class ComparisonSummary(msgspec.Struct, kw_only=True):
+    """`judge compare A B` without its item list (docs/concepts/statistics.md): agreement, kappa and partitions."""
 
     a: str
     """Judge run A."""
@@ -704,18 +704,18 @@ class JudgeComparison(msgspec.Struct, kw_only=True):
     verdicts have them)."""
     providers: dict[str, ProviderComparison]
     """Per provider."""
+
+
+class JudgeComparison(ComparisonSummary, kw_only=True):
+    """`judge compare A B` (docs/concepts/statistics.md): two judge runs over the items both judged validly."""
+
     disagreements: list[Disagreement]
     """Every disagreeing item."""
 
-    # Transitional: the explorer's judge-compare page (searchtrace.web._data.judge_compare) still reads the JSON form
-    # by key; these two go when it reads attributes.
-    def __getitem__(self, key: str) -> Any:
-        """A key of the JSON form (plain values)."""
-        return msgspec.to_builtins(self)[key]
-
-    def items(self) -> Any:
-        """The JSON form's items (plain values)."""
-        return msgspec.to_builtins(self).items()
+    def summary(self) -> ComparisonSummary:
+        """The comparison without its item list (the explorer pages the items itself)."""
+        return ComparisonSummary(a=self.a, b=self.b, items_valid_in_both=self.items_valid_in_both, labels=self.labels,
+                                 providers=self.providers)
 
 
 class Tally(msgspec.Struct, kw_only=True):
@@ -1727,7 +1727,7 @@ class ComparePage(msgspec.Struct, kw_only=True):
     """Rows per page."""
     rows: list[CompareRow]
     """This page's rows."""
-    comparison: dict[str, Any]
+    comparison: ComparisonSummary
     """`judge compare`'s agreement, kappa and partitions, without its item list."""
 
 

@@ -1036,7 +1036,7 @@ def judge_compare(cur: Cursor, a: str, b: str, offset: int = 0, limit: int = COM
     if limit < 1 or limit > LIST_MAX or offset < 0:
         raise BadInput(f"limit must be 1..{LIST_MAX} and offset >= 0")
     comparison = compare_judge_runs(cur, a, b)  # BadInput for an unknown judge run
-    differs = {(d["trajectory_id"], d["url"]): d["differs"] for d in comparison["disagreements"]}
+    differs = {(d.trajectory_id, d.url): d.differs for d in comparison.disagreements}
     cols = ", ".join(f"{s}.{c} AS {s}_{c}" for s in ("a", "b") for c in (
         "valid", "snippet_supports_gold", "snippet_contradicts_gold", "snippet_relevant", "has_page", "page_supports_gold"))
     with reading(cur):
@@ -1069,11 +1069,11 @@ LEFT JOIN tr ON tr.trajectory_id = coalesce(a.trajectory_id, b.trajectory_id)"""
                       url=urls.get(r["url_normalized"], r["url_normalized"]), provider=r["provider"], qid=r["qid"],
                       status=r["status"], differs=r["differs"], a=r["a"], b=r["b"],
                       a_rationale=why.get(r["a_position"]), b_rationale=why.get(r["b_position"])) for r in page]
-    return ComparePage(a=a, b=b, items=len(rows), valid_in_both=comparison["items_valid_in_both"],
-                       disagreeing=len(comparison["disagreements"]), offset=offset, limit=limit, rows=out,
+    return ComparePage(a=a, b=b, items=len(rows), valid_in_both=comparison.items_valid_in_both,
+                       disagreeing=len(comparison.disagreements), offset=offset, limit=limit, rows=out,
                        # docs/concepts/statistics.md comparison (Cohen's kappa, 2x2 tables, partitions under A and B),
                        # as `judge compare` prints it
-                       comparison={k: v for k, v in comparison.items() if k != "disagreements"})
+                       comparison=comparison.summary())
 
 
 def run_sql(cur: Cursor, sql: str) -> SqlResult:
