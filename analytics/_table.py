@@ -10,7 +10,7 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
-from searchtrace.analytics._model import OBSERVED_CELLS, ArmMetrics, Cell, Pair, Report, field_key
+from searchtrace.analytics._model import OBSERVED_CELLS, PARTITION, ArmMetrics, Cell, Pair, Report, field_key
 
 
 class Row(NamedTuple):
@@ -20,6 +20,7 @@ class Row(NamedTuple):
     get: Callable[[ArmMetrics], object]
     ci: Callable[[ArmMetrics], object] | None = None
     usd: bool = False  # a USD row: shown only when the report was priced (`prices_as_of`)
+    seen: bool = False  # shown only when some arm counts something in it (UNOBSERVED: only hosted layers have it)
 
     @property
     def key(self) -> str:
@@ -63,6 +64,7 @@ ROWS: tuple[Row, ...] = (
     *(Row(f"{cell.name} ({_short(cell)})", get) for cell, get in zip(OBSERVED_CELLS, (
         lambda m: m.partition.smart, lambda m: m.partition.missed, lambda m: m.partition.blind,
         lambda m: m.partition.noop), strict=True)),
+    Row(f"{PARTITION[-1].name} ({PARTITION[-1].meaning.split(':')[0]})", lambda m: m.partition.unobserved, seen=True),
     Row("discovered support", lambda m: m.discovered_support),
     Row("surface support rate", lambda m: m.surface_support_rate, lambda m: m.surface_support_rate_ci),
     Row("surface chars / result (mean)", lambda m: m.surface_chars_mean),
@@ -201,6 +203,8 @@ def render_table(report: Report, console: Console) -> None:
                     continue
                 label += f" (prices {report.prices_as_of})" if first_usd else ""
                 first_usd = False
+            if row.seen and not any(row.get(b) for b in blocks):
+                continue
             show = fmt_usd if row.usd else fmt
             table.add_row(label, *(show(row.get(b)) for b in blocks))
             if row.ci is not None and has_ci(row, blocks):  # the interval on its own row, just below
