@@ -28,7 +28,7 @@ from searchtrace.adapters import TRACE_HEADER_RAW
 from searchtrace.adapters.sandbox import wait_listening
 from searchtrace.cli import main
 from searchtrace.engine import RunConfig, parse_config
-from searchtrace.store import EventLog, Payload, verify
+from searchtrace.store import EventLog, ModelResponded, Payload, Usage, verify
 
 KINDS = ("brave", "tavily", "firecrawl")
 
@@ -229,3 +229,11 @@ def signal_state(pid: int) -> str:
     except OSError:
         return "(process gone)"
     return " ".join(line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
+def summed_usage(turns: list[ModelResponded]) -> Usage:
+    """The four usage numbers summed over model calls (what a trajectory's usage must equal)."""
+    return Usage(input_tokens=sum(t.usage.input_tokens for t in turns),
+                 output_tokens=sum(t.usage.output_tokens for t in turns),
+                 reasoning_tokens=sum(t.usage.reasoning_tokens for t in turns),
+                 cached_tokens=sum(t.usage.cached_tokens for t in turns))

@@ -23,9 +23,8 @@ from searchtrace.store import (
     Payload,
     SearchCalled,
     TrajectoryFinished,
-    Usage,
 )
-from tests.builders import run_cli
+from tests.builders import run_cli, summed_usage
 
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 ANSWER = next(q.answer for q in default_world().questions if q.question == QUESTION)
@@ -92,13 +91,6 @@ n = 2
 """
 
 
-def _summed(turns: list[ModelResponded]) -> Usage:
-    return Usage(input_tokens=sum(t.usage.input_tokens for t in turns),
-                 output_tokens=sum(t.usage.output_tokens for t in turns),
-                 reasoning_tokens=sum(t.usage.reasoning_tokens for t in turns),
-                 cached_tokens=sum(t.usage.cached_tokens for t in turns))
-
-
 def test_record_over_http_continues_every_paused_turn(tmp_path: Path) -> None:
     """Every turn pauses first (FaultPlan `pause` = 1): the agent's six calls and the hosted layer's two are each
     recorded, paused ones never taken as the answer, and each trajectory is answered right."""
@@ -126,7 +118,7 @@ def test_record_over_http_continues_every_paused_turn(tmp_path: Path) -> None:
         assert all((t.model, t.api) == (turns[0].model, "anthropic") for t in turns)
         finished = events[-1]
         assert isinstance(finished, TrajectoryFinished) and finished.reason == "answered"
-        assert finished.iterations == len(turns) and finished.usage == _summed(turns)
+        assert finished.iterations == len(turns) and finished.usage == summed_usage(turns)
         answer = next(e for e in events if isinstance(e, AnswerFinal))
         assert answer.text == gold[stream.rsplit(":", 1)[1]] and answer.iteration == len(turns)
         if ":claude_search:" in stream:  # the server tools ran in the paused part, once

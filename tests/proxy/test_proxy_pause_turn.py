@@ -19,8 +19,8 @@ from searchtrace.store import (
     SearchCalled,
     SearchResult,
     TrajectoryFinished,
-    Usage,
 )
+from tests.builders import summed_usage
 from tests.proxy.support import proxy, streams, write_questions
 from tests.proxy.test_proxy_claude_gemini import SEARCH, SYSTEM, tool
 
@@ -73,13 +73,6 @@ def _client_loop(client: Anthropic, base: str, question: str) -> list[str | None
     raise AssertionError(f"no answer in 12 calls: {stops}")
 
 
-def _summed(turns: list[ModelResponded]) -> Usage:
-    return Usage(input_tokens=sum(t.usage.input_tokens for t in turns),
-                 output_tokens=sum(t.usage.output_tokens for t in turns),
-                 reasoning_tokens=sum(t.usage.reasoning_tokens for t in turns),
-                 cached_tokens=sum(t.usage.cached_tokens for t in turns))
-
-
 def test_paused_turns_through_the_proxy_are_each_recorded_and_continued(tmp_path: Path) -> None:
     qfile = tmp_path / "q.jsonl"
     rows = write_questions(qfile, 1)
@@ -105,7 +98,7 @@ def test_paused_turns_through_the_proxy_are_each_recorded_and_continued(tmp_path
         assert sum(isinstance(e, TrajectoryFinished) for e in events) == 1  # ended by `final` only
         finished = events[-1]
         assert isinstance(finished, TrajectoryFinished) and finished.reason == "answered"
-        assert finished.usage == _summed(turns)
+        assert finished.usage == summed_usage(turns)
         answer = next(e for e in events if isinstance(e, AnswerFinal))
         assert answer.iteration == len(turns) and rows[0]["answer"] in answer.text  # never the paused reply
         assert answer.text == rows[0]["answer"] or arm == "anthropic_web_fetch"  # (a hosted reply is kept whole)
