@@ -69,26 +69,25 @@ def known_judge_runs(source: HasCursor) -> set[str]:
         cur.close()
 
 
-def providers(source: HasCursor) -> dict[str, str]:
-    """trajectory_id -> provider of every current trajectory (no superseded attempt)."""
+def _per_trajectory(source: HasCursor, column: str) -> dict[str, str]:
+    """trajectory_id -> `column` of every current trajectory (no superseded attempt)."""
     cur = source.cursor()
     try:
         with sources.reading(cur, writable=False):
-            rows = cur.execute(f"WITH {TRAJECTORIES_CTE} SELECT trajectory_id, provider FROM tr").fetchall()
+            rows = cur.execute(f"WITH {TRAJECTORIES_CTE} SELECT trajectory_id, {column} FROM tr").fetchall()
     finally:
         cur.close()
-    return {str(t): str(p) for t, p in rows}
+    return {str(t): str(v) for t, v in rows}
+
+
+def providers(source: HasCursor) -> dict[str, str]:
+    """trajectory_id -> provider of every current trajectory (no superseded attempt)."""
+    return _per_trajectory(source, "provider")
 
 
 def trajectory_qids(source: HasCursor) -> dict[str, str]:
     """trajectory_id -> qid of every current trajectory (an audit plan clusters its cases by question)."""
-    cur = source.cursor()
-    try:
-        with sources.reading(cur, writable=False):
-            rows = cur.execute(f"WITH {TRAJECTORIES_CTE} SELECT trajectory_id, qid FROM tr").fetchall()
-    finally:
-        cur.close()
-    return {str(t): str(q) for t, q in rows}
+    return _per_trajectory(source, "qid")
 
 
 def verdicts(
