@@ -294,9 +294,9 @@ def test_a_batch_cancelled_while_polling_is_resubmitted_once(store: Path, tmp_pa
             wait_submitted(store, proc, 1, tmp_path / "run.log")
             first = next(iter(app.state.sandbox.batches.batches))
             app.state.sandbox.batch_delay_s = 0.0  # the resubmitted batch is ready at once
-            client = OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox", timeout=120)
-            assert client.batches.cancel(first).status == "cancelled"
-            out, _ = proc.communicate(timeout=120)
+            with OpenAI(base_url=f"{root}/openai/v1", api_key="sandbox", timeout=120) as client:
+                assert client.batches.cancel(first).status == "cancelled"
+                out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, (tmp_path / "run.log").read_text()
     b = msgspec.json.decode(out)["batch"]
     assert b["canceled"] == n_items and b["resubmitted"] == n_items and b["batches"] == 2

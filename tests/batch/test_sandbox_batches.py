@@ -67,71 +67,71 @@ def _wait(poll: object, ended: object) -> list[str]:
 
 
 def test_openai_files_and_batches(env: dict[str, str]) -> None:
-    client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox", max_retries=0)
-    n = 40
-    lines = [{"custom_id": f"item-{i}", "method": "POST", "url": "/v1/chat/completions", "body": _chat_body(i)}
-             for i in range(n)]
-    upload = client.files.create(file=("requests.jsonl", io.BytesIO("\n".join(map(json.dumps, lines)).encode())),
-                                 purpose="batch")
-    assert upload.purpose == "batch" and upload.bytes > 0
-    assert client.files.retrieve(upload.id).id == upload.id
-    batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
-    assert batch.status == "in_progress" and batch.output_file_id is None
-    seen = _wait(lambda: client.batches.retrieve(batch.id).status, lambda s: s not in ("validating", "in_progress"))
-    assert seen[0] == "in_progress"
-    done = client.batches.retrieve(batch.id)
-    assert done.request_counts is not None and done.request_counts.total == n
-    out = [json.loads(x) for x in client.files.content(done.output_file_id or "").text.splitlines()]
-    err = [json.loads(x) for x in client.files.content(done.error_file_id or "").text.splitlines()]
-    assert done.request_counts.completed == len(out) and done.request_counts.failed == len(err)
-    assert sorted(r["custom_id"] for r in out + err) == sorted(x["custom_id"] for x in lines)  # each once
-    assert [r["custom_id"] for r in out] != sorted((r["custom_id"] for r in out), key=lambda c: int(c.split("-")[1]))
-    expired = [r for r in err if r["error"] and r["error"]["code"] == "batch_expired"]
-    errored = [r for r in err if r["response"] and r["response"]["status_code"] == 500]
-    assert expired and errored and len(expired) + len(errored) == len(err)
-    assert done.status == "expired"  # an expired item: the batch expired, its answered items are kept
-    # an answered item is the online route's reply to the same body
-    first = out[0]
-    i = int(first["custom_id"].split("-")[1])
-    online = client.chat.completions.create(**_chat_body(i))  # type: ignore[call-overload]
-    assert first["response"]["body"]["choices"][0]["message"]["content"] == online.choices[0].message.content
-    # cancel while in progress: every item cancelled
-    again = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
-    assert client.batches.cancel(again.id).status in ("cancelling", "cancelled")
-    gone = client.batches.retrieve(again.id)
-    assert gone.status == "cancelled" and gone.output_file_id is None
-    codes = {json.loads(x)["error"]["code"] for x in client.files.content(gone.error_file_id or "").text.splitlines()}
-    assert codes == {"batch_cancelled"}
-    with pytest.raises(BadRequestError):
-        client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                              completion_window="1h")  # type: ignore[arg-type]
+    with OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox", max_retries=0) as client:
+        n = 40
+        lines = [{"custom_id": f"item-{i}", "method": "POST", "url": "/v1/chat/completions", "body": _chat_body(i)}
+                 for i in range(n)]
+        upload = client.files.create(file=("requests.jsonl", io.BytesIO("\n".join(map(json.dumps, lines)).encode())),
+                                     purpose="batch")
+        assert upload.purpose == "batch" and upload.bytes > 0
+        assert client.files.retrieve(upload.id).id == upload.id
+        batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+        assert batch.status == "in_progress" and batch.output_file_id is None
+        seen = _wait(lambda: client.batches.retrieve(batch.id).status, lambda s: s not in ("validating", "in_progress"))
+        assert seen[0] == "in_progress"
+        done = client.batches.retrieve(batch.id)
+        assert done.request_counts is not None and done.request_counts.total == n
+        out = [json.loads(x) for x in client.files.content(done.output_file_id or "").text.splitlines()]
+        err = [json.loads(x) for x in client.files.content(done.error_file_id or "").text.splitlines()]
+        assert done.request_counts.completed == len(out) and done.request_counts.failed == len(err)
+        assert sorted(r["custom_id"] for r in out + err) == sorted(x["custom_id"] for x in lines)  # each once
+        assert [r["custom_id"] for r in out] != sorted((r["custom_id"] for r in out), key=lambda c: int(c.split("-")[1]))
+        expired = [r for r in err if r["error"] and r["error"]["code"] == "batch_expired"]
+        errored = [r for r in err if r["response"] and r["response"]["status_code"] == 500]
+        assert expired and errored and len(expired) + len(errored) == len(err)
+        assert done.status == "expired"  # an expired item: the batch expired, its answered items are kept
+        # an answered item is the online route's reply to the same body
+        first = out[0]
+        i = int(first["custom_id"].split("-")[1])
+        online = client.chat.completions.create(**_chat_body(i))  # type: ignore[call-overload]
+        assert first["response"]["body"]["choices"][0]["message"]["content"] == online.choices[0].message.content
+        # cancel while in progress: every item cancelled
+        again = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+        assert client.batches.cancel(again.id).status in ("cancelling", "cancelled")
+        gone = client.batches.retrieve(again.id)
+        assert gone.status == "cancelled" and gone.output_file_id is None
+        codes = {json.loads(x)["error"]["code"] for x in client.files.content(gone.error_file_id or "").text.splitlines()}
+        assert codes == {"batch_cancelled"}
+        with pytest.raises(BadRequestError):
+            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                  completion_window="1h")  # type: ignore[arg-type]
 
 
 def test_anthropic_message_batches(env: dict[str, str]) -> None:
-    client = Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox", max_retries=0)
-    n = 40
-    reqs = [{"custom_id": f"item-{i}", "params": {"model": "sandbox-judge", "max_tokens": 512,
-                                                  "messages": [{"role": "user", "content": f"{QUESTION} {i}"}]}}
-            for i in range(n)]
-    batch = client.messages.batches.create(requests=reqs)  # type: ignore[arg-type]
-    assert batch.processing_status == "in_progress" and batch.results_url is None
-    assert batch.request_counts.processing == n
-    seen = _wait(lambda: client.messages.batches.retrieve(batch.id).processing_status, lambda s: s == "ended")
-    assert seen == ["in_progress", "ended"]
-    done = client.messages.batches.retrieve(batch.id)
-    counts = done.request_counts
-    assert counts.succeeded + counts.errored + counts.expired == n and counts.errored and counts.expired
-    results = list(client.messages.batches.results(batch.id))
-    ids = [r.custom_id for r in results]
-    assert sorted(ids) == sorted(r["custom_id"] for r in reqs) and ids != [r["custom_id"] for r in reqs]
-    kinds = {r.custom_id: r.result.type for r in results}
-    assert sum(k == "succeeded" for k in kinds.values()) == counts.succeeded
-    ok = next(r for r in results if r.result.type == "succeeded")
-    online = client.messages.create(**reqs[int(ok.custom_id.split("-")[1])]["params"])  # type: ignore[call-overload]
-    assert ok.result.message.content == online.content  # type: ignore[union-attr]
-    again = client.messages.batches.create(requests=reqs[:3])  # type: ignore[arg-type]
-    assert client.messages.batches.cancel(again.id).processing_status == "ended"
-    assert {r.result.type for r in client.messages.batches.results(again.id)} == {"canceled"}
+    with Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox", max_retries=0) as client:
+        n = 40
+        reqs = [{"custom_id": f"item-{i}", "params": {"model": "sandbox-judge", "max_tokens": 512,
+                                                      "messages": [{"role": "user", "content": f"{QUESTION} {i}"}]}}
+                for i in range(n)]
+        batch = client.messages.batches.create(requests=reqs)  # type: ignore[arg-type]
+        assert batch.processing_status == "in_progress" and batch.results_url is None
+        assert batch.request_counts.processing == n
+        seen = _wait(lambda: client.messages.batches.retrieve(batch.id).processing_status, lambda s: s == "ended")
+        assert seen == ["in_progress", "ended"]
+        done = client.messages.batches.retrieve(batch.id)
+        counts = done.request_counts
+        assert counts.succeeded + counts.errored + counts.expired == n and counts.errored and counts.expired
+        results = list(client.messages.batches.results(batch.id))
+        ids = [r.custom_id for r in results]
+        assert sorted(ids) == sorted(r["custom_id"] for r in reqs) and ids != [r["custom_id"] for r in reqs]
+        kinds = {r.custom_id: r.result.type for r in results}
+        assert sum(k == "succeeded" for k in kinds.values()) == counts.succeeded
+        ok = next(r for r in results if r.result.type == "succeeded")
+        online = client.messages.create(**reqs[int(ok.custom_id.split("-")[1])]["params"])  # type: ignore[call-overload]
+        assert ok.result.message.content == online.content  # type: ignore[union-attr]
+        again = client.messages.batches.create(requests=reqs[:3])  # type: ignore[arg-type]
+        assert client.messages.batches.cancel(again.id).processing_status == "ended"
+        assert {r.result.type for r in client.messages.batches.results(again.id)} == {"canceled"}
 
 
 def test_a_resubmitted_item_draws_its_fault_afresh_and_only_batch_items_draw_batch_kinds() -> None:

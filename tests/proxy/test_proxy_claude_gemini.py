@@ -42,19 +42,19 @@ def tool(base: str, name: str, args: dict[str, Any], headers: dict[str, str] | N
 def openai_arm(root: str, qid: str, question: str) -> int:
     """The OpenAI chat client's loop; returns how many model calls it made."""
     base = f"{root}/t/tavily/{qid}"
-    client = openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0)
-    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
-    tools: Any = [{"type": "function", "function": t} for t in (SEARCH, READ)]
-    for n in range(1, 9):
-        reply = client.chat.completions.create(model="sandbox-agent-gpt", messages=messages, tools=tools)
-        msg = reply.choices[0].message
-        if not msg.tool_calls:
-            return n
-        messages.append(msg.model_dump(exclude_none=True))
-        for c in msg.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": c.id,
-                             "content": tool(base, c.function.name, json.loads(c.function.arguments))})  # type: ignore[union-attr]
-    raise AssertionError("no answer in 8 turns")
+    with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
+        messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+        tools: Any = [{"type": "function", "function": t} for t in (SEARCH, READ)]
+        for n in range(1, 9):
+            reply = client.chat.completions.create(model="sandbox-agent-gpt", messages=messages, tools=tools)
+            msg = reply.choices[0].message
+            if not msg.tool_calls:
+                return n
+            messages.append(msg.model_dump(exclude_none=True))
+            for c in msg.tool_calls:
+                messages.append({"role": "tool", "tool_call_id": c.id,
+                                 "content": tool(base, c.function.name, json.loads(c.function.arguments))})  # type: ignore[union-attr]
+        raise AssertionError("no answer in 8 turns")
 
 
 def claude_arm(root: str, qid: str, question: str, *, header: bool) -> int:
@@ -64,52 +64,53 @@ def claude_arm(root: str, qid: str, question: str, *, header: bool) -> int:
     hdrs = {"X-Searchtrace-Trajectory": f"tavily/{qid}"} if header else None
     with mock.patch.dict(os.environ, {"ANTHROPIC_CUSTOM_HEADERS": f"X-Searchtrace-Trajectory: tavily/{qid}"} if header else {}):
         client = Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0)  # reads the variable
-    tools: Any = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in (SEARCH, READ)]
-    messages: list[Any] = [{"role": "user", "content": question}]
-    for n in range(1, 9):
-        if n == 1:
-            reply = client.messages.create(model="sandbox-agent-claude", max_tokens=1024, system=SYSTEM, tools=tools,
-                                           messages=messages)
-        else:
-            with client.messages.stream(model="sandbox-agent-claude", max_tokens=1024, system=SYSTEM, tools=tools,
-                                        messages=messages) as s:
-                reply = s.get_final_message()
-        uses = [b for b in reply.content if b.type == "tool_use"]
-        if reply.stop_reason != "tool_use":
-            return n
-        messages.append({"role": "assistant", "content": reply.content})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b.id, "content": tool(base, b.name, dict(b.input), hdrs)}  # type: ignore[union-attr,arg-type]
-            for b in uses]})
-    raise AssertionError("no answer in 8 turns")
+    with client:
+        tools: Any = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in (SEARCH, READ)]
+        messages: list[Any] = [{"role": "user", "content": question}]
+        for n in range(1, 9):
+            if n == 1:
+                reply = client.messages.create(model="sandbox-agent-claude", max_tokens=1024, system=SYSTEM, tools=tools,
+                                               messages=messages)
+            else:
+                with client.messages.stream(model="sandbox-agent-claude", max_tokens=1024, system=SYSTEM, tools=tools,
+                                            messages=messages) as s:
+                    reply = s.get_final_message()
+            uses = [b for b in reply.content if b.type == "tool_use"]
+            if reply.stop_reason != "tool_use":
+                return n
+            messages.append({"role": "assistant", "content": reply.content})
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": b.id, "content": tool(base, b.name, dict(b.input), hdrs)}  # type: ignore[union-attr,arg-type]
+                for b in uses]})
+        raise AssertionError("no answer in 8 turns")
 
 
 def gemini_arm(root: str, qid: str, question: str) -> int:
     """The google-genai client's loop, plain and streamed turns alternating."""
     base = f"{root}/t/tavily/{qid}"
-    client = genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini"))
-    decls = [gt.FunctionDeclaration(name=t["name"], description=t["description"], parameters_json_schema=t["parameters"])
-             for t in (SEARCH, READ)]
-    config = gt.GenerateContentConfig(system_instruction=SYSTEM, tools=[gt.Tool(function_declarations=decls)],
-                                      automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True))
-    contents: list[Any] = [gt.Content(role="user", parts=[gt.Part(text=question)])]
-    for n in range(1, 9):
-        if n % 2:
-            parts = list((client.models.generate_content(model="sandbox-agent-gemini", contents=contents,
-                                                         config=config).candidates or [])[0].content.parts or [])  # type: ignore[union-attr]
-        else:
-            parts = [p for ch in client.models.generate_content_stream(model="sandbox-agent-gemini", contents=contents,
-                                                                      config=config)
-                     for p in (ch.candidates or [])[0].content.parts or []]  # type: ignore[union-attr]
-        calls = [p.function_call for p in parts if p.function_call]
-        if not calls:
-            return n
-        contents.append(gt.Content(role="model", parts=parts))
-        contents.append(gt.Content(role="user", parts=[
-            gt.Part(function_response=gt.FunctionResponse(id=c.id, name=c.name,
-                                                          response={"result": tool(base, c.name or "", dict(c.args or {}))}))
-            for c in calls]))
-    raise AssertionError("no answer in 8 turns")
+    with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
+        decls = [gt.FunctionDeclaration(name=t["name"], description=t["description"], parameters_json_schema=t["parameters"])
+                 for t in (SEARCH, READ)]
+        config = gt.GenerateContentConfig(system_instruction=SYSTEM, tools=[gt.Tool(function_declarations=decls)],
+                                          automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True))
+        contents: list[Any] = [gt.Content(role="user", parts=[gt.Part(text=question)])]
+        for n in range(1, 9):
+            if n % 2:
+                parts = list((client.models.generate_content(model="sandbox-agent-gemini", contents=contents,
+                                                             config=config).candidates or [])[0].content.parts or [])  # type: ignore[union-attr]
+            else:
+                parts = [p for ch in client.models.generate_content_stream(model="sandbox-agent-gemini", contents=contents,
+                                                                          config=config)
+                         for p in (ch.candidates or [])[0].content.parts or []]  # type: ignore[union-attr]
+            calls = [p.function_call for p in parts if p.function_call]
+            if not calls:
+                return n
+            contents.append(gt.Content(role="model", parts=parts))
+            contents.append(gt.Content(role="user", parts=[
+                gt.Part(function_response=gt.FunctionResponse(id=c.id, name=c.name,
+                                                              response={"result": tool(base, c.name or "", dict(c.args or {}))}))
+                for c in calls]))
+        raise AssertionError("no answer in 8 turns")
 
 
 Arm = Callable[[str, str, str], int]

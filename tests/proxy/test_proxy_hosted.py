@@ -18,37 +18,37 @@ from tests.proxy.support import proxy, streams, write_questions
 
 
 def ask_openai(base: str, question: str) -> None:
-    client = openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0)
-    client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
-                            include=["web_search_call.action.sources"])
+    with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
+        client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
+                                include=["web_search_call.action.sources"])
 
 
 def ask_openai_streamed(base: str, question: str) -> list[str]:
     """The event types of one streamed Responses call with web_search."""
-    client = openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0)
-    stream = client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
-                                     include=["web_search_call.action.sources"], stream=True)
-    return [e.type for e in stream]
+    with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
+        stream = client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
+                                         include=["web_search_call.action.sources"], stream=True)
+        return [e.type for e in stream]
 
 
 def ask_claude(base: str, question: str) -> None:
-    client = Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0)
     tools: Any = [{"type": "web_search_20250305", "name": "web_search"}, {"type": "web_fetch_20250910", "name": "web_fetch"}]
-    client.messages.create(model="sandbox-agent", max_tokens=1024, tools=tools,
-                           messages=[{"role": "user", "content": question}])
+    with Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0) as client:
+        client.messages.create(model="sandbox-agent", max_tokens=1024, tools=tools,
+                               messages=[{"role": "user", "content": question}])
 
 
 def ask_gemini(base: str, question: str) -> None:
-    client = genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini"))
-    client.models.generate_content(model="sandbox-agent", contents=question,
-                                   config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())]))
+    with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
+        client.models.generate_content(model="sandbox-agent", contents=question,
+                                       config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())]))
 
 
 def ask_gemini_streamed(base: str, question: str) -> None:
-    client = genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini"))
-    chunks = list(client.models.generate_content_stream(
-        model="sandbox-agent", contents=question,
-        config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())])))
+    with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
+        chunks = list(client.models.generate_content_stream(
+            model="sandbox-agent", contents=question,
+            config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())])))
     assert chunks[-1].candidates[0].grounding_metadata is not None  # type: ignore[index]
 
 

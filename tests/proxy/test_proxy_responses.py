@@ -67,36 +67,36 @@ def test_responses_api_recorded_through_the_proxy(tmp_path: Path) -> None:
     with proxy(db, qfile, "resp") as p:
         # the official client, epoch 2 of tavily/q0: a tool call, then the chained answer, streamed
         base = f"{p.url}/t/tavily/{q0}/openai/v1"
-        client = openai.OpenAI(base_url=base, api_key="not-a-key", default_headers={"X-Searchtrace-Epoch": "2"},
-                               max_retries=0)
-        first = client.responses.create(model="sandbox-agent", instructions="Search, then answer.",
-                                        input=rows[0]["question"], tools=TOOLS)  # type: ignore[arg-type]
-        reply, sent = first, []
-        for _ in range(6):  # chained by previous_response_id, streamed after the first turn
-            calls = [o for o in reply.output if o.type == "function_call"]
-            if not calls:
-                break
-            outputs = [{"type": "function_call_output", "call_id": c.call_id, "output": tool(p.url, q0, c.name, c.arguments)}
-                       for c in calls]
-            sent.append(outputs)
-            with client.responses.stream(model="sandbox-agent", previous_response_id=reply.id, tools=TOOLS,  # type: ignore[arg-type]
-                                         instructions="Search, then answer.", input=outputs) as s:  # type: ignore[arg-type]
-                reply = s.get_final_response()
-        assert rows[0]["answer"] in reply.output_text
-        # the OpenAI Agents SDK with its default model (Responses API), brave trajectories
-        one = tmp_path / "q1.jsonl"  # one question is enough for the SDK (its turns are checked one by one below)
-        one.write_text(json.dumps(rows[1]) + "\n")
-        answers = run_example("openai_agents_agent.py", p.url, one, tmp_path / "seen.jsonl")
-        # Inspect's openai/ provider on the Responses API, tavily/q0 epoch 1 (its CLI, as a user runs it)
-        pytest.importorskip("inspect_ai")
-        env = {**os.environ, "SEARCHTRACE_SANDBOX_URL": f"{p.url}/t/tavily/{q0}", "OPENAI_API_KEY": "not-a-key",
-               "OPENAI_BASE_URL": f"{p.url}/t/tavily/{q0}/openai/v1"}
-        ev = subprocess.run([sys.executable, "-m", "inspect_ai", "eval", TASK.name, "-T", "provider=tavily",
-                             "--model", "openai/sandbox-agent", "-M", "responses_api=true", "--sample-id", q0,
-                             "--log-dir", str(tmp_path / "logs"), "--display", "none"],
-                            cwd=TASK.parent, env=env, capture_output=True, text=True, timeout=180)
-        assert ev.returncode == 0, ev.stderr
-        assert p.stop() == 0
+        with openai.OpenAI(base_url=base, api_key="not-a-key", default_headers={"X-Searchtrace-Epoch": "2"},
+                               max_retries=0) as client:
+            first = client.responses.create(model="sandbox-agent", instructions="Search, then answer.",
+                                            input=rows[0]["question"], tools=TOOLS)  # type: ignore[arg-type]
+            reply, sent = first, []
+            for _ in range(6):  # chained by previous_response_id, streamed after the first turn
+                calls = [o for o in reply.output if o.type == "function_call"]
+                if not calls:
+                    break
+                outputs = [{"type": "function_call_output", "call_id": c.call_id, "output": tool(p.url, q0, c.name, c.arguments)}
+                           for c in calls]
+                sent.append(outputs)
+                with client.responses.stream(model="sandbox-agent", previous_response_id=reply.id, tools=TOOLS,  # type: ignore[arg-type]
+                                             instructions="Search, then answer.", input=outputs) as s:  # type: ignore[arg-type]
+                    reply = s.get_final_response()
+            assert rows[0]["answer"] in reply.output_text
+            # the OpenAI Agents SDK with its default model (Responses API), brave trajectories
+            one = tmp_path / "q1.jsonl"  # one question is enough for the SDK (its turns are checked one by one below)
+            one.write_text(json.dumps(rows[1]) + "\n")
+            answers = run_example("openai_agents_agent.py", p.url, one, tmp_path / "seen.jsonl")
+            # Inspect's openai/ provider on the Responses API, tavily/q0 epoch 1 (its CLI, as a user runs it)
+            pytest.importorskip("inspect_ai")
+            env = {**os.environ, "SEARCHTRACE_SANDBOX_URL": f"{p.url}/t/tavily/{q0}", "OPENAI_API_KEY": "not-a-key",
+                   "OPENAI_BASE_URL": f"{p.url}/t/tavily/{q0}/openai/v1"}
+            ev = subprocess.run([sys.executable, "-m", "inspect_ai", "eval", TASK.name, "-T", "provider=tavily",
+                                 "--model", "openai/sandbox-agent", "-M", "responses_api=true", "--sample-id", q0,
+                                 "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+                                cwd=TASK.parent, env=env, capture_output=True, text=True, timeout=180)
+            assert ev.returncode == 0, ev.stderr
+            assert p.stop() == 0
     assert f"{rows[1]['qid']}: {rows[1]['answer']}" in answers
     recorded = streams(db)
 

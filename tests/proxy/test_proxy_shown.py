@@ -31,24 +31,24 @@ def _search(base: str, query: str) -> dict[str, Any]:
 def trimming_agent(proxy_url: str, qid: str, question: str) -> None:
     """A plain openai-client tool loop that keeps only the top KEEP results of every search for its model."""
     base = f"{proxy_url}/t/tavily/{qid}"
-    chat = OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key")
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer with FINAL ANSWER: <answer>."},
-                                      {"role": "user", "content": question}]
-    for turn in range(6):
-        reply = chat.chat.completions.create(model="sandbox-agent", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
-        msg = reply.choices[0].message
-        messages.append(msg.model_dump(exclude_none=True))
-        if not msg.tool_calls or turn == 5:  # the last turn's tool calls are not run: no model would see them
-            break
-        for call in msg.tool_calls:
-            args = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
-            if call.function.name == "web_search":  # type: ignore[union-attr]
-                found = _search(base, args["query"])
-                content = json.dumps({"results": [{"title": r["title"], "url": r["url"], "content": r["content"]}
-                                                  for r in found["results"][:KEEP]]})
-            else:
-                content = "this agent only searches"
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    with OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key") as chat:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer with FINAL ANSWER: <answer>."},
+                                          {"role": "user", "content": question}]
+        for turn in range(6):
+            reply = chat.chat.completions.create(model="sandbox-agent", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+            msg = reply.choices[0].message
+            messages.append(msg.model_dump(exclude_none=True))
+            if not msg.tool_calls or turn == 5:  # the last turn's tool calls are not run: no model would see them
+                break
+            for call in msg.tool_calls:
+                args = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
+                if call.function.name == "web_search":  # type: ignore[union-attr]
+                    found = _search(base, args["query"])
+                    content = json.dumps({"results": [{"title": r["title"], "url": r["url"], "content": r["content"]}
+                                                      for r in found["results"][:KEEP]]})
+                else:
+                    content = "this agent only searches"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
 
 
 def test_a_trimming_agent_is_judged_on_what_its_model_saw(tmp_path: Path) -> None:

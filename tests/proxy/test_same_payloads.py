@@ -111,27 +111,27 @@ def _replay_through_proxy(url: str, rec: Recorder, f: Folded) -> None:
     (the messages and tools our agent sent, from the request blobs), each search and fetch as our adapters sent it."""
     assert f.started is not None
     base = f"{url}/t/{PROVIDER}/{f.started.qid}"
-    chat = OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0)
-    with httpx.Client(timeout=30) as http:
-        for step in f.steps:
-            if isinstance(step, ModelResponded):
-                assert not isinstance(step.request_messages, msgspec.UnsetType)
-                assert not isinstance(step.tools_digest, msgspec.UnsetType)
-                messages = [json.loads(rec.blobs[d]) for d in step.request_messages]
-                tools = json.loads(rec.blobs[step.tools_digest])
-                reply = chat.chat.completions.create(model="sandbox-agent", messages=messages, tools=tools)
-                assert reply.choices[0].message.content == step.text  # the scripted model answers alike
-            elif isinstance(step, Search):
-                r = http.post(f"{base}/tavily/search", json={"query": step.called.query, **step.called.params})
-                assert r.status_code == 200, r.text
-            elif isinstance(step, Fetch):
-                r = http.get(f"{base}/jina/{step.called.url}", headers={"Accept": "application/json"})
-                assert r.status_code == 200, r.text
-            else:
-                raise AssertionError(f"a step the client cannot replay: {step!r}")
-        assert f.final is not None
-        assert http.post(f"{base}/final", json={"answer": f.final.text}).status_code == 200
-    chat.close()
+    with OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as chat:
+        with httpx.Client(timeout=30) as http:
+            for step in f.steps:
+                if isinstance(step, ModelResponded):
+                    assert not isinstance(step.request_messages, msgspec.UnsetType)
+                    assert not isinstance(step.tools_digest, msgspec.UnsetType)
+                    messages = [json.loads(rec.blobs[d]) for d in step.request_messages]
+                    tools = json.loads(rec.blobs[step.tools_digest])
+                    reply = chat.chat.completions.create(model="sandbox-agent", messages=messages, tools=tools)
+                    assert reply.choices[0].message.content == step.text  # the scripted model answers alike
+                elif isinstance(step, Search):
+                    r = http.post(f"{base}/tavily/search", json={"query": step.called.query, **step.called.params})
+                    assert r.status_code == 200, r.text
+                elif isinstance(step, Fetch):
+                    r = http.get(f"{base}/jina/{step.called.url}", headers={"Accept": "application/json"})
+                    assert r.status_code == 200, r.text
+                else:
+                    raise AssertionError(f"a step the client cannot replay: {step!r}")
+            assert f.final is not None
+            assert http.post(f"{base}/final", json={"answer": f.final.text}).status_code == 200
+        chat.close()
 
 
 def _trace_line(f: Folded, rec: Recorder) -> dict[str, Any]:
