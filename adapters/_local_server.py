@@ -229,15 +229,15 @@ def _cookie_values(headers: Iterable[str], name: str) -> list[str]:
 
 
 def bind_local(port: int) -> socket.socket:
-    """The listening socket on 127.0.0.1:`port` (0: any free port), taken before a store is opened: a port in use
-    is bad input and leaves the store untouched."""
+    """The socket on 127.0.0.1:`port` (0: any free port), bound before a store is opened: a port in use is bad input
+    and leaves the store untouched. It listens only once the server starts serving it (uvicorn and asyncio call
+    listen): until the server is ready a client is refused at once, never queued behind a store still opening."""
     # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto says TCP, and an accepted
     # socket inherits proto 0 from a listener made without it (each reply then waited ~40 ms for a delayed ACK)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
-        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise BadInput(f"--port: 127.0.0.1:{port} is in use ({exc.strerror}); pick another port "

@@ -158,3 +158,14 @@ def test_the_listening_socket_lets_asyncio_turn_nagle_off() -> None:
             return value
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+def test_a_bound_port_refuses_clients_until_its_server_serves_it() -> None:
+    """Every server binds its port before opening its store: a client that comes early (a port check, an agent
+    started beside it) is refused at once and tries again, never queued behind a store still opening."""
+    from searchtrace.adapters import bind_local
+
+    with bind_local(0) as listener:
+        port = listener.getsockname()[1]
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=30).close()
