@@ -238,9 +238,8 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
 
 
 def cell_counts(s: TrajectoryStats) -> dict[str, int]:
-    """A trajectory's valid items per partition cell, keyed and ordered as PARTITION names them (TrajectoryStats
-    names each cell's count by the cell in lower case, without its hyphen: NO-OP is `noop`)."""
-    return {c.name: int(getattr(s, c.name.lower().replace("-", ""))) for c in PARTITION}
+    """A trajectory's valid items per partition cell, keyed and ordered as PARTITION names them."""
+    return {c.name: n for c, n in s.partition.cells()}
 
 
 class Filters(msgspec.Struct, kw_only=True):
