@@ -120,7 +120,6 @@ from searchtrace.analytics._rules import ANSWERS_CTE as ANSWERS_CTE
 from searchtrace.analytics._rules import AUDIT_CTE as AUDIT_CTE
 from searchtrace.analytics._rules import CELL_EVENT_TYPES as CELL_EVENT_TYPES
 from searchtrace.analytics._rules import MADE_DEFAULT as MADE_DEFAULT
-from searchtrace.analytics._rules import PARTITION_CELLS as PARTITION_CELLS
 from searchtrace.analytics._rules import RUNS_SQL as RUNS_SQL
 from searchtrace.analytics._rules import TRAJECTORIES_CTE as TRAJECTORIES_CTE
 from searchtrace.analytics._rules import Cells as Cells

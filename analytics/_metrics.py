@@ -81,6 +81,12 @@ class TrajectoryStats(msgspec.Struct, kw_only=True):
         """Every accepted answer: the aliases, or just the gold answer."""
         return self.gold_aliases or [self.gold_answer]
 
+    @property
+    def partition(self) -> Partition:
+        """Its valid items per cell of the support partition, each cell's count read from its own field."""
+        return Partition(smart=self.smart, missed=self.missed, blind=self.blind, noop=self.noop,
+                         unobserved=self.unobserved)
+
 
 def _lat(col: str) -> str:
     return f"sum(CAST(round(coalesce({col}, 0) * 1000) AS BIGINT))"

@@ -422,11 +422,6 @@ def resolve_judge_run(con: Cursor, judge_run_id: str | None) -> tuple[str | None
 
 
 # -- the item's cell of the support partition (docs/concepts/metrics.md) --------------------------------------------------------
-PARTITION_CELLS = tuple(c.name for c in PARTITION)
-"""The names of the support partition's cells in the report's order (analytics._model.PARTITION); UNOBSERVED
-(docs/how-to/hosted.md) is never merged into NO-OP."""
-
-
 def partition_cell(s: str, f: str, observed: str = "true") -> str:
     """SQL of an item's cell from pre-fetch surface support `s`, the fetch decision `f` and whether its snippet reached
     the caller `observed` (SQL booleans): UNOBSERVED = ¬observed, else SMART = S∧F, MISSED = S∧¬F, BLIND = ¬S∧F,

@@ -15,7 +15,7 @@ The model, per question i (clustered at the question: every epoch and every item
 - items: m = 10 + Binomial(20, ½) valid items per trajectory, supported y ~ Binomial(m, s_i), s_i ~ Beta(4p, 4(1 − p))
   (items of a question correlated); contradicted ~ Binomial(m − y, 0.1); supported appearances y + Binomial(y, ½),
   of which rank 1 ~ Binomial(appearances, g_i), g_i ~ Beta(4p, 4(1 − p)). Truths (ratios of expectations, m, y, g_i
-  independent): surface_support_rate = p, gold_rank1_share = p, contradiction_gold_ratio = 0.1(1 − p)/p.
+  independent): surface support rate = p, gold rank-1 share = p, contradiction-to-support ratio = 0.1(1 − p)/p.
 - effort: searches 1 + Binomial(6, u_i), u_i ~ Beta(2, 3); fetches Binomial(4, v_i), v_i ~ Beta(1, 3); input tokens
   2000 + 3000·searches + U{0..999}; reasoning Binomial(400, u_i); output 50 + Binomial(200, ½) + reasoning (reasoning
   tokens are part of the output, as every recording path counts them); page 1500·fetches.
@@ -23,7 +23,7 @@ The model, per question i (clustered at the question: every epoch and every item
 Null scenarios: two arms "a" and "b" share every question's parameters (stochastic agent, p = 0.3), so the
 question-level differences the report estimates are 0: k = 1 both (McNemar), k = 3 both, unbalanced (a has 3
 epochs on the harder half of the questions, a_i below the median, 1 on the rest; b has 1), and k = 1 with each
-answer audited with chance 0.6. Truth of accuracy_diff and surface_support_rate_diff: 0; the tests should reject
+answer audited with chance 0.6. Truth of the paired accuracy and support rate differences: 0; the tests should reject
 at ≤ 5 %.
 Judge scenarios: providers "long" (surfaces of U(600, 1400) characters) and "short" (U(100, 300)) with the same
 true support: item truly supports with chance s_i ~ Beta(0.8, 3.2) (mean 0.2), else truly contradicts with chance
@@ -44,7 +44,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +53,8 @@ import click
 import msgspec
 import numpy as np
 import numpy.typing as npt
+
+from searchtrace.analytics import ArmMetrics, Pair, field_key
 
 GOAL = 0.925  # every 95 % interval's coverage in every scenario (docs/concepts/statistics.md)
 ALPHA = 0.05  # a test rejects when p ≤ ALPHA; under the null it may do so at most this often
@@ -134,6 +136,58 @@ class Figure(msgspec.Struct, frozen=True, kw_only=True):
     target: bool = True  # False: shown for comparison only (the uncorrected judge rate is expected to fail)
 
 
+def arm_key(get: Callable[[ArmMetrics], object]) -> str:
+    """The report key of the arm block's field `get` reads: a figure names its field through the model."""
+    return field_key(ArmMetrics, get)
+
+
+def pair_key(get: Callable[[Pair], object]) -> str:
+    """The report key of the pair block's field `get` reads."""
+    return field_key(Pair, get)
+
+
+Truth = Callable[[float], float]  # a figure's truth at the scenario's p
+# the single scenarios' intervals, in column order: report key, short column name, kind, truth
+SINGLE: tuple[tuple[str, str, Literal["proportion", "other"], Truth], ...] = (
+    (arm_key(lambda m: m.accuracy_ci), "acc", "proportion", lambda p: p),
+    (arm_key(lambda m: m.accuracy_wilson), "wils", "proportion", lambda p: p),
+    (arm_key(lambda m: m.exact_match_ci), "em", "proportion", lambda p: p / 2),
+    (arm_key(lambda m: m.surface_support_rate_ci), "ssr", "proportion", lambda p: p),
+    (arm_key(lambda m: m.gold_rank1_share_ci), "rank1", "proportion", lambda p: p),
+    (arm_key(lambda m: m.token_f1_ci), "f1", "proportion", lambda p: p / 2 + p / 2 * HALF_F1),
+    (arm_key(lambda m: m.contradiction_gold_ratio_ci), "c/s", "other", lambda p: GAMMA * (1 - p) / p),
+    (arm_key(lambda m: m.searches_per_trajectory_ci), "srch", "other", lambda p: SEARCHES),
+    (arm_key(lambda m: m.fetches_per_trajectory_ci), "ftch", "other", lambda p: FETCHES),
+    (arm_key(lambda m: m.input_tokens_per_trajectory_ci), "in", "other", lambda p: INPUT),
+    (arm_key(lambda m: m.output_tokens_per_trajectory_ci), "out", "other", lambda p: OUTPUT),
+    (arm_key(lambda m: m.reasoning_tokens_per_trajectory_ci), "reas", "other", lambda p: REASONING),
+    (arm_key(lambda m: m.page_tokens_per_trajectory_ci), "page", "other", lambda p: PAGE),
+    (arm_key(lambda m: m.tokens_per_correct_ci), "tok/c", "other", lambda p: (INPUT + OUTPUT) / p),
+)
+SHORT = {key: short for key, short, _, _ in SINGLE}
+# the paired differences of the pair and null scenarios, accuracy then support: (estimate, interval, test) keys
+DIFFS: tuple[tuple[str, str, str], ...] = (
+    (pair_key(lambda c: c.accuracy_diff), pair_key(lambda c: c.accuracy_diff_ci), pair_key(lambda c: c.accuracy_diff_p)),
+    (pair_key(lambda c: c.surface_support_rate_diff), pair_key(lambda c: c.surface_support_rate_diff_ci),
+     pair_key(lambda c: c.surface_support_rate_diff_p)),
+)
+# the judge scenarios' keys: the judge's support rate and its correction, per provider and between the two
+JUDGE_RATE_CI = arm_key(lambda m: m.surface_support_rate_ci)
+CORRECTED, CORRECTED_CI = arm_key(lambda m: m.surface_support_rate_corrected), arm_key(
+    lambda m: m.surface_support_rate_corrected_ci)
+JUDGE_CIS: tuple[tuple[str, Callable[[str, str], float]], ...] = (  # key, truth for (provider, bias)
+    (CORRECTED_CI, lambda prov, bias: SIGMA),
+    (arm_key(lambda m: m.surface_contradiction_rate_corrected_ci), lambda prov, bias: (1 - SIGMA) * CONTRA),
+    (arm_key(lambda m: m.judge_tpr_ci), lambda prov, bias: TPR),
+    (arm_key(lambda m: m.judge_tnr_ci), lambda prov, bias: 1 - mean_fpr(prov, bias)),
+    (arm_key(lambda m: m.judge_tpr_contradicts_ci), lambda prov, bias: TPR_C),
+    (arm_key(lambda m: m.judge_tnr_contradicts_ci), lambda prov, bias: 1 - FPR_C),
+)
+JUDGE_DIFF_CI, JUDGE_DIFF_P = DIFFS[1][1:]
+CORRECTED_DIFF_CI = pair_key(lambda c: c.surface_support_rate_corrected_diff_ci)
+CORRECTED_DIFF_P = pair_key(lambda c: c.surface_support_rate_corrected_diff_p)
+
+
 def scenarios(p_grid: Sequence[float]) -> list[Scenario]:
     out: list[Scenario] = []
     for n in (30, 100):
@@ -159,59 +213,32 @@ def figures(s: Scenario) -> list[Figure]:
     """What each interval of the scenario should cover (its truth from the generating model) and each test."""
     p = s.p
     if s.kind == "single":
-        props = {"accuracy_ci": p, "accuracy_wilson": p, "exact_match_ci": p / 2, "surface_support_rate_ci": p,
-                 "gold_rank1_share_ci": p, "token_f1_ci": p / 2 + p / 2 * HALF_F1}
-        others = {"contradiction_gold_ratio_ci": GAMMA * (1 - p) / p,
-                  "searches_per_trajectory_ci": SEARCHES, "fetches_per_trajectory_ci": FETCHES,
-                  "input_tokens_per_trajectory_ci": INPUT, "output_tokens_per_trajectory_ci": OUTPUT,
-                  "reasoning_tokens_per_trajectory_ci": REASONING, "page_tokens_per_trajectory_ci": PAGE,
-                  "tokens_per_correct_ci": (INPUT + OUTPUT) / p}
-        return ([Figure(label=k, where="a", key=k, truth=v, kind="proportion") for k, v in props.items()]
-                + [Figure(label=k, where="a", key=k, truth=v, kind="other") for k, v in others.items()])
-    if s.kind == "pair":
-        return [Figure(label=f"{m}_diff", where="a|b", key=f"{m}_diff", truth=s.p - s.q, kind="point")
-                for m in ("accuracy", "surface_support_rate")] + [
-            Figure(label=f"{m}_diff_ci", where="a|b", key=f"{m}_diff_ci", truth=s.p - s.q, kind="diff")
-            for m in ("accuracy", "surface_support_rate")]
-    if s.kind == "null":
-        return [Figure(label=f"{m}_diff", where="a|b", key=f"{m}_diff", truth=0.0, kind="point")
-                for m in ("accuracy", "surface_support_rate")] + [
-            Figure(label=f"{m}_diff_ci", where="a|b", key=f"{m}_diff_ci", truth=0.0, kind="diff")
-            for m in ("accuracy", "surface_support_rate")] + [
-            Figure(label=f"{m}_diff_p", where="a|b", key=f"{m}_diff_p", truth=0.0, kind="test")
-            for m in ("accuracy", "surface_support_rate")]
+        return [Figure(label=key, where="a", key=key, truth=truth(p), kind=kind) for key, _, kind, truth in SINGLE]
+    if s.kind in ("pair", "null"):
+        diff = s.p - s.q if s.kind == "pair" else 0.0
+        kinds: tuple[Literal["point", "diff", "test"], ...] = ("point", "diff") + (("test",) if s.kind == "null" else ())
+        return [Figure(label=keys[i], where="a|b", key=keys[i], truth=diff, kind=kind)
+                for i, kind in enumerate(kinds) for keys in DIFFS]
     out: list[Figure] = []
     refused = s.audit < 2 or s.audit_strata != "all"  # a stratum below the correction's minimum of 2 labels
     for prov in ("long", "short"):
         judge_rate = SIGMA * TPR + (1 - SIGMA) * mean_fpr(prov, s.bias)
         out += [
-            Figure(label=f"{prov} uncorrected surface_support_rate_ci", where=prov, key="surface_support_rate_ci",
-                   truth=SIGMA, kind="proportion", target=False),
-            Figure(label=f"{prov} surface_support_rate_ci (of the judge's own rate {judge_rate:.3f})", where=prov,
-                   key="surface_support_rate_ci", truth=judge_rate, kind="proportion"),
-            Figure(label=f"{prov} surface_support_rate_corrected", where=f"{prov}~c",
-                   key="surface_support_rate_corrected", truth=SIGMA, kind="point"),
-            Figure(label=f"{prov} surface_support_rate_corrected_ci", where=f"{prov}~c",
-                   key="surface_support_rate_corrected_ci", truth=SIGMA, kind="other"),
-            Figure(label=f"{prov} surface_contradiction_rate_corrected_ci", where=f"{prov}~c",
-                   key="surface_contradiction_rate_corrected_ci", truth=(1 - SIGMA) * CONTRA, kind="other"),
-            Figure(label=f"{prov} judge_tpr_ci", where=f"{prov}~c", key="judge_tpr_ci", truth=TPR, kind="other"),
-            Figure(label=f"{prov} judge_tnr_ci", where=f"{prov}~c", key="judge_tnr_ci",
-                   truth=1 - mean_fpr(prov, s.bias), kind="other"),
-            Figure(label=f"{prov} judge_tpr_contradicts_ci", where=f"{prov}~c", key="judge_tpr_contradicts_ci",
-                   truth=TPR_C, kind="other"),
-            Figure(label=f"{prov} judge_tnr_contradicts_ci", where=f"{prov}~c", key="judge_tnr_contradicts_ci",
-                   truth=1 - FPR_C, kind="other"),
+            Figure(label=f"{prov} uncorrected {JUDGE_RATE_CI}", where=prov, key=JUDGE_RATE_CI, truth=SIGMA,
+                   kind="proportion", target=False),
+            Figure(label=f"{prov} {JUDGE_RATE_CI} (of the judge's own rate {judge_rate:.3f})", where=prov,
+                   key=JUDGE_RATE_CI, truth=judge_rate, kind="proportion"),
+            Figure(label=f"{prov} {CORRECTED}", where=f"{prov}~c", key=CORRECTED, truth=SIGMA, kind="point"),
+            *(Figure(label=f"{prov} {key}", where=f"{prov}~c", key=key, truth=truth(prov, s.bias), kind="other")
+              for key, truth in JUDGE_CIS),
         ]
     out += [
-        Figure(label="uncorrected surface_support_rate_diff_ci", where="long|short",
-               key="surface_support_rate_diff_ci", truth=0.0, kind="diff", target=False),
-        Figure(label="uncorrected surface_support_rate_diff_p", where="long|short",
-               key="surface_support_rate_diff_p", truth=0.0, kind="test", target=False),
-        Figure(label="surface_support_rate_corrected_diff_ci", where="long|short~c",
-               key="surface_support_rate_corrected_diff_ci", truth=0.0, kind="diff"),
-        Figure(label="surface_support_rate_corrected_diff_p", where="long|short~c",
-               key="surface_support_rate_corrected_diff_p", truth=0.0, kind="test"),
+        Figure(label=f"uncorrected {JUDGE_DIFF_CI}", where="long|short", key=JUDGE_DIFF_CI, truth=0.0, kind="diff",
+               target=False),
+        Figure(label=f"uncorrected {JUDGE_DIFF_P}", where="long|short", key=JUDGE_DIFF_P, truth=0.0, kind="test",
+               target=False),
+        Figure(label=CORRECTED_DIFF_CI, where="long|short~c", key=CORRECTED_DIFF_CI, truth=0.0, kind="diff"),
+        Figure(label=CORRECTED_DIFF_P, where="long|short~c", key=CORRECTED_DIFF_P, truth=0.0, kind="test"),
     ]
     if refused:  # every corrected figure must be null: no guess for a stratum without its labels
         out = [f if not f.where.endswith("~c")
@@ -602,14 +629,6 @@ def _pct(x: float | None) -> str:
     return "   -  " if x is None else f"{100 * x:5.1f}"
 
 
-SHORT = {"accuracy_ci": "acc", "accuracy_wilson": "wils", "exact_match_ci": "em", "surface_support_rate_ci": "ssr",
-         "gold_rank1_share_ci": "rank1", "token_f1_ci": "f1", "contradiction_gold_ratio_ci": "c/s",
-         "searches_per_trajectory_ci": "srch", "fetches_per_trajectory_ci": "ftch",
-         "input_tokens_per_trajectory_ci": "in", "output_tokens_per_trajectory_ci": "out",
-         "reasoning_tokens_per_trajectory_ci": "reas", "page_tokens_per_trajectory_ci": "page",
-         "tokens_per_correct_ci": "tok/c"}
-
-
 def _cell(row: Mapping[str, Any], value: str) -> str:
     x = row.get(value)
     if x is None:
@@ -651,8 +670,8 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
         for r in duo:
             f = r["figures"]
             cells = [f"{r['p'] - r['q']:>+7.2f}"]
-            for m in ("accuracy", "surface_support_rate"):
-                mean, ci = f[f"{m}_diff"].get("mean"), f[f"{m}_diff_ci"]
+            for diff, interval, _ in DIFFS:
+                mean, ci = f[diff].get("mean"), f[interval]
                 cells.append(f"{mean:>+8.3f}" if mean is not None else f"{'-':>8}")
                 cells.append(_cell(ci, "coverage") + " ")
                 width = ci.get("mean_width")
@@ -668,11 +687,11 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
         for r in nulls:
             f = r["figures"]
             cells = []
-            for m in ("accuracy", "surface_support_rate"):
-                mean = f[f"{m}_diff"].get("mean")
+            for diff, interval, test in DIFFS:
+                mean = f[diff].get("mean")
                 cells.append(f"{mean:>+8.3f}" if mean is not None else f"{'-':>8}")
-                cells.append(_cell(f[f"{m}_diff_ci"], "coverage") + " ")
-                cells.append(_cell(f[f"{m}_diff_p"], "rejection") + " ")
+                cells.append(_cell(f[interval], "coverage") + " ")
+                cells.append(_cell(f[test], "rejection") + " ")
             lines.append(f"{r['scenario']:<28}" + "".join(cells) + f"{r['cpu_s']:>8.1f}")
     judges = [r for r in results if r["kind"] == "judge"]
     for r in judges:

@@ -34,6 +34,7 @@ from searchtrace.analytics import (
     AlignedRow,
     AnswerBlock,
     Appearance,
+    ArmMetrics,
     CellRow,
     CellSide,
     ChooseRun,
@@ -48,6 +49,7 @@ from searchtrace.analytics import (
     JudgeRunRow,
     Link,
     ListCounts,
+    Pair,
     PairItemsPage,
     PairTrajectory,
     QuestionPage,
@@ -75,6 +77,7 @@ from searchtrace.analytics import (
     counted_in,
     decode_aliases,
     fetch_cache_hit,
+    field_key,
     first_verdicts,
     item_evidence,
     judge_runs,
@@ -235,9 +238,8 @@ FROM tr JOIN events e ON e.position = tr.position LEFT JOIN fin ON fin.stream_id
 
 
 def cell_counts(s: TrajectoryStats) -> dict[str, int]:
-    """A trajectory's valid items per partition cell, keyed and ordered as PARTITION names them (TrajectoryStats
-    names each cell's count by the cell in lower case, without its hyphen: NO-OP is `noop`)."""
-    return {c.name: int(getattr(s, c.name.lower().replace("-", ""))) for c in PARTITION}
+    """A trajectory's valid items per partition cell, keyed and ordered as PARTITION names them."""
+    return {c.name: n for c, n in s.partition.cells()}
 
 
 class Filters(msgspec.Struct, kw_only=True):
@@ -579,27 +581,40 @@ TRAJECTORY_LABELS: dict[str, Callable[[TrajectoryRow], bool]] = {
 RESULT_LABELS = ("results_returned", "results_shown")  # search results (appearances), shown to the model or not
 FETCH_LABELS = ("fetch_cache_hits",)  # fetch calls answered from the cache (analytics.fetch_cache_hit)
 
+
+
+def arm_key(get: Callable[[ArmMetrics], object]) -> str:
+    """The report key of the arm block's field `get` reads (what the browser sends back as a link's key)."""
+    return field_key(ArmMetrics, get)
+
+
+def pair_key(get: Callable[[Pair], object]) -> str:
+    """The report key of the pair block's field `get` reads."""
+    return field_key(Pair, get)
+
+
 # each linkable count or rate of the report -> the query of the rows behind it (a rate: its numerator)
 LINKS: dict[str, Link] = {
     **{k: Link(label=k) for k in TRAJECTORY_LABELS if k not in ("incorrect", "exact_matches")},
-    "accuracy": Link(label="correct"),
-    "exact_match": Link(label="exact_matches"),
-    "token_f1": Link(label="trajectories"),
+    arm_key(lambda m: m.accuracy): Link(label="correct"),
+    arm_key(lambda m: m.exact_match): Link(label="exact_matches"),
+    arm_key(lambda m: m.token_f1): Link(label="trajectories"),
     **{k: Link(label=k) for k in ITEM_LABELS if k not in ("partition", "fetched_items")},
     **{f"partition.{p}": Link(label="partition", partition=p) for p in _PART_CODE},
-    "surface_support_rate": Link(label="surface_supported_items"),
-    "contradiction_gold_ratio": Link(label="surface_contradicted_items"),
-    "gold_rank1_share": Link(label="surface_supported_items", rank="1"),
-    "results_returned": Link(label="results_returned"),
-    "results_shown": Link(label="results_shown"),
-    "shown_share": Link(label="results_shown"),
-    "fetch_cache_hits": Link(label="fetch_cache_hits"),
+    arm_key(lambda m: m.surface_support_rate): Link(label="surface_supported_items"),
+    arm_key(lambda m: m.contradiction_gold_ratio): Link(label="surface_contradicted_items"),
+    arm_key(lambda m: m.gold_rank1_share): Link(label="surface_supported_items", rank="1"),
+    arm_key(lambda m: m.results_returned): Link(label="results_returned"),
+    arm_key(lambda m: m.results_shown): Link(label="results_shown"),
+    arm_key(lambda m: m.shown_share): Link(label="results_shown"),
+    arm_key(lambda m: m.fetch_cache_hits): Link(label="fetch_cache_hits"),
     **{k: Link(label=k) for k in LABEL_COUNTS},  # the human labels the judge-error correction rests on
+    **{arm_key(get): Link(label="trajectories") for get in (  # the per-trajectory means: every trajectory
+        lambda m: m.searches_per_trajectory, lambda m: m.fetches_per_trajectory, lambda m: m.input_tokens_per_trajectory,
+        lambda m: m.output_tokens_per_trajectory, lambda m: m.reasoning_tokens_per_trajectory,
+        lambda m: m.page_tokens_per_trajectory, lambda m: m.latency_ms_per_trajectory,
+        lambda m: m.distinct_domains_per_trajectory)},
 }
-for _k in ("searches", "fetches", "input_tokens", "output_tokens", "reasoning_tokens", "page_tokens", "latency_ms",
-           "distinct_domains"):
-    LINKS[f"{_k}_per_trajectory"] = Link(label="trajectories")
-
 
 Span = tuple[int, int, int, int]  # a stream's search results: returned, shown, first and last position
 # stream_id, url_normalized, flags, part code (-1: none), n_rank1, position of its surface result, of its verdict (-1)
@@ -690,9 +705,9 @@ class ItemQuery(msgspec.Struct, kw_only=True):
 # each count of an arm pair (the report's `complementarity` and `paired` blocks) -> the rows behind it, given pair=
 PAIR_LINKS: dict[str, Link] = {
     **{k: Link(label="cells", cell=k) for k in COMPLEMENTARITY},  # the (qid, epoch) cells of each class
-    "paired_questions": Link(label="paired_questions"),  # the questions the paired accuracy test rests on
+    pair_key(lambda c: c.paired_questions): Link(label="paired_questions"),  # the paired accuracy test's questions
     # the questions the corrected support-rate difference rests on: every question both arms ran
-    "surface_support_rate_corrected_diff_questions": Link(label="common_questions"),
+    pair_key(lambda c: c.surface_support_rate_corrected_diff_questions): Link(label="common_questions"),
 }
 
 

@@ -16,7 +16,6 @@ from searchtrace.analytics import (
     CORRECTED_ROWS,
     OBSERVED_CELLS,
     PARTITION,
-    PARTITION_CELLS,
     REPORT_ROWS,
     ArmMetrics,
     JudgeComparison,
@@ -28,6 +27,7 @@ from searchtrace.analytics import (
 from tests.analytics.analytics_fixture import import_fixture, report_json
 from tests.analytics.test_citation_metrics import build as build_citations
 from tests.analytics.test_correction import labelled_store
+from tests.analytics.test_uncertainty import row
 from tests.builders import run_cli
 from tests.shared_data import shared_path
 
@@ -51,13 +51,15 @@ def test_partition_labels_are_defined_once() -> None:
 
 
 def test_partition_struct_follows_the_vocabulary() -> None:
-    assert PARTITION_CELLS == tuple(names := [c.name for c in PARTITION])
+    names = [c.name for c in PARTITION]
     assert [f.encode_name for f in msgspec.structs.fields(Partition)] == names
     counts = dict(zip(names, range(1, len(names) + 1), strict=True))
     part = Partition.from_counts(counts)
     assert msgspec.to_builtins(part) == counts
     assert [(c.name, n) for c, n in part.cells()] == list(counts.items())
     assert [part.count(c) for c in OBSERVED_CELLS] == [1, 2, 3, 4]
+    stats = row("p", "q1", True, smart=1, missed=2, blind=3, noop=4, unobserved=5)
+    assert stats.partition == part  # a trajectory's count of each cell is read from that cell's own field
 
 
 def test_table_rows_name_report_keys() -> None:

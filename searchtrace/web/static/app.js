@@ -488,7 +488,7 @@ async function viewReport() {
   const pairs = Object.keys(comp).sort().filter((k) => comp[k].accuracy_diff !== undefined);
   if (pairs.length) {
     const holm = pairs.some((p) => comp[p].p_holm !== undefined);
-    const tests = ["p_holm", "surface_support_rate_diff_p_holm"].map((k) => pairs.filter((p) => comp[p][k] !== undefined && comp[p][k] !== null).length);
+    const tests = [(c) => c.p_holm, (c) => c.surface_support_rate_diff_p_holm].map((get) => pairs.filter((p) => get(comp[p]) !== undefined && get(comp[p]) !== null).length);
     const cols = ["pair A|B", "n", "Δ accuracy", "95% interval", "p", ...(holm ? ["p Holm"] : []), "test", "Δ surface support", "95% interval", "p", ...(holm ? ["p Holm"] : [])];
     sections.push(h("h2", {}, "Paired differences (A − B, per question)"),
       h("p", { class: "muted" }, `n: questions audited on both sides.${holm ? ` Holm over the ${tests[0]} accuracy and ${tests[1]} surface-support tests shown.` : ""}`),
