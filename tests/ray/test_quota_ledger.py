@@ -28,8 +28,18 @@ def test_many_workers_never_send_more_than_the_domain_grants(ray_cluster: str, w
     no more than R·seconds + 1 calls can arrive whatever the load (a late call arrives later, never earlier); each
     worker pacing alone would send workers × R a second. The achieved rate and the busiest 1-s window depend on the
     machine's load: `bench scale` measures them (docs/how-to/quotas.md), not this test."""
+    import click
+
     from searchtrace.benchmarks._scale import rate_held
 
-    seconds = 3.0  # the bound holds from the first ask on: workers × R·seconds (12 to 288 here) is far past it
-    got = rate_held(workers=workers, rate=rate, seconds=seconds, concurrency=4, domain=f"test:held-{workers}")
-    assert 2 <= got["calls"] <= rate * seconds + 1
+    # the bound holds from the first ask on, for any window: workers × R·seconds (12 to 288 at 3 s) is far past it.
+    # A loaded machine may send nothing in a short window (its workers' first calls come too late): the window then
+    # doubles, and the bound is checked on every window that counted calls
+    for seconds in (3.0, 6.0, 12.0, 24.0):
+        try:
+            got = rate_held(workers=workers, rate=rate, seconds=seconds, concurrency=4, domain=f"test:held-{workers}")
+        except click.ClickException:  # fewer than two calls arrived
+            continue
+        assert 2 <= got["calls"] <= rate * seconds + 1, (seconds, got)
+        return
+    raise AssertionError("no window of up to 24 s counted two calls")
