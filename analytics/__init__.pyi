@@ -109,7 +109,9 @@ from searchtrace.analytics._model import Uncertainty as Uncertainty
 from searchtrace.analytics._model import VerdictLabels as VerdictLabels
 from searchtrace.analytics._model import VerdictTexts as VerdictTexts
 from searchtrace.analytics._model import Vocabulary as Vocabulary
+from searchtrace.analytics._model import arm_key as arm_key
 from searchtrace.analytics._model import field_key as field_key
+from searchtrace.analytics._model import pair_key as pair_key
 from searchtrace.analytics._projections import catch_up as catch_up
 from searchtrace.analytics._projections import mismatched as mismatched
 from searchtrace.analytics._report import Built as Built

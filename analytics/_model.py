@@ -554,6 +554,16 @@ def field_key(struct: type[msgspec.Struct], get: Callable[[Any], object]) -> str
     return ".".join(got._keys)
 
 
+def arm_key(get: Callable[[ArmMetrics], object]) -> str:
+    """The report key of the arm block's field `get` reads, typed (mypy checks the field exists)."""
+    return field_key(ArmMetrics, get)
+
+
+def pair_key(get: Callable[[Pair], object]) -> str:
+    """The report key of the pair block's field `get` reads, typed."""
+    return field_key(Pair, get)
+
+
 class Report(msgspec.Struct, kw_only=True):
     """The report (`searchtrace.report/1`): which judge run, every provider's (or arm's) block, their pairs."""
 

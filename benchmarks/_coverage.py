@@ -54,7 +54,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from searchtrace.analytics import ArmMetrics, Pair, field_key
+from searchtrace.analytics import arm_key, pair_key
 
 GOAL = 0.925  # every 95 % interval's coverage in every scenario (docs/concepts/statistics.md)
 ALPHA = 0.05  # a test rejects when p ≤ ALPHA; under the null it may do so at most this often
@@ -135,15 +135,6 @@ class Figure(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["proportion", "other", "diff", "test", "point", "refused"]  # refused: must be null in every store
     target: bool = True  # False: shown for comparison only (the uncorrected judge rate is expected to fail)
 
-
-def arm_key(get: Callable[[ArmMetrics], object]) -> str:
-    """The report key of the arm block's field `get` reads: a figure names its field through the model."""
-    return field_key(ArmMetrics, get)
-
-
-def pair_key(get: Callable[[Pair], object]) -> str:
-    """The report key of the pair block's field `get` reads."""
-    return field_key(Pair, get)
 
 
 Truth = Callable[[float], float]  # a figure's truth at the scenario's p

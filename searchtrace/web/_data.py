@@ -34,7 +34,6 @@ from searchtrace.analytics import (
     AlignedRow,
     AnswerBlock,
     Appearance,
-    ArmMetrics,
     CellRow,
     CellSide,
     ChooseRun,
@@ -49,7 +48,6 @@ from searchtrace.analytics import (
     JudgeRunRow,
     Link,
     ListCounts,
-    Pair,
     PairItemsPage,
     PairTrajectory,
     QuestionPage,
@@ -70,6 +68,7 @@ from searchtrace.analytics import (
     TrajectoryStats,
     alias_scores,
     answerable_cells,
+    arm_key,
     build_report,
     choose_judge_run,
     compare_judge_runs,
@@ -77,11 +76,11 @@ from searchtrace.analytics import (
     counted_in,
     decode_aliases,
     fetch_cache_hit,
-    field_key,
     first_verdicts,
     item_evidence,
     judge_runs,
     pair_cells,
+    pair_key,
     paired_qids,
     rationales,
     resolve_judge_run,
@@ -581,16 +580,6 @@ TRAJECTORY_LABELS: dict[str, Callable[[TrajectoryRow], bool]] = {
 RESULT_LABELS = ("results_returned", "results_shown")  # search results (appearances), shown to the model or not
 FETCH_LABELS = ("fetch_cache_hits",)  # fetch calls answered from the cache (analytics.fetch_cache_hit)
 
-
-
-def arm_key(get: Callable[[ArmMetrics], object]) -> str:
-    """The report key of the arm block's field `get` reads (what the browser sends back as a link's key)."""
-    return field_key(ArmMetrics, get)
-
-
-def pair_key(get: Callable[[Pair], object]) -> str:
-    """The report key of the pair block's field `get` reads."""
-    return field_key(Pair, get)
 
 
 # each linkable count or rate of the report -> the query of the rows behind it (a rate: its numerator)
