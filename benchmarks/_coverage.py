@@ -760,21 +760,26 @@ def _chunks(s: Scenario, stores: int) -> Iterator[tuple[int, int]]:
 @click.option("--quick", is_flag=True, help="200 stores, B = 1000 and p in {0.02, 0.1, 0.5, 0.9, 0.98}.")
 @click.option("--replicates", default=2000, show_default=True, type=click.IntRange(min=1),
               help="Bootstrap replicates per store (the report's default).")
-@click.option("--only", default=None, help="Run only scenarios whose name contains this text (e.g. 'null', 'n30 k3').")
+@click.option("--only", multiple=True, help="Run only scenarios whose name contains this text (e.g. 'null', 'n30 k3'); "
+              "repeat for several.")
+@click.option("--skip", multiple=True, help="Leave out scenarios whose name contains this text (e.g. 'p0.02'); repeat "
+              "for several.")
 @click.option("--workers", default=None, type=click.IntRange(min=1), help="Processes (default: one per core).")
 @click.option("--seed", default=1, show_default=True, type=int)
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the results as JSON here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the tables.")
-def command(stores: int, quick: bool, replicates: int, only: str | None, workers: int | None, seed: int,
+def command(stores: int, quick: bool, replicates: int, only: tuple[str, ...], skip: tuple[str, ...],
+            workers: int | None, seed: int,
             out: Path | None, as_json: bool) -> None:
     """docs/concepts/statistics.md coverage: simulated stores with known truth through the report's own interval code."""
     grid: tuple[float, ...] = P_GRID
     if quick:
         stores, replicates, grid = min(stores, 200), min(replicates, 1000), QUICK_P
-    todo = [s for s in scenarios(grid) if only is None or only in s.name]
+    todo = [s for s in scenarios(grid)
+            if (not only or any(o in s.name for o in only)) and not any(x in s.name for x in skip)]
     if not todo:
-        raise click.UsageError(f"--only {only!r}: no scenario's name contains it")
+        raise click.UsageError(f"--only {list(only)!r} --skip {list(skip)!r}: no scenario is left to run")
     if correction_api() is None and any(s.kind == "judge" for s in todo):
         click.echo("coverage: this build has no judge-error correction (analytics.correction, docs/concepts/statistics.md): the judge "
                    "scenarios show the uncorrected intervals only", err=True)

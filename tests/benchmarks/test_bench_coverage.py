@@ -66,6 +66,12 @@ def test_command_reports_coverage_per_figure(tmp_path: Path) -> None:
     assert fig["stores"] + fig["undefined"] + fig["absent"] == 3 and 0 <= fig["coverage"] <= 1
     assert "acc Δ" in ran.out and "targets missed" in ran.out
     assert run_cli("bench", "coverage", "--only", "nothing such").code == 2
+    # several --only are a union, --skip leaves names out: a scenario whose name extends another's runs apart
+    skipped = tmp_path / "skip.json"
+    run_cli("bench", "coverage", "--stores", "1", "--replicates", "20", "--workers", "1", "--only", "null n30 k1",
+            "--only", "null n100 k1", "--skip", "partial", "--out", str(skipped))
+    assert [r["scenario"] for r in json.loads(skipped.read_text())["scenarios"]] == ["null n30 k1", "null n100 k1"]
+    assert run_cli("bench", "coverage", "--only", "null n30 k1", "--skip", "null").code == 2
 
 
 def test_refusals_are_checked_and_a_miss_is_named() -> None:
