@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 import searchtrace.store._blobs as _blobs
 from searchtrace.store._errors import ConcurrencyError, EventConflict
 from searchtrace.store._events import NewEvent, _encoder
 from searchtrace.store._rows import TAGS, Chain, Columns, fill
 from searchtrace.store._schema import HEAD_KEY
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Group = tuple[Sequence[NewEvent], Mapping[str, int] | None]
 Result = list[int] | Exception
@@ -216,7 +219,12 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
     the next transaction is being prepared on the other core, and gives the threads back afterwards.
     """
     tables = prepared.tables
-    table = (pa.concat_tables(tables) if len(tables) > 1 else tables[0]) if tables else None
+    if len(tables) > 1:
+        import pyarrow as pa
+
+        table: pa.Table | None = pa.concat_tables(tables)
+    else:
+        table = tables[0] if tables else None
     narrow = threads is not None and len(tables) > 1
     moved = prepared.delta.position != prepared.base[0]
     head = head_sql(prepared.delta.position, prepared.delta.hash) if moved else ""

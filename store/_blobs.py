@@ -22,11 +22,13 @@ def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
     """Insert inside the caller's transaction; content already stored is skipped."""
     import pyarrow as pa  # here, not at import: `digest` is needed by processes that never insert a blob
 
+    from searchtrace.store._arrow import binaries, ints, strings
+
     digests = [digest(b) for b in items]
     fresh: dict[str, bytes] = {}
     for d, b in zip(digests, items, strict=True):
         fresh.setdefault(d, b)
-    table = pa.table({"sha256": pa.array(list(fresh), pa.string())})
+    table = pa.table({"sha256": strings(list(fresh))})
     con.register("__blob_ids", table)
     try:
         have = {r[0] for r in con.execute("SELECT sha256 FROM blobs WHERE sha256 IN (SELECT sha256 FROM __blob_ids)").fetchall()}
@@ -36,10 +38,10 @@ def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
     if rows:
         data = pa.table(
             {
-                "sha256": pa.array(list(rows), pa.string()),
-                "bytes": pa.array([zlib.compress(b, 6) for b in rows.values()], pa.binary()),
-                "codec": pa.array([CODEC] * len(rows), pa.string()),
-                "n_bytes": pa.array([len(b) for b in rows.values()], pa.int64()),
+                "sha256": strings(list(rows)),
+                "bytes": binaries([zlib.compress(b, 6) for b in rows.values()]),
+                "codec": strings([CODEC] * len(rows)),
+                "n_bytes": ints([len(b) for b in rows.values()], pa.int64(), "q"),
             }
         )
         con.register("__blob_rows", data)

@@ -6,30 +6,37 @@ import array
 import hashlib
 import uuid
 from collections.abc import Sequence
-from itertools import accumulate, repeat
+from itertools import repeat
+from typing import TYPE_CHECKING
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from searchtrace.store._arrow import ints, json_strings, strings, uuids
 from searchtrace.store._events import PAYLOAD_TYPES, TYPE_NAMES, NewEvent, _encoder
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 TAGS: dict[type, str] = dict(zip(PAYLOAD_TYPES, TYPE_NAMES, strict=True))  # payload struct -> its `type`
-_TS = pa.timestamp("us", tz="UTC")
-_JSON = pa.json_(pa.large_string())
-_UUID = pa.uuid()
-_ONE = pa.scalar(1, pa.int64())
 
 
-def _pool() -> pa.MemoryPool:
-    """jemalloc keeps freed pages for reuse; mimalloc hands them back between batches and re-faults them."""
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowException):
-        return pa.default_memory_pool()
+def _table(position: array.array[int], ids: bytes, streams: Sequence[str], seqs: Sequence[int], types: Sequence[str],
+           runs: Sequence[str], stamps: array.array[int], payloads: Sequence[bytes], hashes: Sequence[str]) -> pa.Table:
+    """The Arrow table of rows in the events layout."""
+    import pyarrow as pa
 
-
-_POOL = _pool()
+    n = len(position)
+    return pa.table({
+        "position": ints(position, pa.int64(), "q"),
+        "event_id": uuids(ids, n),
+        "stream_id": strings(streams),
+        "stream_seq": ints(seqs, pa.int32(), "i"),
+        "type": strings(types),
+        "run_id": strings(runs),
+        "recorded_at": ints(stamps, pa.timestamp("us", tz="UTC"), "q"),
+        "payload": json_strings(payloads),
+        "hash": strings(hashes),
+    })
 
 
 class LogRow(msgspec.Struct, array_like=True, frozen=True):
@@ -49,26 +56,10 @@ class LogRow(msgspec.Struct, array_like=True, frozen=True):
 
 def rows_table(rows: Sequence[LogRow]) -> pa.Table:
     """The Arrow table of rows that already have positions, sequences, times and hashes, in the events layout."""
-    n, pool = len(rows), _POOL
-    offsets = array.array("q", (0,))
-    offsets.extend(accumulate(len(r.payload) for r in rows))
-    payload = pa.Array.from_buffers(
-        pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(r.payload for r in rows))]
-    )
-    return pa.table(
-        {
-            "position": pa.array([r.position for r in rows], pa.int64(), memory_pool=pool),
-            "event_id": pa.ExtensionArray.from_storage(
-                _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(b"".join(r.event_id.bytes for r in rows))])
-            ),
-            "stream_id": pa.array([r.stream_id for r in rows], pa.string(), memory_pool=pool),
-            "stream_seq": pa.array([r.stream_seq for r in rows], pa.int32(), memory_pool=pool),
-            "type": pa.array([r.type for r in rows], pa.string(), memory_pool=pool),
-            "run_id": pa.array([r.run_id for r in rows], pa.string(), memory_pool=pool),
-            "recorded_at": pa.array([r.recorded_at_us for r in rows], _TS, memory_pool=pool),
-            "payload": pa.ExtensionArray.from_storage(_JSON, payload),
-            "hash": pa.array([r.hash for r in rows], pa.string(), memory_pool=pool),
-        }
+    return _table(
+        array.array("q", [r.position for r in rows]), b"".join(r.event_id.bytes for r in rows),
+        [r.stream_id for r in rows], [r.stream_seq for r in rows], [r.type for r in rows], [r.run_id for r in rows],
+        array.array("q", [r.recorded_at_us for r in rows]), [r.payload for r in rows], [r.hash for r in rows],
     )
 
 
@@ -87,28 +78,12 @@ class Columns:
         self.stamps: list[int] | None = None  # each row's own recorded_at (µs), when rows carry it (a merge)
 
     def table(self, recorded_at_us: int) -> pa.Table:
-        n, pool = len(self.ids), _POOL
-        # msgspec output is valid UTF-8 JSON by construction: one buffer, stored as-is, not re-validated
-        offsets = array.array("q", (0,))
-        offsets.extend(accumulate(map(len, self.payloads)))
-        payload = pa.Array.from_buffers(
-            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(self.payloads))]
-        )
-        return pa.table(
-            {
-                "position": pc.add(pc.cumulative_sum(pa.repeat(_ONE, n)), self.first - 1),
-                "event_id": pa.ExtensionArray.from_storage(
-                    _UUID, pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(bytes.fromhex("".join(self.ids)))])
-                ),
-                "stream_id": pa.array(self.streams, pa.string(), memory_pool=pool),
-                "stream_seq": pa.array(self.seqs, pa.int32(), memory_pool=pool),
-                "type": pa.array(self.types, pa.string(), memory_pool=pool),
-                "run_id": pa.array(self.runs, pa.string(), memory_pool=pool),
-                "recorded_at": pa.repeat(pa.scalar(recorded_at_us, _TS), n) if self.stamps is None
-                else pa.array(self.stamps, _TS),
-                "payload": pa.ExtensionArray.from_storage(_JSON, payload),
-                "hash": pa.array(self.hashes, pa.string(), memory_pool=pool),
-            }
+        n = len(self.ids)
+        return _table(
+            array.array("q", range(self.first, self.first + n)), bytes.fromhex("".join(self.ids)), self.streams,
+            self.seqs, self.types, self.runs,
+            array.array("q", (recorded_at_us,)) * n if self.stamps is None else array.array("q", self.stamps),
+            self.payloads, self.hashes,
         )
 
 

@@ -95,3 +95,27 @@ def test_the_demo_runs_without_the_postgres_and_ray_extras(tmp_path: Path) -> No
     assert "searchtrace: error: --ray needs the ray extra: pip install 'searchtrace[ray]'" in done.stderr \
         and "exit record 2" in done.stderr
     assert done.stdout.strip().endswith("psycopg loaded: False ray loaded: False")
+
+
+_RECORD = """
+import sys
+from searchtrace.cli import main
+open("r.toml", "w").write('[agent]\\nmodel = "sandbox-agent"\\n[providers.brave]\\n[dataset]\\npath = "sandbox"\\n'
+                          '[sample]\\nn = 1\\n')
+try:
+    main(["record", "--config", "r.toml", "--sandbox", "--db", "r.duckdb", "--no-progress"])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("loaded:", *(m for m in ("pyarrow", "pandas") if m in sys.modules))
+"""
+
+
+def test_a_recorded_run_appends_without_loading_pandas(tmp_path: Path) -> None:
+    """The store builds its Arrow columns from buffers: `pa.array` would import pandas wherever it is installed
+    (this environment has it), a third of a small run's CPU."""
+    import importlib.util
+
+    assert importlib.util.find_spec("pandas") is not None  # else this test proves nothing
+    done = subprocess.run([sys.executable, "-c", _RECORD], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "loaded: pyarrow", done.stdout[-500:]
