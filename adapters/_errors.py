@@ -38,6 +38,11 @@ class ChatError(AdapterError):
         self.provider_ms: float | msgspec.UnsetType = msgspec.UNSET
         self.queue_ms: float | msgspec.UnsetType = msgspec.UNSET
 
+    @property
+    def key_refused(self) -> bool:
+        """The endpoint refuses the key (401, 403, or said so): no later call can succeed, so a run stops."""
+        return self.auth or self.http_status in (401, 403)
+
 
 class MissingKey(BadInput, AdapterError):
     """No key in the environment for a provider that needs one: one line naming the variable to set."""

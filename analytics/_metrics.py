@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -204,15 +204,15 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
     n = len(rows)
     scores = answer_scores(rows) if scores is None else scores
 
-    def total(attr: str) -> int:
-        return sum(getattr(r, attr) for r in rows)
+    def total(get: Callable[[TrajectoryStats], int]) -> int:
+        return sum(map(get, rows))
 
     audited = sum(1 for r in rows if r.semantic_match is not None)
     correct = sum(1 for r in rows if r.semantic_match)
     em = sum(s[0] for s in scores)
     f1 = sum((s[1] for s in scores), Fraction(0))
-    valid, supported = total("valid"), total("supported")
-    observed = valid - total("unobserved")  # docs/how-to/hosted.md: valid items whose snippet reached the caller
+    valid, supported = total(lambda r: r.valid), total(lambda r: r.supported)
+    observed = valid - total(lambda r: r.unobserved)  # docs/how-to/hosted.md: valid items whose snippet reached the caller
     outcome = QueryOutcome()
     for r in rows:
         side = outcome.answerable if surface_answerable(r) else outcome.not_answerable
@@ -229,32 +229,33 @@ def provider_metrics(rows: list[TrajectoryStats], scores: Scores | None = None) 
         accuracy=_ratio(correct, audited),
         exact_match=_ratio(em, n) or 0.0,
         token_f1=_ratio(f1, n) or 0.0,
-        searches_per_trajectory=_ratio(total("searches"), n) or 0.0,
-        fetches_per_trajectory=_ratio(total("fetches"), n) or 0.0,
-        input_tokens_per_trajectory=_ratio(total("input_tokens"), n) or 0.0,
-        output_tokens_per_trajectory=_ratio(total("output_tokens"), n) or 0.0,
-        reasoning_tokens_per_trajectory=_ratio(total("reasoning_tokens"), n) or 0.0,
-        page_tokens_per_trajectory=_ratio(total("page_tokens"), n) or 0.0,
-        latency_ms_per_trajectory=_ratio(Fraction(total("latency_us"), 1000), n) or 0.0,
-        distinct_domains_per_trajectory=_ratio(total("domains"), n) or 0.0,
-        tokens_per_correct=_ratio(total("input_tokens") + total("output_tokens"), correct),
-        items=total("items"),
+        searches_per_trajectory=_ratio(total(lambda r: r.searches), n) or 0.0,
+        fetches_per_trajectory=_ratio(total(lambda r: r.fetches), n) or 0.0,
+        input_tokens_per_trajectory=_ratio(total(lambda r: r.input_tokens), n) or 0.0,
+        output_tokens_per_trajectory=_ratio(total(lambda r: r.output_tokens), n) or 0.0,
+        reasoning_tokens_per_trajectory=_ratio(total(lambda r: r.reasoning_tokens), n) or 0.0,
+        page_tokens_per_trajectory=_ratio(total(lambda r: r.page_tokens), n) or 0.0,
+        latency_ms_per_trajectory=_ratio(Fraction(total(lambda r: r.latency_us), 1000), n) or 0.0,
+        distinct_domains_per_trajectory=_ratio(total(lambda r: r.domains), n) or 0.0,
+        tokens_per_correct=_ratio(total(lambda r: r.input_tokens) + total(lambda r: r.output_tokens), correct),
+        items=total(lambda r: r.items),
         valid_items=valid,
-        invalid_items=total("invalid"),
-        snippet_only_items=total("snippet_only"),
-        page_visible_items=total("page_visible"),
-        partition=Partition(smart=total("smart"), missed=total("missed"), blind=total("blind"), noop=total("noop"),
-                            unobserved=total("unobserved")),
+        invalid_items=total(lambda r: r.invalid),
+        snippet_only_items=total(lambda r: r.snippet_only),
+        page_visible_items=total(lambda r: r.page_visible),
+        partition=Partition(smart=total(lambda r: r.smart), missed=total(lambda r: r.missed),
+                            blind=total(lambda r: r.blind), noop=total(lambda r: r.noop),
+                            unobserved=total(lambda r: r.unobserved)),
         snippet_observed_items=observed,
-        unobserved_items=total("unobserved"),
+        unobserved_items=total(lambda r: r.unobserved),
         denominators=Denominators(),
-        discovered_support=total("discovered"),
+        discovered_support=total(lambda r: r.discovered),
         surface_supported_items=supported,
-        surface_contradicted_items=total("contradicted"),
+        surface_contradicted_items=total(lambda r: r.contradicted),
         surface_support_rate=_ratio(supported, observed),
         surface_answerable_queries=sum(1 for r in rows if surface_answerable(r)),
-        gold_rank1_share=_ratio(total("supported_rank1"), total("supported_appearances")),
-        contradiction_gold_ratio=_ratio(total("contradicted"), supported),
+        gold_rank1_share=_ratio(total(lambda r: r.supported_rank1), total(lambda r: r.supported_appearances)),
+        contradiction_gold_ratio=_ratio(total(lambda r: r.contradicted), supported),
         query_outcome=outcome,
     )
     if (spread := epoch_spread(rows)) is not None:

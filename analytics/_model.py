@@ -732,8 +732,7 @@ class JudgeComparison(ComparisonSummary, kw_only=True):
 
     def summary(self) -> ComparisonSummary:
         """The comparison without its item list (the explorer pages the items itself)."""
-        return ComparisonSummary(a=self.a, b=self.b, items_valid_in_both=self.items_valid_in_both, labels=self.labels,
-                                 providers=self.providers)
+        return ComparisonSummary(**{f: getattr(self, f) for f in ComparisonSummary.__struct_fields__})
 
 
 class Tally(msgspec.Struct, kw_only=True):

@@ -21,7 +21,6 @@ from searchtrace.adapters import ChatError, ChatModel, Fetcher, FetchResponse
 from searchtrace.analytics import JudgeItem, judge_items
 from searchtrace.engine import worker_pool
 from searchtrace.replay._judge import (
-    _FATAL,
     JSON_MODE,
     BackfillCounts,
     JudgeStats,
@@ -93,7 +92,7 @@ async def run_backfill(log: EventLog, *, judge_run_id: str, prompt: JudgePrompt,
             try:
                 reply = await chat.complete(messages, response_format=JSON_MODE, trace_id=trace)
             except ChatError as exc:
-                if exc.auth or exc.http_status in _FATAL:
+                if exc.key_refused:
                     raise BadInput(f"judge endpoint refused the request: {one_line(exc.message)}") from None
                 if exc.http_status is not None and 400 <= exc.http_status < 500 and exc.http_status != 429:
                     await _record(writer, judge_run_id, item, got, None,

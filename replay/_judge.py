@@ -47,8 +47,6 @@ JSON_MODE = {"type": "json_object"}
 COMMIT_DELAY_S = 0.02
 # A judge call refused for good (content filter, bad request): recorded as an invalid verdict, not retried on resume.
 _REFUSED = frozenset({400, 404, 413, 422})
-# The endpoint refuses the key: no point in calling anything else.
-_FATAL = frozenset({401, 403})
 # This many judge calls failing in a row (after their retries) means the endpoint is down: stop instead of grinding
 # through every item; what was judged is kept and the same command resumes.
 MAX_CONSECUTIVE_FAILURES = 20
@@ -198,7 +196,7 @@ class _Run:
             reply = await self.chat.complete(messages, response_format=JSON_MODE, trace_id=trace)
         except ChatError as exc:
             http_status = exc.http_status
-            if exc.auth or http_status in _FATAL:
+            if exc.key_refused:
                 raise BadInput(f"judge endpoint refused the request: {one_line(exc.message)}") from None
             if http_status in _REFUSED:
                 latency = (time.perf_counter() - started) * 1000
