@@ -9,6 +9,7 @@ Writer builds one flush while the previous one commits.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -161,6 +162,7 @@ def append_groups(
     recorded_at_us: int,
     *,
     narrow: bool = False,
+    known_blobs: AbstractSet[str] | None = None,
 ) -> tuple[list[Result], Head]:
     """Commit the groups in one transaction; returns each group's positions (or its error) and the new head.
 
@@ -171,7 +173,7 @@ def append_groups(
         inserter = _Inserter(con, executor, recorded_at_us, narrow)
         try:
             if blobs:
-                _blobs.insert(con, blobs)
+                _blobs.insert(con, blobs, known_blobs)
             results, delta, last = _build(inserter, head, None, groups, failed)
             inserter.finish(last)
             inserter.restore()
@@ -212,7 +214,8 @@ def prepare(
         return Prepared(base, collector.tables, blobs, results, delta)
 
 
-def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None = None) -> None:
+def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None = None,
+           known_blobs: AbstractSet[str] | None = None) -> None:
     """Insert a prepared transaction in one statement and commit it; roll back on any error.
 
     With `threads` (DuckDB's usual thread count) a multi-chunk transaction runs DuckDB on one thread, since
@@ -238,7 +241,7 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
         else:
             con.execute("BEGIN")
             if prepared.blobs:
-                _blobs.insert(con, prepared.blobs)
+                _blobs.insert(con, prepared.blobs, known_blobs)
             if table is not None:
                 insert(con, table)
             if head:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 import duckdb
 
@@ -18,8 +19,9 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
-    """Insert inside the caller's transaction; content already stored is skipped."""
+def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes], known: AbstractSet[str] | None = None) -> list[str]:
+    """Insert inside the caller's transaction; content already stored is skipped (`known`: the stored digests, as
+    the writer keeps them, instead of a lookup that joins the whole blobs table)."""
     import pyarrow as pa  # here, not at import: `digest` is needed by processes that never insert a blob
 
     from searchtrace.store._arrow import binaries, ints, strings
@@ -28,12 +30,14 @@ def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes]) -> list[str]:
     fresh: dict[str, bytes] = {}
     for d, b in zip(digests, items, strict=True):
         fresh.setdefault(d, b)
-    table = pa.table({"sha256": strings(list(fresh))})
-    con.register("__blob_ids", table)
-    try:
-        have = {r[0] for r in con.execute("SELECT sha256 FROM blobs WHERE sha256 IN (SELECT sha256 FROM __blob_ids)").fetchall()}
-    finally:
-        con.unregister("__blob_ids")
+    if known is not None:
+        have = known & fresh.keys()
+    else:
+        con.register("__blob_ids", pa.table({"sha256": strings(list(fresh))}))
+        try:
+            have = {r[0] for r in con.execute("SELECT sha256 FROM blobs WHERE sha256 IN (SELECT sha256 FROM __blob_ids)").fetchall()}
+        finally:
+            con.unregister("__blob_ids")
     rows = {d: b for d, b in fresh.items() if d not in have}
     if rows:
         data = pa.table(

@@ -35,6 +35,7 @@ class EventLog:
         self._con = open_store(self.path, read_only=read_only)
         self._lock = threading.Lock()
         self._ids: set[int] | None = None  # every stored event_id (as int), loaded on the first append
+        self._blob_digests: set[str] | None = None  # every stored blob's sha256, loaded on the first blob appended
         self._executor: ThreadPoolExecutor | None = None
         self._committer: ThreadPoolExecutor | None = None  # runs submitted prepared transactions back to back
         self._ahead: list[Prepared] = []  # prepared, not yet committed, in the order they will commit
@@ -69,6 +70,22 @@ class EventLog:
                 cur.close()
             self._ids = ids
         return self._ids
+
+    def _stored_blobs(self) -> set[str]:
+        """The stored blobs' digests, read once: this log is its database's one writer, so a commit looks its blobs
+        up here instead of joining the whole blobs table (a cost that grew with the store on every commit)."""
+        if self._blob_digests is None:
+            cur = self._con.cursor()
+            try:
+                self._blob_digests = {str(r[0]) for r in cur.execute("SELECT sha256 FROM blobs").fetchall()}
+            finally:
+                cur.close()
+        return self._blob_digests
+
+    def _stored_now(self, blobs: Sequence[bytes]) -> None:
+        """After a commit: its blobs are stored."""
+        if blobs and self._blob_digests is not None:
+            self._blob_digests.update(map(_blobs.digest, blobs))
 
     def _lookup(self, ahead: Sequence[Prepared]) -> Lookup:
         """Reads the stored identity of known ids: committed rows from the database, else the transactions
@@ -147,8 +164,9 @@ class EventLog:
         head = Head(self._position, self._hash, self._heads, self._stored_ids(), self._lookup(()))
         results, head = _append.append_groups(
             self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC)),
-            narrow=self._bulk_threads is not None,
+            narrow=self._bulk_threads is not None, known_blobs=self._stored_blobs() if blobs else None,
         )
+        self._stored_now(blobs)
         with self._ahead_lock:
             self._position, self._hash, self._heads = head.position, head.hash, head.streams
             self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again
@@ -170,7 +188,7 @@ class EventLog:
                 with self._ahead_lock:
                     self._ahead.clear()
                     self._load_heads()
-                    self._ids = None  # loaded again by the next append
+                    self._ids = self._blob_digests = None  # loaded again by the next append
 
     def bulk_threads(self, on: bool) -> bool:
         """Run multi-chunk transactions with DuckDB on one thread (the next chunk is prepared on the other core),
@@ -220,10 +238,12 @@ class EventLog:
                     self._ahead.clear()
                 raise Stale(f"prepared after position {prepared.base[0]}, the log is at {self._position}")
             try:
-                _append.commit(self._con, prepared, self._bulk_threads)
+                _append.commit(self._con, prepared, self._bulk_threads,
+                               self._stored_blobs() if prepared.blobs else None)
             except BaseException:
                 self._drop_from(prepared)
                 raise
+            self._stored_now(prepared.blobs)
             with self._ahead_lock:
                 head = _append.publish(Head(self._position, self._hash, self._heads, self._stored_ids()), prepared.delta)
                 self._position, self._hash = head.position, head.hash
@@ -273,7 +293,7 @@ class EventLog:
             self._con.execute("BEGIN")
             try:
                 if blobs:
-                    _blobs.insert(self._con, blobs)
+                    _blobs.insert(self._con, blobs, self._stored_blobs())
                 if rows:
                     _append.insert(self._con, rows_table(rows))
                     self._con.execute(_append.head_sql(position, prev))
@@ -282,6 +302,7 @@ class EventLog:
                 _append.rollback(self._con)
                 raise
             ids.update(r.event_id.int for r in rows)
+            self._stored_now(blobs)
             with self._ahead_lock:
                 self._position, self._hash, self._heads = position, prev, heads
                 self._ahead.clear()  # anything prepared ahead continued the old head
@@ -291,11 +312,12 @@ class EventLog:
         with self._lock:
             self._con.execute("BEGIN")
             try:
-                digests = _blobs.insert(self._con, [data])
+                digests = _blobs.insert(self._con, [data], self._stored_blobs())
                 self._con.execute("COMMIT")
             except BaseException:
                 _append.rollback(self._con)
                 raise
+            self._stored_now([data])
         return digests[0]
 
     # -- reading ---------------------------------------------------------

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 import searchtrace.store._append as append_mod
+import searchtrace.store._blobs as blobs_mod
 from searchtrace.store import (
     ConcurrencyError,
     EventLog,
@@ -206,6 +207,25 @@ def test_blobs_are_content_addressed_compressed_and_stored_once(opener: Callable
     assert zlib.decompress(big[4]) == page
 
 
+def test_a_blob_is_stored_once_across_reopening_prepared_commits_and_a_failed_append(tmp_path: Path) -> None:
+    """The writer keeps the stored digests instead of looking each commit's blobs up in the table: what it knows
+    must be what the file holds, after a reopen, a prepared (Writer) commit and an append that failed."""
+    path = tmp_path / "t.duckdb"
+    with EventLog(path) as log:
+        log.append([ev("a", 0)], blobs=[b"one"])
+    with EventLog(path) as log:  # the digests are read from the file: b"one" is not stored twice
+        log.append([ev("a", 1)], blobs=[b"one", b"two"])
+        log.commit_prepared(log.prepare_groups([([ev("a", 2)], None)], blobs=[b"two", b"three"]))
+        with pytest.raises(TypeError):  # its first transaction rolls back, the one without the group commits
+            log.append([_not_an_event()], blobs=[b"four"])
+        log.append([ev("a", 3)], blobs=[b"four"])
+        assert log.put_blob(b"one") == blobs_mod.digest(b"one")
+    con = duckdb.connect(str(path), read_only=True)
+    stored = sorted(r[0] for r in con.execute("SELECT sha256 FROM blobs").fetchall())
+    con.close()
+    assert stored == sorted(blobs_mod.digest(b) for b in (b"one", b"two", b"three", b"four"))
+
+
 def test_reads_by_range_stream_and_type_stream_in_batches(tmp_path: Path) -> None:
     path = tmp_path / "t.duckdb"
     n = 6_000
@@ -288,7 +308,9 @@ def test_an_unencodable_group_fails_alone_even_after_chunks_went_in(
     broken = [ev("b", 0), bad]
     last = [ev("a", 120), ev("c", 0)]
     with EventLog(path) as log:
-        results = log.append_groups([(first, None), (broken, None), (last, {"a": 119})])
+        # the blob goes in with the first attempt, which rolls back at the bad group: the retry stores it again
+        results = log.append_groups([(first, None), (broken, None), (last, {"a": 119})], blobs=[b"page"])
+        assert log.has_blob(blobs_mod.digest(b"page"))
         assert results[0] == list(range(1, 121))
         assert isinstance(results[1], TypeError)
         assert results[2] == [121, 122]
