@@ -183,10 +183,15 @@ class ProxyRecorder:
         for t in list(self.trajs.values()):
             await self.settle(t)
 
-    async def run(self, writer: Writer) -> None:
-        """Drain the queue into the writer, in order, many calls per append; returns when the queue is closed."""
+    async def run(self, writer: Writer, gather_s: float = 0.0) -> None:
+        """Drain the queue into the writer, in order, many calls per append; returns when the queue is closed.
+
+        `gather_s`: after the first queued call, wait this long for others to share its commit (a commit is most
+        of the proxy's CPU per call); only where no reply waits for its commit."""
         async with self._recv:
             async for first in self._recv:
+                if gather_s > 0:
+                    await anyio.sleep(gather_s)
                 batch = [first]
                 while True:
                     try:
@@ -401,14 +406,15 @@ _T = TypeVar("_T")
 
 
 async def record_while(recorder: ProxyRecorder, log: EventLog, head: list[NewEvent], work: Callable[[], Awaitable[_T]],
-                       *, settle_s: float | None = None) -> tuple[_T, int]:
+                       *, settle_s: float | None = None, gather_s: float = 0.0) -> tuple[_T, int]:
     """Run `work` while the recorder writes to the store (its `head` first); then every trajectory still open is
-    finished `abandoned` (after up to `settle_s` seconds for open calls to settle): work's value and how many."""
+    finished `abandoned` (after up to `settle_s` seconds for open calls to settle): work's value and how many.
+    `gather_s`: as `ProxyRecorder.run`."""
     async with open_writer(log, max_delay=0.0) as writer:  # the recorder batches already
         if head:
             await writer.append(head)
         async with anyio.create_task_group() as recording:
-            recording.start_soon(recorder.run, writer)
+            recording.start_soon(recorder.run, writer, gather_s)
             try:
                 value = await work()
             finally:

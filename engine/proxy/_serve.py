@@ -19,6 +19,7 @@ from searchtrace.engine.proxy._limits import Limits, recorded_usd
 from searchtrace.engine.proxy._recorder import FinalMode, ProxyRecorder, config_of, record_while
 from searchtrace.store import EventLog, Payload
 
+GATHER_S = 0.02  # without --durable: how long a recorded call waits for others to share its commit
 
 class Upstream(NamedTuple):
     """The world a `sandbox` proxy forwards to: its root URL and the transport that reaches it."""
@@ -76,6 +77,8 @@ async def _serve_log(log: EventLog, recorder: ProxyRecorder, listener: socket.so
         async with proxy.serving():
             await serve_local(proxy.app(), listener, ready=ready)
 
-    _, abandoned = await record_while(recorder, log, head, work)
+    # a reply that does not wait for its commit lets the calls of the next GATHER_S share it (a crash loses what
+    # was not committed either way: --durable is the mode that loses no replied call)
+    _, abandoned = await record_while(recorder, log, head, work, gather_s=0.0 if durable else GATHER_S)
     await proxy.aclose()
     return abandoned, recorder.appended
