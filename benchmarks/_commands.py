@@ -18,4 +18,5 @@ COMMANDS: dict[str, str] = {
     "ship": "searchtrace.benchmarks._ship:command",
     "merge": "searchtrace.benchmarks._merge:command",
     "scale": "searchtrace.benchmarks._scale:command",
+    "startup": "searchtrace.benchmarks._startup:command",
 }
