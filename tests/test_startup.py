@@ -99,9 +99,9 @@ def test_the_demo_runs_without_the_postgres_and_ray_extras(tmp_path: Path) -> No
 
 _RECORD = """
 import sys
+from searchtrace.benchmarks._startup import ONE_QUESTION
 from searchtrace.cli import main
-open("r.toml", "w").write('[agent]\\nmodel = "sandbox-agent"\\n[providers.brave]\\n[dataset]\\npath = "sandbox"\\n'
-                          '[sample]\\nn = 1\\n')
+open("r.toml", "w").write(ONE_QUESTION)
 try:
     main(["record", "--config", "r.toml", "--sandbox", "--db", "r.duckdb", "--no-progress"])
 except SystemExit as exc:
