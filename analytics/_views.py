@@ -142,9 +142,8 @@ def _stamp(con: Cursor, db: str) -> str:
 def _install(con: Cursor, catalog: str) -> None:
     """Relation views and `v_*` definitions in `catalog`.ev, flat aliases `ev_*` / `v_*` in `catalog`.main (the
     in-memory catalog has its relation views already: `memory_catalog` made them, of this same version)."""
-    if catalog != MEMORY:
-        relation_views(con, f"{catalog}.{EV}", replace=True)
     if catalog != MEMORY:  # there `shown` is a table of its own (analytics._shown); here the database's cache
+        relation_views(con, f"{catalog}.{EV}", replace=True)
         con.execute(f"CREATE OR REPLACE VIEW {catalog}.{EV}.{shown.TABLE} AS SELECT * FROM {catalog}.{PROJ}.{shown.TABLE}")
     for name, sql in _user_views().items():
         con.execute(f"CREATE OR REPLACE VIEW {catalog}.{EV}.{name} AS {sql}")

@@ -75,6 +75,7 @@ class Prepared:
     base: tuple[int, str]
     tables: list[pa.Table]
     blobs: Sequence[bytes]
+    blob_digests: list[str]  # taken here, off the commit thread; the writer adds them to its set once committed
     results: list[Result]
     delta: _Delta
 
@@ -162,7 +163,8 @@ def append_groups(
     recorded_at_us: int,
     *,
     narrow: bool = False,
-    known_blobs: AbstractSet[str] | None = None,
+    blob_digests: Sequence[str] = (),
+    known_blobs: AbstractSet[str] = frozenset(),
 ) -> tuple[list[Result], Head]:
     """Commit the groups in one transaction; returns each group's positions (or its error) and the new head.
 
@@ -173,7 +175,7 @@ def append_groups(
         inserter = _Inserter(con, executor, recorded_at_us, narrow)
         try:
             if blobs:
-                _blobs.insert(con, blobs, known_blobs)
+                _blobs.insert(con, blobs, blob_digests, known_blobs)
             results, delta, last = _build(inserter, head, None, groups, failed)
             inserter.finish(last)
             inserter.restore()
@@ -211,11 +213,11 @@ def prepare(
             continue
         collector.finish(last)
         base = (pending.position, pending.hash) if pending is not None else (head.position, head.hash)
-        return Prepared(base, collector.tables, blobs, results, delta)
+        return Prepared(base, collector.tables, blobs, [_blobs.digest(b) for b in blobs], results, delta)
 
 
 def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None = None,
-           known_blobs: AbstractSet[str] | None = None) -> None:
+           known_blobs: AbstractSet[str] = frozenset()) -> None:
     """Insert a prepared transaction in one statement and commit it; roll back on any error.
 
     With `threads` (DuckDB's usual thread count) a multi-chunk transaction runs DuckDB on one thread, since
@@ -241,7 +243,7 @@ def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | No
         else:
             con.execute("BEGIN")
             if prepared.blobs:
-                _blobs.insert(con, prepared.blobs, known_blobs)
+                _blobs.insert(con, prepared.blobs, prepared.blob_digests, known_blobs)
             if table is not None:
                 insert(con, table)
             if head:

@@ -9,6 +9,7 @@ from collections.abc import Set as AbstractSet
 
 import duckdb
 
+from searchtrace.store._arrow import binaries, ints, strings
 from searchtrace.store._cursor import Cursor
 from searchtrace.store._errors import StoreError
 
@@ -19,26 +20,17 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes], known: AbstractSet[str] | None = None) -> list[str]:
-    """Insert inside the caller's transaction; content already stored is skipped (`known`: the stored digests, as
-    the writer keeps them, instead of a lookup that joins the whole blobs table)."""
+def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes], digests: Sequence[str],
+           known: AbstractSet[str]) -> None:
+    """Insert inside the caller's transaction; content already stored is skipped. `digests`: the items' (`digest`,
+    taken once by the caller); `known`: the stored digests, as the writer keeps them (a lookup in the table would
+    join all of it on every commit)."""
     import pyarrow as pa  # here, not at import: `digest` is needed by processes that never insert a blob
 
-    from searchtrace.store._arrow import binaries, ints, strings
-
-    digests = [digest(b) for b in items]
-    fresh: dict[str, bytes] = {}
+    rows: dict[str, bytes] = {}
     for d, b in zip(digests, items, strict=True):
-        fresh.setdefault(d, b)
-    if known is not None:
-        have = known & fresh.keys()
-    else:
-        con.register("__blob_ids", pa.table({"sha256": strings(list(fresh))}))
-        try:
-            have = {r[0] for r in con.execute("SELECT sha256 FROM blobs WHERE sha256 IN (SELECT sha256 FROM __blob_ids)").fetchall()}
-        finally:
-            con.unregister("__blob_ids")
-    rows = {d: b for d, b in fresh.items() if d not in have}
+        if d not in known:
+            rows.setdefault(d, b)
     if rows:
         data = pa.table(
             {
@@ -53,7 +45,6 @@ def insert(con: duckdb.DuckDBPyConnection, items: Sequence[bytes], known: Abstra
             con.execute("INSERT INTO blobs SELECT * FROM __blob_rows")
         finally:
             con.unregister("__blob_rows")
-    return digests
 
 
 def get(con: Cursor, sha256: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,10 +83,14 @@ class EventLog:
                 cur.close()
         return self._blob_digests
 
-    def _stored_now(self, blobs: Sequence[bytes]) -> None:
+    def _known_blobs(self, digests: Sequence[str]) -> AbstractSet[str]:
+        """What a commit with blobs (`digests`) checks them against: the stored digests, read only when needed."""
+        return self._stored_blobs() if digests else frozenset()
+
+    def _stored_now(self, digests: Sequence[str]) -> None:
         """After a commit: its blobs are stored."""
-        if blobs and self._blob_digests is not None:
-            self._blob_digests.update(map(_blobs.digest, blobs))
+        if digests and self._blob_digests is not None:
+            self._blob_digests.update(digests)
 
     def _lookup(self, ahead: Sequence[Prepared]) -> Lookup:
         """Reads the stored identity of known ids: committed rows from the database, else the transactions
@@ -162,11 +167,12 @@ class EventLog:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-insert")
         head = Head(self._position, self._hash, self._heads, self._stored_ids(), self._lookup(()))
+        digests = [_blobs.digest(b) for b in blobs]
         results, head = _append.append_groups(
             self._con, self._executor, head, groups, blobs, epoch_us(datetime.now(UTC)),
-            narrow=self._bulk_threads is not None, known_blobs=self._stored_blobs() if blobs else None,
+            narrow=self._bulk_threads is not None, blob_digests=digests, known_blobs=self._known_blobs(digests),
         )
-        self._stored_now(blobs)
+        self._stored_now(digests)
         with self._ahead_lock:
             self._position, self._hash, self._heads = head.position, head.hash, head.streams
             self._ahead.clear()  # anything prepared ahead continued an older head: it will prepare again
@@ -238,12 +244,11 @@ class EventLog:
                     self._ahead.clear()
                 raise Stale(f"prepared after position {prepared.base[0]}, the log is at {self._position}")
             try:
-                _append.commit(self._con, prepared, self._bulk_threads,
-                               self._stored_blobs() if prepared.blobs else None)
+                _append.commit(self._con, prepared, self._bulk_threads, self._known_blobs(prepared.blob_digests))
             except BaseException:
                 self._drop_from(prepared)
                 raise
-            self._stored_now(prepared.blobs)
+            self._stored_now(prepared.blob_digests)
             with self._ahead_lock:
                 head = _append.publish(Head(self._position, self._hash, self._heads, self._stored_ids()), prepared.delta)
                 self._position, self._hash = head.position, head.hash
@@ -290,10 +295,11 @@ class EventLog:
                     raise StoreError(f"{self.path}: position {r.position}: its hash does not follow the one before "
                                      "(the source log is broken there); nothing of this batch was written")
                 position, prev, heads[r.stream_id] = r.position, r.hash, r.stream_seq
+            digests = [_blobs.digest(b) for b in blobs]
             self._con.execute("BEGIN")
             try:
                 if blobs:
-                    _blobs.insert(self._con, blobs, self._stored_blobs())
+                    _blobs.insert(self._con, blobs, digests, self._stored_blobs())
                 if rows:
                     _append.insert(self._con, rows_table(rows))
                     self._con.execute(_append.head_sql(position, prev))
@@ -302,22 +308,23 @@ class EventLog:
                 _append.rollback(self._con)
                 raise
             ids.update(r.event_id.int for r in rows)
-            self._stored_now(blobs)
+            self._stored_now(digests)
             with self._ahead_lock:
                 self._position, self._hash, self._heads = position, prev, heads
                 self._ahead.clear()  # anything prepared ahead continued the old head
 
     def put_blob(self, data: bytes) -> str:
         """Store content once (by sha256), compressed; returns the digest."""
+        digests = [_blobs.digest(data)]
         with self._lock:
             self._con.execute("BEGIN")
             try:
-                digests = _blobs.insert(self._con, [data], self._stored_blobs())
+                _blobs.insert(self._con, [data], digests, self._stored_blobs())
                 self._con.execute("COMMIT")
             except BaseException:
                 _append.rollback(self._con)
                 raise
-            self._stored_now([data])
+            self._stored_now(digests)
         return digests[0]
 
     # -- reading ---------------------------------------------------------
