@@ -81,6 +81,7 @@ from searchtrace.analytics._model import Link as Link
 from searchtrace.analytics._model import ListCounts as ListCounts
 from searchtrace.analytics._model import OutcomeCounts as OutcomeCounts
 from searchtrace.analytics._model import Pair as Pair
+from searchtrace.analytics._model import PairColumn as PairColumn
 from searchtrace.analytics._model import PairItemsPage as PairItemsPage
 from searchtrace.analytics._model import PairTrajectory as PairTrajectory
 from searchtrace.analytics._model import Partition as Partition
@@ -134,7 +135,9 @@ from searchtrace.analytics._rules import not_superseded as not_superseded
 from searchtrace.analytics._rules import partition_cell as partition_cell
 from searchtrace.analytics._rules import resolve_judge_run as resolve_judge_run
 from searchtrace.analytics._rules import surface_support as surface_support
+from searchtrace.analytics._table import CORRECTED_PAIR_COLUMNS as CORRECTED_PAIR_COLUMNS
 from searchtrace.analytics._table import CORRECTED_ROWS as CORRECTED_ROWS
+from searchtrace.analytics._table import PAIRED_COLUMNS as PAIRED_COLUMNS
 from searchtrace.analytics._table import REPORT_ROWS as REPORT_ROWS
 from searchtrace.analytics._table import TESTS as TESTS
 from searchtrace.analytics._table import render_table as render_table

@@ -1392,6 +1392,19 @@ class Link(msgspec.Struct, kw_only=True):
     """`cell=`: the complementarity class of an arm pair's count."""
 
 
+class PairColumn(msgspec.Struct, kw_only=True, frozen=True):
+    """One column of the explorer's paired tables: which key of a pair block, under which header, shown how."""
+
+    key: str
+    """The pair block's key."""
+    header: str
+    """The column's header."""
+    shown: str
+    """How its value is shown: "count" (linked to its rows), "difference", "interval", "p-value" or "test"."""
+    holm: bool = False
+    """Shown only when the report adjusted its p-values (Holm's step-down)."""
+
+
 class ReportLinks(msgspec.Struct, kw_only=True):
     """GET /api/report-links: what the report page links each key to, and the labels the CLI's table gives it."""
 
@@ -1407,6 +1420,10 @@ class ReportLinks(msgspec.Struct, kw_only=True):
     """The corrected rates' rows."""
     tests: dict[str, str]
     """A paired test's name to its label."""
+    paired: tuple[PairColumn, ...]
+    """The paired differences' table, column by column (its first difference decides which pairs it lists)."""
+    corrected_paired: tuple[PairColumn, ...]
+    """The corrected support-rate difference's table, column by column."""
 
 
 class Appearance(msgspec.Struct, kw_only=True):

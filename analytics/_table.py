@@ -10,7 +10,17 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
-from searchtrace.analytics._model import OBSERVED_CELLS, PARTITION, ArmMetrics, Cell, Pair, Report, field_key
+from searchtrace.analytics._model import (
+    OBSERVED_CELLS,
+    PARTITION,
+    ArmMetrics,
+    Cell,
+    Pair,
+    PairColumn,
+    Report,
+    field_key,
+    pair_key,
+)
 
 
 class Row(NamedTuple):
@@ -273,6 +283,34 @@ CORRECTED: tuple[Row, ...] = (
 
 CORRECTED_ROWS: tuple[tuple[str, str], ...] = tuple((r.key, r.label) for r in CORRECTED)
 """(JSON key, label) of each corrected row, for the explorer."""
+
+
+def _column(get: Callable[[Pair], object], header: str, shown: str, holm: bool = False) -> PairColumn:
+    """A column of the explorer's paired tables, its key read off the pair block's field (mypy checks it exists)."""
+    return PairColumn(key=pair_key(get), header=header, shown=shown, holm=holm)
+
+
+PAIRED_COLUMNS: tuple[PairColumn, ...] = (
+    _column(lambda c: c.paired_questions, "n", "count"),
+    _column(lambda c: c.accuracy_diff, "Δ accuracy", "difference"),
+    _column(lambda c: c.accuracy_diff_ci, "95% interval", "interval"),
+    _column(lambda c: c.accuracy_diff_p, "p", "p-value"),
+    _column(lambda c: c.p_holm, "p Holm", "p-value", holm=True),
+    _column(lambda c: c.accuracy_test, "test", "test"),
+    _column(lambda c: c.surface_support_rate_diff, "Δ surface support", "difference"),
+    _column(lambda c: c.surface_support_rate_diff_ci, "95% interval", "interval"),
+    _column(lambda c: c.surface_support_rate_diff_p, "p", "p-value"),
+    _column(lambda c: c.surface_support_rate_diff_p_holm, "p Holm", "p-value", holm=True),
+)
+"""The explorer's paired differences (A − B over the questions both ran), column by column."""
+
+CORRECTED_PAIR_COLUMNS: tuple[PairColumn, ...] = (
+    _column(lambda c: c.surface_support_rate_corrected_diff_questions, "n", "count"),
+    _column(lambda c: c.surface_support_rate_corrected_diff, "Δ corrected", "difference"),
+    _column(lambda c: c.surface_support_rate_corrected_diff_ci, "95% interval", "interval"),
+    _column(lambda c: c.surface_support_rate_corrected_diff_p, "p (bootstrap)", "p-value"),
+)
+"""The explorer's corrected support-rate differences, column by column."""
 
 
 def corrected_blocks(report: Report) -> dict[str, ArmMetrics]:

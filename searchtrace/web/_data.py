@@ -21,9 +21,11 @@ from searchtrace.analytics import (
     AUDIT_CTE,
     COMPARED,
     COMPLEMENTARITY,
+    CORRECTED_PAIR_COLUMNS,
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
     LABEL_COUNTS,
+    PAIRED_COLUMNS,
     PARTITION,
     REPORT_ROWS,
     RUNS_SQL,
@@ -704,7 +706,7 @@ def link_labels() -> ReportLinks:
     """What the report page links each key to, and the labels the CLI's table gives each key (one definition)."""
     counts = [k for k, v in LINKS.items() if v.label == k or k.startswith("partition.")]  # the rest: rates
     return ReportLinks(links=LINKS, counts=counts, pair_links=PAIR_LINKS, rows=REPORT_ROWS, corrected=CORRECTED_ROWS,
-                       tests=TESTS)
+                       tests=TESTS, paired=PAIRED_COLUMNS, corrected_paired=CORRECTED_PAIR_COLUMNS)
 
 
 def arm_names(cur: Cursor, by: str, runs: list[str]) -> Callable[[TrajectoryRow], str]:

@@ -78,3 +78,16 @@ def test_the_page_keeps_no_copy_of_the_vocabularies() -> None:
         assert not copied, (name, copied)
     assert "/api/vocabulary" in app
     assert all(f"V.{name}" in app for name in TEXTS)  # and draws with each of them
+
+
+def test_the_page_names_no_pair_metric_and_draws_the_read_models_pair_columns(demo_db: Path) -> None:
+    from searchtrace.analytics import CORRECTED_PAIR_COLUMNS, PAIRED_COLUMNS, Pair
+
+    app = resources.files("searchtrace.web").joinpath("static", "app.js").read_text(encoding="utf-8")
+    # the pair blocks' metrics: no field of the read model's Pair whose name says which metric it is
+    named = [f for f in Pair.__struct_fields__ if "_" in f and f in app]
+    assert not named, named
+    layout = get_all(demo_db, ("GET", "/api/report-links", None))[0].json()
+    assert [c["key"] for c in layout["paired"]] == [c.key for c in PAIRED_COLUMNS]
+    assert [c["key"] for c in layout["corrected_paired"]] == [c.key for c in CORRECTED_PAIR_COLUMNS]
+    assert all(c.key in Pair.__struct_fields__ for c in PAIRED_COLUMNS + CORRECTED_PAIR_COLUMNS)

@@ -483,24 +483,35 @@ async function viewReport() {
     if (names.some((n) => arms[n][key] !== undefined)) body.push(h("tr", {}, h("td", {}, label), names.map((n) => h("td", { class: "num" }, countCell(arms[n], n, key)))));
   }
   const sections = [h("h2", {}, `Per ${rep.by || "provider"}`), h("div", { class: "wide" }, h("table", { class: "list report", "data-testid": "report-table" }, h("thead", {}, head), h("tbody", {}, body)))];
-  // paired differences (docs/concepts/statistics.md): A − B over the questions both ran, with p and Holm's adjustment
+  // paired differences (docs/concepts/statistics.md): A − B over the questions both ran, with p and Holm's adjustment;
+  // every column is the read model's (GET /api/report-links), so no metric is named here
   const comp = rep.paired || {};
-  const pairs = Object.keys(comp).sort().filter((k) => comp[k].accuracy_diff !== undefined);
-  if (pairs.length) {
-    const holm = pairs.some((p) => comp[p].p_holm !== undefined);
-    const tests = [(c) => c.p_holm, (c) => c.surface_support_rate_diff_p_holm].map((get) => pairs.filter((p) => get(comp[p]) !== undefined && get(comp[p]) !== null).length);
-    const cols = ["pair A|B", "n", "Δ accuracy", "95% interval", "p", ...(holm ? ["p Holm"] : []), "test", "Δ surface support", "95% interval", "p", ...(holm ? ["p Holm"] : [])];
+  const cell = (p, col) => {
+    const v = comp[p][col.key];
+    if (col.shown === "count") return pairCell(p, col.key, v, "paired");
+    if (col.shown === "interval") return nc(interval(v) || "–", "interval");
+    if (col.shown === "p-value") return nc(pval(v), "p-value");
+    if (col.shown === "test") return layout.tests[v] || v || "";
+    return nc(fmt(v), "difference");
+  };
+  const pairTable = (columns, attrs) => {
+    const first = columns.find((c) => c.shown === "difference").key;
+    const pairs = Object.keys(comp).sort().filter((k) => comp[k][first] !== undefined);
+    const holm = columns.some((c) => c.holm && pairs.some((p) => comp[p][c.key] !== undefined));
+    const shown = columns.filter((c) => holm || !c.holm);
+    const table = h("div", { class: "wide" }, h("table", { class: "list", ...attrs }, h("thead", {}, h("tr", {}, h("th", {}, "pair A|B"), shown.map((c) => h("th", {}, c.header)))),
+      h("tbody", {}, pairs.map((p) => h("tr", {}, h("td", {}, p), shown.map((c) => h("td", c.shown === "test" ? {} : { class: "num" }, cell(p, c))))))));
+    // what each Holm column adjusts over: the tests shown, named by the difference they test
+    const families = shown.map((c, i) => c.holm ? `${pairs.filter((p) => comp[p][c.key] !== undefined && comp[p][c.key] !== null).length} ${shown.slice(0, i).reverse().find((d) => d.shown === "difference").header.replace(/^Δ /, "")}` : null).filter((f) => f);
+    return { pairs, holm, families, table };
+  };
+  const paired = pairTable(layout.paired, { "data-testid": "paired" });
+  if (paired.pairs.length) {
     sections.push(h("h2", {}, "Paired differences (A − B, per question)"),
-      h("p", { class: "muted" }, `n: questions audited on both sides.${holm ? ` Holm over the ${tests[0]} accuracy and ${tests[1]} surface-support tests shown.` : ""}`),
-      h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "paired" }, h("thead", {}, h("tr", {}, cols.map((c) => h("th", {}, c)))),
-        h("tbody", {}, pairs.map((p) => { const c = comp[p]; return h("tr", {}, h("td", {}, p), h("td", { class: "num" }, pairCell(p, "paired_questions", c.paired_questions, "paired")),
-          h("td", { class: "num" }, nc(fmt(c.accuracy_diff), "difference")), h("td", { class: "num" }, nc(interval(c.accuracy_diff_ci) || "–", "interval")), h("td", { class: "num" }, nc(pval(c.accuracy_diff_p), "p-value")),
-          holm ? h("td", { class: "num" }, nc(pval(c.p_holm), "p-value")) : null, h("td", {}, layout.tests[c.accuracy_test] || c.accuracy_test || ""),
-          h("td", { class: "num" }, nc(fmt(c.surface_support_rate_diff), "difference")), h("td", { class: "num" }, nc(interval(c.surface_support_rate_diff_ci) || "–", "interval")),
-          h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p), "p-value")), holm ? h("td", { class: "num" }, nc(pval(c.surface_support_rate_diff_p_holm), "p-value")) : null); })))));
+      h("p", { class: "muted" }, `n: questions audited on both sides.${paired.holm ? ` Holm over the ${paired.families.join(" and ")} tests shown.` : ""}`), paired.table);
   }
   // judge-error correction (docs/concepts/statistics.md), when the judge run has human labels
-  const fixed = names.filter((n) => arms[n].surface_support_rate_corrected !== undefined);
+  const fixed = names.filter((n) => layout.corrected.some(([key]) => key.endsWith("_corrected") && arms[n][key] !== undefined));
   if (fixed.length) {
     const rows = [];
     for (const [key, label] of layout.corrected) {
@@ -510,11 +521,8 @@ async function viewReport() {
     sections.push(h("h2", {}, "Corrected for judge error"), h("p", { class: "muted" }, "Each snippet rate corrected by the human audit labels, stratum by stratum; TPR / TNR: the judge against the human labels."),
       h("div", { class: "wide" }, h("table", { class: "list", "data-testid": "corrected" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), fixed.map((n) => h("th", {}, n)))), h("tbody", {}, rows))));
     // n: every question both arms ran (what the corrected difference rests on), linked to them
-    const cp = Object.keys(comp).sort().filter((k) => comp[k].surface_support_rate_corrected_diff !== undefined);
-    if (cp.length) sections.push(h("div", { class: "wide" }, h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["pair A|B", "n", "Δ corrected", "95% interval", "p (bootstrap)"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, cp.map((p) => h("tr", {}, h("td", {}, p), h("td", { class: "num" }, pairCell(p, "surface_support_rate_corrected_diff_questions", comp[p].surface_support_rate_corrected_diff_questions, "paired")),
-        h("td", { class: "num" }, nc(fmt(comp[p].surface_support_rate_corrected_diff), "difference")),
-        h("td", { class: "num" }, nc(interval(comp[p].surface_support_rate_corrected_diff_ci) || "–", "interval")), h("td", { class: "num" }, nc(pval(comp[p].surface_support_rate_corrected_diff_p), "p-value"))))))));
+    const corrected = pairTable(layout.corrected_paired, {});
+    if (corrected.pairs.length) sections.push(corrected.table);
   }
   const compl = rep.complementarity || {};
   if (Object.keys(compl).length) {
