@@ -135,6 +135,7 @@ from searchtrace.analytics._rules import not_superseded as not_superseded
 from searchtrace.analytics._rules import partition_cell as partition_cell
 from searchtrace.analytics._rules import resolve_judge_run as resolve_judge_run
 from searchtrace.analytics._rules import surface_support as surface_support
+from searchtrace.analytics._table import CORRECTED_MARKER as CORRECTED_MARKER
 from searchtrace.analytics._table import CORRECTED_PAIR_COLUMNS as CORRECTED_PAIR_COLUMNS
 from searchtrace.analytics._table import CORRECTED_ROWS as CORRECTED_ROWS
 from searchtrace.analytics._table import PAIRED_COLUMNS as PAIRED_COLUMNS

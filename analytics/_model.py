@@ -1418,6 +1418,8 @@ class ReportLinks(msgspec.Struct, kw_only=True):
     """The table's rows: key and label."""
     corrected: tuple[tuple[str, str], ...]
     """The corrected rates' rows."""
+    corrected_marker: str
+    """The arm key whose presence means the arm's rates were corrected (the corrected table lists those arms)."""
     tests: dict[str, str]
     """A paired test's name to its label."""
     paired: tuple[PairColumn, ...]

@@ -18,6 +18,7 @@ from searchtrace.analytics._model import (
     Pair,
     PairColumn,
     Report,
+    arm_key,
     field_key,
     pair_key,
 )
@@ -283,6 +284,8 @@ CORRECTED: tuple[Row, ...] = (
 
 CORRECTED_ROWS: tuple[tuple[str, str], ...] = tuple((r.key, r.label) for r in CORRECTED)
 """(JSON key, label) of each corrected row, for the explorer."""
+CORRECTED_MARKER = arm_key(lambda m: m.surface_support_rate_corrected)
+"""The key whose presence marks a corrected block (`corrected_blocks`), for the explorer."""
 
 
 def _column(get: Callable[[Pair], object], header: str, shown: str, holm: bool = False) -> PairColumn:

@@ -21,6 +21,7 @@ from searchtrace.analytics import (
     AUDIT_CTE,
     COMPARED,
     COMPLEMENTARITY,
+    CORRECTED_MARKER,
     CORRECTED_PAIR_COLUMNS,
     CORRECTED_ROWS,
     DEFAULT_BOOTSTRAP,
@@ -706,6 +707,7 @@ def link_labels() -> ReportLinks:
     """What the report page links each key to, and the labels the CLI's table gives each key (one definition)."""
     counts = [k for k, v in LINKS.items() if v.label == k or k.startswith("partition.")]  # the rest: rates
     return ReportLinks(links=LINKS, counts=counts, pair_links=PAIR_LINKS, rows=REPORT_ROWS, corrected=CORRECTED_ROWS,
+                       corrected_marker=CORRECTED_MARKER,
                        tests=TESTS, paired=PAIRED_COLUMNS, corrected_paired=CORRECTED_PAIR_COLUMNS)
 
 

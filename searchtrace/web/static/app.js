@@ -511,7 +511,7 @@ async function viewReport() {
       h("p", { class: "muted" }, `n: questions audited on both sides.${paired.holm ? ` Holm over the ${paired.families.join(" and ")} tests shown.` : ""}`), paired.table);
   }
   // judge-error correction (docs/concepts/statistics.md), when the judge run has human labels
-  const fixed = names.filter((n) => layout.corrected.some(([key]) => key.endsWith("_corrected") && arms[n][key] !== undefined));
+  const fixed = names.filter((n) => arms[n][layout.corrected_marker] !== undefined);
   if (fixed.length) {
     const rows = [];
     for (const [key, label] of layout.corrected) {
