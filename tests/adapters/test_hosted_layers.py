@@ -9,10 +9,6 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-from anthropic import Anthropic
-from google import genai
-from google.genai import types as genai_types
-from openai import OpenAI
 
 from searchtrace.adapters._hosted import read_hosted, resolve_redirects
 from searchtrace.adapters.sandbox._hosted import seal, unseal
@@ -42,6 +38,7 @@ def results(payloads: list[Any]) -> list[SearchResult]:
 
 def test_openai_web_search_gives_urls_ranked_and_a_cited_title(env: dict[str, str],  # noqa: F811
                                                               request: pytest.FixtureRequest) -> None:
+    from openai import OpenAI
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
     request.addfinalizer(client.close)
     resp = client.responses.create(model="sandbox-agent", input=QUESTION, tools=[{"type": "web_search"}],
@@ -64,6 +61,7 @@ def test_openai_web_search_gives_urls_ranked_and_a_cited_title(env: dict[str, st
 
 def test_claude_web_search_and_fetch_give_titles_opaque_content_and_the_page(env: dict[str, str],  # noqa: F811
                                                                              request: pytest.FixtureRequest) -> None:
+    from anthropic import Anthropic
     client = Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox")
     request.addfinalizer(client.close)
     msg = client.messages.create(
@@ -95,6 +93,8 @@ def test_claude_web_search_and_fetch_give_titles_opaque_content_and_the_page(env
 
 
 def test_gemini_grounding_redirects_resolve_to_the_page(env: dict[str, str]) -> None:  # noqa: F811
+    from google import genai
+    from google.genai import types as genai_types
     client = genai.Client(api_key="sandbox", http_options=genai_types.HttpOptions(base_url=env["GOOGLE_GEMINI_BASE_URL"]))
     config = genai_types.GenerateContentConfig(tools=[genai_types.Tool(google_search=genai_types.GoogleSearch())])
     resp = client.models.generate_content(model="sandbox-agent", contents=QUESTION, config=config)

@@ -11,23 +11,17 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from anthropic import Anthropic
-from anthropic import NotFoundError as AnthropicNotFound
-from anthropic.types import MessageParam
-from exa_py import Exa
-from firecrawl import AsyncFirecrawl, Firecrawl
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types as genai_types
-from openai import AsyncOpenAI, BadRequestError, OpenAI
-from tavily import TavilyClient
 
 from searchtrace.adapters.sandbox import default_world
 from searchtrace.engine import TOOL_SCHEMAS
+
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+    from openai import OpenAI
 
 HANG_S = 120  # seconds: a hang guard for calls to our own loopback servers (a loaded machine answers late)
 
@@ -75,6 +69,7 @@ def test_serve_prints_every_base_url_and_an_example(env: dict[str, str]) -> None
 
 
 def test_openai_plain_and_streamed(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    from openai import OpenAI
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
     request.addfinalizer(client.close)
     messages = [{"role": "user", "content": QUESTION}]
@@ -95,6 +90,7 @@ def test_openai_plain_and_streamed(env: dict[str, str], request: pytest.FixtureR
 
 
 def test_openai_async_streamed(env: dict[str, str]) -> None:
+    from openai import AsyncOpenAI
     async def run() -> str:
         async with AsyncOpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox") as client:
             stream = await client.chat.completions.create(model="sandbox-judge", stream=True,
@@ -105,6 +101,7 @@ def test_openai_async_streamed(env: dict[str, str]) -> None:
 
 
 def test_tavily_with_answer(env: dict[str, str]) -> None:
+    from tavily import TavilyClient
     client = TavilyClient(api_key="tvly-sandbox", api_base_url=env["SEARCHTRACE_TAVILY_BASE_URL"])
     out = client.search(QUESTION, max_results=5, include_answer=True, include_favicon=True, include_usage=True,
                         include_images=True)
@@ -118,6 +115,7 @@ def test_tavily_with_answer(env: dict[str, str]) -> None:
 # AsyncFirecrawl has no public close: its connection is left to the garbage collector
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
 def test_firecrawl_sync_and_async(env: dict[str, str]) -> None:
+    from firecrawl import AsyncFirecrawl, Firecrawl
     url = env["SEARCHTRACE_FIRECRAWL_BASE_URL"]
     data = Firecrawl(api_key="fc-sandbox", api_url=url).search(QUESTION, limit=5)
     assert data.web and len(data.web) == 5 and data.web[0].url.rstrip("/") == GOLD  # type: ignore[union-attr]
@@ -127,6 +125,7 @@ def test_firecrawl_sync_and_async(env: dict[str, str]) -> None:
 
 
 def test_exa_default_and_highlights(env: dict[str, str]) -> None:
+    from exa_py import Exa
     exa = Exa(api_key="sandbox", base_url=env["SEARCHTRACE_EXA_BASE_URL"])
     default = exa.search(QUESTION, num_results=5)  # the SDK asks for up to 10,000 characters of page text
     assert len(default.results) == 5 and GOLD in [r.url for r in default.results]
@@ -152,6 +151,7 @@ RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in TOOL_SCHEMAS] 
 def _tool_result(env: dict[str, str], name: str, arguments: str) -> str:
     """What a harness hands back for one call: the Tavily client's JSON for a search, Jina's text for a fetch
     (of the URL the agent names in `doc_id`, as these results carry no doc ids)."""
+    from tavily import TavilyClient
     args = json.loads(arguments)
     if name == "search_web":
         tavily = TavilyClient(api_key="tvly-sandbox", api_base_url=env["SEARCHTRACE_TAVILY_BASE_URL"])
@@ -179,6 +179,7 @@ def _chat_loop(client: OpenAI, env: dict[str, str]) -> list[tuple[str, str] | st
 
 
 def test_openai_responses_plain_streamed_with_tools(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    from openai import OpenAI
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
     request.addfinalizer(client.close)
     ask: dict[str, Any] = {"model": "sandbox-agent", "instructions": "Search, then answer.", "input": QUESTION,
@@ -209,6 +210,7 @@ def test_openai_responses_plain_streamed_with_tools(env: dict[str, str], request
 def test_openai_responses_chain_matches_chat(env: dict[str, str], request: pytest.FixtureRequest) -> None:
     """previous_response_id carries the conversation: each turn sends only the tool results, and the scripted
     agent makes exactly the calls and the answer it makes over chat completions."""
+    from openai import BadRequestError, OpenAI
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox")
     request.addfinalizer(client.close)
     said: list[tuple[str, str] | str] = []
@@ -243,6 +245,8 @@ ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"][
 
 
 def test_anthropic_plain_streamed_and_a_tool_result(env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    from anthropic import Anthropic
+    from anthropic import NotFoundError as AnthropicNotFound
     client = Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox")  # the SDK's base URL: no /v1
     request.addfinalizer(client.close)
     asked: list[MessageParam] = [{"role": "user", "content": QUESTION}]
@@ -266,6 +270,9 @@ def test_anthropic_plain_streamed_and_a_tool_result(env: dict[str, str], request
 
 
 def test_google_genai_plain_and_streamed(env: dict[str, str]) -> None:
+    from google import genai
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
     client = genai.Client(api_key="sandbox", http_options=genai_types.HttpOptions(base_url=env["GOOGLE_GEMINI_BASE_URL"]))
     decls = [genai_types.FunctionDeclaration(name=t["function"]["name"], description=t["function"]["description"],
                                              parameters_json_schema=t["function"]["parameters"]) for t in TOOL_SCHEMAS]

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 from searchtrace.analytics._uncertainty import (
     mover_difference,
@@ -32,6 +31,7 @@ def tango_statistic(b: float, c: float, n: float, delta: float) -> float:
     """Tango's score statistic with the restricted MLE of P(B only) found numerically (not by the closed form):
     the log-likelihood b·ln(q + Δ) + c·ln q + (n − b − c)·ln(1 − 2q − Δ) maximised over the q that keep every
     cell probability in [0, 1]."""
+    from scipy import optimize
     lo, hi = max(0.0, -delta), (1 - delta) / 2
 
     def minus_ll(q: float) -> float:
@@ -217,6 +217,7 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
     # one provider's strata: judge-true N1 = 40 (8 labelled), judge-false N0 = 160 (12 labelled). ppi_py's PPI++
     # with the design weights (N_h/n_h per label) and its power-tuned λ gives our point, and its interval equals the
     # classical one of the human labels alone: the judge is constant within a stratum, so λ changes nothing
+    from scipy import stats
     ppi_py = pytest.importorskip("ppi_py")
     from searchtrace.analytics import JudgedCase
 
@@ -244,6 +245,8 @@ def test_correction_is_ppi_plus_plus_with_any_lambda() -> None:
 
 
 def test_epoch_sd_interval_against_scipy_and_in_the_report() -> None:
+    from scipy import stats
+
     from searchtrace.analytics._uncertainty import chi2_quantile, epoch_sd_interval
     from tests.analytics.test_uncertainty import row
 

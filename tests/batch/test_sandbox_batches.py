@@ -14,8 +14,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from anthropic import Anthropic
-from openai import BadRequestError, OpenAI
 
 from searchtrace.adapters.sandbox import FaultPlan
 
@@ -67,6 +65,7 @@ def _wait(poll: object, ended: object) -> list[str]:
 
 
 def test_openai_files_and_batches(env: dict[str, str]) -> None:
+    from openai import BadRequestError, OpenAI
     with OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sandbox", max_retries=0) as client:
         n = 40
         lines = [{"custom_id": f"item-{i}", "method": "POST", "url": "/v1/chat/completions", "body": _chat_body(i)}
@@ -108,6 +107,7 @@ def test_openai_files_and_batches(env: dict[str, str]) -> None:
 
 
 def test_anthropic_message_batches(env: dict[str, str]) -> None:
+    from anthropic import Anthropic
     with Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sandbox", max_retries=0) as client:
         n = 40
         reqs = [{"custom_id": f"item-{i}", "params": {"model": "sandbox-judge", "max_tokens": 512,

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import pytest
-from anthropic import Anthropic
 
 from searchtrace.adapters.sandbox import FaultPlan, default_world, running, running_all
 from searchtrace.adapters.sandbox._serve import env_exports
@@ -26,6 +25,9 @@ from searchtrace.store import (
 )
 from tests.builders import run_cli, summed_usage
 
+if TYPE_CHECKING:
+    from anthropic import Anthropic
+
 QUESTION = "What is the founding year of Elmwyn Athletic?"
 ANSWER = next(q.answer for q in default_world().questions if q.question == QUESTION)
 SERVER_TOOLS: Any = [{"type": "web_search_20250305", "name": "web_search"},
@@ -36,6 +38,7 @@ CLIENT_TOOLS: Any = [{"name": "search", "description": "Web search.",
 
 @pytest.fixture(scope="module")
 def claude() -> Any:
+    from anthropic import Anthropic
     with running() as root:
         client = Anthropic(base_url=f"{root}/anthropic", api_key="sandbox", max_retries=0)
         yield client

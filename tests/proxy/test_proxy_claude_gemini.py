@@ -13,11 +13,7 @@ from typing import Any
 from unittest import mock
 
 import httpx
-import openai
 import pytest
-from anthropic import Anthropic
-from google import genai
-from google.genai import types as gt
 
 from searchtrace.store import AnswerFinal, FetchCalled, ModelResponded, SearchCalled, TrajectoryFinished
 from tests.proxy.support import cli, proxy, streams, write_questions
@@ -41,6 +37,7 @@ def tool(base: str, name: str, args: dict[str, Any], headers: dict[str, str] | N
 
 def openai_arm(root: str, qid: str, question: str) -> int:
     """The OpenAI chat client's loop; returns how many model calls it made."""
+    import openai
     base = f"{root}/t/tavily/{qid}"
     with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
         messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
@@ -60,6 +57,7 @@ def openai_arm(root: str, qid: str, question: str) -> int:
 def claude_arm(root: str, qid: str, question: str, *, header: bool) -> int:
     """The official anthropic client's loop, first turn plain, then streamed; by the path prefix, or by one base URL
     and the trajectory header read from ANTHROPIC_CUSTOM_HEADERS (set by the caller)."""
+    from anthropic import Anthropic
     base = root if header else f"{root}/t/tavily/{qid}"
     hdrs = {"X-Searchtrace-Trajectory": f"tavily/{qid}"} if header else None
     with mock.patch.dict(os.environ, {"ANTHROPIC_CUSTOM_HEADERS": f"X-Searchtrace-Trajectory: tavily/{qid}"} if header else {}):
@@ -87,6 +85,8 @@ def claude_arm(root: str, qid: str, question: str, *, header: bool) -> int:
 
 def gemini_arm(root: str, qid: str, question: str) -> int:
     """The google-genai client's loop, plain and streamed turns alternating."""
+    from google import genai
+    from google.genai import types as gt
     base = f"{root}/t/tavily/{qid}"
     with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
         decls = [gt.FunctionDeclaration(name=t["name"], description=t["description"], parameters_json_schema=t["parameters"])

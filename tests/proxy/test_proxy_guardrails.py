@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import openai
 import pytest
 
 from searchtrace.adapters.sandbox import running
@@ -53,6 +52,7 @@ def _limit_of(ps: list[Payload]) -> str:
 
 
 def test_max_turns_with_the_openai_client(tmp_path: Path, world: tuple[World, str]) -> None:
+    import openai
     w, root = world
     qfile = tmp_path / "q.jsonl"
     qid = questions_with(qfile, [])[0]

@@ -8,16 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import openai
-from anthropic import Anthropic
-from google import genai
-from google.genai import types as gt
-
 from searchtrace.store import AnswerFinal, FetchCompleted, ModelResponded, SearchCalled, SearchResult
 from tests.proxy.support import proxy, streams, write_questions
 
 
 def ask_openai(base: str, question: str) -> None:
+    import openai
     with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
         client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
                                 include=["web_search_call.action.sources"])
@@ -25,6 +21,7 @@ def ask_openai(base: str, question: str) -> None:
 
 def ask_openai_streamed(base: str, question: str) -> list[str]:
     """The event types of one streamed Responses call with web_search."""
+    import openai
     with openai.OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as client:
         stream = client.responses.create(model="sandbox-agent", input=question, tools=[{"type": "web_search"}],
                                          include=["web_search_call.action.sources"], stream=True)
@@ -32,6 +29,7 @@ def ask_openai_streamed(base: str, question: str) -> list[str]:
 
 
 def ask_claude(base: str, question: str) -> None:
+    from anthropic import Anthropic
     tools: Any = [{"type": "web_search_20250305", "name": "web_search"}, {"type": "web_fetch_20250910", "name": "web_fetch"}]
     with Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0) as client:
         client.messages.create(model="sandbox-agent", max_tokens=1024, tools=tools,
@@ -39,12 +37,16 @@ def ask_claude(base: str, question: str) -> None:
 
 
 def ask_gemini(base: str, question: str) -> None:
+    from google import genai
+    from google.genai import types as gt
     with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
         client.models.generate_content(model="sandbox-agent", contents=question,
                                        config=gt.GenerateContentConfig(tools=[gt.Tool(google_search=gt.GoogleSearch())]))
 
 
 def ask_gemini_streamed(base: str, question: str) -> None:
+    from google import genai
+    from google.genai import types as gt
     with genai.Client(api_key="not-a-key", http_options=gt.HttpOptions(base_url=f"{base}/gemini")) as client:
         chunks = list(client.models.generate_content_stream(
             model="sandbox-agent", contents=question,

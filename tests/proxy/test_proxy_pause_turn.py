@@ -6,10 +6,9 @@ taken as the answer (`--final last-reply`), the trajectory stays open until `…
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from anthropic import Anthropic
 
 from searchtrace.adapters.sandbox import running
 from searchtrace.store import (
@@ -24,6 +23,9 @@ from tests.builders import summed_usage
 from tests.proxy.support import proxy, streams, write_questions
 from tests.proxy.test_proxy_claude_gemini import SEARCH, SYSTEM, tool
 
+if TYPE_CHECKING:
+    from anthropic import Anthropic
+
 SERVER_TOOLS: Any = [{"type": "web_search_20250305", "name": "web_search"},
                      {"type": "web_fetch_20250910", "name": "web_fetch"}]
 CLIENT_TOOLS: Any = [{"name": SEARCH["name"], "description": SEARCH["description"], "input_schema": SEARCH["parameters"]}]
@@ -32,6 +34,7 @@ SLOW = 120.0  # seconds a proxied call may take on a loaded machine (a hang guar
 
 def hosted_arm(base: str, question: str) -> list[str | None]:
     """A hosted turn asked to pause: the paused reply plain, sent back as it came, the rest streamed."""
+    from anthropic import Anthropic
     with Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0, timeout=SLOW) as client:
         return _hosted(client, question)
 
@@ -49,6 +52,7 @@ def _hosted(client: Anthropic, question: str) -> list[str | None]:
 
 def client_arm(base: str, question: str) -> list[str | None]:
     """A client-tool loop whose every turn is asked to pause (the marker rides on each user turn); streamed turns."""
+    from anthropic import Anthropic
     with Anthropic(base_url=f"{base}/anthropic", api_key="not-a-key", max_retries=0, timeout=SLOW) as client:
         return _client_loop(client, base, question)
 

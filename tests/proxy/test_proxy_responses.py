@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from searchtrace.store import FetchCalled, ModelResponded, SearchCalled, TrajectoryFinished
@@ -60,6 +59,7 @@ def turns(events: list[tuple[int, str, object]]) -> list[ModelResponded]:
 
 
 def test_responses_api_recorded_through_the_proxy(tmp_path: Path) -> None:
+    import openai
     qfile = tmp_path / "q.jsonl"
     rows = write_questions(qfile, 2)
     q0 = rows[0]["qid"]

@@ -8,8 +8,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from openai import OpenAI
-
 from searchtrace.analytics import judge_items
 from searchtrace.store import EventLog, SearchResult
 from tests.proxy.support import cli, proxy, streams, write_questions
@@ -30,6 +28,7 @@ def _search(base: str, query: str) -> dict[str, Any]:
 
 def trimming_agent(proxy_url: str, qid: str, question: str) -> None:
     """A plain openai-client tool loop that keeps only the top KEEP results of every search for its model."""
+    from openai import OpenAI
     base = f"{proxy_url}/t/tavily/{qid}"
     with OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key") as chat:
         messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer with FINAL ANSWER: <answer>."},

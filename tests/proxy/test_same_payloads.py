@@ -25,7 +25,6 @@ from typing import Any
 import anyio
 import httpx
 import msgspec
-from openai import OpenAI
 
 from searchtrace.adapters.sandbox import ROOT, create_app, in_process
 from searchtrace.engine import (
@@ -109,6 +108,7 @@ async def _agent_path(tmp: Path) -> dict[str, Recorder]:
 def _replay_through_proxy(url: str, rec: Recorder, f: Folded) -> None:
     """The recorded turns again, as a client of the proxy: each model request through the official openai client
     (the messages and tools our agent sent, from the request blobs), each search and fetch as our adapters sent it."""
+    from openai import OpenAI
     assert f.started is not None
     base = f"{url}/t/{PROVIDER}/{f.started.qid}"
     with OpenAI(base_url=f"{base}/openai/v1", api_key="not-a-key", max_retries=0) as chat:

@@ -13,7 +13,6 @@ from tests.proxy.support import streams
 from tests.replay.test_prompt_file import run
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "inspect" / "logs"
-inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
 
 
 def count_events(db: Path) -> int:
@@ -29,6 +28,7 @@ class Out:
 
 
 def test_inspect_logs_import_judge_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
     db = tmp_path / "i.duckdb"
     res = Out(capsys, "import", "--db", str(db), "--from", "inspect", "--run-id", "inspect", str(LOGS))
     assert res.returncode == 0, res.stderr
@@ -59,6 +59,7 @@ def test_inspect_logs_import_judge_and_report(tmp_path: Path, capsys: pytest.Cap
 
 def _edited(tmp_path: Path, edit: object, name: str) -> Path:
     """A copy of the first log, written as a .json log after `edit(log)`."""
+    inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
     log = inspect_log.read_eval_log(str(sorted(LOGS.glob("*.eval"))[0]))
     edit(log)  # type: ignore[operator]
     out = tmp_path / f"{name}.json"
@@ -195,6 +196,7 @@ def _payloads(db: Path) -> dict[str, list[object]]:
 
 
 def test_every_model_turn_each_score_and_the_epochs_are_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
     from searchtrace.store import ModelResponded, TrajectoryFinished, epoch_of
 
     db = tmp_path / "i.duckdb"
@@ -256,6 +258,7 @@ def _stops(log: object) -> None:
 
 
 def test_limit_and_error_stops_keep_their_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inspect_log = pytest.importorskip("inspect_ai.log")  # a dev dependency (pyproject [dev])
     from searchtrace.store import AuditAnswer, TrajectoryFinished
 
     edited = _edited(tmp_path, _stops, "stops")

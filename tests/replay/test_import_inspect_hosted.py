@@ -25,7 +25,6 @@ from tests.proxy.support import streams
 from tests.replay.test_import_inspect import Out
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "inspect" / "hosted"
-inspect_log = pytest.importorskip("inspect_ai.log")
 
 ANSWERED = "sbx-9ab3167de8"
 SURFACES = {  # layer -> (the surfaces its results may have, model_saw_more)
@@ -48,6 +47,7 @@ def _by_layer(db: Path) -> dict[tuple[str, str], list[Any]]:
 
 def _raw_sources(layer: str) -> dict[str, list[str]]:
     """qid -> the source URLs of the layer's raw replies, in order, read from the log with Inspect's own reader."""
+    inspect_log = pytest.importorskip("inspect_ai.log")
     model = {"anthropic_web_fetch": "anthropic", "gemini_grounding": "google", "perplexity_agent": "perplexity"}[layer]
     log = next(inspect_log.read_eval_log(str(p), resolve_attachments=True) for p in sorted(LOGS.glob("*.eval"))
                if inspect_log.read_eval_log(str(p), header_only=True).eval.model.startswith(model))
@@ -117,6 +117,7 @@ def test_inspect_hosted_search_becomes_ranked_results_with_their_surface(tmp_pat
 
 def _without_raw_replies(path: Path, out: Path) -> None:
     """The log as Inspect writes it past its first calls: no model event keeps the raw call."""
+    inspect_log = pytest.importorskip("inspect_ai.log")
     log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
     for sample in log.samples:
         for e in sample.events:
