@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -1392,6 +1392,9 @@ class Link(msgspec.Struct, kw_only=True):
     """`cell=`: the complementarity class of an arm pair's count."""
 
 
+Shown = Literal["count", "difference", "interval", "p-value", "test"]  # how a paired table's cell is drawn
+
+
 class PairColumn(msgspec.Struct, kw_only=True, frozen=True):
     """One column of the explorer's paired tables: which key of a pair block, under which header, shown how."""
 
@@ -1399,8 +1402,8 @@ class PairColumn(msgspec.Struct, kw_only=True, frozen=True):
     """The pair block's key."""
     header: str
     """The column's header."""
-    shown: str
-    """How its value is shown: "count" (linked to its rows), "difference", "interval", "p-value" or "test"."""
+    shown: Shown
+    """How its value is shown: a count links to its rows, a test is named by its label."""
     holm: bool = False
     """Shown only when the report adjusted its p-values (Holm's step-down)."""
 

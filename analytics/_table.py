@@ -18,6 +18,7 @@ from searchtrace.analytics._model import (
     Pair,
     PairColumn,
     Report,
+    Shown,
     arm_key,
     field_key,
     pair_key,
@@ -288,7 +289,7 @@ CORRECTED_MARKER = arm_key(lambda m: m.surface_support_rate_corrected)
 """The key whose presence marks a corrected block (`corrected_blocks`), for the explorer."""
 
 
-def _column(get: Callable[[Pair], object], header: str, shown: str, holm: bool = False) -> PairColumn:
+def _column(get: Callable[[Pair], object], header: str, shown: Shown, holm: bool = False) -> PairColumn:
     """A column of the explorer's paired tables, its key read off the pair block's field (mypy checks it exists)."""
     return PairColumn(key=pair_key(get), header=header, shown=shown, holm=holm)
 
