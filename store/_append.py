@@ -163,12 +163,14 @@ def append_groups(
     recorded_at_us: int,
     *,
     narrow: bool = False,
-    blob_digests: Sequence[str] = (),
-    known_blobs: AbstractSet[str] = frozenset(),
+    blob_digests: Sequence[str],
+    known_blobs: AbstractSet[str],
 ) -> tuple[list[Result], Head]:
     """Commit the groups in one transaction; returns each group's positions (or its error) and the new head.
 
-    `narrow`: a multi-chunk transaction runs DuckDB on one thread and gives its threads back (bulk tuning only)."""
+    `narrow`: a multi-chunk transaction runs DuckDB on one thread and gives its threads back (bulk tuning only).
+    `blob_digests`: the blobs' digests, taken once by the caller; `known_blobs`: the digests already stored, which
+    the blobs are checked against (no default: an empty set would insert a stored blob again)."""
     failed: dict[int, Exception] = {}
     while True:
         con.execute("BEGIN")
@@ -216,8 +218,8 @@ def prepare(
         return Prepared(base, collector.tables, blobs, [_blobs.digest(b) for b in blobs], results, delta)
 
 
-def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None = None,
-           known_blobs: AbstractSet[str] = frozenset()) -> None:
+def commit(con: duckdb.DuckDBPyConnection, prepared: Prepared, threads: int | None,
+           known_blobs: AbstractSet[str]) -> None:
     """Insert a prepared transaction in one statement and commit it; roll back on any error.
 
     With `threads` (DuckDB's usual thread count) a multi-chunk transaction runs DuckDB on one thread, since

@@ -357,5 +357,6 @@ def test_a_failing_commit_raises_its_own_error_not_the_rollback_s() -> None:
 
     head = append_mod.Head(0, GENESIS, {}, set())
     with ThreadPoolExecutor(1) as executor, pytest.raises(duckdb.IOException, match="at commit"):
-        append_mod.append_groups(CommitFails(), executor, head, [([ev("a", 0)], None)], (), 0)  # type: ignore[arg-type]
+        append_mod.append_groups(CommitFails(), executor, head, [([ev("a", 0)], None)], (), 0,  # type: ignore[arg-type]
+                                 blob_digests=(), known_blobs=frozenset())
     assert head.position == 0 and not head.ids
