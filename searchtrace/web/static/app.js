@@ -502,7 +502,12 @@ async function viewReport() {
     const table = h("div", { class: "wide" }, h("table", { class: "list", ...attrs }, h("thead", {}, h("tr", {}, h("th", {}, "pair A|B"), shown.map((c) => h("th", {}, c.header)))),
       h("tbody", {}, pairs.map((p) => h("tr", {}, h("td", {}, p), shown.map((c) => h("td", c.shown === "test" ? {} : { class: "num" }, cell(p, c))))))));
     // what each Holm column adjusts over: the tests shown, named by the difference they test
-    const families = shown.map((c, i) => c.holm ? `${pairs.filter((p) => comp[p][c.key] !== undefined && comp[p][c.key] !== null).length} ${shown.slice(0, i).reverse().find((d) => d.shown === "difference").header.replace(/^Δ /, "")}` : null).filter((f) => f);
+    const families = [];
+    let tested = "";
+    for (const c of shown) {
+      if (c.shown === "difference") tested = c.header.replace(/^Δ /, "");
+      if (c.holm) families.push(`${pairs.filter((p) => comp[p][c.key] !== undefined && comp[p][c.key] !== null).length} ${tested}`);
+    }
     return { pairs, holm, families, table };
   };
   const paired = pairTable(layout.paired, { "data-testid": "paired" });
