@@ -257,12 +257,24 @@ class ReadServer:
         self._watchdog.start()
 
     def _bind(self) -> None:
+        """Bind and listen under a private name, then rename it into place: a reader that finds the socket's path
+        can connect at once (a path bound but not yet listening refused readers that came too early)."""
         with _addressable(self.path) as addr:
             _clear(self.path, addr)
+        private = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        with _addressable(private) as addr:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(addr)  # a killed run of this same pid number left it
             self._sock.bind(addr)
-            os.chmod(addr, 0o600)  # before listen: nobody can connect while it is still open to others
-        self._ino = os.lstat(self.path).st_ino
-        self._sock.listen(64)
+            try:
+                os.chmod(addr, 0o600)  # before listen: nobody can connect while it is still open to others
+                self._sock.listen(64)
+                self._ino = os.lstat(private).st_ino
+                os.rename(private, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(addr)
+                raise
 
     def _accept_loop(self) -> None:
         while not self._closing.is_set():

@@ -94,6 +94,30 @@ def test_a_stale_socket_is_replaced_and_a_long_path_works(tmp_path: Path) -> Non
     assert not socket_path(path).exists()
 
 
+def test_the_socket_path_appears_only_once_it_accepts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that sees the path connects at once: the socket listens before it is renamed into place (a reader
+    that came between bind and listen was refused as if nobody served the store)."""
+    path = tmp_path / "store.duckdb"
+    seen: list[bool] = []
+
+    class Watched(socket.socket):
+        def listen(self, backlog: int = 0) -> None:
+            seen.append(socket_path(path).exists())  # what a polling reader would find at this instant
+            super().listen(backlog)
+
+    monkeypatch.setattr("searchtrace.store._readserver.socket.socket", Watched)
+    with EventLog(path) as log:
+        log.append([ev("s", 0)])
+        with ReadServer(path, log.cursor):
+            assert seen == [False]
+            assert stat.S_ISSOCK(os.lstat(socket_path(path)).st_mode)
+            assert stat.S_IMODE(os.lstat(socket_path(path)).st_mode) == 0o600
+            assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no private name left
+            with RemoteCursor(path) as cur:
+                assert count(cur) == 1
+    assert not socket_path(path).exists()
+
+
 def test_commands_read_a_held_store_through_its_writer(tmp_path: Path) -> None:
     path = tmp_path / "held.duckdb"
     with EventLog(path) as log, serving_reads(log):
