@@ -75,8 +75,9 @@ $(NODE):
 	@touch $@
 
 # The suite on four workers (pytest-xdist; tests are independent: own tmp dirs, port 0, no shared files): many
-# tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy, and
-# work stealing keeps the long tests from trailing at the end.
+# tests wait on child processes, servers and deadlines, so two workers per core keep a 2-core machine busy. Each test
+# module is one unit of work (its module- and session-scoped servers start once), handed out longest first in the
+# order tests/conftest.py gives, so no long module is left to trail at the end.
 # Bytecode first: where PYTHONDONTWRITEBYTECODE is set, every CLI process the tests start would compile the package,
 # and every worker would rewrite and compile each test module's asserts again (~10 s of CPU per worker): compileall
 # writes the package's bytecode, one collection with writing allowed leaves pytest's rewritten test modules.
@@ -97,7 +98,7 @@ test: $(STAMP) $(BROWSER) $(POSTGRES) $(NODE) lint typecheck docs-build
 	$(PY) -m compileall -q -j 0 searchtrace store adapters engine analytics replay benchmarks tests examples
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --collect-only -p no:xdist >$(VENV)/collect.log || \
 		{ tail -40 $(VENV)/collect.log; exit 1; }
-	$(PY) -c "$$TIMED" $(VENV)/bin/pytest -q -n 4 --dist worksteal
+	$(PY) -c "$$TIMED" $(VENV)/bin/pytest -q -n 4 --dist loadfile --no-loadscope-reorder
 
 bench: $(STAMP)
 	$(VENV)/bin/searchtrace bench ingest --events 500000

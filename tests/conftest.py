@@ -19,6 +19,72 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# How `make test` shares the suite among its workers (pytest-xdist `--dist loadfile --no-loadscope-reorder`): each
+# module is one unit, so its module- and session-scoped servers start once, and the units are handed out in the
+# order below as workers come free: the longest first (measured on a quiet 2-core machine, each sharing it with three
+# other workers; the ones that mostly wait placed between ones that compute), then the rest by their number of
+# tests, so no long module is left for the end. Each worker that runs a Ray module starts a local cluster of its
+# own. A module missing here still runs; it only starts later.
+LONG_FIRST = (
+    "tests/ray/test_quota_ledger.py",  # ~60 s: quotas counted at the server; R = 1 takes its time
+    "tests/docs/test_docs.py",  # ~40 s: the manual's examples, in order, on one store
+    "tests/reliability/test_chaos_small.py",
+    "tests/reliability/test_bad_inputs.py",
+    "tests/engine/test_live_reads.py",  # ~35 s, mostly waiting: a run read while it records, a turn at a time
+    "tests/store/test_read_guards.py",
+    "tests/reliability/test_round_two.py",
+    "tests/otel/test_otel_bridge.py",
+    "tests/ray/test_judge_fanout.py",
+    "tests/engine/test_live_read_guards.py",
+    "tests/batch/test_judge_batch.py",
+    "tests/otel/test_otel_phoenix.py",
+    "tests/web/test_browser_report.py",
+    "tests/store/test_central_log.py",
+    "tests/web/test_explorer_live.py",
+    "tests/ray/test_fanout.py",
+    "tests/engine/test_pause_turn.py",
+    "tests/ray/test_connect.py",
+    "tests/proxy/test_proxy_responses.py",
+    "tests/web/test_browser.py",
+    "tests/analytics/test_arms.py",
+    "tests/replay/test_import_inspect.py",
+    "tests/mcp/test_mcp_server.py",
+    "tests/analytics/test_metrics.py",
+    "tests/analytics/test_custom.py",
+    "tests/proxy/test_proxy_calls.py",
+    "tests/replay/test_export.py",
+    "tests/store/test_segments_merge.py",
+    "tests/replay/test_reexec.py",
+    "tests/proxy/test_proxy_bad_inputs.py",
+    "tests/analytics/test_paired.py",
+    "tests/test_one_turn_every_path.py",
+    "tests/analytics/test_audit.py",
+    "tests/mcp/test_mcp_wrap.py",
+    "tests/test_startup.py",
+    "tests/proxy/test_proxy_by_text.py",
+    "tests/store/test_readserver.py",
+    "tests/replay/test_import_audit_epochs.py",
+    "tests/reliability/test_keys_in_arguments.py",
+    "tests/replay/test_export_runs.py",
+    "tests/test_layers.py",
+    "tests/otel/test_collect_faults.py",
+    "tests/engine/test_resume_kill.py",
+    "tests/reliability/test_hostile_server.py",
+    "tests/replay/test_replay_attempts.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules in the order above, then by their number of tests (the order within a module is kept)."""
+    size: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        size[module] = size.get(module, 0) + 1
+    first = {module: i for i, module in enumerate(LONG_FIRST)}
+    order = {module: i for i, module in enumerate(size)}
+    items.sort(key=lambda item: (first.get(m := item.nodeid.split("::")[0], len(first)), -size[m], order[m]))
+
+
 class Postgres:
     """A PostgreSQL server of this test session, on a Unix socket only (no TCP)."""
 
