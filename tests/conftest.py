@@ -23,10 +23,10 @@ def anyio_backend() -> str:
 # module is one unit, so its module- and session-scoped servers start once, and the units are handed out in the
 # order below as workers come free: the longest first (measured on a quiet 2-core machine, each sharing it with three
 # other workers; the ones that mostly wait placed between ones that compute), then the rest by their number of
-# tests, so no long module is left for the end. Each worker that runs a Ray module starts a local cluster of its
-# own. A module missing here still runs; it only starts later.
+# tests, so no long module is left for the end. The Ray tests are one module (tests/ray/test_ray.py), so one worker
+# starts one local cluster for all of them. A module missing here still runs; it only starts later.
 LONG_FIRST = (
-    "tests/ray/test_quota_ledger.py",  # ~60 s: quotas counted at the server; R = 1 takes its time
+    "tests/ray/test_ray.py",  # ~115 s: quotas counted at the server (R = 1 takes its time), fan-out, joining
     "tests/docs/test_docs.py",  # ~40 s: the manual's examples, in order, on one store
     "tests/reliability/test_chaos_small.py",
     "tests/reliability/test_bad_inputs.py",
@@ -34,16 +34,13 @@ LONG_FIRST = (
     "tests/store/test_read_guards.py",
     "tests/reliability/test_round_two.py",
     "tests/otel/test_otel_bridge.py",
-    "tests/ray/test_judge_fanout.py",
     "tests/engine/test_live_read_guards.py",
     "tests/batch/test_judge_batch.py",
     "tests/otel/test_otel_phoenix.py",
     "tests/web/test_browser_report.py",
     "tests/store/test_central_log.py",
     "tests/web/test_explorer_live.py",
-    "tests/ray/test_fanout.py",
     "tests/engine/test_pause_turn.py",
-    "tests/ray/test_connect.py",
     "tests/proxy/test_proxy_responses.py",
     "tests/web/test_browser.py",
     "tests/analytics/test_arms.py",
