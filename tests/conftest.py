@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,12 +20,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-# How `make test` shares the suite among its workers (pytest-xdist `--dist loadfile --no-loadscope-reorder`): each
-# module is one unit, so its module- and session-scoped servers start once, and the units are handed out in the
-# order below as workers come free: the longest first (measured on a quiet 2-core machine, each sharing it with three
-# other workers; the ones that mostly wait placed between ones that compute), then the rest by their number of
-# tests, so no long module is left for the end. The Ray tests are one module (tests/ray/test_ray.py), so one worker
-# starts one local cluster for all of them. A module missing here still runs; it only starts later.
+# The order in which `make test` hands test modules to its workers (one module per worker at a time: the Makefile
+# says why): the longest first (measured on a quiet 2-core machine, each sharing it with three other workers; the ones
+# that mostly wait placed between ones that compute), then the rest by their number of tests, so no long module is
+# left for the end. A module missing here still runs; it only starts later.
 LONG_FIRST = (
     "tests/ray/test_ray.py",  # ~115 s: quotas counted at the server (R = 1 takes its time), fan-out, joining
     "tests/docs/test_docs.py",  # ~40 s: the manual's examples, in order, on one store
@@ -71,15 +70,16 @@ LONG_FIRST = (
 )
 
 
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules in the order above, then by their number of tests (the order within a module is kept)."""
-    size: dict[str, int] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        size[module] = size.get(module, 0) + 1
+    size = Counter(_module(item) for item in items)  # keyed in collection order
     first = {module: i for i, module in enumerate(LONG_FIRST)}
     order = {module: i for i, module in enumerate(size)}
-    items.sort(key=lambda item: (first.get(m := item.nodeid.split("::")[0], len(first)), -size[m], order[m]))
+    items.sort(key=lambda item: (first.get(m := _module(item), len(first)), -size[m], order[m]))
 
 
 class Postgres:
