@@ -21,8 +21,11 @@ import pyarrow as pa
 
 from searchtrace.benchmarks._synthetic import batches
 from searchtrace.store import DDL, OFFLINE, EventLog, bulk_appends, open_writer
+from searchtrace.store._append import Head, prepare, publish
+from searchtrace.store._schema import GENESIS
 
 RAW_BATCHES = (50_000, 122_880)  # rows per INSERT tried for the raw bulk path; the fastest is reported
+PREPARE_FLUSH = 20_000  # the Writer's largest flush (open_writer's max_events)
 
 
 def _fresh(path: Path) -> Path:
@@ -88,6 +91,22 @@ def bench_writer(
     return {"append_s": spent, "commits": commits, "checkpoint_s": closing}
 
 
+def bench_prepare(n: int, per_flush: int, *, seed: int = 42, recorded_at_us: int | None = None) -> dict[str, Any]:
+    """The Writer's preparing step alone, no database: positions, ids checked against those stored, encoding, the
+    hash chain and the Arrow columns of flushes of `per_flush` events, each continuing the one before as a commit
+    would. A writer that prepares in Python cannot append faster than this."""
+    head = Head(0, GENESIS, {}, set())
+    if recorded_at_us is None:
+        recorded_at_us = time.time_ns() // 1_000
+    spent = 0.0
+    for events in batches(n, per_flush, seed=seed):
+        t0 = time.perf_counter()
+        prepared = prepare(head, None, [(events, None)], (), recorded_at_us)
+        spent += time.perf_counter() - t0
+        head = publish(head, prepared.delta)
+    return {"append_s": spent, "position": head.position, "hash": head.hash}
+
+
 def _rows(store_path: Path, size: int) -> Iterator[pa.Table]:
     """The stored rows as DuckDB exports them losslessly (UUID as arrow.uuid, JSON as arrow.json): the Arrow
     types DuckDB inserts fastest (plain strings would be parsed as UUIDs and validated as JSON again)."""
@@ -146,6 +165,7 @@ def run(
 ) -> dict[str, Any]:
     store_db = folder / "store.duckdb"
     store = bench_writer(store_db, n, producers, per_call)  # the public append path the engine and judge use
+    prepared = bench_prepare(n, PREPARE_FLUSH)
     untuned = bench_writer(folder / "untuned.duckdb", n, producers, per_call, tuning=False)
     sync = bench_store(folder / "sync.duckdb", n, batch)
     raw = {size: bench_raw(store_db, folder / "raw.duckdb", size) for size in RAW_BATCHES}
@@ -161,6 +181,10 @@ def run(
         "raw_bulk_events_per_s": round(raw_eps),
         "naive_events_per_s": round(naive["rows"] / naive["append_s"]),
         "store_vs_raw": round(store_eps / raw_eps, 3),
+        "prepare_events_per_s": round(n / prepared["append_s"]),
+        "prepare_vs_raw": round(n / prepared["append_s"] / raw_eps, 3),
+        "prepare_note": f"the Writer's preparing step alone in flushes of {PREPARE_FLUSH:,} (ids, encoding, hash chain, "
+        "Arrow columns; no database): the most a writer preparing in Python reaches",
         "store_path": f"async Writer (group commit, pipelined flushes): {producers} anyio producers x "
         f"Writer.append of {per_call} events, acknowledged after commit",
         "store_commits": store["commits"],
@@ -201,13 +225,15 @@ def _print_table(result: dict[str, Any]) -> None:
     )
     if "writer_events_per_s" in result:
         table.add_row("store: async Writer, small calls", f"{result['writer_events_per_s']:,}", result["writer_note"])
+    table.add_row("store: preparing alone", f"{result['prepare_events_per_s']:,}", result["prepare_note"])
     table.add_row("raw DuckDB bulk", f"{result['raw_bulk_events_per_s']:,}", result["raw_bulk_method"])
     table.add_row("naive one row per statement", f"{result['naive_events_per_s']:,}", result["naive_note"])
     table.add_row("store incl. final checkpoint", f"{result['store_with_checkpoint_events_per_s']:,}", "")
     table.add_row("raw incl. final checkpoint", f"{result['raw_bulk_with_checkpoint_events_per_s']:,}", "")
     Console().print(table)
     Console().print(
-        f"store / raw bulk = {result['store_vs_raw']:.0%} (EventLog.append alone: {result['sync_append_vs_raw']:.0%})"
+        f"store / raw bulk = {result['store_vs_raw']:.0%} (EventLog.append alone: {result['sync_append_vs_raw']:.0%}); "
+        f"preparing alone / raw bulk = {result['prepare_vs_raw']:.0%}"
     )
 
 

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from searchtrace.benchmarks._ingest import bench_prepare
 from searchtrace.benchmarks._synthetic import events
 from searchtrace.cli import main
 from searchtrace.store import encode_payload
+from searchtrace.store._schema import GENESIS, row_hash
 
 
 def test_bench_ingest_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -21,10 +23,13 @@ def test_bench_ingest_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["events"] == 3000
     for key in (
         "store_events_per_s", "raw_bulk_events_per_s", "naive_events_per_s", "writer_events_per_s",
-        "sync_append_events_per_s",
+        "sync_append_events_per_s", "prepare_events_per_s",
     ):
         assert isinstance(result[key], int) and result[key] > 0, key
     assert result["store_vs_raw"] == pytest.approx(result["store_events_per_s"] / result["raw_bulk_events_per_s"], abs=2e-3)
+    assert result["prepare_vs_raw"] == pytest.approx(
+        result["prepare_events_per_s"] / result["raw_bulk_events_per_s"], abs=2e-3)
+    assert "flushes of 20,000" in result["prepare_note"]
     assert "5 anyio producers x Writer.append of 100 events" in result["store_path"]
     assert 1 <= result["store_commits"] <= 3000 // 100
     assert result["naive_measured_rows"] == 40
@@ -37,3 +42,15 @@ def test_synthetic_events_are_search_result_sized() -> None:
     assert 550 <= sum(sizes) / len(sizes) <= 700
     assert len({e.event_id for e in sample}) == 2000
     assert [e.event_id for e in events(50)] == [e.event_id for e in sample[:50]]  # deterministic
+
+
+def test_the_preparing_step_measured_alone_chains_every_row() -> None:
+    """`bench ingest`'s "preparing alone" times the Writer's real work: its chain ends where row_hash's does."""
+    ts = 1_764_700_000_000_000
+    got = bench_prepare(2_500, 1_000, recorded_at_us=ts)
+    prev, seqs = GENESIS, dict[str, int]()
+    for position, e in enumerate(events(2_500), start=1):
+        seqs[e.stream_id] = seqs.get(e.stream_id, -1) + 1
+        prev = row_hash(prev, position, e.event_id, e.stream_id, seqs[e.stream_id], str(e.payload.__struct_config__.tag),
+                        e.run_id, ts, encode_payload(e.payload))
+    assert (got["position"], got["hash"]) == (2_500, prev)
