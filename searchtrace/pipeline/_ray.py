@@ -330,15 +330,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def reach(address: str) -> str | None:
-    """The address this machine reaches the head from (the node address Ray must use, not the outward interface it
-    would pick), once the head accepts a connection within REACH_TIMEOUT_S; None for `auto`."""
+def reach(address: str) -> None:
+    """Nothing answering at HOST:PORT within REACH_TIMEOUT_S is one line, before Ray spends its own minute on it
+    (and before the target store is touched); `auto` is not checked."""
     head = head_of(address)
     if head is None:
-        return None
+        return
     try:
-        with socket.create_connection(head, timeout=REACH_TIMEOUT_S) as conn:
-            return str(conn.getsockname()[0])
+        with socket.create_connection(head, timeout=REACH_TIMEOUT_S):
+            pass
     except OSError as exc:
         why = exc.strerror or str(exc) or type(exc).__name__
         raise BadInput(f"--ray {address}: no Ray cluster answers there ({why})") from None
@@ -350,6 +350,11 @@ def ray_module(address: str = "auto") -> Any:
     head = head_of(address)
     if head is not None and is_loopback(head[0]):
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if head is not None and "RAY_AUTH_MODE" not in os.environ and has_ray_token():
+        # Ray turns token authentication on by itself only for a cluster it finds (`auto`), never for one named by
+        # its address, while `ray start` requires the token wherever one exists; a driver in token mode also joins
+        # a cluster that asks for none
+        os.environ["RAY_AUTH_MODE"] = "token"
     try:
         import ray
     except ModuleNotFoundError:
@@ -357,24 +362,34 @@ def ray_module(address: str = "auto") -> Any:
     return ray
 
 
+def has_ray_token() -> bool:
+    """Whether this machine holds a Ray token where Ray looks for one (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, or
+    ~/.ray/auth_token, which `ray start` and a local cluster write); the token itself is never read here."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return True
+    return (Path.home() / ".ray" / "auth_token").is_file()
+
+
 def connect(address: str) -> None:
     """Joins the Ray cluster at `address`; `auto`: the one this machine runs (RAY_ADDRESS, `ray start`), else a
-    local one started here. HOST:PORT is checked first (one line within REACH_TIMEOUT_S when nothing answers) and
-    this machine joins it from the address it reaches the head from."""
+    local one started here. HOST:PORT is checked first (one line within REACH_TIMEOUT_S when nothing answers); Ray
+    then finds this machine's raylet of that cluster whatever address it registered under (a plain `ray start
+    --head` registers the outward interface, not the loopback address it is reached by)."""
     ray = ray_module(address)
     if ray.is_initialized():
         return
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": "WARNING"}
-    node_ip = reach(address)
-    if node_ip is not None:
-        kwargs["_node_ip_address"] = node_ip
+    reach(address)
     try:
         if address == "auto":
             ray.init(**kwargs)
         else:
             ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise BadInput(f"--ray {address}: cannot join a Ray cluster there ({str(exc).splitlines()[0]})") from None
+        hint = "" if address == "auto" else (
+            "; a head that asks for a token needs its own here: RAY_AUTH_TOKEN, or its ~/.ray/auth_token copied to "
+            "this machine")
+        raise BadInput(f"--ray {address}: cannot join a Ray cluster there ({str(exc).splitlines()[0]}){hint}") from None
 
 
 def fetch_segment(ray: Any, handle: Any, dest: Path) -> int:

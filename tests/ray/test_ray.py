@@ -23,7 +23,7 @@ from searchtrace.pipeline._ray import dead_pid, wait_exited
 from searchtrace.replay import JudgeOptions
 from searchtrace.store import EventLog, StoreLocked
 from tests.builders import sandbox_config
-from tests.ray.conftest import QUOTA, kill_when_under_way
+from tests.ray.conftest import QUOTA, RAY_HOME, kill_when_under_way
 from tests.store.test_segments_merge import _record_judge_grade, _values
 
 # --- Quotas ----------------------------------------------------------------------------------------------------
@@ -265,7 +265,9 @@ def test_judge_on_ray_refusals_are_one_line(tmp_path: Path) -> None:
 
 # --- Connecting from a fresh process ---------------------------------------------------------------------------
 # `record --ray HOST:PORT` from a fresh process (docs/how-to/scale.md): nothing listening there is one line and exit
-# 2 before the store is touched; the session's loopback cluster is joined without any Ray setting in the environment.
+# 2 before the store is touched; the session's cluster (a token asked for, its nodes registered under an address
+# other than the one it is reached by: tests/ray/conftest.py) is joined with no Ray setting in the environment, by a
+# user whose ~/.ray holds the token.
 
 
 CONFIG = """run_id = "t"
@@ -286,6 +288,7 @@ def _record(tmp_path: Path, address: str, timeout: float) -> subprocess.Complete
     cfg = tmp_path / "run.toml"
     cfg.write_text(CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # a fresh shell: no Ray setting
+    env["HOME"] = str(RAY_HOME)  # ~/.ray/auth_token: where `ray start` leaves the token on the head's machine
     return subprocess.run(
         [sys.executable, "-c", "from searchtrace.cli import main; main()", "record", "--config", str(cfg), "--db", str(tmp_path / "t.duckdb"),
          "--sandbox", "--no-progress", "--ray", address, "--shards", "2"],
@@ -305,7 +308,7 @@ def test_nothing_listening_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "t.duckdb").exists()
 
 
-def test_a_loopback_cluster_is_joined_from_a_fresh_process(ray_cluster: str, tmp_path: Path) -> None:
+def test_a_cluster_like_ray_start_s_is_joined_from_a_fresh_process(ray_cluster: str, tmp_path: Path) -> None:
     got = _record(tmp_path, ray_cluster, timeout=600)
     assert got.returncode == 0, got.stderr[-2000:]
     assert (tmp_path / "t.duckdb").exists()
