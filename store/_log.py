@@ -246,7 +246,7 @@ class EventLog:
             try:
                 _append.commit(self._con, prepared, self._bulk_threads, self._known_blobs(prepared.blob_digests))
             except BaseException:
-                self._drop_from(prepared)
+                self.discard_prepared(prepared)
                 raise
             self._stored_now(prepared.blob_digests)
             with self._ahead_lock:
@@ -266,8 +266,9 @@ class EventLog:
             self._committer = ThreadPoolExecutor(1, thread_name_prefix="searchtrace-commit")
         return self._committer.submit(self.commit_prepared, prepared)
 
-    def _drop_from(self, prepared: Prepared) -> None:
-        """Forget a transaction that will not commit and every one prepared after it (they continue it)."""
+    def discard_prepared(self, prepared: Prepared) -> None:
+        """Forget a prepared transaction that will not be committed, and every one prepared after it (they continue
+        it): the next `prepare_groups` starts again from the committed head."""
         with self._ahead_lock:
             for i, p in enumerate(self._ahead):
                 if p is prepared:

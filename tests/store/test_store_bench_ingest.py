@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from searchtrace.benchmarks._ingest import bench_prepare
 from searchtrace.benchmarks._synthetic import events
 from searchtrace.cli import main
-from searchtrace.store import encode_payload
+from searchtrace.store import EventLog, encode_payload
 from searchtrace.store._schema import GENESIS, row_hash
 
 
@@ -44,13 +45,15 @@ def test_synthetic_events_are_search_result_sized() -> None:
     assert [e.event_id for e in events(50)] == [e.event_id for e in sample[:50]]  # deterministic
 
 
-def test_the_preparing_step_measured_alone_chains_every_row() -> None:
-    """`bench ingest`'s "preparing alone" times the Writer's real work: its chain ends where row_hash's does."""
-    ts = 1_764_700_000_000_000
-    got = bench_prepare(2_500, 1_000, recorded_at_us=ts)
+def test_the_preparing_step_measured_alone_chains_every_row(tmp_path: Path) -> None:
+    """`bench ingest`'s "preparing alone" times the Writer's real work: each flush, prepared on an empty store,
+    ends on the hash the row formula gives for its rows, and nothing is written."""
+    got = bench_prepare(tmp_path / "p.duckdb", 2_500, 1_000)
+    with EventLog(tmp_path / "p.duckdb", read_only=True) as log:
+        assert log.head == 0
     prev, seqs = GENESIS, dict[str, int]()
-    for position, e in enumerate(events(2_500), start=1):
+    for position, e in enumerate(list(events(2_500))[2_000:], start=1):  # the last of flushes of 1,000, 1,000, 500
         seqs[e.stream_id] = seqs.get(e.stream_id, -1) + 1
         prev = row_hash(prev, position, e.event_id, e.stream_id, seqs[e.stream_id], str(e.payload.__struct_config__.tag),
-                        e.run_id, ts, encode_payload(e.payload))
-    assert (got["position"], got["hash"]) == (2_500, prev)
+                        e.run_id, got["recorded_at_us"], encode_payload(e.payload))
+    assert (got["position"], got["hash"]) == (500, prev)
