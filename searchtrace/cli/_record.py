@@ -128,11 +128,11 @@ def _on_ray(cfg: RunConfig, db: Path, address: str | None, shards: int | None, *
         for d in done.done:
             what = summary_text(d.summary) if d.summary is not None else f"stopped: {d.error}"
             click.echo(f"shard {d.shard}/{done.shards} on {d.host or 'a lost node'}: {what}")
-        n_seg, n_shards = (len(done.merged.segments) if done.merged else 0), len(done.done)
-        merged = (f"{done.merged.appended} events merged from {n_seg} segment{'s' * (n_seg != 1)}" if done.merged
-                  else "nothing to merge")
+        n_segs, n_shards = (len(done.merged.segments) if done.merged else 0), len(done.done)
+        merged = (f"{done.merged.appended} events merged from {n_segs} segment{'s' if n_segs != 1 else ''}"
+                  if done.merged else "nothing to merge")
         click.echo(f"run {done.run_id}: {done.trajectories} trajectories ({done.already} already in {db}, "
-                   f"{done.recorded} recorded now by {n_shards} shard{'s' * (n_shards != 1)}); {merged} in {done.elapsed_s:.1f} s"
+                   f"{done.recorded} recorded now by {n_shards} shard{'s' if n_shards != 1 else ''}); {merged} in {done.elapsed_s:.1f} s"
                    + ("" if done.finished else f"; unfinished: {done.to_record} cells to record, run the same command again"))
     failed = [d for d in done.done if d.summary is None or d.summary.failed]
     if failed:
