@@ -20,10 +20,9 @@ import duckdb
 import pyarrow as pa
 
 from searchtrace.benchmarks._synthetic import batches
-from searchtrace.store import DDL, OFFLINE, EventLog, bulk_appends, open_writer
+from searchtrace.store import DDL, MAX_FLUSH_EVENTS, OFFLINE, EventLog, bulk_appends, open_writer
 
 RAW_BATCHES = (50_000, 122_880)  # rows per INSERT tried for the raw bulk path; the fastest is reported
-PREPARE_FLUSH = 20_000  # the Writer's largest flush (open_writer's max_events)
 
 
 def _fresh(path: Path) -> Path:
@@ -167,7 +166,7 @@ def run(
 ) -> dict[str, Any]:
     store_db = folder / "store.duckdb"
     store = bench_writer(store_db, n, producers, per_call)  # the public append path the engine and judge use
-    prepared = bench_prepare(folder / "prepare.duckdb", n, PREPARE_FLUSH)
+    prepared = bench_prepare(folder / "prepare.duckdb", n, MAX_FLUSH_EVENTS)
     untuned = bench_writer(folder / "untuned.duckdb", n, producers, per_call, tuning=False)
     sync = bench_store(folder / "sync.duckdb", n, batch)
     raw = {size: bench_raw(store_db, folder / "raw.duckdb", size) for size in RAW_BATCHES}
@@ -185,7 +184,7 @@ def run(
         "store_vs_raw": round(store_eps / raw_eps, 3),
         "prepare_events_per_s": round(n / prepared["append_s"]),
         "prepare_vs_raw": round(n / prepared["append_s"] / raw_eps, 3),
-        "prepare_note": f"the Writer's preparing step alone in flushes of {PREPARE_FLUSH:,} (ids, encoding, hash chain, "
+        "prepare_note": f"the Writer's preparing step alone in flushes of {MAX_FLUSH_EVENTS:,} (ids, encoding, hash chain, "
         "Arrow columns; no database work): the most a writer preparing in Python reaches",
         "store_path": f"async Writer (group commit, pipelined flushes): {producers} anyio producers x "
         f"Writer.append of {per_call} events, acknowledged after commit",

@@ -120,6 +120,7 @@ from searchtrace.store._ship import ship as ship
 from searchtrace.store._ship import shipping as shipping
 from searchtrace.store._tuning import bulk_appends as bulk_appends
 from searchtrace.store._verify import verify as verify
+from searchtrace.store._writer import MAX_FLUSH_EVENTS as MAX_FLUSH_EVENTS
 from searchtrace.store._writer import Writer as Writer
 from searchtrace.store._writer import open_writer as open_writer
 

@@ -22,6 +22,7 @@ from searchtrace.store._events import NewEvent
 from searchtrace.store._log import EventLog
 
 _Submitted = Future[list[Result]] | BaseException
+MAX_FLUSH_EVENTS = 20_000  # open_writer's default: the most events one flush (one transaction) holds
 
 
 @dataclass
@@ -133,7 +134,9 @@ class Writer:
 
 
 @asynccontextmanager
-async def open_writer(log: EventLog, *, max_events: int = 20_000, max_delay: float = 0.002) -> AsyncIterator[Writer]:
+async def open_writer(
+    log: EventLog, *, max_events: int = MAX_FLUSH_EVENTS, max_delay: float = 0.002
+) -> AsyncIterator[Writer]:
     """Run the writer task for the duration of the block; pending appends are flushed on exit."""
     writer = Writer(log, max_events, max_delay)
     async with anyio.create_task_group() as tg:
